@@ -1,0 +1,135 @@
+"""The expected per-layer attention contract of a draft, and how a table differs from it.
+
+Suites declare it as `[draft] expected_layers = [{causal = true, window = 2048}, ...]`:
+one inline table per draft layer, `window` absent for full attention.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.attention import LayerAttention
+from harness.errors import BadInput
+
+EXPECTED_KEYS = frozenset({"causal", "window"})
+SUITES_DIR = Path(__file__).resolve().parents[2] / "suites"
+
+
+class ContractError(BadInput):
+    """An expectation that cannot be read: the message names the file and the entry."""
+
+
+def _attention_word(causal: bool) -> str:
+    return "causal" if causal else "bidirectional"
+
+
+def _window_words(window: int | None) -> str:
+    return "full attention" if window is None else f"window {window}"
+
+
+def validate_expected(expected: Any, source: str = "expected_layers") -> list[dict[str, Any]]:
+    """Check the shape of an expectation; return it as plain dicts with `window` filled in."""
+    if isinstance(expected, str | bytes) or not isinstance(expected, Sequence):
+        raise ContractError(f"{source} must be a list of per-layer tables, got {expected!r}")
+    layers = []
+    for index, entry in enumerate(expected):
+        where = f"{source}[{index}]"
+        if not isinstance(entry, Mapping):
+            raise ContractError(f"{where} must be a table like {{causal = true}}, got {entry!r}")
+        unknown = set(entry) - EXPECTED_KEYS
+        if unknown:
+            raise ContractError(
+                f"{where} has unknown keys {sorted(unknown)}; allowed: causal, window"
+            )
+        causal = entry.get("causal")
+        if not isinstance(causal, bool):
+            raise ContractError(f"{where}.causal must be true or false, got {causal!r}")
+        window = entry.get("window")
+        if window is not None and (
+            isinstance(window, bool) or not isinstance(window, int) or window <= 0
+        ):
+            raise ContractError(f"{where}.window must be a positive integer, got {window!r}")
+        layers.append({"causal": causal, "window": window})
+    return layers
+
+
+def check_contract(
+    expected: Sequence[Mapping[str, Any]], actual: Sequence[LayerAttention]
+) -> list[str]:
+    """Human-readable differences between the expected and the resolved layers; empty = same."""
+    wanted = validate_expected(expected)
+    differences = []
+    if len(wanted) != len(actual):
+        differences.append(f"expected {len(wanted)} draft layers, got {len(actual)}")
+    for index, (want, got) in enumerate(zip(wanted, actual, strict=False)):
+        if want["causal"] != got.causal:
+            differences.append(
+                f"layer {index}: expected {_attention_word(want['causal'])}, "
+                f"got {_attention_word(got.causal)}"
+            )
+        if want["window"] != got.window:
+            differences.append(
+                f"layer {index}: expected {_window_words(want['window'])}, "
+                f"got {_window_words(got.window)}"
+            )
+    return differences
+
+
+def expected_from_layers(layers: Sequence[LayerAttention]) -> list[dict[str, Any]]:
+    """The contract a resolved table satisfies, in suite form (window only when sliding)."""
+    return [
+        {"causal": layer.causal, **({} if layer.window is None else {"window": layer.window})}
+        for layer in layers
+    ]
+
+
+def _expected_in(document: Mapping[str, Any], source: str) -> list[dict[str, Any]]:
+    # A suite nests it under [draft]; a bare expectation file has it at the top.
+    draft = document.get("draft")
+    if isinstance(draft, Mapping) and "expected_layers" in draft:
+        return validate_expected(draft["expected_layers"], f"{source}: draft.expected_layers")
+    if "expected_layers" in document:
+        return validate_expected(document["expected_layers"], f"{source}: expected_layers")
+    raise ContractError(f"{source} declares no draft.expected_layers nor expected_layers")
+
+
+def _find_file(spec: str, suites_dir: Path) -> Path:
+    path = Path(spec).expanduser()
+    if path.is_file():
+        return path
+    candidate = suites_dir / f"{spec}.toml"
+    if candidate.is_file():
+        return candidate
+    known = ", ".join(p.stem for p in sorted(suites_dir.glob("*.toml"))) or "none"
+    raise ContractError(
+        f"--expect {spec}: no such file, and no suite of that name in {suites_dir} "
+        f"(known suites: {known})"
+    )
+
+
+def load_expected(spec: str, suites_dir: Path = SUITES_DIR) -> tuple[list[dict[str, Any]], str]:
+    """`--expect FILE|SUITE`: a suite path or name, or a JSON/TOML file; returns (layers, where)."""
+    path = _find_file(spec, suites_dir)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ContractError(f"{path}: cannot read: {error}") from error
+    if path.suffix == ".json":
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ContractError(f"{path}: not valid JSON: {error}") from error
+    else:
+        try:
+            document = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:
+            raise ContractError(f"{path}: not valid TOML: {error}") from error
+    if isinstance(document, list):  # a bare JSON list of layers
+        return validate_expected(document, str(path)), str(path)
+    if not isinstance(document, Mapping):
+        raise ContractError(f"{path}: expected a table with expected_layers")
+    return _expected_in(document, str(path)), str(path)

@@ -1,0 +1,63 @@
+"""`harness` entry point: parse the subcommand, run it, map errors to exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from harness import __version__
+from harness.commands import COMMANDS, Command
+from harness.errors import ExitCode, HarnessError
+
+
+def load_command(target: str) -> Command | None:
+    module_name, _, class_name = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name == module_name:  # an optional command not installed in this build
+            return None
+        raise
+    return getattr(module, class_name)()
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
+    parser = argparse.ArgumentParser(
+        prog="harness",
+        description="Acceptance tests and benchmarks for speculative decoding in SGLang.",
+        epilog="Exit codes: 0 pass, 1 below a floor, 2 bad input, 3 engine or "
+        "infrastructure error, 4 skipped (topology does not fit this host), 130 interrupted.",
+    )
+    parser.add_argument("--version", action="version", version=f"harness {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands: dict[str, Command] = {}
+    for name, target in COMMANDS.items():
+        command = load_command(target)
+        if command is None:
+            continue
+        sub = subparsers.add_parser(name, help=command.help, description=command.help)
+        command.add_arguments(sub)
+        commands[name] = command
+    return parser, commands
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser, commands = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return ExitCode.BAD_INPUT
+    try:
+        return int(commands[args.command].run(args))
+    except HarnessError as error:
+        print(f"harness {args.command}: {error.message}", file=sys.stderr)
+        return int(error.exit_code)
+    except KeyboardInterrupt:
+        print(f"harness {args.command}: interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""CLI subcommands: one class per subcommand (asv style).
+
+Each entry names `module:Class`; modules stay light at import time (heavy
+libraries are imported inside `run`) so that `harness --help` is fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Protocol
+
+
+class Command(Protocol):
+    """One `harness` subcommand."""
+
+    name: str
+    help: str
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
+COMMANDS: dict[str, str] = {
+    "list": "harness.commands.suites:ListCommand",
+    "show": "harness.commands.suites:ShowCommand",
+    "validate": "harness.commands.suites:ValidateCommand",
+    "run": "harness.commands.run:RunCommand",
+    "audit": "harness.commands.audit:AuditCommand",
+    "power": "harness.commands.power:PowerCommand",
+    "compare": "harness.commands.compare:CompareCommand",
+    "ab": "harness.commands.ab:ABCommand",
+    "plot": "harness.commands.plot:PlotCommand",
+    "trend": "harness.commands.trend:TrendCommand",
+    "matrix": "harness.commands.matrix:MatrixCommand",
+    "reference": "harness.commands.reference:ReferenceCommand",
+}

@@ -1,0 +1,58 @@
+"""`harness run SUITE`: one acceptance run, from preflight to record and plot."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+class RunCommand:
+    name = "run"
+    help = "run a suite: preflight, launch, GSM8K, accept length, verdict, record"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("suite", help="suite file or name (see `harness list`)")
+        parser.add_argument("--dry-run", action="store_true",
+                            help="print the launch command and workload plan; run nothing")
+        parser.add_argument("--sglang", metavar="SPEC",
+                            help="build under test: pip requirement (sglang==0.5.23), git URL "
+                            "with a ref, or local checkout (default: the installed sglang, "
+                            "else the suite's default_build)")
+        parser.add_argument("--patch", type=Path, metavar="FILE",
+                            help="diff applied to a copy of the local checkout given by --sglang")
+        parser.add_argument("--results", type=Path, default=Path("results"), metavar="DIR",
+                            help="results folder (default: ./results)")
+        parser.add_argument("--engine-python", metavar="PATH",
+                            help="interpreter of the reference engine's environment")
+        parser.add_argument("--label", help="a tag recorded with the run (e.g. pre-fix)")
+        parser.add_argument("--sequential", action="store_true",
+                            help="stop as soon as the verdict is settled at the suite's "
+                            "alpha/beta (fewer requests)")
+        parser.add_argument("--no-plot", action="store_true", help="do not draw the run's plot")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from harness.runner import RunOptions, run_suite
+        from harness.suite import load_suite
+
+        loaded = load_suite(args.suite)
+        options = RunOptions(
+            results_dir=args.results, sglang=args.sglang, patch=args.patch,
+            dry_run=args.dry_run, engine_python=args.engine_python, label=args.label,
+            plot=not args.no_plot, sequential=args.sequential, progress=not args.no_progress,
+        )
+        if args.patch is not None or args.sglang is not None:
+            from harness.build import parse_build_spec
+
+            parse_build_spec(args.sglang, args.patch)  # bad specs end here, before any work
+        outcome = run_suite(loaded, options)
+        if outcome.plan:
+            print("\n".join(outcome.plan))
+        if args.dry_run:
+            return int(outcome.exit_code)
+        print(f"verdict: {outcome.status.upper()}")
+        for reason in outcome.reasons:
+            print(f"  {reason}")
+        if outcome.run_dir is not None:
+            print(f"record: {outcome.run_dir}")
+        return int(outcome.exit_code)

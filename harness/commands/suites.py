@@ -1,0 +1,109 @@
+"""`harness list`, `harness show SUITE`, `harness validate PATH...`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.errors import ExitCode, SuiteError
+
+
+class ListCommand:
+    name = "list"
+    help = "list the shipped suites"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--suites-dir", type=Path, default=None,
+                            help="folder of suite TOML files (default: the shipped suites/)")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from harness.suite import SUITES_DIR, load_suite, shipped_suites
+
+        folder = args.suites_dir or SUITES_DIR
+        failed = False
+        for path in shipped_suites(folder):
+            try:
+                suite = load_suite(path, folder).suite
+            except SuiteError as error:
+                print(f"{path.stem:32} INVALID: {error.message.splitlines()[0]}")
+                failed = True
+                continue
+            topology = suite.topology
+            gpus = (f"{topology.gpus} x {'/'.join(topology.gpu_types) or 'GPU'}"
+                    if topology.gpus else "CPU")
+            nightly = " nightly" if suite.nightly else ""
+            print(f"{suite.name:32} {suite.engine.kind:9} {gpus:18}{nightly}  "
+                  f"{suite.description}")
+        return ExitCode.BAD_INPUT if failed else ExitCode.PASS
+
+
+class ShowCommand:
+    name = "show"
+    help = "show a suite as validated, with defaults filled in"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("suite", help="suite file or name")
+        parser.add_argument("--json", action="store_true", help="print JSON")
+
+    def run(self, args: argparse.Namespace) -> int:
+        import json
+
+        from harness.suite import load_suite
+
+        loaded = load_suite(args.suite)
+        data = loaded.suite.model_dump(mode="json")
+        if args.json:
+            print(json.dumps({"path": str(loaded.path), "sha256": loaded.sha256, "suite": data},
+                             indent=2))
+            return ExitCode.PASS
+        print(f"# {loaded.path}  sha256 {loaded.sha256}")
+        _print_tree(data)
+        return ExitCode.PASS
+
+
+def _print_tree(data: object, indent: str = "") -> None:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if isinstance(value, dict | list) and value and not _is_scalar_list(value):
+                print(f"{indent}{key}:")
+                _print_tree(value, indent + "  ")
+            else:
+                print(f"{indent}{key}: {value}")
+    elif isinstance(data, list):
+        for item in data:
+            print(f"{indent}-")
+            _print_tree(item, indent + "  ")
+    else:
+        print(f"{indent}{data}")
+
+
+def _is_scalar_list(value: object) -> bool:
+    return isinstance(value, list) and all(not isinstance(v, dict | list) for v in value)
+
+
+class ValidateCommand:
+    name = "validate"
+    help = "validate suite files; exit 2 naming each bad field"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("paths", nargs="+", type=Path, help="suite files or folders")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from harness.suite import load_suite
+
+        files: list[Path] = []
+        for path in args.paths:
+            files += sorted(path.glob("*.toml")) if path.is_dir() else [path]
+        if not files:
+            raise SuiteError(f"no suite files in {', '.join(map(str, args.paths))}")
+        bad = 0
+        for file in files:
+            try:
+                load_suite(file)
+                print(f"ok       {file}")
+            except SuiteError as error:
+                bad += 1
+                print(error.message, file=sys.stderr)
+        print(f"{len(files) - bad} valid, {bad} invalid")
+        return ExitCode.BAD_INPUT if bad else ExitCode.PASS

@@ -1,0 +1,60 @@
+"""Exceptions that end a command, each mapped to the documented exit code.
+
+The CLI prints the message of a `HarnessError` (no traceback) and exits with
+its `exit_code`; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    PASS = 0
+    BELOW_FLOOR = 1
+    BAD_INPUT = 2
+    ENGINE_ERROR = 3
+    SKIPPED = 4
+    INTERRUPTED = 130
+
+
+class HarnessError(Exception):
+    """An expected failure with a message meant for the user."""
+
+    exit_code: ExitCode = ExitCode.ENGINE_ERROR
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class BadInput(HarnessError):
+    """The user gave something unusable: a malformed suite, a missing file, a bad flag."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
+class SuiteError(BadInput):
+    """A suite document that does not validate; the message names file and field."""
+
+
+class EngineError(HarnessError):
+    """The engine or the infrastructure failed: launch, HTTP, a missing metric."""
+
+    exit_code = ExitCode.ENGINE_ERROR
+
+
+class MissingMetric(EngineError):
+    """A figure the verdict needs was not reported; never a pass."""
+
+
+class TopologySkip(HarnessError):
+    """This host cannot run the suite (e.g. `needs 2 x H100, found 0`)."""
+
+    exit_code = ExitCode.SKIPPED
+
+
+class Interrupted(HarnessError):
+    """Ctrl-C or SIGTERM; raised after cleanup so the run ends cleanly."""
+
+    exit_code = ExitCode.INTERRUPTED

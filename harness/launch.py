@@ -1,0 +1,178 @@
+"""Launch: run an engine server as a process tree, wait until it serves, kill it all.
+
+The server gets its own process group and session (so a Ctrl-C in the
+terminal reaches the harness, which then tears the server down in order),
+binds 127.0.0.1 on a free port, and logs to the run's `server.log`.
+Teardown kills every descendant: SGLang starts a tokenizer manager, one
+scheduler per TP rank and a detokenizer, and an orphan keeps GPU memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+import psutil
+
+from harness.errors import EngineError
+
+LOOPBACK = "127.0.0.1"
+POLL_INTERVAL_S = 0.05
+TERMINATE_GRACE_S = 10.0
+LOG_TAIL_LINES = 40
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
+
+
+@dataclass
+class ServerSpec:
+    command: Sequence[str]
+    log_path: Path
+    port: int
+    host: str = LOOPBACK
+    env: Mapping[str, str] = field(default_factory=dict)
+    launch_timeout_s: float = 600.0
+    # SGLang answers 200 here once a one-token generation works; 503 while starting.
+    # (Its /health generates too unless SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=0.)
+    ready_paths: tuple[str, ...] = ("/health_generate",)
+    poll_interval_s: float = POLL_INTERVAL_S
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+def kill_tree(pid: int, grace_s: float = TERMINATE_GRACE_S) -> list[int]:
+    """SIGTERM the process, its group and every descendant; SIGKILL what survives.
+
+    Returns the pids that had to be killed hard. Descendants are listed before
+    the parent dies, since orphans are re-parented and could not be found after.
+    """
+    try:
+        root = psutil.Process(pid)
+        family = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        family = []
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGTERM)
+    for process in family:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.terminate()
+    _, alive = psutil.wait_procs(family, timeout=grace_s)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    for process in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+    psutil.wait_procs(alive, timeout=grace_s)
+    return [p.pid for p in alive]
+
+
+class Server:
+    """A running engine server; use as a context manager so it always dies."""
+
+    def __init__(self, spec: ServerSpec) -> None:
+        self.spec = spec
+        self.process: subprocess.Popen[bytes] | None = None
+        self.ready_after_s: float | None = None
+        self._log = None
+
+    def start(self) -> None:
+        self.spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.spec.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        env = {**os.environ, **self.spec.env, "PYTHONUNBUFFERED": "1"}
+        try:
+            self.process = subprocess.Popen(
+                list(self.spec.command),
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,  # own group: killpg reaches every child
+            )
+        except OSError as error:
+            self._close_log()
+            raise EngineError(f"cannot start server `{self.spec.command[0]}`: {error}") from None
+
+    def wait_ready(self) -> float:
+        """Poll until every readiness endpoint answers 200; return seconds waited."""
+        assert self.process is not None, "start() first"
+        started = time.monotonic()
+        deadline = started + self.spec.launch_timeout_s
+        pending = list(self.spec.ready_paths)
+        with httpx.Client(base_url=self.spec.base_url, timeout=httpx.Timeout(30.0, connect=1.0),
+                          trust_env=False) as client:
+            while pending:
+                code = self.process.poll()
+                if code is not None:
+                    raise EngineError(
+                        f"server exited with code {code} before it was ready; "
+                        f"last lines of {self.spec.log_path}:\n{log_tail(self.spec.log_path)}"
+                    )
+                if time.monotonic() > deadline:
+                    raise EngineError(
+                        f"server not ready after {self.spec.launch_timeout_s:g} s "
+                        f"(waiting for {pending[0]}); last lines of "
+                        f"{self.spec.log_path}:\n{log_tail(self.spec.log_path)}"
+                    )
+                try:
+                    if client.get(pending[0]).status_code == 200:
+                        pending.pop(0)
+                        continue
+                except httpx.HTTPError:
+                    pass
+                time.sleep(self.spec.poll_interval_s)
+        self.ready_after_s = time.monotonic() - started
+        return self.ready_after_s
+
+    def check_alive(self) -> None:
+        if self.process is not None and self.process.poll() is not None:
+            raise EngineError(
+                f"server exited with code {self.process.returncode} during the run; "
+                f"last lines of {self.spec.log_path}:\n{log_tail(self.spec.log_path)}"
+            )
+
+    def stop(self) -> None:
+        if self.process is not None:
+            kill_tree(self.process.pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=TERMINATE_GRACE_S)
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> Server:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,215 @@
+"""The run plan: the engine environment, its launch line, the attention contract,
+the server's environment, provenance, and the text `--dry-run` prints.
+
+Glue between the stages, kept out of `runner` so that the runner reads as the
+pipeline and each decision here can be tested alone.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness import build as builds
+from harness.engines import reference_launch, sglang
+from harness.errors import HarnessError
+from harness.measure import server_accept_length  # noqa: F401 - re-exported for the runner
+from harness.preflight import Fit
+from harness.record import BuildInfo, GPUInfo, LayerRow, Provenance
+from harness.suite import LoadedSuite, ReferenceEngine, SGLangEngine, Suite
+
+PORT_PLACEHOLDER = 30000
+
+
+@dataclass
+class PreparedEngine:
+    build: BuildInfo
+    python: str
+    command: Callable[[str, int], list[str]]  # (host, port) -> argv
+    draft_config: str | None  # a config.json, checkpoint folder or hub id
+    draft_revision: str | None = None
+
+
+def build_options(suite: Suite) -> dict[str, Any]:
+    engine = suite.engine
+    options: dict[str, Any] = {"num_draft_tokens": suite.speculative.draft_tokens,
+                               "algorithm": suite.speculative.algorithm}
+    if isinstance(engine, ReferenceEngine):
+        options |= {"attention_policy": engine.attention_policy,
+                    "draft_noise": engine.draft_noise}
+    return options
+
+
+def _reference_dirs() -> tuple[Path, Path]:
+    from harness.engines.reference.recipe import DEFAULT_RECIPE
+
+    root = builds.cache_root() / "reference" / DEFAULT_RECIPE.digest()
+    return root / "target", root / "draft"
+
+
+def _sglang_spec(suite: Suite, options: Any) -> builds.BuildSpec:
+    assert isinstance(suite.engine, SGLangEngine)
+    spec = options.sglang
+    if spec is None and builds.installed_version(sys.executable, "sglang")[0] is None:
+        spec = suite.engine.default_build  # nothing installed here: test the suite's default
+    return builds.parse_build_spec(spec, options.patch)
+
+
+def prepare_engine(suite: Suite, options: Any) -> PreparedEngine:
+    """Make (or find) the engine's environment and checkpoints; the heavy part of a run."""
+    if isinstance(suite.engine, SGLangEngine):
+        assert suite.draft is not None
+        python, info = builds.prepare_sglang(_sglang_spec(suite, options))
+        return PreparedEngine(info, python,
+                              lambda host, port: sglang.launch_command(suite, python, host, port),
+                              suite.draft.model, suite.draft.revision)
+    from harness.engines.reference.checkpoints import ensure_checkpoints
+
+    python, info = builds.prepare_reference(options.engine_python)
+    if suite.target is not None and suite.draft is not None:
+        target, draft = Path(suite.target.model), Path(suite.draft.model)
+    else:
+        target, draft = ensure_checkpoints(python, builds.cache_root())
+    return PreparedEngine(
+        info, python,
+        lambda host, port: reference_launch.launch_command(suite, python, host, port,
+                                                           target, draft),
+        str(draft))
+
+
+def attention_table(loaded: LoadedSuite, engine: PreparedEngine) -> list[LayerRow] | None:
+    """The draft's per-layer attention as this build resolves it, before any launch.
+
+    SGLang builds are evaluated from their own resolver source (`harness audit`);
+    the reference engine replays the behaviour its suite names. Without an
+    expected contract, an unreachable draft config only leaves the table empty.
+    """
+    suite = loaded.suite
+    expected = suite.draft.expected_layers if suite.draft else None
+    if engine.draft_config is None:
+        return None
+    try:
+        if isinstance(suite.engine, ReferenceEngine):
+            from harness.attention import resolve_layers
+            from harness.audit import load_draft_config
+
+            config, _ = load_draft_config(engine.draft_config)
+            layers = resolve_layers(config, suite.engine.attention_policy)
+        else:
+            from harness.audit import audit_for_build, load_draft_config
+            from harness.audit.source import checkout_source
+
+            config, _ = load_draft_config(engine.draft_config, engine.draft_revision)
+            layers = audit_for_build(config, checkout_source(_site_packages(engine.python)))
+    except HarnessError:
+        if expected is not None:
+            raise
+        return None
+    return [LayerRow.model_validate(layer.to_dict()) for layer in layers]
+
+
+def _site_packages(python: str) -> str:
+    import subprocess
+
+    return subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout.strip()
+
+
+def contract_differences(suite: Suite, attention: Sequence[LayerRow] | None) -> list[str]:
+    expected = suite.draft.expected_layers if suite.draft else None
+    if expected is None or attention is None:
+        return []
+    from harness.attention import LayerAttention
+    from harness.audit import check_contract
+
+    actual = [LayerAttention(**row.model_dump(include={"index", "layer_type", "window",
+                                                       "causal", "explicit"}))
+              for row in attention]
+    return check_contract([layer.model_dump() for layer in expected], actual)
+
+
+def attention_from_server(info: Any) -> list[LayerRow] | None:
+    layers = info.get("attention_layers") if isinstance(info, dict) else None
+    if not isinstance(layers, list):
+        return None
+    try:
+        return [LayerRow.model_validate(layer) for layer in layers]
+    except ValueError:
+        return None
+
+
+def server_env(suite: Suite, fit: Fit) -> dict[str, str]:
+    env = dict(suite.engine.env)
+    if fit.devices:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(d) for d in fit.devices)
+    return env
+
+
+def provenance(loaded: LoadedSuite, engine: PreparedEngine, gpus: Sequence[GPUInfo], fit: Fit,
+               data: Any) -> Provenance:
+    from harness import provenance as collect
+
+    used = [g for g in gpus if g.index in fit.devices]
+    return collect.collect(engine.python, used, server_env(loaded.suite, fit),
+                           getattr(data, "source", None), getattr(data, "sha256", None),
+                           loaded.suite.workload.seed)
+
+
+def draw_plot(run_dir: Path, results_dir: Path) -> Path | None:
+    """The run against its suite's baselines and floor; a failed plot never fails a run."""
+    try:
+        from harness import plots
+
+        return plots.plot_run(run_dir, results_root=results_dir)
+    except Exception as error:  # plotting is a by-product; the record is already written
+        print(f"warning: could not draw the plot for {run_dir}: {error}", file=sys.stderr)
+        return None
+
+
+def _dry_run_command(suite: Suite, options: Any) -> list[str]:
+    if isinstance(suite.engine, SGLangEngine):
+        build = _sglang_spec(suite, options)
+        python = (sys.executable if build.kind == "installed"
+                  else str(builds.cache_root() / "envs" / f"sglang-{build.key}" / "bin" / "python"))
+        return sglang.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER)
+    target, draft = _reference_dirs()
+    if suite.target is not None and suite.draft is not None:
+        target, draft = Path(suite.target.model), Path(suite.draft.model)
+    python = options.engine_python or sys.executable
+    return reference_launch.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER,
+                                           target, draft)
+
+
+def describe(loaded: LoadedSuite, options: Any, fit: Fit) -> list[str]:
+    """What a run of this suite does, for `--dry-run` and for a skipped run."""
+    suite, workload = loaded.suite, loaded.suite.workload
+    relation = ">" if suite.floors.strict else ">="
+    lines = [
+        f"suite      {suite.name} ({loaded.path}, sha256 {loaded.sha256[:12]})",
+        f"topology   {fit.reason}",
+        f"launch     {shlex.join(_dry_run_command(suite, options))}",
+        f"           (port {PORT_PLACEHOLDER} stands for a free port chosen at launch)",
+        f"workload   GSM8K run_eval protocol: {workload.shots} shots, questions "
+        f"{workload.shots}..{workload.shots + workload.questions - 1} of test.jsonl, "
+        f"max_tokens {workload.max_tokens}, temperature {workload.temperature:g}, "
+        f"top_p {workload.top_p:g}, concurrency {workload.concurrency}, seed {workload.seed}",
+        f"           {workload.warmup_requests} warm-up requests, then /flush_cache, "
+        "then POST /generate per question",
+        f"floors     accept length {relation} {suite.floors.accept_length:g}"
+        + (f", accuracy {relation} {suite.floors.accuracy:g}"
+           if suite.floors.accuracy is not None else ""),
+    ]
+    lines += [f"baseline   {b.label}: {b.accept_length:g} ({b.source})" for b in suite.baselines]
+    if suite.draft and suite.draft.expected_layers:
+        contract = ", ".join(
+            ("causal" if layer.causal else "bidirectional")
+            + (f"/w{layer.window}" if layer.window else "")
+            for layer in suite.draft.expected_layers)
+        lines.append(f"contract   draft layers: {contract}")
+    return lines

@@ -1,0 +1,188 @@
+"""The run record: the one contract between running and analysing.
+
+A run folder `results/runs/<suite>/<UTC time>-<id>/` holds `run.json` (a
+`RunRecord`), `requests.jsonl` (one `RequestRow` per measured request) and
+`server.log`. Baselines are `RunRecord`s with `kind = "baseline"` under
+`results/baselines/`. Bump `SCHEMA_VERSION` on any incompatible change and
+document it in docs/run-record.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+RUN_FILE = "run.json"
+REQUESTS_FILE = "requests.jsonl"
+SERVER_LOG = "server.log"
+
+VerdictStatus = Literal["pass", "fail", "error", "skipped"]
+
+
+class _Record(BaseModel):
+    # Records written by newer harness versions may carry extra fields: keep them.
+    model_config = ConfigDict(extra="allow")
+
+
+class SuiteInfo(_Record):
+    name: str
+    path: str | None = None
+    sha256: str
+    document: dict[str, Any]
+
+
+class BuildInfo(_Record):
+    """The engine build under test."""
+
+    engine: Literal["sglang", "reference"]
+    spec: str | None = None  # pip requirement, git URL@ref, local path; None = as installed
+    version: str | None = None
+    git_sha: str | None = None
+    patch_sha256: str | None = None
+    python: str | None = None  # the engine environment's interpreter
+    options: dict[str, Any] = Field(default_factory=dict)  # e.g. attention policy, noise
+
+
+class GPUInfo(_Record):
+    index: int
+    name: str
+    memory_gib: float
+    uuid: str | None = None
+
+
+class Provenance(_Record):
+    harness_version: str
+    harness_git_sha: str | None = None
+    harness_git_dirty: bool | None = None
+    python: str
+    platform: str
+    hostname: str | None = None
+    torch: str | None = None
+    cuda: str | None = None
+    driver: str | None = None
+    gpus: list[GPUInfo] = Field(default_factory=list)
+    data_source: str | None = None
+    data_sha256: str | None = None
+    seed: int | None = None
+    argv: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)  # only allow-listed, never secrets
+
+
+class LaunchInfo(_Record):
+    command: list[str]
+    host: str
+    port: int
+    ready_after_s: float | None = None
+
+
+class LayerRow(_Record):
+    index: int
+    layer_type: str | None = None
+    window: int | None = None
+    causal: bool
+    explicit: bool = False
+
+
+class Measurement(_Record):
+    accept_length: float  # sum(completion tokens) / sum(verify steps): exact
+    accept_length_ci: tuple[float, float] | None = None
+    ci_level: float = 0.95
+    n_requests: int
+    completion_tokens: int
+    verify_steps: int
+    per_position_acceptance: list[float] | None = None  # P(draft position k accepted)
+    accept_histogram: list[int] | None = None
+    server_accept_length: float | None = None  # /server_info cross-check
+    server_disagreement: float | None = None
+    accuracy: float | None = None
+    n_correct: int | None = None
+    output_throughput_tok_s: float | None = None
+    latency_p50_s: float | None = None
+    latency_p90_s: float | None = None
+    duration_s: float | None = None
+    stopped_early: bool = False  # sequential stopping settled the verdict early
+
+
+class Verdict(_Record):
+    status: VerdictStatus
+    reasons: list[str] = Field(default_factory=list)
+
+
+class RunRecord(_Record):
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["run", "baseline"] = "run"
+    run_id: str
+    label: str | None = None  # a baseline's label, or a user's tag for the run
+    source: str | None = None  # where a baseline's figure came from
+    started_at: datetime
+    finished_at: datetime | None = None
+    suite: SuiteInfo
+    build: BuildInfo
+    provenance: Provenance
+    launch: LaunchInfo | None = None
+    attention: list[LayerRow] | None = None
+    measurement: Measurement | None = None
+    verdict: Verdict
+
+
+class RequestRow(_Record):
+    """One measured request, as sent and as answered."""
+
+    index: int  # order of submission within the measured phase
+    question_index: int  # line of the data file
+    completion_tokens: int
+    verify_steps: int
+    accept_length: float
+    accept_histogram: list[int] | None = None
+    prompt_tokens: int | None = None
+    latency_s: float
+    finish_reason: str | None = None
+    predicted: str | None = None
+    expected: str | None = None
+    correct: bool | None = None
+    output: str = ""
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_run_id() -> str:
+    return secrets.token_hex(4)
+
+
+def run_dir_name(started_at: datetime, run_id: str) -> str:
+    return f"{started_at.strftime('%Y%m%dT%H%M%SZ')}-{run_id}"
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write via a temp file and rename, so readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_run(folder: Path, record: RunRecord, rows: list[RequestRow] | None = None) -> Path:
+    """Write a run folder's records; `run.json` goes last so its presence means complete."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if rows is not None:
+        lines = "".join(json.dumps(row.model_dump(mode="json")) + "\n" for row in rows)
+        atomic_write_text(folder / REQUESTS_FILE, lines)
+    atomic_write_text(folder / RUN_FILE, record.model_dump_json(indent=2) + "\n")
+    return folder / RUN_FILE

@@ -1,0 +1,445 @@
+"""`results/` is the database: write run folders safely, load them into pandas in one call.
+
+Layout (docs/run-record.md):
+    results/runs/<suite>/<UTC time>-<run id>/run.json      one RunRecord, written last
+    results/runs/<suite>/<UTC time>-<run id>/requests.jsonl one RequestRow per line
+    results/baselines/<suite>--<label>.json                RunRecord with kind "baseline"
+    results/plots/<suite>/                                 history plots
+    results/.cache/runs-index.json                         loader cache, never committed
+
+Writers never share a file: each run gets its own folder (created exclusively) and
+`record.write_run` replaces files atomically, `run.json` last, so a reader sees a run
+completely or not at all. The one shared file is the loader's cache, written under a
+file lock and only ever a copy of what the records say: deleting it loses nothing.
+
+Loading never fails on a bad file: a corrupt, truncated, foreign or too-new file is
+reported (logged to stderr and listed in `DataFrame.attrs["skipped"]`) and skipped,
+never rewritten. The bulk loader reads plain JSON (no pydantic per file) and keeps a
+cache keyed by each file's size and mtime, so reloading 100,000 runs parses only new ones.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.record import (
+    REQUESTS_FILE,
+    RUN_FILE,
+    SCHEMA_VERSION,
+    RequestRow,
+    RunRecord,
+    atomic_write_text,
+    run_dir_name,
+    write_run,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+log = logging.getLogger("harness.store")
+
+RUNS_DIR = "runs"
+BASELINES_DIR = "baselines"
+PLOTS_DIR = "plots"
+CACHE_FILE = Path(".cache") / "runs-index.json"
+CACHE_FORMAT = 1
+
+# One row per run; dotted names mirror the record's nesting.
+RUN_COLUMNS = (
+    "suite", "run_id", "kind", "label", "source", "started_at", "finished_at",
+    "schema_version", "suite_sha256",
+    "build.engine", "build.spec", "build.version", "build.git_sha", "build.patch_sha256",
+    "build.options", "provenance.harness_version", "provenance.hostname", "provenance.gpu",
+    "provenance.n_gpus", "accept_length", "ci_low", "ci_high", "ci_level", "n_requests",
+    "completion_tokens", "verify_steps", "accuracy", "server_accept_length",
+    "output_throughput_tok_s", "duration_s", "stopped_early", "verdict", "reasons",
+    "floor", "path",
+)  # fmt: skip
+
+
+class Skip(Exception):
+    """A file the loader cannot use; the message says why."""
+
+
+def default_results_dir() -> Path:
+    return Path(os.environ.get("HARNESS_RESULTS", "results"))
+
+
+# ---------------------------------------------------------------- writing
+
+
+def new_run_dir(root: Path, record: RunRecord) -> Path:
+    """Create this run's folder exclusively: two writers can never share one."""
+    name = run_dir_name(record.started_at, record.run_id)
+    folder = Path(root) / RUNS_DIR / record.suite.name / name
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.mkdir()  # FileExistsError on a (practically impossible) id collision: never merge
+    return folder
+
+
+def save_run(root: Path, record: RunRecord, rows: list[RequestRow] | None = None) -> Path:
+    """Write a run into a fresh folder under `root`; returns the folder."""
+    folder = new_run_dir(root, record)
+    write_run(folder, record, rows)
+    return folder
+
+
+def baseline_path(root: Path, suite: str, label: str) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
+    return Path(root) / BASELINES_DIR / f"{suite}--{safe}.json"
+
+
+def save_baseline(root: Path, record: RunRecord) -> Path:
+    if record.kind != "baseline" or not record.label:
+        raise ValueError("a baseline record needs kind='baseline' and a label")
+    path = baseline_path(root, record.suite.name, record.label)
+    atomic_write_text(path, record.model_dump_json(indent=2, exclude_none=True) + "\n")
+    return path
+
+
+# ---------------------------------------------------------------- parsing one record
+
+
+def _get(data: dict[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)  # type: ignore[assignment]
+    return data
+
+
+def flatten_record(data: Any, path: str) -> dict[str, Any]:
+    """The loader's row for one parsed run.json; raises Skip for foreign or too-new files."""
+    if not isinstance(data, dict):
+        raise Skip("not a JSON object")
+    version = data.get("schema_version")
+    if not isinstance(version, int):
+        raise Skip("no integer schema_version: not a harness run record")
+    if version > SCHEMA_VERSION:
+        raise Skip(f"schema_version {version} is newer than this harness reads ({SCHEMA_VERSION})")
+    suite = data.get("suite")
+    if not isinstance(suite, dict) or not isinstance(suite.get("name"), str):
+        raise Skip("no suite.name: not a harness run record")
+    if not isinstance(data.get("run_id"), str) or not isinstance(data.get("started_at"), str):
+        raise Skip("no run_id or started_at: not a harness run record")
+    measurement = data.get("measurement") or {}
+    ci = measurement.get("accept_length_ci") or (None, None)
+    gpus = _get(data, "provenance", "gpus") or []
+    options = _get(data, "build", "options")
+    reasons = _get(data, "verdict", "reasons") or []
+    return {
+        "suite": suite["name"],
+        "run_id": data["run_id"],
+        "kind": data.get("kind", "run"),
+        "label": data.get("label"),
+        "source": data.get("source"),
+        "started_at": data["started_at"],
+        "finished_at": data.get("finished_at"),
+        "schema_version": version,
+        "suite_sha256": suite.get("sha256"),
+        "build.engine": _get(data, "build", "engine"),
+        "build.spec": _get(data, "build", "spec"),
+        "build.version": _get(data, "build", "version"),
+        "build.git_sha": _get(data, "build", "git_sha"),
+        "build.patch_sha256": _get(data, "build", "patch_sha256"),
+        "build.options": json.dumps(options, sort_keys=True) if options else None,
+        "provenance.harness_version": _get(data, "provenance", "harness_version"),
+        "provenance.hostname": _get(data, "provenance", "hostname"),
+        "provenance.gpu": gpus[0].get("name") if gpus and isinstance(gpus[0], dict) else None,
+        "provenance.n_gpus": len(gpus),
+        "accept_length": measurement.get("accept_length"),
+        "ci_low": ci[0],
+        "ci_high": ci[1],
+        "ci_level": measurement.get("ci_level"),
+        "n_requests": measurement.get("n_requests"),
+        "completion_tokens": measurement.get("completion_tokens"),
+        "verify_steps": measurement.get("verify_steps"),
+        "accuracy": measurement.get("accuracy"),
+        "server_accept_length": measurement.get("server_accept_length"),
+        "output_throughput_tok_s": measurement.get("output_throughput_tok_s"),
+        "duration_s": measurement.get("duration_s"),
+        "stopped_early": measurement.get("stopped_early"),
+        "verdict": _get(data, "verdict", "status"),
+        "reasons": "; ".join(map(str, reasons)) or None,
+        "floor": _get(suite, "document", "floors", "accept_length"),
+        "path": path,
+    }
+
+
+def read_record_file(file: Path) -> dict[str, Any]:
+    """Parse and flatten one record file; raises Skip naming what is wrong."""
+    try:
+        text = file.read_bytes()
+    except OSError as error:
+        raise Skip(f"cannot read: {error.strerror or error}") from None
+    if not text.strip():
+        raise Skip("empty file")
+    try:
+        data = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise Skip(f"not valid JSON (truncated or corrupt): {error}") from None
+    owner = file.parent if file.name == RUN_FILE else file
+    return flatten_record(data, str(owner))
+
+
+# ---------------------------------------------------------------- bulk loading
+
+
+def _record_files(root: Path) -> Iterator[Path]:
+    """run.json of every run folder, then every baseline file. scandir: no per-file stat."""
+    runs = root / RUNS_DIR
+    if runs.is_dir():
+        for suite_entry in sorted(os.scandir(runs), key=lambda e: e.name):
+            if not suite_entry.is_dir():
+                continue
+            for run_entry in os.scandir(suite_entry.path):
+                if run_entry.is_dir() and not run_entry.name.startswith("."):
+                    yield Path(run_entry.path) / RUN_FILE
+    baselines = root / BASELINES_DIR
+    if baselines.is_dir():
+        for entry in sorted(os.scandir(baselines), key=lambda e: e.name):
+            if entry.name.endswith(".json") and entry.is_file():
+                yield Path(entry.path)
+
+
+@dataclass
+class _Cache:
+    keys: dict[str, tuple[int, int]]  # relative path -> (mtime_ns, size)
+    rows: dict[str, dict[str, Any]]
+
+    @classmethod
+    def read(cls, file: Path) -> _Cache:
+        try:
+            data = json.loads(file.read_bytes())
+            if data.get("format") != CACHE_FORMAT or data.get("schema") != SCHEMA_VERSION:
+                return cls({}, {})
+            names = data["columns"]
+            table = data["table"]
+            keys = {}
+            rows = {}
+            for i, rel in enumerate(data["paths"]):
+                keys[rel] = (data["mtimes"][i], data["sizes"][i])
+                rows[rel] = {name: table[name][i] for name in names}
+            return cls(keys, rows)
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            return cls({}, {})  # a missing or damaged cache is only a slower load
+
+    def write(self, file: Path) -> None:
+        from filelock import FileLock, Timeout
+
+        paths = list(self.rows)
+        data = {
+            "format": CACHE_FORMAT,
+            "schema": SCHEMA_VERSION,
+            "paths": paths,
+            "mtimes": [self.keys[p][0] for p in paths],
+            "sizes": [self.keys[p][1] for p in paths],
+            "columns": list(RUN_COLUMNS),
+            "table": {name: [self.rows[p][name] for p in paths] for name in RUN_COLUMNS},
+        }
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+            ignore = file.parent / ".gitignore"
+            if not ignore.exists():
+                atomic_write_text(ignore, "*\n")
+            # Another loader updating the cache at the same time: let it; ours is only a copy.
+            with FileLock(str(file) + ".lock", timeout=2):
+                atomic_write_text(file, json.dumps(data, separators=(",", ":")))
+        except (OSError, Timeout) as error:
+            log.debug("results cache not written (%s): %s", file, error)
+
+
+def _report(skipped: list[str], file: Path, reason: str) -> None:
+    message = f"skipped {file}: {reason}"
+    skipped.append(message)
+    log.warning(message)
+
+
+def load_runs(
+    root: Path | str | None = None,
+    *,
+    suite: str | None = None,
+    kind: str | None = None,
+    use_cache: bool = True,
+) -> pd.DataFrame:
+    """One row per run record (runs and baselines) under `root`, columns `RUN_COLUMNS`.
+
+    `suite` and `kind` ("run" / "baseline") filter rows. Unusable files are listed in
+    `df.attrs["skipped"]` (and logged), never fatal. Sorted by `started_at`.
+    """
+    import pandas as pd
+
+    root = Path(root) if root is not None else default_results_dir()
+    cache_file = root / CACHE_FILE
+    cache = _Cache.read(cache_file) if use_cache else _Cache({}, {})
+    fresh = _Cache({}, {})
+    skipped: list[str] = []
+    changed = False
+    for file in _record_files(root):
+        rel = os.path.relpath(file, root)
+        try:
+            stat = file.stat()
+        except OSError:
+            if file.name == RUN_FILE:  # folder without run.json: a run still being written
+                continue
+            _report(skipped, file, "cannot stat")
+            continue
+        key = (stat.st_mtime_ns, stat.st_size)
+        if cache.keys.get(rel) == key:
+            fresh.keys[rel], fresh.rows[rel] = key, cache.rows[rel]
+            continue
+        changed = True
+        try:
+            row = read_record_file(file)
+        except Skip as why:
+            _report(skipped, file, str(why))
+            continue
+        row["path"] = os.path.relpath(row["path"], root)  # cached relative: root may move
+        fresh.keys[rel], fresh.rows[rel] = key, row
+    if use_cache and (changed or len(fresh.rows) != len(cache.rows)):
+        fresh.write(cache_file)
+    columns = {name: [row[name] for row in fresh.rows.values()] for name in RUN_COLUMNS}
+    base = str(root)
+    columns["path"] = [os.path.join(base, rel) for rel in columns["path"]]
+    frame = pd.DataFrame(columns, columns=list(RUN_COLUMNS))
+    if suite is not None:
+        frame = frame[frame["suite"] == suite]
+    if kind is not None:
+        frame = frame[frame["kind"] == kind]
+    for name in ("started_at", "finished_at"):
+        frame[name] = pd.to_datetime(frame[name], utc=True, format="ISO8601")
+    for name in ("accept_length", "ci_low", "ci_high", "accuracy", "floor"):
+        frame[name] = pd.to_numeric(frame[name], errors="coerce")
+    frame = frame.sort_values("started_at", kind="stable").reset_index(drop=True)
+    frame.attrs["skipped"] = skipped
+    return frame
+
+
+def _request_files(sources: Path | str | Iterable[Path | str]) -> Iterator[Path]:
+    items = [sources] if isinstance(sources, str | Path) else list(sources)
+    for item in items:
+        path = Path(item)
+        if path.name == REQUESTS_FILE:
+            yield path
+        elif (path / REQUESTS_FILE).exists() or (path / RUN_FILE).exists():
+            yield path / REQUESTS_FILE  # a run folder
+        else:  # a results root
+            yield from sorted((path / RUNS_DIR).glob(f"*/*/{REQUESTS_FILE}"))
+
+
+def load_requests(sources: Path | str | Iterable[Path | str]) -> pd.DataFrame:
+    """One row per measured request, with `suite`, `run_id` and `run_dir` of its run.
+
+    `sources`: a results root, run folders, or requests.jsonl files. Bad lines and
+    unreadable files are listed in `df.attrs["skipped"]` and skipped.
+    """
+    import pandas as pd
+
+    rows: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    for file in _request_files(sources):
+        run_dir = file.parent
+        try:
+            identity = json.loads((run_dir / RUN_FILE).read_bytes())
+            run_id, suite = identity["run_id"], identity["suite"]["name"]
+        except (OSError, ValueError, KeyError, TypeError):
+            _report(skipped, run_dir / RUN_FILE, "missing or unreadable: its requests are skipped")
+            continue
+        try:
+            lines = file.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as error:
+            _report(skipped, file, f"cannot read: {error}")
+            continue
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                if not isinstance(row, dict) or "completion_tokens" not in row:
+                    raise ValueError("not a request row")
+            except ValueError as error:
+                _report(skipped, file, f"line {number}: {error}")
+                continue
+            row.update(suite=suite, run_id=run_id, run_dir=str(run_dir))
+            rows.append(row)
+    frame = pd.DataFrame(rows)
+    frame.attrs["skipped"] = skipped
+    return frame
+
+
+# ---------------------------------------------------------------- single records
+
+
+def read_run(run_dir: Path) -> RunRecord:
+    """A run folder's record, validated (for one run: plots, compare)."""
+    file = run_dir / RUN_FILE if run_dir.is_dir() else run_dir
+    try:
+        return RunRecord.model_validate_json(file.read_bytes())
+    except OSError as error:
+        from harness.errors import BadInput
+
+        raise BadInput(f"{file}: cannot read run record: {error.strerror or error}") from None
+    except ValueError as error:
+        from harness.errors import BadInput
+
+        raise BadInput(f"{file}: not a valid run record: {error}") from None
+
+
+def read_requests(run_dir: Path) -> list[dict[str, Any]]:
+    """A run's request rows as dicts (bad lines skipped with a warning)."""
+    file = run_dir / REQUESTS_FILE
+    if not file.exists():
+        return []
+    rows = []
+    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+        try:
+            rows.append(json.loads(line))
+        except ValueError as error:
+            log.warning("skipped %s line %d: %s", file, number, error)
+    return rows
+
+
+@dataclass(frozen=True)
+class BaselineFigure:
+    """A baseline as the plots and comparisons need it."""
+
+    label: str
+    accept_length: float
+    ci: tuple[float, float] | None
+    accuracy: float | None
+    source: str | None
+    engine: str | None
+    path: str
+
+
+def load_baselines(root: Path | str | None, suite_name: str) -> list[BaselineFigure]:
+    """The baseline records of one suite, ordered by accept length."""
+    frame = load_runs(root, suite=suite_name, kind="baseline", use_cache=False)
+    figures = []
+    for row in frame.to_dict("records"):
+        if not _number(row["accept_length"]):
+            log.warning("skipped baseline %s: no accept_length", row["path"])
+            continue
+        ci = (row["ci_low"], row["ci_high"]) if _number(row["ci_low"]) else None
+        figures.append(
+            BaselineFigure(
+                label=row["label"] or row["run_id"],
+                accept_length=float(row["accept_length"]),
+                ci=ci,
+                accuracy=row["accuracy"] if _number(row["accuracy"]) else None,
+                source=row["source"],
+                engine=row["build.engine"],
+                path=row["path"],
+            )
+        )
+    return sorted(figures, key=lambda f: f.accept_length)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and value == value  # NaN != NaN

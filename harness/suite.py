@@ -1,0 +1,243 @@
+"""Suites: TOML documents validated by a schema, loaded by path or by name.
+
+A suite declares a target/draft pair, the speculative settings, the GPU
+topology, a workload, floors and known baselines. Every field is checked;
+a bad one gives a message naming the file, the field and what is allowed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from harness.errors import SuiteError
+
+SUITES_DIR = Path(__file__).resolve().parent.parent / "suites"
+NAME_PATTERN = r"^[a-z0-9][a-z0-9_\-]*$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelRef(_Strict):
+    """A checkpoint: a hub id (`org/name`) or a local path."""
+
+    model: str = Field(min_length=1)
+    revision: str | None = None
+
+
+class ExpectedLayer(_Strict):
+    """One draft layer of the expected attention contract."""
+
+    causal: bool
+    window: int | None = Field(default=None, gt=0)
+
+
+class DraftRef(ModelRef):
+    expected_layers: list[ExpectedLayer] | None = None
+
+
+class SGLangEngine(_Strict):
+    kind: Literal["sglang"]
+    default_build: str = "sglang==0.5.23"
+    launch_timeout_s: float = Field(default=1800.0, gt=0)
+    extra_args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class ReferenceEngine(_Strict):
+    kind: Literal["reference"]
+    attention_policy: Literal["fixed", "legacy", "regressed"] = "fixed"
+    draft_noise: float = Field(default=0.0, ge=0.0, le=1.0)
+    launch_timeout_s: float = Field(default=300.0, gt=0)
+    extra_args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+Engine = Annotated[SGLangEngine | ReferenceEngine, Field(discriminator="kind")]
+
+
+class Speculative(_Strict):
+    algorithm: Literal["DFLASH", "EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"] = "DFLASH"
+    num_draft_tokens: int | None = Field(default=None, ge=1, le=64)
+    block_size: int | None = Field(default=None, ge=1, le=64)
+    num_steps: int | None = Field(default=None, ge=1)
+    eagle_topk: int | None = Field(default=None, ge=1)
+    draft_attention_backend: str | None = None
+
+    @model_validator(mode="after")
+    def _dflash_aliases_agree(self) -> Speculative:
+        # SGLang treats DFLASH block size and num draft tokens as aliases that must agree.
+        both = self.num_draft_tokens is not None and self.block_size is not None
+        if both and self.num_draft_tokens != self.block_size:
+            raise ValueError(
+                f"block_size ({self.block_size}) and num_draft_tokens "
+                f"({self.num_draft_tokens}) are aliases for DFLASH and must agree"
+            )
+        return self
+
+    @property
+    def draft_tokens(self) -> int | None:
+        return self.num_draft_tokens if self.num_draft_tokens is not None else self.block_size
+
+
+class Topology(_Strict):
+    gpus: int = Field(ge=0, le=64)
+    gpu_types: list[str] = Field(default_factory=list)
+    min_memory_gib: float = Field(default=0.0, ge=0)
+    tp_size: int = Field(default=1, ge=1)
+
+    @model_validator(mode="after")
+    def _tp_fits(self) -> Topology:
+        if self.gpus and self.tp_size > self.gpus:
+            raise ValueError(f"tp_size {self.tp_size} needs at least {self.tp_size} gpus")
+        return self
+
+
+class GSM8KWorkload(_Strict):
+    kind: Literal["gsm8k"] = "gsm8k"
+    questions: int = Field(default=200, ge=1, le=1319)
+    shots: int = Field(default=5, ge=0, le=8)
+    max_tokens: int = Field(default=512, ge=1)
+    concurrency: int = Field(default=128, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    seed: int = 0
+    warmup_requests: int = Field(default=2, ge=0)
+    request_timeout_s: float = Field(default=600.0, gt=0)
+    data: str | None = None  # local JSONL path; default: ../shared/data or `datasets`
+
+
+class Floors(_Strict):
+    accept_length: float = Field(ge=1.0)
+    accuracy: float | None = Field(default=None, ge=0.0, le=1.0)
+    strict: bool = False  # True: the figure must exceed the floor (SGLang's `>`)
+    # error rates of the one-sided test and of sequential stopping (`harness power`)
+    alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
+    beta: float = Field(default=0.2, gt=0.0, lt=0.5)
+
+
+class Baseline(_Strict):
+    label: str = Field(min_length=1)
+    accept_length: float = Field(ge=1.0)
+    accuracy: float | None = Field(default=None, ge=0.0, le=1.0)
+    source: str = Field(min_length=1)
+
+
+class Suite(_Strict):
+    name: str = Field(pattern=NAME_PATTERN)
+    description: str = ""
+    nightly: bool = False
+    engine: Engine
+    target: ModelRef | None = None
+    draft: DraftRef | None = None
+    speculative: Speculative = Speculative()
+    topology: Topology
+    workload: GSM8KWorkload = GSM8KWorkload()
+    floors: Floors
+    baselines: list[Baseline] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _models_for_engine(self) -> Suite:
+        if self.engine.kind == "sglang" and (self.target is None or self.draft is None):
+            raise ValueError("an sglang suite needs [target] and [draft] with `model`")
+        return self
+
+
+class LoadedSuite(BaseModel):
+    """A validated suite with where it came from and a hash of its document."""
+
+    model_config = ConfigDict(frozen=True)
+
+    suite: Suite
+    path: Path
+    sha256: str
+    document: dict[str, Any]
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if not str(p).startswith(("function-after", "tagged-union"))]
+    # drop discriminator tags such as `sglang` that pydantic inserts after `engine`
+    if len(parts) >= 2 and parts[0] == "engine" and parts[1] in ("sglang", "reference"):
+        parts.pop(1)
+    return ".".join(parts) or "(document)"
+
+
+def _describe(error: dict[str, Any]) -> str:
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    if kind == "extra_forbidden":
+        return "unknown field (check the spelling; see `harness show` of a shipped suite)"
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "literal_error":
+        return f"got {error.get('input')!r}; allowed: {ctx.get('expected')}"
+    if kind == "union_tag_invalid":
+        return f"got {ctx.get('tag')!r}; allowed: {ctx.get('expected_tags')}"
+    if kind == "union_tag_not_found":
+        return f"missing `{ctx.get('discriminator', 'kind')}`; allowed: 'sglang', 'reference'"
+    return f"{error['msg']} (got {error.get('input')!r})"
+
+
+def format_validation_error(source: str, error: ValidationError) -> str:
+    lines = [f"{source}: invalid suite"]
+    for item in error.errors():
+        lines.append(f"  {_location(item['loc'])}: {_describe(item)}")
+    return "\n".join(lines)
+
+
+def document_sha256(document: dict[str, Any]) -> str:
+    """Hash of the parsed document: stable across whitespace and comment edits."""
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def parse_suite(text: str, source: str) -> tuple[Suite, dict[str, Any]]:
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise SuiteError(f"{source}: not valid TOML: {error}") from None
+    try:
+        return Suite.model_validate(document), document
+    except ValidationError as error:
+        raise SuiteError(format_validation_error(source, error)) from None
+
+
+def resolve_suite_path(spec: str, suites_dir: Path = SUITES_DIR) -> Path:
+    """A suite given as a path, or as a name found in `suites/` (file stem or `name`)."""
+    path = Path(spec)
+    if path.suffix == ".toml" or path.exists():
+        if not path.is_file():
+            raise SuiteError(f"{spec}: no such suite file")
+        return path
+    candidate = suites_dir / f"{spec}.toml"
+    if candidate.is_file():
+        return candidate
+    for file in sorted(suites_dir.glob("*.toml")):
+        try:
+            if tomllib.loads(file.read_text()).get("name") == spec:
+                return file
+        except (OSError, tomllib.TOMLDecodeError):
+            continue
+    names = ", ".join(p.stem for p in sorted(suites_dir.glob("*.toml"))) or "none"
+    raise SuiteError(f"{spec}: no suite file or suite name matches; known suites: {names}")
+
+
+def load_suite(spec: str | Path, suites_dir: Path = SUITES_DIR) -> LoadedSuite:
+    path = resolve_suite_path(str(spec), suites_dir)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise SuiteError(f"{path}: cannot read suite: {error}") from None
+    suite, document = parse_suite(text, str(path))
+    return LoadedSuite(suite=suite, path=path, sha256=document_sha256(document), document=document)
+
+
+def shipped_suites(suites_dir: Path = SUITES_DIR) -> list[Path]:
+    return sorted(suites_dir.glob("*.toml"))

@@ -1,0 +1,139 @@
+"""`harness audit` through the CLI: tables, JSON, exit codes, messages."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import cli
+from harness.commands import COMMANDS
+
+from .conftest import REPO_ROOT, dflash2_draft, gemma4_dflash, wheel_for
+from .fake_sglang import write_checkout
+
+GEMMA4_CONTRACT = {"expected_layers": [{"causal": True, "window": 2048}] * 4 + [{"causal": False}]}
+
+
+def _missing_command_modules() -> list[str]:
+    modules = {target.partition(":")[0] for target in COMMANDS.values()}
+    return sorted(m for m in modules if importlib.util.find_spec(m) is None)
+
+
+@pytest.fixture(autouse=True)
+def audit_only(monkeypatch):
+    """Build the CLI with the audit command alone: these tests are about audit, and other
+    subcommands are written concurrently (the subprocess test covers the full CLI)."""
+    monkeypatch.setattr(cli, "COMMANDS", {"audit": COMMANDS["audit"]})
+
+
+@pytest.fixture
+def gemma4(write_config) -> Path:
+    return write_config(gemma4_dflash())
+
+
+@pytest.fixture
+def contract(write_config) -> Path:
+    return write_config(GEMMA4_CONTRACT, "contract.json")
+
+
+def test_table_shows_every_behaviour_and_the_risk(gemma4: Path, capsys) -> None:
+    assert cli.main(["audit", str(gemma4)]) == 0
+    out = capsys.readouterr().out
+    for word in ("legacy", "regressed", "fixed", "sliding", "2048", "causal*", "bidir*", "≠"):
+        assert word in out
+    assert "is_causal: not declared" in out
+    assert "layers 0, 1, 2, 3, 4 take their causality from a default" in out
+
+
+def test_json_for_ci(gemma4: Path, capsys) -> None:
+    assert cli.main(["audit", str(gemma4), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verdict"] == "nothing_expected"
+    assert report["differing_layers"] == [0, 1, 2, 3]
+    assert report["default_layers"] == [0, 1, 2, 3, 4]
+    assert [layer["causal"] for layer in report["behaviours"]["regressed"]] == [False] * 5
+    assert report["sglang"] is None and report["checked_against"] == "fixed"
+
+
+def test_expectation_met_and_missed(gemma4: Path, contract: Path, capsys) -> None:
+    assert cli.main(["audit", str(gemma4), "--expect", str(contract)]) == 0
+    assert "as expected" in capsys.readouterr().out
+    argv = ["audit", str(gemma4), "--expect", str(contract), "--behaviour", "regressed"]
+    assert cli.main(argv) == 1
+    out = capsys.readouterr().out
+    assert "differs" in out and "layer 3: expected causal, got bidirectional" in out
+
+
+def test_sglang_source_checkout(gemma4: Path, contract: Path, tmp_path: Path, capsys) -> None:
+    checkout = write_checkout(tmp_path / "sglang")
+    argv = ["audit", str(gemma4), "--sglang-source", str(checkout), "--expect", str(contract)]
+    assert cli.main([*argv, "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["sglang"]["behaves_as"] == ["regressed"]
+    assert report["checked_against"] == "sglang 0.5.18.dev0"
+    assert report["differences"][0] == "layer 0: expected causal, got bidirectional"
+
+
+@pytest.mark.parametrize(("version", "behaviour"), [("0.5.17", "legacy"), ("0.5.23", "fixed")])
+def test_wheel_versions(gemma4: Path, contract: Path, capsys, version, behaviour) -> None:
+    argv = ["audit", str(gemma4), "--sglang", str(wheel_for(version)), "--expect", str(contract)]
+    assert cli.main([*argv, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["sglang"]["version"] == version
+    assert report["sglang"]["behaves_as"] == [behaviour]
+    assert report["sglang"]["layers"] == report["behaviours"][behaviour]
+
+
+def test_dflash2_explicit_false_differs_from_legacy(write_config, capsys) -> None:
+    assert cli.main(["audit", str(write_config(dflash2_draft())), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["default_layers"] == []  # is_causal false is declared and honoured
+    assert report["differing_layers"] == [0, 1, 2, 3]  # legacy ignored it
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("{oops", "not JSON"),
+        ({"num_hidden_layers": 2, "layer_types": ["full_attention"]}, "has 1 entries"),
+        ({"layer_types": ["sliding_attention"]}, "no sliding_window"),
+        ({"layer_types": ["linear_attention"]}, "unknown layer type"),
+    ],
+)
+def test_bad_config_exits_2_without_traceback(write_config, capsys, config, message) -> None:
+    assert cli.main(["audit", str(write_config(config))]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("harness audit: ") and message in err and "Traceback" not in err
+
+
+def test_unfindable_resolver_exits_2(gemma4: Path, tmp_path: Path, capsys) -> None:
+    assert cli.main(["audit", str(gemma4), "--sglang-source", str(tmp_path)]) == 2
+    assert "sglang/srt/models/dflash.py" in capsys.readouterr().err
+
+
+def test_both_version_flags_are_refused(gemma4: Path, capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["audit", str(gemma4), "--sglang", "0.5.23", "--sglang-source", "."])
+    assert exited.value.code == 2
+
+
+@pytest.mark.skipif(
+    bool(_missing_command_modules()),
+    reason=f"full CLI not assembled yet, missing: {', '.join(_missing_command_modules())}",
+)
+def test_python_dash_m_harness_audit(gemma4: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "harness", "audit", str(gemma4), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["verdict"] == "nothing_expected"
