@@ -121,7 +121,7 @@ def _build_name(record: RunRecord) -> str:
     return record.build.spec or record.build.version or record.build.engine
 
 
-def _add_run(side: Side, run_dir: Path) -> None:
+def add_run(side: Side, run_dir: Path) -> None:
     record = read_run(run_dir)
     side.records.append(record)
     pooled = dict(zip(side.questions, zip(side.tokens, side.steps, strict=True), strict=True))
@@ -176,7 +176,7 @@ def resolve_side(selector: str, results: Path) -> Side:
         return Side(name=selector, baseline=figure)
     if path.exists():
         side = Side(name=selector)
-        _add_run(side, path.parent if path.name == RUN_FILE else path)
+        add_run(side, path.parent if path.name == RUN_FILE else path)
         return side
     if any(c in selector for c in "*?["):
         dirs = sorted(Path(p) for p in glob.glob(selector) if (Path(p) / RUN_FILE).exists())
@@ -184,7 +184,7 @@ def resolve_side(selector: str, results: Path) -> Side:
             raise BadInput(f"{selector}: the pattern matches no run folder")
         side = Side(name=selector)
         for run_dir in dirs:
-            _add_run(side, run_dir)
+            add_run(side, run_dir)
         return side
     return _suite_side(selector, results)
 
@@ -206,7 +206,7 @@ def _suite_side(selector: str, results: Path) -> Side:
             raise BadInput(f"{selector}: no run of {suite} labelled {which!r}; labels: {labels}")
     side = Side(name=selector)
     for run_dir in chosen:
-        _add_run(side, Path(run_dir))
+        add_run(side, Path(run_dir))
     return side
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from harness import build as builds
 from harness.engines import reference_launch, sglang
-from harness.errors import HarnessError
+from harness.errors import EngineError, HarnessError
 from harness.measure import server_accept_length  # noqa: F401 - re-exported for the runner
 from harness.preflight import Fit
 from harness.record import BuildInfo, GPUInfo, LayerRow, Provenance
@@ -104,7 +104,7 @@ def attention_table(loaded: LoadedSuite, engine: PreparedEngine) -> list[LayerRo
             from harness.audit.source import checkout_source
 
             config, _ = load_draft_config(engine.draft_config, engine.draft_revision)
-            layers = audit_for_build(config, checkout_source(_site_packages(engine.python)))
+            layers = audit_for_build(config, checkout_source(_sglang_parent(engine.python)))
     except HarnessError:
         if expected is not None:
             raise
@@ -112,13 +112,18 @@ def attention_table(loaded: LoadedSuite, engine: PreparedEngine) -> list[LayerRo
     return [LayerRow.model_validate(layer.to_dict()) for layer in layers]
 
 
-def _site_packages(python: str) -> str:
+def _sglang_parent(python: str) -> str:
+    """The folder holding the engine environment's `sglang/` package, found without
+    importing it (find_spec of a top-level package runs none of its code)."""
     import subprocess
 
-    return subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, timeout=60, check=True,
-    ).stdout.strip()
+    probe = ("import importlib.util, pathlib; s = importlib.util.find_spec('sglang'); "
+             "print(pathlib.Path(list(s.submodule_search_locations)[0]).parent)")
+    try:
+        return subprocess.run([python, "-c", probe], capture_output=True, text=True,
+                              timeout=60, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as error:
+        raise EngineError(f"cannot locate sglang in {python}: {error}") from None
 
 
 def contract_differences(suite: Suite, attention: Sequence[LayerRow] | None) -> list[str]:

@@ -161,3 +161,9 @@ def test_audit_for_build_accepts_paths_and_specs(tmp_path: Path, write_config) -
     assert audit_for_build(gemma4_dflash(), str(tmp_path / "checkout")) == regressed
     fixed = audit_for_build(gemma4_dflash(), wheel_for("0.5.23"))
     assert fixed == resolve_layers(gemma4_dflash(), "fixed")
+
+
+def test_not_installed_is_a_clear_error(monkeypatch) -> None:
+    monkeypatch.setattr("harness.audit.source.importlib.util.find_spec", lambda name: None)
+    with pytest.raises(SGLangSourceError, match="sglang is not installed"):
+        spec_source("installed")

@@ -1,0 +1,54 @@
+"""`harness plot RUN_DIR|SUITE`: draw a run, its per-request histogram, or a suite's history."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+class PlotCommand:
+    name = "plot"
+    help = "draw PNGs: a run against baselines and floor, its histograms, or a suite's history"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("target", help="a run folder (results/runs/SUITE/RUN) or a suite name")
+        parser.add_argument("--results", type=Path, default=Path("results"), metavar="DIR",
+                            help="results folder (default: ./results)")
+        parser.add_argument("--kind", choices=("run", "history", "histogram"),
+                            help="run: accept length vs baselines and floor (default for a run "
+                            "folder), written to RUN/accept_length.png; histogram: per-request "
+                            "accept length and per-position acceptance, RUN/accept_histogram.png; "
+                            "history: the suite over time (default for a suite name), "
+                            "results/plots/SUITE/history.png")
+        parser.add_argument("--out", type=Path, metavar="PNG", help="write here instead")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from harness import plots
+        from harness.errors import BadInput
+        from harness.record import RUN_FILE
+
+        target = Path(args.target)
+        is_run = (target / RUN_FILE).is_file() or target.name == RUN_FILE
+        run_dir = target.parent if target.name == RUN_FILE else target
+        kind = args.kind or ("run" if is_run else "history")
+        if kind in ("run", "histogram"):
+            if not is_run:
+                raise BadInput(f"{args.target}: not a run folder (no {RUN_FILE})")
+            draw = plots.plot_run if kind == "run" else plots.plot_histogram
+            written = draw(run_dir, out=args.out)
+        else:
+            if is_run:
+                from harness.store import read_run
+
+                suite = read_run(run_dir).suite.name
+                results = plots.results_root_of(run_dir)
+            else:
+                suite, results = args.target, args.results
+            from harness.store import load_runs
+
+            runs = load_runs(results, suite=suite)
+            if runs.empty:
+                raise BadInput(f"{suite}: no records under {results}")
+            written = plots.plot_history(results, suite, out=args.out, runs=runs)
+        print(written)
+        return 0
