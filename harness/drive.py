@@ -148,6 +148,13 @@ async def server_info(base_url: str) -> Any:
     return None
 
 
+def _completed_prefix(rows: dict[int, RequestRow]) -> list[RequestRow]:
+    prefix = []
+    while len(prefix) in rows:
+        prefix.append(rows[len(prefix)])
+    return prefix
+
+
 async def measure_phase(
     base_url: str,
     prompts: Sequence[Prompt],
@@ -158,7 +165,6 @@ async def measure_phase(
     """Send every prompt with at most `concurrency` in flight; rows in submission order."""
     semaphore = asyncio.Semaphore(workload.concurrency)
     rows: dict[int, RequestRow] = {}
-    done_order: list[RequestRow] = []
     settled: asyncio.Event = asyncio.Event()
     verdict: list[str] = []
     started = time.perf_counter()
@@ -173,12 +179,14 @@ async def measure_phase(
                 parsed, latency = await _post_generate(client, body)
             row = _row(index, prompt, parsed, latency)
             rows[index] = row
-            done_order.append(row)
             if on_done is not None:
                 on_done()
             if stop_rule is not None and not settled.is_set():
-                decision = stop_rule.decide([r.completion_tokens for r in done_order],
-                                            [r.verify_steps for r in done_order])
+                # The rule sees the completed prefix in submission order: short requests
+                # finish first under concurrency and would bias a completion-order view.
+                prefix = _completed_prefix(rows)
+                decision = stop_rule.decide([r.completion_tokens for r in prefix],
+                                            [r.verify_steps for r in prefix])
                 if decision is not None:
                     verdict.append(decision)
                     settled.set()

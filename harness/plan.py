@@ -149,6 +149,25 @@ def attention_from_server(info: Any) -> list[LayerRow] | None:
         return None
 
 
+def server_mismatches(info: Any, suite: Suite) -> list[str]:
+    """Settings the server reports (`/server_info`) that differ from the suite's.
+
+    SGLang's own DFlash tests assert the same fields before measuring.
+    """
+    if not isinstance(info, dict):
+        return ["/server_info did not answer with a JSON object"]
+    wanted = {"speculative_algorithm": suite.speculative.algorithm,
+              "speculative_num_draft_tokens": suite.speculative.draft_tokens}
+    problems = []
+    for key, value in wanted.items():
+        if value is None or key not in info:
+            continue
+        reported = info[key]
+        if str(reported).upper() != str(value).upper():
+            problems.append(f"{key} is {reported!r}, the suite declares {value!r}")
+    return problems
+
+
 def server_env(suite: Suite, fit: Fit) -> dict[str, str]:
     env = dict(suite.engine.env)
     if fit.devices:

@@ -109,7 +109,9 @@ class Fit:
     devices: tuple[int, ...] = ()
 
 
-def check_fit(topology: Topology, gpus: Sequence[GPUInfo], allowed: Sequence[int] | None = None) -> Fit:
+def check_fit(
+    topology: Topology, gpus: Sequence[GPUInfo], allowed: Sequence[int] | None = None
+) -> Fit:
     """Pick `topology.gpus` devices of an accepted type and size, or say why not."""
     if topology.gpus == 0:
         return Fit(True, "needs no GPU")

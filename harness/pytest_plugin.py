@@ -44,28 +44,42 @@ MARKERS = (
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness", "speculative-decoding acceptance suites")
     group.addoption(
-        "--suites", action="append", default=[], metavar="PATH",
+        "--suites",
+        action="append",
+        default=[],
+        metavar="PATH",
         help="collect suite TOML files (or folders of them) as tests; repeatable",
     )
     group.addoption(
-        "--sglang", default=None, metavar="SPEC",
+        "--sglang",
+        default=None,
+        metavar="SPEC",
         help="SGLang build under test (pip requirement, git URL@ref or local checkout)",
     )
     group.addoption(
-        "--results-dir", default="results", metavar="DIR",
+        "--results-dir",
+        default="results",
+        metavar="DIR",
         help="where run records are written (default: results)",
     )
     group.addoption(
-        "--gpu-wait", type=float, default=3600.0, metavar="SECONDS",
+        "--gpu-wait",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
         help="how long a suite waits for busy GPUs before it is skipped (default 3600)",
     )
     group.addoption(
-        "--gpu-lock-dir", default=None, metavar="DIR",
+        "--gpu-lock-dir",
+        default=None,
+        metavar="DIR",
         help=f"allocator state shared by all processes leasing GPUs (default: ${LOCK_DIR_ENV}, "
         "else a folder private to this pytest session)",
     )
     group.addoption(
-        "--harness-runner", default=DEFAULT_RUNNER, metavar="MODULE",
+        "--harness-runner",
+        default=DEFAULT_RUNNER,
+        metavar="MODULE",
         help="module providing RunOptions and run_suite (default: harness.runner)",
     )
 

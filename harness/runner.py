@@ -106,7 +106,8 @@ def _stop_rule(suite: Suite) -> Any:
     from harness import stats
 
     return stats.SequentialRule(floor=suite.floors.accept_length, alpha=suite.floors.alpha,
-                                beta=suite.floors.beta)
+                                beta=suite.floors.beta, max_n=suite.workload.questions,
+                                strict=suite.floors.strict)
 
 
 def _confidence_interval(rows: Sequence[RequestRow], seed: int) -> tuple[float, float] | None:
@@ -122,9 +123,14 @@ async def _drive(
     base_url: str, prompts: Sequence[Any], suite: Suite, options: RunOptions
 ) -> tuple[Any, Any]:
     from harness import drive
+    from harness import plan as planning
     from harness.workload import warmup_prompts
 
     workload = suite.workload
+    mismatches = planning.server_mismatches(await drive.server_info(base_url), suite)
+    if mismatches:
+        raise EngineError("the server does not run what the suite declares: "
+                          + "; ".join(mismatches))
     warm = warmup_prompts(list(prompts), workload.warmup_requests)
     if warm:
         await drive.warm_up(base_url, warm, workload)
@@ -220,6 +226,12 @@ def _launch_and_measure(
                                     _confidence_interval(rows, suite.workload.seed))
             measurement.stopped_early = result.stopped_early
         verdict = judge(measurement, suite.floors)
+        if result.stopped_early and result.settled_as in ("pass", "fail"):
+            # The sequential rule, not the point estimate, carries the stated error rates.
+            verdict = Verdict(status=result.settled_as, reasons=[
+                f"sequential stopping settled {result.settled_as} after {len(rows)} of "
+                f"{len(prompts)} requests (alpha {suite.floors.alpha:g}, "
+                f"beta {suite.floors.beta:g})", *verdict.reasons])
     except (HarnessError, KeyboardInterrupt) as error:
         if isinstance(error, HarnessError) and not isinstance(error, EngineError | Interrupted):
             raise

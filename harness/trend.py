@@ -25,6 +25,7 @@ and only the last `window` runs are looked at, so an accepted drop ages out.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -112,7 +113,9 @@ def excess_variance(values: np.ndarray, se: np.ndarray) -> float:
     return max(0.0, (mad**2 - float(np.median(pair))) / 2)
 
 
-def winsorize(values: np.ndarray, sd: np.ndarray, clip_sd: float, half_width: int = 2) -> np.ndarray:
+def winsorize(
+    values: np.ndarray, sd: np.ndarray, clip_sd: float, half_width: int = 2
+) -> np.ndarray:
     """Pull each value to within `clip_sd` SDs of the running median around it.
 
     A lone wild night (heavy tails: a throttled GPU, a noisy neighbour) then weighs as
@@ -121,9 +124,9 @@ def winsorize(values: np.ndarray, sd: np.ndarray, clip_sd: float, half_width: in
     """
     if not clip_sd or len(values) < 3:
         return values
-    medians = np.array([
-        np.median(values[max(0, i - half_width) : i + half_width + 1]) for i in range(len(values))
-    ])
+    medians = np.array(
+        [np.median(values[max(0, i - half_width) : i + half_width + 1]) for i in range(len(values))]
+    )
     return np.clip(values, medians - clip_sd * sd, medians + clip_sd * sd)
 
 
@@ -174,6 +177,8 @@ def detect_steps(
         if n_candidates < 1:
             continue
         k, z = _best_split(x[lo:hi], var[lo:hi], params.min_segment)
+        if k < 0:
+            continue  # a flat segment: nothing to split
         threshold = _NORMAL.inv_cdf(1 - params.alpha / (2 * n_candidates))
         before = _weighted_mean(x[lo : lo + k], var[lo : lo + k])
         after = _weighted_mean(x[lo + k : hi], var[lo + k : hi])
@@ -185,7 +190,7 @@ def detect_steps(
     steps.sort(key=lambda step: step.index)
     # levels next to each step from the final segmentation, not the search's wider sides
     edges = [0, *(step.index for step in steps), len(x)]
-    levels = [_weighted_mean(x[a:b], var[a:b]) for a, b in zip(edges, edges[1:], strict=False)]
+    levels = [_weighted_mean(x[a:b], var[a:b]) for a, b in itertools.pairwise(edges)]
     steps = [
         Step(step.index, step.at, levels[i], levels[i + 1], step.z) for i, step in enumerate(steps)
     ]

@@ -122,7 +122,8 @@ def _load_from_hub() -> GSM8KData:
     lines = "".join(json.dumps({"question": r["question"], "answer": r["answer"]}) + "\n"
                     for r in dataset)
     rows = _rows_from_jsonl(lines, name)
-    return GSM8KData(rows, f"hf:{name}/{config}/{split}", hashlib.sha256(lines.encode()).hexdigest())
+    digest = hashlib.sha256(lines.encode()).hexdigest()
+    return GSM8KData(rows, f"hf:{name}/{config}/{split}", digest)
 
 
 def load_gsm8k(path: str | Path | None = None) -> GSM8KData:

@@ -1,0 +1,145 @@
+"""`harness trend [SUITE...]`: step detection over each suite's history, the summary table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from harness.errors import BadInput, ExitCode
+
+
+class TrendCommand:
+    name = "trend"
+    help = (
+        "detect steps in each suite's accept-length history; exit 1 when a latest run is "
+        "below its floor or a drop is open, 3 when a latest run errored"
+    )
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("suites", nargs="*", metavar="SUITE", help="suite names (default: all)")
+        parser.add_argument(
+            "--results",
+            type=Path,
+            default=None,
+            metavar="DIR",
+            help="results folder (default: $HARNESS_RESULTS or results)",
+        )
+        output = parser.add_mutually_exclusive_group()
+        output.add_argument(
+            "--markdown",
+            action="store_true",
+            help="print the summary as a markdown table (for a CI step summary)",
+        )
+        output.add_argument("--json", action="store_true", help="print steps and alarms as JSON")
+        parser.add_argument(
+            "--plot",
+            action="store_true",
+            help="write results/plots/<suite>/trend.png with the steps marked",
+        )
+        parser.add_argument(
+            "--window",
+            type=int,
+            default=60,
+            metavar="N",
+            help="look at the last N runs of each suite (default 60)",
+        )
+        parser.add_argument(
+            "--min-shift",
+            type=float,
+            default=0.1,
+            metavar="X",
+            help="smallest accept-length step that counts (default 0.1)",
+        )
+        parser.add_argument(
+            "--alpha",
+            type=float,
+            default=0.01,
+            help="false-alarm probability per suite history (default 0.01)",
+        )
+
+    def run(self, args: argparse.Namespace) -> int:
+        from harness.store import PLOTS_DIR, default_results_dir, load_runs
+        from harness.trend import TrendParams, analyse_all, markdown_table, summarize
+
+        root = args.results or default_results_dir()
+        if not root.is_dir():
+            raise BadInput(f"{root}: no results folder")
+        if args.window < 2 or not 0 < args.alpha < 1:
+            raise BadInput("--window must be >= 2 and --alpha in (0, 1)")
+        params = TrendParams(alpha=args.alpha, min_shift=args.min_shift, window=args.window)
+        runs = load_runs(root)
+        known = set(runs.loc[runs["kind"] == "run", "suite"])
+        missing = [name for name in args.suites if name not in known]
+        if missing:
+            raise BadInput(f"no runs of {', '.join(missing)} under {root}")
+        trends = analyse_all(runs, args.suites or None, params)
+        summaries = summarize(runs, trends, params.window)
+        if args.plot:
+            from harness.trend_plot import TREND_PNG, plot_trend
+
+            for item in summaries:
+                plot_trend(runs, item.suite, root / PLOTS_DIR / item.suite / TREND_PNG,
+                           item.trend, item.floor)  # fmt: skip
+        if args.json:
+            print(json.dumps([_as_json(item) for item in summaries], indent=2, default=str))
+        elif args.markdown:
+            print("## Speculative decoding: nightly accept length\n")
+            print(markdown_table(summaries))
+        else:
+            _print_table(summaries)
+        if any(item.verdict == "fail" or item.trend.alarm for item in summaries):
+            return ExitCode.BELOW_FLOOR
+        if any(item.verdict == "error" for item in summaries):
+            return ExitCode.ENGINE_ERROR
+        return ExitCode.PASS
+
+
+def _as_json(item: object) -> dict[str, object]:
+    from harness.trend import SuiteSummary
+
+    assert isinstance(item, SuiteSummary)
+    return {
+        "suite": item.suite,
+        "runs": item.trend.n_runs,
+        "accept_length": item.accept_length,
+        "ci": item.ci,
+        "floor": item.floor,
+        "baselines": dict(item.baselines),
+        "verdict": item.verdict,
+        "change": item.change,
+        "change_ci": item.change_ci,
+        "excess_sd": item.trend.excess_sd,
+        "alarm": item.trend.alarm,
+        "trend": item.trend.describe(),
+        "steps": [
+            {
+                "index": s.index,
+                "at": s.at,
+                "before": s.before,
+                "after": s.after,
+                "delta": s.delta,
+                "z": s.z,
+            }
+            for s in item.trend.steps
+        ],
+    }
+
+
+def _print_table(summaries: list) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="accept length trend")
+    for column in ("suite", "runs", "last [CI]", "floor", "verdict", "change", "trend"):
+        table.add_column(column)
+    for item in summaries:
+        last = "–" if item.accept_length is None else f"{item.accept_length:.3f}"
+        if item.ci:
+            last += f" [{item.ci[0]:.3f}, {item.ci[1]:.3f}]"
+        change = "–" if item.change is None else f"{item.change:+.3f}"
+        style = "red" if item.failing else None
+        table.add_row(item.suite, str(item.trend.n_runs), last,
+                      "–" if item.floor is None else f"{item.floor:g}",
+                      item.verdict or "–", change, item.trend.describe(), style=style)  # fmt: skip
+    Console().print(table)
