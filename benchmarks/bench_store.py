@@ -32,19 +32,33 @@ def _template() -> dict:
         Verdict,
     )
 
-    document = {"name": SUITE, "engine": {"kind": "sglang"}, "topology": {"gpus": 2, "tp_size": 2},
-                "workload": {"kind": "gsm8k", "questions": 200}, "floors": {"accept_length": 5.4},
-                "baselines": [{"label": "pre-fix", "accept_length": 5.27, "source": "PR"},
-                              {"label": "post-fix", "accept_length": 5.62, "source": "PR"}]}  # fmt: skip
+    document = {
+        "name": SUITE,
+        "engine": {"kind": "sglang"},
+        "topology": {"gpus": 2, "tp_size": 2},
+        "workload": {"kind": "gsm8k", "questions": 200},
+        "floors": {"accept_length": 5.4},
+        "baselines": [
+            {"label": "pre-fix", "accept_length": 5.27, "source": "PR"},
+            {"label": "post-fix", "accept_length": 5.62, "source": "PR"},
+        ],
+    }
     record = RunRecord(
         run_id="00000000",
         started_at=datetime(2025, 1, 1, tzinfo=UTC),
         suite=SuiteInfo(name=SUITE, sha256="0" * 64, document=document),
         build=BuildInfo(engine="sglang", spec="sglang==0.5.23", version="0.5.23"),
-        provenance=Provenance(harness_version="0.1.0", python="3.11.9", platform="linux",
-                              hostname="gpu-node"),  # fmt: skip
-        measurement=Measurement(accept_length=5.6, accept_length_ci=(5.5, 5.7), n_requests=200,
-                                completion_tokens=50000, verify_steps=8900, accuracy=0.9),  # fmt: skip
+        provenance=Provenance(
+            harness_version="0.1.0", python="3.11.9", platform="linux", hostname="gpu-node"
+        ),
+        measurement=Measurement(
+            accept_length=5.6,
+            accept_length_ci=(5.5, 5.7),
+            n_requests=200,
+            completion_tokens=50000,
+            verify_steps=8900,
+            accuracy=0.9,
+        ),
         verdict=Verdict(status="pass"),
     )
     return record.model_dump(mode="json")

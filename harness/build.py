@@ -182,7 +182,10 @@ def prepare_sglang(build: BuildSpec) -> tuple[str, BuildInfo]:
             f"sglang is not installed in {python}; pass --sglang SPEC "
             "(e.g. sglang==0.5.23, a git URL with a ref, or a local checkout)"
         )
-    info = BuildInfo(engine="sglang", spec=build.spec, version=version,
+    from harness.provenance import redact_url
+
+    spec = redact_url(build.spec) if build.spec else None
+    info = BuildInfo(engine="sglang", spec=spec, version=version,
                      git_sha=git_sha or commit, patch_sha256=patch_sha, python=python)
     return python, info
 

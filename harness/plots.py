@@ -147,16 +147,18 @@ def plot_run(
     run_dir: Path,
     baselines: Sequence[BaselineFigure] | None = None,
     out: Path | None = None,
+    *,
+    results_root: Path | None = None,
 ) -> Path:
     """Draw run_dir/run.json against its suite's baselines and floor; returns the PNG path.
 
-    `baselines` None: read them from the results root that holds `run_dir`, plus those
-    the suite document names.
+    `baselines` None: read them from `results_root` (default: the results folder that
+    holds `run_dir`), plus those the suite document names.
     """
     run_dir = Path(run_dir)
     record = read_run(run_dir)
     if baselines is None:
-        baselines = baselines_for(record, results_root_of(run_dir))
+        baselines = baselines_for(record, Path(results_root or results_root_of(run_dir)))
     figure = run_figure(record, baselines, suite_floor(record))
     return _save(figure, out or run_dir / RUN_PNG)
 
@@ -185,15 +187,20 @@ def history_figure(
         if len(runs) <= 200:  # few runs: one CI bar each reads better than a band
             axes.errorbar(times, values, yerr=[values - low, high - values], fmt="none",
                           ecolor="#1f77b4", alpha=0.5, capsize=3, label="CI")  # fmt: skip
-        else:
+            axes.plot(times, values, color="#1f77b4", lw=1)
+        elif len(runs) <= PIXEL_BINS:
             axes.fill_between(times, low, high, color="#1f77b4", alpha=0.2, lw=0, label="CI")
-        axes.plot(times, values, color="#1f77b4", lw=1)
+            axes.plot(times, values, color="#1f77b4", lw=1)
+        else:
+            _draw_binned(axes, times, values, low, high)
+        many = len(runs) > 2000
         for status, colour in VERDICT_COLOURS.items():
             chosen = (runs["verdict"] == status).to_numpy()
-            if chosen.any():
-                size = 16 if len(runs) < 2000 else 2
-                axes.scatter(times[chosen], runs["accept_length"].to_numpy()[chosen], s=size,
-                             color=colour, zorder=3, label=status, rasterized=True)  # fmt: skip
+            # Thousands of passing runs: the line already shows each of them, and 100k
+            # markers take seconds to rasterise; failures are always marked.
+            if chosen.any() and not (many and status == "pass"):
+                axes.plot(times[chosen], values[chosen], ls="none", marker="o",
+                          ms=2 if many else 4, color=colour, zorder=3, label=status)  # fmt: skip
     for i, baseline in enumerate(baselines):
         colour = BASELINE_COLOURS[i % len(BASELINE_COLOURS)]
         label = f"{baseline.label} {baseline.accept_length:g}"
@@ -203,9 +210,35 @@ def history_figure(
     axes.set_ylabel("accept length")
     axes.set_title(f"{suite}: {len(runs)} runs", fontsize=11)
     axes.grid(alpha=0.3)
-    axes.legend(loc="best", fontsize=8, ncols=2)
+    axes.legend(loc="upper left", fontsize=8, ncols=2)  # "best" scans every point: slow
     figure.autofmt_xdate()
     return figure
+
+
+PIXEL_BINS = 1500  # about the plot's width in pixels: finer detail is not visible
+
+
+def _draw_binned(axes: Any, times: Any, values: Any, low: Any, high: Any) -> None:
+    """Many runs: per time bin the CI envelope, the range of values and the median.
+
+    At pixel resolution this is what drawing every run would show, in a fraction of the
+    time (100k runs: ~0.1 s instead of ~2 s); failing runs are still marked one by one.
+    """
+    import numpy as np
+
+    stamps = times.astype("datetime64[ns]").astype(np.int64)
+    edges = np.linspace(stamps[0], stamps[-1], PIXEL_BINS + 1)
+    bins = np.clip(np.searchsorted(edges, stamps, side="right") - 1, 0, PIXEL_BINS - 1)
+    used = np.unique(bins)
+    starts = np.searchsorted(bins, used)  # runs are sorted by time, so bins are contiguous
+    centre = times[starts]
+    axes.fill_between(centre, np.minimum.reduceat(low, starts), np.maximum.reduceat(high, starts),
+                      color="#1f77b4", alpha=0.2, lw=0, label="CI (envelope per bin)")  # fmt: skip
+    axes.fill_between(centre, np.minimum.reduceat(values, starts),
+                      np.maximum.reduceat(values, starts), color="#1f77b4", alpha=0.45, lw=0,
+                      label="runs (range per bin)")  # fmt: skip
+    medians = [np.median(chunk) for chunk in np.split(values, starts[1:])]
+    axes.plot(centre, medians, color="#1f77b4", lw=0.8)
 
 
 def plot_history(

@@ -21,6 +21,8 @@ from harness.suite import Topology
 
 INVENTORY_ENV = "HARNESS_GPU_INVENTORY"
 NVIDIA_SMI_QUERY = ["--query-gpu=index,name,memory.total,uuid", "--format=csv,noheader,nounits"]
+# nvidia-smi reports an 80 GB H100 as 81559 MiB (79.6 GiB): allow marketing-vs-binary slack.
+MEMORY_SLACK = 0.97
 _COMPACT = re.compile(r"^(\d+)\s*x\s*([A-Za-z0-9_\- ]+?)(?::(\d+(?:\.\d+)?))?$")
 
 
@@ -63,11 +65,15 @@ def _query_nvidia_smi() -> list[GPUInfo]:
         fields = [f.strip() for f in line.split(",")]
         if len(fields) < 3:
             continue
+        try:
+            memory_mib = float(fields[2])
+        except ValueError:  # "[N/A]" on some virtualised GPUs
+            memory_mib = 0.0
         gpus.append(
             GPUInfo(
                 index=int(fields[0]),
                 name=fields[1],
-                memory_gib=round(float(fields[2]) / 1024, 1),  # nvidia-smi reports MiB
+                memory_gib=round(memory_mib / 1024, 1),  # nvidia-smi reports MiB
                 uuid=fields[3] if len(fields) > 3 else None,
             )
         )
@@ -118,7 +124,7 @@ def check_fit(
     pool = [g for g in gpus if allowed is None or g.index in allowed]
     usable = [
         g for g in pool
-        if _matches_type(g, topology.gpu_types) and g.memory_gib >= topology.min_memory_gib
+        if _matches_type(g, topology.gpu_types) and g.memory_gib >= topology.min_memory_gib * MEMORY_SLACK
     ]
     kinds = "/".join(topology.gpu_types) or "GPU"
     if len(usable) < topology.gpus:

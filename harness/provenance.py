@@ -26,6 +26,7 @@ ENV_PREFIXES = ("CUDA_", "SGLANG_", "HARNESS_", "NCCL_", "TORCH_", "OMP_", "HF_H
 SECRET_WORDS = re.compile(r"TOKEN|SECRET|KEY|PASSWORD|PASSWD|AUTH|CREDENTIAL|COOKIE", re.I)
 SECRET_FLAGS = ("--api-key", "--admin-api-key", "--hf-token", "--token")
 REDACTED = "<redacted>"
+_URL_USERINFO = re.compile(r"://[^/@\s]+@")
 
 _PROBE = """
 import importlib.metadata as m, importlib.util as u, json, pathlib, re
@@ -74,8 +75,13 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
                 out.append(arg)
                 hide_next = True
             continue
-        out.append(arg)
+        out.append(redact_url(arg))
     return out
+
+
+def redact_url(text: str) -> str:
+    """`git+https://user:TOKEN@host/...` -> `git+https://<redacted>@host/...`."""
+    return _URL_USERINFO.sub(f"://{REDACTED}@", text)
 
 
 def harness_git() -> tuple[str | None, bool | None]:

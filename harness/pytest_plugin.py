@@ -16,6 +16,7 @@ busy past `--gpu-wait`, skip the suite with the reason.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import shutil
@@ -188,6 +189,18 @@ def _allocator(config: pytest.Config) -> GPUAllocator:
     return config.stash[_ALLOCATOR]
 
 
+def _run_options(config: pytest.Config, options_type: Any, devices: Any) -> dict[str, Any]:
+    options: dict[str, Any] = {
+        "results_dir": config.invocation_params.dir / config.getoption("results_dir"),
+        "gpu_devices": list(devices),
+        "sglang": config.getoption("sglang"),
+    }
+    fields = dataclasses.fields(options_type) if dataclasses.is_dataclass(options_type) else ()
+    if "progress" in {field.name for field in fields}:
+        options["progress"] = False  # a progress bar per worker garbles pytest's output
+    return options
+
+
 def _worker_name(config: pytest.Config) -> str:
     workerinput = getattr(config, "workerinput", None)
     return workerinput.get("workerid", "main") if workerinput else "main"
@@ -214,11 +227,7 @@ class SuiteItem(pytest.Item):
         self.user_properties.append(("gpu_devices", ",".join(map(str, lease.devices))))
         self.user_properties.append(("worker", _worker_name(config)))
         try:
-            options = runner.RunOptions(
-                results_dir=config.invocation_params.dir / config.getoption("results_dir"),
-                gpu_devices=list(lease.devices),
-                sglang=config.getoption("sglang"),
-            )
+            options = runner.RunOptions(**_run_options(config, runner.RunOptions, lease.devices))
             outcome = runner.run_suite(self.loaded, options)
         finally:
             allocator.release(lease)

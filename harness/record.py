@@ -95,9 +95,9 @@ class Measurement(_Record):
     accept_length: float  # sum(completion tokens) / sum(verify steps): exact
     accept_length_ci: tuple[float, float] | None = None
     ci_level: float = 0.95
-    n_requests: int
-    completion_tokens: int
-    verify_steps: int
+    n_requests: int | None = None  # None for an external baseline known only by its figure
+    completion_tokens: int | None = None
+    verify_steps: int | None = None
     per_position_acceptance: list[float] | None = None  # P(draft position k accepted)
     accept_histogram: list[int] | None = None
     server_accept_length: float | None = None  # /server_info cross-check
@@ -172,6 +172,7 @@ def atomic_write_text(path: Path, text: str) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; records are shared data
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

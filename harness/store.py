@@ -23,8 +23,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,14 +107,6 @@ def save_baseline(root: Path, record: RunRecord) -> Path:
 # ---------------------------------------------------------------- parsing one record
 
 
-def _get(data: dict[str, Any], *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(key)  # type: ignore[assignment]
-    return data
-
-
 def flatten_record(data: Any, path: str) -> dict[str, Any]:
     """The loader's row for one parsed run.json; raises Skip for foreign or too-new files."""
     if not isinstance(data, dict):
@@ -129,10 +122,14 @@ def flatten_record(data: Any, path: str) -> dict[str, Any]:
     if not isinstance(data.get("run_id"), str) or not isinstance(data.get("started_at"), str):
         raise Skip("no run_id or started_at: not a harness run record")
     measurement = data.get("measurement") or {}
+    build = data.get("build") or {}
+    provenance = data.get("provenance") or {}
+    verdict = data.get("verdict") or {}
     ci = measurement.get("accept_length_ci") or (None, None)
-    gpus = _get(data, "provenance", "gpus") or []
-    options = _get(data, "build", "options")
-    reasons = _get(data, "verdict", "reasons") or []
+    gpus = provenance.get("gpus") or []
+    options = build.get("options")
+    reasons = verdict.get("reasons") or []
+    floors = (suite.get("document") or {}).get("floors") or {}
     return {
         "suite": suite["name"],
         "run_id": data["run_id"],
@@ -143,14 +140,14 @@ def flatten_record(data: Any, path: str) -> dict[str, Any]:
         "finished_at": data.get("finished_at"),
         "schema_version": version,
         "suite_sha256": suite.get("sha256"),
-        "build.engine": _get(data, "build", "engine"),
-        "build.spec": _get(data, "build", "spec"),
-        "build.version": _get(data, "build", "version"),
-        "build.git_sha": _get(data, "build", "git_sha"),
-        "build.patch_sha256": _get(data, "build", "patch_sha256"),
+        "build.engine": build.get("engine"),
+        "build.spec": build.get("spec"),
+        "build.version": build.get("version"),
+        "build.git_sha": build.get("git_sha"),
+        "build.patch_sha256": build.get("patch_sha256"),
         "build.options": json.dumps(options, sort_keys=True) if options else None,
-        "provenance.harness_version": _get(data, "provenance", "harness_version"),
-        "provenance.hostname": _get(data, "provenance", "hostname"),
+        "provenance.harness_version": provenance.get("harness_version"),
+        "provenance.hostname": provenance.get("hostname"),
         "provenance.gpu": gpus[0].get("name") if gpus and isinstance(gpus[0], dict) else None,
         "provenance.n_gpus": len(gpus),
         "accept_length": measurement.get("accept_length"),
@@ -165,9 +162,9 @@ def flatten_record(data: Any, path: str) -> dict[str, Any]:
         "output_throughput_tok_s": measurement.get("output_throughput_tok_s"),
         "duration_s": measurement.get("duration_s"),
         "stopped_early": measurement.get("stopped_early"),
-        "verdict": _get(data, "verdict", "status"),
+        "verdict": verdict.get("status"),
         "reasons": "; ".join(map(str, reasons)) or None,
-        "floor": _get(suite, "document", "floors", "accept_length"),
+        "floor": floors.get("accept_length"),
         "path": path,
     }
 
@@ -175,7 +172,10 @@ def flatten_record(data: Any, path: str) -> dict[str, Any]:
 def read_record_file(file: Path) -> dict[str, Any]:
     """Parse and flatten one record file; raises Skip naming what is wrong."""
     try:
-        text = file.read_bytes()
+        with open(file, "rb") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        raise  # a run folder whose run.json is not written yet: not an error
     except OSError as error:
         raise Skip(f"cannot read: {error.strerror or error}") from None
     if not text.strip():
@@ -189,60 +189,46 @@ def read_record_file(file: Path) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- bulk loading
+#
+# The cache (results/.cache/runs-index.json) holds the flattened rows column-wise plus:
+# - for each suite folder under runs/, its mtime when it was last listed completely
+#   (every run folder had its run.json): unchanged mtime = no run added or removed, so
+#   the folder is not even listed. Run folders are write-once (run.json is written last
+#   and never rewritten), so a listed run needs no further stat.
+# - for each baseline file, its (mtime_ns, size): baselines are few and may be edited.
+# A folder touched within RACY_S of the listing is not trusted (its mtime may tick again
+# within the same clock granule), the way git treats racily clean index entries.
 
-
-def _record_files(root: Path) -> Iterator[Path]:
-    """run.json of every run folder, then every baseline file. scandir: no per-file stat."""
-    runs = root / RUNS_DIR
-    if runs.is_dir():
-        for suite_entry in sorted(os.scandir(runs), key=lambda e: e.name):
-            if not suite_entry.is_dir():
-                continue
-            for run_entry in os.scandir(suite_entry.path):
-                if run_entry.is_dir() and not run_entry.name.startswith("."):
-                    yield Path(run_entry.path) / RUN_FILE
-    baselines = root / BASELINES_DIR
-    if baselines.is_dir():
-        for entry in sorted(os.scandir(baselines), key=lambda e: e.name):
-            if entry.name.endswith(".json") and entry.is_file():
-                yield Path(entry.path)
+RACY_S = 2.0
 
 
 @dataclass
 class _Cache:
-    keys: dict[str, tuple[int, int]]  # relative path -> (mtime_ns, size)
-    rows: dict[str, dict[str, Any]]
+    paths: list[str] = field(default_factory=list)  # relative record files, row order
+    table: dict[str, list[Any]] = field(default_factory=dict)  # RUN_COLUMNS -> values
+    dirs: dict[str, int] = field(default_factory=dict)  # runs/<suite> -> trusted mtime_ns
+    stamps: dict[str, list[int]] = field(default_factory=dict)  # baseline -> [mtime, size]
 
     @classmethod
     def read(cls, file: Path) -> _Cache:
         try:
             data = json.loads(file.read_bytes())
             if data.get("format") != CACHE_FORMAT or data.get("schema") != SCHEMA_VERSION:
-                return cls({}, {})
-            names = data["columns"]
-            table = data["table"]
-            keys = {}
-            rows = {}
-            for i, rel in enumerate(data["paths"]):
-                keys[rel] = (data["mtimes"][i], data["sizes"][i])
-                rows[rel] = {name: table[name][i] for name in names}
-            return cls(keys, rows)
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
-            return cls({}, {})  # a missing or damaged cache is only a slower load
+                return cls()
+            cache = cls(data["paths"], data["table"], data["dirs"], data["stamps"])
+            if list(cache.table) != list(RUN_COLUMNS) or any(
+                len(column) != len(cache.paths) for column in cache.table.values()
+            ):
+                return cls()
+            return cache
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return cls()  # a missing or damaged cache only makes this load slower
 
     def write(self, file: Path) -> None:
         from filelock import FileLock, Timeout
 
-        paths = list(self.rows)
-        data = {
-            "format": CACHE_FORMAT,
-            "schema": SCHEMA_VERSION,
-            "paths": paths,
-            "mtimes": [self.keys[p][0] for p in paths],
-            "sizes": [self.keys[p][1] for p in paths],
-            "columns": list(RUN_COLUMNS),
-            "table": {name: [self.rows[p][name] for p in paths] for name in RUN_COLUMNS},
-        }
+        data = {"format": CACHE_FORMAT, "schema": SCHEMA_VERSION, "paths": self.paths,
+                "dirs": self.dirs, "stamps": self.stamps, "table": self.table}  # fmt: skip
         try:
             file.parent.mkdir(parents=True, exist_ok=True)
             ignore = file.parent / ".gitignore"
@@ -255,10 +241,106 @@ class _Cache:
             log.debug("results cache not written (%s): %s", file, error)
 
 
-def _report(skipped: list[str], file: Path, reason: str) -> None:
+def _report(skipped: list[str], file: Path | str, reason: str) -> None:
     message = f"skipped {file}: {reason}"
     skipped.append(message)
     log.warning(message)
+
+
+class _Scan:
+    """One load: which cached rows stay, which rows are new."""
+
+    def __init__(self, root: Path, cache: _Cache) -> None:
+        self.root, self.cache = root, cache
+        self.position = {path: i for i, path in enumerate(cache.paths)}
+        self.keep: list[int] = []
+        self.new_paths: list[str] = []
+        self.new_rows: list[dict[str, Any]] = []
+        self.dirs: dict[str, int] = {}
+        self.stamps: dict[str, list[int]] = {}
+        self.skipped: list[str] = []
+
+    def parse(self, rel: str) -> bool:
+        """Parse one record file into a new row; False if it is missing."""
+        file = self.root / rel
+        try:
+            row = read_record_file(file)
+        except FileNotFoundError:
+            return False
+        except Skip as why:
+            _report(self.skipped, file, str(why))
+            return True
+        row["path"] = rel.removesuffix("/" + RUN_FILE)  # relative: the root may move
+        self.new_paths.append(rel)
+        self.new_rows.append(row)
+        return True
+
+    def runs(self) -> None:
+        runs = self.root / RUNS_DIR
+        if not runs.is_dir():
+            return
+        by_dir: dict[str, list[int]] = {}
+        for i, path in enumerate(self.cache.paths):
+            if path.startswith(RUNS_DIR + "/"):
+                by_dir.setdefault(path.rsplit("/", 2)[0], []).append(i)
+        now_ns = time.time_ns()
+        for suite_entry in sorted(os.scandir(runs), key=lambda e: e.name):
+            if not suite_entry.is_dir():
+                continue
+            rel_dir = f"{RUNS_DIR}/{suite_entry.name}"
+            mtime = suite_entry.stat().st_mtime_ns
+            if self.cache.dirs.get(rel_dir) == mtime:
+                self.keep.extend(by_dir.get(rel_dir, []))
+                self.dirs[rel_dir] = mtime
+                continue
+            complete = True
+            for run_entry in os.scandir(suite_entry.path):
+                if run_entry.name.startswith(".") or not run_entry.is_dir():
+                    continue
+                rel = f"{rel_dir}/{run_entry.name}/{RUN_FILE}"
+                index = self.position.get(rel)
+                if index is not None:
+                    self.keep.append(index)
+                elif not self.parse(rel):
+                    complete = False  # a run still being written: list this folder again
+            if complete and now_ns - mtime > RACY_S * 1e9:
+                self.dirs[rel_dir] = mtime
+
+    def baselines(self) -> None:
+        folder = self.root / BASELINES_DIR
+        if not folder.is_dir():
+            return
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            if not entry.name.endswith(".json") or not entry.is_file():
+                continue
+            rel = f"{BASELINES_DIR}/{entry.name}"
+            stat = entry.stat()
+            stamp = [stat.st_mtime_ns, stat.st_size]
+            index = self.position.get(rel)
+            if index is not None and self.cache.stamps.get(rel) == stamp:
+                self.keep.append(index)
+                self.stamps[rel] = stamp
+            elif self.parse(rel) and self.new_paths and self.new_paths[-1] == rel:
+                self.stamps[rel] = stamp
+
+    def result(self) -> tuple[_Cache, bool]:
+        """The cache after this load, and whether it changed."""
+        cache = self.cache
+        unchanged = (
+            not self.new_rows
+            and len(self.keep) == len(cache.paths)
+            and self.keep == list(range(len(cache.paths)))
+            and self.dirs == cache.dirs
+            and self.stamps == cache.stamps
+        )
+        if unchanged:
+            return cache, False
+        table = {}
+        for name in RUN_COLUMNS:
+            column = cache.table.get(name, [])
+            table[name] = [column[i] for i in self.keep] + [row[name] for row in self.new_rows]
+        paths = [cache.paths[i] for i in self.keep] + self.new_paths
+        return _Cache(paths, table, self.dirs, self.stamps), True
 
 
 def load_runs(
@@ -277,47 +359,25 @@ def load_runs(
 
     root = Path(root) if root is not None else default_results_dir()
     cache_file = root / CACHE_FILE
-    cache = _Cache.read(cache_file) if use_cache else _Cache({}, {})
-    fresh = _Cache({}, {})
-    skipped: list[str] = []
-    changed = False
-    for file in _record_files(root):
-        rel = os.path.relpath(file, root)
-        try:
-            stat = file.stat()
-        except OSError:
-            if file.name == RUN_FILE:  # folder without run.json: a run still being written
-                continue
-            _report(skipped, file, "cannot stat")
-            continue
-        key = (stat.st_mtime_ns, stat.st_size)
-        if cache.keys.get(rel) == key:
-            fresh.keys[rel], fresh.rows[rel] = key, cache.rows[rel]
-            continue
-        changed = True
-        try:
-            row = read_record_file(file)
-        except Skip as why:
-            _report(skipped, file, str(why))
-            continue
-        row["path"] = os.path.relpath(row["path"], root)  # cached relative: root may move
-        fresh.keys[rel], fresh.rows[rel] = key, row
-    if use_cache and (changed or len(fresh.rows) != len(cache.rows)):
-        fresh.write(cache_file)
-    columns = {name: [row[name] for row in fresh.rows.values()] for name in RUN_COLUMNS}
-    base = str(root)
-    columns["path"] = [os.path.join(base, rel) for rel in columns["path"]]
-    frame = pd.DataFrame(columns, columns=list(RUN_COLUMNS))
+    scan = _Scan(root, _Cache.read(cache_file) if use_cache else _Cache())
+    scan.runs()
+    scan.baselines()
+    cache, changed = scan.result()
+    if use_cache and changed:
+        cache.write(cache_file)
+    frame = pd.DataFrame(cache.table, columns=list(RUN_COLUMNS))
     if suite is not None:
         frame = frame[frame["suite"] == suite]
     if kind is not None:
         frame = frame[frame["kind"] == kind]
+    base = str(root).rstrip("/") + "/"
+    frame["path"] = [base + rel for rel in frame["path"]]
     for name in ("started_at", "finished_at"):
         frame[name] = pd.to_datetime(frame[name], utc=True, format="ISO8601")
     for name in ("accept_length", "ci_low", "ci_high", "accuracy", "floor"):
         frame[name] = pd.to_numeric(frame[name], errors="coerce")
     frame = frame.sort_values("started_at", kind="stable").reset_index(drop=True)
-    frame.attrs["skipped"] = skipped
+    frame.attrs["skipped"] = scan.skipped
     return frame
 
 
@@ -419,10 +479,19 @@ class BaselineFigure:
 
 
 def load_baselines(root: Path | str | None, suite_name: str) -> list[BaselineFigure]:
-    """The baseline records of one suite, ordered by accept length."""
-    frame = load_runs(root, suite=suite_name, kind="baseline", use_cache=False)
+    """The baseline records of one suite, ordered by accept length (reads baselines/ only)."""
+    root = Path(root) if root is not None else default_results_dir()
+    rows = []
+    for file in sorted((root / BASELINES_DIR).glob("*.json")):
+        try:
+            row = read_record_file(file)
+        except (Skip, FileNotFoundError) as why:
+            log.warning("skipped %s: %s", file, why)
+            continue
+        if row["suite"] == suite_name and row["kind"] == "baseline":
+            rows.append(row)
     figures = []
-    for row in frame.to_dict("records"):
+    for row in rows:
         if not _number(row["accept_length"]):
             log.warning("skipped baseline %s: no accept_length", row["path"])
             continue

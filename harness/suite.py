@@ -22,7 +22,7 @@ NAME_PATTERN = r"^[a-z0-9][a-z0-9_\-]*$"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class ModelRef(_Strict):

@@ -277,7 +277,7 @@ class SuiteSummary:
 
     @property
     def failing(self) -> bool:
-        return self.verdict in ("fail", "error") or self.trend.alarm
+        return self.verdict in ("fail", "error", None) or self.trend.alarm
 
 
 def _baselines(runs: pd.DataFrame, suite: str, latest: Any) -> list[tuple[str, float]]:

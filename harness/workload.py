@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import math
 import json
 import os
 import re
@@ -68,6 +69,8 @@ def extract_answer(text: str) -> str | None:
         value = ast.literal_eval(numbers[-1])
     except (SyntaxError, ValueError):
         return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # hundreds of digits read as inf: graded wrong, never a crash
     return repr(value)
 
 
@@ -95,7 +98,8 @@ def default_data_paths() -> list[Path]:
 
 def _rows_from_jsonl(text: str, source: str) -> list[Question]:
     rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Split on newlines only: JSON strings may hold U+2028 and friends unescaped.
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:

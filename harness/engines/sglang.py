@@ -13,7 +13,11 @@ from harness.errors import BadInput
 from harness.suite import SGLangEngine, Suite
 
 # Flags the harness owns; a suite's extra_args may not override them.
-RESERVED_FLAGS = frozenset({"--host", "--port", "--model-path", "--tp-size", "--tp"})
+RESERVED_FLAGS = frozenset({
+    "--host", "--port", "--model-path", "--model", "--tp-size", "--tensor-parallel-size", "--tp",
+    "--speculative-algorithm", "--speculative-draft-model-path", "--speculative-draft-model",
+    "--speculative-num-draft-tokens", "--speculative-dflash-block-size",
+})
 
 
 def launch_command(suite: Suite, python: str, host: str, port: int) -> list[str]:

@@ -1,95 +1,10 @@
-"""Synthetic run records (written through harness.record) for the analysis tests."""
+"""Fixtures of the analysis tests."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-
-from harness import stats
-from harness.record import (
-    BuildInfo,
-    Measurement,
-    Provenance,
-    RequestRow,
-    RunRecord,
-    SuiteInfo,
-    Verdict,
-    new_run_id,
-)
-from harness.store import save_run
-
-SUITE_DOCUMENT = {
-    "name": "tiny_dflash_cpu",
-    "engine": {"kind": "reference"},
-    "topology": {"gpus": 0},
-    "floors": {"accept_length": 2.0},
-    "baselines": [
-        {"label": "pre-fix", "accept_length": 1.8, "source": "synthetic"},
-        {"label": "post-fix", "accept_length": 2.6, "source": "synthetic"},
-    ],
-}
-
-
-def make_run(
-    root: Path,
-    accept_length: float = 2.5,
-    n: int = 40,
-    seed: int = 0,
-    label: str | None = None,
-    spec: str | None = "reference",
-    started_at: datetime | None = None,
-    suite: str = "tiny_dflash_cpu",
-    floor: float = 2.0,
-) -> Path:
-    """Write one synthetic run (record + request rows) under `root`; returns its folder."""
-    tokens, steps = stats.simulate_prompts(n, accept_length, prompt_sd=0.4, seed=seed)
-    estimate = stats.accept_length(tokens, steps)
-    histogram = [int(steps.sum() * 0.3), int(steps.sum() * 0.3), int(steps.sum() * 0.4)]
-    rows = [
-        RequestRow(
-            index=i,
-            question_index=i + 5,
-            completion_tokens=int(t),
-            verify_steps=int(s),
-            accept_length=float(t / s),
-            latency_s=0.5,
-            correct=bool(i % 3),
-            accept_histogram=[int(s * 0.3), int(s * 0.3), int(s) - 2 * int(s * 0.3)],
-        )
-        for i, (t, s) in enumerate(zip(tokens, steps, strict=True))
-    ]
-    document = dict(SUITE_DOCUMENT, name=suite, floors={"accept_length": floor})
-    record = RunRecord(
-        run_id=new_run_id(),
-        label=label,
-        started_at=started_at or datetime.now(UTC),
-        suite=SuiteInfo(name=suite, sha256="0" * 64, document=document),
-        build=BuildInfo(engine="reference", spec=spec),
-        provenance=Provenance(harness_version="0.1.0", python="3.11", platform="test"),
-        measurement=Measurement(
-            accept_length=estimate,
-            accept_length_ci=stats.bootstrap_ci(tokens, steps, n_boot=200),
-            n_requests=n,
-            completion_tokens=int(tokens.sum()),
-            verify_steps=int(steps.sum()),
-            accept_histogram=histogram,
-            per_position_acceptance=stats.per_position_acceptance(histogram),
-            accuracy=sum(bool(i % 3) for i in range(n)) / n,
-        ),
-        verdict=Verdict(status="pass" if estimate >= floor else "fail"),
-    )
-    return save_run(root, record, rows)
-
-
-def make_history(root: Path, nights: int = 6, suite: str = "tiny_dflash_cpu") -> list[Path]:
-    start = datetime(2025, 1, 1, tzinfo=UTC)
-    return [
-        make_run(root, 2.5 - 0.1 * (i % 3), seed=i, started_at=start + timedelta(days=i),
-                 label="nightly", suite=suite)  # fmt: skip
-        for i in range(nights)
-    ]
 
 
 @pytest.fixture

@@ -27,8 +27,9 @@ def inventory(count: int = 4, name: str = "NVIDIA H100 80GB HBM3") -> list[GPUIn
 def _hold(lock_dir: str, gpus: int, hold_s: float, rounds: int) -> None:
     allocator = GPUAllocator(Path(lock_dir), inventory(), poll_s=0.02)
     for _ in range(rounds):
-        with allocator.lease(Topology(gpus=gpus, tp_size=gpus), owner=str(os.getpid()),
-                             timeout_s=60):
+        with allocator.lease(
+            Topology(gpus=gpus, tp_size=gpus), owner=str(os.getpid()), timeout_s=60
+        ):
             time.sleep(hold_s)
 
 
@@ -55,8 +56,10 @@ def _intervals(lock_dir: Path) -> list[tuple[float, float, set[int]]]:
 
 def test_concurrent_processes_hold_disjoint_gpus(tmp_path: Path) -> None:
     context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_hold, args=(str(tmp_path), gpus, 0.05, 6))
-               for gpus in (1, 1, 1, 2, 2)]
+    workers = [
+        context.Process(target=_hold, args=(str(tmp_path), gpus, 0.05, 6))
+        for gpus in (1, 1, 1, 2, 2)
+    ]
     for worker in workers:
         worker.start()
     for worker in workers:
@@ -66,7 +69,7 @@ def test_concurrent_processes_hold_disjoint_gpus(tmp_path: Path) -> None:
     assert len(spans) == 30
     overlapping = 0
     for i, (start_a, end_a, devices_a) in enumerate(spans):
-        for start_b, end_b, devices_b in spans[i + 1:]:
+        for start_b, end_b, devices_b in spans[i + 1 :]:
             if start_a < end_b and start_b < end_a:  # held at the same time
                 overlapping += 1
                 assert not devices_a & devices_b

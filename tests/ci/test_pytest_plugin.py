@@ -14,7 +14,7 @@ import pytest
 pytest_plugins = ["pytester"]
 
 # Stands in for harness.runner until the real one can run here: same API, records what it got.
-FAKE_RUNNER = '''
+FAKE_RUNNER = """
 from __future__ import annotations
 import json, os, time
 from dataclasses import dataclass, field
@@ -49,14 +49,15 @@ def run_suite(loaded, options):
     status, code, reasons = next(
         (v for key, v in verdicts.items() if key in name), ("pass", 0, []))
     return Outcome(status, code, reasons, Path(options.results_dir) / name)
-'''
+"""
 
 
 def suite_toml(name: str, gpus: int = 1, engine: str = "reference", nightly: bool = False) -> str:
     models = ""
     if engine == "sglang":
         models = '[target]\nmodel = "org/target"\n[draft]\nmodel = "org/draft"\n'
-    return textwrap.dedent(f"""\
+    return (
+        textwrap.dedent(f"""\
         name = "{name}"
         nightly = {str(nightly).lower()}
         [engine]
@@ -66,7 +67,9 @@ def suite_toml(name: str, gpus: int = 1, engine: str = "reference", nightly: boo
         tp_size = {max(gpus, 1)}
         [floors]
         accept_length = 1.5
-        """) + models
+        """)
+        + models
+    )
 
 
 @pytest.fixture
@@ -106,7 +109,8 @@ def test_collects_each_suite_with_markers(project: pytest.Pytester) -> None:
     items, _ = project.inline_genitems("--suites", "suites", "--harness-runner", "fake_runner")
     by_name = {item.name: item for item in items}
     assert sorted(by_name) == sorted(
-        ["ref_pass", "ref_fail", "ref_error", "ref_skip", "big_sglang", "huge"])
+        ["ref_pass", "ref_fail", "ref_error", "ref_skip", "big_sglang", "huge"]
+    )
     big = by_name["big_sglang"]
     assert big.get_closest_marker("gpus").args == (2,)
     assert big.get_closest_marker("tp").kwargs == {"n": 2}
@@ -119,8 +123,16 @@ def test_collects_each_suite_with_markers(project: pytest.Pytester) -> None:
 
 
 def test_marker_selection(project: pytest.Pytester) -> None:
-    result = project.runpytest("--suites", "suites", "--harness-runner", "fake_runner",
-                               "-m", "engine_reference and gpus(n=1)", "--collect-only", "-q")
+    result = project.runpytest(
+        "--suites",
+        "suites",
+        "--harness-runner",
+        "fake_runner",
+        "-m",
+        "engine_reference and gpus(n=1)",
+        "--collect-only",
+        "-q",
+    )
     out = result.stdout.str()
     assert "ref_pass" in out and "ref_fail" in out
     assert "big_sglang" not in out and "ref_skip" not in out and "huge" not in out
@@ -135,8 +147,16 @@ def test_bad_suite_is_a_collection_error(project: pytest.Pytester) -> None:
 
 def test_verdicts_map_to_outcomes(project: pytest.Pytester) -> None:
     junit = project.path / "junit.xml"
-    result = project.runpytest("--suites", "suites", "--harness-runner", "fake_runner",
-                               "--sglang", "sglang==0.5.23", f"--junitxml={junit}", "-rsf")
+    result = project.runpytest(
+        "--suites",
+        "suites",
+        "--harness-runner",
+        "fake_runner",
+        "--sglang",
+        "sglang==0.5.23",
+        f"--junitxml={junit}",
+        "-rsf",
+    )
     result.assert_outcomes(passed=2, failed=2, skipped=2)  # big_sglang runs: 2 of 4 GPUs
     out = result.stdout.str()
     assert "verdict fail (exit 1)" in out and "below floor 1.5" in out
@@ -159,9 +179,18 @@ def test_verdicts_map_to_outcomes(project: pytest.Pytester) -> None:
 def test_lease_released_when_the_runner_crashes(project: pytest.Pytester, tmp_path: Path) -> None:
     (project.path / "suites" / "ref_crash.toml").write_text(suite_toml("ref_crash", 4))
     lock_dir = tmp_path / "locks"
-    result = project.runpytest("--suites", "suites", "--harness-runner", "fake_runner",
-                               "--gpu-lock-dir", str(lock_dir), "-k", "crash or big_sglang",
-                               "-p", "no:randomly")
+    result = project.runpytest(
+        "--suites",
+        "suites",
+        "--harness-runner",
+        "fake_runner",
+        "--gpu-lock-dir",
+        str(lock_dir),
+        "-k",
+        "crash or big_sglang",
+        "-p",
+        "no:randomly",
+    )
     result.assert_outcomes(passed=1, failed=1)
     from harness.gpu_allocator import GPUAllocator, read_lease_log
 
@@ -179,9 +208,19 @@ def test_busy_gpus_skip_after_the_wait(project: pytest.Pytester, tmp_path: Path)
     inventory = [GPUInfo(index=i, name="H100", memory_gib=80) for i in range(4)]
     # another process (here: this one) holds 3 of the 4 GPUs for the whole run
     GPUAllocator(lock_dir, inventory).acquire(Topology(gpus=3), owner="other job")
-    result = project.runpytest("--suites", "suites", "--harness-runner", "fake_runner",
-                               "--gpu-lock-dir", str(lock_dir), "--gpu-wait", "0.2",
-                               "-k", "big_sglang or ref_pass", "-rs")
+    result = project.runpytest(
+        "--suites",
+        "suites",
+        "--harness-runner",
+        "fake_runner",
+        "--gpu-lock-dir",
+        str(lock_dir),
+        "--gpu-wait",
+        "0.2",
+        "-k",
+        "big_sglang or ref_pass",
+        "-rs",
+    )
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*waited 0.2 s for 2 GPU(s)*"])
     assert [row["devices"] for row in runner_log(project)] == [[3]]
@@ -197,14 +236,15 @@ def test_xdist_workers_hold_disjoint_gpus(
         (suites / f"ref_{index}.toml").write_text(suite_toml(f"ref_{index}", 1))
     (suites / "ref_two.toml").write_text(suite_toml("ref_two", 2))
     monkeypatch.setenv("FAKE_RUN_S", "0.4")
-    result = project.runpytest_subprocess("--suites", "suites", "--harness-runner", "fake_runner",
-                                          "-n", "3", "-p", "no:cacheprovider")
+    result = project.runpytest_subprocess(
+        "--suites", "suites", "--harness-runner", "fake_runner", "-n", "3", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=7)
     runs = runner_log(project)
     assert len({row["pid"] for row in runs}) == 3
     overlaps = 0
     for i, a in enumerate(runs):
-        for b in runs[i + 1:]:
+        for b in runs[i + 1 :]:
             if a["start"] < b["end"] and b["start"] < a["end"]:
                 overlaps += 1
                 assert not set(a["devices"]) & set(b["devices"]), (a, b)
@@ -212,8 +252,10 @@ def test_xdist_workers_hold_disjoint_gpus(
 
 
 def test_plugin_import_is_light() -> None:
-    code = ("import sys, harness.pytest_plugin; "
-            "print(sorted(m for m in ('pydantic', 'pandas', 'numpy', 'matplotlib', 'httpx') "
-            "if m in sys.modules))")
+    code = (
+        "import sys, harness.pytest_plugin; "
+        "print(sorted(m for m in ('pydantic', 'pandas', 'numpy', 'matplotlib', 'httpx') "
+        "if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -25,8 +25,14 @@ NIGHTS = 60
 START = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
 
 
-def nightly(seed: int, drop: float = 0.0, at: int = 40, outliers: dict[int, float] | None = None,
-            suite: str = "tiny", sha: str = "a") -> pd.DataFrame:
+def nightly(
+    seed: int,
+    drop: float = 0.0,
+    at: int = 40,
+    outliers: dict[int, float] | None = None,
+    suite: str = "tiny",
+    sha: str = "a",
+) -> pd.DataFrame:
     """60 nights like the reference engine's: level 1.6-2.0, CI half-width 0.05-0.1."""
     rng = np.random.default_rng(seed)
     level = rng.uniform(1.6, 2.0)
@@ -119,7 +125,8 @@ def test_summary_table_lists_figures_and_flags_the_drop() -> None:
     assert tiny.failing and not summaries["other"].failing
     assert tiny.baselines == [("post-fix", 1.9)]
     assert tiny.change == pytest.approx(
-        frame["accept_length"].iloc[59] - frame["accept_length"].iloc[58])
+        frame["accept_length"].iloc[59] - frame["accept_length"].iloc[58]
+    )
     table = markdown_table(list(summaries.values()))
     row = next(line for line in table.splitlines() if "tiny" in line)
     assert row.startswith("| ❌ tiny |") and "post-fix 1.9" in row and "⚠️ drop -0.3" in row
@@ -170,9 +177,11 @@ def test_trend_command_passes_a_stable_history(tmp_path: Path) -> None:
     assert _command(["--results", str(tmp_path)]) == 0
 
 
-def test_trend_command_rejects_unknown_suite(tmp_path: Path) -> None:
-    from harness.errors import BadInput
-
+def test_a_named_suite_without_runs_is_an_error_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     _save_history(tmp_path, nightly(11))
-    with pytest.raises(BadInput, match="no runs of nope"):
-        _command(["nope", "--results", str(tmp_path)])
+    assert _command(["tiny", "nope", "--results", str(tmp_path), "--markdown"]) == 3
+    out = capsys.readouterr().out
+    assert "| ❌ nope | – | – | – | no run | – | too few runs |" in out
+    assert "| tiny |" in out

@@ -33,12 +33,12 @@ class Recipe:
     heads: int = 4
     kv_heads: int = 2
     head_dim: int = 32
-    target_seq_len: int = 160
-    target_batch: int = 24
-    target_steps: int = 450
+    target_seq_len: int = 128
+    target_batch: int = 16
+    target_steps: int = 300
     target_lr: float = 3e-3
     # distillation data: the target's own greedy continuations
-    distill_prompts: int = 384
+    distill_prompts: int = 256
     distill_new_tokens: int = 72
     # draft: shaped like z-lab/gemma-4-31B-it-DFlash in miniature (4 sliding + 1 full layer)
     draft_layer_types: tuple[str, ...] = (
@@ -51,7 +51,7 @@ class Recipe:
     target_layer_ids: tuple[int, ...] = (0, 1, 2, 3)
     draft_batch: int = 16
     draft_anchors: int = 12
-    draft_steps: int = 500
+    draft_steps: int = 300
     draft_lr: float = 2e-3
     # DFlash's loss weight for block offset k is exp(-(k - 1) / gamma): early offsets count more
     draft_loss_gamma: float = 4.0

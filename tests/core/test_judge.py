@@ -1,0 +1,124 @@
+"""Judge: verdicts at, above and below the floors, errors for missing figures, exit codes."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.errors import ExitCode
+from harness.judge import EXIT_CODES, judge
+from harness.record import Measurement
+from harness.suite import Floors
+
+EPS = 1e-9
+
+
+def _m(accept: float, accuracy: float | None = 0.9, server: float | None = None) -> Measurement:
+    disagreement = None if server is None else (server - accept) / accept
+    return Measurement(accept_length=accept, n_requests=200, completion_tokens=1000,
+                       verify_steps=200, accuracy=accuracy, server_accept_length=server,
+                       server_disagreement=disagreement)
+
+
+@pytest.mark.parametrize(
+    ("accept", "strict", "status"),
+    [
+        (5.4, False, "pass"),  # SGLang gemma: assertGreaterEqual
+        (5.4 + EPS, False, "pass"),
+        (5.4 - EPS, False, "fail"),
+        (5.4, True, "fail"),  # SGLang qwen/muse: `>`
+        (5.4 + EPS, True, "pass"),
+        (5.4 - EPS, True, "fail"),
+        (5.27, False, "fail"),  # the regression
+        (5.6333, False, "pass"),  # after the fix
+    ],
+)
+def test_accept_length_floor(accept: float, strict: bool, status: str) -> None:
+    verdict = judge(_m(accept), Floors(accept_length=5.4, strict=strict))
+    assert verdict.status == status
+    relation = ">" if strict else ">="
+    if status == "pass":
+        assert f"{relation} floor 5.4" in verdict.reasons[0]
+    else:
+        assert f"is below the floor: needs {relation} 5.4" in verdict.reasons[0]
+
+
+def test_exact_ratio_at_the_floor_passes_non_strict() -> None:
+    # 27 tokens / 5 steps is the float 5.4 exactly
+    assert judge(_m(27 / 5), Floors(accept_length=5.4)).status == "pass"
+    assert judge(_m(27 / 5), Floors(accept_length=5.4, strict=True)).status == "fail"
+
+
+@pytest.mark.parametrize(
+    ("accuracy", "strict", "status"),
+    [
+        (0.75, False, "pass"),
+        (0.75 + EPS, False, "pass"),
+        (0.75 - EPS, False, "fail"),
+        (0.75, True, "fail"),
+        (0.75 + EPS, True, "pass"),
+    ],
+)
+def test_accuracy_floor(accuracy: float, strict: bool, status: str) -> None:
+    verdict = judge(_m(6.0, accuracy=accuracy), Floors(accept_length=5.4, accuracy=0.75,
+                                                       strict=strict))
+    assert verdict.status == status
+    assert any("accuracy" in reason for reason in verdict.reasons)
+
+
+def test_both_floors_fail_gives_both_reasons() -> None:
+    verdict = judge(_m(5.0, accuracy=0.5), Floors(accept_length=5.4, accuracy=0.75))
+    assert verdict.status == "fail"
+    assert sum("below the floor" in reason for reason in verdict.reasons) == 2
+
+
+def test_accuracy_floor_without_accuracy_is_an_error() -> None:
+    verdict = judge(_m(6.0, accuracy=None), Floors(accept_length=5.4, accuracy=0.75))
+    assert verdict.status == "error"
+    assert "accuracy floor set but no accuracy measured" in verdict.reasons
+
+
+def test_no_accuracy_floor_ignores_accuracy() -> None:
+    assert judge(_m(6.0, accuracy=None), Floors(accept_length=5.4)).status == "pass"
+    assert judge(_m(6.0, accuracy=0.0), Floors(accept_length=5.4)).status == "pass"
+
+
+def test_missing_measurement_is_an_error() -> None:
+    verdict = judge(None, Floors(accept_length=5.4))
+    assert verdict.status == "error"
+    assert "accept length is missing" in verdict.reasons[0]
+
+
+def test_exit_codes() -> None:
+    assert EXIT_CODES == {"pass": ExitCode.PASS, "fail": ExitCode.BELOW_FLOOR,
+                          "error": ExitCode.ENGINE_ERROR, "skipped": ExitCode.SKIPPED}
+    assert [int(EXIT_CODES[s]) for s in ("pass", "fail", "error", "skipped")] == [0, 1, 3, 4]
+
+
+def test_confidence_interval_in_reason() -> None:
+    measurement = _m(5.62).model_copy(update={"accept_length_ci": (5.5, 5.75)})
+    verdict = judge(measurement, Floors(accept_length=5.4))
+    assert verdict.reasons[0] == "accept length 5.6200 (95% CI 5.500-5.750) >= floor 5.4"
+
+
+def test_disagreement_note() -> None:
+    verdict = judge(_m(5.62, server=5.0), Floors(accept_length=5.4))
+    assert verdict.status == "pass"  # the exact figure is judged, not the server's
+    note = verdict.reasons[-1]
+    assert note.startswith("note: server avg_spec_accept_length 5.0000 differs")
+    assert "-11.0%" in note
+
+
+def test_small_disagreement_gives_no_note() -> None:
+    verdict = judge(_m(5.62, server=5.60), Floors(accept_length=5.4))
+    assert not any(reason.startswith("note:") for reason in verdict.reasons)
+
+
+def test_no_server_figure_note() -> None:
+    verdict = judge(_m(5.62, server=None), Floors(accept_length=5.4))
+    assert verdict.reasons[-1] == ("note: server reported no avg_spec_accept_length "
+                                   "(cross-check skipped)")
+
+
+def test_server_figure_above_floor_does_not_rescue_a_failure() -> None:
+    verdict = judge(_m(5.27, server=5.62), Floors(accept_length=5.4))
+    assert verdict.status == "fail"
