@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -57,6 +58,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"harness {args.command}: interrupted", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        # `harness show X | head`: the reader left; say nothing more, as other tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return int(ExitCode.PASS)
 
 
 if __name__ == "__main__":

@@ -122,9 +122,10 @@ def check_fit(
     if topology.gpus == 0:
         return Fit(True, "needs no GPU")
     pool = [g for g in gpus if allowed is None or g.index in allowed]
+    least_memory = topology.min_memory_gib * MEMORY_SLACK
     usable = [
         g for g in pool
-        if _matches_type(g, topology.gpu_types) and g.memory_gib >= topology.min_memory_gib * MEMORY_SLACK
+        if _matches_type(g, topology.gpu_types) and g.memory_gib >= least_memory
     ]
     kinds = "/".join(topology.gpu_types) or "GPU"
     if len(usable) < topology.gpus:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import math
 import json
+import math
 import os
 import re
 from dataclasses import dataclass
