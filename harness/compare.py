@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from harness import stats
+from harness.baselines import BaselineFigure, load_baselines
 from harness.errors import BadInput
 from harness.record import RUN_FILE, RunRecord
 from harness.store import (
-    BaselineFigure,
     Skip,
-    load_baselines,
     load_runs,
     read_record_file,
     read_requests,

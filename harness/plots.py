@@ -12,11 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.baselines import BaselineFigure, load_baselines
 from harness.record import RunRecord
 from harness.store import (
     PLOTS_DIR,
-    BaselineFigure,
-    load_baselines,
     load_runs,
     read_requests,
     read_run,

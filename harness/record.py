@@ -20,6 +20,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = 1
+RUNS_DIR = "runs"
+BASELINES_DIR = "baselines"
 RUN_FILE = "run.json"
 REQUESTS_FILE = "requests.jsonl"
 SERVER_LOG = "server.log"
@@ -161,6 +163,14 @@ def new_run_id() -> str:
 
 def run_dir_name(started_at: datetime, run_id: str) -> str:
     return f"{started_at.strftime('%Y%m%dT%H%M%SZ')}-{run_id}"
+
+
+def create_run_dir(root: Path, suite: str, started_at: datetime, run_id: str) -> Path:
+    """Create a run's folder exclusively: two writers can never share one."""
+    folder = Path(root) / RUNS_DIR / suite / run_dir_name(started_at, run_id)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.mkdir()  # FileExistsError on a (practically impossible) id collision: never merge
+    return folder
 
 
 def atomic_write_text(path: Path, text: str) -> None:

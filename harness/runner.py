@@ -30,8 +30,8 @@ from harness.record import (
     SuiteInfo,
     Verdict,
     VerdictStatus,
+    create_run_dir,
     new_run_id,
-    run_dir_name,
     utc_now,
     write_run,
 )
@@ -172,7 +172,7 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
         return RunOutcome("skipped", ExitCode.SKIPPED, [fit.reason], plan=run_plan)
 
     started, run_id = utc_now(), new_run_id()
-    run_dir = options.results_dir / "runs" / suite.name / run_dir_name(started, run_id)
+    run_dir = create_run_dir(options.results_dir, suite.name, started, run_id)
     with sigterm_as_interrupt():
         engine = planning.prepare_engine(suite, options)
         build = engine.build

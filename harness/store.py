@@ -30,13 +30,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.record import (
+    BASELINES_DIR,
     REQUESTS_FILE,
     RUN_FILE,
+    RUNS_DIR,
     SCHEMA_VERSION,
     RequestRow,
     RunRecord,
     atomic_write_text,
-    run_dir_name,
+    create_run_dir,
     write_run,
 )
 
@@ -45,8 +47,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("harness.store")
 
-RUNS_DIR = "runs"
-BASELINES_DIR = "baselines"
 PLOTS_DIR = "plots"
 CACHE_FILE = Path(".cache") / "runs-index.json"
 CACHE_FORMAT = 1
@@ -77,11 +77,7 @@ def default_results_dir() -> Path:
 
 def new_run_dir(root: Path, record: RunRecord) -> Path:
     """Create this run's folder exclusively: two writers can never share one."""
-    name = run_dir_name(record.started_at, record.run_id)
-    folder = Path(root) / RUNS_DIR / record.suite.name / name
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    folder.mkdir()  # FileExistsError on a (practically impossible) id collision: never merge
-    return folder
+    return create_run_dir(root, record.suite.name, record.started_at, record.run_id)
 
 
 def save_run(root: Path, record: RunRecord, rows: list[RequestRow] | None = None) -> Path:
@@ -89,19 +85,6 @@ def save_run(root: Path, record: RunRecord, rows: list[RequestRow] | None = None
     folder = new_run_dir(root, record)
     write_run(folder, record, rows)
     return folder
-
-
-def baseline_path(root: Path, suite: str, label: str) -> Path:
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
-    return Path(root) / BASELINES_DIR / f"{suite}--{safe}.json"
-
-
-def save_baseline(root: Path, record: RunRecord) -> Path:
-    if record.kind != "baseline" or not record.label:
-        raise ValueError("a baseline record needs kind='baseline' and a label")
-    path = baseline_path(root, record.suite.name, record.label)
-    atomic_write_text(path, record.model_dump_json(indent=2, exclude_none=True) + "\n")
-    return path
 
 
 # ---------------------------------------------------------------- parsing one record
@@ -465,50 +448,5 @@ def read_requests(run_dir: Path) -> list[dict[str, Any]]:
     return rows
 
 
-@dataclass(frozen=True)
-class BaselineFigure:
-    """A baseline as the plots and comparisons need it."""
-
-    label: str
-    accept_length: float
-    ci: tuple[float, float] | None
-    accuracy: float | None
-    source: str | None
-    engine: str | None
-    path: str
-
-
-def load_baselines(root: Path | str | None, suite_name: str) -> list[BaselineFigure]:
-    """The baseline records of one suite, ordered by accept length (reads baselines/ only)."""
-    root = Path(root) if root is not None else default_results_dir()
-    rows = []
-    for file in sorted((root / BASELINES_DIR).glob("*.json")):
-        try:
-            row = read_record_file(file)
-        except (Skip, FileNotFoundError) as why:
-            log.warning("skipped %s: %s", file, why)
-            continue
-        if row["suite"] == suite_name and row["kind"] == "baseline":
-            rows.append(row)
-    figures = []
-    for row in rows:
-        if not _number(row["accept_length"]):
-            log.warning("skipped baseline %s: no accept_length", row["path"])
-            continue
-        ci = (row["ci_low"], row["ci_high"]) if _number(row["ci_low"]) else None
-        figures.append(
-            BaselineFigure(
-                label=row["label"] or row["run_id"],
-                accept_length=float(row["accept_length"]),
-                ci=ci,
-                accuracy=row["accuracy"] if _number(row["accuracy"]) else None,
-                source=row["source"],
-                engine=row["build.engine"],
-                path=row["path"],
-            )
-        )
-    return sorted(figures, key=lambda f: f.accept_length)
-
-
-def _number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     return isinstance(value, int | float) and value == value  # NaN != NaN

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness import store
+from harness.baselines import load_baselines
 from harness.record import REQUESTS_FILE, RUN_FILE
 from tests.analysis.records import make_run
 
@@ -147,7 +148,7 @@ def test_load_requests_skips_bad_lines(results: Path) -> None:
 
 def test_shipped_baselines_load() -> None:
     root = Path(__file__).resolve().parents[2] / "results"
-    figures = store.load_baselines(root, "gemma4_dflash_31b")
+    figures = load_baselines(root, "gemma4_dflash_31b")
     assert [(f.label, f.accept_length) for f in figures] == [
         ("pre-fix", 5.27), ("post-fix", 5.62), ("post-fix CI rerun", 5.6333)
     ]
