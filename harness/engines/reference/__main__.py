@@ -62,7 +62,7 @@ def load(args: argparse.Namespace):  # -> (Engine)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from harness.engines.reference.decoding import DraftNoise, SpeculativeDecoder
-    from harness.engines.reference.policy import apply_policy, read_draft_config
+    from harness.engines.reference.policy import applied_table, apply_policy, read_draft_config
     from harness.engines.reference.server import Engine
 
     if args.threads:
@@ -72,8 +72,9 @@ def load(args: argparse.Namespace):  # -> (Engine)
         target = AutoModelForCausalLM.from_pretrained(args.target, dtype=torch.float32).eval()
         draft = DFlashDraftModel.from_pretrained(args.draft, dtype=torch.float32).eval()
         draft_config = read_draft_config(args.draft)
-    except (OSError, ValueError, KeyError) as error:
-        raise CheckpointError(f"cannot load checkpoints: {error}") from error
+    except Exception as error:  # any loader failure is a bad checkpoint, said in one line
+        reason = f"{type(error).__name__}: {error}"
+        raise CheckpointError(f"cannot load checkpoints: {reason}") from error
     if draft.config.hidden_size != target.config.hidden_size:
         raise CheckpointError(
             f"draft hidden_size {draft.config.hidden_size} != target "
@@ -88,7 +89,9 @@ def load(args: argparse.Namespace):  # -> (Engine)
     block_size = args.block_size or draft.block_size
     decoder = SpeculativeDecoder(target, draft, tokenizer, block_size,
                                  DraftNoise(args.draft_noise, args.seed))
-    return Engine(decoder=decoder, server_args=server_args(args, block_size, table), seed=args.seed)
+    settings = server_args(args, block_size, table)
+    settings["attention_applied"] = applied_table(draft)
+    return Engine(decoder=decoder, server_args=settings, seed=args.seed)
 
 
 def server_args(args: argparse.Namespace, block_size: int, table: list) -> dict[str, Any]:

@@ -48,7 +48,7 @@ class DraftNoise:
     """
 
     rate: float = 0.0
-    seed: int = 0
+    seed: int = 0  # the server's --seed; it also seeds every request's sampling generator
 
     def uniform(self, request_key: str, position: int) -> random.Random:
         return random.Random(f"{self.seed}:{request_key}:{position}")
@@ -64,6 +64,9 @@ class Generation:
     matched_stop: str | int | None = None
     text: str = ""
     accepted_drafts: list[int] = field(default_factory=list)  # per verify step, bonus excluded
+    # Tokens each verify step added to the output: accepted + 1, less any cut by a stop or
+    # max_new_tokens. Sums to completion_tokens - 1 (the first token comes from prefill).
+    produced: list[int] = field(default_factory=list)
 
     @property
     def completion_tokens(self) -> int:
@@ -74,9 +77,9 @@ class Generation:
         return len(self.accepted_drafts)
 
 
-def request_key(prompt_ids: list[int], seed: int | None) -> str:
+def request_key(prompt_ids: list[int], server_seed: int, seed: int | None) -> str:
     """Identifies a request by content, not arrival order, so results do not depend on queueing."""
-    digest = hashlib.sha256(repr((prompt_ids, seed)).encode()).hexdigest()
+    digest = hashlib.sha256(repr((prompt_ids, server_seed, seed)).encode()).hexdigest()
     return digest[:16]
 
 
@@ -100,7 +103,7 @@ class SpeculativeDecoder:
         seed: int | None = None,
     ) -> Generation:
         prompt_ids = self.tokenizer(prompt)["input_ids"]
-        key = request_key(prompt_ids, seed)
+        key = request_key(prompt_ids, self.noise.seed, seed)
         generator = torch.Generator().manual_seed(int(key, 16) % (2**63))
         run = _Run(self, prompt_ids, max_new_tokens, temperature, top_p, top_k, stop or [],
                    key, generator)
@@ -183,6 +186,7 @@ class _Run:
             stopped = self.check_stop(output_ids, num_input, start + produced + 1, result)
             if stopped:
                 produced = num_input + len(result.output_ids) - 1 - start
+            result.produced.append(produced)
             start += produced
             _crop_to(cache_target, start)
             if verify_size > 1:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import socket
 import statistics
 import subprocess
@@ -69,6 +70,19 @@ def wait_ready(base: str, process: subprocess.Popen, timeout: float = 120.0) -> 
     raise RuntimeError("server not ready in time")
 
 
+def bootstrap_ci(tokens: list[int], steps: list[int], resamples: int = 2000,
+                 seed: int = 0) -> tuple[float, float]:
+    """95% percentile interval of Σtokens/Σsteps, resampling prompts (the unit of sampling)."""
+    rng = random.Random(seed)
+    count = len(tokens)
+    ratios = []
+    for _ in range(resamples):
+        picks = [rng.randrange(count) for _ in range(count)]
+        ratios.append(sum(tokens[i] for i in picks) / sum(steps[i] for i in picks))
+    ratios.sort()
+    return ratios[int(0.025 * resamples)], ratios[int(0.975 * resamples) - 1]
+
+
 def measure(python: str, checkpoints: Path, prompts: list[str], extra: list[str],
             max_new_tokens: int) -> dict:
     port = free_port()
@@ -89,10 +103,13 @@ def measure(python: str, checkpoints: Path, prompts: list[str], extra: list[str]
     finally:
         process.terminate()
         process.wait(timeout=30)
-    per_prompt = [meta["spec_accept_length"] for meta in metas if meta.get("spec_verify_ct")]
-    tokens = sum(meta["completion_tokens"] for meta in metas if meta.get("spec_verify_ct"))
-    steps = sum(meta["spec_verify_ct"] for meta in metas if meta.get("spec_verify_ct"))
+    spec = [meta for meta in metas if meta.get("spec_verify_ct")]
+    per_prompt = [meta["spec_accept_length"] for meta in spec]
+    token_list = [meta["completion_tokens"] for meta in spec]
+    step_list = [meta["spec_verify_ct"] for meta in spec]
+    tokens, steps = sum(token_list), sum(step_list)
     return {"accept_length": tokens / steps, "server": server.get("avg_spec_accept_length"),
+            "ci": bootstrap_ci(token_list, step_list),
             "min": min(per_prompt), "max": max(per_prompt),
             "stdev": statistics.stdev(per_prompt), "startup_s": startup, "run_s": elapsed,
             "tokens": tokens}
@@ -111,13 +128,15 @@ def main(argv: list[str] | None = None) -> int:
     prompts = gsm8k_prompts(args.data, args.prompts, args.shots)
     settings = [(policy, 0.0) for policy in ("fixed", "legacy", "regressed")]
     settings += [("fixed", noise) for noise in args.noise if noise > 0]
-    print("| policy | draft noise | accept length | server avg | per-prompt min / max / sd "
-          "| completion tokens | startup s | run s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| policy | draft noise | accept length | 95% CI | server avg "
+          "| per-prompt min / max / sd | completion tokens | startup s | run s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for policy, noise in settings:
         extra = ["--attention-policy", policy, "--draft-noise", str(noise)]
         row = measure(args.python, args.checkpoints, prompts, extra, args.max_new_tokens)
-        print(f"| {policy} | {noise} | {row['accept_length']:.4f} | {row['server']:.4f} | "
+        low, high = row["ci"]
+        print(f"| {policy} | {noise} | {row['accept_length']:.4f} | {low:.2f}-{high:.2f} | "
+              f"{row['server']:.4f} | "
               f"{row['min']:.2f} / {row['max']:.2f} / {row['stdev']:.2f} | {row['tokens']} | "
               f"{row['startup_s']:.1f} | {row['run_s']:.1f} |", flush=True)
     return 0

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 # Bump when the training code changes in a way the numbers below do not capture.
-RECIPE_VERSION = 1
+RECIPE_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class Recipe:
     seed: int = 20261129
     # corpus and tokenizer
     corpus_documents: int = 6000
-    vocab_size: int = 768
+    vocab_size: int = 1024
     # target: Qwen3 architecture
     target_layers: int = 4
     hidden_size: int = 128
@@ -35,11 +35,11 @@ class Recipe:
     head_dim: int = 32
     target_seq_len: int = 128
     target_batch: int = 16
-    target_steps: int = 300
+    target_steps: int = 350
     target_lr: float = 3e-3
     # distillation data: the target's own greedy continuations
-    distill_prompts: int = 256
-    distill_new_tokens: int = 72
+    distill_prompts: int = 384
+    distill_new_tokens: int = 96
     # draft: shaped like z-lab/gemma-4-31B-it-DFlash in miniature (4 sliding + 1 full layer)
     draft_layer_types: tuple[str, ...] = (
         "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention",
@@ -51,7 +51,7 @@ class Recipe:
     target_layer_ids: tuple[int, ...] = (0, 1, 2, 3)
     draft_batch: int = 16
     draft_anchors: int = 12
-    draft_steps: int = 300
+    draft_steps: int = 450
     draft_lr: float = 2e-3
     # DFlash's loss weight for block offset k is exp(-(k - 1) / gamma): early offsets count more
     draft_loss_gamma: float = 4.0

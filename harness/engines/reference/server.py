@@ -39,21 +39,35 @@ class BadRequest(ValueError):
     """A request body the server rejects with 400."""
 
 
+# SamplingParams in SGLang 0.5.23 rejects unknown keys with 400; these are the known ones
+# (only max_new_tokens, temperature, top_p, top_k, stop and sampling_seed take effect here).
+KNOWN_SAMPLING_KEYS = frozenset({
+    "max_new_tokens", "temperature", "top_p", "top_k", "min_p", "stop", "stop_token_ids",
+    "stop_regex", "ignore_eos", "skip_special_tokens", "no_stop_trim", "n", "sampling_seed",
+    "frequency_penalty", "presence_penalty", "repetition_penalty", "min_new_tokens",
+    "spaces_between_special_tokens", "regex", "json_schema", "ebnf", "structural_tag",
+    "custom_params", "stream_interval", "logit_bias",
+})
+
+
 @dataclass
 class Counters:
-    """Cumulative figures since launch or the last flush (SGLang's internal_states)."""
+    """Cumulative figures since launch or the last flush (SGLang's internal_states).
 
-    completion_tokens: int = 0
+    As in SGLang (`spec_total_num_accept_tokens / spec_total_num_forward_ct`), the server
+    figure counts, per verify step, the accepted drafts plus the bonus token; the token
+    sampled at prefill is not a verify step's. So Σcompletion_tokens / Σspec_verify_ct over
+    requests sits slightly *above* avg_spec_accept_length, exactly as with SGLang (by
+    requests / verify steps). Unlike SGLang, the figure is folded in at every request, not
+    every `decode_log_interval` iterations, so it is never missing after a short run.
+    """
+
+    accept_tokens: int = 0
     verify_steps: int = 0
-    requests: int = 0
 
     def add(self, generation: Generation) -> None:
-        # Requests without a verify step (max_new_tokens=1) carry no accept length, as in
-        # SGLang's meta_info; leaving them out keeps this figure equal to the per-request sum.
-        if generation.verify_steps:
-            self.completion_tokens += generation.completion_tokens
-            self.verify_steps += generation.verify_steps
-            self.requests += 1
+        self.accept_tokens += sum(generation.produced)
+        self.verify_steps += generation.verify_steps
 
 
 @dataclass
@@ -120,7 +134,7 @@ class Engine:
             state: dict[str, Any] = {"last_gen_throughput": self.last_throughput}
             if self.counters.verify_steps:
                 state["avg_spec_accept_length"] = (
-                    self.counters.completion_tokens / self.counters.verify_steps
+                    self.counters.accept_tokens / self.counters.verify_steps
                 )
         return {**self.server_args, "internal_states": [state]}
 
@@ -132,6 +146,9 @@ def sampling_params(raw: Any, *, max_tokens_key: str = "max_new_tokens",
         raw = {}
     if not isinstance(raw, dict):
         raise BadRequest("sampling_params must be an object")
+    unknown = sorted(set(raw) - KNOWN_SAMPLING_KEYS) if max_tokens_key == "max_new_tokens" else []
+    if unknown:
+        raise BadRequest(f"unknown sampling_params: {', '.join(unknown)}")
     stop = raw.get("stop") or []
     if isinstance(stop, str):
         stop = [stop]
@@ -162,6 +179,8 @@ def meta_info(generation: Generation, rid: str, latency: float, block_size: int)
         "finish_reason": generation.finish_reason,
         "prompt_tokens": generation.prompt_tokens,
         "weight_version": "default",
+        "num_retractions": 0,
+        "reasoning_tokens": 0,
         "completion_tokens": generation.completion_tokens,
         "cached_tokens": 0,
         "e2e_latency": latency,
@@ -242,7 +261,8 @@ class Handler(BaseHTTPRequestHandler):
         self._send(HTTPStatus.OK, b"", "text/plain")
 
     def _flush(self) -> None:
-        self._body() if self.command == "POST" else None
+        # SGLang ignores a flush's body; read it only so the connection stays usable.
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if self.engine.flush():
             self._send(HTTPStatus.OK, FLUSHED.encode(), "text/plain")
         else:
@@ -295,6 +315,9 @@ class Handler(BaseHTTPRequestHandler):
              "root": name}]})
 
     def _error(self, status: HTTPStatus, message: str) -> None:
+        # The request body may be unread (unknown route, early failure): close rather than
+        # let its bytes be parsed as the next request on this keep-alive connection.
+        self.close_connection = True
         self._json(status, {"object": "error", "message": message, "type": status.phrase,
                             "param": None, "code": int(status)})
 

@@ -35,15 +35,16 @@ def log(message: str) -> None:
 
 
 def build_tokenizer(recipe: Recipe, out: Path):  # -> PreTrainedTokenizerFast
-    """Byte-level BPE with single digits: any text round-trips, numbers stay learnable."""
+    """Byte-level BPE: any text round-trips (unknown words become byte pieces).
+
+    Digits are not split: frequent numbers become single tokens, which a tiny target copies
+    from question to answer far more reliably than digit strings (it babbled digits).
+    """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Digits(individual_digits=True),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
-    ])
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=recipe.vocab_size,

@@ -1,0 +1,132 @@
+"""The embedded default end to end: `harness run tiny_dflash_cpu` on the CPU reference engine.
+
+Every stage runs for real (checkpoints built or taken from the cache, a server process,
+HTTP, GSM8K prompts, exact accept length, verdict, record, plot), then the analysis
+commands and the regression notebook run on the records this test produced. All tests
+here share one xdist group so the runs happen once, on one worker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from harness.build import has_reference_dependencies
+from harness.record import RunRecord
+from harness.suite import SUITES_DIR
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("tiny_suite")]
+
+TINY = SUITES_DIR / "tiny_dflash_cpu.toml"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "compare_regressions.ipynb"
+
+
+def harness_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+                          text=True, env={**os.environ, **(env or {})}, timeout=1800)
+
+
+def noisy_suite(folder: Path, noise: float) -> Path:
+    """The tiny suite with its draft degraded by a known amount (the engine's knob)."""
+    text = TINY.read_text()
+    document = tomllib.loads(text)
+    assert "draft_noise" not in document["engine"], "the shipped suite must not set noise"
+    path = folder / f"tiny_noise_{noise:g}.toml".replace(".", "_", 1)
+    path.write_text(text.replace('kind = "reference"',
+                                 f'kind = "reference"\ndraft_noise = {noise}', 1))
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    if not has_reference_dependencies(sys.executable):
+        pytest.skip("this environment lacks the reference extra (pip install -e '.[reference]')")
+    results = tmp_path_factory.mktemp("results")
+    clean = harness_cli("run", str(TINY), "--results", str(results), "--label", "reference",
+                        "--no-progress")
+    noisy_path = noisy_suite(tmp_path_factory.mktemp("suites"), NOISE_BELOW_FLOOR)
+    noisy = harness_cli("run", str(noisy_path), "--results", str(results), "--label",
+                        "degraded", "--no-progress")
+    return {"results": results, "clean": clean, "noisy": noisy}
+
+
+def records(results: Path) -> dict[str, RunRecord]:
+    found = {}
+    for file in results.glob("runs/*/*/run.json"):
+        record = RunRecord.model_validate_json(file.read_text())
+        found[record.label or ""] = record
+    return found
+
+
+NOISE_BELOW_FLOOR = 0.5
+
+
+def test_tiny_suite_passes_with_a_full_record(tiny_runs: dict) -> None:
+    clean = tiny_runs["clean"]
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "verdict: PASS" in clean.stdout
+    record = records(tiny_runs["results"])["reference"]
+    run_dir = Path(next(tiny_runs["results"].glob(f"runs/*/*-{record.run_id}")))
+    rows = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()]
+    suite = tomllib.loads(TINY.read_text())
+    assert len(rows) == suite["workload"]["questions"]
+    measurement = record.measurement
+    assert measurement is not None and measurement.accept_length_ci is not None
+    low, high = measurement.accept_length_ci
+    assert low <= measurement.accept_length <= high
+    assert measurement.accept_length >= 1.5
+    assert len({round(r["accept_length"], 6) for r in rows}) > 1, "per-prompt values vary"
+    assert (run_dir / "accept_length.png").stat().st_size > 10_000
+    assert (run_dir / "server.log").stat().st_size > 0
+    # the applied attention table: fixed policy on a draft that never declares is_causal
+    assert record.attention is not None
+    assert [layer.causal for layer in record.attention] == [True, True, True, True, False]
+    assert record.build.engine == "reference"
+    assert record.build.options["attention_policy"] == "fixed"
+
+
+def test_degraded_draft_fails_the_floor(tiny_runs: dict) -> None:
+    noisy = tiny_runs["noisy"]
+    assert noisy.returncode == 1, noisy.stdout + noisy.stderr
+    found = records(tiny_runs["results"])
+    assert found["degraded"].verdict.status == "fail"
+    assert found["degraded"].measurement.accept_length < found["reference"].measurement.accept_length
+
+
+def test_plot_and_compare_on_tiny_records(tiny_runs: dict) -> None:
+    results = tiny_runs["results"]
+    run_dirs = sorted(p.parent for p in results.glob("runs/*/*/run.json"))
+    compare = harness_cli("compare", str(run_dirs[0]), str(run_dirs[1]), "--results",
+                          str(results))
+    assert compare.returncode == 0, compare.stdout + compare.stderr
+    assert "accept length" in compare.stdout.lower()
+    plot = harness_cli("plot", str(run_dirs[0]), "--results", str(results), "--kind",
+                       "histogram")
+    assert plot.returncode == 0, plot.stdout + plot.stderr
+
+
+def test_regression_notebook_runs_on_tiny_records(tiny_runs: dict) -> None:
+    nbformat = pytest.importorskip("nbformat", reason="the notebooks extra is not installed")
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    env = {"HARNESS_RESULTS": str(tiny_runs["results"]), "HARNESS_LABEL_A": "degraded",
+           "HARNESS_LABEL_B": "reference", "MPLBACKEND": "Agg"}
+    previous = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        NotebookClient(notebook, timeout=600, kernel_name="python3").execute()
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
+    assert not [o for o in outputs if o.get("output_type") == "error"]

@@ -1,0 +1,127 @@
+"""Fixtures for the CPU reference engine: checkpoints built once, real server processes.
+
+The engine needs torch, transformers and dflash (the `reference` extra). Its Python is
+$HARNESS_REFERENCE_PYTHON, else the interpreter running pytest; without those packages
+the engine tests skip. Checkpoints go to $HARNESS_CACHE when set (so a developer builds
+once), else to a per-session temporary cache (about 3 minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ENGINE_PYTHON = os.environ.get("HARNESS_REFERENCE_PYTHON", sys.executable)
+GSM8K = Path("/work/shared/data/gsm8k/test.jsonl")
+STOP = ["Question", "Assistant:", "<|separator|>"]
+
+
+def engine_available() -> bool:
+    probe = subprocess.run([ENGINE_PYTHON, "-c", "import torch, transformers, dflash"],
+                           capture_output=True, check=False)
+    return probe.returncode == 0
+
+
+@pytest.fixture(scope="session")
+def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    if not engine_available():
+        pytest.skip(f"{ENGINE_PYTHON} lacks the reference extra (torch, transformers, dflash)")
+    from harness.engines.reference.checkpoints import ensure_checkpoints
+
+    cache = os.environ.get("HARNESS_CACHE")
+    root = Path(cache) if cache else tmp_path_factory.mktemp("cache")
+    return ensure_checkpoints(ENGINE_PYTHON, root)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Server:
+    """A running engine process and a tiny HTTP client for it."""
+
+    base: str
+    process: subprocess.Popen
+
+    def call(self, path: str, body: dict[str, Any] | None = None,
+             method: str | None = None) -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=300) as response:
+                status, raw = response.status, response.read()
+        except urllib.error.HTTPError as error:
+            status, raw = error.code, error.read()
+        try:
+            return status, json.loads(raw) if raw else raw.decode()
+        except json.JSONDecodeError:
+            return status, raw.decode()
+
+    def generate(self, text: str, **params: Any) -> dict[str, Any]:
+        params.setdefault("temperature", 0)
+        params.setdefault("max_new_tokens", 48)
+        status, payload = self.call("/generate", {"text": text, "sampling_params": params})
+        assert status == 200, payload
+        return payload
+
+
+def start_server(target: Path, draft: Path, *extra: str) -> Server:
+    port = free_port()
+    command = [ENGINE_PYTHON, "-m", "harness.engines.reference", "--target", str(target),
+               "--draft", str(draft), "--host", "127.0.0.1", "--port", str(port),
+               "--log-level", "warning", *extra]
+    process = subprocess.Popen(command)
+    server = Server(f"http://127.0.0.1:{port}", process)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"engine exited with {process.returncode}: {command}")
+        try:
+            if server.call("/health_generate")[0] == 200:
+                return server
+        except OSError:
+            pass
+        time.sleep(0.2)
+    process.kill()
+    raise RuntimeError("engine not ready within 180 s")
+
+
+def stop_server(server: Server) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+
+
+@pytest.fixture(scope="session")
+def server(checkpoints: tuple[Path, Path]) -> Iterator[Server]:
+    running = start_server(*checkpoints)
+    yield running
+    stop_server(running)
+
+
+@pytest.fixture(scope="session")
+def prompts() -> list[str]:
+    """GSM8K test questions in the harness's 1-shot format (skipped without the data)."""
+    if not GSM8K.is_file():
+        pytest.skip(f"{GSM8K} not present")
+    rows = [json.loads(line) for line in GSM8K.read_text().splitlines()[:17]]
+    shot = f"Question: {rows[0]['question']}\nAnswer: {rows[0]['answer']}\n\n"
+    return [f"{shot}Question: {row['question']}\nAnswer:" for row in rows[5:17]]

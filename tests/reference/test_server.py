@@ -1,0 +1,168 @@
+"""The reference engine's HTTP API: SGLang 0.5.23 shapes and exact spec accounting.
+
+Every test talks to a real server process over HTTP; responses are read with the
+harness's own SGLang parsers (`harness.measure`), so the engine is held to the format the
+harness expects from SGLang.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from harness.measure import parse_generate_response, server_accept_length
+from tests.reference.conftest import ENGINE_PYTHON, STOP, Server
+
+pytestmark = pytest.mark.slow
+
+BLOCK = 8
+SPEC_KEYS = {"spec_verify_ct", "spec_accept_length", "spec_accept_rate",
+             "spec_num_correct_drafts", "spec_num_proposed_drafts",
+             "spec_correct_drafts_histogram"}
+
+
+def test_health_endpoints(server: Server) -> None:
+    assert server.call("/health") == (200, "")
+    assert server.call("/health_generate")[0] == 200
+
+
+def test_server_info_has_sglang_args(server: Server) -> None:
+    status, info = server.call("/server_info")
+    assert status == 200
+    assert info["speculative_algorithm"] == "DFLASH"
+    assert info["speculative_num_draft_tokens"] == BLOCK
+    assert info["model_path"].endswith("target")
+    assert info["speculative_draft_model_path"].endswith("draft")
+    assert info["version"].startswith("0.5.23")
+    assert isinstance(info["internal_states"], list) and len(info["internal_states"]) == 1
+    assert [layer["index"] for layer in info["attention_layers"]] == [0, 1, 2, 3, 4]
+
+
+def check_accounting(payload: dict, max_new_tokens: int) -> None:
+    meta = payload["meta_info"]
+    parsed = parse_generate_response(payload)
+    assert meta.keys() >= SPEC_KEYS
+    assert meta["cached_tokens"] == 0
+    assert meta["completion_tokens"] == len(payload["output_ids"]) <= max_new_tokens
+    steps, histogram = meta["spec_verify_ct"], meta["spec_correct_drafts_histogram"]
+    assert parsed.verify_steps == steps > 0
+    assert meta["spec_accept_length"] == pytest.approx(meta["completion_tokens"] / steps)
+    # Each verify step yields its accepted drafts plus one bonus; prefill yields one more.
+    assert 1 <= meta["spec_accept_length"] <= BLOCK + 1 / steps
+    assert sum(histogram) == steps and len(histogram) <= BLOCK
+    correct = sum(k * count for k, count in enumerate(histogram))
+    assert meta["spec_num_correct_drafts"] == correct
+    assert meta["spec_num_proposed_drafts"] == steps * (BLOCK - 1)
+    assert meta["spec_accept_rate"] == pytest.approx(correct / (steps * (BLOCK - 1)))
+    reason = meta["finish_reason"]
+    assert reason["type"] in {"stop", "length"}
+    if reason["type"] == "length":
+        assert reason == {"type": "length", "length": max_new_tokens}
+        assert meta["completion_tokens"] == max_new_tokens
+
+
+def test_generate_accounting_is_exact(server: Server, prompts: list[str]) -> None:
+    for prompt in prompts[:4]:
+        check_accounting(server.generate(prompt, max_new_tokens=64, stop=STOP), 64)
+
+
+def test_sampled_generation_is_seeded_and_exact(server: Server, prompts: list[str]) -> None:
+    params = {"temperature": 0.8, "top_p": 0.95, "max_new_tokens": 40, "sampling_seed": 7}
+    first = server.generate(prompts[0], **params)
+    again = server.generate(prompts[0], **params)
+    other = server.generate(prompts[0], **{**params, "sampling_seed": 8})
+    check_accounting(first, 40)
+    check_accounting(other, 40)
+    assert first["output_ids"] == again["output_ids"]
+    assert first["output_ids"] != other["output_ids"]
+
+
+def test_server_average_is_cumulative_and_flushed(server: Server, prompts: list[str]) -> None:
+    assert server.call("/flush_cache", {})[0] == 200
+    assert "avg_spec_accept_length" not in server.call("/server_info")[1]["internal_states"][0]
+    metas = [server.generate(p, max_new_tokens=40, stop=STOP)["meta_info"] for p in prompts[:3]]
+    steps = sum(m["spec_verify_ct"] for m in metas)
+    tokens = sum(m["completion_tokens"] for m in metas)
+    # SGLang's server figure counts the tokens of verify steps only, not the prefill token:
+    # one token per request below the exact per-request figure.
+    server_figure = server_accept_length(server.call("/server_info")[1])
+    assert server_figure == pytest.approx((tokens - len(metas)) / steps)
+    assert server_figure < tokens / steps
+    status, body = server.call("/flush_cache", method="GET")
+    assert status == 200 and body.startswith("Cache flushed")
+    assert server_accept_length(server.call("/server_info")[1]) is None
+
+
+def test_stop_string_ends_and_is_excluded(server: Server, prompts: list[str]) -> None:
+    free = server.generate(prompts[1], max_new_tokens=48)
+    words = [word for word in free["text"].split() if len(word) > 2]
+    assert words, free["text"]
+    stop = words[len(words) // 2]
+    stopped = server.generate(prompts[1], max_new_tokens=48, stop=[stop])
+    assert stopped["meta_info"]["finish_reason"] == {"type": "stop", "matched": stop}
+    assert stopped["text"] == free["text"][: free["text"].find(stop)]
+    assert stopped["meta_info"]["completion_tokens"] < free["meta_info"]["completion_tokens"]
+    check_accounting(stopped, 48)
+
+
+def test_concurrent_requests_queue_safely(server: Server, prompts: list[str]) -> None:
+    sequential = [server.generate(p, max_new_tokens=32)["output_ids"] for p in prompts[:4]]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        parallel = list(pool.map(
+            lambda p: server.generate(p, max_new_tokens=32)["output_ids"], prompts[:4] * 2))
+    assert parallel == sequential * 2
+
+
+def test_v1_completions_has_no_meta_info(server: Server, prompts: list[str]) -> None:
+    status, body = server.call("/v1/completions", {
+        "model": "tiny", "prompt": prompts[2], "max_tokens": 32, "temperature": 0,
+        "stop": STOP})
+    assert status == 200
+    assert "meta_info" not in body and "meta_info" not in body["choices"][0]
+    native = server.generate(prompts[2], max_new_tokens=32, stop=STOP)
+    assert body["object"] == "text_completion"
+    assert body["choices"][0]["text"] == native["text"]
+    assert body["choices"][0]["finish_reason"] == native["meta_info"]["finish_reason"]["type"]
+    assert body["usage"]["completion_tokens"] == native["meta_info"]["completion_tokens"]
+
+
+def test_bad_requests_get_400(server: Server) -> None:
+    assert server.call("/generate", {"text": 3})[0] == 400
+    assert server.call("/generate", {"text": "x", "sampling_params": {"top_p": 0}})[0] == 400
+    assert server.call("/generate", {"text": "x", "sampling_params": {"max_tokens": 4}})[0] == 400
+    assert server.call("/nope")[0] == 404
+
+
+def test_bad_checkpoint_exits_with_message(tmp_path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    result = subprocess.run(
+        [ENGINE_PYTHON, "-m", "harness.engines.reference", "--target", str(tmp_path / "none"),
+         "--draft", str(tmp_path), "--port", "1"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 2
+    assert "target checkpoint" in result.stderr and "config.json" in result.stderr
+
+
+def test_corrupt_weights_exit_with_message(tmp_path, checkpoints) -> None:
+    target = tmp_path / "target"
+    target.mkdir()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        (target / name).write_bytes((checkpoints[0] / name).read_bytes())
+    (target / "model.safetensors").write_bytes(b"not safetensors")
+    result = subprocess.run(
+        [ENGINE_PYTHON, "-m", "harness.engines.reference", "--target", str(target),
+         "--draft", str(checkpoints[1]), "--port", "1"],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 2
+    assert "cannot load checkpoints" in result.stderr
+
+
+def test_harness_side_stays_torch_free() -> None:
+    code = ("import sys, harness.cli, harness.commands.reference, "
+            "harness.engines.reference.checkpoints, harness.engines.reference.recipe; "
+            "harness.cli.build_parser(); "
+            "sys.exit(1 if {'torch', 'transformers', 'dflash'} & set(sys.modules) else 0)")
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
