@@ -45,10 +45,17 @@ def build_options(suite: Suite) -> dict[str, Any]:
 
 
 def _reference_dirs() -> tuple[Path, Path]:
-    from harness.engines.reference.recipe import DEFAULT_RECIPE
+    from harness.engines.reference.checkpoints import checkpoint_dir
 
-    root = builds.cache_root() / "reference" / DEFAULT_RECIPE.digest()
+    root = checkpoint_dir(builds.cache_root())
     return root / "target", root / "draft"
+
+
+def _own_models(suite: Suite) -> tuple[Path, Path] | None:
+    """A reference suite's own checkpoint folders, when it names them."""
+    if suite.target and suite.target.model and suite.draft and suite.draft.model:
+        return Path(suite.target.model), Path(suite.draft.model)
+    return None
 
 
 def _sglang_spec(suite: Suite, options: Any) -> builds.BuildSpec:
@@ -70,10 +77,7 @@ def prepare_engine(suite: Suite, options: Any) -> PreparedEngine:
     from harness.engines.reference.checkpoints import ensure_checkpoints
 
     python, info = builds.prepare_reference(options.engine_python)
-    if suite.target is not None and suite.draft is not None:
-        target, draft = Path(suite.target.model), Path(suite.draft.model)
-    else:
-        target, draft = ensure_checkpoints(python, builds.cache_root())
+    target, draft = _own_models(suite) or ensure_checkpoints(python, builds.cache_root())
     return PreparedEngine(
         info, python,
         lambda host, port: reference_launch.launch_command(suite, python, host, port,
@@ -202,9 +206,7 @@ def _dry_run_command(suite: Suite, options: Any) -> list[str]:
         python = (sys.executable if build.kind == "installed"
                   else str(builds.cache_root() / "envs" / f"sglang-{build.key}" / "bin" / "python"))
         return sglang.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER)
-    target, draft = _reference_dirs()
-    if suite.target is not None and suite.draft is not None:
-        target, draft = Path(suite.target.model), Path(suite.draft.model)
+    target, draft = _own_models(suite) or _reference_dirs()
     python = options.engine_python or sys.executable
     return reference_launch.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER,
                                            target, draft)

@@ -26,9 +26,13 @@ class _Strict(BaseModel):
 
 
 class ModelRef(_Strict):
-    """A checkpoint: a hub id (`org/name`) or a local path."""
+    """A checkpoint: a hub id (`org/name`) or a local path.
 
-    model: str = Field(min_length=1)
+    A reference-engine suite may leave `model` out: the engine's tiny checkpoints,
+    built by `harness reference build`, are used.
+    """
+
+    model: str | None = Field(default=None, min_length=1)
     revision: str | None = None
 
 
@@ -145,8 +149,12 @@ class Suite(_Strict):
 
     @model_validator(mode="after")
     def _models_for_engine(self) -> Suite:
-        if self.engine.kind == "sglang" and (self.target is None or self.draft is None):
+        models = [ref.model if ref else None for ref in (self.target, self.draft)]
+        if self.engine.kind == "sglang" and None in models:
             raise ValueError("an sglang suite needs [target] and [draft] with `model`")
+        if self.engine.kind == "reference" and models.count(None) == 1:
+            raise ValueError("a reference suite names both target and draft models, or "
+                             "neither (then the built tiny checkpoints are used)")
         return self
 
 

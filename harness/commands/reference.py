@@ -34,13 +34,10 @@ class ReferenceCommand:
     def run(self, args: argparse.Namespace) -> int:
         if args.reference_action != "build":
             raise BadInput("usage: harness reference build [--out DIR] [--force]")
-        from harness.engines.reference.checkpoints import (
-            build,
-            checkpoint_dir,
-            default_cache_root,
-        )
+        from harness.build import cache_root
+        from harness.engines.reference.checkpoints import build, checkpoint_dir
 
-        out = args.out or checkpoint_dir(default_cache_root())
+        out = args.out or checkpoint_dir(cache_root())
         folder = build(args.python, out, force=args.force)
         print(f"target: {folder / 'target'}")
         print(f"draft:  {folder / 'draft'}")

@@ -50,10 +50,15 @@ def tiny_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     results = tmp_path_factory.mktemp("results")
     clean = harness_cli("run", str(TINY), "--results", str(results), "--label", "reference",
                         "--no-progress")
-    noisy_path = noisy_suite(tmp_path_factory.mktemp("suites"), NOISE_BELOW_FLOOR)
-    noisy = harness_cli("run", str(noisy_path), "--results", str(results), "--label",
-                        "degraded", "--no-progress")
+    suites = tmp_path_factory.mktemp("suites")
+    noisy = {noise: harness_cli("run", str(noisy_suite(suites, noise)), "--results",
+                                str(results), "--label", f"noise-{noise:g}", "--no-progress")
+             for noise in NOISE_SETTINGS}
     return {"results": results, "clean": clean, "noisy": noisy}
+
+
+# Known-size degradations of the draft: 0.1 crosses the tiny suite's floor, 0.25 by far.
+NOISE_SETTINGS = (0.1, 0.25)
 
 
 def records(results: Path) -> dict[str, RunRecord]:
@@ -64,7 +69,6 @@ def records(results: Path) -> dict[str, RunRecord]:
     return found
 
 
-NOISE_BELOW_FLOOR = 0.5
 
 
 def test_tiny_suite_passes_with_a_full_record(tiny_runs: dict) -> None:
@@ -91,12 +95,18 @@ def test_tiny_suite_passes_with_a_full_record(tiny_runs: dict) -> None:
     assert record.build.options["attention_policy"] == "fixed"
 
 
-def test_degraded_draft_fails_the_floor(tiny_runs: dict) -> None:
-    noisy = tiny_runs["noisy"]
-    assert noisy.returncode == 1, noisy.stdout + noisy.stderr
+def test_knob_lowers_accept_length_monotonically_and_flips_the_verdict(tiny_runs: dict) -> None:
     found = records(tiny_runs["results"])
-    assert found["degraded"].verdict.status == "fail"
-    assert found["degraded"].measurement.accept_length < found["reference"].measurement.accept_length
+    labels = ["reference", *(f"noise-{noise:g}" for noise in NOISE_SETTINGS)]
+    figures = [found[label].measurement.accept_length for label in labels]
+    assert figures == sorted(figures, reverse=True) and len(set(figures)) == len(figures)
+    floor = tomllib.loads(TINY.read_text())["floors"]["accept_length"]
+    for label, figure in zip(labels, figures, strict=True):
+        expected = "pass" if figure >= floor else "fail"
+        assert found[label].verdict.status == expected
+    assert [found[label].verdict.status for label in labels] == ["pass", "fail", "fail"]
+    for noise, outcome in tiny_runs["noisy"].items():
+        assert outcome.returncode == 1, (noise, outcome.stdout + outcome.stderr)
 
 
 def test_plot_and_compare_on_tiny_records(tiny_runs: dict) -> None:
@@ -116,7 +126,7 @@ def test_regression_notebook_runs_on_tiny_records(tiny_runs: dict) -> None:
     from nbclient import NotebookClient
 
     notebook = nbformat.read(NOTEBOOK, as_version=4)
-    env = {"HARNESS_RESULTS": str(tiny_runs["results"]), "HARNESS_LABEL_A": "degraded",
+    env = {"HARNESS_RESULTS": str(tiny_runs["results"]), "HARNESS_LABEL_A": "noise-0.1",
            "HARNESS_LABEL_B": "reference", "MPLBACKEND": "Agg"}
     previous = {key: os.environ.get(key) for key in env}
     os.environ.update(env)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -23,9 +22,13 @@ from typing import Any
 
 import pytest
 
+from harness.build import cache_root
+from harness.launch import free_port
+from harness.suite import GSM8KWorkload
+from harness.workload import STOP_STRINGS, build_prompts, load_gsm8k
+
 ENGINE_PYTHON = os.environ.get("HARNESS_REFERENCE_PYTHON", sys.executable)
-GSM8K = Path("/work/shared/data/gsm8k/test.jsonl")
-STOP = ["Question", "Assistant:", "<|separator|>"]
+STOP = list(STOP_STRINGS)
 
 
 def engine_available() -> bool:
@@ -40,15 +43,10 @@ def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         pytest.skip(f"{ENGINE_PYTHON} lacks the reference extra (torch, transformers, dflash)")
     from harness.engines.reference.checkpoints import ensure_checkpoints
 
-    cache = os.environ.get("HARNESS_CACHE")
-    root = Path(cache) if cache else tmp_path_factory.mktemp("cache")
-    return ensure_checkpoints(ENGINE_PYTHON, root)
+    # The harness's own cache ($HARNESS_CACHE or ~/.cache/spec-harness): built once, under a
+    # file lock, for every xdist worker, the e2e suite runs and `nox -s tiny_dflash` alike.
+    return ensure_checkpoints(ENGINE_PYTHON, cache_root())
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -120,8 +118,6 @@ def server(checkpoints: tuple[Path, Path]) -> Iterator[Server]:
 @pytest.fixture(scope="session")
 def prompts() -> list[str]:
     """GSM8K test questions in the harness's 1-shot format (skipped without the data)."""
-    if not GSM8K.is_file():
-        pytest.skip(f"{GSM8K} not present")
-    rows = [json.loads(line) for line in GSM8K.read_text().splitlines()[:17]]
-    shot = f"Question: {rows[0]['question']}\nAnswer: {rows[0]['answer']}\n\n"
-    return [f"{shot}Question: {row['question']}\nAnswer:" for row in rows[5:17]]
+    data = load_gsm8k()  # ../shared/data or $HARNESS_DATA_DIR, else the `datasets` hub
+    workload = GSM8KWorkload(shots=1, questions=12)
+    return [prompt.text for prompt in build_prompts(data, workload)]

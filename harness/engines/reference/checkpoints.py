@@ -18,16 +18,11 @@ from pathlib import Path
 from filelock import FileLock
 
 import harness
+from harness.build import cache_root as harness_cache_root
 from harness.engines.reference.recipe import DEFAULT_RECIPE, Recipe
 from harness.errors import EngineError
 
 BUILD_TIMEOUT_S = 1800
-
-
-def default_cache_root() -> Path:
-    """$HARNESS_CACHE, else ~/.cache/spec-harness."""
-    configured = os.environ.get("HARNESS_CACHE")
-    return Path(configured).expanduser() if configured else Path.home() / ".cache/spec-harness"
 
 
 def checkpoint_dir(cache_root: Path, recipe: Recipe = DEFAULT_RECIPE) -> Path:
@@ -63,7 +58,7 @@ def build(python: str, out: Path, *, force: bool = False) -> Path:
 def ensure_checkpoints(python: str = sys.executable,
                        cache_root: Path | None = None) -> tuple[Path, Path]:
     """(target dir, draft dir) of the default recipe, building them on first use."""
-    folder = build(python, checkpoint_dir(cache_root or default_cache_root()))
+    folder = build(python, checkpoint_dir(cache_root or harness_cache_root()))
     return folder / "target", folder / "draft"
 
 
