@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.attention import LayerAttention
-from harness.errors import BadInput
+from harness.errors import BadInput, SuiteError
+from harness.suite import SUITES_DIR, resolve_suite_path
 
 EXPECTED_KEYS = frozenset({"causal", "window"})
-SUITES_DIR = Path(__file__).resolve().parents[2] / "suites"
 
 
 class ContractError(BadInput):
@@ -98,17 +98,14 @@ def _expected_in(document: Mapping[str, Any], source: str) -> list[dict[str, Any
 
 
 def _find_file(spec: str, suites_dir: Path) -> Path:
+    """A file, or a suite found by file stem or `name` as `harness run` finds it."""
     path = Path(spec).expanduser()
     if path.is_file():
         return path
-    candidate = suites_dir / f"{spec}.toml"
-    if candidate.is_file():
-        return candidate
-    known = ", ".join(p.stem for p in sorted(suites_dir.glob("*.toml"))) or "none"
-    raise ContractError(
-        f"--expect {spec}: no such file, and no suite of that name in {suites_dir} "
-        f"(known suites: {known})"
-    )
+    try:
+        return resolve_suite_path(spec, suites_dir)
+    except SuiteError as error:
+        raise ContractError(f"--expect {spec}: no such file; {error.message}") from None
 
 
 def load_expected(spec: str, suites_dir: Path = SUITES_DIR) -> tuple[list[dict[str, Any]], str]:
