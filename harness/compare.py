@@ -88,12 +88,8 @@ class Side:
         return sum(known) / len(known) if known else None
 
     def per_position(self) -> list[float]:
-        summed: list[int] = []
-        for record in self.records:
-            histogram = record.measurement.accept_histogram if record.measurement else None
-            for j, count in enumerate(histogram or []):
-                summed.extend([0] * (j + 1 - len(summed)))
-                summed[j] += count
+        summed = stats.sum_histograms(
+            [r.measurement.accept_histogram for r in self.records if r.measurement])
         if summed:
             return stats.per_position_acceptance(summed)
         if len(self.records) == 1 and self.records[0].measurement:

@@ -22,29 +22,24 @@ def _meets(value: float, floor: float, strict: bool) -> bool:
 def judge(measurement: Measurement | None, floors: Floors) -> Verdict:
     if measurement is None:
         return Verdict(status="error", reasons=["no measurement: accept length is missing"])
+    if floors.accuracy is not None and measurement.accuracy is None:
+        return Verdict(status="error", reasons=["accuracy floor set but no accuracy measured"])
+    ci = measurement.accept_length_ci
+    checks = [("accept length", measurement.accept_length, floors.accept_length,
+               f"{measurement.accept_length:.4f}"
+               + (f" (95% CI {ci[0]:.3f}-{ci[1]:.3f})" if ci else ""))]
+    if floors.accuracy is not None and measurement.accuracy is not None:
+        checks.append(("accuracy", measurement.accuracy, floors.accuracy,
+                       f"{measurement.accuracy:.3f}"))
     relation = ">" if floors.strict else ">="
     reasons = []
     failed = False
-    ci = measurement.accept_length_ci
-    ci_text = f" (95% CI {ci[0]:.3f}-{ci[1]:.3f})" if ci else ""
-    if _meets(measurement.accept_length, floors.accept_length, floors.strict):
-        reasons.append(f"accept length {measurement.accept_length:.4f}{ci_text} "
-                       f"{relation} floor {floors.accept_length:g}")
-    else:
-        failed = True
-        reasons.append(f"accept length {measurement.accept_length:.4f}{ci_text} is below "
-                       f"the floor: needs {relation} {floors.accept_length:g}")
-    if floors.accuracy is not None:
-        if measurement.accuracy is None:
-            return Verdict(status="error",
-                           reasons=[*reasons, "accuracy floor set but no accuracy measured"])
-        if _meets(measurement.accuracy, floors.accuracy, floors.strict):
-            reasons.append(f"accuracy {measurement.accuracy:.3f} {relation} "
-                           f"floor {floors.accuracy:g}")
+    for name, value, floor, shown in checks:
+        if _meets(value, floor, floors.strict):
+            reasons.append(f"{name} {shown} {relation} floor {floor:g}")
         else:
             failed = True
-            reasons.append(f"accuracy {measurement.accuracy:.3f} is below the floor: "
-                           f"needs {relation} {floors.accuracy:g}")
+            reasons.append(f"{name} {shown} is below the floor: needs {relation} {floor:g}")
     disagreement = measurement.server_disagreement
     if disagreement is not None and abs(disagreement) > DISAGREEMENT_TOLERANCE:
         reasons.append(

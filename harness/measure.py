@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness import stats
 from harness.errors import MissingMetric
 from harness.record import Measurement, RequestRow
 
@@ -133,23 +134,6 @@ def server_accept_length(server_info: Any) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def per_position_acceptance(histograms: Sequence[Sequence[int]]) -> list[float] | None:
-    """P(draft position k is accepted) from histograms of accepted drafts per verify step."""
-    usable = [h for h in histograms if h]
-    if not usable:
-        return None
-    width = max(len(h) for h in usable)
-    totals = [0] * width
-    for histogram in usable:
-        for accepted, count in enumerate(histogram):
-            totals[accepted] += count
-    steps = sum(totals)
-    if steps == 0:
-        return None
-    # position k (1-based) is accepted in every step that accepted >= k drafts
-    return [sum(totals[k:]) / steps for k in range(1, width)]
-
-
 def summarise(
     rows: Sequence[RequestRow],
     duration_s: float,
@@ -167,6 +151,7 @@ def summarise(
     disagreement = None
     if server_figure is not None:
         disagreement = (server_figure - exact) / exact
+    histogram = stats.sum_histograms([r.accept_histogram for r in rows])
     latencies = sorted(r.latency_s for r in rows)
     graded = [r for r in rows if r.correct is not None]
     n_correct = sum(1 for r in graded if r.correct)
@@ -176,10 +161,8 @@ def summarise(
         n_requests=len(rows),
         completion_tokens=tokens,
         verify_steps=steps,
-        per_position_acceptance=per_position_acceptance(
-            [r.accept_histogram for r in rows if r.accept_histogram]
-        ),
-        accept_histogram=_sum_histograms([r.accept_histogram for r in rows if r.accept_histogram]),
+        per_position_acceptance=stats.per_position_acceptance(histogram) or None,
+        accept_histogram=histogram or None,
         server_accept_length=server_figure,
         server_disagreement=disagreement,
         accuracy=n_correct / len(graded) if graded else None,
@@ -189,13 +172,6 @@ def summarise(
         latency_p90_s=_quantile(latencies, 0.9),
         duration_s=duration_s,
     )
-
-
-def _sum_histograms(histograms: Sequence[Sequence[int]]) -> list[int] | None:
-    if not histograms:
-        return None
-    width = max(len(h) for h in histograms)
-    return [sum(h[i] for h in histograms if i < len(h)) for i in range(width)]
 
 
 def _quantile(sorted_values: Sequence[float], q: float) -> float | None:

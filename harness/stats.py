@@ -345,6 +345,17 @@ def simulate_prompts(
     return tokens.astype(np.int64), steps.astype(np.int64)
 
 
+def sum_histograms(histograms: Sequence[Sequence[int] | None]) -> list[int]:
+    """Element-wise sum of accepted-draft histograms of different lengths (SGLang sizes
+    each request's histogram by its largest accepted count)."""
+    summed: list[int] = []
+    for histogram in histograms:
+        for accepted, count in enumerate(histogram or []):
+            summed.extend([0] * (accepted + 1 - len(summed)))
+            summed[accepted] += count
+    return summed
+
+
 def per_position_acceptance(histogram: Sequence[int]) -> list[float]:
     """P(draft position k is accepted), k = 1.., from a histogram of correct drafts per step.
 

@@ -15,11 +15,11 @@ import pytest
 from harness.errors import EngineError, MissingMetric
 from harness.measure import (
     parse_generate_response,
-    per_position_acceptance,
     server_accept_length,
     summarise,
 )
 from harness.record import RequestRow
+from harness.stats import per_position_acceptance, sum_histograms
 
 # 10 verify steps accepting 2,3,4,5,5,5,5,5,6,6 drafts = 46 accepted; + 10 bonus tokens
 # + 1 token from prefill = 57 completion tokens (SGLang counts the prefill token).
@@ -221,14 +221,16 @@ def test_server_accept_length_dp_ranks_averaged() -> None:
 
 
 def test_per_position_acceptance() -> None:
-    assert per_position_acceptance([[1, 2, 1]]) == [0.75, 0.25]
-    result = per_position_acceptance([HISTOGRAM_16])
+    assert per_position_acceptance([1, 2, 1]) == [0.75, 0.25]
+    result = per_position_acceptance(HISTOGRAM_16)
     assert len(result) == 15
     assert result[:7] == pytest.approx([1.0, 1.0, 0.9, 0.8, 0.7, 0.2, 0.0])
     # summed over requests, different widths
-    assert per_position_acceptance([[2, 2], [0, 0, 4]]) == pytest.approx([6 / 8, 4 / 8])
-    assert per_position_acceptance([]) is None
-    assert per_position_acceptance([[], [0, 0]]) is None
+    summed = sum_histograms([[2, 2], [0, 0, 4], None])
+    assert summed == [2, 2, 4]
+    assert per_position_acceptance(summed) == pytest.approx([6 / 8, 4 / 8])
+    assert per_position_acceptance([]) == []
+    assert per_position_acceptance(sum_histograms([[], [0, 0]])) == []
 
 
 def _row(i: int, tokens: int, steps: int, latency: float = 1.0, correct: bool | None = None,
