@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tomli_w
 
 from harness.gpu_allocator import read_lease_log
 
@@ -26,26 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "suites" / "tiny_dflash_cpu.toml"
 
 
-def _toml_value(value: Any) -> str:
-    return json.dumps(value)  # strings, numbers, booleans and lists of them read the same
-
-
 def _suite_text(document: dict[str, Any]) -> str:
-    lines = [f"{key} = {_toml_value(value)}" for key, value in document.items()
-             if not isinstance(value, dict) and not _is_table_list(value)]  # fmt: skip
-    for key, value in document.items():
-        if isinstance(value, dict):
-            lines.append(f"[{key}]")
-            lines += [f"{k} = {_toml_value(v)}" for k, v in value.items()]
-        elif _is_table_list(value):
-            for entry in value:
-                lines.append(f"[[{key}]]")
-                lines += [f"{k} = {_toml_value(v)}" for k, v in entry.items()]
-    return "\n".join(lines) + "\n"
-
-
-def _is_table_list(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+    return tomli_w.dumps(document)
 
 
 def _find(data: Any, key: str) -> list[Any]:
@@ -69,6 +52,8 @@ def test_reference_suites_run_in_parallel_on_disjoint_gpus(tmp_path: Path) -> No
         workload = dict(document.get("workload", {}))
         workload["questions"] = min(int(workload.get("questions", 8)), 8)
         document["workload"] = workload
+        # 8 prompts give a wide CI: this test is about scheduling, so the floor is lenient
+        document["floors"] = {**document["floors"], "accept_length": 1.5}
         (suites / f"ref_parallel_{index}.toml").write_text(_suite_text(document))
     too_big = {**tiny, "name": "ref_needs_8", "topology": {"gpus": 8, "tp_size": 8}}
     (suites / "ref_needs_8.toml").write_text(_suite_text(too_big))
