@@ -90,8 +90,7 @@ def tests(session: nox.Session) -> None:
     env = {"HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS)}
     if "HARNESS_CACHE" in os.environ:
         env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
-    # loadgroup: the end-to-end tiny-suite tests share one worker and one set of runs.
-    args = session.posargs or ["-n", "2", "--dist", "loadgroup", "--durations=15"]
+    args = session.posargs or ["-n", "2", "--durations=15"]
     session.run("pytest", *args, env=env)
 
 

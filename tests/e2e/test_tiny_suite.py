@@ -2,8 +2,8 @@
 
 Every stage runs for real (checkpoints built or taken from the cache, a server process,
 HTTP, GSM8K prompts, exact accept length, verdict, record, plot), then the analysis
-commands and the regression notebook run on the records this test produced. All tests
-here share one xdist group so the runs happen once, on one worker.
+commands and the regression notebook run on the records this test produced. The runs
+happen once per test session, whichever xdist worker gets there first.
 """
 
 from __future__ import annotations
@@ -13,15 +13,17 @@ import os
 import subprocess
 import sys
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from harness.build import has_reference_dependencies
 from harness.record import RunRecord
 from harness.suite import SUITES_DIR
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("tiny_suite")]
+pytestmark = pytest.mark.slow
 
 TINY = SUITES_DIR / "tiny_dflash_cpu.toml"
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "compare_regressions.ipynb"
@@ -45,16 +47,44 @@ def noisy_suite(folder: Path, noise: float) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """The tiny suite, clean and at each noise setting: run once for all xdist workers.
+
+    The first worker to get the lock runs them and leaves the outcomes in a file; the
+    others read it (pytest-xdist's recipe for a session fixture shared by workers).
+    """
     if not has_reference_dependencies(sys.executable):
         pytest.skip("this environment lacks the reference extra (pip install -e '.[reference]')")
-    results = tmp_path_factory.mktemp("results")
+    shared = tmp_path_factory.getbasetemp().parent / "tiny_runs"
+    shared.mkdir(exist_ok=True)
+    outcomes_file = shared / "outcomes.json"
+    with FileLock(str(shared / ".lock")):
+        if not outcomes_file.exists():
+            outcomes_file.write_text(json.dumps(run_tiny_suites(shared)))
+    outcomes = json.loads(outcomes_file.read_text())
+    return {"results": Path(outcomes["results"]), "clean": Outcome(*outcomes["clean"]),
+            "noisy": {float(k): Outcome(*v) for k, v in outcomes["noisy"].items()}}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_tiny_suites(folder: Path) -> dict[str, object]:
+    results = folder / "results"
     clean = harness_cli("run", str(TINY), "--results", str(results), "--label", "reference",
                         "--no-progress")
-    suites = tmp_path_factory.mktemp("suites")
-    noisy = {noise: harness_cli("run", str(noisy_suite(suites, noise)), "--results",
+    noisy = {noise: harness_cli("run", str(noisy_suite(folder, noise)), "--results",
                                 str(results), "--label", f"noise-{noise:g}", "--no-progress")
              for noise in NOISE_SETTINGS}
-    return {"results": results, "clean": clean, "noisy": noisy}
+
+    def keep(done: subprocess.CompletedProcess) -> list[object]:
+        return [done.returncode, done.stdout, done.stderr]
+
+    return {"results": str(results), "clean": keep(clean),
+            "noisy": {str(noise): keep(done) for noise, done in noisy.items()}}
 
 
 # Known-size degradations of the draft: 0.1 crosses the tiny suite's floor, 0.25 by far.
@@ -140,3 +170,17 @@ def test_regression_notebook_runs_on_tiny_records(tiny_runs: dict) -> None:
                 os.environ[key] = value
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.get("output_type") == "error"]
+
+
+def test_regressed_behaviour_is_stopped_by_the_contract(tiny_runs: dict, tmp_path: Path) -> None:
+    """Replaying the regressed SGLang behaviour breaks the suite's expected_layers before launch."""
+    suite = tmp_path / "tiny_regressed.toml"
+    suite.write_text(TINY.read_text().replace('attention_policy = "fixed"',
+                                              'attention_policy = "regressed"', 1))
+    results = tmp_path / "results"
+    outcome = harness_cli("run", str(suite), "--results", str(results), "--no-progress")
+    assert outcome.returncode == 1, outcome.stdout + outcome.stderr
+    for layer in range(4):
+        assert f"layer {layer}: expected causal, got bidirectional" in outcome.stdout
+    run_dir = next(results.glob("runs/*/*"))
+    assert not (run_dir / "server.log").exists()
