@@ -120,3 +120,15 @@ def test_signal_to_harness_cleans_up(fake_env: dict[str, str], write_suite, tmp_
     assert_no_orphans(pids)
     record = json.loads((only_run_dir(results) / "run.json").read_text())
     assert record["verdict"]["status"] == "error"
+
+
+def test_sequential_stopping_settles_early(fake_env: dict[str, str], write_suite,
+                                           tmp_path: Path) -> None:
+    """Far above the floor, the verdict is settled long before every question is sent."""
+    results = tmp_path / "results"
+    assert run_cli(write_suite(floor=2.0, questions=150), results, "--sequential") == 0
+    record = RunRecord.model_validate_json((only_run_dir(results) / "run.json").read_text())
+    assert record.measurement is not None and record.measurement.stopped_early
+    assert 30 <= record.measurement.n_requests < 150
+    assert record.verdict.status == "pass"
+    assert record.verdict.reasons[0].startswith("sequential stopping settled pass after")
