@@ -7,6 +7,7 @@ pipeline and each decision here can be tested alone.
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -16,11 +17,11 @@ from typing import Any
 
 from harness import build as builds
 from harness.engines import reference_launch, sglang
-from harness.errors import EngineError, HarnessError
+from harness.errors import BadInput, EngineError, HarnessError
 from harness.measure import server_accept_length  # noqa: F401 - re-exported for the runner
 from harness.preflight import Fit
 from harness.record import BuildInfo, GPUInfo, LayerRow, Provenance
-from harness.suite import LoadedSuite, ReferenceEngine, SGLangEngine, Suite
+from harness.suite import LoadedSuite, ReferenceEngine, SGLangEngine, Suite, document_sha256
 
 PORT_PLACEHOLDER = 30000
 
@@ -32,6 +33,46 @@ class PreparedEngine:
     command: Callable[[str, int], list[str]]  # (host, port) -> argv
     draft_config: str | None  # a config.json, checkpoint folder or hub id
     draft_revision: str | None = None
+
+
+REFERENCE_BUILD_PREFIX = "reference:"
+
+
+def with_reference_build(loaded: LoadedSuite, spec: str | None) -> LoadedSuite:
+    """A reference suite run as another "build": `reference:policy=regressed,noise=0.1`.
+
+    The reference engine's builds are the SGLang behaviours it replays and its draft
+    degradation; the suite document recorded with the run shows the values used. Other
+    specs (SGLang builds, e.g. from a nightly that passes one to every suite) leave a
+    reference suite as it is.
+    """
+    if not isinstance(loaded.suite.engine, ReferenceEngine) or not spec or \
+            not spec.startswith(REFERENCE_BUILD_PREFIX):
+        return loaded
+    keys = {"policy": "attention_policy", "noise": "draft_noise"}
+    overrides: dict[str, Any] = {}
+    for part in filter(None, spec.removeprefix(REFERENCE_BUILD_PREFIX).split(",")):
+        key, _, value = part.partition("=")
+        if key.strip() not in keys or not value:
+            raise BadInput(f"build {spec!r}: expected reference:policy=fixed|legacy|regressed"
+                           ",noise=X")
+        name = keys[key.strip()]
+        overrides[name] = value.strip() if name == "attention_policy" else _number(value, spec)
+    document = json.loads(json.dumps(loaded.document))
+    document["engine"] = {**document["engine"], **overrides}
+    try:
+        suite = Suite.model_validate(document)
+    except ValueError as error:
+        raise BadInput(f"build {spec!r}: {error}") from None
+    return LoadedSuite(suite=suite, path=loaded.path, sha256=document_sha256(document),
+                       document=document)
+
+
+def _number(value: str, spec: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise BadInput(f"build {spec!r}: noise must be a number, got {value!r}") from None
 
 
 def build_options(suite: Suite) -> dict[str, Any]:

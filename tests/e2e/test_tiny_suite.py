@@ -184,3 +184,22 @@ def test_regressed_behaviour_is_stopped_by_the_contract(tiny_runs: dict, tmp_pat
         assert f"layer {layer}: expected causal, got bidirectional" in outcome.stdout
     run_dir = next(results.glob("runs/*/*"))
     assert not (run_dir / "server.log").exists()
+
+
+def test_ab_replays_pre_fix_against_post_fix(tmp_path: Path) -> None:
+    """`harness ab` with the reference engine's builds: SGLang's regressed vs fixed behaviour."""
+    if not has_reference_dependencies(sys.executable):
+        pytest.skip("this environment lacks the reference extra (pip install -e '.[reference]')")
+    results = tmp_path / "results"
+    done = harness_cli("ab", str(TINY), "--a", "reference:policy=regressed",
+                       "--b", "reference:policy=fixed", "--label-a", "pre-fix",
+                       "--label-b", "post-fix", "--results", str(results), "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    comparison = json.loads(done.stdout[done.stdout.index("{"):])
+    found = records(results)
+    pre, post = found["pre-fix"], found["post-fix"]
+    assert pre.suite.document["engine"]["attention_policy"] == "regressed"
+    assert [layer.causal for layer in pre.attention] == [False] * 5
+    assert any("contract differs (not enforced)" in r for r in pre.verdict.reasons)
+    difference = post.measurement.accept_length - pre.measurement.accept_length
+    assert comparison["difference"]["b_minus_a"] == pytest.approx(difference)
