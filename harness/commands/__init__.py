@@ -7,7 +7,10 @@ libraries are imported inside `run`) so that `harness --help` is fast.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Protocol
+
+RESULTS_DIR = Path("results")
 
 
 class Command(Protocol):
@@ -19,6 +22,12 @@ class Command(Protocol):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
 
     def run(self, args: argparse.Namespace) -> int: ...
+
+
+def add_results_option(parser: argparse.ArgumentParser,
+                       help: str = "results folder (default: ./results)") -> None:
+    """`--results DIR`, the same flag and default in every command that reads or writes runs."""
+    parser.add_argument("--results", type=Path, default=RESULTS_DIR, metavar="DIR", help=help)
 
 
 COMMANDS: dict[str, str] = {

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.commands import add_results_option
+
 
 class ABCommand:
     name = "ab"
@@ -18,8 +20,7 @@ class ABCommand:
         parser.add_argument("--b", required=True, metavar="SPEC", help="build B")
         parser.add_argument("--label-a", default="a", help="label recorded with run A")
         parser.add_argument("--label-b", default="b", help="label recorded with run B")
-        parser.add_argument("--results", type=Path, default=Path("results"), metavar="DIR",
-                            help="results folder (default: ./results)")
+        add_results_option(parser)
         parser.add_argument("--engine-python", metavar="PATH",
                             help="interpreter of the reference engine's environment")
         parser.add_argument("--json", action="store_true", help="print the comparison as JSON")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+
+from harness.commands import add_results_option
 
 
 class CompareCommand:
@@ -20,8 +21,7 @@ class CompareCommand:
         )
         parser.add_argument("a", help="side A (see below)")
         parser.add_argument("b", help="side B (see below)")
-        parser.add_argument("--results", type=Path, default=Path("results"), metavar="DIR",
-                            help="results folder for suite selectors (default: ./results)")
+        add_results_option(parser, "results folder for suite selectors (default: ./results)")
         parser.add_argument("--level", type=float, default=0.95, help="CI level (default 0.95)")
         parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
         parser.add_argument("--fail-on-drop", action="store_true",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.commands import add_results_option
+
 
 class PlotCommand:
     name = "plot"
@@ -12,8 +14,7 @@ class PlotCommand:
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("target", help="a run folder (results/runs/SUITE/RUN) or a suite name")
-        parser.add_argument("--results", type=Path, default=Path("results"), metavar="DIR",
-                            help="results folder (default: ./results)")
+        add_results_option(parser)
         parser.add_argument("--kind", choices=("run", "history", "histogram"),
                             help="run: accept length vs baselines and floor (default for a run "
                             "folder), written to RUN/accept_length.png; histogram: per-request "

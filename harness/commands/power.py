@@ -11,6 +11,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.commands import add_results_option
+
 if TYPE_CHECKING:
     from harness.suite import LoadedSuite
 
@@ -21,8 +23,7 @@ class PowerCommand:
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("suite", help="suite file or name")
-        parser.add_argument("--results", type=Path, default=Path("results"), metavar="DIR",
-                            help="per-prompt spread is taken from the suite's latest runs here")
+        add_results_option(parser, "per-prompt spread is taken from the suite's latest runs here")
         parser.add_argument("--alpha", type=float, help="false-alarm rate (default: the suite's)")
         parser.add_argument("--beta", type=float, help="miss rate (default: the suite's)")
         parser.add_argument("--sd", type=float, metavar="SD",

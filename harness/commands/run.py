@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.commands import add_results_option
+
 
 class RunCommand:
     name = "run"
@@ -20,8 +22,7 @@ class RunCommand:
                             "else the suite's default_build)")
         parser.add_argument("--patch", type=Path, metavar="FILE",
                             help="diff applied to a copy of the local checkout given by --sglang")
-        parser.add_argument("--results", type=Path, default=Path("results"), metavar="DIR",
-                            help="results folder (default: ./results)")
+        add_results_option(parser)
         parser.add_argument("--engine-python", metavar="PATH",
                             help="interpreter of the reference engine's environment")
         parser.add_argument("--label", help="a tag recorded with the run (e.g. pre-fix)")
