@@ -25,7 +25,6 @@ import logging
 import os
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,10 +36,10 @@ from harness.record import (
     SCHEMA_VERSION,
     RequestRow,
     RunRecord,
-    atomic_write_text,
     create_run_dir,
     write_run,
 )
+from harness.runs_index import CACHE_FILE, RACY_S, RunsIndex
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,8 +47,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("harness.store")
 
 PLOTS_DIR = "plots"
-CACHE_FILE = Path(".cache") / "runs-index.json"
-CACHE_FORMAT = 1
 
 # One row per run; dotted names mirror the record's nesting.
 RUN_COLUMNS = (
@@ -173,57 +170,6 @@ def read_record_file(file: Path) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- bulk loading
 #
-# The cache (results/.cache/runs-index.json) holds the flattened rows column-wise plus:
-# - for each suite folder under runs/, its mtime when it was last listed completely
-#   (every run folder had its run.json): unchanged mtime = no run added or removed, so
-#   the folder is not even listed. Run folders are write-once (run.json is written last
-#   and never rewritten), so a listed run needs no further stat.
-# - for each baseline file, its (mtime_ns, size): baselines are few and may be edited.
-# A folder touched within RACY_S of the listing is not trusted (its mtime may tick again
-# within the same clock granule), the way git treats racily clean index entries.
-
-RACY_S = 2.0
-
-
-@dataclass
-class _Cache:
-    paths: list[str] = field(default_factory=list)  # relative record files, row order
-    table: dict[str, list[Any]] = field(default_factory=dict)  # RUN_COLUMNS -> values
-    dirs: dict[str, int] = field(default_factory=dict)  # runs/<suite> -> trusted mtime_ns
-    stamps: dict[str, list[int]] = field(default_factory=dict)  # baseline -> [mtime, size]
-
-    @classmethod
-    def read(cls, file: Path) -> _Cache:
-        try:
-            data = json.loads(file.read_bytes())
-            if data.get("format") != CACHE_FORMAT or data.get("schema") != SCHEMA_VERSION:
-                return cls()
-            cache = cls(data["paths"], data["table"], data["dirs"], data["stamps"])
-            if list(cache.table) != list(RUN_COLUMNS) or any(
-                len(column) != len(cache.paths) for column in cache.table.values()
-            ):
-                return cls()
-            return cache
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return cls()  # a missing or damaged cache only makes this load slower
-
-    def write(self, file: Path) -> None:
-        from filelock import FileLock, Timeout
-
-        data = {"format": CACHE_FORMAT, "schema": SCHEMA_VERSION, "paths": self.paths,
-                "dirs": self.dirs, "stamps": self.stamps, "table": self.table}  # fmt: skip
-        try:
-            file.parent.mkdir(parents=True, exist_ok=True)
-            ignore = file.parent / ".gitignore"
-            if not ignore.exists():
-                atomic_write_text(ignore, "*\n")
-            # Another loader updating the cache at the same time: let it; ours is only a copy.
-            with FileLock(str(file) + ".lock", timeout=2):
-                atomic_write_text(file, json.dumps(data, separators=(",", ":")))
-        except (OSError, Timeout) as error:
-            log.debug("results cache not written (%s): %s", file, error)
-
-
 def _report(skipped: list[str], file: Path | str, reason: str) -> None:
     message = f"skipped {file}: {reason}"
     skipped.append(message)
@@ -233,7 +179,7 @@ def _report(skipped: list[str], file: Path | str, reason: str) -> None:
 class _Scan:
     """One load: which cached rows stay, which rows are new."""
 
-    def __init__(self, root: Path, cache: _Cache) -> None:
+    def __init__(self, root: Path, cache: RunsIndex) -> None:
         self.root, self.cache = root, cache
         self.position = {path: i for i, path in enumerate(cache.paths)}
         self.keep: list[int] = []
@@ -306,7 +252,7 @@ class _Scan:
             elif self.parse(rel) and self.new_paths and self.new_paths[-1] == rel:
                 self.stamps[rel] = stamp
 
-    def result(self) -> tuple[_Cache, bool]:
+    def result(self) -> tuple[RunsIndex, bool]:
         """The cache after this load, and whether it changed."""
         cache = self.cache
         unchanged = (
@@ -323,7 +269,7 @@ class _Scan:
             column = cache.table.get(name, [])
             table[name] = [column[i] for i in self.keep] + [row[name] for row in self.new_rows]
         paths = [cache.paths[i] for i in self.keep] + self.new_paths
-        return _Cache(paths, table, self.dirs, self.stamps), True
+        return RunsIndex(paths, table, self.dirs, self.stamps), True
 
 
 def load_runs(
@@ -342,7 +288,7 @@ def load_runs(
 
     root = Path(root) if root is not None else default_results_dir()
     cache_file = root / CACHE_FILE
-    scan = _Scan(root, _Cache.read(cache_file) if use_cache else _Cache())
+    scan = _Scan(root, RunsIndex.read(cache_file, RUN_COLUMNS) if use_cache else RunsIndex())
     scan.runs()
     scan.baselines()
     cache, changed = scan.result()

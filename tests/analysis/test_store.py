@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import store
+from harness import runs_index, store
 from harness.baselines import load_baselines
 from harness.record import REQUESTS_FILE, RUN_FILE
 from tests.analysis.records import make_run
@@ -96,7 +96,7 @@ def test_cache_sees_new_runs_and_late_run_json(results: Path) -> None:
     pending = results / "runs" / "tiny_dflash_cpu" / "20250101T000000Z-late"
     pending.mkdir()
     assert len(store.load_runs(results)) == 1
-    assert (results / store.CACHE_FILE).exists()
+    assert (results / runs_index.CACHE_FILE).exists()
     make_run(results, 2.4)
     assert len(store.load_runs(results)) == 2
     # run.json appears in a folder that existed at the last load
@@ -111,9 +111,10 @@ def test_cache_sees_new_runs_and_late_run_json(results: Path) -> None:
 def test_cache_is_only_a_copy(results: Path) -> None:
     make_run(results, 2.5)
     store.load_runs(results)
-    (results / store.CACHE_FILE).write_text("{damaged")
+    (results / runs_index.CACHE_FILE).write_text("{damaged")
     assert len(store.load_runs(results)) == 1
-    assert json.loads((results / store.CACHE_FILE).read_text())["format"] == store.CACHE_FORMAT
+    cache = json.loads((results / runs_index.CACHE_FILE).read_text())
+    assert cache["format"] == runs_index.CACHE_FORMAT
 
 
 def test_paths_follow_a_moved_results_folder(tmp_path: Path) -> None:
