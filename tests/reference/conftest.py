@@ -12,7 +12,7 @@ import json
 import os
 import subprocess
 import sys
-import time
+import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 
 from harness.build import cache_root
-from harness.launch import free_port
+from harness.launch import Server as LaunchedServer
+from harness.launch import ServerSpec, free_port
 from harness.suite import GSM8KWorkload
 from harness.workload import STOP_STRINGS, build_prompts, load_gsm8k
 
@@ -54,7 +55,7 @@ class Server:
     """A running engine process and a tiny HTTP client for it."""
 
     base: str
-    process: subprocess.Popen
+    launched: LaunchedServer
 
     def call(self, path: str, body: dict[str, Any] | None = None,
              method: str | None = None) -> tuple[int, Any]:
@@ -80,32 +81,25 @@ class Server:
 
 
 def start_server(target: Path, draft: Path, *extra: str) -> Server:
+    """The engine as `harness run` launches it: own process group, log file, readiness."""
     port = free_port()
     command = [ENGINE_PYTHON, "-m", "harness.engines.reference", "--target", str(target),
                "--draft", str(draft), "--host", "127.0.0.1", "--port", str(port),
                "--log-level", "warning", *extra]
-    process = subprocess.Popen(command)
-    server = Server(f"http://127.0.0.1:{port}", process)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"engine exited with {process.returncode}: {command}")
-        try:
-            if server.call("/health_generate")[0] == 200:
-                return server
-        except OSError:
-            pass
-        time.sleep(0.2)
-    process.kill()
-    raise RuntimeError("engine not ready within 180 s")
+    log = Path(tempfile.mkdtemp(prefix="reference-engine-")) / "server.log"
+    launched = LaunchedServer(ServerSpec(command=command, log_path=log, port=port,
+                                         launch_timeout_s=180))
+    launched.start()
+    try:
+        launched.wait_ready()
+    except BaseException:
+        launched.stop()
+        raise
+    return Server(launched.spec.base_url, launched)
 
 
 def stop_server(server: Server) -> None:
-    server.process.terminate()
-    try:
-        server.process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        server.process.kill()
+    server.launched.stop()
 
 
 @pytest.fixture(scope="session")
