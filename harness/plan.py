@@ -18,7 +18,6 @@ from typing import Any
 from harness import build as builds
 from harness.engines import reference_launch, sglang
 from harness.errors import BadInput, EngineError, HarnessError
-from harness.measure import server_accept_length  # noqa: F401 - re-exported for the runner
 from harness.preflight import Fit
 from harness.record import BuildInfo, GPUInfo, LayerRow, Provenance
 from harness.suite import LoadedSuite, ReferenceEngine, SGLangEngine, Suite, document_sha256

@@ -206,7 +206,7 @@ def _launch_and_measure(
 ) -> RunOutcome:
     from harness import plan as planning
     from harness import workload as gsm8k
-    from harness.measure import summarise
+    from harness.measure import server_accept_length, summarise
 
     suite = loaded.suite
     data = gsm8k.load_gsm8k(suite.workload.data)
@@ -229,7 +229,7 @@ def _launch_and_measure(
                  f"{len(prompts)} prompts, concurrency {suite.workload.concurrency}")
             result, info = asyncio.run(_drive(spec.base_url, prompts, suite, options))
             rows = result.rows
-            server_figure = planning.server_accept_length(info)
+            server_figure = server_accept_length(info)
             attention = attention or planning.attention_from_server(info)
             measurement = summarise(rows, result.duration_s, server_figure,
                                     _confidence_interval(rows, suite.workload.seed))
