@@ -166,12 +166,12 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
     suite = loaded.suite
     gpus = preflight.gpu_inventory()
     fit = preflight.check_fit(suite.topology, gpus, options.gpu_devices)
-    run_plan = planning.describe(loaded, options, fit)
     if options.dry_run:
         return RunOutcome("skipped" if not fit.fits else "pass", ExitCode.PASS,
-                          [fit.reason], plan=run_plan)
+                          [fit.reason], plan=planning.describe(loaded, options, fit))
     if not fit.fits:
-        return RunOutcome("skipped", ExitCode.SKIPPED, [fit.reason], plan=run_plan)
+        return RunOutcome("skipped", ExitCode.SKIPPED, [fit.reason],
+                          plan=planning.describe(loaded, options, fit))
 
     started, run_id = utc_now(), new_run_id()
     run_dir = create_run_dir(options.results_dir, suite.name, started, run_id)

@@ -55,12 +55,12 @@ class SGLangSource:
 
 
 def wheel_cache_dir() -> Path:
-    """Where downloaded wheels are kept: $HARNESS_SGLANG_WHEELS, $HARNESS_CACHE, or ~/.cache."""
+    """Where downloaded wheels are kept: $HARNESS_SGLANG_WHEELS, else the harness cache."""
     if explicit := os.environ.get("HARNESS_SGLANG_WHEELS"):
         return Path(explicit)
-    if cache := os.environ.get("HARNESS_CACHE"):
-        return Path(cache) / "sglang-wheels"
-    return Path.home() / ".cache" / "spec-harness" / "sglang-wheels"
+    from harness.build import cache_root
+
+    return cache_root() / "sglang-wheels"
 
 
 def _read_version_text(text: str | None) -> str | None:

@@ -2,8 +2,8 @@
 
 The engine needs torch, transformers and dflash (the `reference` extra). Its Python is
 $HARNESS_REFERENCE_PYTHON, else the interpreter running pytest; without those packages
-the engine tests skip. Checkpoints go to $HARNESS_CACHE when set (so a developer builds
-once), else to a per-session temporary cache (about 3 minutes on 2 cores).
+the engine tests skip. Checkpoints come from the harness cache ($HARNESS_CACHE or
+~/.cache/spec-harness), built there once (about 4 minutes on 2 cores) if missing.
 """
 
 from __future__ import annotations
