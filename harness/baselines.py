@@ -2,15 +2,22 @@
 
 They live in `results/baselines/<suite>--<label>.json` (docs/run-record.md): external
 figures (SGLang PR #34524's 5.27 and 5.62) and figures measured here, marked as such.
+Reading them needs no pydantic; writing one does (`save_baseline`).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from harness.record import BASELINES_DIR, RunRecord, atomic_write_text
-from harness.store import Skip, default_results_dir, is_number, log, read_record_file
+from harness.layout import BASELINES_DIR, atomic_write_text, default_results_dir
+from harness.record_row import Skip, is_number, read_record_file
+from harness.skips import report, reporting
+
+if TYPE_CHECKING:
+    from harness.record import RunRecord
 
 
 def baseline_path(root: Path, suite: str, label: str) -> Path:
@@ -37,35 +44,50 @@ class BaselineFigure:
     source: str | None
     engine: str | None
     path: str
+    metric: str = "per_request"  # the definition of accept_length (docs/run-record.md)
+
+
+def figure_of(row: dict[str, Any]) -> BaselineFigure | None:
+    """A loader row (`record_row.flatten_record`) as a figure; None if it has no figure."""
+    if not is_number(row["accept_length"]):
+        return None
+    ci = (row["ci_low"], row["ci_high"]) if is_number(row["ci_low"]) else None
+    return BaselineFigure(
+        label=row["label"] or row["run_id"],
+        accept_length=float(row["accept_length"]),
+        ci=ci,
+        accuracy=row["accuracy"] if is_number(row["accuracy"]) else None,
+        source=row["source"],
+        engine=row["build.engine"],
+        path=row["path"],
+        metric=row["metric"] or "per_request",
+    )
 
 
 def load_baselines(root: Path | str | None, suite_name: str) -> list[BaselineFigure]:
-    """The baseline records of one suite, ordered by accept length (reads baselines/ only)."""
-    root = Path(root) if root is not None else default_results_dir()
-    rows = []
-    for file in sorted((root / BASELINES_DIR).glob("*.json")):
-        try:
-            row = read_record_file(file)
-        except (Skip, FileNotFoundError) as why:
-            log.warning("skipped %s: %s", file, why)
-            continue
-        if row["suite"] == suite_name and row["kind"] == "baseline":
-            rows.append(row)
+    """The baseline records of one suite, ordered by accept length (reads baselines/ only).
+    Unusable files are reported (once per command) and skipped."""
+    folder = (Path(root) if root is not None else default_results_dir()) / BASELINES_DIR
+    skipped: list[str] = []
     figures = []
-    for row in rows:
-        if not is_number(row["accept_length"]):
-            log.warning("skipped baseline %s: no accept_length", row["path"])
-            continue
-        ci = (row["ci_low"], row["ci_high"]) if is_number(row["ci_low"]) else None
-        figures.append(
-            BaselineFigure(
-                label=row["label"] or row["run_id"],
-                accept_length=float(row["accept_length"]),
-                ci=ci,
-                accuracy=row["accuracy"] if is_number(row["accuracy"]) else None,
-                source=row["source"],
-                engine=row["build.engine"],
-                path=row["path"],
-            )
-        )
+    with reporting():
+        names = sorted(os.listdir(folder)) if folder.is_dir() else []
+        for name in names:
+            file = folder / name
+            if name.startswith(".") or not name.endswith(".json") or not file.is_file():
+                continue  # reported by the bulk loader, which reads every file
+            try:
+                row, _ = read_record_file(file)
+            except FileNotFoundError:
+                continue
+            except Skip as why:
+                report(skipped, file, str(why))
+                continue
+            if row["suite"] != suite_name or row["kind"] != "baseline":
+                continue
+            figure = figure_of(row)
+            if figure is None:
+                report(skipped, file, "baseline without an accept_length")
+                continue
+            figures.append(figure)
     return sorted(figures, key=lambda f: f.accept_length)

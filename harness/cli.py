@@ -50,8 +50,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return ExitCode.BAD_INPUT
+    from harness.skips import reporting
+
     try:
-        return int(commands[args.command].run(args))
+        with reporting():  # each unusable file is reported once per command
+            return int(commands[args.command].run(args))
     except HarnessError as error:
         print(f"harness {args.command}: {error.message}", file=sys.stderr)
         return int(error.exit_code)

@@ -10,14 +10,14 @@ document it in docs/run-record.md.
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from harness.layout import atomic_write_text
 
 SCHEMA_VERSION = 1
 RUNS_DIR = "runs"
@@ -173,27 +173,15 @@ def create_run_dir(root: Path, suite: str, started_at: datetime, run_id: str) ->
     return folder
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write via a temp file and rename, so readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; records are shared data
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_run(folder: Path, record: RunRecord, rows: list[RequestRow] | None = None) -> Path:
     """Write a run folder's records; `run.json` goes last so its presence means complete."""
     folder.mkdir(parents=True, exist_ok=True)
     if rows is not None:
         lines = "".join(json.dumps(row.model_dump(mode="json")) + "\n" for row in rows)
         atomic_write_text(folder / REQUESTS_FILE, lines)
-    atomic_write_text(folder / RUN_FILE, record.model_dump_json(indent=2) + "\n")
+    text = record.model_dump_json(indent=2) + "\n"
+    atomic_write_text(folder / RUN_FILE, text)
+    from harness.runs_index import note_written  # the loader's index: a copy, never fails
+
+    note_written(folder / RUN_FILE, text)
     return folder / RUN_FILE

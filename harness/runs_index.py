@@ -1,69 +1,256 @@
-"""The bulk loader's cache, `results/.cache/runs-index.json`.
+"""The loader's per-suite index of run records: a copy, never the truth.
 
-It holds the flattened rows column-wise plus:
-- for each suite folder under runs/, its mtime when it was last listed completely
-  (every run folder had its run.json): unchanged mtime = no run added or removed, so
-  the folder is not even listed. Run folders are write-once (run.json is written last
-  and never rewritten), so a listed run needs no further stat.
-- for each baseline file, its (mtime_ns, size): baselines are few and may be edited.
-A folder touched within RACY_S of the listing is not trusted (its mtime may tick again
-within the same clock granule), the way git treats racily clean index entries.
+Two files in each `results/runs/<suite>/`:
+- `.index.jsonl`, append-only: the record writer appends one line per `run.json` it
+  writes (`note_written`: one `write` on an O_APPEND file, so concurrent writers do
+  not interleave): `[tag, run folder name, run.json mtime_ns, size, value per column]`.
+- `.index-snapshot.json`, replaced atomically: the same rows column by column,
+  `{"index", "columns", "names", "mtimes", "sizes", "table"}`, each column a list of
+  values or, when shorter, runs of equal values `{"runs": [[value, count], ...]}`
+  (most columns hold one value for a whole history), so 100,000 runs parse fast.
+
+The loader lists the suite folder and takes a run from the index when its `run.json`
+still has the stamp (mtime, size) the index says (a line of the log wins over the
+snapshot); anything else (a run missing from the index, a `run.json` rewritten or edited
+by hand) is parsed from its folder and appended. Compaction folds the log into a new
+snapshot and empties the log: done by the loader when the log holds dead lines (runs
+gone or superseded), corrupt lines (reported) or is long, and by the writer when the
+log outgrows the snapshot, so a store that is only ever written still loads fast. A
+line lost to a race (appended while another process compacts) only means that run is
+parsed again. An index of another format or column set is rebuilt from the run folders.
+Deleting both files loses nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import logging
-from collections.abc import Sequence
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.record import SCHEMA_VERSION, atomic_write_text
+from harness.layout import INDEX_FILE, RUN_FILE, SNAPSHOT_FILE, atomic_write_text
+from harness.record_row import RUN_COLUMNS, Skip, check_model, parse_record, read_record_file
 
-CACHE_FILE = Path(".cache") / "runs-index.json"
-CACHE_FORMAT = 1
-log = logging.getLogger("harness.store")
+INDEX_FORMAT = 2
+INDEXED = RUN_COLUMNS[:-1]  # every column but "path", which is the run folder
+TAG = f"{INDEX_FORMAT}:{hashlib.sha256(' '.join(INDEXED).encode()).hexdigest()[:8]}"
+LOG_LIMIT = 256 * 1024  # bytes of log the writer leaves before compacting
+Report = Callable[[Path | str, str], None]
+Columns = list[list[Any]]  # one list per INDEXED column
 
-RACY_S = 2.0
+
+def _encode(column: list[Any]) -> list[Any] | dict[str, Any]:
+    """Runs of equal values when that is shorter (True, 1 and 1.0 never merge)."""
+    runs: list[list[Any]] = []
+    last: Any = object()
+    for value in column:
+        if value == last and type(value) is type(last):
+            runs[-1][1] += 1
+        else:
+            runs.append([value, 1])
+            last = value
+    return {"runs": runs} if 2 * len(runs) < len(column) else column
+
+
+def _decode(encoded: Any, length: int) -> list[Any]:
+    if isinstance(encoded, dict):
+        values: list[Any] = []
+        for value, count in encoded["runs"]:
+            values.extend([value] * count)
+        encoded = values
+    if not isinstance(encoded, list) or len(encoded) != length:
+        raise ValueError("column length")
+    return encoded
+
+
+def _line(name: str, stamp: list[int], row: dict[str, Any]) -> str:
+    return json.dumps([TAG, name, *stamp, *(row[column] for column in INDEXED)]) + "\n"
+
+
+def _append(log: Path, text: str) -> int:
+    """Append lines in one write; returns the log's size after it."""
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, text.encode())
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+def note_written(run_file: Path, text: str) -> None:
+    """After `run_file` (a run's run.json) is written with `text`: index it, compacting
+    when the log outgrows the snapshot. Never raises: the index is only a copy, and a
+    record it cannot index is reported by the loader."""
+    folder = run_file.parent.parent
+    try:
+        status = os.stat(run_file)
+        row = parse_record(text, validate=False)
+        check_model(json.loads(text))
+        size = _append(folder / INDEX_FILE,
+                       _line(run_file.parent.name, [status.st_mtime_ns, status.st_size], row))
+        snapshot = _stamp(str(folder / SNAPSHOT_FILE))
+        if size > LOG_LIMIT and size > (snapshot[1] if snapshot else 0) // 4:
+            scan_suite(folder, lambda path, reason: None, compact=True)
+    except (OSError, ValueError, Skip):
+        pass
 
 
 @dataclass
-class RunsIndex:
-    """The loader's cache of flattened run rows; only ever a copy of the records."""
+class _Index:
+    """What one suite's index holds."""
 
-    paths: list[str] = field(default_factory=list)  # relative record files, row order
-    table: dict[str, list[Any]] = field(default_factory=dict)  # RUN_COLUMNS -> values
-    dirs: dict[str, int] = field(default_factory=dict)  # runs/<suite> -> trusted mtime_ns
-    stamps: dict[str, list[int]] = field(default_factory=dict)  # baseline -> [mtime, size]
+    names: list[str] = field(default_factory=list)  # the snapshot's runs
+    mtimes: list[int] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+    table: Columns = field(default_factory=lambda: [[] for _ in INDEXED])
+    log: dict[str, list[Any]] = field(default_factory=dict)  # name -> [mtime, size, *values]
+    log_lines: int = 0
+    rewrite: bool = False  # missing, of another format, or damaged: write it anew
 
-    @classmethod
-    def read(cls, file: Path, columns: Sequence[str]) -> RunsIndex:
+
+def _read_snapshot(file: Path, report: Report) -> _Index:
+    try:
+        snapshot = json.loads(file.read_bytes())
+    except FileNotFoundError:
+        return _Index(rewrite=True)
+    except (OSError, ValueError, RecursionError):
+        snapshot = None
+    try:
+        if snapshot.get("index") != INDEX_FORMAT or snapshot.get("columns") != list(INDEXED):
+            return _Index(rewrite=True)  # another format or column set: rebuilt, no message
+        names = snapshot["names"]
+        n = len(names)
+        result = _Index(names, _decode(snapshot["mtimes"], n), _decode(snapshot["sizes"], n),
+                        [_decode(column, n) for column in snapshot["table"]])  # fmt: skip
+        if len(result.table) != len(INDEXED) or not all(isinstance(x, str) for x in names):
+            raise ValueError("table")
+        return result
+    except (ValueError, TypeError, KeyError, AttributeError):
+        report(file, "corrupt index snapshot (rebuilt from the run folders)")
+        return _Index(rewrite=True)
+
+
+def _read(folder: Path, report: Report) -> _Index:
+    result = _read_snapshot(folder / SNAPSHOT_FILE, report)
+    log = folder / INDEX_FILE
+    try:
+        lines = log.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return result
+    except (OSError, UnicodeDecodeError):
+        report(log, "unreadable index log (rebuilt from the run folders)")
+        result.rewrite = True
+        return result
+    width = len(INDEXED) + 4
+    for number, line in enumerate(lines, start=1):
         try:
-            data = json.loads(file.read_bytes())
-            if data.get("format") != CACHE_FORMAT or data.get("schema") != SCHEMA_VERSION:
-                return cls()
-            cache = cls(data["paths"], data["table"], data["dirs"], data["stamps"])
-            if list(cache.table) != list(columns) or any(
-                len(column) != len(cache.paths) for column in cache.table.values()
-            ):
-                return cls()
-            return cache
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return cls()  # a missing or damaged cache only makes this load slower
+            entry = json.loads(line)
+        except (ValueError, RecursionError):
+            entry = None
+        if isinstance(entry, list) and entry and _other_version(entry[0]):
+            result.rewrite = True  # written by another harness version: re-read, no message
+            continue
+        if not (isinstance(entry, list) and len(entry) == width and isinstance(entry[1], str)):
+            report(f"{log} line {number}", "corrupt index line (dropped; the run is re-read)")
+            result.rewrite = True
+            continue
+        result.log[entry[1]] = entry[2:]
+        result.log_lines += 1
+    return result
 
-    def write(self, file: Path) -> None:
-        from filelock import FileLock, Timeout
 
-        data = {"format": CACHE_FORMAT, "schema": SCHEMA_VERSION, "paths": self.paths,
-                "dirs": self.dirs, "stamps": self.stamps, "table": self.table}  # fmt: skip
+def _other_version(tag: Any) -> bool:
+    """A tag like TAG ("<format>:<columns hash>") but not ours."""
+    if not isinstance(tag, str) or tag == TAG:
+        return False
+    number, _, digest = tag.partition(":")
+    return number.isdigit() and len(digest) == 8
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_mtime_ns, status.st_size
+
+
+@dataclass
+class SuiteRuns:
+    """The valid runs of one suite folder, column by column (INDEXED order)."""
+
+    names: list[str]  # run folder names
+    columns: Columns
+
+
+def scan_suite(folder: Path, report: Report, use_index: bool = True,
+               compact: bool = False) -> SuiteRuns:  # fmt: skip
+    """Every valid run of one suite folder; unusable ones reported through
+    `report(path, reason)` (in name order) and skipped. `compact`: write a new snapshot."""
+    listing, problems = set(), []
+    for entry in os.scandir(folder):
+        if entry.name.startswith("."):
+            continue  # the index, temp files of atomic writes
+        if entry.is_dir():
+            listing.add(entry.name)
+        else:
+            problems.append((entry.path, "not a run folder (ignored)"))
+    known = _read(folder, report) if use_index else _Index()
+    base = f"{folder}/"
+    keep = [i for i, name in enumerate(known.names)
+            if name in listing and name not in known.log
+            and _stamp(base + name + "/" + RUN_FILE) == (known.mtimes[i], known.sizes[i])]
+    if len(keep) == len(known.names):  # the usual case: the whole snapshot is current
+        names, columns = list(known.names), known.table
+    else:
+        names = [known.names[i] for i in keep]
+        columns = [[column[i] for i in keep] for column in known.table]
+    stamps: dict[str, Any] = {}  # name -> stamp, for runs not in the snapshot
+    for name, line in known.log.items():
+        if name in listing and _stamp(base + name + "/" + RUN_FILE) == (line[0], line[1]):
+            names.append(name)
+            stamps[name] = line[:2]
+            for column, value in zip(columns, line[2:], strict=True):
+                column.append(value)
+    fresh: list[str] = []
+    for name in sorted(listing.difference(names)):
         try:
-            file.parent.mkdir(parents=True, exist_ok=True)
-            ignore = file.parent / ".gitignore"
-            if not ignore.exists():
-                atomic_write_text(ignore, "*\n")
-            # Another loader updating the cache at the same time: let it; ours is only a copy.
-            with FileLock(str(file) + ".lock", timeout=2):
-                atomic_write_text(file, json.dumps(data, separators=(",", ":")))
-        except (OSError, Timeout) as error:
-            log.debug("results cache not written (%s): %s", file, error)
+            row, stamp = read_record_file(Path(base + name + "/" + RUN_FILE))
+        except FileNotFoundError:
+            continue  # a run still being written (or one that died before its record)
+        except Skip as why:
+            problems.append((base + name + "/" + RUN_FILE, str(why)))
+            continue
+        fresh.append(_line(name, stamp, row))
+        names.append(name)
+        stamps[name] = stamp
+        for column, key in zip(columns, INDEXED, strict=True):
+            column.append(row[key])
+    for path, reason in sorted(problems):
+        report(path, reason)
+    runs = SuiteRuns(names, columns)
+    if use_index:
+        dead = len(known.names) - len(keep) + known.log_lines - (len(stamps) - len(fresh))
+        if compact or known.rewrite or dead > 16 + len(names) // 8 or len(stamps) > 4096:
+            _write_snapshot(folder, known, keep, stamps, runs)
+        elif fresh:
+            _append(folder / INDEX_FILE, "".join(fresh))
+    return runs
+
+
+def _write_snapshot(folder: Path, known: _Index, keep: list[int], stamps: dict[str, Any],
+                    runs: SuiteRuns) -> None:  # fmt: skip
+    """Fold everything into a new snapshot, then empty the log."""
+    mtimes = [known.mtimes[i] for i in keep] + [stamps[name][0] for name in runs.names[len(keep):]]
+    sizes = [known.sizes[i] for i in keep] + [stamps[name][1] for name in runs.names[len(keep):]]
+    snapshot = {"index": INDEX_FORMAT, "columns": list(INDEXED), "names": runs.names,
+                "mtimes": mtimes, "sizes": _encode(sizes),
+                "table": [_encode(column) for column in runs.columns]}  # fmt: skip
+    try:
+        atomic_write_text(folder / SNAPSHOT_FILE, json.dumps(snapshot))
+        atomic_write_text(folder / INDEX_FILE, "")
+    except OSError:
+        pass  # a read-only results folder: loading still works, only slower

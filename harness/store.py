@@ -1,21 +1,11 @@
-"""`results/` is the database: write run folders safely, load them into pandas in one call.
+"""`results/` is the database: load its run records into pandas in one call.
 
-Layout (docs/run-record.md):
-    results/runs/<suite>/<UTC time>-<run id>/run.json      one RunRecord, written last
-    results/runs/<suite>/<UTC time>-<run id>/requests.jsonl one RequestRow per line
-    results/baselines/<suite>--<label>.json                RunRecord with kind "baseline"
-    results/plots/<suite>/                                 history plots
-    results/.cache/runs-index.json                         loader cache, never committed
-
-Writers never share a file: each run gets its own folder (created exclusively) and
-`record.write_run` replaces files atomically, `run.json` last, so a reader sees a run
-completely or not at all. The one shared file is the loader's cache, written under a
-file lock and only ever a copy of what the records say: deleting it loses nothing.
-
-Loading never fails on a bad file: a corrupt, truncated, foreign or too-new file is
-reported (logged to stderr and listed in `DataFrame.attrs["skipped"]`) and skipped,
-never rewritten. The bulk loader reads plain JSON (no pydantic per file) and keeps a
-cache keyed by each file's size and mtime, so reloading 100,000 runs parses only new ones.
+Layout in `harness.layout`; the writer is `harness.writer` (and `record.write_run`).
+Loading never fails on a bad file: any file under `runs/` or `baselines/` is a valid
+record or is reported (path and reason, once per command: `harness.skips`) and skipped,
+never rewritten; the reasons are also listed in `DataFrame.attrs["skipped"]`. Rows come
+from each suite's index (`harness.runs_index`), kept fresh against the run folders, so a
+load parses only runs it has not seen; the run folders stay the source of truth.
 """
 
 from __future__ import annotations
@@ -23,253 +13,104 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.record import (
+from harness.layout import (
     BASELINES_DIR,
+    PLOTS_DIR,
     REQUESTS_FILE,
     RUN_FILE,
     RUNS_DIR,
-    SCHEMA_VERSION,
-    RequestRow,
-    RunRecord,
-    create_run_dir,
-    write_run,
+    default_results_dir,
 )
-from harness.runs_index import CACHE_FILE, RACY_S, RunsIndex
+from harness.record_row import RUN_COLUMNS, Skip, flatten_record, is_number, read_record_file
+from harness.runs_index import INDEXED, Columns, scan_suite
+from harness.skips import report, reporting
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from harness.record import RunRecord
+
+__all__ = [
+    "PLOTS_DIR", "RUN_COLUMNS", "Skip", "default_results_dir", "flatten_record", "is_number",
+    "load_requests", "load_runs", "read_record_file", "read_requests", "read_run", "reporting",
+]  # fmt: skip
+
 log = logging.getLogger("harness.store")
 
-PLOTS_DIR = "plots"
 
-# One row per run; dotted names mirror the record's nesting.
-RUN_COLUMNS = (
-    "suite", "run_id", "kind", "label", "source", "started_at", "finished_at",
-    "schema_version", "suite_sha256",
-    "build.engine", "build.spec", "build.version", "build.git_sha", "build.patch_sha256",
-    "build.options", "provenance.harness_version", "provenance.hostname", "provenance.gpu",
-    "provenance.n_gpus", "accept_length", "ci_low", "ci_high", "ci_level", "n_requests",
-    "completion_tokens", "verify_steps", "accuracy", "server_accept_length",
-    "output_throughput_tok_s", "duration_s", "stopped_early", "verdict", "reasons",
-    "floor", "path",
-)  # fmt: skip
+def __getattr__(name: str) -> Any:
+    """The writer moved to `harness.writer`; old imports (`store.save_run`) keep working."""
+    if name in ("save_run", "new_run_dir"):
+        from harness import writer
 
-
-class Skip(Exception):
-    """A file the loader cannot use; the message says why."""
-
-
-def default_results_dir() -> Path:
-    return Path(os.environ.get("HARNESS_RESULTS", "results"))
-
-
-# ---------------------------------------------------------------- writing
-
-
-def new_run_dir(root: Path, record: RunRecord) -> Path:
-    """Create this run's folder exclusively: two writers can never share one."""
-    return create_run_dir(root, record.suite.name, record.started_at, record.run_id)
-
-
-def save_run(root: Path, record: RunRecord, rows: list[RequestRow] | None = None) -> Path:
-    """Write a run into a fresh folder under `root`; returns the folder."""
-    folder = new_run_dir(root, record)
-    write_run(folder, record, rows)
-    return folder
-
-
-# ---------------------------------------------------------------- parsing one record
-
-
-def flatten_record(data: Any, path: str) -> dict[str, Any]:
-    """The loader's row for one parsed run.json; raises Skip for foreign or too-new files."""
-    if not isinstance(data, dict):
-        raise Skip("not a JSON object")
-    version = data.get("schema_version")
-    if not isinstance(version, int):
-        raise Skip("no integer schema_version: not a harness run record")
-    if version > SCHEMA_VERSION:
-        raise Skip(f"schema_version {version} is newer than this harness reads ({SCHEMA_VERSION})")
-    suite = data.get("suite")
-    if not isinstance(suite, dict) or not isinstance(suite.get("name"), str):
-        raise Skip("no suite.name: not a harness run record")
-    if not isinstance(data.get("run_id"), str) or not isinstance(data.get("started_at"), str):
-        raise Skip("no run_id or started_at: not a harness run record")
-    measurement = data.get("measurement") or {}
-    build = data.get("build") or {}
-    provenance = data.get("provenance") or {}
-    verdict = data.get("verdict") or {}
-    ci = measurement.get("accept_length_ci") or (None, None)
-    gpus = provenance.get("gpus") or []
-    options = build.get("options")
-    reasons = verdict.get("reasons") or []
-    floors = (suite.get("document") or {}).get("floors") or {}
-    return {
-        "suite": suite["name"],
-        "run_id": data["run_id"],
-        "kind": data.get("kind", "run"),
-        "label": data.get("label"),
-        "source": data.get("source"),
-        "started_at": data["started_at"],
-        "finished_at": data.get("finished_at"),
-        "schema_version": version,
-        "suite_sha256": suite.get("sha256"),
-        "build.engine": build.get("engine"),
-        "build.spec": build.get("spec"),
-        "build.version": build.get("version"),
-        "build.git_sha": build.get("git_sha"),
-        "build.patch_sha256": build.get("patch_sha256"),
-        "build.options": json.dumps(options, sort_keys=True) if options else None,
-        "provenance.harness_version": provenance.get("harness_version"),
-        "provenance.hostname": provenance.get("hostname"),
-        "provenance.gpu": gpus[0].get("name") if gpus and isinstance(gpus[0], dict) else None,
-        "provenance.n_gpus": len(gpus),
-        "accept_length": measurement.get("accept_length"),
-        "ci_low": ci[0],
-        "ci_high": ci[1],
-        "ci_level": measurement.get("ci_level"),
-        "n_requests": measurement.get("n_requests"),
-        "completion_tokens": measurement.get("completion_tokens"),
-        "verify_steps": measurement.get("verify_steps"),
-        "accuracy": measurement.get("accuracy"),
-        "server_accept_length": measurement.get("server_accept_length"),
-        "output_throughput_tok_s": measurement.get("output_throughput_tok_s"),
-        "duration_s": measurement.get("duration_s"),
-        "stopped_early": measurement.get("stopped_early"),
-        "verdict": verdict.get("status"),
-        "reasons": "; ".join(map(str, reasons)) or None,
-        "floor": floors.get("accept_length"),
-        "path": path,
-    }
-
-
-def read_record_file(file: Path) -> dict[str, Any]:
-    """Parse and flatten one record file; raises Skip naming what is wrong."""
-    try:
-        with open(file, "rb") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise  # a run folder whose run.json is not written yet: not an error
-    except OSError as error:
-        raise Skip(f"cannot read: {error.strerror or error}") from None
-    if not text.strip():
-        raise Skip("empty file")
-    try:
-        data = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise Skip(f"not valid JSON (truncated or corrupt): {error}") from None
-    owner = file.parent if file.name == RUN_FILE else file
-    return flatten_record(data, str(owner))
+        return getattr(writer, name)
+    raise AttributeError(f"module 'harness.store' has no attribute {name!r}")
 
 
 # ---------------------------------------------------------------- bulk loading
-#
-def _report(skipped: list[str], file: Path | str, reason: str) -> None:
-    message = f"skipped {file}: {reason}"
-    skipped.append(message)
-    log.warning(message)
 
 
-class _Scan:
-    """One load: which cached rows stay, which rows are new."""
+def _runs(root: Path, suite: str | None, skipped: list[str], use_index: bool) -> Columns:
+    """Columns (RUN_COLUMNS; path relative to root) of every run under root/runs."""
+    runs = root / RUNS_DIR
+    note = lambda path, reason: report(skipped, path, reason)  # noqa: E731
+    folders = []
+    if suite is not None:
+        folders = [runs / suite] if (runs / suite).is_dir() else []
+    elif runs.is_dir():
+        for entry in sorted(os.scandir(runs), key=lambda e: e.name):
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir():
+                folders.append(Path(entry.path))
+            else:
+                note(entry.path, "not a suite folder (ignored)")
+    columns: Columns = [[] for _ in RUN_COLUMNS]
+    suite_at = INDEXED.index("suite")
+    for folder in folders:
+        found = scan_suite(folder, note, use_index)
+        prefix = f"{RUNS_DIR}/{folder.name}/"
+        misplaced = [i for i, name in enumerate(found.columns[suite_at]) if name != folder.name]
+        for i in misplaced:
+            note(folder / found.names[i] / RUN_FILE,
+                 f"suite.name {found.columns[suite_at][i]!r} is not its folder's "
+                 f"({folder.name!r})")  # fmt: skip
+        paths = [prefix + name for name in found.names]
+        if misplaced:
+            kept = sorted(set(range(len(paths))) - set(misplaced))
+            found.columns = [[column[i] for i in kept] for column in found.columns]
+            paths = [paths[i] for i in kept]
+        for target, values in zip(columns, [*found.columns, paths], strict=True):
+            target.extend(values)
+    return columns
 
-    def __init__(self, root: Path, cache: RunsIndex) -> None:
-        self.root, self.cache = root, cache
-        self.position = {path: i for i, path in enumerate(cache.paths)}
-        self.keep: list[int] = []
-        self.new_paths: list[str] = []
-        self.new_rows: list[dict[str, Any]] = []
-        self.dirs: dict[str, int] = {}
-        self.stamps: dict[str, list[int]] = {}
-        self.skipped: list[str] = []
 
-    def parse(self, rel: str) -> bool:
-        """Parse one record file into a new row; False if it is missing."""
-        file = self.root / rel
+def _baselines(root: Path, skipped: list[str]) -> Columns:
+    folder = root / BASELINES_DIR
+    columns: Columns = [[] for _ in RUN_COLUMNS]
+    if not folder.is_dir():
+        return columns
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        if entry.name.startswith("."):
+            continue
+        if not entry.name.endswith(".json") or not entry.is_file():
+            report(skipped, entry.path, "not a baseline record (*.json): ignored")
+            continue
         try:
-            row = read_record_file(file)
+            row, _ = read_record_file(Path(entry.path))
         except FileNotFoundError:
-            return False
+            continue
         except Skip as why:
-            _report(self.skipped, file, str(why))
-            return True
-        row["path"] = rel.removesuffix("/" + RUN_FILE)  # relative: the root may move
-        self.new_paths.append(rel)
-        self.new_rows.append(row)
-        return True
-
-    def runs(self) -> None:
-        runs = self.root / RUNS_DIR
-        if not runs.is_dir():
-            return
-        by_dir: dict[str, list[int]] = {}
-        for i, path in enumerate(self.cache.paths):
-            if path.startswith(RUNS_DIR + "/"):
-                by_dir.setdefault(path.rsplit("/", 2)[0], []).append(i)
-        now_ns = time.time_ns()
-        for suite_entry in sorted(os.scandir(runs), key=lambda e: e.name):
-            if not suite_entry.is_dir():
-                continue
-            rel_dir = f"{RUNS_DIR}/{suite_entry.name}"
-            mtime = suite_entry.stat().st_mtime_ns
-            if self.cache.dirs.get(rel_dir) == mtime:
-                self.keep.extend(by_dir.get(rel_dir, []))
-                self.dirs[rel_dir] = mtime
-                continue
-            complete = True
-            for run_entry in os.scandir(suite_entry.path):
-                if run_entry.name.startswith(".") or not run_entry.is_dir():
-                    continue
-                rel = f"{rel_dir}/{run_entry.name}/{RUN_FILE}"
-                index = self.position.get(rel)
-                if index is not None:
-                    self.keep.append(index)
-                elif not self.parse(rel):
-                    complete = False  # a run still being written: list this folder again
-            if complete and now_ns - mtime > RACY_S * 1e9:
-                self.dirs[rel_dir] = mtime
-
-    def baselines(self) -> None:
-        folder = self.root / BASELINES_DIR
-        if not folder.is_dir():
-            return
-        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
-            if not entry.name.endswith(".json") or not entry.is_file():
-                continue
-            rel = f"{BASELINES_DIR}/{entry.name}"
-            stat = entry.stat()
-            stamp = [stat.st_mtime_ns, stat.st_size]
-            index = self.position.get(rel)
-            if index is not None and self.cache.stamps.get(rel) == stamp:
-                self.keep.append(index)
-                self.stamps[rel] = stamp
-            elif self.parse(rel) and self.new_paths and self.new_paths[-1] == rel:
-                self.stamps[rel] = stamp
-
-    def result(self) -> tuple[RunsIndex, bool]:
-        """The cache after this load, and whether it changed."""
-        cache = self.cache
-        unchanged = (
-            not self.new_rows
-            and len(self.keep) == len(cache.paths)
-            and self.keep == list(range(len(cache.paths)))
-            and self.dirs == cache.dirs
-            and self.stamps == cache.stamps
-        )
-        if unchanged:
-            return cache, False
-        table = {}
-        for name in RUN_COLUMNS:
-            column = cache.table.get(name, [])
-            table[name] = [column[i] for i in self.keep] + [row[name] for row in self.new_rows]
-        paths = [cache.paths[i] for i in self.keep] + self.new_paths
-        return RunsIndex(paths, table, self.dirs, self.stamps), True
+            report(skipped, entry.path, str(why))
+            continue
+        row["path"] = f"{BASELINES_DIR}/{entry.name}"
+        for column, name in zip(columns, RUN_COLUMNS, strict=True):
+            column.append(row[name])
+    return columns
 
 
 def load_runs(
@@ -281,33 +122,60 @@ def load_runs(
 ) -> pd.DataFrame:
     """One row per run record (runs and baselines) under `root`, columns `RUN_COLUMNS`.
 
-    `suite` and `kind` ("run" / "baseline") filter rows. Unusable files are listed in
-    `df.attrs["skipped"]` (and logged), never fatal. Sorted by `started_at`.
+    `suite` and `kind` ("run" / "baseline") filter rows (`suite` reads only
+    runs/<suite>/). Unusable files are listed in `df.attrs["skipped"]` (and reported),
+    never fatal. Sorted by `started_at`. `use_cache=False` ignores the suite indexes and
+    parses every record (and leaves the indexes alone).
     """
-    import pandas as pd
-
     root = Path(root) if root is not None else default_results_dir()
-    cache_file = root / CACHE_FILE
-    scan = _Scan(root, RunsIndex.read(cache_file, RUN_COLUMNS) if use_cache else RunsIndex())
-    scan.runs()
-    scan.baselines()
-    cache, changed = scan.result()
-    if use_cache and changed:
-        cache.write(cache_file)
-    frame = pd.DataFrame(cache.table, columns=list(RUN_COLUMNS))
+    skipped: list[str] = []
+    with reporting():
+        columns = _runs(root, suite, skipped, use_cache) if kind != "baseline" else \
+            [[] for _ in RUN_COLUMNS]  # fmt: skip
+        if kind != "run":
+            for column, extra in zip(columns, _baselines(root, skipped), strict=True):
+                column.extend(extra)
+    frame = _frame(dict(zip(RUN_COLUMNS, columns, strict=True)), str(root).rstrip("/") + "/")
     if suite is not None:
         frame = frame[frame["suite"] == suite]
     if kind is not None:
         frame = frame[frame["kind"] == kind]
-    base = str(root).rstrip("/") + "/"
-    frame["path"] = [base + rel for rel in frame["path"]]
-    for name in ("started_at", "finished_at"):
-        frame[name] = pd.to_datetime(frame[name], utc=True, format="ISO8601")
-    for name in ("accept_length", "ci_low", "ci_high", "accuracy", "floor"):
-        frame[name] = pd.to_numeric(frame[name], errors="coerce")
-    frame = frame.sort_values("started_at", kind="stable").reset_index(drop=True)
-    frame.attrs["skipped"] = scan.skipped
+    frame = frame.sort_values(["started_at", "path"], kind="stable").reset_index(drop=True)
+    frame.attrs["skipped"] = skipped
     return frame
+
+
+FLOATS = ("accept_length", "ci_low", "ci_high", "ci_level", "accept_length_server_avg",
+          "accept_length_per_request", "server_reported_accept_length", "accuracy",
+          "output_throughput_tok_s", "duration_s", "floor")  # fmt: skip
+COUNTS = ("schema_version", "provenance.n_gpus", "n_requests", "n_finished", "n_planned",
+          "completion_tokens", "correct_drafts", "verify_steps", "partial", "stopped_early")
+
+
+def _frame(table: dict[str, list[Any]], base: str) -> pd.DataFrame:
+    """The loader's DataFrame, built column by column with fixed conversions, so that a
+    row has the same types whether it came from an index or from its run.json."""
+    import numpy as np
+    import pandas as pd
+
+    data: dict[str, Any] = {}
+    for name, values in table.items():
+        if name in FLOATS:
+            data[name] = np.array([np.nan if v is None else v for v in values], dtype=float)
+        elif name in ("started_at", "finished_at"):
+            data[name] = pd.to_datetime(values, utc=True, format="ISO8601")
+        elif name == "path":
+            data[name] = [base + rel for rel in values]
+        else:
+            column = np.empty(len(values), dtype=object)
+            column[:] = values
+            data[name] = column
+    frame = pd.DataFrame(data, columns=list(RUN_COLUMNS))
+    frame[list(COUNTS)] = frame[list(COUNTS)].infer_objects()
+    return frame
+
+
+# ---------------------------------------------------------------- request rows
 
 
 def _request_files(sources: Path | str | Iterable[Path | str]) -> Iterator[Path]:
@@ -322,6 +190,58 @@ def _request_files(sources: Path | str | Iterable[Path | str]) -> Iterator[Path]
             yield from sorted((path / RUNS_DIR).glob(f"*/*/{REQUESTS_FILE}"))
 
 
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def request_problem(row: Any) -> str | None:
+    """Why a requests.jsonl line cannot be used, or None."""
+    if not isinstance(row, dict):
+        return "not a request row (not a JSON object)"
+    for key in ("question_index", "completion_tokens", "verify_steps"):
+        if not _count(row.get(key)):
+            return f"{key}: expected a non-negative integer, got {row.get(key)!r:.40}"
+    if row.get("correct_drafts") is not None and not _count(row["correct_drafts"]):
+        return f"correct_drafts: expected a non-negative integer, got {row['correct_drafts']!r:.40}"
+    for key in ("accept_length", "spec_accept_length"):
+        if row.get(key) is not None and not is_number(row[key]):
+            return f"{key}: expected a number, got {row[key]!r:.40}"
+    if row.get("correct") is not None and not isinstance(row["correct"], bool):
+        return f"correct: expected true, false or null, got {row['correct']!r:.40}"
+    histogram = row.get("accept_histogram")
+    if histogram is not None and not (isinstance(histogram, list) and all(map(_count, histogram))):
+        return "accept_histogram: expected a list of non-negative integers"
+    return None
+
+
+def iter_request_rows(file: Path, skipped: list[str]) -> Iterator[dict[str, Any]]:
+    """The usable rows of one requests.jsonl; bad lines reported and skipped."""
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return
+    except (OSError, UnicodeDecodeError) as error:
+        report(skipped, file, f"cannot read: {error}")
+        return
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError) as error:
+            report(skipped, f"{file} line {number}", f"not valid JSON: {error}")
+            continue
+        problem = request_problem(row)
+        if problem:
+            report(skipped, f"{file} line {number}", problem)
+            continue
+        if row.get("accept_length") is None:  # v2 names SGLang's per-request figure
+            steps = row["verify_steps"]
+            row["accept_length"] = row.get("spec_accept_length") or (
+                row["completion_tokens"] / steps if steps else None)
+        yield row
+
+
 def load_requests(sources: Path | str | Iterable[Path | str]) -> pd.DataFrame:
     """One row per measured request, with `suite`, `run_id` and `run_dir` of its run.
 
@@ -332,31 +252,19 @@ def load_requests(sources: Path | str | Iterable[Path | str]) -> pd.DataFrame:
 
     rows: list[dict[str, Any]] = []
     skipped: list[str] = []
-    for file in _request_files(sources):
-        run_dir = file.parent
-        try:
-            identity = json.loads((run_dir / RUN_FILE).read_bytes())
-            run_id, suite = identity["run_id"], identity["suite"]["name"]
-        except (OSError, ValueError, KeyError, TypeError):
-            _report(skipped, run_dir / RUN_FILE, "missing or unreadable: its requests are skipped")
-            continue
-        try:
-            lines = file.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as error:
-            _report(skipped, file, f"cannot read: {error}")
-            continue
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
+    with reporting():
+        for file in _request_files(sources):
+            run_dir = file.parent
             try:
-                row = json.loads(line)
-                if not isinstance(row, dict) or "completion_tokens" not in row:
-                    raise ValueError("not a request row")
-            except ValueError as error:
-                _report(skipped, file, f"line {number}: {error}")
+                identity, _ = read_record_file(run_dir / RUN_FILE, validate=False)
+            except (FileNotFoundError, Skip) as why:
+                reason = why if isinstance(why, Skip) else "missing"
+                report(skipped, run_dir / RUN_FILE, f"{reason}: its requests are skipped")
                 continue
-            row.update(suite=suite, run_id=run_id, run_dir=str(run_dir))
-            rows.append(row)
+            for row in iter_request_rows(file, skipped):
+                row.update(suite=identity["suite"], run_id=identity["run_id"],
+                           run_dir=str(run_dir))  # fmt: skip
+                rows.append(row)
     frame = pd.DataFrame(rows)
     frame.attrs["skipped"] = skipped
     return frame
@@ -367,32 +275,20 @@ def load_requests(sources: Path | str | Iterable[Path | str]) -> pd.DataFrame:
 
 def read_run(run_dir: Path) -> RunRecord:
     """A run folder's record, validated (for one run: plots, compare)."""
+    from harness.errors import BadInput
+    from harness.record import RunRecord
+
     file = run_dir / RUN_FILE if run_dir.is_dir() else run_dir
     try:
         return RunRecord.model_validate_json(file.read_bytes())
     except OSError as error:
-        from harness.errors import BadInput
-
         raise BadInput(f"{file}: cannot read run record: {error.strerror or error}") from None
     except ValueError as error:
-        from harness.errors import BadInput
-
         raise BadInput(f"{file}: not a valid run record: {error}") from None
 
 
 def read_requests(run_dir: Path) -> list[dict[str, Any]]:
-    """A run's request rows as dicts (bad lines skipped with a warning)."""
-    file = run_dir / REQUESTS_FILE
-    if not file.exists():
-        return []
-    rows = []
-    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
-        try:
-            rows.append(json.loads(line))
-        except ValueError as error:
-            log.warning("skipped %s line %d: %s", file, number, error)
-    return rows
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and value == value  # NaN != NaN
+    """A run's usable request rows as dicts (bad lines reported and skipped)."""
+    skipped: list[str] = []
+    with reporting():
+        return list(iter_request_rows(Path(run_dir) / REQUESTS_FILE, skipped))

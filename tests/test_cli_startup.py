@@ -1,34 +1,64 @@
-"""`harness --help` stays fast: no heavy library is imported at start-up."""
+"""`harness --help` and `harness list` stay fast: no heavy library is imported at start-up.
+
+Guards the import set, not the time (timings: benchmarks/bench_startup.py).
+"""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from harness.commands import COMMANDS
 
-HEAVY = ("torch", "transformers", "pandas", "matplotlib", "numpy", "httpx", "rich",
-         "huggingface_hub", "dflash", "scipy")
+HEAVY = ("pydantic", "pandas", "numpy", "httpx", "matplotlib", "torch", "transformers", "rich",
+         "huggingface_hub", "dflash", "scipy", "filelock", "packaging", "psutil")  # fmt: skip
 
 PROBE = """
-import sys
-from harness.cli import build_parser
-parser, commands = build_parser()
-print(",".join(sorted(commands)))
-print(",".join(sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[1:]))))
+import runpy, sys
+heavy = sys.argv[1].split(",")
+sys.argv = ["harness", *sys.argv[2:]]
+try:
+    runpy.run_module("harness", run_name="__main__")
+except SystemExit as end:
+    code = end.code
+loaded = sorted({m.split(".")[0] for m in sys.modules} & set(heavy))
+print("\\nIMPORTED:" + ",".join(loaded), "EXIT:" + str(code))
 """
 
 
-def test_help_imports_no_heavy_library() -> None:
-    out = subprocess.run([sys.executable, "-c", PROBE, *HEAVY], capture_output=True,
-                         text=True, check=True).stdout.splitlines()
-    assert out[1] == "", f"imported at start-up: {out[1]}"
+def _imports(*argv: str, cache: Path) -> tuple[list[str], str, str]:
+    env = dict(os.environ, HARNESS_CACHE=str(cache))
+    done = subprocess.run([sys.executable, "-c", PROBE, ",".join(HEAVY), *argv],
+                          capture_output=True, text=True, env=env, check=False)  # fmt: skip
+    *printed, last = done.stdout.rstrip().splitlines()
+    imported, code = last.removeprefix("IMPORTED:").split(" EXIT:")
+    return [m for m in imported.split(",") if m], code, "\n".join(printed)
+
+
+@pytest.mark.parametrize("argv", [("--help",), ("list",), ("compare", "--help"),
+                                  ("run", "--help"), ("no-such-command",), ()])
+def test_start_up_imports_no_heavy_library(argv: tuple[str, ...], tmp_path: Path) -> None:
+    _imports("list", cache=tmp_path)  # `list` validates each suite once, then reads its cache
+    imported, _, _ = _imports(*argv, cache=tmp_path)
+    assert imported == [], f"harness {' '.join(argv)} imported {imported}"
+
+
+def test_list_from_its_cache_prints_what_validation_prints(tmp_path: Path) -> None:
+    cold = _imports("list", cache=tmp_path)
+    warm = _imports("list", cache=tmp_path)
+    assert "pydantic" in cold[0] and warm[0] == []
+    assert cold[1:] == warm[1:] and "gemma4_dflash_31b" in warm[2]
 
 
 def test_every_command_is_installed() -> None:
-    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
-                         check=True).stdout.splitlines()
-    assert out[0].split(",") == sorted(COMMANDS)
+    probe = "from harness.cli import build_parser; print(','.join(sorted(build_parser()[1])))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout  # fmt: skip
+    assert out.strip().split(",") == sorted(COMMANDS)
 
 
 def test_help_lists_exit_codes() -> None:
@@ -36,3 +66,16 @@ def test_help_lists_exit_codes() -> None:
                          text=True, check=True).stdout
     for code in ("0 pass", "1 below a floor", "2 bad input", "3 engine", "4 skipped"):
         assert code in out
+
+
+def test_argparse_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    with pytest.raises(SystemExit) as end:
+        main(["no-such-command"])
+    assert end.value.code == 2
+    assert "invalid choice: 'no-such-command'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as end:
+        main(["compare", "only-one-side"])
+    assert end.value.code == 2
+    assert "the following arguments are required: b" in capsys.readouterr().err

@@ -10,7 +10,9 @@ import argparse
 from pathlib import Path
 from typing import Protocol
 
-RESULTS_DIR = Path("results")
+from harness.layout import RESULTS_DIR, RESULTS_ENV, default_results_dir
+
+__all__ = ["COMMANDS", "RESULTS_DIR", "Command", "add_results_option"]
 
 
 class Command(Protocol):
@@ -24,10 +26,11 @@ class Command(Protocol):
     def run(self, args: argparse.Namespace) -> int: ...
 
 
-def add_results_option(parser: argparse.ArgumentParser,
-                       help: str = "results folder (default: ./results)") -> None:
-    """`--results DIR`, the same flag and default in every command that reads or writes runs."""
-    parser.add_argument("--results", type=Path, default=RESULTS_DIR, metavar="DIR", help=help)
+def add_results_option(parser: argparse.ArgumentParser, help: str = "results folder") -> None:
+    """`--results DIR`, the same flag and default in every command that reads or writes
+    runs: $HARNESS_RESULTS when set, else ./results (`layout.default_results_dir`)."""
+    parser.add_argument("--results", type=Path, default=default_results_dir(), metavar="DIR",
+                        help=f"{help} (default: ${RESULTS_ENV}, else ./{RESULTS_DIR})")
 
 
 COMMANDS: dict[str, str] = {

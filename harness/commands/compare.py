@@ -6,22 +6,32 @@ import argparse
 
 from harness.commands import add_results_option
 
+SELECTOR_HELP = """\
+A side is one of:
+  RUN_DIR or RUN_DIR/run.json     one run folder
+  'results/runs/SUITE/2025*'      a glob of run folders (quote it): a pooled set;
+                                  unusable folders are reported and skipped
+  SUITE or SUITE@latest           the latest run of SUITE in --results that has a figure
+  SUITE@previous                  the one before it (runs without a figure are passed over)
+  SUITE@LABEL                     every run of SUITE labelled LABEL (a pooled set)
+  baseline:SUITE@LABEL            a baseline record (a fixed figure, no per-request data)
+  FILE.json                       a baseline record file"""
+
 
 class CompareCommand:
     name = "compare"
     help = "compare two runs or sets of runs: accept length with CI, difference, p-value"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        from harness.compare import SELECTOR_HELP
-
         parser.formatter_class = argparse.RawDescriptionHelpFormatter
         parser.epilog = (
-            SELECTOR_HELP + "\n\nThe difference is B - A; with --fail-on-drop the exit code is 1 "
-            "when B is significantly below A (one-sided, at --alpha)."
+            SELECTOR_HELP + "\n\nThe difference is B - A, under the accept-length definition "
+            "both sides give (server_avg or per_request); with --fail-on-drop the exit code "
+            "is 1 when B is significantly below A (one-sided, at --alpha)."
         )
         parser.add_argument("a", help="side A (see below)")
         parser.add_argument("b", help="side B (see below)")
-        add_results_option(parser, "results folder for suite selectors (default: ./results)")
+        add_results_option(parser, "results folder for suite selectors")
         parser.add_argument("--level", type=float, default=0.95, help="CI level (default 0.95)")
         parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
         parser.add_argument("--fail-on-drop", action="store_true",
@@ -32,14 +42,18 @@ class CompareCommand:
     def run(self, args: argparse.Namespace) -> int:
         import json
         import math
+        import sys
 
         from harness.compare import compare, render, resolve_side
         from harness.errors import BadInput
 
         if not 0.0 < args.level < 1.0:
             raise BadInput(f"--level must be in (0, 1), got {args.level}")
-        result = compare(resolve_side(args.a, args.results), resolve_side(args.b, args.results),
-                         level=args.level)  # fmt: skip
+        sides = [resolve_side(args.a, args.results), resolve_side(args.b, args.results)]
+        for side in sides:
+            if side.note:
+                print(side.note, file=sys.stderr)
+        result = compare(*sides, level=args.level)
         if args.json:
             print(json.dumps(result, indent=2, default=str))
         else:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 
@@ -34,6 +33,8 @@ class MatrixCommand:
         parser.add_argument("--pretty", action="store_true", help="indented JSON")
 
     def run(self, args: argparse.Namespace) -> int:
+        import json
+
         from harness.matrix import RUNNERS_FILE, build_matrix, load_runners
         from harness.suite import load_suite, shipped_suites
 

@@ -24,29 +24,33 @@ class PlotCommand:
         parser.add_argument("--out", type=Path, metavar="PNG", help="write here instead")
 
     def run(self, args: argparse.Namespace) -> int:
-        from harness import plots
         from harness.errors import BadInput
-        from harness.record import RUN_FILE
+        from harness.layout import RUN_FILE
 
         target = Path(args.target)
         is_run = (target / RUN_FILE).is_file() or target.name == RUN_FILE
         run_dir = target.parent if target.name == RUN_FILE else target
         kind = args.kind or ("run" if is_run else "history")
+        if kind in ("run", "histogram") and not is_run:
+            raise BadInput(f"{args.target}: not a run folder (no {RUN_FILE})")
+        from harness import plots
+
         if kind in ("run", "histogram"):
-            if not is_run:
-                raise BadInput(f"{args.target}: not a run folder (no {RUN_FILE})")
             draw = plots.plot_run if kind == "run" else plots.plot_histogram
             written = draw(run_dir, out=args.out)
         else:
-            if is_run:
-                from harness.store import read_run
+            from harness.store import load_runs
 
-                suite = read_run(run_dir).suite.name
+            if is_run:
+                from harness.record_row import Skip, read_record_file
+
+                try:
+                    suite = read_record_file(run_dir / RUN_FILE)[0]["suite"]
+                except Skip as why:
+                    raise BadInput(f"{run_dir / RUN_FILE}: {why}") from None
                 results = plots.results_root_of(run_dir)
             else:
                 suite, results = args.target, args.results
-            from harness.store import load_runs
-
             runs = load_runs(results, suite=suite)
             if runs.empty:
                 raise BadInput(f"{suite}: no records under {results}")

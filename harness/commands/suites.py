@@ -18,23 +18,14 @@ class ListCommand:
                             help="folder of suite TOML files (default: the shipped suites/)")
 
     def run(self, args: argparse.Namespace) -> int:
-        from harness.suite import SUITES_DIR, load_suite, shipped_suites
+        from harness.layout import SUITES_DIR
+        from harness.suite_list import listing
 
         folder = args.suites_dir or SUITES_DIR
         failed = False
-        for path in shipped_suites(folder):
-            try:
-                suite = load_suite(path, folder).suite
-            except SuiteError as error:
-                print(f"{path.stem:32} INVALID: {error.message.splitlines()[0]}")
-                failed = True
-                continue
-            topology = suite.topology
-            gpus = (f"{topology.gpus} x {'/'.join(topology.gpu_types) or 'GPU'}"
-                    if topology.gpus else "CPU")
-            nightly = " nightly" if suite.nightly else ""
-            print(f"{suite.name:32} {suite.engine.kind:9} {gpus:18}{nightly}  "
-                  f"{suite.description}")
+        for line, invalid in listing(sorted(folder.glob("*.toml")), folder):
+            print(line)
+            failed = failed or invalid
         return ExitCode.BAD_INPUT if failed else ExitCode.PASS
 
 

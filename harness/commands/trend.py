@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from harness.errors import BadInput, ExitCode
@@ -60,6 +59,8 @@ class TrendCommand:
         )
 
     def run(self, args: argparse.Namespace) -> int:
+        import json
+
         from harness.store import PLOTS_DIR, default_results_dir, load_runs
         from harness.trend import TrendParams, analyse_all, markdown_table, summarize
 
