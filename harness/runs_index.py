@@ -92,10 +92,16 @@ def note_written(run_file: Path, text: str) -> None:
         size = _append(folder / INDEX_FILE,
                        _line(run_file.parent.name, [status.st_mtime_ns, status.st_size], row))
         snapshot = _stamp(str(folder / SNAPSHOT_FILE))
-        if size > LOG_LIMIT and size > (snapshot[1] if snapshot else 0) // 4:
+        if _long_log(size, snapshot[1] if snapshot else 0):
             scan_suite(folder, lambda path, reason: None, compact=True)
     except (OSError, ValueError, Skip):
         pass
+
+
+def _long_log(log_bytes: int, snapshot_bytes: int) -> bool:
+    """Time to fold the log into the snapshot (writer and loader use the same rule): the
+    log's lines parse several times slower per run than the snapshot's columns."""
+    return log_bytes > LOG_LIMIT and log_bytes > snapshot_bytes // 4
 
 
 @dataclass
@@ -108,12 +114,16 @@ class _Index:
     table: Columns = field(default_factory=lambda: [[] for _ in INDEXED])
     log: dict[str, list[Any]] = field(default_factory=dict)  # name -> [mtime, size, *values]
     log_lines: int = 0
+    log_bytes: int = 0
+    snapshot_bytes: int = 0
     rewrite: bool = False  # missing, of another format, or damaged: write it anew
 
 
 def _read_snapshot(file: Path, report: Report) -> _Index:
+    text = b""
     try:
-        snapshot = json.loads(file.read_bytes())
+        text = file.read_bytes()
+        snapshot = json.loads(text)
     except FileNotFoundError:
         return _Index(rewrite=True)
     except (OSError, ValueError, RecursionError):
@@ -125,8 +135,9 @@ def _read_snapshot(file: Path, report: Report) -> _Index:
         n = len(names)
         result = _Index(names, _decode(snapshot["mtimes"], n), _decode(snapshot["sizes"], n),
                         [_decode(column, n) for column in snapshot["table"]])  # fmt: skip
-        if len(result.table) != len(INDEXED) or not all(isinstance(x, str) for x in names):
+        if len(result.table) != len(INDEXED) or not set(map(type, names)) <= {str}:
             raise ValueError("table")
+        result.snapshot_bytes = len(text)
         return result
     except (ValueError, TypeError, KeyError, AttributeError):
         report(file, "corrupt index snapshot (rebuilt from the run folders)")
@@ -137,7 +148,9 @@ def _read(folder: Path, report: Report) -> _Index:
     result = _read_snapshot(folder / SNAPSHOT_FILE, report)
     log = folder / INDEX_FILE
     try:
-        lines = log.read_text(encoding="utf-8").splitlines()
+        text = log.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        result.log_bytes = len(text)
     except FileNotFoundError:
         return result
     except (OSError, UnicodeDecodeError):
@@ -178,6 +191,23 @@ def _stamp(path: str) -> tuple[int, int] | None:
     return status.st_mtime_ns, status.st_size
 
 
+def _current(base: str, known: _Index, listing: set[str]) -> list[int]:
+    """Positions of the snapshot's runs whose run.json still has the indexed stamp (one
+    stat each: the price of noticing a record edited by hand)."""
+    stat, mtimes, sizes, log = os.stat, known.mtimes, known.sizes, known.log
+    keep = []
+    for i, name in enumerate(known.names):
+        if name not in listing or name in log:
+            continue
+        try:
+            status = stat(base + name + "/run.json")
+        except OSError:
+            continue
+        if status.st_mtime_ns == mtimes[i] and status.st_size == sizes[i]:
+            keep.append(i)
+    return keep
+
+
 @dataclass
 class SuiteRuns:
     """The valid runs of one suite folder, column by column (INDEXED order)."""
@@ -190,19 +220,11 @@ def scan_suite(folder: Path, report: Report, use_index: bool = True,
                compact: bool = False) -> SuiteRuns:  # fmt: skip
     """Every valid run of one suite folder; unusable ones reported through
     `report(path, reason)` (in name order) and skipped. `compact`: write a new snapshot."""
-    listing, problems = set(), []
-    for entry in os.scandir(folder):
-        if entry.name.startswith("."):
-            continue  # the index, temp files of atomic writes
-        if entry.is_dir():
-            listing.add(entry.name)
-        else:
-            problems.append((entry.path, "not a run folder (ignored)"))
+    listing = {name for name in os.listdir(folder) if name[0] != "."}  # not the index
+    problems: list[tuple[str, str]] = []
     known = _read(folder, report) if use_index else _Index()
     base = f"{folder}/"
-    keep = [i for i, name in enumerate(known.names)
-            if name in listing and name not in known.log
-            and _stamp(base + name + "/" + RUN_FILE) == (known.mtimes[i], known.sizes[i])]
+    keep = _current(base, known, listing)
     if len(keep) == len(known.names):  # the usual case: the whole snapshot is current
         names, columns = list(known.names), known.table
     else:
@@ -217,6 +239,9 @@ def scan_suite(folder: Path, report: Report, use_index: bool = True,
                 column.append(value)
     fresh: list[str] = []
     for name in sorted(listing.difference(names)):
+        if not os.path.isdir(base + name):
+            problems.append((base + name, "not a run folder (ignored)"))
+            continue
         try:
             row, stamp = read_record_file(Path(base + name + "/" + RUN_FILE))
         except FileNotFoundError:
@@ -234,7 +259,8 @@ def scan_suite(folder: Path, report: Report, use_index: bool = True,
     runs = SuiteRuns(names, columns)
     if use_index:
         dead = len(known.names) - len(keep) + known.log_lines - (len(stamps) - len(fresh))
-        if compact or known.rewrite or dead > 16 + len(names) // 8 or len(stamps) > 4096:
+        if compact or known.rewrite or dead > 16 + len(names) // 8 or \
+                _long_log(known.log_bytes, known.snapshot_bytes):
             _write_snapshot(folder, known, keep, stamps, runs)
         elif fresh:
             _append(folder / INDEX_FILE, "".join(fresh))

@@ -73,8 +73,8 @@ def _runs(root: Path, suite: str | None, skipped: list[str], use_index: bool) ->
     suite_at = INDEXED.index("suite")
     for folder in folders:
         found = scan_suite(folder, note, use_index)
-        prefix = f"{RUNS_DIR}/{folder.name}/"
-        misplaced = [i for i, name in enumerate(found.columns[suite_at]) if name != folder.name]
+        prefix, own = f"{RUNS_DIR}/{folder.name}/", folder.name
+        misplaced = [i for i, name in enumerate(found.columns[suite_at]) if name != own]
         for i in misplaced:
             note(folder / found.names[i] / RUN_FILE,
                  f"suite.name {found.columns[suite_at][i]!r} is not its folder's "
@@ -149,12 +149,15 @@ FLOATS = ("accept_length", "ci_low", "ci_high", "ci_level", "accept_length_serve
           "accept_length_per_request", "server_reported_accept_length", "accuracy",
           "output_throughput_tok_s", "duration_s", "floor")  # fmt: skip
 COUNTS = ("schema_version", "provenance.n_gpus", "n_requests", "n_finished", "n_planned",
-          "completion_tokens", "correct_drafts", "verify_steps", "partial", "stopped_early")
+          "completion_tokens", "correct_drafts", "verify_steps")
+FLAGS = ("partial", "stopped_early")
 
 
 def _frame(table: dict[str, list[Any]], base: str) -> pd.DataFrame:
     """The loader's DataFrame, built column by column with fixed conversions, so that a
-    row has the same types whether it came from an index or from its run.json."""
+    row has the same types whether it came from an index or from its run.json: numbers
+    float64 (NaN for none), counts int64 (float64 when one is missing), flags bool
+    (object when one is missing), times UTC timestamps, text as pandas infers it."""
     import numpy as np
     import pandas as pd
 
@@ -162,17 +165,21 @@ def _frame(table: dict[str, list[Any]], base: str) -> pd.DataFrame:
     for name, values in table.items():
         if name in FLOATS:
             data[name] = np.array([np.nan if v is None else v for v in values], dtype=float)
+        elif name in COUNTS or name in FLAGS:
+            try:
+                data[name] = np.array(values, dtype=np.int64 if name in COUNTS else bool)
+                if name in FLAGS and None in values:
+                    raise TypeError
+            except (TypeError, OverflowError):  # one is missing
+                data[name] = (np.array([np.nan if v is None else v for v in values], dtype=float)
+                              if name in COUNTS else np.array(values, dtype=object))  # fmt: skip
         elif name in ("started_at", "finished_at"):
             data[name] = pd.to_datetime(values, utc=True, format="ISO8601")
         elif name == "path":
             data[name] = [base + rel for rel in values]
         else:
-            column = np.empty(len(values), dtype=object)
-            column[:] = values
-            data[name] = column
-    frame = pd.DataFrame(data, columns=list(RUN_COLUMNS))
-    frame[list(COUNTS)] = frame[list(COUNTS)].infer_objects()
-    return frame
+            data[name] = values
+    return pd.DataFrame(data, columns=list(RUN_COLUMNS))
 
 
 # ---------------------------------------------------------------- request rows
