@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -94,8 +95,8 @@ def note_written(run_file: Path, text: str) -> None:
         snapshot = _stamp(str(folder / SNAPSHOT_FILE))
         if _long_log(size, snapshot[1] if snapshot else 0):
             scan_suite(folder, lambda path, reason: None, compact=True)
-    except (OSError, ValueError, Skip):
-        pass
+    except Exception:  # the record is written; a failure here must not fail the run
+        logging.getLogger("harness.store").debug("not indexed: %s", run_file, exc_info=True)
 
 
 def _long_log(log_bytes: int, snapshot_bytes: int) -> bool:

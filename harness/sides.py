@@ -67,11 +67,20 @@ class Side:
                            f"(it has: {', '.join(sorted(self.available())) or 'none'})")
         self.metric = metric
 
+    def current_metric(self) -> str:
+        """The metric compared: the one chosen, else what the side declares and can give."""
+        if self.metric:
+            return self.metric
+        available = self.available()
+        for metric in (self.declared, "server_avg", "per_request"):
+            if metric in available:
+                return metric
+        return self.declared or "per_request"
+
     @property
     def tokens(self) -> list[int]:
         """Per-question numerators of the compared metric (docs/statistics.md)."""
-        metric = self.metric or self.declared or "per_request"
-        return self.numerators.get(metric) or self.numerators.get("per_request", [])
+        return self.numerators.get(self.current_metric(), [])
 
     @property
     def has_requests(self) -> bool:
@@ -82,7 +91,7 @@ class Side:
             return stats.accept_length(self.tokens, self.steps)
         if self.baseline is not None:
             return self.baseline.accept_length
-        metric = self.metric or self.declared or "per_request"
+        metric = self.current_metric()
         figures = [_figure(row, metric) for row in self.records]
         if not self.records or None in figures:
             raise BadInput(f"{self.name}: no accept length recorded under metric {metric!r}")
@@ -95,7 +104,7 @@ class Side:
             return self.baseline.ci
         if len(self.records) == 1:
             row = self.records[0]
-            if row["metric"] == (self.metric or row["metric"]) and is_number(row["ci_low"]):
+            if row["metric"] == self.current_metric() and is_number(row["ci_low"]):
                 return (row["ci_low"], row["ci_high"])
         return None
 
@@ -123,7 +132,7 @@ class Side:
             "verdicts": [row["verdict"] for row in self.records],
             "baseline": self.baseline.label if self.baseline else None,
             "source": self.baseline.source if self.baseline else None,
-            "metric": self.metric or self.declared,
+            "metric": self.current_metric(),
             "n_questions": len(self.tokens),
             "accept_length": self.accept_length(),
             "ci": self.ci(level),
