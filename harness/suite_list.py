@@ -1,10 +1,10 @@
 """`harness list` fast: each suite's listing line cached, keyed by what determines it.
 
 Validating a suite needs pydantic (`harness.suite`), too slow for a listing. A line is
-cached under the sha256 of the suite file's path and bytes and of the validator's own
-source (`suite.py`, `errors.py`) and version, so a cached line is exactly what
-validating would print: a changed suite or a changed validator misses the cache and is
-validated again. The cache (`<cache root>/suite-list.json`) is only a copy: damaged or
+cached under the sha256 of the suite file's path and bytes and of the harness's own
+modules (path, size, mtime) and version, so a cached line is exactly what validating
+would print: a changed suite or a changed harness misses the cache and is validated
+again. The cache (`<cache root>/suite-list.json`) is only a copy: damaged or
 missing, it is rebuilt; unwritable, listing still works, only slower.
 """
 
@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
+import sys
 from pathlib import Path
 
 from harness import __version__
@@ -23,10 +25,16 @@ KEEP = 256  # entries kept: every suite listed now, then the most recent others
 
 
 def _validator_key() -> bytes:
+    """The harness version, the Python version, and the stamp (path, size, mtime) of every
+    harness module: any edit to the validator, or to what it imports, misses the cache."""
     here = Path(__file__).parent
-    digest = hashlib.sha256(__version__.encode())
-    for name in ("suite.py", "errors.py"):
-        digest.update((here / name).read_bytes())
+    digest = hashlib.sha256(f"{__version__} {sys.version}".encode())
+    for folder, dirs, files in sorted(os.walk(here)):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")))
+        for name in sorted(files):
+            if name.endswith(".py"):
+                status = os.stat(os.path.join(folder, name))
+                digest.update(f"{folder}/{name} {status.st_size} {status.st_mtime_ns}\n".encode())
     return digest.digest()
 
 

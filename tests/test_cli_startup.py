@@ -79,3 +79,18 @@ def test_argparse_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
         main(["compare", "only-one-side"])
     assert end.value.code == 2
     assert "the following arguments are required: b" in capsys.readouterr().err
+
+
+def test_list_cache_misses_when_a_suite_changes(tmp_path: Path) -> None:
+    from tests.core.conftest import MINIMAL_SUITE
+
+    folder = tmp_path / "suites"
+    folder.mkdir()
+    (folder / "tiny.toml").write_text(MINIMAL_SUITE)
+    args = ("list", "--suites-dir", str(folder))
+    assert _imports(*args, cache=tmp_path)[1] == "0"
+    imported, code, out = _imports(*args, cache=tmp_path)
+    assert imported == [] and code == "0" and "reference" in out
+    (folder / "tiny.toml").write_text(MINIMAL_SUITE.replace("accept_length = 2.0", ""))
+    imported, code, out = _imports(*args, cache=tmp_path)
+    assert "pydantic" in imported and code == "2" and "INVALID:" in out
