@@ -354,3 +354,7 @@ def test_one_results_dir_definition(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     monkeypatch.setenv(layout.RESULTS_ENV, str(tmp_path))
     assert layout.default_results_dir() == tmp_path
     assert store.default_results_dir() == tmp_path
+
+
+def test_the_loader_reads_the_schema_the_writer_writes() -> None:
+    assert 1 <= record.SCHEMA_VERSION <= READS_SCHEMA
