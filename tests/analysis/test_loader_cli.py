@@ -38,6 +38,10 @@ def _bad_and_errored(results: Path) -> dict[str, Path]:
         run_dir.mkdir()
         (run_dir / RUN_FILE).write_text(json.dumps(dict(good, **change)))
         made[name] = run_dir
+    broken = results / "baselines" / f"{SUITE}--broken.json"
+    broken.parent.mkdir(exist_ok=True)
+    broken.write_text(json.dumps(dict(good, kind="baseline", label="broken", verdict=[])))
+    made["baseline"] = broken
     return made
 
 
@@ -56,7 +60,7 @@ def test_each_skip_is_printed_once_per_command(results: Path) -> None:
         done = _harness(*argv, "--results", str(results))
         assert done.returncode in (0, 1, 3), (argv, done.stderr)  # trend: the latest errored
         assert "Traceback" not in done.stderr
-        for name in ("list", "verdict", "time"):
+        for name in ("list", "verdict", "time") + (("baseline",) if argv[0] != "compare" else ()):
             assert done.stderr.count(str(bad[name])) == 1, (argv, name, done.stderr)
         assert "measurement: expected an object, got a list" in done.stderr
         assert "started_at: not an ISO 8601 time: 'yesterday'" in done.stderr
