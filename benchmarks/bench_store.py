@@ -9,7 +9,7 @@ call), timed from the parent:
   writer left it (snapshot + log, no load ever ran: the goal);
 - rebuild: the same with the index deleted (a store written by an older harness, or
   an index thrown away): every run.json parsed and validated, the index rewritten.
-Prints seconds and the ratio to the goal. `--before PATH` times a checkout of the
+Prints wall and CPU seconds (CPU says more on a shared machine) and the ratio to the goal. `--before PATH` times a checkout of the
 previous loader (e.g. a `git worktree` of the last commit before the index) the same way.
 """
 
@@ -20,6 +20,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -136,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=100_000)
     parser.add_argument("--dir", type=Path, help="keep the synthesised records here (reused)")
+    parser.add_argument("--repeat", type=int, default=3, help="cold loads to take the median of")
     parser.add_argument("--before", type=Path, metavar="CHECKOUT",
                         help="also time this checkout's loader (cold: no loader cache)")
     args = parser.parse_args(argv)
@@ -155,9 +157,13 @@ def main(argv: list[str] | None = None) -> int:
             for path, data in kept.items():
                 path.write_bytes(data)
 
-        wall, cpu, n = timed_child(here, root)
-        print(_line("cold, index as the writer left it", wall, cpu, n))
-        restore()
+        samples = []
+        for _ in range(args.repeat):
+            samples.append(timed_child(here, root))
+            restore()
+        wall, cpu, n = (statistics.median(values) for values in zip(*samples, strict=True))
+        print(_line(f"cold, index as the writer left it (median of {args.repeat})", wall,
+                    cpu, int(n)))  # fmt: skip
         for path in kept:
             path.unlink()
         wall, cpu, n = timed_child(here, root)

@@ -37,6 +37,14 @@ RUN_COLUMNS = (
     "verdict", "reasons", "floor", "path",
 )  # fmt: skip
 
+# Column kinds: the loader's DataFrame types (store._frame) and the index's encodings.
+FLOATS = ("accept_length", "ci_low", "ci_high", "ci_level", "accept_length_server_avg",
+          "accept_length_per_request", "server_reported_accept_length", "accuracy",
+          "output_throughput_tok_s", "duration_s", "floor")  # fmt: skip
+COUNTS = ("schema_version", "provenance.n_gpus", "n_requests", "n_finished", "n_planned",
+          "completion_tokens", "correct_drafts", "verify_steps")
+FLAGS = ("partial", "stopped_early")
+
 _EARLIEST, _LATEST = 1678, 2261  # what a pandas timestamp (ns) can hold
 
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+from array import array
 from collections.abc import Iterable, Iterator
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +27,17 @@ from harness.layout import (
     RUNS_DIR,
     default_results_dir,
 )
-from harness.record_row import RUN_COLUMNS, Skip, flatten_record, is_number, read_record_file
-from harness.runs_index import INDEXED, Columns, scan_suite
+from harness.record_row import (
+    COUNTS,
+    FLAGS,
+    FLOATS,
+    RUN_COLUMNS,
+    Skip,
+    flatten_record,
+    is_number,
+    read_record_file,
+)
+from harness.runs_index import INDEXED, scan_suite
 from harness.skips import report, reporting
 
 if TYPE_CHECKING:
@@ -54,8 +65,11 @@ def __getattr__(name: str) -> Any:
 # ---------------------------------------------------------------- bulk loading
 
 
-def _runs(root: Path, suite: str | None, skipped: list[str], use_index: bool) -> Columns:
-    """Columns (RUN_COLUMNS; path relative to root) of every run under root/runs."""
+Chunks = list[list[Any]]  # per RUN_COLUMNS column, its chunks (lists, or arrays of numbers)
+
+
+def _runs(root: Path, suite: str | None, skipped: list[str], use_index: bool) -> Chunks:
+    """Every run under root/runs, column by column (path relative to root)."""
     runs = root / RUNS_DIR
     note = lambda path, reason: report(skipped, path, reason)  # noqa: E731
     folders = []
@@ -69,32 +83,29 @@ def _runs(root: Path, suite: str | None, skipped: list[str], use_index: bool) ->
                 folders.append(Path(entry.path))
             else:
                 note(entry.path, "not a suite folder (ignored)")
-    columns: Columns = [[] for _ in RUN_COLUMNS]
+    chunks: Chunks = [[] for _ in RUN_COLUMNS]
     suite_at = INDEXED.index("suite")
     for folder in folders:
         found = scan_suite(folder, note, use_index)
-        prefix, own = f"{RUNS_DIR}/{folder.name}/", folder.name
-        misplaced = [i for i, name in enumerate(found.columns[suite_at]) if name != own]
+        columns, own = found.columns, folder.name
+        misplaced = [i for i, name in enumerate(columns[suite_at]) if name != own]
         for i in misplaced:
             note(folder / found.names[i] / RUN_FILE,
-                 f"suite.name {found.columns[suite_at][i]!r} is not its folder's "
-                 f"({folder.name!r})")  # fmt: skip
-        paths = [prefix + name for name in found.names]
+                 f"suite.name {columns[suite_at][i]!r} is not its folder's ({own!r})")
         if misplaced:
-            kept = sorted(set(range(len(paths))) - set(misplaced))
-            found.columns = [[column[i] for i in kept] for column in found.columns]
-            paths = [paths[i] for i in kept]
-        for target, values in zip(columns, [*found.columns, paths], strict=True):
-            target.extend(values)
-    return columns
+            kept = sorted(set(range(len(found.names))) - set(misplaced))
+            columns = [[column[i] for i in kept] for column in columns]
+            found.names = [found.names[i] for i in kept]
+        paths = [f"{RUNS_DIR}/{own}/{name}" for name in found.names]
+        for target, values in zip(chunks, [*columns, paths], strict=True):
+            target.append(values)
+    return chunks
 
 
-def _baselines(root: Path, skipped: list[str]) -> Columns:
+def _baselines(root: Path, skipped: list[str]) -> Chunks:
     folder = root / BASELINES_DIR
-    columns: Columns = [[] for _ in RUN_COLUMNS]
-    if not folder.is_dir():
-        return columns
-    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+    rows = []
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name) if folder.is_dir() else []:
         if entry.name.startswith("."):
             continue
         if not entry.name.endswith(".json") or not entry.is_file():
@@ -108,9 +119,8 @@ def _baselines(root: Path, skipped: list[str]) -> Columns:
             report(skipped, entry.path, str(why))
             continue
         row["path"] = f"{BASELINES_DIR}/{entry.name}"
-        for column, name in zip(columns, RUN_COLUMNS, strict=True):
-            column.append(row[name])
-    return columns
+        rows.append(row)
+    return [[[row[name] for row in rows]] for name in RUN_COLUMNS]
 
 
 def load_runs(
@@ -130,12 +140,12 @@ def load_runs(
     root = Path(root) if root is not None else default_results_dir()
     skipped: list[str] = []
     with reporting():
-        columns = _runs(root, suite, skipped, use_cache) if kind != "baseline" else \
+        chunks = _runs(root, suite, skipped, use_cache) if kind != "baseline" else \
             [[] for _ in RUN_COLUMNS]  # fmt: skip
         if kind != "run":
-            for column, extra in zip(columns, _baselines(root, skipped), strict=True):
+            for column, extra in zip(chunks, _baselines(root, skipped), strict=True):
                 column.extend(extra)
-    frame = _frame(dict(zip(RUN_COLUMNS, columns, strict=True)), str(root).rstrip("/") + "/")
+    frame = _frame(dict(zip(RUN_COLUMNS, chunks, strict=True)), str(root).rstrip("/") + "/")
     if suite is not None:
         frame = frame[frame["suite"] == suite]
     if kind is not None:
@@ -145,34 +155,33 @@ def load_runs(
     return frame
 
 
-FLOATS = ("accept_length", "ci_low", "ci_high", "ci_level", "accept_length_server_avg",
-          "accept_length_per_request", "server_reported_accept_length", "accuracy",
-          "output_throughput_tok_s", "duration_s", "floor")  # fmt: skip
-COUNTS = ("schema_version", "provenance.n_gpus", "n_requests", "n_finished", "n_planned",
-          "completion_tokens", "correct_drafts", "verify_steps")
-FLAGS = ("partial", "stopped_early")
-
-
 def _frame(table: dict[str, list[Any]], base: str) -> pd.DataFrame:
-    """The loader's DataFrame, built column by column with fixed conversions, so that a
+    """The loader's DataFrame from each column's chunks, with fixed conversions, so that a
     row has the same types whether it came from an index or from its run.json: numbers
     float64 (NaN for none), counts int64 (float64 when one is missing), flags bool
     (object when one is missing), times UTC timestamps, text as pandas infers it."""
     import numpy as np
     import pandas as pd
 
+    def floats(chunk: Any) -> Any:
+        if isinstance(chunk, array):
+            return np.frombuffer(chunk, dtype=float)
+        return np.array([np.nan if v is None else v for v in chunk], dtype=float)
+
     data: dict[str, Any] = {}
-    for name, values in table.items():
+    for name, chunks in table.items():
         if name in FLOATS:
-            data[name] = np.array([np.nan if v is None else v for v in values], dtype=float)
-        elif name in COUNTS or name in FLAGS:
+            data[name] = np.concatenate([floats(chunk) for chunk in chunks] or [floats([])])
+            continue
+        values = list(chain.from_iterable(chunks))
+        if name in COUNTS or name in FLAGS:
             try:
                 data[name] = np.array(values, dtype=np.int64 if name in COUNTS else bool)
                 if name in FLAGS and None in values:
                     raise TypeError
             except (TypeError, OverflowError):  # one is missing
-                data[name] = (np.array([np.nan if v is None else v for v in values], dtype=float)
-                              if name in COUNTS else np.array(values, dtype=object))  # fmt: skip
+                data[name] = (floats(values) if name in COUNTS
+                              else np.array(values, dtype=object))  # fmt: skip
         elif name in ("started_at", "finished_at"):
             data[name] = pd.to_datetime(values, utc=True, format="ISO8601")
         elif name == "path":
