@@ -358,3 +358,33 @@ def test_one_results_dir_definition(monkeypatch: pytest.MonkeyPatch, tmp_path: P
 
 def test_the_loader_reads_the_schema_the_writer_writes() -> None:
     assert 1 <= record.SCHEMA_VERSION <= READS_SCHEMA
+
+
+def _same(a: object, b: object) -> bool:
+    return (a is None and b != b) or (a == b and type(a) is type(b)) or (
+        isinstance(a, int) and not isinstance(a, bool) and isinstance(b, float) and a == b)
+
+
+def test_index_encodings_round_trip() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=4) \
+        | st.floats(allow_nan=False, allow_infinity=False)  # fmt: skip
+    numbers = st.none() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False,
+                                                                    allow_infinity=False)
+
+    @settings(max_examples=300, derandomize=True, deadline=None)
+    @given(st.lists(scalars, max_size=40), st.lists(numbers, max_size=40),
+           st.lists(st.integers(-(2**63), 2**63 - 1), max_size=40))
+    def round_trip(values: list, floats: list, stamps: list) -> None:
+        encoded = json.loads(json.dumps(runs_index._encode(values)))
+        assert [(v, type(v)) for v in runs_index._decode(encoded, len(values))] == \
+            [(v, type(v)) for v in values]  # fmt: skip
+        encoded = json.loads(json.dumps(runs_index._encode(floats, "d")))
+        decoded = list(runs_index._decode(encoded, len(floats)))
+        assert all(_same(a, b) or a == b for a, b in zip(floats, decoded, strict=True))
+        encoded = json.loads(json.dumps(runs_index._encode(stamps, "q")))
+        assert runs_index._decode(encoded, len(stamps)) == stamps
+
+    round_trip()
