@@ -9,8 +9,9 @@ call), timed from the parent:
   writer left it (snapshot + log, no load ever ran: the goal);
 - rebuild: the same with the index deleted (a store written by an older harness, or
   an index thrown away): every run.json parsed and validated, the index rewritten.
-Prints wall and CPU seconds (CPU says more on a shared machine) and the ratio to the goal. `--before PATH` times a checkout of the
-previous loader (e.g. a `git worktree` of the last commit before the index) the same way.
+Prints wall and CPU seconds (CPU says more on a shared machine) and the ratio to the
+goal. `--before PATH` times a checkout of the previous loader (e.g. a `git worktree` of
+the last commit before the index) the same way.
 """
 
 from __future__ import annotations

@@ -96,10 +96,6 @@ def _take(column: list[Any] | array, keep: list[int]) -> list[Any] | array:
     return array(column.typecode, values) if isinstance(column, array) else values
 
 
-def _push(column: list[Any] | array, value: Any) -> None:
-    column.append(math.nan if value is None and isinstance(column, array) else value)
-
-
 def _line(name: str, stamp: list[int], row: dict[str, Any]) -> str:
     return json.dumps([TAG, name, *stamp, *(row[column] for column in INDEXED)]) + "\n"
 
@@ -192,11 +188,11 @@ def _read(folder: Path, report: Report) -> _Index:
         result.rewrite = True
         return result
     width = len(INDEXED) + 4
-    for number, line in enumerate(lines, start=1):
-        try:
-            entry = json.loads(line)
-        except (ValueError, RecursionError):
-            entry = None
+    try:  # one parse for the whole log; line by line only to find a bad one
+        entries = json.loads("[" + ",".join(lines) + "]")
+    except (ValueError, RecursionError):
+        entries = [_parse_line(line) for line in lines]
+    for number, entry in enumerate(entries, start=1):
         if isinstance(entry, list) and entry and _other_version(entry[0]):
             result.rewrite = True  # written by another harness version: re-read, no message
             continue
@@ -207,6 +203,13 @@ def _read(folder: Path, report: Report) -> _Index:
         result.log[entry[1]] = entry[2:]
         result.log_lines += 1
     return result
+
+
+def _parse_line(line: str) -> Any:
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _other_version(tag: Any) -> bool:
@@ -265,12 +268,12 @@ def scan_suite(folder: Path, report: Report, use_index: bool = True,
         names = [known.names[i] for i in keep]
         columns = [_take(column, keep) for column in known.table]
     stamps: dict[str, Any] = {}  # name -> stamp, for runs not in the snapshot
+    rows: list[Any] = []  # their values
     for name, line in known.log.items():
         if name in listing and _stamp(base + name + "/" + RUN_FILE) == (line[0], line[1]):
             names.append(name)
             stamps[name] = line[:2]
-            for column, value in zip(columns, line[2:], strict=True):
-                _push(column, value)
+            rows.append(line[2:])
     fresh: list[str] = []
     for name in sorted(listing.difference(names)):
         if not os.path.isdir(base + name):
@@ -286,8 +289,12 @@ def scan_suite(folder: Path, report: Report, use_index: bool = True,
         fresh.append(_line(name, stamp, row))
         names.append(name)
         stamps[name] = stamp
-        for column, key in zip(columns, INDEXED, strict=True):
-            _push(column, row[key])
+        rows.append([row[key] for key in INDEXED])
+    for column, values in zip(columns, zip(*rows, strict=True), strict=False):
+        if isinstance(column, array):
+            column.extend(math.nan if value is None else value for value in values)
+        else:
+            column.extend(values)
     for path, reason in sorted(problems):
         report(path, reason)
     runs = SuiteRuns(names, columns)
