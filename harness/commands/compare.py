@@ -26,8 +26,8 @@ class CompareCommand:
         parser.formatter_class = argparse.RawDescriptionHelpFormatter
         parser.epilog = (
             SELECTOR_HELP + "\n\nThe difference is B - A, under the accept-length definition "
-            "both sides give (server_avg or per_request); with --fail-on-drop the exit code "
-            "is 1 when B is significantly below A (one-sided, at --alpha)."
+            "both sides give\n(server_avg or per_request); with --fail-on-drop the exit code "
+            "is 1 when B is\nsignificantly below A (one-sided, at --alpha)."
         )
         parser.add_argument("a", help="side A (see below)")
         parser.add_argument("b", help="side B (see below)")
