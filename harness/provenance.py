@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import re
 import shutil
 import socket
 import subprocess
@@ -20,13 +19,10 @@ from pathlib import Path
 from harness import __version__
 from harness.preflight import driver_version
 from harness.record import GPUInfo, Provenance
+from harness.secrets import is_secret_name, redact_argv, redact_url
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ENV_PREFIXES = ("CUDA_", "SGLANG_", "HARNESS_", "NCCL_", "TORCH_", "OMP_", "HF_HUB_OFFLINE")
-SECRET_WORDS = re.compile(r"TOKEN|SECRET|KEY|PASSWORD|PASSWD|AUTH|CREDENTIAL|COOKIE", re.I)
-SECRET_FLAGS = ("--api-key", "--admin-api-key", "--hf-token", "--token")
-REDACTED = "<redacted>"
-_URL_USERINFO = re.compile(r"://[^/@\s]+@")
 
 _PROBE = """
 import importlib.metadata as m, importlib.util as u, json, pathlib, re
@@ -45,43 +41,14 @@ print(json.dumps(out))
 """
 
 
-def is_secret_name(name: str) -> bool:
-    return bool(SECRET_WORDS.search(name))
-
-
 def safe_env(env: Mapping[str, str], extra_names: Iterable[str] = ()) -> dict[str, str]:
     """Allow-listed variables only; anything that looks like a credential is dropped."""
     wanted = set(extra_names)
     return {
-        name: value
+        name: redact_url(value)
         for name, value in sorted(env.items())
         if (name in wanted or name.startswith(ENV_PREFIXES)) and not is_secret_name(name)
     }
-
-
-def redact_argv(argv: Sequence[str]) -> list[str]:
-    out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
-            continue
-        flag, sep, _ = arg.partition("=")
-        if flag in SECRET_FLAGS:
-            if sep:
-                out.append(f"{flag}={REDACTED}")
-            else:
-                out.append(arg)
-                hide_next = True
-            continue
-        out.append(redact_url(arg))
-    return out
-
-
-def redact_url(text: str) -> str:
-    """`git+https://user:TOKEN@host/...` -> `git+https://<redacted>@host/...`."""
-    return _URL_USERINFO.sub(f"://{REDACTED}@", text)
 
 
 def harness_git() -> tuple[str | None, bool | None]:

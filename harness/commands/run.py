@@ -25,6 +25,11 @@ class RunCommand:
         add_results_option(parser)
         parser.add_argument("--engine-python", metavar="PATH",
                             help="interpreter of the reference engine's environment")
+        parser.add_argument("--target-model", metavar="ID_OR_PATH",
+                            help="serve this target instead of the suite's (required when the "
+                            "suite's target has no public id and its variable is unset)")
+        parser.add_argument("--draft-model", metavar="ID_OR_PATH",
+                            help="serve this draft instead of the suite's")
         parser.add_argument("--label", help="a tag recorded with the run (e.g. pre-fix)")
         parser.add_argument("--sequential", action="store_true",
                             help="stop as soon as the verdict is settled at the suite's "
@@ -41,6 +46,7 @@ class RunCommand:
             results_dir=args.results, sglang=args.sglang, patch=args.patch,
             dry_run=args.dry_run, engine_python=args.engine_python, label=args.label,
             plot=not args.no_plot, sequential=args.sequential, progress=not args.no_progress,
+            target_model=args.target_model, draft_model=args.draft_model,
         )
         if args.patch is not None or args.sglang is not None:
             from harness.build import parse_build_spec
