@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -124,9 +125,14 @@ def winsorize(
     """
     if not clip_sd or len(values) < 3:
         return values
-    medians = np.array(
-        [np.median(values[max(0, i - half_width) : i + half_width + 1]) for i in range(len(values))]
-    )
+    values = np.asarray(values, dtype=float)
+    n, width = len(values), 2 * half_width + 1
+    medians = np.empty(n)
+    if n >= width:
+        medians[half_width : n - half_width] = np.median(
+            np.lib.stride_tricks.sliding_window_view(values, width), axis=1)
+    for i in [*range(min(half_width, n)), *range(max(half_width, n - half_width), n)]:
+        medians[i] = statistics.median(values[max(0, i - half_width) : i + half_width + 1])
     return np.clip(values, medians - clip_sd * sd, medians + clip_sd * sd)
 
 
@@ -135,16 +141,18 @@ def _best_split(values: np.ndarray, var: np.ndarray, min_segment: int) -> tuple[
     weights = 1.0 / var
     cum_w = np.cumsum(weights)
     cum_wx = np.cumsum(weights * values)
-    total_w, total_wx = cum_w[-1], cum_wx[-1]
-    best_k, best_z = -1, 0.0
-    for k in range(min_segment, len(values) - min_segment + 1):
-        w_left, w_right = cum_w[k - 1], total_w - cum_w[k - 1]
-        mean_left = cum_wx[k - 1] / w_left
-        mean_right = (total_wx - cum_wx[k - 1]) / w_right
-        z = (mean_right - mean_left) / math.sqrt(1 / w_left + 1 / w_right)
-        if abs(z) > abs(best_z):
-            best_k, best_z = k, z
-    return best_k, best_z
+    k = np.arange(min_segment, len(values) - min_segment + 1)
+    if k.size == 0:
+        return -1, 0.0
+    w_left = cum_w[k - 1]
+    w_right = cum_w[-1] - w_left
+    mean_left = cum_wx[k - 1] / w_left
+    mean_right = (cum_wx[-1] - cum_wx[k - 1]) / w_right
+    z = (mean_right - mean_left) / np.sqrt(1 / w_left + 1 / w_right)
+    best = int(np.argmax(np.abs(z)))  # the first of equal maxima
+    if z[best] == 0:
+        return -1, 0.0
+    return int(k[best]), float(z[best])
 
 
 def _weighted_mean(values: np.ndarray, var: np.ndarray) -> float:

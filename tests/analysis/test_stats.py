@@ -245,3 +245,21 @@ def test_waves_waste_no_tokens_while_pipelining_does() -> None:
     assert waves.verdict == piped.verdict == "pass" and waves.requests == piped.requests == 50
     assert waves.tokens == tokens[:50].sum()
     assert piped.tokens > waves.tokens  # requests 51..128 ran in flight and are thrown away
+
+
+def test_power_spread_uses_the_metric_numerators(results) -> None:  # type: ignore[no-untyped-def]
+    from harness.commands.power import recorded_spread
+    from harness.store import read_requests
+    from tests.analysis.records import make_run
+
+    run = make_run(results, 5.5, n=50, suite="gemma4_dflash_31b", floor=5.4)
+    rows = read_requests(run)
+    tokens = [r["completion_tokens"] for r in rows]
+    steps = [r["verify_steps"] for r in rows]
+    server, used = recorded_spread(results, "gemma4_dflash_31b", "server_avg", 5)
+    per_request, _ = recorded_spread(results, "gemma4_dflash_31b", "per_request", 5)
+    assert len(used) == 1
+    # these rows carry no correct_drafts (v1): server_avg falls back to completion - 1
+    assert server == pytest.approx(stats.prompt_sd([t - 1 for t in tokens], steps))
+    assert per_request == pytest.approx(stats.prompt_sd(tokens, steps))
+    assert server != pytest.approx(per_request)
