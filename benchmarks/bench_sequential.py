@@ -55,6 +55,26 @@ def replay_case(
             "requests": float(np.mean(used))}  # fmt: skip
 
 
+def error_rates(sd: float, runs: int, seed: int) -> dict[str, float]:
+    """At true == floor: P(early fail), P(early pass), P(fail) sequential and fixed."""
+    import numpy as np
+
+    from harness.simulate import simulate_prompts
+    from harness.stats import SequentialRule
+
+    rng = np.random.default_rng(seed)
+    rule = SequentialRule(floor=FLOOR, alpha=0.05, beta=0.2, max_n=QUESTIONS)
+    counts = {"early fail": 0, "early pass": 0, "fail": 0, "fixed fail": 0}
+    for _ in range(runs):
+        tokens, steps = simulate_prompts(QUESTIONS, FLOOR, prompt_sd=sd, seed=rng)
+        verdict, used = rule.first_decision(tokens, steps)
+        if used < QUESTIONS:
+            counts[f"early {verdict}"] += 1
+        counts["fail"] += verdict == "fail"
+        counts["fixed fail"] += rule.fixed_verdict(tokens, steps) == "fail"
+    return {key: value / runs for key, value in counts.items()}
+
+
 def synthetic(accept: float, sd: float) -> Callable[[object], tuple[list[int], list[int]]]:
     from harness.simulate import simulate_prompts
 
@@ -104,15 +124,25 @@ def main(argv: list[str] | None = None) -> int:
           f"(early pass); {args.reps} replays per case. tokens: mean share of the fixed "
           "protocol's tokens (p90: 90th percentile); wall: mean time / fixed protocol's time; "
           "agree: same verdict as the fixed protocol.")  # fmt: skip
-    worst = 0.0
-    for sd in (0.75, 1.0):
+    worst = {}
+    for sd in (0.75, 1.0, 1.29):
         print(f"\nwaves of 50 at concurrency {CONCURRENCY}, per-prompt sd {sd}")
         print(HEADER)
         for i, offset in enumerate(OFFSETS):
             r = replay_case(synthetic(FLOOR + offset, sd), FLOOR, args.reps, seed=i)
             if abs(offset) >= 0.3:
-                worst = max(worst, r["tokens"]) if r["agree"] >= 0.99 else 1.0
+                share = r["tokens"] if r["agree"] >= 0.99 else 1.0
+                worst[sd] = max(worst.get(sd, 0.0), share)
             print_row(f"true - floor {offset:+.1f}", r)
+    runs = 5 * args.reps
+    print(f"\nerror rates at true == floor, {runs} runs (bounds: early fail <= alpha 0.05, "
+          "early pass <= beta 0.2)")
+    print(f"{'sd':>6} {'early fail':>11} {'early pass':>11} {'P(fail) seq':>12} "
+          f"{'P(fail) fixed':>14}")  # fmt: skip
+    for sd in (0.75, 1.0, 1.29):
+        e = error_rates(sd, runs, seed=17)
+        print(f"{sd:>6} {100 * e['early fail']:>10.1f}% {100 * e['early pass']:>10.1f}% "
+              f"{100 * e['fail']:>11.1f}% {100 * e['fixed fail']:>13.1f}%")  # fmt: skip
     print("\ndispatch and wave size at true - floor -0.3 / +0.3 (sd 0.75)")
     print(HEADER)
     for label, kwargs in (("waves of 50 (chosen)", {}),
@@ -140,10 +170,13 @@ def main(argv: list[str] | None = None) -> int:
 
             print_row(f"true - floor {offset:+.1f}",
                       replay_case(draw, figure - offset, args.reps, seed=11))  # fmt: skip
-    goal = "met" if worst <= 0.5 else "NOT met"
-    print(f"\nlargest mean token share at >= 0.3 from the floor (synthetic, sd <= 1.0): "
-          f"{100 * worst:.1f}% (goal <= 50% with the fixed verdict: {goal}); "
-          f"{time.perf_counter() - began:.1f} s")
+    print()
+    for sd, share in worst.items():
+        goal = "met" if share <= 0.5 else "NOT met"
+        print(f"per-prompt sd {sd}: largest mean token share at >= 0.3 from the floor "
+              f"{100 * share:.1f}% (goal <= 50% with the fixed verdict, agreement >= 99%: "
+              f"{goal})")
+    print(f"{time.perf_counter() - began:.1f} s")
     return 0
 
 

@@ -21,6 +21,8 @@ before/after levels. A drop alarms while it is open: the latest segment is still
 least `min_shift` under the level before the drop. Only runs of the latest suite
 document (`suite_sha256`) form a history, so editing a suite on purpose starts afresh,
 and only the last `window` runs are looked at, so an accepted drop ages out.
+Kept over ruptures and apache-otava after `benchmarks/bench_trend.py` (docs/nightly-ci.md).
+The nightly summary table is `harness.trend_report`.
 """
 
 from __future__ import annotations
