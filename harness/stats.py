@@ -299,9 +299,9 @@ class SequentialRule:
 
     Looks are at every `wave` requests and at `max_n` (`looks`); the driver sends exactly
     up to the next look, waits for all of it, and calls `decide` with those requests in
-    submission order. At an early look the statistic is the skew-corrected t
-    (`skew_corrected_z`) of X_i = tokens_i - floor * steps_i, whose mean is > 0 exactly
-    when the true ratio is above the floor:
+    submission order (at any other count `decide` returns None). At an early look the
+    statistic is the skew-corrected t (`skew_corrected_z`) of X_i = tokens_i - floor *
+    steps_i, whose mean is > 0 exactly when the true ratio is above the floor:
     - "fail" when it is below -t_{1 - alpha/K}: P(an early "fail" | true >= floor) <= alpha;
     - "pass" when it is above t_{1 - beta/K}: P(an early "pass" | true <= floor) <= beta;
       (K early looks, Bonferroni: the bound holds however the looks are correlated);
@@ -345,7 +345,7 @@ class SequentialRule:
         if n >= self.max_n:
             return self.fixed_verdict(tokens[: self.max_n], steps[: self.max_n])
         if n not in self.looks():
-            raise ValueError(f"{n} requests is not a look of this rule {self.looks()}")
+            return None  # not a planned look: the error rates hold only at the looks
         t, s = _arrays(tokens, steps)
         z = float(skew_corrected_z(t - self.floor * s))
         fail_at, pass_at = self.critical_values(n)
