@@ -16,6 +16,7 @@ from harness.record import (
     Verdict,
     new_run_id,
 )
+from harness.simulate import simulate_prompts
 from harness.store import save_run
 
 SUITE_DOCUMENT = {
@@ -42,7 +43,7 @@ def make_run(
     floor: float = 2.0,
 ) -> Path:
     """Write one synthetic run (record + request rows) under `root`; returns its folder."""
-    tokens, steps = stats.simulate_prompts(n, accept_length, prompt_sd=0.4, seed=seed)
+    tokens, steps = simulate_prompts(n, accept_length, prompt_sd=0.4, seed=seed)
     estimate = stats.accept_length(tokens, steps)
     histogram = [int(steps.sum() * 0.3), int(steps.sum() * 0.3), int(steps.sum() * 0.4)]
     rows = [
