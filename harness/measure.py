@@ -20,7 +20,7 @@ A missing figure is an error, never a pass.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness import stats
@@ -35,19 +35,13 @@ DISAGREEMENT_TOLERANCE = 0.05
 
 
 def numerator(row: Any, metric: str) -> int:
-    """Request `row`'s numerator under `metric` (a RequestRow or a dict of its fields)."""
-    get = row.get if isinstance(row, dict) else lambda key, default=None: getattr(
-        row, key, default)
-    tokens, steps = int(get("completion_tokens")), int(get("verify_steps"))
-    if metric == "per_request":
-        return tokens
-    if metric != "server_avg":
-        raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
-    if steps == 0:
-        return 0
-    correct = get("correct_drafts")
-    # Rows of records made before correct drafts were kept: the prefill token left out.
-    return int(correct) + steps if correct is not None else max(tokens - 1, 0)
+    """Request `row`'s numerator under `metric` (a RequestRow or a dict of its fields);
+    the definition itself is `stats.numerator`."""
+    fields = row if isinstance(row, Mapping) else row.model_dump()
+    value = stats.numerator(fields, metric)  # type: ignore[arg-type]
+    if value is None:
+        raise MissingMetric(f"request {fields.get('index')}: no counts for metric {metric}")
+    return value
 
 
 def numerators(rows: Sequence[Any], metric: str) -> list[int]:

@@ -263,9 +263,11 @@ def _launch_and_measure(run: _Run, engine: Any, gpus: Any, fit: Any) -> Verdict:
 
 
 def _rule_settings(suite: Suite) -> dict[str, Any]:
-    floors = suite.floors
+    floors, rule = suite.floors, _stop_rule(suite).rule
     return {"alpha": floors.alpha, "beta": floors.beta, "floor": floors.accept_length,
-            "metric": floors.metric, "concurrency": suite.workload.concurrency}
+            "metric": floors.metric, "wave": rule.wave,
+            # requests in flight: the suite's concurrency, at most one wave
+            "in_flight": min(rule.wave, suite.workload.concurrency)}
 
 
 @dataclass
@@ -276,10 +278,7 @@ class _Sequential:
     metric: str
 
     def looks(self, max_n: int) -> list[int]:
-        if hasattr(self.rule, "looks"):
-            return list(self.rule.looks(max_n))
-        wave = max(self.rule.min_n, 1)
-        return [*range(wave, max_n, wave), max_n]
+        return list(self.rule.looks(max_n))
 
     def decide_rows(self, rows: Sequence[RequestRow]) -> str | None:
         from harness.measure import numerators, steps_of

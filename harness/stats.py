@@ -70,9 +70,11 @@ def numerator(row: Mapping[str, Any], metric: Metric) -> int | None:
     if metric != "server_avg":
         raise ValueError(f"unknown metric {metric!r} (server_avg or per_request)")
     drafts, steps = row.get("correct_drafts"), row.get("verify_steps")
+    if steps == 0:
+        return 0  # ended at prefill: no verify step, nothing counted by the server
     if drafts is not None and steps is not None:
         return int(drafts) + int(steps)
-    return None if tokens is None else int(tokens) - 1
+    return None if tokens is None else max(int(tokens) - 1, 0)
 
 
 def metric_pairs(rows: Sequence[Mapping[str, Any]], metric: Metric) -> tuple[list[int], list[int]]:

@@ -151,7 +151,9 @@ class Floors(_Strict):
     metric: Metric = "server_avg"
     accuracy: float | None = Field(default=None, ge=0.0, le=1.0)
     strict: bool = False  # True: the figure must exceed the floor (SGLang's `>`)
-    # error rates of the one-sided test and of sequential stopping (`harness power`)
+    # False-fail / false-pass rates: bounds on the sequential rule's early verdicts and the
+    # rates `harness power` sizes margins for (docs/statistics.md). The fixed gate itself is
+    # the point estimate against the floor; these never change its verdict.
     alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
     beta: float = Field(default=0.2, gt=0.0, lt=0.5)
 
