@@ -104,3 +104,19 @@ def make_reference_repo(path: Path, policy: str = "fixed", noise: float = 0.0) -
 def write_reference_config(repo: Path, policy: str, noise: float) -> None:
     (repo / "reference-build.toml").write_text(
         f'attention_policy = "{policy}"\ndraft_noise = {noise}\n')
+
+
+# A backend that reports its pid in $SLOW_BACKEND_PID, then hangs: a build to interrupt.
+SLOW_BACKEND = BACKEND.replace(
+    "def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):\n",
+    "def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):\n"
+    "    import os, time\n"
+    "    pathlib.Path(os.environ['SLOW_BACKEND_PID']).write_text(str(os.getpid()))\n"
+    "    time.sleep(120)\n")
+
+
+def make_slow_sglang_repo(path: Path) -> Path:
+    repo = make_sglang_repo(path, "0.9.0")
+    (repo / "python" / "backend.py").write_text(SLOW_BACKEND)
+    commit_all(repo, "slow backend")
+    return repo
