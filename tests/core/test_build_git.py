@@ -262,3 +262,51 @@ def test_garbage_patch(tmp_path: Path, checkout_and_patch: tuple[Path, Path]) ->
     resolved = resolve_build(parse_build_spec(str(checkout), garbage))
     with pytest.raises(EngineError, match=r"garbage\.diff"):
         snapshot_source(resolved, tmp_path / "copy")
+
+
+def test_exact_head_state_only_at_the_root(repo: Path) -> None:
+    head = git(repo, "rev-parse", "HEAD")
+    assert gitrepo.head_state(repo / "python", exact=True) == (None, None)
+    assert gitrepo.head_state(repo / "python") == (head, False)
+    assert gitrepo.head_state(repo, exact=True) == (head, False)
+    set_version(repo, "0.0.5")
+    assert gitrepo.head_state(repo) == (head, True)
+
+
+def test_editable_install_is_its_folder(repo: Path, harness_cache: Path) -> None:
+    """No harness build note: an editable sglang runs its folder's code, so that folder's
+    commit is the build's; a plain install has only what its metadata says."""
+    from harness.build import EnvironmentFacts
+    from harness.build.sglang_env import build_info
+
+    head = git(repo, "rev-parse", "HEAD")
+    editable = EnvironmentFacts(
+        python="/env/bin/python", versions={"sglang": "0.0.1"},
+        direct_url={"url": f"file://{repo / 'python'}", "dir_info": {"editable": True}})
+    info = build_info(parse_build_spec(None), editable)
+    assert (info.git_sha, info.git_dirty, info.version, info.spec) == (head, False, "0.0.1", None)
+    vcs = EnvironmentFacts(
+        python="/env/bin/python", versions={"sglang": "0.5.23"},
+        direct_url={"url": "https://tok@github.com/sgl-project/sglang",
+                    "vcs_info": {"vcs": "git", "commit_id": "a" * 40}})
+    info = build_info(parse_build_spec(None), vcs)
+    assert info.git_sha == "a" * 40 and info.git_dirty is None
+    assert info.direct_url["url"] == "https://<redacted>@github.com/sgl-project/sglang"
+
+
+def test_commits_between_two_refs(repo: Path) -> None:
+    good = git(repo, "rev-parse", "HEAD")
+    shas = []
+    for n in range(2, 5):
+        set_version(repo, f"0.0.{n}")
+        if n == 3:
+            (repo / "README").write_text("docs only\n")
+            git(repo, "checkout", "-q", "--", "python")  # this commit leaves python/ alone
+        shas.append(commit_all(repo, f"step {n}"))
+    commits = gitrepo.commits_between(repo, good, "main")
+    assert [c.sha for c in commits] == shas
+    assert [c.subject for c in commits] == ["step 2", "step 3", "step 4"]
+    assert all(c.author_date[:4].isdigit() for c in commits)
+    touching = gitrepo.commits_between(repo, good, "main", paths=("python",))
+    assert [c.sha for c in touching] == [shas[0], shas[2]]
+    assert gitrepo.commits_between(repo, "main", "main") == []
