@@ -31,8 +31,6 @@ from harness.suite import (
 )
 
 PORT_PLACEHOLDER = 30000
-REFERENCE_BUILD_PREFIX = "reference:"
-REFERENCE_GRAMMAR = "reference:policy=fixed|legacy|regressed[,noise=X]"
 
 
 @dataclass
@@ -43,6 +41,7 @@ class PreparedEngine:
     adapter: EngineAdapter
     models: Models | None  # what the server is asked to serve
     checkpoints: tuple[Path, Path] | None = None  # the reference engine's target, draft
+    facts: builds.EnvironmentFacts | None = None  # the engine environment, probed once
 
     def command(self, host: str, port: int) -> list[str]:
         return self.adapter.launch_command(self.suite, self.python, host, port, self.models,
@@ -58,48 +57,38 @@ class PreparedEngine:
         return self.models.draft_revision if self.models else None
 
 
-def with_build_spec(loaded: LoadedSuite, spec: str | None) -> LoadedSuite:
-    """Apply a build spec that is a reference-engine build (`reference:policy=...`): its
-    values replace the suite's engine settings, and the recorded document shows them.
+@dataclass(frozen=True)
+class ChosenBuild:
+    """The build a run tests: the parsed spec, and for a reference-engine build the
+    settings it changes (inline, or read from a repository at a commit)."""
 
-    A spec that does not apply to the suite's engine is bad input: `reference:...` on an
-    SGLang suite, an SGLang build (pip requirement, git URL, checkout) on a reference suite.
-    """
-    if not spec:
-        return loaded
-    is_reference_spec = spec.startswith(REFERENCE_BUILD_PREFIX)
-    if not isinstance(loaded.suite.engine, ReferenceEngine):
-        if is_reference_spec:
-            raise BadInput(f"build {spec!r} is a reference-engine build, but suite "
-                           f"{loaded.suite.name} runs SGLang (give sglang==X, a git URL or a "
-                           "checkout)")
-        return loaded
-    if not is_reference_spec:
-        raise BadInput(f"build {spec!r} does not apply to suite {loaded.suite.name}, which runs "
-                       f"the CPU reference engine; its builds are {REFERENCE_GRAMMAR}")
-    keys = {"policy": "attention_policy", "noise": "draft_noise"}
-    overrides: dict[str, Any] = {}
-    for part in filter(None, spec.removeprefix(REFERENCE_BUILD_PREFIX).split(",")):
-        key, _, value = part.partition("=")
-        if key.strip() not in keys or not value:
-            raise BadInput(f"build {spec!r}: expected {REFERENCE_GRAMMAR}")
-        name = keys[key.strip()]
-        overrides[name] = value.strip() if name == "attention_policy" else _number(value, spec)
+    spec: builds.BuildSpec
+    reference: builds.ReferenceBuild | None = None
+
+
+def choose_build(loaded: LoadedSuite, options: Any) -> tuple[LoadedSuite, ChosenBuild]:
+    """Parse the run's build spec against the suite's engine (exit 2 when it does not
+    parse or does not apply) and apply a reference build's settings to the suite, so the
+    recorded document shows the values used."""
+    suite = loaded.suite
+    if isinstance(suite.engine, SGLangEngine):
+        spec = options.sglang
+        if spec is None and options.patch is None and \
+                builds.probe_environment(sys.executable).sglang_version is None:
+            spec = suite.engine.default_build  # nothing installed here: the suite's default
+        return loaded, ChosenBuild(builds.parse_build_spec(spec, options.patch, engine="sglang"))
+    build = builds.parse_build_spec(options.sglang, options.patch, engine="reference")
+    reference = builds.resolve_reference_build(build)
+    if not reference.overrides:
+        return loaded, ChosenBuild(build, reference)
     document = json.loads(json.dumps(loaded.document))
-    document["engine"] = {**document["engine"], **overrides}
+    document["engine"] = {**document["engine"], **reference.overrides}
     try:
-        suite = Suite.model_validate(document)
+        changed = Suite.model_validate(document)
     except ValueError as error:
-        raise BadInput(f"build {spec!r}: {error}") from None
-    return LoadedSuite(suite=suite, path=loaded.path, sha256=document_sha256(document),
-                       document=document)
-
-
-def _number(value: str, spec: str) -> float:
-    try:
-        return float(value)
-    except ValueError:
-        raise BadInput(f"build {spec!r}: noise must be a number, got {value!r}") from None
+        raise BadInput(f"build {build.text!r}: {error}") from None
+    return (LoadedSuite(suite=changed, path=loaded.path, sha256=document_sha256(document),
+                        document=document), ChosenBuild(build, reference))
 
 
 def models(suite: Suite, options: Any) -> Models | None:
@@ -124,27 +113,22 @@ def _reference_dirs() -> tuple[Path, Path]:
     return root / "target", root / "draft"
 
 
-def _sglang_spec(suite: Suite, options: Any) -> builds.BuildSpec:
-    assert isinstance(suite.engine, SGLangEngine)
-    spec = options.sglang
-    if spec is None and builds.installed_version(sys.executable, "sglang")[0] is None:
-        spec = suite.engine.default_build  # nothing installed here: test the suite's default
-    return builds.parse_build_spec(spec, options.patch)
-
-
-def prepare_engine(suite: Suite, options: Any, models: Models | None) -> PreparedEngine:
+def prepare_engine(suite: Suite, options: Any, models: Models | None,
+                   chosen: ChosenBuild) -> PreparedEngine:
     """Make (or find) the engine's environment and checkpoints; the heavy part of a run."""
     adapter = adapter_for(suite.engine.kind)
     if isinstance(suite.engine, SGLangEngine):
-        python, info = builds.prepare_sglang(_sglang_spec(suite, options))
-        return PreparedEngine(suite, info, python, adapter, models)
+        prepared = builds.prepare(chosen.spec)
+        return PreparedEngine(suite, prepared.info, prepared.python, adapter, models,
+                              facts=prepared.facts)
     from harness.engines.reference.checkpoints import ensure_checkpoints
 
-    python, info = builds.prepare_reference(options.engine_python)
+    prepared = builds.prepare_reference_env(options.engine_python, chosen.reference)
     checkpoints = ((Path(models.target), Path(models.draft)) if models
-                   else ensure_checkpoints(python, builds.cache_root()))
-    return PreparedEngine(suite, info, python, adapter,
-                          Models(str(checkpoints[0]), str(checkpoints[1])), checkpoints)
+                   else ensure_checkpoints(prepared.python, builds.cache_root()))
+    return PreparedEngine(suite, prepared.info, prepared.python, adapter,
+                          Models(str(checkpoints[0]), str(checkpoints[1])), checkpoints,
+                          prepared.facts)
 
 
 def attention_table(loaded: LoadedSuite, engine: PreparedEngine) -> list[LayerRow] | None:
@@ -170,26 +154,15 @@ def attention_table(loaded: LoadedSuite, engine: PreparedEngine) -> list[LayerRo
             from harness.audit.source import checkout_source
 
             config, _ = load_draft_config(engine.draft_config, engine.draft_revision)
-            layers = audit_for_build(config, checkout_source(_sglang_parent(engine.python)))
+            parent = engine.facts.sglang_parent if engine.facts else None
+            if parent is None:
+                raise EngineError(f"cannot locate sglang's package folder in {engine.python}")
+            layers = audit_for_build(config, checkout_source(parent))
     except HarnessError:
         if expected is not None:
             raise
         return None
     return [LayerRow.model_validate(layer.to_dict()) for layer in layers]
-
-
-def _sglang_parent(python: str) -> str:
-    """The folder holding the engine environment's `sglang/` package, found without
-    importing it (find_spec of a top-level package runs none of its code)."""
-    import subprocess
-
-    probe = ("import importlib.util, pathlib; s = importlib.util.find_spec('sglang'); "
-             "print(pathlib.Path(list(s.submodule_search_locations)[0]).parent)")
-    try:
-        return subprocess.run([python, "-c", probe], capture_output=True, text=True,
-                              timeout=60, check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError) as error:
-        raise EngineError(f"cannot locate sglang in {python}: {error}") from None
 
 
 def contract_differences(suite: Suite, attention: Sequence[LayerRow] | None) -> list[str]:
@@ -246,7 +219,7 @@ def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequenc
     from harness import provenance as collect
 
     used = [g for g in gpus if fit is not None and g.index in fit.devices]
-    return collect.collect(engine.python if engine else None, used,
+    return collect.collect(engine.facts if engine else None, used,
                            server_env(loaded.suite, fit),
                            getattr(data, "source", None), getattr(data, "sha256", None),
                            loaded.suite.workload.seed)
@@ -266,21 +239,21 @@ def draw_plot(run_dir: Path, results_dir: Path) -> Path | None:
 # ---------------------------------------------------------------- the dry run
 
 
-def _dry_run_command(suite: Suite, options: Any) -> list[str]:
+def _dry_run_command(suite: Suite, options: Any, chosen: ChosenBuild) -> list[str]:
     adapter = adapter_for(suite.engine.kind)
     if isinstance(suite.engine, SGLangEngine):
-        build = _sglang_spec(suite, options)
-        python = (sys.executable if build.kind == "installed"
-                  else str(builds.cache_root() / "envs" / f"sglang-{build.key}" / "bin" / "python"))
+        python = builds.planned_python(chosen.spec)
         try:
-            chosen = models(suite, options)
+            chosen_models = models(suite, options)
         except BadInput:  # a model from an unset variable: show where it would come from
-            chosen = Models(_placeholder(suite.target), _placeholder(suite.draft),
-                            suite.target.revision if suite.target else None,
-                            suite.draft.revision if suite.draft else None)
-        return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER, chosen)
-    chosen = models(suite, options)
-    dirs = (Path(chosen.target), Path(chosen.draft)) if chosen else _reference_dirs()
+            chosen_models = Models(_placeholder(suite.target), _placeholder(suite.draft),
+                                   suite.target.revision if suite.target else None,
+                                   suite.draft.revision if suite.draft else None)
+        return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER,
+                                      chosen_models)
+    chosen_models = models(suite, options)
+    dirs = ((Path(chosen_models.target), Path(chosen_models.draft)) if chosen_models
+            else _reference_dirs())
     python = options.engine_python or sys.executable
     return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER, None, dirs)
 
@@ -290,7 +263,7 @@ def _placeholder(ref: Any) -> str:
     return f"${model.env}" if hasattr(model, "env") else str(model)
 
 
-def describe(loaded: LoadedSuite, options: Any, fit: Fit) -> list[str]:
+def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild) -> list[str]:
     """What a run of this suite does, for `--dry-run` and for a skipped run."""
     from harness.suite import METRIC_DEFINITIONS
 
@@ -300,7 +273,8 @@ def describe(loaded: LoadedSuite, options: Any, fit: Fit) -> list[str]:
     lines = [
         f"suite      {suite.name} ({loaded.path}, sha256 {loaded.sha256[:12]})",
         f"topology   {fit.reason}",
-        f"launch     {shlex.join(redact_command(_dry_run_command(suite, options), suite))}",
+        f"build      {redact_url(chosen.spec.text or 'as installed')}",
+        f"launch     {shlex.join(redact_command(_dry_run_command(suite, options, chosen), suite))}",
         f"           (port {PORT_PLACEHOLDER} stands for a free port chosen at launch)",
     ]
     if suite.engine.kind == "sglang":

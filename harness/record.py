@@ -52,6 +52,13 @@ class BuildInfo(_Record):
     patch_sha256: str | None = None
     python: str | None = None  # the engine environment's interpreter
     options: dict[str, Any] = Field(default_factory=dict)  # e.g. attention policy, noise
+    git_dirty: bool | None = None  # the installed source had uncommitted changes
+    source_hash: str | None = None  # "git-tree:<id>" | "sha256:<hex>" of the installed source
+    ref: str | None = None  # the ref asked for (branch/tag) before resolving to git_sha
+    build_key: str | None = None  # cache entry envs/sglang-<key>
+    direct_url: dict[str, Any] | None = None  # PEP 610 direct_url.json (credentials redacted)
+    freeze_sha256: str | None = None  # sha256 of the engine environment's dependency listing
+    freeze_path: str | None = None  # that listing, beside the record (engine-freeze.txt)
 
 
 class GPUInfo(_Record):
@@ -68,7 +75,11 @@ class Provenance(_Record):
     python: str
     platform: str
     hostname: str | None = None
+    cpu: str | None = None  # CPU model name
+    cpu_isa: list[str] = Field(default_factory=list)  # vector-instruction flags it has
+    cpu_count: int | None = None
     torch: str | None = None
+    transformers: str | None = None
     cuda: str | None = None
     driver: str | None = None
     gpus: list[GPUInfo] = Field(default_factory=list)

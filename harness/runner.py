@@ -159,23 +159,23 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
     from harness import plan as planning
     from harness import preflight
 
-    loaded = planning.with_build_spec(loaded, options.sglang)
+    loaded, chosen = planning.choose_build(loaded, options)
     suite = loaded.suite
     gpus = preflight.gpu_inventory()
     fit = preflight.check_fit(suite.topology, gpus, options.gpu_devices)
     if options.dry_run:
         return RunOutcome("skipped" if not fit.fits else "pass", ExitCode.PASS,
-                          [fit.reason], plan=planning.describe(loaded, options, fit))
+                          [fit.reason], plan=planning.describe(loaded, options, fit, chosen))
     if not fit.fits:
         return RunOutcome("skipped", ExitCode.SKIPPED, [fit.reason],
-                          plan=planning.describe(loaded, options, fit))
+                          plan=planning.describe(loaded, options, fit, chosen))
     models = planning.models(suite, options)  # bad input ends here, before a run folder
     started, run_id = utc_now(), new_run_id()
     run = _Run(loaded, options, create_run_dir(options.results_dir, suite.name, started,
                                                run_id), run_id, started)
     try:
         with sigterm_as_interrupt():
-            return _prepare_and_measure(run, models, gpus, fit)
+            return _prepare_and_measure(run, models, chosen, gpus, fit)
     except (KeyboardInterrupt, Interrupted) as error:
         record = run.failed(error)
         raise Interrupted(f"{record.verdict.reasons[0]}; server stopped, partial record in "
@@ -189,14 +189,19 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
                           run.run_dir, record)
 
 
-def _prepare_and_measure(run: _Run, models: Any, gpus: Any, fit: Any) -> RunOutcome:
+def _prepare_and_measure(run: _Run, models: Any, chosen: Any, gpus: Any, fit: Any
+                         ) -> RunOutcome:
+    from harness import build as builds
     from harness import plan as planning
 
     loaded, options, suite = run.loaded, run.options, run.loaded.suite
     run.provenance = planning.provenance(loaded, None, gpus, fit, None)
-    engine = planning.prepare_engine(suite, options, models)
+    engine = planning.prepare_engine(suite, options, models, chosen)
     run.build = engine.build
     run.build.options.update(planning.build_options(suite))
+    # The engine environment's dependency set, kept beside the record.
+    if builds.copy_freeze(run.build.freeze_path, run.run_dir) is not None:
+        run.build.freeze_path = builds.FREEZE_FILE
     run.provenance = planning.provenance(loaded, engine, gpus, fit, None)
     run.attention = planning.attention_table(loaded, engine)
     contract = planning.contract_differences(suite, run.attention)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,8 +133,10 @@ def probe_environment(python: str) -> EnvironmentFacts:
     """Facts about `python`'s environment, from one subprocess that imports none of it."""
     argument = json.dumps([DISTRIBUTIONS, [*REFERENCE_MODULES, "harness"], BUILD_NOTE])
     try:
+        # cwd outside any checkout: `python -c` puts cwd on sys.path, and a project's
+        # *.egg-info or package folder there would show up as installed.
         out = run_command([python, "-c", _PROBE, argument], f"inspecting {python}",
-                          timeout_s=PROBE_TIMEOUT_S)
+                          timeout_s=PROBE_TIMEOUT_S, cwd=Path(tempfile.gettempdir()))
         data = json.loads(out.strip().splitlines()[-1])
     except (EngineError, ValueError, IndexError) as error:
         text = error.message if isinstance(error, EngineError) else error_text(error)

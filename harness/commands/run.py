@@ -16,10 +16,12 @@ class RunCommand:
         parser.add_argument("suite", help="suite file or name (see `harness list`)")
         parser.add_argument("--dry-run", action="store_true",
                             help="print the launch command and workload plan; run nothing")
-        parser.add_argument("--sglang", metavar="SPEC",
-                            help="build under test: pip requirement (sglang==0.5.23), git URL "
-                            "with a ref, or local checkout (default: the installed sglang, "
-                            "else the suite's default_build)")
+        parser.add_argument("--sglang", "--build", dest="sglang", metavar="SPEC",
+                            help="build under test: sglang==X, git+URL@REF[#subdirectory="
+                            "python], a local checkout PATH[@REF]; for a reference-engine "
+                            "suite reference:policy=fixed|legacy|regressed[,noise=X] or "
+                            "reference:PATH[@REF] (default: the installed sglang, else the "
+                            "suite's default_build)")
         parser.add_argument("--patch", type=Path, metavar="FILE",
                             help="diff applied to a copy of the local checkout given by --sglang")
         add_results_option(parser)
@@ -51,7 +53,8 @@ class RunCommand:
         if args.patch is not None or args.sglang is not None:
             from harness.build import parse_build_spec
 
-            parse_build_spec(args.sglang, args.patch)  # bad specs end here, before any work
+            # bad specs, and specs for the other engine, end here before any work
+            parse_build_spec(args.sglang, args.patch, engine=loaded.suite.engine.kind)
         outcome = run_suite(loaded, options)
         if outcome.plan:
             print("\n".join(outcome.plan))

@@ -7,8 +7,9 @@ import pytest
 
 from harness.engines import Models, adapter_for
 from harness.errors import BadInput
-from harness.plan import redact_command, redacted_document, server_env, with_build_spec
+from harness.plan import choose_build, redact_command, redacted_document, server_env
 from harness.preflight import Fit
+from harness.runner import RunOptions
 from harness.secrets import REDACTED
 from harness.suite import load_suite, parse_suite, resolve_models
 
@@ -67,16 +68,23 @@ def test_devices_reach_the_server_environment() -> None:
 
 def test_build_spec_must_apply_to_the_suites_engine() -> None:
     tiny = load_suite("tiny_dflash_cpu")
-    for spec in ("garbage", "sglang==0.5.23", "git+https://github.com/sgl-project/sglang@main"):
-        with pytest.raises(BadInput, match="does not apply to suite tiny_dflash_cpu"):
-            with_build_spec(tiny, spec)
+
+    def choose(loaded, spec):
+        return choose_build(loaded, RunOptions(sglang=spec))
+
+    for spec in ("sglang==0.5.23", "git+https://github.com/sgl-project/sglang@main"):
+        with pytest.raises(BadInput, match="this suite runs the reference engine"):
+            choose(tiny, spec)
+    with pytest.raises(BadInput, match="build specs:"):  # not a spec at all: the grammar
+        choose(tiny, "garbage")
     with pytest.raises(BadInput, match="is a reference-engine build"):
-        with_build_spec(GEMMA, "reference:policy=regressed")
-    regressed = with_build_spec(tiny, "reference:policy=regressed,noise=0.1")
+        choose(GEMMA, "reference:policy=regressed")
+    regressed, chosen = choose(tiny, "reference:policy=regressed,noise=0.1")
     assert regressed.suite.engine.attention_policy == "regressed"
     assert regressed.document["engine"]["draft_noise"] == 0.1
-    with pytest.raises(BadInput, match="expected reference:policy="):
-        with_build_spec(tiny, "reference:colour=blue")
+    assert chosen.spec.kind == "reference"
+    with pytest.raises(BadInput, match="reference:"):
+        choose(tiny, "reference:colour=blue")
 
 
 def test_models_from_the_environment_or_the_command_line() -> None:
