@@ -31,6 +31,7 @@ class SuiteSummary:
     verdict: str | None
     change: float | None  # since the run before (last night)
     change_ci: float | None  # 95% half-width of that change
+    stale: bool = False  # its latest run is older than `since`: tonight it has none
 
     @property
     def failing(self) -> bool:
@@ -65,7 +66,10 @@ def _suite_document(latest: Any) -> dict[str, Any]:
         return {}
 
 
-def summarize(runs: pd.DataFrame, trends: dict[str, Trend], window: int = 60) -> list[SuiteSummary]:
+def summarize(runs: pd.DataFrame, trends: dict[str, Trend], window: int = 60,
+              since: Any = None) -> list[SuiteSummary]:
+    """One summary per suite. `since` (a UTC timestamp): only a run started at or after it
+    is tonight's; a suite whose latest run is older has no verdict tonight (an error)."""
     summaries = []
     for suite, trend in trends.items():
         history = suite_history(runs, suite, window)
@@ -85,11 +89,12 @@ def summarize(runs: pd.DataFrame, trends: dict[str, Trend], window: int = 60) ->
         floor = None
         if latest is not None and "floor" in latest and latest["floor"] == latest["floor"]:
             floor = float(latest["floor"])
+        stale = latest is not None and since is not None and latest["started_at"] < since
         summaries.append(SuiteSummary(
             suite=suite, trend=trend, accept_length=accept, ci=ci, floor=floor,
             baselines=_baselines(runs, suite, latest),
-            verdict=None if latest is None else latest["verdict"],
-            change=change, change_ci=change_ci,
+            verdict=None if latest is None or stale else latest["verdict"],
+            change=change, change_ci=change_ci, stale=stale,
         ))  # fmt: skip
     return summaries
 
@@ -113,7 +118,7 @@ def markdown_table(summaries: Sequence[SuiteSummary]) -> str:
         change = _cell(s.change, "{:+.3f}")
         if s.change is not None and s.change_ci is not None:
             change += f" (±{s.change_ci:.3f})"
-        verdict = s.verdict or "no run"
+        verdict = s.verdict or ("no run tonight" if s.stale else "no run")
         mark = "❌ " if s.failing else ""
         trend = ("⚠️ " if s.trend.alarm else "") + s.trend.describe()
         lines.append(

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from harness.commands.trend import TrendCommand
+from harness.errors import BadInput
 from harness.simulate import simulate_history
 from harness.trend import (
     TrendParams,
@@ -199,3 +200,26 @@ def test_a_named_suite_without_runs_is_an_error_row(
     out = capsys.readouterr().out
     assert "| ❌ nope | – | – | – | no run | – | too few runs |" in out
     assert "| tiny |" in out
+
+
+def test_since_judges_tonight_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Last night's pass is not tonight's: a suite whose latest run predates --since has no
+    verdict, which is an error (exit 3), never a pass."""
+    frame = nightly(12)
+    _save_history(tmp_path, frame)
+    last = frame["started_at"].iloc[-1]
+    tonight = (last + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert _command(["tiny", "--results", str(tmp_path), "--since", tonight,
+                     "--markdown"]) == 3
+    assert "no run tonight" in capsys.readouterr().out
+    covered = last.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert _command(["tiny", "--results", str(tmp_path), "--since", covered]) == 0
+    with pytest.raises(BadInput, match="not an ISO 8601 time"):
+        _command(["tiny", "--results", str(tmp_path), "--since", "yesterday"])
+
+
+def test_label_keeps_one_line_per_build(tmp_path: Path) -> None:
+    frame = nightly(13)
+    _save_history(tmp_path, frame)
+    # no run is labelled "main": that line has no run, an error
+    assert _command(["tiny", "--results", str(tmp_path), "--label", "main"]) == 3
