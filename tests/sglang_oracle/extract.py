@@ -9,7 +9,6 @@ functions touch fails loudly instead of running against the wrong stand-in.
 """
 
 from __future__ import annotations
-
 import __future__
 
 import ast
@@ -49,14 +48,19 @@ def wheel_path(version: str) -> Path:
     return archive
 
 
+@lru_cache(maxsize=8)
+def _wheel(version: str) -> zipfile.ZipFile:
+    """The wheel, opened once (reading its directory of thousands of entries is the slow part)."""
+    return zipfile.ZipFile(wheel_path(version))
+
+
 @lru_cache(maxsize=64)
 def read_source(version: str, member: str) -> str | None:
     """The text of `member` (e.g. sglang/srt/managers/utils.py) in the wheel; None if absent."""
-    with zipfile.ZipFile(wheel_path(version)) as wheel:
-        try:
-            return wheel.read(member).decode("utf-8")
-        except KeyError:
-            return None
+    try:
+        return _wheel(version).read(member).decode("utf-8")
+    except KeyError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -193,9 +197,8 @@ def free_names(func: ast.FunctionDef) -> set[str]:
             bound.add(node.arg)
         elif isinstance(node, ast.alias):
             bound.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node is not func:
+        elif (isinstance(node, (ast.ExceptHandler, ast.FunctionDef, ast.ClassDef))
+              and node.name and node is not func):
             bound.add(node.name)
     return loaded - bound - _BUILTINS
 

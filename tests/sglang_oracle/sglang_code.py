@@ -246,10 +246,11 @@ class SGLang:
         return x.instance(
             self._req_class, rid=rid, output_ids=[], finished_reason=None, finished_len=None,
             to_finish=None, sampling_params=params, tokenizer=tokenizer, eos_token_ids=None,
-            vocab_size=tokenizer.vocab_size, decoded_text="", grammar=None, spec_correct_drafts_histogram=[],
-            spec_verify_ct=0, spec_num_correct_drafts=0, spec_num_block_accept_tokens=0,
-            spec_num_cap_tokens=0, is_retracted=False, kv=SimpleNamespace(kv_committed_len=0),
-            kv_committed_len=0, prompt_ids=list(prompt_ids))
+            vocab_size=tokenizer.vocab_size, decoded_text="", grammar=None,
+            spec_correct_drafts_histogram=[], spec_verify_ct=0, spec_num_correct_drafts=0,
+            spec_num_block_accept_tokens=0, spec_num_cap_tokens=0, is_retracted=False,
+            kv=SimpleNamespace(kv_committed_len=0), kv_committed_len=0,
+            prompt_ids=list(prompt_ids))
 
     @staticmethod
     def prefill(req: Any, first_token: int) -> None:
