@@ -7,6 +7,7 @@ release's finish check, per-request counting, server counters and meta_info
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -142,7 +143,8 @@ def test_versions_disagree_on_a_stop_past_the_length_limit() -> None:
 
 
 def test_harness_figures_equal_sglang(make_sglang: Callable[..., SGLang]) -> None:
-    """harness.measure.accept_lengths over rows parsed by the SGLang adapter."""
+    """harness.measure.accept_lengths over the SGLang adapter's parsed responses (as the
+    dicts of fields a RequestRow is made of)."""
     try:
         measure = importlib.import_module("harness.measure")
         api = importlib.import_module("harness.engines.sglang.api")
@@ -153,8 +155,9 @@ def test_harness_figures_equal_sglang(make_sglang: Callable[..., SGLang]) -> Non
                     "harness.engines.sglang.api.parse_generate")
     sglang = make_sglang(decode_log_interval=1)
     items = Scheduler(sglang, overlap=False).run(gsm8k_like())
-    rows = [api.parse_generate({"text": item.result["text"], "meta_info": item.result},
-                               f"request {item.plan.rid}") for item in items]
+    rows = [dataclasses.asdict(api.parse_generate(
+        {"text": item.result["text"], "meta_info": item.result}, f"request {item.plan.rid}"))
+        for item in items]
     figures = measure.accept_lengths(rows)
     assert figures["server_avg"] == pytest.approx(sglang.server_average(), rel=1e-12)
     assert figures["per_request"] == pytest.approx(per_request(metas(items)), rel=1e-12)
