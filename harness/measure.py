@@ -10,8 +10,11 @@ The two definitions (suite `floors.metric`; `harness.suite.METRIC_DEFINITIONS`):
   from per-request meta_info over the flushed measured window, so it does not depend on
   SGLang folding its figure in every `--decode-log-interval` iterations.
 - `per_request`: Σ completion_tokens / Σ spec_verify_ct: SGLang's per-request
-  `meta_info.spec_accept_length`, pooled. It sits above `server_avg` by about
-  requests / Σ verify steps (the prefill tokens).
+  `meta_info.spec_accept_length`, pooled. Per request, completion_tokens - 1 = correct
+  drafts + verify steps - cut, where `cut` counts the tokens a verify step accepted after
+  the stop string, EOS or max_new_tokens that ended the request (SGLang counts the whole
+  last step, but the output stops at the stop): so `per_request` may sit above or below
+  `server_avg` (tests/sglang_oracle pins both against SGLang's own code).
 Every statistic takes (numerator_i, verify_steps_i) per request; `numerators` gives the
 numerators of a definition. The server's own figure is recorded as a cross-check only.
 A missing figure is an error, never a pass.
