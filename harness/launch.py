@@ -107,9 +107,11 @@ def kill_tree(pid: int, grace_s: float = TERMINATE_GRACE_S) -> list[int]:
         family = []
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGTERM)
+        os.killpg(pid, signal.SIGCONT)  # a stopped process acts on SIGTERM only once resumed
     for process in family:
         with contextlib.suppress(psutil.NoSuchProcess):
             process.terminate()
+            process.resume()
     _, alive = psutil.wait_procs(family, timeout=grace_s)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
@@ -169,15 +171,14 @@ class Server:
         started = time.monotonic()
         deadline = started + self.spec.launch_timeout_s
         pending = list(self.spec.ready_paths)
-        with httpx.Client(base_url=self.spec.base_url, timeout=httpx.Timeout(30.0, connect=1.0),
+        # A readiness probe answers fast or not at all: a short read timeout keeps the
+        # liveness and deadline checks below running (a stopped server accepts TCP
+        # connections but never answers).
+        with httpx.Client(base_url=self.spec.base_url, timeout=httpx.Timeout(5.0, connect=1.0),
                           trust_env=False) as client:
             while pending:
-                code = self.process.poll()
-                if code is not None:
-                    raise EngineError(
-                        f"server exited with {describe_exit(code)} before it was ready; "
-                        f"last lines of {self.spec.log_path}:\n{log_tail(self.spec.log_path)}"
-                    )
+                if (death := self.death()) is not None:
+                    raise EngineError(death.replace("during the run", "before it was ready"))
                 if time.monotonic() > deadline:
                     raise EngineError(
                         f"server not ready after {self.spec.launch_timeout_s:g} s "

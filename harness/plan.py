@@ -16,7 +16,7 @@ from typing import Any
 
 from harness import build as builds
 from harness.engines import EngineAdapter, Models, adapter_for
-from harness.errors import BadInput, EngineError, HarnessError
+from harness.errors import BadInput, EngineError, ExitCode, HarnessError
 from harness.preflight import Fit
 from harness.record import BuildInfo, GPUInfo, LayerRow, Provenance
 from harness.secrets import redact_argv, redact_env, redact_url
@@ -231,6 +231,12 @@ def draw_plot(run_dir: Path, results_dir: Path) -> Path | None:
         from harness import plots
 
         return plots.plot_run(run_dir, results_root=results_dir)
+    except HarnessError as error:
+        if error.exit_code == ExitCode.INTERRUPTED:
+            raise  # SIGTERM while drawing: stop (the record is complete)
+        print(f"warning: could not draw the plot for {run_dir}: {error.message}",
+              file=sys.stderr)
+        return None
     except Exception as error:  # plotting is a by-product; the record is already written
         print(f"warning: could not draw the plot for {run_dir}: {error}", file=sys.stderr)
         return None

@@ -109,6 +109,7 @@ class _Run:
     measurement: Measurement | None = None
     rows: list[RequestRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    record: RunRecord | None = None  # once written, run.json is never rewritten
 
     def finish(self, verdict: Verdict) -> RunRecord:
         from harness import plan as planning
@@ -127,10 +128,14 @@ class _Run:
             verdict=verdict, stage=self.stage,
         )
         write_run(self.run_dir, record)
+        self.record = record
         return record
 
     def failed(self, error: BaseException) -> RunRecord:
         from harness.errors import error_text
+
+        if self.record is not None:  # the run was complete (e.g. Ctrl-C while plotting)
+            return self.record
 
         if isinstance(error, HarnessError):
             message = error.message
@@ -177,6 +182,9 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
         with sigterm_as_interrupt():
             return _prepare_and_measure(run, models, chosen, gpus, fit)
     except (KeyboardInterrupt, Interrupted) as error:
+        if run.record is not None:
+            raise Interrupted(f"interrupted after the run was recorded ({run.record.verdict.status}"
+                              f"): the record in {run.run_dir} is complete") from None
         record = run.failed(error)
         raise Interrupted(f"{record.verdict.reasons[0]}; server stopped, partial record in "
                           f"{run.run_dir}") from None

@@ -47,6 +47,8 @@ ACCEPT = float(os.environ.get("FAKE_SGLANG_ACCEPT", "5.6"))
 CRASH_AFTER = int(os.environ.get("FAKE_SGLANG_CRASH_AFTER", "3"))
 PIDFILE = os.environ.get("FAKE_SGLANG_PIDFILE")
 READY_FILE = os.environ.get("FAKE_SGLANG_READY_FILE")  # when it became ready (benchmarks)
+# Fault-injection tests: one line per request whose response was sent in full.
+EVENTS_FILE = os.environ.get("FAKE_SGLANG_EVENTS")
 BACKLOG = 1024  # the accept queue: SGLang's uvicorn takes 2048; http.server's default is 5
 
 
@@ -236,6 +238,9 @@ def make_handler(engine: Engine, ready: threading.Event) -> type[BaseHTTPRequest
                 rid = str(body.get("rid") or f"req-{served}")
                 result = engine.generate(rid, text, dict(body.get("sampling_params") or {}))
                 self._send(200, response(rid, text, result))
+                if EVENTS_FILE:
+                    with open(EVENTS_FILE, "a") as events:
+                        events.write(f"sent {rid}\n")
             finally:
                 with engine.cond:
                     engine.in_server -= 1
