@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -80,7 +79,9 @@ class VersionResult:
 
     def cells(self) -> list[tuple[bool, int | None]] | None:
         """(causal, window) per layer: what the table compares between versions."""
-        return None if self.layers is None else [(l.causal, l.window) for l in self.layers]
+        if self.layers is None:
+            return None
+        return [(layer.causal, layer.window) for layer in self.layers]
 
     def to_dict(self) -> dict[str, Any]:
         source = self.source
@@ -90,7 +91,7 @@ class VersionResult:
             "transformers_requirement": source.transformers, "transformers": self.transformers,
             "config_class": self.config_class, "behaves_as": list(self.behaves_as),
             "accepts_plain_dict": self.accepts_plain_dict, "is_causal": self.is_causal,
-            "layers": None if self.layers is None else [l.to_dict() for l in self.layers],
+            "layers": None if self.layers is None else [layer.to_dict() for layer in self.layers],
             "error": None if self.error is None else self.error.to_dict(),
         }  # fmt: skip
 
@@ -120,7 +121,7 @@ def _behaves_as(probes: Sequence[Any]) -> list[Behaviour]:
         return matched
     for behaviour in BEHAVIOURS:
         if all(isinstance(got, list) and [(_window(w), k == "DECODER") for w, k in got]
-               == [(l.window, l.causal) for l in resolve_layers(probe, behaviour)]
+               == [(lay.window, lay.causal) for lay in resolve_layers(probe, behaviour)]
                for probe, got in zip(PROBES, probes, strict=True)):  # fmt: skip
             matched.append(behaviour)
     return matched
@@ -147,25 +148,39 @@ def _cache_file(config_bytes: bytes, source: SGLangSource, requirement: str) -> 
     digest = hashlib.sha256(b"\0".join(
         [PROTOCOL.encode(), config_bytes, source.identity.encode(), requirement.encode(),
          EXTRACT.read_bytes(), WORKER.read_bytes()])).hexdigest()[:32]  # fmt: skip
-    return cache_root() / "audit" / "results" / f"{digest}.json"
+    return results_dir() / f"{digest}.json"
+
+
+def results_dir() -> Path:
+    """Cached answers: $HARNESS_AUDIT_RESULTS, else <harness cache>/audit/results."""
+    explicit = os.environ.get("HARNESS_AUDIT_RESULTS")
+    return Path(explicit) if explicit else cache_root() / "audit" / "results"
 
 
 @dataclass
 class _Job:
     source: SGLangSource
     requirement: str
+    config: int  # index into the configs evaluated together
     cache: Path
     answer: dict[str, Any] | None = None
 
 
-def _run_worker(python: Path, folder: Path, raw: Any, jobs: list[_Job]) -> None:
+@dataclass(frozen=True)
+class _Draft:
+    file: Path
+    raw: Any
+    folder: Path  # what SGLang is given: a folder holding config.json
+
+
+def _run_worker(python: Path, drafts: Sequence[_Draft], jobs: list[_Job]) -> None:
     request = {
-        "config_dir": str(folder),
-        "raw_config": raw,
+        "configs": [{"dir": str(draft.folder), "raw": draft.raw} for draft in drafts],
         "probes": list(PROBES),
         "patches": dict(jobs[0].source.patches),
         "jobs": [{"id": str(i), "label": job.source.label, "files": dict(job.source.files),
-                  "config_class": job.source.config_class(_model_type(raw))}
+                  "config": job.config,
+                  "config_class": job.source.config_class(_model_type(drafts[job.config].raw))}
                  for i, job in enumerate(jobs)],
     }  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
@@ -202,21 +217,32 @@ def evaluate_sources(
 
     `transformers` overrides the requirement each version pins (for a checkout without one).
     """
-    config_bytes = config_file.read_bytes()
-    raw = json.loads(config_bytes)  # the caller has checked it is JSON
+    return evaluate_many([config_file], sources, transformers, use_cache)[0]
+
+
+def evaluate_many(
+    config_files: Sequence[Path],
+    sources: Sequence[SGLangSource],
+    transformers: str | None = None,
+    use_cache: bool = True,
+) -> list[list[VersionResult]]:
+    """Every source on every config (one list per config); one worker per environment."""
+    texts = [path.read_bytes() for path in config_files]
     jobs: list[_Job] = []
-    for source in sources:
-        requirement = transformers or source.transformers
-        if requirement is None:
-            raise BadInput(f"{source.describe()} pins no transformers version (no Requires-Dist "
-                           "or pyproject dependency); pass --transformers VERSION")
-        jobs.append(_Job(source, requirement, _cache_file(config_bytes, source, requirement)))
-        if use_cache and jobs[-1].cache.is_file():
-            jobs[-1].answer = json.loads(jobs[-1].cache.read_text())
+    for index, config_bytes in enumerate(texts):
+        for source in sources:
+            requirement = transformers or source.transformers
+            if requirement is None:
+                raise BadInput(f"{source.describe()} pins no transformers version (no "
+                               "Requires-Dist or pyproject dependency); pass --transformers X")
+            job = _Job(source, requirement, index, _cache_file(config_bytes, source, requirement))
+            if use_cache and job.cache.is_file():
+                job.answer = json.loads(job.cache.read_text())
+            jobs.append(job)
     pending = [job for job in jobs if job.answer is None]
     if pending:
-        _evaluate_pending(config_file, raw, pending)
-    results = []
+        _evaluate_pending(config_files, texts, pending)
+    results: list[list[VersionResult]] = [[] for _ in config_files]
     for job in jobs:
         assert job.answer is not None
         result = _result(job.source, job.answer)  # raises for the harness's own failures
@@ -225,11 +251,12 @@ def evaluate_sources(
             temporary = job.cache.with_suffix(f".{os.getpid()}.tmp")
             temporary.write_text(json.dumps(job.answer))
             temporary.replace(job.cache)
-        results.append(result)
+        results[job.config].append(result)
     return results
 
 
-def _evaluate_pending(config_file: Path, raw: Any, pending: list[_Job]) -> None:
+def _evaluate_pending(config_files: Sequence[Path], texts: Sequence[bytes],
+                      pending: list[_Job]) -> None:
     # One worker per (transformers pin, SGLang patches): patches change transformers for
     # the whole process, as `import sglang` does, so two versions' patches never mix.
     groups: dict[tuple[str, str], list[_Job]] = {}
@@ -238,13 +265,17 @@ def _evaluate_pending(config_file: Path, raw: Any, pending: list[_Job]) -> None:
         groups.setdefault((job.requirement, patches), []).append(job)
     pythons = {requirement: ensure_env(requirement) for requirement, _ in groups}
     with tempfile.TemporaryDirectory(prefix="harness-audit-") as scratch:
-        folder = config_file.parent
-        if config_file.name != "config.json":  # SGLang reads a checkpoint folder's config.json
-            folder = Path(scratch)
-            shutil.copyfile(config_file, folder / "config.json")
+        drafts = []
+        for index, (path, text) in enumerate(zip(config_files, texts, strict=True)):
+            folder = path.parent
+            if path.name != "config.json":  # SGLang reads a checkpoint folder's config.json
+                folder = Path(scratch) / str(index)
+                folder.mkdir()
+                (folder / "config.json").write_bytes(text)
+            drafts.append(_Draft(path, json.loads(text), folder))
         workers = max(1, min(len(groups), os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(_run_worker, pythons[req], folder, raw, jobs)
+            futures = [pool.submit(_run_worker, pythons[req], drafts, jobs)
                        for (req, _), jobs in groups.items()]  # fmt: skip
             for future in futures:
                 future.result()

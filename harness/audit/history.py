@@ -40,7 +40,7 @@ class BisectResult:
             "bad": self.bad.to_dict(),
             "candidates": [{"commit": r.source.commit, "subject": r.source.subject,
                             "same_as_good": signature(r) == signature(self.good)}
-                           for r in self.candidates],  # fmt: skip
+                           for r in self.candidates],
             "first_different": None if self.first is None else self.first.to_dict(),
             "before": None if self.before is None else self.before.to_dict(),
             "change": None if self.first is None or self.before is None

@@ -2,8 +2,9 @@
 
 From the installed package (located with `importlib.util.find_spec`), a wheel or sdist (read
 straight out of the archive), a source checkout, or one commit of a git repository, it reads:
-the resolver files, SGLang's transformers patches (`hf_transformers_patches.py`), the `transformers` requirement the version pins, and, on
-demand, the config class it registers for a `model_type`.
+the resolver files, SGLang's transformers patches (`hf_transformers_patches.py`), the
+`transformers` requirement the version pins, and, on demand, the config class it registers
+for a `model_type`.
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ REGISTRY_FILES = ("sglang/srt/utils/hf_transformers/common.py",
 _EXACT_SPEC = re.compile(r"^sglang\s*==\s*(?P<version>[0-9][0-9A-Za-z.+!-]*)$")
 _BARE_VERSION = re.compile(r"^[0-9][0-9A-Za-z.+!-]*$")
 _VERSION_ASSIGN = re.compile(r"""__version__\s*=\s*["'](?P<version>[^"']+)["']""")
-_REQUIRES_TRANSFORMERS = re.compile(r"^Requires-Dist:\s*(?P<req>transformers\b[^;\n]*)(?P<marker>;.*)?$",
-                                    re.MULTILINE)  # fmt: skip
+_REQUIRES_TRANSFORMERS = re.compile(
+    r"^Requires-Dist:\s*(?P<req>transformers\b[^;\n]*)(?P<marker>;.*)?$", re.MULTILINE
+)
 
 
 class Tree(Protocol):
@@ -231,17 +233,18 @@ class GitTree:
     def __init__(self, repo: Path, commit: str, prefix: str = "python/") -> None:
         self.repo, self.commit, self.prefix = repo, commit, prefix
 
+    def _git(self, *args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(["git", "-C", str(self.repo), *args], capture_output=True,
+                              check=False)  # fmt: skip
+
     def read(self, path: str) -> str | None:
-        result = subprocess.run(["git", "-C", str(self.repo), "show", f"{self.commit}:{self.prefix}{path}"],
-                                capture_output=True, check=False)  # fmt: skip
+        result = self._git("show", f"{self.commit}:{self.prefix}{path}")
         return result.stdout.decode("utf-8", errors="replace") if result.returncode == 0 else None
 
     def grep(self, prefix: str, needle: str) -> list[str]:
-        result = subprocess.run(["git", "-C", str(self.repo), "grep", "-l", "-F", needle, self.commit,
-                                 "--", f"{self.prefix}{prefix}"], capture_output=True, text=True,
-                                check=False)  # fmt: skip
-        return [line.split(":", 1)[1].removeprefix(self.prefix)
-                for line in result.stdout.splitlines() if ":" in line]  # fmt: skip
+        result = self._git("grep", "-l", "-F", needle, self.commit, "--", self.prefix + prefix)
+        lines = result.stdout.decode("utf-8", errors="replace").splitlines()
+        return [line.split(":", 1)[1].removeprefix(self.prefix) for line in lines if ":" in line]
 
 
 def installed_source() -> SGLangSource:

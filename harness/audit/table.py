@@ -69,7 +69,7 @@ class VersionsReport:
             "versions": [result.to_dict() for result in self.results],
             "changes": [{"from": self.results[i - 1].source.short,
                          "to": self.results[i].source.short, "what": what}
-                        for i, what in self.changes()],  # fmt: skip
+                        for i, what in self.changes()],
             "expected": self.expected,
             "expected_origin": self.expected_origin,
             "differences": self.differences,
@@ -161,9 +161,10 @@ def render_table(results: Sequence[VersionResult], console: Any, title: str,
         "bidirectional; * = from a default, not an explicit is_causal; ≠ = differs from the "
         "column to its left", markup=False)  # fmt: skip
     for (kind, message), letter in letters.items():
-        who = ", ".join(r.source.short for r in results
-                        if r.error is not None and (r.error.type, r.error.message) == (kind, message))
-        first = next(r for r in results if r.error is not None and r.error.type == kind)
+        same = [r for r in results
+                if r.error is not None and (r.error.type, r.error.message) == (kind, message)]
+        who = ", ".join(r.source.short for r in same)
+        first = same[0]
         step = "building the config" if first.error and first.error.stage == "load" else "resolving"
         where = f", {first.error.where}" if first.error and first.error.where else ""
         console.print(f"[{letter}] {who}: {kind}: {message} ({step}{where})", markup=False)

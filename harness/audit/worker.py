@@ -157,8 +157,9 @@ def run_job(job: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any
         return {"error": _error("extract", error)}
     entry = namespace[extract.ENTRY_POINT]
     probes = [_probe(entry, probe) for probe in request.get("probes", [])]
+    draft = request["configs"][job["config"]]
     try:
-        config = _load(job, request["config_dir"])
+        config = _load(job, draft["dir"])
     except _HarnessLimit as error:
         return {"error": {"stage": "harness", "type": "AuditLimit", "message": str(error)}}
     except Exception as error:
@@ -170,7 +171,7 @@ def run_job(job: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any
         where = notes[-1] if notes else None
         return {"error": _error("resolve", error, where=where), "probes": probes}
     result["probes"] = probes
-    raw = request.get("raw_config")
+    raw = draft.get("raw")
     try:
         if raw is not None:
             for index in range(len(result["layers"])):
