@@ -119,7 +119,7 @@ def _console(columns: int = 3) -> Any:
     from rich.console import Console
 
     # Wide enough that no cell is cut: a layer column, a type column, ~14 per version.
-    return Console(width=max(100, 24 + 14 * columns, Console().width))
+    return Console(width=max(100, 24 + 14 * columns, Console().width), soft_wrap=True)
 
 
 def _sources(args: argparse.Namespace) -> list[Any]:

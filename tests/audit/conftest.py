@@ -28,7 +28,7 @@ def wheel_for(version: str) -> Path:
     if archive is None:
         pytest.skip(
             f"sglang {version} wheel not in {wheels_dir()} (set HARNESS_SGLANG_WHEELS, or run "
-            "`nox -s tests`, which fetches it with harness.audit.source.fetch_wheels)"
+            "`nox -s tests`, which fetches it with harness.audit.wheels.fetch_wheels)"
         )
     return archive
 
