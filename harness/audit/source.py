@@ -13,6 +13,7 @@ import ast
 import hashlib
 import importlib.metadata
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from harness.audit.envs import cache_root
 from harness.audit.extract import DFLASH_MODEL, RESOLVER_FILES
 from harness.audit.wheels import (
     ARCHIVE_SUFFIXES,
@@ -191,8 +193,8 @@ class ArchiveTree:
     def _list(self) -> dict[str, str]:
         try:
             if self.is_zip:
-                with zipfile.ZipFile(self.archive) as bundle:
-                    members = bundle.namelist()
+                self._zip = zipfile.ZipFile(self.archive)  # kept open: one index read
+                members = self._zip.namelist()
             else:
                 with tarfile.open(self.archive) as bundle:
                     members = bundle.getnames()
@@ -212,9 +214,7 @@ class ArchiveTree:
         if member is None:
             return None
         try:
-            if self.is_zip:
-                if self._zip is None:
-                    self._zip = zipfile.ZipFile(self.archive)  # kept open: one index read
+            if self._zip is not None:
                 return self._zip.read(member).decode("utf-8")
             with tarfile.open(self.archive) as bundle:
                 extracted = bundle.extractfile(member)
@@ -274,6 +274,9 @@ def checkout_source(path: str | os.PathLike[str]) -> SGLangSource:
         if (candidate / DFLASH_MODEL).is_file():
             tree = FolderTree(candidate)
             pin = transformers_from_pyproject(tree.read("pyproject.toml"))
+            if pin is None:  # an installed package's folder (site-packages): its dist-info
+                for metadata in sorted(candidate.glob("sglang-*.dist-info/METADATA")):
+                    pin = transformers_from_metadata(metadata.read_text(encoding="utf-8"))
             return _build(tree, None, str(candidate), "checkout", pin, "")
     raise SGLangSourceError(
         f"sglang (unknown version) at {root} has no {', '.join(RESOLVER_FILES)}: "
@@ -281,18 +284,50 @@ def checkout_source(path: str | os.PathLike[str]) -> SGLangSource:
     )
 
 
+class LazyArchiveTree:
+    """Opens the archive only when something beyond the cached extract is needed."""
+
+    def __init__(self, archive: Path) -> None:
+        self.archive = archive
+        self._tree: ArchiveTree | None = None
+
+    def _open(self) -> ArchiveTree:
+        if self._tree is None:
+            self._tree = ArchiveTree(self.archive)
+        return self._tree
+
+    def read(self, path: str) -> str | None:
+        return self._open().read(path)
+
+    def grep(self, prefix: str, needle: str) -> list[str]:
+        return self._open().grep(prefix, needle)
+
+
 def archive_source(path: str | os.PathLike[str]) -> SGLangSource:
-    """A wheel or sdist, read without unpacking it to disk."""
+    """A wheel or sdist, read without unpacking it; what the audit reads of it is kept in
+    `<cache>/audit/archives/` (a wheel's index alone takes a noticeable time to read)."""
     archive = Path(path).expanduser()
     if not archive.is_file():
         raise SGLangSourceError(f"SGLang archive {archive} does not exist")
-    tree = ArchiveTree(archive)
-    kind = "wheel" if archive.name.endswith(".whl") else "sdist"
-    pin = (transformers_from_metadata(tree.read("METADATA") or tree.read("PKG-INFO"))
-           or transformers_from_pyproject(tree.read("pyproject.toml")))  # fmt: skip
     stat = archive.stat()
     identity = _digest(archive.name, str(stat.st_size), str(stat.st_mtime_ns))
-    return _build(tree, archive_version(archive.name), str(archive), kind, pin, identity)
+    kind = "wheel" if archive.name.endswith(".whl") else "sdist"
+    extract = cache_root() / "audit" / "archives" / f"{identity}.json"
+    if extract.is_file():
+        data = json.loads(extract.read_text(encoding="utf-8"))
+        return SGLangSource(data["version"], str(archive), kind, data["files"], data["patches"],
+                            data["transformers"], identity, LazyArchiveTree(archive))
+    tree = ArchiveTree(archive)
+    pin = (transformers_from_metadata(tree.read("METADATA") or tree.read("PKG-INFO"))
+           or transformers_from_pyproject(tree.read("pyproject.toml")))  # fmt: skip
+    source = _build(tree, archive_version(archive.name), str(archive), kind, pin, identity)
+    extract.parent.mkdir(parents=True, exist_ok=True)
+    temporary = extract.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_text(json.dumps({"version": source.version, "files": dict(source.files),
+                                     "patches": dict(source.patches),
+                                     "transformers": source.transformers}))  # fmt: skip
+    temporary.replace(extract)
+    return source
 
 
 def commit_source(repo: Path, commit: str, subject: str | None = None) -> SGLangSource:
