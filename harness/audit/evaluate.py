@@ -59,6 +59,13 @@ class VersionError:
     def text(self) -> str:
         return f"{self.type}: {self.message}"
 
+    @property
+    def short(self) -> str:
+        """Type and the message's first line (a table note; --json has it whole)."""
+        lines = self.message.strip().splitlines() or [""]
+        first = lines[0] if len(lines[0]) <= 200 else lines[0][:199] + "…"
+        return f"{self.type}: {first}" + (" […]" if len(lines) > 1 or first != lines[0] else "")
+
     def to_dict(self) -> dict[str, Any]:
         return {"stage": self.stage, "type": self.type, "message": self.message,
                 "where": self.where}  # fmt: skip
@@ -73,6 +80,7 @@ class VersionResult:
     error: VersionError | None
     transformers: str | None = None  # the transformers version that built the config
     config_class: str | None = None
+    built_by: str | None = None  # SGLang's own config parser, or the fallback used
     behaves_as: list[Behaviour] = field(default_factory=list)
     accepts_plain_dict: bool | None = None
     is_causal: bool | None = None
@@ -89,7 +97,8 @@ class VersionResult:
             "label": source.label, "version": source.version, "kind": source.kind,
             "origin": source.origin, "commit": source.commit,
             "transformers_requirement": source.transformers, "transformers": self.transformers,
-            "config_class": self.config_class, "behaves_as": list(self.behaves_as),
+            "config_class": self.config_class, "built_by": self.built_by,
+            "behaves_as": list(self.behaves_as),
             "accepts_plain_dict": self.accepts_plain_dict, "is_causal": self.is_causal,
             "layers": None if self.layers is None else [layer.to_dict() for layer in self.layers],
             "error": None if self.error is None else self.error.to_dict(),
@@ -139,8 +148,8 @@ def _result(source: SGLangSource, answer: Mapping[str, Any]) -> VersionResult:
                              behaves_as=_behaves_as(answer.get("probes") or []))
     return VersionResult(
         source, _layers(answer), None, answer.get("transformers"), answer.get("config_class"),
-        _behaves_as(answer.get("probes") or []), answer.get("accepts_plain_dict"),
-        answer.get("is_causal"),
+        answer.get("built_by"), _behaves_as(answer.get("probes") or []),
+        answer.get("accepts_plain_dict"), answer.get("is_causal"),
     )
 
 
@@ -173,16 +182,20 @@ class _Draft:
     folder: Path  # what SGLang is given: a folder holding config.json
 
 
-def _run_worker(python: Path, drafts: Sequence[_Draft], jobs: list[_Job]) -> None:
-    request = {
+def _request(drafts: Sequence[_Draft], jobs: list[_Job]) -> dict[str, Any]:
+    # Built in the main thread: ast.parse (config_class) is not safe across threads in 3.11.
+    return {
         "configs": [{"dir": str(draft.folder), "raw": draft.raw} for draft in drafts],
         "probes": list(PROBES),
         "patches": dict(jobs[0].source.patches),
         "jobs": [{"id": str(i), "label": job.source.label, "files": dict(job.source.files),
-                  "config": job.config,
+                  "config": job.config, "loader": dict(job.source.loader),
                   "config_class": job.source.config_class(_model_type(drafts[job.config].raw))}
                  for i, job in enumerate(jobs)],
     }  # fmt: skip
+
+
+def _run_worker(python: Path, request: dict[str, Any], jobs: list[_Job]) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
            "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     try:
@@ -275,7 +288,8 @@ def _evaluate_pending(config_files: Sequence[Path], texts: Sequence[bytes],
             drafts.append(_Draft(path, json.loads(text), folder))
         workers = max(1, min(len(groups), os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(_run_worker, pythons[req], drafts, jobs)
-                       for (req, _), jobs in groups.items()]  # fmt: skip
+            requests = [(pythons[req], _request(drafts, jobs), jobs)
+                        for (req, _), jobs in groups.items()]  # fmt: skip
+            futures = [pool.submit(_run_worker, *request) for request in requests]
             for future in futures:
                 future.result()

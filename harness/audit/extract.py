@@ -29,6 +29,10 @@ DFLASH_UTILS = "sglang/srt/speculative/dflash_utils.py"
 RESOLVER_FILES: tuple[str, ...] = (DFLASH_MODEL, DFLASH_UTILS)
 ENTRY_POINT = "_get_dflash_layer_attention_params"
 # Extracted when present; only the entry point is required (0.5.17 has no attention-type helper).
+# SGLang's HF config parser (`get_config`'s "hf" parser) and the module its helpers live in.
+LOADER_FILE = "sglang/srt/utils/hf_transformers/config.py"
+LOADER_COMMON = "sglang/srt/utils/hf_transformers/common.py"
+LOADER_CLASS, LOADER_METHOD = "HfModelConfigParser", "parse"
 RESOLVER_ROOTS: tuple[str, ...] = (
     ENTRY_POINT,
     "_get_dflash_attention_type",
@@ -178,3 +182,94 @@ def extract_class(text: str, path: str, class_name: str, base: Any) -> type:
     namespace.update({"math": __import__("math"), "copy": copy})
     _compile([*body, class_node], f"{path}:{class_name}", namespace)
     return typing.cast(type, namespace[class_name])
+
+
+def _assignments(tree: ast.Module) -> dict[str, ast.stmt]:
+    """Every module-level `NAME = ...` (tried one by one when compiled; failures skipped)."""
+    found: dict[str, ast.stmt] = {}
+    for node in tree.body:
+        target = None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target = node.target
+        if isinstance(target, ast.Name):
+            found[target.id] = node
+    return found
+
+
+def _placeholder(name: str) -> type:
+    """A class nothing is an instance of: for a config class the loader only tests against
+    (`isinstance(config, DeepseekV41Config)`) whose module needs torch."""
+    return type(name, (), {"__doc__": "never matches: its SGLang module is not loaded"})
+
+
+def extract_loader(files: Mapping[str, str], base: Any, auto_config: Any,
+                   registry: Mapping[str, Any], imported: Mapping[str, Any] | None = None) -> Any:
+    """SGLang's own `HfModelConfigParser.parse`, compiled with the helpers it reaches.
+
+    `registry` stands for SGLang's `_CONFIG_REGISTRY` (model_type -> its config class) for
+    the draft's model_type; class names the loader only tests against are placeholders;
+    `imported` gives names its modules import from modules already loaded (SGLang's patches).
+    Returns `parse(model, trust_remote_code, revision=None)`.
+    """
+    trees = {path: parse(text, path) for path, text in files.items()}
+    method = None
+    for node in trees.get(LOADER_FILE, ast.Module(body=[], type_ignores=[])).body:
+        if isinstance(node, ast.ClassDef) and node.name == LOADER_CLASS:
+            method = next((n for n in node.body
+                           if isinstance(n, ast.FunctionDef) and n.name == LOADER_METHOD), None)
+    if method is None:
+        raise ExtractError(f"{LOADER_FILE} defines no {LOADER_CLASS}.{LOADER_METHOD}")
+    functions: dict[str, ast.FunctionDef] = {}
+    assignments: dict[str, ast.stmt] = {}
+    for tree in trees.values():  # the parser's own file first, then common.py
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                functions.setdefault(node.name, node)
+        for name, node in _assignments(tree).items():
+            assignments.setdefault(name, node)
+    entry = copy.deepcopy(method)
+    entry.name, entry.decorator_list = "_sglang_hf_parse", []
+    wanted: list[str] = []
+    used: set[str] = set()
+    pending = sorted(_names_used(entry))
+    while pending:
+        name = pending.pop()
+        if name in used:
+            continue
+        used.add(name)
+        if name in functions:
+            wanted.append(name)
+            pending.extend(_names_used(functions[name]))
+        elif name in assignments:
+            pending.extend(_names_used(assignments[name]))
+    namespace = base_namespace("harness_sglang_loader")
+    namespace.update({"PretrainedConfig": base, "PreTrainedConfig": base,
+                      "AutoConfig": auto_config, "_CONFIG_REGISTRY": dict(registry),
+                      "copy": copy, "Path": __import__("pathlib").Path})  # fmt: skip
+    for name, value in (imported or {}).items():
+        if name in used:
+            namespace.setdefault(name, value)
+    todo = [name for name in sorted(used) if name in assignments and name not in namespace]
+    for _ in range(3):  # a constant may be built from another: retry those that failed
+        failed = []
+        for name in todo:
+            try:
+                _compile([copy.deepcopy(assignments[name])], f"{LOADER_FILE}:{name}", namespace)
+            except ExtractError:
+                failed.append(name)  # built from modules we do not load: unused for drafts
+        todo = failed
+    body: list[ast.stmt] = []
+    for name in wanted:
+        node = copy.deepcopy(functions[name])
+        node.decorator_list = []
+        body.append(node)
+    _compile([*body, entry], f"{LOADER_CLASS}.{LOADER_METHOD}", namespace)
+    for name in used:
+        if name not in namespace and name[:1].isupper() and not hasattr(builtins, name):
+            namespace[name] = _placeholder(name)
+    function = namespace["_sglang_hf_parse"]
+    return lambda model, trust_remote_code, revision=None: function(
+        None, model, trust_remote_code=trust_remote_code, revision=revision
+    )

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.audit.envs import cache_root
-from harness.audit.extract import DFLASH_MODEL, RESOLVER_FILES
+from harness.audit.extract import DFLASH_MODEL, LOADER_COMMON, LOADER_FILE, RESOLVER_FILES
 from harness.audit.wheels import (
     ARCHIVE_SUFFIXES,
     SGLangSourceError,
@@ -68,6 +68,7 @@ class SGLangSource:
     kind: str  # "installed", "wheel", "sdist", "checkout", "commit"
     files: Mapping[str, str]  # RESOLVER_FILES path -> source text
     patches: Mapping[str, str] = field(default_factory=dict)  # "patches" -> its text
+    loader: Mapping[str, str] = field(default_factory=dict)  # SGLang's HF config parser files
     transformers: str | None = None  # the pinned requirement, e.g. "transformers==5.19.0"
     identity: str = ""  # same identity, same answer (cache key)
     tree: Tree | None = field(default=None, compare=False, repr=False)
@@ -97,7 +98,7 @@ class SGLangSource:
             text = self.tree.read(path) or ""
             name = _class_with_model_type(text, model_type)
             if name and re.search(rf"\b{re.escape(name)}\b", registry):
-                return {"path": path, "name": name, "text": text}
+                return {"path": path, "name": name, "text": text, "model_type": model_type}
         return None
 
 
@@ -157,10 +158,13 @@ def _build(tree: Tree, version: str | None, origin: str, kind: str,
         )
     files = {path: tree.read(path) or "" for path in RESOLVER_FILES}
     patches = {"patches": text} if (text := tree.read(PATCHES_FILE)) is not None else {}
+    loader = {path: text for path in (LOADER_FILE, LOADER_COMMON)
+              if (text := tree.read(path)) is not None}  # fmt: skip
     version = version or _read_version(tree.read(VERSION_FILE))
-    identity = identity or _digest(*files.values(), *patches.values(), transformers or "")
-    return SGLangSource(version, origin, kind, files, patches, transformers, identity, tree,
-                        **extra)  # type: ignore[arg-type]
+    identity = identity or _digest(*files.values(), *patches.values(), *loader.values(),
+                                   transformers or "")  # fmt: skip
+    return SGLangSource(version, origin, kind, files, patches, loader, transformers, identity,
+                        tree, **extra)  # type: ignore[arg-type]
 
 
 def _read_version(text: str | None) -> str | None:
@@ -316,7 +320,8 @@ def archive_source(path: str | os.PathLike[str]) -> SGLangSource:
     if extract.is_file():
         data = json.loads(extract.read_text(encoding="utf-8"))
         return SGLangSource(data["version"], str(archive), kind, data["files"], data["patches"],
-                            data["transformers"], identity, LazyArchiveTree(archive))
+                            data["loader"], data["transformers"], identity,
+                            LazyArchiveTree(archive))
     tree = ArchiveTree(archive)
     pin = (transformers_from_metadata(tree.read("METADATA") or tree.read("PKG-INFO"))
            or transformers_from_pyproject(tree.read("pyproject.toml")))  # fmt: skip
@@ -325,6 +330,7 @@ def archive_source(path: str | os.PathLike[str]) -> SGLangSource:
     temporary = extract.with_suffix(f".{os.getpid()}.tmp")
     temporary.write_text(json.dumps({"version": source.version, "files": dict(source.files),
                                      "patches": dict(source.patches),
+                                     "loader": dict(source.loader),
                                      "transformers": source.transformers}))  # fmt: skip
     temporary.replace(extract)
     return source

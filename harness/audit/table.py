@@ -79,7 +79,7 @@ class VersionsReport:
 
 def _summary(result: VersionResult) -> str:
     if result.error is not None:
-        return result.error.text
+        return result.error.short
     return ", ".join(cell(layer) for layer in result.layers or [])
 
 
@@ -167,7 +167,8 @@ def render_table(results: Sequence[VersionResult], console: Any, title: str,
         first = same[0]
         step = "building the config" if first.error and first.error.stage == "load" else "resolving"
         where = f", {first.error.where}" if first.error and first.error.where else ""
-        console.print(f"[{letter}] {who}: {kind}: {message} ({step}{where})", markup=False)
+        assert first.error is not None
+        console.print(f"[{letter}] {who}: {first.error.short} ({step}{where})", markup=False)
 
 
 def render(report: VersionsReport, console: Any) -> None:
@@ -183,7 +184,8 @@ def render(report: VersionsReport, console: Any) -> None:
                           f"{results[index].source.short}: " + "; ".join(what), markup=False)
     for result in results:
         if result.error is None:
-            built = f"config built by transformers {result.transformers} as {result.config_class}"
+            built = (f"config built by transformers {result.transformers} as "
+                     f"{result.config_class} ({result.built_by})")
             behaves = ", ".join(result.behaves_as) or "none of the known behaviours"
             console.print(f"{result.source.short}: {built}; behaves as {behaves}", markup=False)
         else:

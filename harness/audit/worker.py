@@ -61,6 +61,36 @@ def _module(name: str, text: str | None = None, package: bool = False) -> types.
     return module
 
 
+class _PlaceholderModules:
+    """Any other `sglang.*` module the config parser imports inside a branch (for example
+    `from sglang.srt.configs.mamba import MambaConfig`, only to test `isinstance`): a module
+    whose class names are classes nothing is an instance of. Its real file imports torch."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if not name.startswith("sglang.") or name in sys.modules:
+            return None
+        import importlib.machinery
+
+        return importlib.machinery.ModuleSpec(name, self, is_package=True)
+
+    def create_module(self, spec: Any) -> types.ModuleType:
+        module = types.ModuleType(spec.name)
+        module.__path__ = []
+
+        def placeholder(attribute: str) -> Any:
+            if attribute[:1].isupper():
+                value = type(attribute, (), {"__module__": spec.name})
+                setattr(module, attribute, value)
+                return value
+            raise AttributeError(f"{spec.name}.{attribute} is not loaded by the audit")
+
+        module.__getattr__ = placeholder  # type: ignore[attr-defined]
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
 def apply_patches(patches: Mapping[str, str | None]) -> None:
     """Run SGLang's own `apply_all()` with just enough of the `sglang` package around it."""
     _module("sglang", package=True)
@@ -74,6 +104,7 @@ def apply_patches(patches: Mapping[str, str | None]) -> None:
         SGLANG_IS_IN_CI=types.SimpleNamespace(get=lambda: False))
     if patches.get("patches"):
         _module(PATCHES_MODULE, patches["patches"]).apply_all()
+    sys.meta_path.append(_PlaceholderModules())  # after the patches: they import for real
 
 
 def _text_config(config: Any) -> Any:
@@ -103,9 +134,11 @@ def _resolve(entry: Any, config: Any) -> list[tuple[Any, str]]:
     return results
 
 
-def _load(job: Mapping[str, Any], folder: str) -> Any:
+def _load(job: Mapping[str, Any], folder: str) -> tuple[Any, str]:
+    """(config, how it was built): SGLang's own HF config parser when the version has one."""
     from transformers import AutoConfig, PretrainedConfig
 
+    registry: dict[str, Any] = {}
     spec = job.get("config_class")
     if spec:
         try:
@@ -113,8 +146,28 @@ def _load(job: Mapping[str, Any], folder: str) -> Any:
         except extract.ExtractError as error:
             raise _HarnessLimit(f"cannot compile {spec['path']}:{spec['name']}, the config "
                                 f"class SGLang registers for this model_type: {error}") from None
-        return cls.from_pretrained(folder)
-    return AutoConfig.from_pretrained(folder, trust_remote_code=False)
+        registry[spec["model_type"]] = cls
+        # SGLang registers its classes with AutoConfig when its config utilities load
+        # (hf_transformers/common.py); exist_ok: the last version evaluated here wins.
+        AutoConfig.register(spec["model_type"], cls, exist_ok=True)
+    loader = job.get("loader") or {}
+    if extract.LOADER_FILE in loader:
+        try:
+            patches = sys.modules.get(PATCHES_MODULE)
+            imported = {k: v for k, v in vars(patches).items() if callable(v)} if patches else {}
+            parse = extract.extract_loader(loader, PretrainedConfig, AutoConfig, registry,
+                                           imported)
+        except extract.ExtractError as error:
+            raise _HarnessLimit(f"cannot compile SGLang's config parser: {error}") from None
+        try:
+            return parse(folder, trust_remote_code=False), "sglang HfModelConfigParser.parse"
+        except NameError as error:  # a name from a module the audit does not load
+            raise _HarnessLimit(f"SGLang's config parser needs {error.name!r}, which the "
+                                "audit does not load") from None
+    if spec:
+        built = registry[spec["model_type"]].from_pretrained(folder)
+        return built, f"{spec['name']}.from_pretrained"
+    return AutoConfig.from_pretrained(folder, trust_remote_code=False), "AutoConfig.from_pretrained"
 
 
 class _HarnessLimit(Exception):
@@ -159,7 +212,7 @@ def run_job(job: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any
     probes = [_probe(entry, probe) for probe in request.get("probes", [])]
     draft = request["configs"][job["config"]]
     try:
-        config = _load(job, draft["dir"])
+        config, built_by = _load(job, draft["dir"])
     except _HarnessLimit as error:
         return {"error": {"stage": "harness", "type": "AuditLimit", "message": str(error)}}
     except Exception as error:
@@ -171,6 +224,7 @@ def run_job(job: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any
         where = notes[-1] if notes else None
         return {"error": _error("resolve", error, where=where), "probes": probes}
     result["probes"] = probes
+    result["built_by"] = built_by
     raw = draft.get("raw")
     try:
         if raw is not None:

@@ -99,7 +99,8 @@ def test_nemotron_under_0_5_23_is_the_correct_table(write_config, capsys) -> Non
     rows = [line.split() for line in out.splitlines() if line.strip()[:2] in ("0 ", "1 ", "2 ")]
     assert rows == [["0", "sliding", "causal/512*"], ["1", "sliding", "causal/512*"],
                     ["2", "full", "bidir*"]]
-    assert "0.5.23: config built by transformers 5.19.0 as Qwen3Config; behaves as fixed" in out
+    assert ("0.5.23: config built by transformers 5.19.0 as Qwen3Config (sglang "
+            "HfModelConfigParser.parse); behaves as fixed") in out
 
 
 def test_every_release_in_one_table(write_config, capsys, monkeypatch) -> None:

@@ -45,6 +45,10 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "qwen3-no-layer-types": {"architectures": ["DFlashDraftModel"], "model_type": "qwen3",
                              "num_hidden_layers": 2},
     "no-model-type": {"num_hidden_layers": 2, "layer_types": ["full_attention"] * 2},
+    "muse-registered": {"architectures": ["DFlashDraftModel"],
+                        "model_type": "muse_glimmer_assistant", "num_hidden_layers": 2,
+                        "layer_types": ["sliding_attention", "full_attention"],
+                        "sliding_window": 1024},
 }
 
 
@@ -152,3 +156,16 @@ def test_audit_for_build_raises_the_versions_own_error(releases, tmp_path) -> No
     layers = audit_for_build(nemotron_35_draft(), wheel_for("0.5.23"))
     assert [(layer.causal, layer.window) for layer in layers] == [(True, 512), (True, 512),
                                                                   (False, None)]
+
+
+def test_model_type_sglang_registers_is_built_by_its_own_class(tables) -> None:
+    results = tables["muse-registered"]
+    # 0.5.17 has no such class and transformers knows no such model_type
+    assert results["0.5.17"].error is not None and results["0.5.17"].error.stage == "load"
+    for version in RELEASES[1:]:
+        result = results[version]
+        assert result.config_class == "MuseGlimmerAssistantConfig", version
+        assert result.built_by == "sglang HfModelConfigParser.parse"
+        # the class declares is_causal = False: explicit, so every layer is bidirectional
+        assert [(layer.causal, layer.window, layer.explicit) for layer in result.layers or []] \
+            == [(False, 1024, True), (False, None, True)]
