@@ -247,7 +247,8 @@ def evaluate_many(
             requirement = transformers or source.transformers
             if requirement is None:
                 raise BadInput(f"{source.describe()} pins no transformers version (no "
-                               "Requires-Dist or pyproject dependency); pass --transformers X")
+                               "Requires-Dist or pyproject dependency); name one (harness audit "
+                               "--transformers VERSION; audit_for_build(transformers=...))")
             job = _Job(source, requirement, index, _cache_file(config_bytes, source, requirement))
             if use_cache and job.cache.is_file():
                 job.answer = json.loads(job.cache.read_text())

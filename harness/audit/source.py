@@ -39,13 +39,16 @@ from harness.errors import BadInput
 
 PATCHES_FILE = "sglang/srt/utils/hf_transformers_patches.py"
 VERSION_FILE = "sglang/version.py"
+SCM_VERSION_FILE = "sglang/_version.py"  # written by the build (setuptools-scm)
 CONFIGS_DIR = "sglang/srt/configs/"
 # Where SGLang's _CONFIG_REGISTRY (model_type -> its own config class) is built.
 REGISTRY_FILES = ("sglang/srt/utils/hf_transformers/common.py",
                   "sglang/srt/utils/hf_transformers_utils.py")  # fmt: skip
 _EXACT_SPEC = re.compile(r"^sglang\s*==\s*(?P<version>[0-9][0-9A-Za-z.+!-]*)$")
 _BARE_VERSION = re.compile(r"^[0-9][0-9A-Za-z.+!-]*$")
-_VERSION_ASSIGN = re.compile(r"""__version__\s*=\s*["'](?P<version>[^"']+)["']""")
+_VERSION_ASSIGN = re.compile(
+    r"""^__version__\s*=\s*(?:version\s*=\s*)?["'](?P<version>[^"']+)["']""", re.MULTILINE
+)
 _REQUIRES_TRANSFORMERS = re.compile(
     r"^Requires-Dist:\s*(?P<req>transformers\b[^;\n]*)(?P<marker>;.*)?$", re.MULTILINE
 )
@@ -160,7 +163,8 @@ def _build(tree: Tree, version: str | None, origin: str, kind: str,
     patches = {"patches": text} if (text := tree.read(PATCHES_FILE)) is not None else {}
     loader = {path: text for path in (LOADER_FILE, LOADER_COMMON)
               if (text := tree.read(path)) is not None}  # fmt: skip
-    version = version or _read_version(tree.read(VERSION_FILE))
+    version = (version or _read_version(tree.read(SCM_VERSION_FILE))
+               or _read_version(tree.read(VERSION_FILE)))
     identity = identity or _digest(*files.values(), *patches.values(), *loader.values(),
                                    transformers or "")  # fmt: skip
     return SGLangSource(version, origin, kind, files, patches, loader, transformers, identity,
@@ -278,14 +282,25 @@ def checkout_source(path: str | os.PathLike[str]) -> SGLangSource:
         if (candidate / DFLASH_MODEL).is_file():
             tree = FolderTree(candidate)
             pin = transformers_from_pyproject(tree.read("pyproject.toml"))
+            version = (_read_version(tree.read(SCM_VERSION_FILE))
+                       or _read_version(tree.read(VERSION_FILE)))  # fmt: skip
             if pin is None:  # an installed package's folder (site-packages): its dist-info
-                for metadata in sorted(candidate.glob("sglang-*.dist-info/METADATA")):
-                    pin = transformers_from_metadata(metadata.read_text(encoding="utf-8"))
-            return _build(tree, None, str(candidate), "checkout", pin, "")
+                pin = _dist_info_pin(candidate, version)
+            return _build(tree, version, str(candidate), "checkout", pin, "")
     raise SGLangSourceError(
         f"sglang (unknown version) at {root} has no {', '.join(RESOLVER_FILES)}: "
         "this version's DFlash resolver cannot be found"
     )
+
+
+def _dist_info_pin(folder: Path, version: str | None) -> str | None:
+    """The pin in `sglang-<version>.dist-info` beside the package, else in any sglang one."""
+    found = sorted(folder.glob("sglang-*.dist-info/METADATA"))
+    exact = [m for m in found if version and m.parent.name == f"sglang-{version}.dist-info"]
+    for metadata in exact + found:
+        if pin := transformers_from_metadata(metadata.read_text(encoding="utf-8")):
+            return pin
+    return None
 
 
 class LazyArchiveTree:
