@@ -145,7 +145,8 @@ def _result(source: SGLangSource, answer: Mapping[str, Any]) -> VersionResult:
             raise AuditLimitError(f"{source.label}: {error['message']}")
         return VersionResult(source, None, VersionError(error["stage"], error["type"],
                              error["message"], error.get("where")), answer.get("transformers"),
-                             behaves_as=_behaves_as(answer.get("probes") or []))
+                             answer.get("config_class"), answer.get("built_by"),
+                             _behaves_as(answer.get("probes") or []))
     return VersionResult(
         source, _layers(answer), None, answer.get("transformers"), answer.get("config_class"),
         answer.get("built_by"), _behaves_as(answer.get("probes") or []),

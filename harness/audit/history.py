@@ -1,7 +1,8 @@
 """`--bisect GOOD BAD --repo PATH`: the first commit whose table differs from GOOD's.
 
 Walks the history of a local SGLang checkout from GOOD to BAD (`git rev-list --reverse
---ancestry-path`), keeping only commits that touch the resolver's files, evaluates each
+--ancestry-path`), keeping only commits that touch the files the audit reads (the resolver
+files, the transformers patches, the HF config parser, the pyproject pin), evaluates each
 with the same machinery as a release (audit/evaluate.py), and names the first commit whose
 table (or error) differs from GOOD's. Every candidate is evaluated, not a binary search:
 a resolver can flip and flip back, and a batch of commits costs one worker per
@@ -16,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.audit.evaluate import VersionResult, evaluate_sources
-from harness.audit.extract import RESOLVER_FILES
-from harness.audit.source import commit_source
+from harness.audit.extract import LOADER_COMMON, LOADER_FILE, RESOLVER_FILES
+from harness.audit.source import PATCHES_FILE, commit_source
 from harness.audit.table import describe_change, signature
 from harness.errors import BadInput
 
@@ -68,11 +69,14 @@ def _commit(repo: Path, ref: str) -> tuple[str, str]:
 
 
 def resolver_paths(repo: Path, commit: str) -> list[str]:
-    """The resolver files' paths in this repository (SGLang keeps its package in python/)."""
+    """The paths whose changes can change the table, as this repository lays them out
+    (SGLang keeps its package in python/): the resolver files, SGLang's transformers patches
+    and HF config parser, and the pyproject that pins transformers."""
     listed = _git(repo, "ls-tree", "-r", "--name-only", commit).splitlines()
     for prefix in ("python/", ""):
         if all(prefix + path in listed for path in RESOLVER_FILES):
-            return [prefix + path for path in RESOLVER_FILES]
+            paths = [*RESOLVER_FILES, PATCHES_FILE, LOADER_FILE, LOADER_COMMON, "pyproject.toml"]
+            return [prefix + path for path in paths]
     raise BisectError(f"{repo} at {commit[:10]} has no {' and '.join(RESOLVER_FILES)} "
                       "(under python/ or at the top)")
 
@@ -115,15 +119,15 @@ def render(result: BisectResult, console: Any, good: str, bad: str) -> None:
 
     good_label = f"GOOD {good} ({result.good.source.short})"
     bad_label = f"BAD {bad} ({result.bad.source.short})"
-    console.print(f"{len(result.candidates)} commits from {good} to {bad} touch "
-                  f"{' or '.join(RESOLVER_FILES)}; each was evaluated", markup=False)
+    console.print(f"{len(result.candidates)} commits from {good} to {bad} touch the files the "
+                  "audit reads (resolver, transformers patches, config parser, pin); each was "
+                  "evaluated", markup=False)
     render_table([result.good, result.bad], console, "tables at the two ends",
                  {0: good_label, 1: bad_label})
     if result.first is None or result.before is None:
         same = signature(result.good) == signature(result.bad)
         console.print("no commit between them changes the table" if same else
-                      "no commit touching the resolver files changes the table; the "
-                      "difference comes from elsewhere (transformers pin, config loading)",
+                      "no commit touching the files the audit reads changes the table",
                       markup=False)  # fmt: skip
         return
     first, before = result.first, result.before

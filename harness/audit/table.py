@@ -182,16 +182,19 @@ def render(report: VersionsReport, console: Any) -> None:
         for index, what in changes:
             console.print(f"changed {results[index - 1].source.short} -> "
                           f"{results[index].source.short}: " + "; ".join(what), markup=False)
+    letters = _notes(results)
     for result in results:
+        behaves = ", ".join(result.behaves_as) or "none of the known behaviours"
+        built = (f"config built by transformers {result.transformers} as "
+                 f"{result.config_class} ({result.built_by})")  # fmt: skip
         if result.error is None:
-            built = (f"config built by transformers {result.transformers} as "
-                     f"{result.config_class} ({result.built_by})")
-            behaves = ", ".join(result.behaves_as) or "none of the known behaviours"
-            console.print(f"{result.source.short}: {built}; behaves as {behaves}", markup=False)
+            what = built
         else:
-            behaves = ", ".join(result.behaves_as) or "none of the known behaviours"
-            console.print(f"{result.source.short}: rejects this config (transformers "
-                          f"{result.transformers}); behaves as {behaves}", markup=False)
+            letter = letters[(result.error.type, result.error.message)]
+            what = (f"{built}; its resolver raises [{letter}]" if result.error.stage == "resolve"
+                    else f"building the config raises [{letter}] (transformers "
+                         f"{result.transformers})")  # fmt: skip
+        console.print(f"{result.source.short}: {what}; behaves as {behaves}", markup=False)
     declared = {r.is_causal for r in results if r.error is None}
     if declared == {None}:
         console.print("is_causal: not declared: every * cell is a default the next SGLang "

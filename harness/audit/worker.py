@@ -222,7 +222,8 @@ def run_job(job: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any
     except Exception as error:
         notes = getattr(error, "__notes__", [])
         where = notes[-1] if notes else None
-        return {"error": _error("resolve", error, where=where), "probes": probes}
+        return {"error": _error("resolve", error, where=where), "probes": probes,
+                "config_class": type(config).__name__, "built_by": built_by}
     result["probes"] = probes
     result["built_by"] = built_by
     raw = draft.get("raw")

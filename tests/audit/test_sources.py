@@ -181,3 +181,32 @@ def test_range_offline_falls_back_to_a_stale_list(tmp_path: Path, monkeypatch) -
     monkeypatch.setattr(wheels.subprocess, "run", hang)
     versions, where = wheels.released_versions()
     assert versions == ["0.5.17", "0.5.18"] and where.startswith("stale cached list")
+
+
+def test_version_from_the_build_written_version_file(tmp_path: Path) -> None:
+    write_checkout(tmp_path)
+    package = tmp_path / "python" / "sglang"
+    (package / "version.py").write_text("from sglang._version import __version__\n")
+    (package / "_version.py").write_text("__version__ = version = '0.5.17'\n")
+    assert checkout_source(tmp_path).version == "0.5.17"
+
+
+def test_installed_folder_takes_the_pin_of_its_own_dist_info(tmp_path: Path) -> None:
+    write_checkout(tmp_path)
+    parent = tmp_path / "python"
+    (parent / "pyproject.toml").unlink()
+    (parent / "sglang" / "version.py").write_text('__version__ = "0.5.17"\n')
+    for version, pin in (("0.5.16", "transformers==4.0"), ("0.5.17", "transformers==5.12.1")):
+        info = parent / f"sglang-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Name: sglang\nRequires-Dist: {pin}\n")
+    assert checkout_source(tmp_path).transformers == "transformers==5.12.1"
+
+
+def test_importing_harness_audit_stays_light() -> None:
+    probe = ("import sys, harness.audit; heavy = {'pydantic', 'rich', 'transformers', 'torch', "
+             "'huggingface_hub', 'filelock'}; print(sorted(heavy & {m.split('.')[0] "
+             "for m in sys.modules}))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout  # fmt: skip
+    assert out.strip() == "[]"
