@@ -58,3 +58,10 @@ class Interrupted(HarnessError):
     """Ctrl-C or SIGTERM; raised after cleanup so the run ends cleanly."""
 
     exit_code = ExitCode.INTERRUPTED
+
+
+def error_text(error: BaseException) -> str:
+    """An exception as a message that is never empty (httpx.ReadError('') has no text)."""
+    text = str(error).strip()
+    name = type(error).__name__
+    return f"{name}: {text}" if text else name

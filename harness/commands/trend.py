@@ -61,7 +61,8 @@ class TrendCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         from harness.store import PLOTS_DIR, default_results_dir, load_runs
-        from harness.trend import TrendParams, analyse_all, markdown_table, summarize
+        from harness.trend import TrendParams, analyse_all
+        from harness.trend_report import markdown_table, summarize
 
         root = args.results or default_results_dir()
         if not root.is_dir():
@@ -94,7 +95,7 @@ class TrendCommand:
 
 
 def _as_json(item: object) -> dict[str, object]:
-    from harness.trend import SuiteSummary
+    from harness.trend_report import SuiteSummary
 
     assert isinstance(item, SuiteSummary)
     return {
