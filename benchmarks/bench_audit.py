@@ -6,6 +6,8 @@ Nemotron-shaped draft, next to `python -c pass` (the interpreter's own start-up)
 - warm: the version's answer for this config is cached (the usual case: CI, preflight);
 - cold: `--no-cache`, so the version's transformers environment builds the config again
   (that interpreter imports transformers: seconds, not part of the goal, shown for scale).
+Also times `python -m harness --help`, the CLI's own start-up (harness/cli.py builds every
+subcommand's parser), which the audit cannot avoid from inside its command.
 Prints each median and its ratio to `python -c pass` and to the goal. Needs the wheel in
 --wheels and its transformers environment (made on first use, then cached).
 """
@@ -72,9 +74,13 @@ def main() -> int:
         audit = [sys.executable, "-m", "harness", "audit", str(config), "--sglang", args.version]
         time_command(audit, 1, env)  # fills the answer cache (and makes the environment)
         baseline = statistics.median(time_command([sys.executable, "-c", "pass"], 5, env))
+        start_up = statistics.median(
+            time_command([sys.executable, "-m", "harness", "--help"], args.repeat, env))
         warm = time_command(audit, args.repeat, env)
         cold = time_command([*audit, "--no-cache"], args.cold_repeat, env)
     print(f"python -c pass: median {baseline:.3f} s")
+    print(f"python -m harness --help (the CLI's start-up, every parser built): median "
+          f"{start_up:.3f} s = {start_up / baseline:.1f} x python -c pass")
     for name, seconds in (("warm (answer cached)", warm), ("cold (--no-cache)", cold)):
         median = statistics.median(seconds)
         print(f"harness audit --sglang {args.version}, {name}: median {median:.3f} s over "

@@ -54,12 +54,13 @@ def audit_for_build(
     config: Mapping[str, Any] | str | os.PathLike[str],
     source: SGLangSource | str | os.PathLike[str] | None,
     transformers: str | None = None,
+    revision: str | None = None,
 ) -> list[LayerAttention]:
     """The draft's per-layer attention as one SGLang build's own code resolves it (preflight).
 
-    `config`: a config.json file, a checkpoint folder, a hub id, or a parsed config (written
-    to a scratch folder as config.json). `source`: an SGLangSource, a checkout folder, a wheel
-    or sdist, `installed`/None, or a spec like `sglang==0.5.23`.
+    `config`: a config.json file, a checkpoint folder, a hub id (at `revision`), or a parsed
+    config (written to a scratch folder as config.json). `source`: an SGLangSource, a
+    checkout folder, a wheel or sdist, `installed`/None, or a spec like `sglang==0.5.23`.
     Raises VersionRejected (the version's code raised: version, exception type, message),
     DraftConfigError (unreadable / not JSON), SGLangSourceError, ResolverError, AuditLimitError.
     """
@@ -78,7 +79,7 @@ def audit_for_build(
             path.write_text(json.dumps(config))
             [result] = evaluate_sources(path, [build], transformers)
     else:
-        path, origin = locate_draft_config(config)
+        path, origin = locate_draft_config(config, revision)
         parse_config_text(path.read_text(encoding="utf-8"), origin)  # not JSON: exit 2
         [result] = evaluate_sources(path, [build], transformers)
     if result.error is not None:

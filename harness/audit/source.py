@@ -27,14 +27,29 @@ from typing import Protocol
 
 from harness.audit.envs import cache_root
 from harness.audit.extract import DFLASH_MODEL, LOADER_COMMON, LOADER_FILE, RESOLVER_FILES
-from harness.audit.wheels import (
+from harness.audit.wheels import (  # fetch_wheels, cached_archive: re-exported (noxfile)
     ARCHIVE_SUFFIXES,
     SGLangSourceError,
     archive_for,
     archive_version,
+    cached_archive,
     download_archive,
+    fetch_wheels,
     wheel_cache_dir,
 )
+
+__all__ = [
+    "SGLangSource",
+    "SGLangSourceError",
+    "archive_source",
+    "cached_archive",
+    "checkout_source",
+    "commit_source",
+    "fetch_wheels",
+    "installed_source",
+    "source_for_build",
+    "spec_source",
+]
 from harness.errors import BadInput
 
 PATCHES_FILE = "sglang/srt/utils/hf_transformers_patches.py"

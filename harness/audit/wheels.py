@@ -152,3 +152,12 @@ def expand_versions(spec: str) -> list[str] | None:
     if "," in spec:
         return [part.strip().removeprefix("sglang==") for part in spec.split(",") if part.strip()]
     return None
+
+
+if __name__ == "__main__":
+    # python -m harness.audit.wheels DEST VERSION... : the nox-friendly entry point.
+    if len(sys.argv) < 3:
+        print("usage: python -m harness.audit.wheels DEST VERSION...", file=sys.stderr)
+        sys.exit(2)
+    for fetched in fetch_wheels(sys.argv[2:], sys.argv[1]):
+        print(fetched)
