@@ -125,9 +125,15 @@ def with_is_causal(config: dict[str, Any], value: bool | None) -> dict[str, Any]
 
 
 @pytest.fixture(scope="session", autouse=True)
-def fresh_audit_answers(tmp_path_factory) -> None:
+def fresh_audit_answers(tmp_path_factory):
     """Each test session evaluates for real: cached answers go to a session folder."""
+    before = os.environ.get("HARNESS_AUDIT_RESULTS")
     os.environ["HARNESS_AUDIT_RESULTS"] = str(tmp_path_factory.mktemp("audit-answers"))
+    yield
+    if before is None:
+        os.environ.pop("HARNESS_AUDIT_RESULTS", None)
+    else:
+        os.environ["HARNESS_AUDIT_RESULTS"] = before
 
 
 def transformers_env(requirement: str) -> Path:
