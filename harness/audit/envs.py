@@ -17,7 +17,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -79,6 +78,8 @@ def env_python(requirement: str, root: Path | None = None) -> Path | None:
 
 
 def _run(command: list[str], what: str) -> None:
+    import subprocess
+
     try:
         result = subprocess.run(command, capture_output=True, text=True,
                                 timeout=INSTALL_TIMEOUT_S, check=False)  # fmt: skip

@@ -13,10 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -197,6 +194,7 @@ def _request(drafts: Sequence[_Draft], jobs: list[_Job]) -> dict[str, Any]:
 
 
 def _run_worker(python: Path, request: dict[str, Any], jobs: list[_Job]) -> None:
+    import subprocess
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
            "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     try:
@@ -274,6 +272,9 @@ def _evaluate_pending(config_files: Sequence[Path], texts: Sequence[bytes],
                       pending: list[_Job]) -> None:
     # One worker per (transformers pin, SGLang patches): patches change transformers for
     # the whole process, as `import sglang` does, so two versions' patches never mix.
+    import tempfile  # here: a cached answer needs none of this
+    from concurrent.futures import ThreadPoolExecutor
+
     groups: dict[tuple[str, str], list[_Job]] = {}
     for job in pending:
         patches = json.dumps(dict(job.source.patches), sort_keys=True)

@@ -62,6 +62,6 @@ def test_failed_install_is_one_clear_error(tmp_path: Path, monkeypatch) -> None:
 
         return subprocess.CompletedProcess(command, 1, "", "ERROR: No matching distribution")
 
-    monkeypatch.setattr(envs.subprocess, "run", fail)
+    monkeypatch.setattr("subprocess.run", fail)
     with pytest.raises(envs.AuditEnvError, match=r"creating .* failed .*No matching"):
         envs.ensure_env("transformers==0.0.0", tmp_path)
