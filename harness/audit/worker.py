@@ -147,9 +147,7 @@ def _load(job: Mapping[str, Any], folder: str) -> tuple[Any, str]:
             raise _HarnessLimit(f"cannot compile {spec['path']}:{spec['name']}, the config "
                                 f"class SGLang registers for this model_type: {error}") from None
         registry[spec["model_type"]] = cls
-        # SGLang registers its classes with AutoConfig when its config utilities load
-        # (hf_transformers/common.py); exist_ok: the last version evaluated here wins.
-        AutoConfig.register(spec["model_type"], cls, exist_ok=True)
+        _register(AutoConfig, spec["model_type"], cls)
     loader = job.get("loader") or {}
     if extract.LOADER_FILE in loader:
         try:
@@ -170,6 +168,20 @@ def _load(job: Mapping[str, Any], folder: str) -> tuple[Any, str]:
     return AutoConfig.from_pretrained(folder, trust_remote_code=False), "AutoConfig.from_pretrained"
 
 
+_REGISTERED: set[str] = set()  # model types this process registered (an earlier version's)
+
+
+def _register(auto_config: Any, model_type: str, cls: type) -> None:
+    """As SGLang's common.py does at import: `AutoConfig.register(name, cls)`, where a
+    name transformers already owns stays transformers'. A name an earlier version registered
+    in this process is replaced: each version sees its own class, as in its own server."""
+    try:
+        auto_config.register(model_type, cls, exist_ok=model_type in _REGISTERED)
+    except ValueError:
+        return  # transformers owns the name; SGLang's parse re-parses through its class
+    _REGISTERED.add(model_type)
+
+
 class _HarnessLimit(Exception):
     """Something the audit cannot reproduce (not SGLang's decision)."""
 
@@ -182,7 +194,10 @@ def _evaluate(entry: Any, config: Any) -> dict[str, Any]:
     if is_causal is not None:
         other = copy.deepcopy(config)
         _text_config(other).is_causal = not is_causal
-        flipped = _resolve(entry, other)
+        try:
+            flipped = _resolve(entry, other)
+        except Exception:
+            flipped = None  # explicitness unknown; the layers above stand
     return {
         "layers": layers,
         "flipped": flipped,
