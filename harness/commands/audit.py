@@ -46,8 +46,8 @@ class AuditCommand:
             "--bisect",
             nargs=2,
             metavar=("GOOD", "BAD"),
-            help="with --repo: name the first commit from GOOD to BAD touching the resolver "
-            "files whose table differs from GOOD's",
+            help="with --repo: name the first commit from GOOD to BAD, among those touching "
+            "the files the audit reads, whose table differs from GOOD's",
         )
         parser.add_argument("--repo", metavar="PATH", help="the SGLang checkout for --bisect")
         parser.add_argument(
