@@ -21,7 +21,7 @@ ROOT = Path(__file__).parent
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 SKIPPED = 4  # harness exit code: the topology does not fit this host
 SGLANG_WHEELS = ROOT / ".cache" / "sglang-wheels"
-AUDITED_SGLANG = ["0.5.17", "0.5.23"]
+AUDITED_SGLANG = ["0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"]
 
 # nox session -> suite file; the reference engine's suites install its extra.
 SUITE_SESSIONS = {

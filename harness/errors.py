@@ -15,6 +15,7 @@ class ExitCode(IntEnum):
     BAD_INPUT = 2
     ENGINE_ERROR = 3
     SKIPPED = 4
+    VERSION_REJECTS = 5  # the SGLang version's own code raised on the draft config
     INTERRUPTED = 130
 
 

@@ -134,10 +134,13 @@ def prepare_engine(suite: Suite, options: Any, models: Models | None,
 def attention_table(loaded: LoadedSuite, engine: PreparedEngine) -> list[LayerRow] | None:
     """The draft's per-layer attention as this build resolves it, before any launch.
 
-    SGLang builds are evaluated from their own resolver source (`harness audit`);
-    the reference engine replays the behaviour its suite names. Without an
-    expected contract, an unreachable draft config only leaves the table empty.
+    SGLang builds are evaluated with their own config loading and resolver code (`harness
+    audit`); the reference engine replays the behaviour its suite names. Without an
+    expected contract, an unreachable draft config only leaves the table empty; a draft the
+    version's own code rejects stops the run with that version's message (exit 5).
     """
+    from harness.audit.errors import VersionRejected
+
     suite = loaded.suite
     expected = suite.draft.expected_layers if suite.draft else None
     if engine.draft_config is None:
@@ -150,14 +153,17 @@ def attention_table(loaded: LoadedSuite, engine: PreparedEngine) -> list[LayerRo
             config, _ = load_draft_config(engine.draft_config)
             layers = resolve_layers(config, suite.engine.attention_policy)
         else:
-            from harness.audit import audit_for_build, load_draft_config
+            from harness.audit import audit_for_build
             from harness.audit.source import checkout_source
 
-            config, _ = load_draft_config(engine.draft_config, engine.draft_revision)
             parent = engine.facts.sglang_parent if engine.facts else None
             if parent is None:
                 raise EngineError(f"cannot locate sglang's package folder in {engine.python}")
-            layers = audit_for_build(config, checkout_source(parent))
+            # the version's own config loading and resolver, on the draft's real folder
+            layers = audit_for_build(engine.draft_config, checkout_source(parent),
+                                     revision=engine.draft_revision)
+    except VersionRejected:
+        raise  # SGLang itself would refuse this draft: the run stops with its message
     except HarnessError:
         if expected is not None:
             raise

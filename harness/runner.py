@@ -193,7 +193,7 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
         raise
     except HarnessError as error:
         record = run.failed(error)
-        return RunOutcome("error", ExitCode.ENGINE_ERROR, record.verdict.reasons,
+        return RunOutcome("error", ExitCode(error.exit_code), record.verdict.reasons,
                           run.run_dir, record)
 
 
