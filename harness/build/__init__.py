@@ -33,17 +33,14 @@ from harness.build.reference import (
     REPO_ROOT,
     ReferenceBuild,
     has_reference_dependencies,
-    prepare_reference,
     prepare_reference_env,
     resolve_reference_build,
 )
 from harness.build.sglang_env import (
     PreparedBuild,
     ResolvedBuild,
-    installed_version,
     planned_python,
     prepare,
-    prepare_sglang,
     resolve_build,
     snapshot_source,
 )
@@ -62,8 +59,8 @@ __all__ = [
     "REFERENCE_MODULES", "REPO_ROOT", "BuildKind", "BuildSpec", "EngineKind",
     "EnvironmentFacts", "PreparedBuild", "ReferenceBuild", "ResolvedBuild", "bounded_lock",
     "cache_root", "check_engine", "copy_freeze", "error_text", "file_sha256",
-    "has_reference_dependencies", "head_state", "installed_version", "parse_build_spec",
-    "pid_alive", "planned_python", "prepare", "prepare_reference", "prepare_reference_env",
-    "prepare_sglang", "probe_environment", "resolve_build", "resolve_reference_build",
+    "has_reference_dependencies", "head_state", "parse_build_spec",
+    "pid_alive", "planned_python", "prepare", "prepare_reference_env",
+    "probe_environment", "resolve_build", "resolve_reference_build",
     "run_command", "save_freeze", "snapshot_source", "split_git_url", "sweep_stale",
 ]

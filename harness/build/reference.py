@@ -136,14 +136,6 @@ def prepare_reference_env(
     return PreparedBuild(python, reference_info(facts, reference), facts)
 
 
-def prepare_reference(
-    engine_python: str | None = None, reference: ReferenceBuild | None = None,
-) -> tuple[str, Any]:
-    """(interpreter, BuildInfo) of the reference engine; see `prepare_reference_env`."""
-    prepared = prepare_reference_env(engine_python, reference)
-    return prepared.python, prepared.info
-
-
 def reference_info(facts: EnvironmentFacts, reference: ReferenceBuild | None) -> Any:
     from harness.record import BuildInfo
 

@@ -247,19 +247,3 @@ def build_info(build: BuildSpec, facts: EnvironmentFacts) -> Any:
         build_key=note.get("key"), direct_url=direct_url,
         freeze_sha256=facts.freeze_sha256, freeze_path=str(save_freeze(facts)))
 
-
-def prepare_sglang(build: BuildSpec) -> tuple[str, Any]:
-    """(interpreter, BuildInfo) of an SGLang build; see `prepare`."""
-    prepared = prepare(build)
-    return prepared.python, prepared.info
-
-
-def installed_version(python: str, distribution: str = "sglang") -> tuple[str | None, str | None]:
-    """Deprecated (use `probe_environment`): (version, VCS commit) of sglang in `python`."""
-    try:
-        facts = probe_environment(python)
-    except EngineError:
-        return None, None
-    if distribution != "sglang":
-        return facts.versions.get(distribution), None
-    return facts.sglang_version, facts.sglang_commit
