@@ -21,7 +21,7 @@ ROOT = Path(__file__).parent
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 SKIPPED = 4  # harness exit code: the topology does not fit this host
 SGLANG_WHEELS = ROOT / ".cache" / "sglang-wheels"
-AUDITED_SGLANG = ["0.5.17", "0.5.23"]
+AUDITED_SGLANG = ["0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"]
 
 # nox session -> suite file; the reference engine's suites install its extra.
 SUITE_SESSIONS = {
@@ -90,7 +90,10 @@ def tests(session: nox.Session) -> None:
     env = {"HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS)}
     if "HARNESS_CACHE" in os.environ:
         env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
-    args = session.posargs or ["-n", "2", "--durations=15"]
+    # SGLang's own argument parser needs torch and sglang installed: `nox -s sglang_args`
+    # runs those tests in an environment that has them.
+    args = session.posargs or ["-n", "2", "--durations=15",
+                               "--ignore", "tests/sglang_oracle/test_server_args.py"]
     session.run("pytest", *args, env=env)
 
 
@@ -113,3 +116,28 @@ def bench(session: nox.Session) -> None:
     _fetch_sglang_wheels(session)
     for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
         session.run("python", str(script), env={"HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS)})
+
+
+# SGLang's own argument parser on CPU (tests/sglang_oracle/test_server_args.py). Importing
+# sglang.srt.server_args needs torch, so this session has its own venv: torch CPU (pinned:
+# an unpinned torch resolves to a multi-GB CUDA build; HARNESS_TORCH_INDEX may name a CPU
+# wheel index), triton, sglang without its dependencies, and the pure-Python packages the
+# import needs (found by importing until it succeeds).
+SGLANG_ARGS_VERSION = "0.5.23"
+SGLANG_IMPORT_DEPS = ("numpy", "orjson", "psutil", "pybase64", "requests", "packaging",
+                      "pillow", "starlette", "msgspec", "pydantic", "pyzmq", "tqdm",
+                      "ipython", "aiohttp")
+
+
+@nox.session(python=PYTHON)
+def sglang_args(session: nox.Session) -> None:
+    """Every shipped SGLang suite's launch line, parsed by SGLang 0.5.23's own parser."""
+    index = os.environ.get("HARNESS_TORCH_INDEX")
+    session.install("torch==2.13.0", "triton", *SGLANG_IMPORT_DEPS, "pytest",
+                    *(["--extra-index-url", index] if index else []))
+    session.install("--no-deps", f"sglang=={SGLANG_ARGS_VERSION}")
+    # The harness from this checkout, not installed: it needs only pydantic here.
+    session.run("pytest", "-p", "no:cacheprovider", "-q",
+                "tests/sglang_oracle/test_server_args.py", *session.posargs,
+                env={"HARNESS_REQUIRE_SGLANG": "1", "PYTHONPATH": str(ROOT)})
+

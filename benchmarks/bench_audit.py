@@ -1,10 +1,15 @@
-"""How long one `harness audit` takes on CPU (issue 5 asks for <= 2 s).
+"""How long `harness audit CONFIG --sglang VERSION` takes with the wheel cached (goal <= 0.5 s).
 
-Run: `python benchmarks/bench_audit.py [--wheels DIR] [--repeat N] [--max-seconds S]`.
-Times the whole audit of a gemma-4-shaped draft config, in a fresh process each time so
-that imports count: the three behaviours alone, then with each cached SGLang wheel's own
-resolver read from the archive and evaluated. With --max-seconds, exits 1 when the slowest
-run exceeds it.
+Run: `python benchmarks/bench_audit.py [--wheels DIR] [--version V] [--repeat N]`.
+Times the real CLI, `python -m harness audit ...`, in a fresh process each time, on a
+Nemotron-shaped draft, next to `python -c pass` (the interpreter's own start-up):
+- warm: the version's answer for this config is cached (the usual case: CI, preflight);
+- cold: `--no-cache`, so the version's transformers environment builds the config again
+  (that interpreter imports transformers: seconds, not part of the goal, shown for scale).
+Also times `python -m harness --help`, the CLI's own start-up (harness/cli.py builds every
+subcommand's parser), which the audit cannot avoid from inside its command.
+Prints each median and its ratio to `python -c pass` and to the goal. Needs the wheel in
+--wheels and its transformers environment (made on first use, then cached).
 """
 
 from __future__ import annotations
@@ -20,36 +25,30 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-GOAL_SECONDS = 2.0  # issue 5: an audit takes <= 2 s on CPU
-GEMMA4_SHAPED = {
+GOAL_SECONDS = 0.5  # issue 12: one version, wheel cached, <= 0.5 s on an idle machine
+NEMOTRON_SHAPED = {
     "architectures": ["DFlashDraftModel"],
-    "num_hidden_layers": 5,
-    "layer_types": ["sliding_attention"] * 4 + ["full_attention"],
-    "sliding_window": 2048,
+    "model_type": "qwen3",
+    "num_hidden_layers": 3,
+    "layer_types": ["sliding_attention", "sliding_attention", "full_attention"],
+    "has_embed_tokens": True,
+    "has_lm_head": False,
+    "quantization_config": {"quant_algo": "W4A16_NVFP4"},
+    "eagle_aux_hidden_state_layer_ids": [2, 12, 22],
+    "dflash_config": {"swa_window_size": 512, "target_layer_ids": [1, 11, 21],
+                      "sample_from_anchor": False},
 }
-# The audit command alone, as `harness audit` runs it (other subcommands are not timed).
-AUDIT_ONLY = (
-    "import sys; from harness import cli; "
-    "cli.COMMANDS = {'audit': 'harness.commands.audit:AuditCommand'}; "
-    "sys.exit(cli.main(sys.argv[1:]))"
-)
 
 
-def time_audit(argv: list[str], repeat: int) -> list[float]:
-    """Wall seconds of `harness audit ARGV`, each in a new Python process."""
+def time_command(argv: list[str], repeat: int, env: dict[str, str]) -> list[float]:
     seconds = []
     for _ in range(repeat):
         start = time.perf_counter()
-        result = subprocess.run(
-            [sys.executable, "-c", AUDIT_ONLY, "audit", *argv],
-            capture_output=True,
-            text=True,
-            cwd=REPO_ROOT,
-            check=False,
-        )
+        result = subprocess.run(argv, capture_output=True, text=True, cwd=REPO_ROOT, env=env,
+                                check=False)  # fmt: skip
         seconds.append(time.perf_counter() - start)
-        if result.returncode not in (0, 1):
-            raise SystemExit(f"harness audit {' '.join(argv)} failed:\n{result.stderr}")
+        if result.returncode != 0:
+            raise SystemExit(f"{' '.join(argv)} exited {result.returncode}:\n{result.stderr}")
     return seconds
 
 
@@ -59,32 +58,34 @@ def main() -> int:
         "HARNESS_SGLANG_WHEELS", str(REPO_ROOT / ".cache" / "sglang-wheels")
     )
     parser.add_argument("--wheels", default=default_wheels, help="folder of sglang wheels")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--max-seconds", type=float, default=None)
+    parser.add_argument("--version", default="0.5.23")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--cold-repeat", type=int, default=1)
     args = parser.parse_args()
 
+    wheel = next(iter(sorted(Path(args.wheels).glob(f"sglang-{args.version}-*.whl"))), None)
+    if wheel is None:
+        print(f"no sglang {args.version} wheel in {args.wheels}: nothing timed")
+        return 0
+    env = {**os.environ, "HARNESS_SGLANG_WHEELS": args.wheels}
     with tempfile.TemporaryDirectory() as scratch:
         config = Path(scratch) / "config.json"
-        config.write_text(json.dumps(GEMMA4_SHAPED))
-        cases: dict[str, list[str]] = {"behaviours only": [str(config)]}
-        for wheel in sorted(Path(args.wheels).glob("sglang-*.whl")):
-            cases[wheel.name.split("-")[1] + " wheel"] = [str(config), "--sglang", str(wheel)]
-        slowest = 0.0
-        for name, argv in cases.items():
-            seconds = time_audit([*argv, "--json"], args.repeat)
-            slowest = max(slowest, *seconds)
-            print(
-                f"audit {name:<16} median {statistics.median(seconds):.3f} s  "
-                f"max {max(seconds):.3f} s  ({args.repeat} runs, fresh process each)"
-            )
-        print(
-            f"audit slowest {slowest:.3f} s = {slowest / GOAL_SECONDS:.2f} x goal {GOAL_SECONDS} s"
-        )
-        if len(cases) == 1:
-            print(f"no sglang wheels in {args.wheels}: only the behaviours were timed")
-    if args.max_seconds is not None and slowest > args.max_seconds:
-        print(f"slowest audit {slowest:.3f} s exceeds {args.max_seconds} s", file=sys.stderr)
-        return 1
+        config.write_text(json.dumps(NEMOTRON_SHAPED))
+        audit = [sys.executable, "-m", "harness", "audit", str(config), "--sglang", args.version]
+        time_command(audit, 1, env)  # fills the answer cache (and makes the environment)
+        baseline = statistics.median(time_command([sys.executable, "-c", "pass"], 5, env))
+        start_up = statistics.median(
+            time_command([sys.executable, "-m", "harness", "--help"], args.repeat, env))
+        warm = time_command(audit, args.repeat, env)
+        cold = time_command([*audit, "--no-cache"], args.cold_repeat, env)
+    print(f"python -c pass: median {baseline:.3f} s")
+    print(f"python -m harness --help (the CLI's start-up, every parser built): median "
+          f"{start_up:.3f} s = {start_up / baseline:.1f} x python -c pass")
+    for name, seconds in (("warm (answer cached)", warm), ("cold (--no-cache)", cold)):
+        median = statistics.median(seconds)
+        print(f"harness audit --sglang {args.version}, {name}: median {median:.3f} s over "
+              f"{len(seconds)} runs = {median / baseline:.1f} x python -c pass, "
+              f"{median / GOAL_SECONDS:.2f} x goal {GOAL_SECONDS} s")
     return 0
 
 

@@ -1,64 +1,182 @@
-"""Sequential stopping vs the fixed 200-question protocol (issue 4's goal: the same verdict
-with <= 50% of the requests when the true accept length is >= 0.3 from the floor).
+"""Sequential stopping vs the fixed protocol, replayed at the suites' declared concurrency.
 
-Per-request data is synthesised like real rows: (tokens, steps) pairs with prompt-level
-variance (harness.stats.simulate_prompts: each prompt its own accept length, sd
-DEFAULT_PROMPT_SD, plus step-level noise). For each true accept length the fixed protocol
-judges all 200 requests (point estimate vs floor); the sequential rule sees them in
-submission order and stops when settled. Prints, per distance from the floor, the mean
-fraction of requests used and how often both reach the same verdict.
+Issue 9's goal: the same verdict as the fixed protocol (point estimate vs floor over all
+200 questions) with <= 50% of the generated tokens whenever the true accept length is
+>= 0.3 from the floor, at concurrency 128.
+
+Per-request (numerator, verify steps) rows come from `harness.simulate.simulate_prompts`
+(prompt-level variance plus step-level noise) and, with --results, from recorded runs
+(resampled, floor set 0.3 above/below the run's own figure). Each run is replayed in
+submission order: a request's latency is its token count (one token per time unit; batch
+effects ignored), at most `concurrency` in flight. "waves" is the driver's protocol (send up
+to the next look, wait, decide); "pipelined" keeps every slot busy and throws away what is
+in flight when the rule settles. Prints tokens used (including wasted), wall time relative
+to the fixed protocol, and agreement with the fixed verdict. Run:
+    python benchmarks/bench_sequential.py [--reps 200] [--results results --suite NAME]
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 FLOOR = 5.4
 QUESTIONS = 200
+CONCURRENCY = 128
+OFFSETS = (-0.5, -0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3, 0.5)
 
 
-def simulate(offset: float, reps: int, sd: float, seed: int) -> tuple[float, float, float]:
-    """(mean fraction of requests used, agreement with the fixed verdict, wrong verdicts)."""
+def replay_case(
+    rows: Callable[[object], tuple[list[int], list[int]]], floor: float, reps: int, seed: int,
+    wave: int = 50, dispatch: str = "waves", concurrency: int = CONCURRENCY,
+) -> dict[str, float]:
     import numpy as np
 
-    from harness import stats
+    from harness import simulate
+    from harness.stats import SequentialRule
 
     rng = np.random.default_rng(seed)
-    rule = stats.SequentialRule(floor=FLOOR, alpha=0.05, beta=0.2, min_n=30, max_n=QUESTIONS)
-    used, agree, wrong = [], 0, 0
-    truth = "pass" if offset >= 0 else "fail"
+    rule = SequentialRule(floor=floor, alpha=0.05, beta=0.2, max_n=QUESTIONS, wave=wave)
+    replay = simulate.replay_waves if dispatch == "waves" else simulate.replay_pipelined
+    tokens_used, wall, agree, used = [], [], 0, []
     for _ in range(reps):
-        tokens, steps = stats.simulate_prompts(QUESTIONS, FLOOR + offset, prompt_sd=sd, seed=rng)
-        fixed = "pass" if stats.accept_length(tokens, steps) >= FLOOR else "fail"
-        verdict, n = rule.first_decision(tokens, steps)
-        used.append(n / QUESTIONS)
-        agree += verdict == fixed
-        wrong += verdict != truth
-    return float(np.mean(used)), agree / reps, wrong / reps
+        tokens, steps = rows(rng)
+        fixed_wall = max(simulate.completion_times(tokens, CONCURRENCY))
+        result = replay(rule, tokens, steps, concurrency)
+        tokens_used.append(result.tokens / sum(tokens))
+        wall.append(result.wall / fixed_wall)
+        agree += result.verdict == rule.fixed_verdict(tokens, steps)
+        used.append(result.requests)
+    return {"tokens": float(np.mean(tokens_used)),
+            "tokens_p90": float(np.quantile(tokens_used, 0.9)),
+            "wall": float(np.mean(wall)), "agree": agree / reps,
+            "requests": float(np.mean(used))}  # fmt: skip
+
+
+def error_rates(sd: float, runs: int, seed: int) -> dict[str, float]:
+    """At true == floor: P(early fail), P(early pass), P(fail) sequential and fixed."""
+    import numpy as np
+
+    from harness.simulate import simulate_prompts
+    from harness.stats import SequentialRule
+
+    rng = np.random.default_rng(seed)
+    rule = SequentialRule(floor=FLOOR, alpha=0.05, beta=0.2, max_n=QUESTIONS)
+    counts = {"early fail": 0, "early pass": 0, "fail": 0, "fixed fail": 0}
+    for _ in range(runs):
+        tokens, steps = simulate_prompts(QUESTIONS, FLOOR, prompt_sd=sd, seed=rng)
+        verdict, used = rule.first_decision(tokens, steps)
+        if used < QUESTIONS:
+            counts[f"early {verdict}"] += 1
+        counts["fail"] += verdict == "fail"
+        counts["fixed fail"] += rule.fixed_verdict(tokens, steps) == "fail"
+    return {key: value / runs for key, value in counts.items()}
+
+
+def synthetic(accept: float, sd: float) -> Callable[[object], tuple[list[int], list[int]]]:
+    from harness.simulate import simulate_prompts
+
+    def draw(rng: object) -> tuple[list[int], list[int]]:
+        tokens, steps = simulate_prompts(QUESTIONS, accept, prompt_sd=sd, seed=rng)  # type: ignore[arg-type]
+        return tokens.tolist(), steps.tolist()
+
+    return draw
+
+
+def print_row(label: str, r: dict[str, float]) -> None:
+    print(f"{label:>28} {100 * r['tokens']:>7.1f}% {100 * r['tokens_p90']:>7.1f}% "
+          f"{r['requests']:>8.0f} {r['wall']:>6.2f}x {100 * r['agree']:>7.1f}%")  # fmt: skip
+
+
+HEADER = (f"{'':>28} {'tokens':>8} {'p90':>8} {'requests':>8} {'wall':>7} {'agree':>8}")
+
+
+def recorded(results: Path, suite: str | None, metric: str) -> list[tuple[str, list, list]]:
+    """(run id, numerators, steps) of recorded runs with at least 20 request rows."""
+    from harness import stats
+    from harness.store import load_runs, read_requests
+
+    runs = load_runs(results, suite=suite, kind="run") if results.is_dir() else None
+    found = []
+    for path, run_id in ([] if runs is None or runs.empty else
+                         zip(runs["path"], runs["run_id"], strict=True)):  # fmt: skip
+        numerators, steps = stats.metric_pairs(read_requests(Path(path)), metric)  # type: ignore[arg-type]
+        if len(numerators) >= 20:
+            found.append((str(run_id), numerators, steps))
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
-    from harness.stats import DEFAULT_PROMPT_SD
+    from harness import stats
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=200, help="simulated runs per case")
-    parser.add_argument("--sd", type=float, default=DEFAULT_PROMPT_SD,
-                        help="per-prompt sd of accept length")
+    parser.add_argument("--reps", type=int, default=200, help="replayed runs per case")
+    parser.add_argument("--results", type=Path, default=Path("results"),
+                        help="replay recorded runs found here too (default: results)")
+    parser.add_argument("--suite", help="only this suite's recorded runs")
+    parser.add_argument("--metric", default="server_avg", choices=("server_avg", "per_request"))
     args = parser.parse_args(argv)
     began = time.perf_counter()
-    print(f"floor {FLOOR}, fixed protocol {QUESTIONS} questions, per-prompt sd {args.sd}, "
-          f"{args.reps} runs per case; alpha 0.05 (false fail), beta 0.2 (false pass)")
-    print(f"{'true - floor':>12} {'requests used':>14} {'same verdict':>13} {'wrong':>7}")
-    worst = 0.0
-    for i, offset in enumerate((-0.5, -0.3, 0.3, 0.5, 1.0)):
-        fraction, agreement, wrong = simulate(offset, args.reps, args.sd, seed=i)
-        worst = max(worst, fraction)
-        print(f"{offset:>+12.1f} {100 * fraction:>13.1f}% {100 * agreement:>12.1f}% "
-              f"{100 * wrong:>6.1f}%")
-    goal = "met" if worst <= 0.5 else "NOT met"
-    print(f"largest fraction of requests used at >= 0.3 from the floor: {100 * worst:.1f}% "
-          f"(goal <= 50%: {goal}); {time.perf_counter() - began:.1f} s")
+    print(f"fixed protocol: {QUESTIONS} questions at concurrency {CONCURRENCY}, point estimate vs "
+          f"floor {FLOOR}; sequential: looks every 50, alpha 0.05 (early fail), beta 0.2 "
+          f"(early pass); {args.reps} replays per case. tokens: mean share of the fixed "
+          "protocol's tokens (p90: 90th percentile); wall: mean time / fixed protocol's time; "
+          "agree: same verdict as the fixed protocol.")  # fmt: skip
+    worst = {}
+    for sd in (0.75, 1.0, 1.29):
+        print(f"\nwaves of 50 at concurrency {CONCURRENCY}, per-prompt sd {sd}")
+        print(HEADER)
+        for i, offset in enumerate(OFFSETS):
+            r = replay_case(synthetic(FLOOR + offset, sd), FLOOR, args.reps, seed=i)
+            if abs(offset) >= 0.3:
+                share = r["tokens"] if r["agree"] >= 0.99 else 1.0
+                worst[sd] = max(worst.get(sd, 0.0), share)
+            print_row(f"true - floor {offset:+.1f}", r)
+    runs = 5 * args.reps
+    print(f"\nerror rates at true == floor, {runs} runs (bounds: early fail <= alpha 0.05, "
+          "early pass <= beta 0.2)")
+    print(f"{'sd':>6} {'early fail':>11} {'early pass':>11} {'P(fail) seq':>12} "
+          f"{'P(fail) fixed':>14}")  # fmt: skip
+    for sd in (0.75, 1.0, 1.29):
+        e = error_rates(sd, runs, seed=17)
+        print(f"{sd:>6} {100 * e['early fail']:>10.1f}% {100 * e['early pass']:>10.1f}% "
+              f"{100 * e['fail']:>11.1f}% {100 * e['fixed fail']:>13.1f}%")  # fmt: skip
+    print("\ndispatch and wave size at true - floor -0.3 / +0.3 (sd 0.75)")
+    print(HEADER)
+    for label, kwargs in (("waves of 50 (chosen)", {}),
+                          ("waves of 25", {"wave": 25}),
+                          ("waves of 100", {"wave": 100}),
+                          ("pipelined, concurrency 128", {"dispatch": "pipelined"}),
+                          ("pipelined, concurrency 50", {"dispatch": "pipelined",
+                                                         "concurrency": 50})):  # fmt: skip
+        for offset in (-0.3, 0.3):
+            r = replay_case(synthetic(FLOOR + offset, 0.75), FLOOR, args.reps, seed=7, **kwargs)
+            print_row(f"{label} {offset:+.1f}", r)
+    runs = recorded(args.results, args.suite, args.metric)
+    if not runs:
+        print(f"\nrecorded runs: none with >= 20 request rows under {args.results}; "
+              "synthetic data only")
+    for run_id, numerators, steps in runs:
+        figure = stats.accept_length(numerators, steps)
+        print(f"\nrecorded run {run_id} ({len(numerators)} rows, {args.metric} {figure:.3f}), "
+              f"resampled to {QUESTIONS}")
+        print(HEADER)
+        for offset in (-0.3, 0.3):
+            def draw(rng, n=numerators, s=steps):  # type: ignore[no-untyped-def]
+                index = rng.integers(0, len(n), QUESTIONS)
+                return [n[i] for i in index], [s[i] for i in index]
+
+            print_row(f"true - floor {offset:+.1f}",
+                      replay_case(draw, figure - offset, args.reps, seed=11))  # fmt: skip
+    print()
+    for sd, share in worst.items():
+        goal = "met" if share <= 0.5 else "NOT met"
+        print(f"per-prompt sd {sd}: largest mean token share at >= 0.3 from the floor "
+              f"{100 * share:.1f}% (goal <= 50% with the fixed verdict, agreement >= 99%: "
+              f"{goal})")
+    print(f"{time.perf_counter() - began:.1f} s")
     return 0
 
 

@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
                     (outcome.run_dir / REQUESTS_FILE).read_text().splitlines()]
             per_prompt = [r["accept_length"] for r in rows if r["verify_steps"]]
             low, high = measurement.accept_length_ci or (float("nan"), float("nan"))
-            server = measurement.server_accept_length
+            server = measurement.server_reported_accept_length
             print(f"| {policy} | {noise:g} | {measurement.accept_length:.4f} | "
                   f"{low:.3f}-{high:.3f} | {server if server is None else f'{server:.4f}'} | "
                   f"{min(per_prompt):.2f} / {max(per_prompt):.2f} / "

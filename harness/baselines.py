@@ -45,6 +45,7 @@ class BaselineFigure:
     engine: str | None
     path: str
     metric: str = "per_request"  # the definition of accept_length (docs/run-record.md)
+    external: bool = False  # a hand-entered figure from elsewhere, not measured here
 
 
 def figure_of(row: dict[str, Any]) -> BaselineFigure | None:
@@ -61,6 +62,7 @@ def figure_of(row: dict[str, Any]) -> BaselineFigure | None:
         engine=row["build.engine"],
         path=row["path"],
         metric=row["metric"] or "per_request",
+        external=bool(row["external"]),
     )
 
 

@@ -26,32 +26,19 @@ def compare(a: Side, b: Side, level: float = 0.95) -> dict[str, Any]:
     b.use_metric(metric)
     result: dict[str, Any] = {"a": a.summary(level), "b": b.summary(level), "level": level,
                               "metric": metric}  # fmt: skip
-    diff = b.accept_length() - a.accept_length()
-    ci: tuple[float, float] | None = None
-    p_value = math.nan
     if a.has_requests and b.has_requests:
-        if a.questions == b.questions:
-            method = "paired by question (delta method)"
-            diff, ci, p_value = stats.paired_difference_test(a.tokens, a.steps, b.tokens,
-                                                             b.steps, level)  # fmt: skip
-        else:
-            method = "independent samples (delta method)"
-            diff, ci, p_value = stats.difference_test(a.tokens, a.steps, b.tokens, b.steps, level)
+        d = stats.ratio_difference(a.tokens, a.steps, b.tokens, b.steps,
+                                   paired=a.questions == b.questions, level=level)  # fmt: skip
     elif a.has_requests or b.has_requests:
-        run = a if a.has_requests else b
-        method = "against a fixed figure: only the run's uncertainty (delta method)"
-        se = stats.standard_error(run.tokens, run.steps) if len(run.tokens) >= 2 else math.inf
-        if math.isfinite(se) and se > 0:
-            z = stats.normal_quantile(0.5 + level / 2)
-            ci = (diff - z * se, diff + z * se)
-            p_value = 2 * stats.normal_cdf(-abs(diff) / se)
+        run = b if b.has_requests else a
+        d = stats.difference_to_figure(run.tokens, run.steps,
+                                       (a if run is b else b).accept_length(),
+                                       run_is_b=run is b, level=level)  # fmt: skip
     else:
-        method = "figures only: no per-request data on either side"
-    p_drop = math.nan
-    if not math.isnan(p_value):
-        p_drop = p_value / 2 if diff < 0 else 1 - p_value / 2
-    result["difference"] = {"b_minus_a": diff, "ci": ci, "p_value": p_value,
-                            "p_drop": p_drop, "method": method}  # fmt: skip
+        d = stats.wald(b.accept_length() - a.accept_length(), math.nan, level,
+                       "figures only: no per-request data on either side")  # fmt: skip
+    result["difference"] = {"b_minus_a": d.estimate, "ci": d.ci, "p_value": d.p_value,
+                            "p_drop": d.p_drop, "method": d.method}  # fmt: skip
     return result
 
 

@@ -1,84 +1,76 @@
 """Drive: send the workload to the server over HTTP, warm up, flush, then measure.
 
-Requests go to SGLang's native `POST /generate` with the prompt and sampling
-parameters that `run_eval`'s completion sampler sends to `/v1/completions`:
-the same generation, plus per-request `meta_info` with the speculative
-figures (`/v1/completions` carries none in SGLang 0.5.23).
+Engine-neutral: the adapter (harness.engines) names the routes, builds each request
+body and reads each response. Every finished request is handed to `on_row` at once
+(the runner appends it to requests.jsonl), so any exit path keeps what finished. While
+requests run, a watchdog checks the server process (an exit is noticed within a second,
+with its code) and progress (no request finished for `progress_timeout_s`: a hung
+server ends the run in seconds, not at the 10-minute request timeout).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import httpx
 
-from harness.errors import EngineError
-from harness.measure import ParsedResponse, parse_generate_response
+from harness.engines import EngineAdapter, ParsedResponse
+from harness.errors import EngineError, error_text
 from harness.record import RequestRow
 from harness.suite import GSM8KWorkload
 from harness.workload import STOP_STRINGS, Prompt, extract_answer, is_correct
 
 FLUSH_ATTEMPTS = 20
 FLUSH_RETRY_S = 0.5
+WATCH_INTERVAL_S = 0.2
+DEATH_GRACE_S = 1.0  # after a failed request, how long to wait for the process to be seen dead
 
 
 class StopRule(Protocol):
-    """Sequential stopping: settle the verdict before every prompt is sent."""
+    """Sequential stopping: the rule looks at fixed request counts and may settle early."""
 
-    def decide(self, tokens: Sequence[int], steps: Sequence[int]) -> str | None: ...
+    def looks(self, max_n: int) -> list[int]: ...
+
+    def decide_rows(self, rows: Sequence[RequestRow]) -> str | None: ...
 
 
 @dataclass
 class DriveResult:
     rows: list[RequestRow]
     duration_s: float
+    planned: int
     stopped_early: bool = False
     settled_as: str | None = None
+    looks: list[int] = field(default_factory=list)
 
 
-def sampling_params(workload: GSM8KWorkload) -> dict[str, Any]:
-    return {
+@dataclass
+class Endpoint:
+    """A running server as the driver talks to it."""
+
+    base_url: str
+    adapter: EngineAdapter
+    headers: dict[str, str] = field(default_factory=dict)
+    # None while the server process lives, else what happened ("server exited with ...").
+    liveness: Callable[[], str | None] = lambda: None
+
+
+def sampling_params(workload: GSM8KWorkload, question_index: int) -> dict[str, Any]:
+    params: dict[str, Any] = {
         "max_new_tokens": workload.max_tokens,
         "temperature": workload.temperature,
         "top_p": workload.top_p,
         "stop": list(STOP_STRINGS),
     }
-
-
-def generate_body(prompt: Prompt, workload: GSM8KWorkload, request_id: str) -> dict[str, Any]:
-    params = sampling_params(workload)
     if workload.temperature > 0:
         # Seeded sampling makes sampled runs repeatable (SGLang's `sampling_seed`).
-        params["sampling_seed"] = workload.seed + prompt.question_index
-    return {"text": prompt.text, "sampling_params": params, "rid": request_id}
-
-
-async def _post_generate(
-    client: httpx.AsyncClient, body: dict[str, Any]
-) -> tuple[ParsedResponse, float]:
-    started = time.perf_counter()
-    try:
-        response = await client.post("/generate", json=body)
-    except httpx.TimeoutException:
-        raise EngineError(f"/generate timed out for request {body['rid']}") from None
-    except httpx.HTTPError as error:
-        raise EngineError(f"/generate failed for request {body['rid']}: {error}") from None
-    latency = time.perf_counter() - started
-    if response.status_code != 200:
-        raise EngineError(
-            f"/generate answered {response.status_code} for request {body['rid']}: "
-            f"{response.text[:500]}"
-        )
-    try:
-        payload = response.json()
-    except ValueError:
-        raise EngineError(f"/generate answered non-JSON for {body['rid']}: "
-                          f"{response.text[:200]!r}") from None
-    return parse_generate_response(payload, f"/generate ({body['rid']})"), latency
+        params["sampling_seed"] = workload.seed + question_index
+    return params
 
 
 def _row(index: int, prompt: Prompt, parsed: ParsedResponse, latency: float) -> RequestRow:
@@ -88,8 +80,9 @@ def _row(index: int, prompt: Prompt, parsed: ParsedResponse, latency: float) -> 
         question_index=prompt.question_index,
         completion_tokens=parsed.completion_tokens,
         verify_steps=parsed.verify_steps,
-        accept_length=(parsed.completion_tokens / parsed.verify_steps
-                       if parsed.verify_steps else 0.0),
+        correct_drafts=parsed.correct_drafts,
+        spec_accept_length=(parsed.completion_tokens / parsed.verify_steps
+                            if parsed.verify_steps else 0.0),
         accept_histogram=parsed.histogram,
         prompt_tokens=parsed.prompt_tokens,
         latency_s=latency,
@@ -101,103 +94,166 @@ def _row(index: int, prompt: Prompt, parsed: ParsedResponse, latency: float) -> 
     )
 
 
-def client_for(base_url: str, workload: GSM8KWorkload) -> httpx.AsyncClient:
-    limits = httpx.Limits(max_connections=workload.concurrency,
-                          max_keepalive_connections=workload.concurrency)
-    return httpx.AsyncClient(base_url=base_url, limits=limits, trust_env=False,
-                             timeout=httpx.Timeout(workload.request_timeout_s, connect=10.0))
-
-
-async def warm_up(base_url: str, prompts: Sequence[Prompt], workload: GSM8KWorkload) -> None:
-    """Send warm-up requests; they also prove meta_info is there before measuring."""
-    async with client_for(base_url, workload) as client:
-        await asyncio.gather(*(
-            _post_generate(client, generate_body(p, workload, f"warmup-{i}"))
-            for i, p in enumerate(prompts)
-        ))
-
-
-async def flush_cache(base_url: str) -> None:
-    """`/flush_cache` resets the server's counters; SGLang refuses while requests run."""
-    async with httpx.AsyncClient(base_url=base_url, timeout=30.0, trust_env=False) as client:
-        last = ""
-        for _ in range(FLUSH_ATTEMPTS):
-            try:
-                response = await client.post("/flush_cache")
-            except httpx.HTTPError as error:
-                raise EngineError(f"/flush_cache failed: {error}") from None
-            if response.status_code == 200:
-                return
-            last = f"{response.status_code} {response.text[:200]}"
-            await asyncio.sleep(FLUSH_RETRY_S)
-    raise EngineError(f"/flush_cache kept refusing ({last}); the server never became idle")
-
-
-async def server_info(base_url: str) -> Any:
-    async with httpx.AsyncClient(base_url=base_url, timeout=30.0, trust_env=False) as client:
-        for path in ("/server_info", "/get_server_info"):
-            try:
-                response = await client.get(path)
-            except httpx.HTTPError:
-                continue
-            if response.status_code == 200:
-                try:
-                    return response.json()
-                except ValueError:
-                    return None
-    return None
-
-
-def _completed_prefix(rows: dict[int, RequestRow]) -> list[RequestRow]:
-    prefix = []
-    while len(prefix) in rows:
-        prefix.append(rows[len(prefix)])
-    return prefix
-
-
-async def measure_phase(
-    base_url: str,
-    prompts: Sequence[Prompt],
-    workload: GSM8KWorkload,
-    on_done: Callable[[], None] | None = None,
-    stop_rule: StopRule | None = None,
-) -> DriveResult:
-    """Send every prompt with at most `concurrency` in flight; rows in submission order."""
-    semaphore = asyncio.Semaphore(workload.concurrency)
-    rows: dict[int, RequestRow] = {}
-    settled: asyncio.Event = asyncio.Event()
-    verdict: list[str] = []
-    started = time.perf_counter()
-
-    async with client_for(base_url, workload) as client:
-
-        async def one(index: int, prompt: Prompt) -> None:
-            async with semaphore:
-                if settled.is_set():
-                    return
-                body = generate_body(prompt, workload, f"q{prompt.question_index}")
-                parsed, latency = await _post_generate(client, body)
-            row = _row(index, prompt, parsed, latency)
-            rows[index] = row
-            if on_done is not None:
-                on_done()
-            if stop_rule is not None and not settled.is_set():
-                # The rule sees the completed prefix in submission order: short requests
-                # finish first under concurrency and would bias a completion-order view.
-                prefix = _completed_prefix(rows)
-                decision = stop_rule.decide([r.completion_tokens for r in prefix],
-                                            [r.verify_steps for r in prefix])
-                if decision is not None:
-                    verdict.append(decision)
-                    settled.set()
-
-        tasks = [asyncio.create_task(one(i, p)) for i, p in enumerate(prompts)]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            for task in tasks:
+async def _all(coroutines: Sequence[Any]) -> list[Any]:
+    """Await every coroutine; on the first failure (or a cancel) cancel the rest."""
+    tasks = [asyncio.ensure_future(c) for c in coroutines]
+    try:
+        return await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            if not task.done():
                 task.cancel()
-    duration = time.perf_counter() - started
-    ordered = [rows[i] for i in sorted(rows)]
-    return DriveResult(ordered, duration, stopped_early=settled.is_set() and
-                       len(ordered) < len(prompts), settled_as=verdict[0] if verdict else None)
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class Driver:
+    """One server, one workload: warm-up, flush, measured phase."""
+
+    def __init__(self, endpoint: Endpoint, workload: GSM8KWorkload) -> None:
+        self.endpoint, self.workload = endpoint, workload
+        self.adapter = endpoint.adapter
+
+    def client(self, concurrency: int | None = None, timeout: float | None = None
+               ) -> httpx.AsyncClient:
+        n = concurrency or self.workload.concurrency
+        limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
+        return httpx.AsyncClient(
+            base_url=self.endpoint.base_url, limits=limits, trust_env=False,
+            headers=self.endpoint.headers,
+            timeout=httpx.Timeout(timeout or self.workload.request_timeout_s, connect=10.0))
+
+    async def _failed(self, what: str, error: BaseException) -> EngineError:
+        """The error to raise for a failed request: the server's death if that is the cause."""
+        deadline = time.monotonic() + DEATH_GRACE_S
+        while time.monotonic() < deadline:
+            if (death := self.endpoint.liveness()) is not None:
+                return EngineError(f"{death} (while waiting for {what})")
+            await asyncio.sleep(0.05)
+        if isinstance(error, httpx.TimeoutException):
+            return EngineError(f"{what} timed out after {self.workload.request_timeout_s:g} s")
+        return EngineError(f"{what} failed: {error_text(error)}")
+
+    async def generate(self, client: httpx.AsyncClient, prompt: Prompt, rid: str
+                       ) -> tuple[ParsedResponse, float]:
+        path = self.adapter.generate_path
+        body = self.adapter.generate_body(
+            prompt.text, sampling_params(self.workload, prompt.question_index), rid)
+        started = time.perf_counter()
+        try:
+            response = await client.post(path, json=body)
+        except httpx.HTTPError as error:
+            raise await self._failed(f"{path} for request {rid}", error) from None
+        latency = time.perf_counter() - started
+        if response.status_code != 200:
+            raise EngineError(f"{path} answered {response.status_code} for request {rid}: "
+                              f"{response.text[:500] or '(empty body)'}")
+        try:
+            payload = response.json()
+        except ValueError:
+            raise EngineError(f"{path} answered non-JSON for {rid}: "
+                              f"{response.text[:200]!r}") from None
+        return self.adapter.parse_generate(payload, f"{path} ({rid})"), latency
+
+    async def warm_up(self, prompts: Sequence[Prompt]) -> None:
+        """Warm-up requests; they also prove the figures are there before measuring."""
+        async with self.client() as client:
+            await self._watched(_all([
+                self.generate(client, p, f"warmup-{i}") for i, p in enumerate(prompts)]))
+
+    async def flush(self) -> None:
+        """Reset the server's counters; SGLang refuses while requests run, so retry."""
+        path, last = self.adapter.flush_path, ""
+        async with self.client(1, timeout=30.0) as client:
+            for _ in range(FLUSH_ATTEMPTS):
+                try:
+                    response = await client.post(path)
+                except httpx.HTTPError as error:
+                    raise await self._failed(path, error) from None
+                if response.status_code == 200:
+                    return
+                last = f"{response.status_code} {response.text[:200]}"
+                await asyncio.sleep(FLUSH_RETRY_S)
+        raise EngineError(f"{path} kept refusing ({last}) for "
+                          f"{FLUSH_ATTEMPTS * FLUSH_RETRY_S:g} s; the server never became idle")
+
+    async def server_info(self) -> Any:
+        async with self.client(1, timeout=30.0) as client:
+            for path in self.adapter.server_info_paths:
+                try:
+                    response = await client.get(path)
+                except httpx.HTTPError:
+                    continue
+                if response.status_code == 200:
+                    try:
+                        return response.json()
+                    except ValueError:
+                        return None
+        return None
+
+    async def _watched(self, work: Any, progress: Callable[[], float] | None = None) -> Any:
+        """Await `work`, ending it when the server dies or (with `progress`, the time of the
+        last finished request) when nothing finishes for progress_timeout_s."""
+        task = asyncio.ensure_future(work)
+        limit = self.workload.progress_timeout_s
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=WATCH_INTERVAL_S)
+                if done:
+                    return task.result()
+                if (death := self.endpoint.liveness()) is not None:
+                    raise EngineError(death)
+                if progress is not None and time.monotonic() - progress() > limit:
+                    raise EngineError(
+                        f"no progress for {limit:g} s: no request finished "
+                        "(workload.progress_timeout_s); the server looks hung")
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+
+    async def measure(self, prompts: Sequence[Prompt],
+                      on_row: Callable[[RequestRow], None] | None = None,
+                      stop_rule: StopRule | None = None) -> DriveResult:
+        """Send the prompts with at most `concurrency` in flight; rows in submission order.
+
+        With a stop rule, prompts go out in waves up to each of the rule's looks; after a
+        wave the rule sees exactly the requests sent so far and may settle the verdict,
+        and then no more are sent.
+        """
+        looks = stop_rule.looks(len(prompts)) if stop_rule else [len(prompts)]
+        rows: dict[int, RequestRow] = {}
+        last_finish = [time.monotonic()]
+        semaphore = asyncio.Semaphore(self.workload.concurrency)
+        started = time.perf_counter()
+        settled: str | None = None
+        taken: list[int] = []
+
+        async with self.client() as client:
+
+            async def one(index: int, prompt: Prompt) -> None:
+                async with semaphore:
+                    parsed, latency = await self.generate(client, prompt,
+                                                          f"q{prompt.question_index}")
+                row = _row(index, prompt, parsed, latency)
+                rows[index] = row
+                last_finish[0] = time.monotonic()
+                if on_row is not None:
+                    on_row(row)
+
+            sent = 0
+            for look in looks:
+                wave = [one(i, prompts[i]) for i in range(sent, look)]
+                sent = look
+                await self._watched(_all(wave), lambda: last_finish[0])
+                taken.append(look)
+                if stop_rule is not None and look < len(prompts):
+                    settled = stop_rule.decide_rows([rows[i] for i in range(look)])
+                    if settled is not None:
+                        break
+        if stop_rule is not None and settled is None:
+            settled = stop_rule.decide_rows([rows[i] for i in sorted(rows)])
+        ordered = [rows[i] for i in sorted(rows)]
+        return DriveResult(ordered, time.perf_counter() - started, len(prompts),
+                           stopped_early=len(ordered) < len(prompts), settled_as=settled,
+                           looks=taken)

@@ -15,6 +15,7 @@ class ExitCode(IntEnum):
     BAD_INPUT = 2
     ENGINE_ERROR = 3
     SKIPPED = 4
+    VERSION_REJECTS = 5  # the SGLang version's own code raised on the draft config
     INTERRUPTED = 130
 
 
@@ -58,3 +59,10 @@ class Interrupted(HarnessError):
     """Ctrl-C or SIGTERM; raised after cleanup so the run ends cleanly."""
 
     exit_code = ExitCode.INTERRUPTED
+
+
+def error_text(error: BaseException) -> str:
+    """An exception as a message that is never empty (httpx.ReadError('') has no text)."""
+    text = str(error).strip()
+    name = type(error).__name__
+    return f"{name}: {text}" if text else name

@@ -14,11 +14,13 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import IO
 
 import httpx
 import psutil
@@ -57,10 +59,39 @@ class ServerSpec:
     # (Its /health generates too unless SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=0.)
     ready_paths: tuple[str, ...] = ("/health_generate",)
     poll_interval_s: float = POLL_INTERVAL_S
+    # Values never to write to server.log (an --api-key, a token in the env): the server's
+    # output then goes through a filter instead of straight to the file.
+    secrets: tuple[str, ...] = ()
 
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+
+def describe_exit(code: int) -> str:
+    """`-9` -> `signal 9 (SIGKILL)`; `1` -> `code 1`."""
+    if code < 0:
+        try:
+            return f"signal {-code} ({signal.Signals(-code).name})"
+        except ValueError:
+            return f"signal {-code}"
+    return f"code {code}"
+
+
+class _RedactingPump(threading.Thread):
+    """Copies the server's output to its log, line by line, with secrets replaced."""
+
+    def __init__(self, source: IO[bytes], sink: IO[bytes], secrets: Sequence[str]) -> None:
+        super().__init__(name="server-log", daemon=True)
+        self.source, self.sink = source, sink
+        self.secrets = [s.encode() for s in secrets if s]
+
+    def run(self) -> None:
+        for line in iter(self.source.readline, b""):
+            for secret in self.secrets:
+                line = line.replace(secret, b"<redacted>")
+            self.sink.write(line)
+            self.sink.flush()
 
 
 def kill_tree(pid: int, grace_s: float = TERMINATE_GRACE_S) -> list[int]:
@@ -76,9 +107,11 @@ def kill_tree(pid: int, grace_s: float = TERMINATE_GRACE_S) -> list[int]:
         family = []
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGTERM)
+        os.killpg(pid, signal.SIGCONT)  # a stopped process acts on SIGTERM only once resumed
     for process in family:
         with contextlib.suppress(psutil.NoSuchProcess):
             process.terminate()
+            process.resume()
     _, alive = psutil.wait_procs(family, timeout=grace_s)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
@@ -96,7 +129,8 @@ class Server:
         self.spec = spec
         self.process: subprocess.Popen[bytes] | None = None
         self.ready_after_s: float | None = None
-        self._log = None
+        self._log: IO[bytes] | None = None
+        self._pump: _RedactingPump | None = None
 
     def start(self) -> None:
         self.spec.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -105,7 +139,7 @@ class Server:
         try:
             self.process = subprocess.Popen(
                 list(self.spec.command),
-                stdout=self._log,
+                stdout=subprocess.PIPE if self.spec.secrets else self._log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env=env,
@@ -114,6 +148,22 @@ class Server:
         except OSError as error:
             self._close_log()
             raise EngineError(f"cannot start server `{self.spec.command[0]}`: {error}") from None
+        if self.spec.secrets and self.process.stdout is not None:
+            self._pump = _RedactingPump(self.process.stdout, self._log, self.spec.secrets)
+            self._pump.start()
+
+    def death(self) -> str | None:
+        """None while the server process lives; else what happened, with its log's tail."""
+        if self.process is None:
+            return None
+        code = self.process.poll()
+        if code is not None:
+            return (f"server exited with {describe_exit(code)} during the run; last lines of "
+                    f"{self.spec.log_path}:\n{log_tail(self.spec.log_path)}")
+        with contextlib.suppress(psutil.Error):
+            if psutil.Process(self.process.pid).status() == psutil.STATUS_STOPPED:
+                return "server process is stopped (SIGSTOP): it cannot answer"
+        return None
 
     def wait_ready(self) -> float:
         """Poll until every readiness endpoint answers 200; return seconds waited."""
@@ -121,15 +171,14 @@ class Server:
         started = time.monotonic()
         deadline = started + self.spec.launch_timeout_s
         pending = list(self.spec.ready_paths)
-        with httpx.Client(base_url=self.spec.base_url, timeout=httpx.Timeout(30.0, connect=1.0),
+        # A readiness probe answers fast or not at all: a short read timeout keeps the
+        # liveness and deadline checks below running (a stopped server accepts TCP
+        # connections but never answers).
+        with httpx.Client(base_url=self.spec.base_url, timeout=httpx.Timeout(5.0, connect=1.0),
                           trust_env=False) as client:
             while pending:
-                code = self.process.poll()
-                if code is not None:
-                    raise EngineError(
-                        f"server exited with code {code} before it was ready; "
-                        f"last lines of {self.spec.log_path}:\n{log_tail(self.spec.log_path)}"
-                    )
+                if (death := self.death()) is not None:
+                    raise EngineError(death.replace("during the run", "before it was ready"))
                 if time.monotonic() > deadline:
                     raise EngineError(
                         f"server not ready after {self.spec.launch_timeout_s:g} s "
@@ -146,18 +195,13 @@ class Server:
         self.ready_after_s = time.monotonic() - started
         return self.ready_after_s
 
-    def check_alive(self) -> None:
-        if self.process is not None and self.process.poll() is not None:
-            raise EngineError(
-                f"server exited with code {self.process.returncode} during the run; "
-                f"last lines of {self.spec.log_path}:\n{log_tail(self.spec.log_path)}"
-            )
-
     def stop(self) -> None:
         if self.process is not None:
             kill_tree(self.process.pid)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=TERMINATE_GRACE_S)
+        if self._pump is not None:
+            self._pump.join(timeout=TERMINATE_GRACE_S)  # the pipe closed with the tree
         self._close_log()
 
     def _close_log(self) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -129,9 +129,25 @@ class MatrixEntry:
     runs_on: str | list[str]
     gpus: int
     nightly: bool
+    build: str | None = None  # the build spec this job tests (None: the suite's default)
+    build_label: str | None = None  # recorded with the run; the trend keeps one line each
 
     def as_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+def parse_builds(items: Sequence[str]) -> list[tuple[str, str]]:
+    """`LABEL=SPEC` pairs (`main=git+...@<sha>`, `release=sglang==0.5.23`)."""
+    builds = []
+    for item in items:
+        label, sep, spec = item.partition("=")
+        if not sep or not label.strip() or not spec.strip() or not label.isidentifier():
+            raise BadInput(f"--build {item!r}: expected LABEL=SPEC, e.g. release=sglang==0.5.23")
+        builds.append((label.strip(), spec.strip()))
+    labels = [label for label, _ in builds]
+    if len(set(labels)) != len(labels):
+        raise BadInput(f"--build labels must be unique: {labels}")
+    return builds
 
 
 def build_matrix(
@@ -139,15 +155,19 @@ def build_matrix(
     config: RunnerConfig,
     sessions: dict[str, str] | None = None,
     root: Path = REPO_ROOT,
+    builds: Sequence[tuple[str, str]] = (),
 ) -> dict[str, list[dict[str, Any]]]:
-    """`{"include": [...]}` sorted by runner then suite; [] include when nothing to run."""
+    """`{"include": [...]}` sorted by runner, suite, build; [] include when nothing to run.
+
+    With `builds`, every suite that runs SGLang gets one job per (label, spec); suites of
+    the reference engine run once (their builds are not SGLang's)."""
     sessions = nox_sessions() if sessions is None else sessions
     entries = []
     for loaded in suites:
         runner = pick_runner(loaded, config)
         path = Path(loaded.path).resolve()
         file = str(path.relative_to(root)) if path.is_relative_to(root) else str(loaded.path)
-        entries.append(MatrixEntry(
+        base = MatrixEntry(
             suite=loaded.suite.name,
             file=file,
             session=sessions.get(path.stem, GENERIC_SESSION),
@@ -155,6 +175,10 @@ def build_matrix(
             runs_on=runner.hosted or ["self-hosted", runner.label],
             gpus=loaded.suite.topology.gpus,
             nightly=loaded.suite.nightly,
-        ))  # fmt: skip
-    entries.sort(key=lambda entry: (entry.runner, entry.suite))
+        )  # fmt: skip
+        if builds and loaded.suite.engine.kind == "sglang":
+            entries += [replace(base, build=spec, build_label=label) for label, spec in builds]
+        else:
+            entries.append(base)
+    entries.sort(key=lambda entry: (entry.runner, entry.suite, entry.build_label or ""))
     return {"include": [entry.as_json() for entry in entries]}

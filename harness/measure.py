@@ -1,169 +1,116 @@
-"""Measure: per-request speculative figures from SGLang's responses, and the run's totals.
+"""Measure: a run's figures from its per-request counts, in both accept-length definitions.
 
-Accept length is exact: sum of completion tokens over sum of verify steps
-across measured requests, read from each `/generate` response's `meta_info`
-(`sglang/srt/managers/tokenizer_manager.py`, `_calculate_spec_decoding_metrics`
-in SGLang 0.5.23). The server-wide `avg_spec_accept_length` from `/server_info`
-is a cross-check only: it is folded in every `--decode-log-interval` steps and
-may lag or be absent. A missing per-request figure is an error, never a pass.
+The two definitions (suite `floors.metric`; `harness.suite.METRIC_DEFINITIONS`):
+- `server_avg`: (Σ correct drafts + Σ verify steps) / Σ verify steps. SGLang's
+  `/server_info` `avg_spec_accept_length` adds, per decode batch, the correct drafts plus
+  one bonus token per request (`batch_result_processor.py` -> `update_spec_metrics(...,
+  num_accept_tokens=num_correct_drafts + bs)`); per request that is its correct drafts plus
+  its verify steps. The token sampled at prefill is in no verify step. SGLang's gates
+  (gemma-4 >= 5.4, Qwen3-8B > 2.8, Muse > 2.5) assert this figure. Computed here exactly
+  from per-request meta_info over the flushed measured window, so it does not depend on
+  SGLang folding its figure in every `--decode-log-interval` iterations.
+- `per_request`: Σ completion_tokens / Σ spec_verify_ct: SGLang's per-request
+  `meta_info.spec_accept_length`, pooled. Per request, completion_tokens - 1 = correct
+  drafts + verify steps - cut, where `cut` counts the tokens a verify step accepted after
+  the stop string, EOS or max_new_tokens that ended the request (SGLang counts the whole
+  last step, but the output stops at the stop): so `per_request` may sit above or below
+  `server_avg` (tests/sglang_oracle pins both against SGLang's own code).
+Every statistic takes (numerator_i, verify_steps_i) per request; `numerators` gives the
+numerators of a definition. The server's own figure is recorded as a cross-check only.
+A missing figure is an error, never a pass.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from harness import stats
 from harness.errors import MissingMetric
 from harness.record import Measurement, RequestRow
 
-# Field names across SGLang versions, newest first; parsing takes the first present.
-# 0.5.23: spec_verify_ct + spec_correct_drafts_histogram; 0.5.17 also sent the aliases
-# spec_accepted_drafts / spec_proposed_drafts / spec_accept_histogram; older releases
-# sent only spec_verify_ct, or spec_accept_token_num / spec_draft_token_num.
-COMPLETION_TOKEN_KEYS = ("completion_tokens", "output_tokens", "num_output_tokens")
-VERIFY_STEP_KEYS = ("spec_verify_ct", "spec_verify_count", "verify_ct", "spec_num_verify")
-HISTOGRAM_KEYS = (
-    "spec_correct_drafts_histogram",
-    "spec_accept_histogram",
-    "spec_accept_length_histogram",
-)
-ACCEPT_LENGTH_KEYS = ("spec_accept_length", "accept_length")
-SERVER_ACCEPT_KEYS = ("avg_spec_accept_length", "spec_accept_length", "accept_length")
+METRICS = ("server_avg", "per_request")
 
-# Relative disagreement between exact and server figures that is recorded as a warning.
+# Relative disagreement between the exact server_avg and the server's own figure that is
+# recorded as a note.
 DISAGREEMENT_TOLERANCE = 0.05
 
 
-@dataclass(frozen=True)
-class ParsedResponse:
-    text: str
-    completion_tokens: int
-    verify_steps: int
-    histogram: list[int] | None
-    prompt_tokens: int | None
-    finish_reason: str | None
+def numerator(row: Any, metric: str) -> int:
+    """Request `row`'s numerator under `metric` (a RequestRow or a dict of its fields);
+    the definition itself is `stats.numerator`."""
+    fields = row if isinstance(row, Mapping) else row.model_dump()
+    value = stats.numerator(fields, metric)  # type: ignore[arg-type]
+    if value is None:
+        raise MissingMetric(f"request {fields.get('index')}: no counts for metric {metric}")
+    return value
 
 
-def _first(meta: Mapping[str, Any], keys: Sequence[str]) -> Any:
-    for key in keys:
-        if key in meta and meta[key] is not None:
-            return meta[key]
-    return None
+def numerators(rows: Sequence[Any], metric: str) -> list[int]:
+    return [numerator(row, metric) for row in rows]
 
 
-def _as_count(value: Any, field: str, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise MissingMetric(f"{where}: meta_info.{field} is not a count: {value!r}")
-    if isinstance(value, float) and not value.is_integer():
-        raise MissingMetric(f"{where}: meta_info.{field} is not a whole number: {value!r}")
-    return int(value)
+def steps_of(rows: Sequence[Any]) -> list[int]:
+    return [int(row["verify_steps"] if isinstance(row, dict) else row.verify_steps)
+            for row in rows]
 
 
-def _finish_reason(meta: Mapping[str, Any]) -> str | None:
-    reason = meta.get("finish_reason")
-    if isinstance(reason, Mapping):
-        return str(reason.get("type")) if reason.get("type") is not None else None
-    return None if reason is None else str(reason)
+def accept_lengths(rows: Sequence[Any]) -> dict[str, float]:
+    """Both definitions' figures over `rows` (raises MissingMetric when undefined)."""
+    steps = sum(steps_of(rows))
+    if not rows:
+        raise MissingMetric("no measured request completed: no accept length")
+    if steps == 0:
+        raise MissingMetric("measured requests reported 0 verify steps: no accept length")
+    return {metric: sum(numerators(rows, metric)) / steps for metric in METRICS}
 
 
-def parse_generate_response(payload: Any, where: str = "/generate") -> ParsedResponse:
-    """Read one native `/generate` response; raise `MissingMetric` if a figure is absent."""
-    if isinstance(payload, list) and len(payload) == 1:
-        payload = payload[0]  # a batch of one comes back as a one-element list
-    if not isinstance(payload, Mapping):
-        raise MissingMetric(f"{where}: expected a JSON object, got {type(payload).__name__}")
-    meta = payload.get("meta_info")
-    if not isinstance(meta, Mapping):
-        raise MissingMetric(f"{where}: response has no meta_info (is this the native /generate?)")
-    tokens = _first(meta, COMPLETION_TOKEN_KEYS)
-    if tokens is None:
-        raise MissingMetric(f"{where}: meta_info has no completion token count "
-                            f"(looked for {', '.join(COMPLETION_TOKEN_KEYS)})")
-    steps = _first(meta, VERIFY_STEP_KEYS)
-    if steps is None and isinstance(tokens, int) and tokens <= 1:
-        # SGLang omits every spec key when a request ended before any verify step
-        # (its one token came from prefill): a valid row with 0 steps.
-        steps = 0
-    if steps is None:
-        accept = _first(meta, ACCEPT_LENGTH_KEYS)
-        if accept is None:
-            raise MissingMetric(
-                f"{where}: meta_info has no verify count (looked for "
-                f"{', '.join(VERIFY_STEP_KEYS)}); is speculative decoding enabled?"
-            )
-        raise MissingMetric(
-            f"{where}: meta_info has spec_accept_length but no verify count; "
-            "an exact figure needs the count"
-        )
-    completion = _as_count(tokens, "completion_tokens", where)
-    verify = _as_count(steps, "spec_verify_ct", where)
-    if completion > 1 and verify == 0:
-        raise MissingMetric(f"{where}: {completion} tokens but 0 verify steps: speculative "
-                            "decoding did not run for this request")
-    histogram = _first(meta, HISTOGRAM_KEYS)
-    if histogram is not None and not (
-        isinstance(histogram, list) and all(isinstance(v, int) for v in histogram)
-    ):
-        histogram = None  # malformed histograms are dropped: they only feed a plot
-    prompt = meta.get("prompt_tokens")
-    return ParsedResponse(
-        text=str(payload.get("text", "")),
-        completion_tokens=completion,
-        verify_steps=verify,
-        histogram=histogram,
-        prompt_tokens=int(prompt) if isinstance(prompt, int) else None,
-        finish_reason=_finish_reason(meta),
-    )
-
-
-def server_accept_length(server_info: Any) -> float | None:
-    """`internal_states[*].avg_spec_accept_length`, averaged over data-parallel ranks."""
-    if not isinstance(server_info, Mapping):
+def confidence_interval(rows: Sequence[Any], metric: str, seed: int
+                        ) -> tuple[float, float] | None:
+    """Bootstrap CI over prompts of the accept length under `metric`."""
+    if len(rows) < 2:
         return None
-    states = server_info.get("internal_states")
-    values = []
-    if isinstance(states, list):
-        for state in states:
-            if isinstance(state, Mapping):
-                value = _first(state, SERVER_ACCEPT_KEYS)
-                if isinstance(value, int | float) and math.isfinite(value):
-                    values.append(float(value))
-    return sum(values) / len(values) if values else None
+    return stats.bootstrap_ci(numerators(rows, metric), steps_of(rows), seed=seed)
 
 
 def summarise(
     rows: Sequence[RequestRow],
+    metric: str,
     duration_s: float,
     server_figure: float | None,
-    ci: tuple[float, float] | None,
+    seed: int = 0,
+    planned: int | None = None,
+    partial: bool = False,
 ) -> Measurement:
     """The run's figures from its measured requests; raises if no figure can be formed."""
-    if not rows:
-        raise MissingMetric("no measured request completed: no accept length")
-    tokens = sum(r.completion_tokens for r in rows)
+    figures = accept_lengths(rows)
     steps = sum(r.verify_steps for r in rows)
-    if steps == 0:
-        raise MissingMetric("measured requests reported 0 verify steps: no accept length")
-    exact = tokens / steps
+    tokens = sum(r.completion_tokens for r in rows)
+    correct = [r.correct_drafts for r in rows if r.verify_steps]
     disagreement = None
     if server_figure is not None:
-        disagreement = (server_figure - exact) / exact
+        disagreement = (server_figure - figures["server_avg"]) / figures["server_avg"]
     histogram = stats.sum_histograms([r.accept_histogram for r in rows])
     latencies = sorted(r.latency_s for r in rows)
     graded = [r for r in rows if r.correct is not None]
     n_correct = sum(1 for r in graded if r.correct)
+    planned = planned if planned is not None else len(rows)
     return Measurement(
-        accept_length=exact,
-        accept_length_ci=ci,
+        metric=metric,
+        accept_length=figures[metric],
+        accept_length_ci=confidence_interval(rows, metric, seed),
+        accept_length_server_avg=figures["server_avg"],
+        accept_length_per_request=figures["per_request"],
         n_requests=len(rows),
+        n_planned=planned,
+        partial=partial,
         completion_tokens=tokens,
         verify_steps=steps,
+        correct_drafts=sum(correct) if None not in correct else None,
         per_position_acceptance=stats.per_position_acceptance(histogram) or None,
         accept_histogram=histogram or None,
-        server_accept_length=server_figure,
+        server_reported_accept_length=server_figure,
         server_disagreement=disagreement,
         accuracy=n_correct / len(graded) if graded else None,
         n_correct=n_correct if graded else None,

@@ -1,8 +1,7 @@
-"""The run plan: the engine environment, its launch line, the attention contract,
-the server's environment, provenance, and the text `--dry-run` prints.
+"""The run plan: the build and models a run uses, the engine it prepares, the attention
+contract it checks, what it may write (secrets redacted), and the `--dry-run` text.
 
-Glue between the stages, kept out of `runner` so that the runner reads as the
-pipeline and each decision here can be tested alone.
+Engine facts stay in the adapters (harness.engines); this module only asks them.
 """
 
 from __future__ import annotations
@@ -10,68 +9,91 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness import build as builds
-from harness.engines import reference_launch, sglang
-from harness.errors import BadInput, EngineError, HarnessError
+from harness.engines import EngineAdapter, Models, adapter_for
+from harness.errors import BadInput, EngineError, ExitCode, HarnessError
 from harness.preflight import Fit
 from harness.record import BuildInfo, GPUInfo, LayerRow, Provenance
-from harness.suite import LoadedSuite, ReferenceEngine, SGLangEngine, Suite, document_sha256
+from harness.secrets import redact_argv, redact_env, redact_url
+from harness.suite import (
+    LoadedSuite,
+    ReferenceEngine,
+    SGLangEngine,
+    Suite,
+    document_sha256,
+    model_source,
+    resolve_models,
+)
 
 PORT_PLACEHOLDER = 30000
 
 
 @dataclass
 class PreparedEngine:
+    suite: Suite
     build: BuildInfo
     python: str
-    command: Callable[[str, int], list[str]]  # (host, port) -> argv
-    draft_config: str | None  # a config.json, checkpoint folder or hub id
-    draft_revision: str | None = None
+    adapter: EngineAdapter
+    models: Models | None  # what the server is asked to serve
+    checkpoints: tuple[Path, Path] | None = None  # the reference engine's target, draft
+    facts: builds.EnvironmentFacts | None = None  # the engine environment, probed once
+
+    def command(self, host: str, port: int) -> list[str]:
+        return self.adapter.launch_command(self.suite, self.python, host, port, self.models,
+                                           self.checkpoints)
+
+    @property
+    def draft_config(self) -> str | None:
+        """A config.json, checkpoint folder or hub id of the draft."""
+        return self.models.draft if self.models else None
+
+    @property
+    def draft_revision(self) -> str | None:
+        return self.models.draft_revision if self.models else None
 
 
-REFERENCE_BUILD_PREFIX = "reference:"
+@dataclass(frozen=True)
+class ChosenBuild:
+    """The build a run tests: the parsed spec, and for a reference-engine build the
+    settings it changes (inline, or read from a repository at a commit)."""
+
+    spec: builds.BuildSpec
+    reference: builds.ReferenceBuild | None = None
 
 
-def with_reference_build(loaded: LoadedSuite, spec: str | None) -> LoadedSuite:
-    """A reference suite run as another "build": `reference:policy=regressed,noise=0.1`.
-
-    The reference engine's builds are the SGLang behaviours it replays and its draft
-    degradation; the suite document recorded with the run shows the values used. Other
-    specs (SGLang builds, e.g. from a nightly that passes one to every suite) leave a
-    reference suite as it is.
-    """
-    if not isinstance(loaded.suite.engine, ReferenceEngine) or not spec or \
-            not spec.startswith(REFERENCE_BUILD_PREFIX):
-        return loaded
-    keys = {"policy": "attention_policy", "noise": "draft_noise"}
-    overrides: dict[str, Any] = {}
-    for part in filter(None, spec.removeprefix(REFERENCE_BUILD_PREFIX).split(",")):
-        key, _, value = part.partition("=")
-        if key.strip() not in keys or not value:
-            raise BadInput(f"build {spec!r}: expected reference:policy=fixed|legacy|regressed"
-                           ",noise=X")
-        name = keys[key.strip()]
-        overrides[name] = value.strip() if name == "attention_policy" else _number(value, spec)
+def choose_build(loaded: LoadedSuite, options: Any) -> tuple[LoadedSuite, ChosenBuild]:
+    """Parse the run's build spec against the suite's engine (exit 2 when it does not
+    parse or does not apply) and apply a reference build's settings to the suite, so the
+    recorded document shows the values used."""
+    suite = loaded.suite
+    if isinstance(suite.engine, SGLangEngine):
+        spec = options.sglang
+        if spec is None and options.patch is None and \
+                builds.probe_environment(sys.executable).sglang_version is None:
+            spec = suite.engine.default_build  # nothing installed here: the suite's default
+        return loaded, ChosenBuild(builds.parse_build_spec(spec, options.patch, engine="sglang"))
+    build = builds.parse_build_spec(options.sglang, options.patch, engine="reference")
+    reference = builds.resolve_reference_build(build)
+    if not reference.overrides:
+        return loaded, ChosenBuild(build, reference)
     document = json.loads(json.dumps(loaded.document))
-    document["engine"] = {**document["engine"], **overrides}
+    document["engine"] = {**document["engine"], **reference.overrides}
     try:
-        suite = Suite.model_validate(document)
+        changed = Suite.model_validate(document)
     except ValueError as error:
-        raise BadInput(f"build {spec!r}: {error}") from None
-    return LoadedSuite(suite=suite, path=loaded.path, sha256=document_sha256(document),
-                       document=document)
+        raise BadInput(f"build {build.text!r}: {error}") from None
+    return (LoadedSuite(suite=changed, path=loaded.path, sha256=document_sha256(document),
+                        document=document), ChosenBuild(build, reference))
 
 
-def _number(value: str, spec: str) -> float:
-    try:
-        return float(value)
-    except ValueError:
-        raise BadInput(f"build {spec!r}: noise must be a number, got {value!r}") from None
+def models(suite: Suite, options: Any) -> Models | None:
+    """The models the run serves (exit 2 when a model with no public id is not given)."""
+    return resolve_models(suite, options.target_model, options.draft_model)
 
 
 def build_options(suite: Suite) -> dict[str, Any]:
@@ -91,47 +113,34 @@ def _reference_dirs() -> tuple[Path, Path]:
     return root / "target", root / "draft"
 
 
-def _own_models(suite: Suite) -> tuple[Path, Path] | None:
-    """A reference suite's own checkpoint folders, when it names them."""
-    if suite.target and suite.target.model and suite.draft and suite.draft.model:
-        return Path(suite.target.model), Path(suite.draft.model)
-    return None
-
-
-def _sglang_spec(suite: Suite, options: Any) -> builds.BuildSpec:
-    assert isinstance(suite.engine, SGLangEngine)
-    spec = options.sglang
-    if spec is None and builds.installed_version(sys.executable, "sglang")[0] is None:
-        spec = suite.engine.default_build  # nothing installed here: test the suite's default
-    return builds.parse_build_spec(spec, options.patch)
-
-
-def prepare_engine(suite: Suite, options: Any) -> PreparedEngine:
+def prepare_engine(suite: Suite, options: Any, models: Models | None,
+                   chosen: ChosenBuild) -> PreparedEngine:
     """Make (or find) the engine's environment and checkpoints; the heavy part of a run."""
+    adapter = adapter_for(suite.engine.kind)
     if isinstance(suite.engine, SGLangEngine):
-        assert suite.draft is not None
-        python, info = builds.prepare_sglang(_sglang_spec(suite, options))
-        return PreparedEngine(info, python,
-                              lambda host, port: sglang.launch_command(suite, python, host, port),
-                              suite.draft.model, suite.draft.revision)
+        prepared = builds.prepare(chosen.spec)
+        return PreparedEngine(suite, prepared.info, prepared.python, adapter, models,
+                              facts=prepared.facts)
     from harness.engines.reference.checkpoints import ensure_checkpoints
 
-    python, info = builds.prepare_reference(options.engine_python)
-    target, draft = _own_models(suite) or ensure_checkpoints(python, builds.cache_root())
-    return PreparedEngine(
-        info, python,
-        lambda host, port: reference_launch.launch_command(suite, python, host, port,
-                                                           target, draft),
-        str(draft))
+    prepared = builds.prepare_reference_env(options.engine_python, chosen.reference)
+    checkpoints = ((Path(models.target), Path(models.draft)) if models
+                   else ensure_checkpoints(prepared.python, builds.cache_root()))
+    return PreparedEngine(suite, prepared.info, prepared.python, adapter,
+                          Models(str(checkpoints[0]), str(checkpoints[1])), checkpoints,
+                          prepared.facts)
 
 
 def attention_table(loaded: LoadedSuite, engine: PreparedEngine) -> list[LayerRow] | None:
     """The draft's per-layer attention as this build resolves it, before any launch.
 
-    SGLang builds are evaluated from their own resolver source (`harness audit`);
-    the reference engine replays the behaviour its suite names. Without an
-    expected contract, an unreachable draft config only leaves the table empty.
+    SGLang builds are evaluated with their own config loading and resolver code (`harness
+    audit`); the reference engine replays the behaviour its suite names. Without an
+    expected contract, an unreachable draft config only leaves the table empty; a draft the
+    version's own code rejects stops the run with that version's message (exit 5).
     """
+    from harness.audit.errors import VersionRejected
+
     suite = loaded.suite
     expected = suite.draft.expected_layers if suite.draft else None
     if engine.draft_config is None:
@@ -144,30 +153,22 @@ def attention_table(loaded: LoadedSuite, engine: PreparedEngine) -> list[LayerRo
             config, _ = load_draft_config(engine.draft_config)
             layers = resolve_layers(config, suite.engine.attention_policy)
         else:
-            from harness.audit import audit_for_build, load_draft_config
+            from harness.audit import audit_for_build
             from harness.audit.source import checkout_source
 
-            config, _ = load_draft_config(engine.draft_config, engine.draft_revision)
-            layers = audit_for_build(config, checkout_source(_sglang_parent(engine.python)))
+            parent = engine.facts.sglang_parent if engine.facts else None
+            if parent is None:
+                raise EngineError(f"cannot locate sglang's package folder in {engine.python}")
+            # the version's own config loading and resolver, on the draft's real folder
+            layers = audit_for_build(engine.draft_config, checkout_source(parent),
+                                     revision=engine.draft_revision)
+    except VersionRejected:
+        raise  # SGLang itself would refuse this draft: the run stops with its message
     except HarnessError:
         if expected is not None:
             raise
         return None
     return [LayerRow.model_validate(layer.to_dict()) for layer in layers]
-
-
-def _sglang_parent(python: str) -> str:
-    """The folder holding the engine environment's `sglang/` package, found without
-    importing it (find_spec of a top-level package runs none of its code)."""
-    import subprocess
-
-    probe = ("import importlib.util, pathlib; s = importlib.util.find_spec('sglang'); "
-             "print(pathlib.Path(list(s.submodule_search_locations)[0]).parent)")
-    try:
-        return subprocess.run([python, "-c", probe], capture_output=True, text=True,
-                              timeout=60, check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError) as error:
-        raise EngineError(f"cannot locate sglang in {python}: {error}") from None
 
 
 def contract_differences(suite: Suite, attention: Sequence[LayerRow] | None) -> list[str]:
@@ -183,48 +184,49 @@ def contract_differences(suite: Suite, attention: Sequence[LayerRow] | None) -> 
     return check_contract([layer.model_dump() for layer in expected], actual)
 
 
-def attention_from_server(info: Any) -> list[LayerRow] | None:
-    layers = info.get("attention_layers") if isinstance(info, dict) else None
-    if not isinstance(layers, list):
-        return None
-    try:
-        return [LayerRow.model_validate(layer) for layer in layers]
-    except ValueError:
-        return None
-
-
-def server_mismatches(info: Any, suite: Suite) -> list[str]:
-    """Settings the server reports (`/server_info`) that differ from the suite's.
-
-    SGLang's own DFlash tests assert the same fields before measuring.
-    """
-    if not isinstance(info, dict):
-        return ["/server_info did not answer with a JSON object"]
-    wanted = {"speculative_algorithm": suite.speculative.algorithm,
-              "speculative_num_draft_tokens": suite.speculative.draft_tokens}
-    problems = []
-    for key, value in wanted.items():
-        if value is None or key not in info:
-            continue
-        reported = info[key]
-        if str(reported).upper() != str(value).upper():
-            problems.append(f"{key} is {reported!r}, the suite declares {value!r}")
-    return problems
-
-
-def server_env(suite: Suite, fit: Fit) -> dict[str, str]:
+def server_env(suite: Suite, fit: Fit | None) -> dict[str, str]:
     env = dict(suite.engine.env)
-    if fit.devices:
+    if fit is not None and fit.devices:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(d) for d in fit.devices)
     return env
 
 
-def provenance(loaded: LoadedSuite, engine: PreparedEngine, gpus: Sequence[GPUInfo], fit: Fit,
-               data: Any) -> Provenance:
+# ---------------------------------------------------------------- what may be written
+
+
+def secret_values(suite: Suite) -> tuple[str, ...]:
+    """The suite's secrets (engine.env credentials, secret flags in extra_args)."""
+    from harness.secrets import secret_values as find
+
+    return find(suite.engine.env, suite.engine.extra_args)
+
+
+def redact_command(command: Sequence[str], suite: Suite) -> list[str]:
+    from harness.secrets import redact_text
+
+    hidden = secret_values(suite)
+    return [redact_text(arg, hidden) for arg in redact_argv(command)]
+
+
+def redacted_document(loaded: LoadedSuite) -> dict[str, Any]:
+    """The suite document as recorded: secret env values and flag values replaced."""
+    document = json.loads(json.dumps(loaded.document))
+    engine = document.get("engine")
+    if isinstance(engine, dict):
+        if isinstance(engine.get("env"), dict):
+            engine["env"] = redact_env(engine["env"])
+        if isinstance(engine.get("extra_args"), list):
+            engine["extra_args"] = redact_argv([str(a) for a in engine["extra_args"]])
+    return document
+
+
+def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequence[GPUInfo],
+               fit: Fit | None, data: Any) -> Provenance:
     from harness import provenance as collect
 
-    used = [g for g in gpus if g.index in fit.devices]
-    return collect.collect(engine.python, used, server_env(loaded.suite, fit),
+    used = [g for g in gpus if fit is not None and g.index in fit.devices]
+    return collect.collect(engine.facts if engine else None, used,
+                           server_env(loaded.suite, fit),
                            getattr(data, "source", None), getattr(data, "sha256", None),
                            loaded.suite.workload.seed)
 
@@ -235,43 +237,75 @@ def draw_plot(run_dir: Path, results_dir: Path) -> Path | None:
         from harness import plots
 
         return plots.plot_run(run_dir, results_root=results_dir)
+    except HarnessError as error:
+        if error.exit_code == ExitCode.INTERRUPTED:
+            raise  # SIGTERM while drawing: stop (the record is complete)
+        print(f"warning: could not draw the plot for {run_dir}: {error.message}",
+              file=sys.stderr)
+        return None
     except Exception as error:  # plotting is a by-product; the record is already written
         print(f"warning: could not draw the plot for {run_dir}: {error}", file=sys.stderr)
         return None
 
 
-def _dry_run_command(suite: Suite, options: Any) -> list[str]:
+# ---------------------------------------------------------------- the dry run
+
+
+def _dry_run_command(suite: Suite, options: Any, chosen: ChosenBuild) -> list[str]:
+    adapter = adapter_for(suite.engine.kind)
     if isinstance(suite.engine, SGLangEngine):
-        build = _sglang_spec(suite, options)
-        python = (sys.executable if build.kind == "installed"
-                  else str(builds.cache_root() / "envs" / f"sglang-{build.key}" / "bin" / "python"))
-        return sglang.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER)
-    target, draft = _own_models(suite) or _reference_dirs()
+        python = builds.planned_python(chosen.spec)
+        try:
+            chosen_models = models(suite, options)
+        except BadInput:  # a model from an unset variable: show where it would come from
+            chosen_models = Models(_placeholder(suite.target), _placeholder(suite.draft),
+                                   suite.target.revision if suite.target else None,
+                                   suite.draft.revision if suite.draft else None)
+        return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER,
+                                      chosen_models)
+    chosen_models = models(suite, options)
+    dirs = ((Path(chosen_models.target), Path(chosen_models.draft)) if chosen_models
+            else _reference_dirs())
     python = options.engine_python or sys.executable
-    return reference_launch.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER,
-                                           target, draft)
+    return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER, None, dirs)
 
 
-def describe(loaded: LoadedSuite, options: Any, fit: Fit) -> list[str]:
+def _placeholder(ref: Any) -> str:
+    model = getattr(ref, "model", None)
+    return f"${model.env}" if hasattr(model, "env") else str(model)
+
+
+def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild) -> list[str]:
     """What a run of this suite does, for `--dry-run` and for a skipped run."""
+    from harness.suite import METRIC_DEFINITIONS
+
     suite, workload = loaded.suite, loaded.suite.workload
-    relation = ">" if suite.floors.strict else ">="
+    floors = suite.floors
+    relation = ">" if floors.strict else ">="
     lines = [
         f"suite      {suite.name} ({loaded.path}, sha256 {loaded.sha256[:12]})",
         f"topology   {fit.reason}",
-        f"launch     {shlex.join(_dry_run_command(suite, options))}",
+        f"build      {redact_url(chosen.spec.text or 'as installed')}",
+        f"launch     {shlex.join(redact_command(_dry_run_command(suite, options, chosen), suite))}",
         f"           (port {PORT_PLACEHOLDER} stands for a free port chosen at launch)",
+    ]
+    if suite.engine.kind == "sglang":
+        lines += [f"target     {model_source(suite.target)}",
+                  f"draft      {model_source(suite.draft)}"]
+    lines += [
         f"workload   GSM8K run_eval protocol: {workload.shots} shots, questions "
         f"{workload.shots}..{workload.shots + workload.questions - 1} of test.jsonl, "
         f"max_tokens {workload.max_tokens}, temperature {workload.temperature:g}, "
         f"top_p {workload.top_p:g}, concurrency {workload.concurrency}, seed {workload.seed}",
         f"           {workload.warmup_requests} warm-up requests, then /flush_cache, "
         "then POST /generate per question",
-        f"floors     accept length {relation} {suite.floors.accept_length:g}"
-        + (f", accuracy {relation} {suite.floors.accuracy:g}"
-           if suite.floors.accuracy is not None else ""),
+        f"metric     {floors.metric}: {METRIC_DEFINITIONS[floors.metric]}",
+        f"floors     accept length ({floors.metric}) {relation} {floors.accept_length:g}"
+        + (f", accuracy {relation} {floors.accuracy:g}" if floors.accuracy is not None else ""),
     ]
-    lines += [f"baseline   {b.label}: {b.accept_length:g} ({b.source})" for b in suite.baselines]
+    lines += [f"baseline   {b.label}: {b.accept_length:g} ({b.metric or floors.metric}, "
+              f"{'external' if b.external else 'measured here'}) {redact_url(b.source)}"
+              for b in suite.baselines]
     if suite.draft and suite.draft.expected_layers:
         contract = ", ".join(
             ("causal" if layer.causal else "bidirectional")
@@ -279,3 +313,4 @@ def describe(loaded: LoadedSuite, options: Any, fit: Fit) -> list[str]:
             for layer in suite.draft.expected_layers)
         lines.append(f"contract   draft layers: {contract}")
     return lines
+

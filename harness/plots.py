@@ -61,13 +61,43 @@ def suite_floor(record: RunRecord) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+def suite_metric(record: RunRecord) -> str:
+    """The accept-length definition the run's suite judges (its floors and baselines)."""
+    floors = record.suite.document.get("floors") or {}
+    metric = floors.get("metric")
+    if metric in ("server_avg", "per_request"):
+        return str(metric)
+    # v1 suites had no field: their figures were per-request ratios
+    return "server_avg" if record.schema_version >= 2 else "per_request"
+
+
+def figure_in(record: RunRecord, metric: str) -> tuple[float, tuple[float, float] | None] | None:
+    """The run's accept length (and CI, when it is the judged one) in `metric`; never mixed."""
+    measurement = record.measurement
+    if measurement is None:
+        return None
+    if measurement.metric == metric:
+        return measurement.accept_length, measurement.accept_length_ci
+    value = getattr(measurement, f"accept_length_{metric}", None)
+    return (float(value), None) if isinstance(value, int | float) else None
+
+
+def _baseline_metric(figure: BaselineFigure, default: str) -> str:
+    return getattr(figure, "metric", None) or default
+
+
 def baselines_for(record: RunRecord, results_root: Path | None) -> list[BaselineFigure]:
     """Baseline records under results/baselines/, then any the suite document names that
     have no record (so a suite's declared figures always show)."""
-    figures = list(load_baselines(results_root, record.suite.name)) if results_root else []
+    metric = suite_metric(record)
+    figures = [figure for figure in (load_baselines(results_root, record.suite.name)
+                                     if results_root else [])
+               if _baseline_metric(figure, metric) == metric]
     known = {figure.label for figure in figures}
     for entry in record.suite.document.get("baselines") or []:
         if not isinstance(entry, dict) or entry.get("label") in known:
+            continue
+        if (entry.get("metric") or metric) != metric:
             continue
         if isinstance(entry.get("accept_length"), int | float):
             figures.append(
@@ -104,11 +134,13 @@ def run_figure(
         highs.append(high - baseline.accept_length)
         colours.append(BASELINE_COLOURS[i % len(BASELINE_COLOURS)])
     measurement = record.measurement
-    status = record.verdict.status
-    if measurement is not None:
+    status = record.verdict.status if record.verdict else "external"
+    metric = suite_metric(record)
+    shown = figure_in(record, metric)
+    if shown is not None:
         names.append(f"this run\n{record.label or record.run_id}")
-        value = measurement.accept_length
-        low, high = measurement.accept_length_ci or (value, value)
+        value, ci = shown
+        low, high = ci or (value, value)
         values.append(value)
         lows.append(value - low)
         highs.append(high - value)
@@ -130,7 +162,7 @@ def run_figure(
     if span:
         margin = max(0.1, 0.15 * (max(tops) - min(span)))
         axes.set_ylim(min(span) - margin, max(tops) + margin)
-    axes.set_ylabel("accept length (tokens / verify step)")
+    axes.set_ylabel(f"accept length ({metric} definition)")
     axes.grid(axis="y", alpha=0.3)
     detail = ""
     if measurement is not None:
@@ -170,13 +202,20 @@ def history_figure(
     suite: str,
     baselines: Sequence[BaselineFigure] = (),
     floor: float | None = None,
+    metric: str | None = None,
 ) -> Figure:
-    """Accept length of every run of a suite over time, CI band, floor and baselines."""
+    """Accept length of every run of a suite over time, CI band, floor and baselines.
+
+    Only runs judged in `metric` are drawn (their CI is in that definition too): a
+    history never mixes the two definitions of accept length.
+    """
     figure = _new_figure(10, 4.5)
     axes = figure.add_subplot()
     runs = runs[(runs["suite"] == suite) & (runs["kind"] == "run")].dropna(
         subset=["accept_length"]
     )
+    if metric is not None and "metric" in runs.columns:
+        runs = runs[runs["metric"].fillna("per_request") == metric]
     runs = runs.sort_values("started_at")
     times = runs["started_at"].dt.tz_localize(None).to_numpy()
     if len(runs):
@@ -206,7 +245,7 @@ def history_figure(
         axes.axhline(baseline.accept_length, color=colour, lw=1.2, ls=":", label=label)
     if floor is not None:
         axes.axhline(floor, color=FLOOR_COLOUR, ls="--", lw=1.5, label=f"floor {floor:g}")
-    axes.set_ylabel("accept length")
+    axes.set_ylabel(f"accept length ({metric} definition)" if metric else "accept length")
     axes.set_title(f"{suite}: {len(runs)} runs", fontsize=11)
     axes.grid(alpha=0.3)
     axes.legend(loc="upper left", fontsize=8, ncols=2)  # "best" scans every point: slow
@@ -253,11 +292,14 @@ def plot_history(
     suite_runs = runs[(runs["suite"] == suite) & (runs["kind"] == "run")]
     floors = suite_runs["floor"].dropna()
     floor = float(floors.iloc[-1]) if len(floors) else None
+    metric = None
     if len(suite_runs):  # the latest run's suite document also names baselines
-        baselines = baselines_for(read_run(Path(suite_runs["path"].iloc[-1])), results_root)
+        latest = read_run(Path(suite_runs["path"].iloc[-1]))
+        metric = suite_metric(latest)
+        baselines = baselines_for(latest, results_root)
     else:
         baselines = load_baselines(results_root, suite)
-    figure = history_figure(runs, suite, baselines, floor)
+    figure = history_figure(runs, suite, baselines, floor, metric)
     return _save(figure, out or results_root / PLOTS_DIR / suite / "history.png")
 
 
@@ -272,16 +314,20 @@ def histogram_figure(
 
     figure = _new_figure(10, 4)
     left, right = figure.subplots(1, 2)
-    per_request = [r["accept_length"] for r in requests if r.get("verify_steps")]
+    from harness.measure import numerator
+
+    metric = suite_metric(record)
+    per_request = [numerator(r, metric) / r["verify_steps"] for r in requests
+                   if r.get("verify_steps")]
     if per_request:
         left.hist(per_request, bins=min(40, max(5, len(per_request) // 5)), color="#1f77b4",
                   alpha=0.8)  # fmt: skip
-    if record.measurement is not None:
-        left.axvline(record.measurement.accept_length, color="black", lw=1.5,
-                     label=f"run {record.measurement.accept_length:.3f}")  # fmt: skip
+    shown = figure_in(record, metric)
+    if shown is not None:
+        left.axvline(shown[0], color="black", lw=1.5, label=f"run {shown[0]:.3f}")
     if floor is not None:
         left.axvline(floor, color=FLOOR_COLOUR, ls="--", label=f"floor {floor:g}")
-    left.set_xlabel("accept length per request")
+    left.set_xlabel(f"accept length per request ({metric} definition)")
     left.set_ylabel("requests")
     left.legend(fontsize=8)
     positions = record.measurement.per_position_acceptance if record.measurement else None

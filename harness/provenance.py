@@ -1,127 +1,81 @@
 """Provenance: everything needed to say what ran where, and nothing secret.
 
-Versions of the engine's packages are read from its environment's metadata
-and files, never by importing torch into the harness process.
+Versions of the engine's packages come from one probe of its environment
+(`harness.build.probe_environment`), never from importing torch into the harness
+process. The CPU model and its vector-instruction flags are recorded because the CPU
+reference engine's float32 arithmetic (and so, at ties, a greedy token) can differ
+between instruction sets (docs/reference-engine.md).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import platform
-import re
-import shutil
 import socket
-import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from harness import __version__
 from harness.preflight import driver_version
 from harness.record import GPUInfo, Provenance
+from harness.secrets import is_secret_name, redact_argv, redact_url
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-ENV_PREFIXES = ("CUDA_", "SGLANG_", "HARNESS_", "NCCL_", "TORCH_", "OMP_", "HF_HUB_OFFLINE")
-SECRET_WORDS = re.compile(r"TOKEN|SECRET|KEY|PASSWORD|PASSWD|AUTH|CREDENTIAL|COOKIE", re.I)
-SECRET_FLAGS = ("--api-key", "--admin-api-key", "--hf-token", "--token")
-REDACTED = "<redacted>"
-_URL_USERINFO = re.compile(r"://[^/@\s]+@")
-
-_PROBE = """
-import importlib.metadata as m, importlib.util as u, json, pathlib, re
-out = {}
-try:
-    out["torch"] = m.version("torch")
-except m.PackageNotFoundError:
-    out["torch"] = None
-spec = u.find_spec("torch")
-if spec and spec.submodule_search_locations:
-    version_py = pathlib.Path(list(spec.submodule_search_locations)[0]) / "version.py"
-    if version_py.is_file():
-        found = re.search(r"^cuda[^=]*=\\s*['\\"]([^'\\"]+)", version_py.read_text(), re.M)
-        out["cuda"] = found.group(1) if found else None
-print(json.dumps(out))
-"""
-
-
-def is_secret_name(name: str) -> bool:
-    return bool(SECRET_WORDS.search(name))
+ENV_PREFIXES = ("CUDA_", "SGLANG_", "HARNESS_", "NCCL_", "TORCH_", "OMP_", "MKL_",
+                "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+# The instruction-set flags that decide which kernels torch (oneDNN, MKL) runs on a CPU.
+ISA_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl",
+             "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8",
+             "asimd", "sve", "sve2")
 
 
 def safe_env(env: Mapping[str, str], extra_names: Iterable[str] = ()) -> dict[str, str]:
     """Allow-listed variables only; anything that looks like a credential is dropped."""
     wanted = set(extra_names)
     return {
-        name: value
+        name: redact_url(value)
         for name, value in sorted(env.items())
         if (name in wanted or name.startswith(ENV_PREFIXES)) and not is_secret_name(name)
     }
 
 
-def redact_argv(argv: Sequence[str]) -> list[str]:
-    out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
-            continue
-        flag, sep, _ = arg.partition("=")
-        if flag in SECRET_FLAGS:
-            if sep:
-                out.append(f"{flag}={REDACTED}")
-            else:
-                out.append(arg)
-                hide_next = True
-            continue
-        out.append(redact_url(arg))
-    return out
-
-
-def redact_url(text: str) -> str:
-    """`git+https://user:TOKEN@host/...` -> `git+https://<redacted>@host/...`."""
-    return _URL_USERINFO.sub(f"://{REDACTED}@", text)
-
-
 def harness_git() -> tuple[str | None, bool | None]:
-    git = shutil.which("git")
-    if git is None or not (REPO_ROOT / ".git").exists():
-        return None, None
-    try:
-        sha = subprocess.run([git, "-C", str(REPO_ROOT), "rev-parse", "HEAD"],
-                             capture_output=True, text=True, timeout=10, check=False)
-        status = subprocess.run([git, "-C", str(REPO_ROOT), "status", "--porcelain",
-                                 "--untracked-files=no"],
-                                capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None, None
-    if sha.returncode != 0:
-        return None, None
-    return sha.stdout.strip(), bool(status.stdout.strip())
+    from harness.build import head_state
+
+    return head_state(REPO_ROOT, exact=True)
 
 
-def engine_versions(python: str | None) -> dict[str, str | None]:
-    if not python:
-        return {}
+def cpu_info(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str | None, list[str]]:
+    """(CPU model name, the ISA flags of `ISA_FLAGS` it has), from /proc/cpuinfo on Linux."""
     try:
-        out = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True,
-                             timeout=60, check=True).stdout
-        return json.loads(out)
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return {}
+        text = cpuinfo.read_text(errors="replace")
+    except OSError:
+        return platform.processor() or None, []
+    model, flags = None, set()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip().lower()
+        if model is None and key in ("model name", "cpu model", "hardware"):
+            model = value.strip() or None
+        elif not flags and key in ("flags", "features"):
+            flags = set(value.split())
+    return model, [flag for flag in ISA_FLAGS if flag in flags]
 
 
 def collect(
-    engine_python: str | None,
+    facts: Any,  # harness.build.EnvironmentFacts of the engine, or None
     gpus: Sequence[GPUInfo],
     server_env: Mapping[str, str],
     data_source: str | None,
     data_sha256: str | None,
     seed: int | None,
+    **extra: Any,
 ) -> Provenance:
     sha, dirty = harness_git()
-    versions = engine_versions(engine_python)
+    versions = dict(facts.versions) if facts is not None else {}
+    model, isa = cpu_info()
     return Provenance(
         harness_version=__version__,
         harness_git_sha=sha,
@@ -129,8 +83,12 @@ def collect(
         python=sys.version.split()[0],
         platform=platform.platform(),
         hostname=socket.gethostname(),
+        cpu=model,
+        cpu_isa=isa,
+        cpu_count=os.cpu_count(),
         torch=versions.get("torch"),
-        cuda=versions.get("cuda"),
+        transformers=versions.get("transformers"),
+        cuda=facts.cuda if facts is not None else None,
         driver=driver_version(),
         gpus=list(gpus),
         data_source=data_source,
@@ -138,4 +96,5 @@ def collect(
         seed=seed,
         argv=redact_argv(sys.argv),
         env=safe_env({**os.environ, **server_env}, server_env.keys()),
+        **extra,
     )

@@ -78,6 +78,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "else a folder private to this pytest session)",
     )
     group.addoption(
+        "--require-fit",
+        action="store_true",
+        help="a suite this host cannot run (topology, GPUs) fails instead of skipping: for a "
+        "nightly job placed on a runner chosen to fit it",
+    )
+    group.addoption(
+        "--label",
+        default=None,
+        metavar="LABEL",
+        help="label recorded with every run (e.g. main, release): one trend line per label",
+    )
+    group.addoption(
         "--harness-runner",
         default=DEFAULT_RUNNER,
         metavar="MODULE",
@@ -195,6 +207,8 @@ def _run_options(config: pytest.Config, options_type: Any, devices: Any) -> dict
         "gpu_devices": list(devices),
         "sglang": config.getoption("sglang"),
     }
+    if config.getoption("label"):
+        options["label"] = config.getoption("label")
     fields = dataclasses.fields(options_type) if dataclasses.is_dataclass(options_type) else ()
     if "progress" in {field.name for field in fields}:
         options["progress"] = False  # a progress bar per worker garbles pytest's output
@@ -223,7 +237,7 @@ class SuiteItem(pytest.Item):
                 self.loaded.suite.topology, owner=owner, timeout_s=config.getoption("gpu_wait")
             )
         except (GPUUnavailable, LeaseTimeout) as error:
-            pytest.skip(error.message)
+            self._unfit(error.message)
         self.user_properties.append(("gpu_devices", ",".join(map(str, lease.devices))))
         self.user_properties.append(("worker", _worker_name(config)))
         try:
@@ -243,8 +257,15 @@ class SuiteItem(pytest.Item):
         if status == "pass":
             return
         if status == "skipped":
-            pytest.skip("; ".join(reasons) or "skipped by the runner")
+            self._unfit("; ".join(reasons) or "skipped by the runner")
         raise SuiteVerdict(status, int(outcome.exit_code), reasons, run_dir)
+
+    def _unfit(self, reason: str) -> None:
+        """Skip a suite this host cannot run, or fail it loudly under --require-fit."""
+        if self.config.getoption("require_fit"):
+            raise SuiteVerdict("error", 4, [f"this runner cannot run the suite: {reason} "
+                                            "(--require-fit)"], None)
+        pytest.skip(reason)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, SuiteVerdict):

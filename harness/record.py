@@ -9,7 +9,9 @@ document it in docs/run-record.md.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.layout import atomic_write_text
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 RUNS_DIR = "runs"
 BASELINES_DIR = "baselines"
 RUN_FILE = "run.json"
@@ -51,6 +53,13 @@ class BuildInfo(_Record):
     patch_sha256: str | None = None
     python: str | None = None  # the engine environment's interpreter
     options: dict[str, Any] = Field(default_factory=dict)  # e.g. attention policy, noise
+    git_dirty: bool | None = None  # the installed source had uncommitted changes
+    source_hash: str | None = None  # "git-tree:<id>" | "sha256:<hex>" of the installed source
+    ref: str | None = None  # the ref asked for (branch/tag) before resolving to git_sha
+    build_key: str | None = None  # cache entry envs/sglang-<key>
+    direct_url: dict[str, Any] | None = None  # PEP 610 direct_url.json (credentials redacted)
+    freeze_sha256: str | None = None  # sha256 of the engine environment's dependency listing
+    freeze_path: str | None = None  # that listing, beside the record (engine-freeze.txt)
 
 
 class GPUInfo(_Record):
@@ -67,7 +76,11 @@ class Provenance(_Record):
     python: str
     platform: str
     hostname: str | None = None
+    cpu: str | None = None  # CPU model name
+    cpu_isa: list[str] = Field(default_factory=list)  # vector-instruction flags it has
+    cpu_count: int | None = None
     torch: str | None = None
+    transformers: str | None = None
     cuda: str | None = None
     driver: str | None = None
     gpus: list[GPUInfo] = Field(default_factory=list)
@@ -94,16 +107,26 @@ class LayerRow(_Record):
 
 
 class Measurement(_Record):
-    accept_length: float  # sum(completion tokens) / sum(verify steps): exact
+    """A run's figures. `metric` names the definition of `accept_length`, its CI and the
+    floors it was judged against (harness.suite.METRIC_DEFINITIONS); both definitions'
+    exact figures are kept beside it."""
+
+    metric: Literal["server_avg", "per_request"] = "per_request"  # v1 records: per_request
+    accept_length: float  # under `metric`
     accept_length_ci: tuple[float, float] | None = None
     ci_level: float = 0.95
-    n_requests: int | None = None  # None for an external baseline known only by its figure
+    accept_length_server_avg: float | None = None  # (Σcorrect drafts + Σverify) / Σverify
+    accept_length_per_request: float | None = None  # Σcompletion tokens / Σverify
+    n_requests: int | None = None  # requests in the figure; None for an external figure
+    n_planned: int | None = None  # requests the protocol plans
+    partial: bool = False  # the run ended before its plan: never a pass
     completion_tokens: int | None = None
     verify_steps: int | None = None
+    correct_drafts: int | None = None
     per_position_acceptance: list[float] | None = None  # P(draft position k accepted)
     accept_histogram: list[int] | None = None
-    server_accept_length: float | None = None  # /server_info cross-check
-    server_disagreement: float | None = None
+    server_reported_accept_length: float | None = None  # /server_info, a cross-check
+    server_disagreement: float | None = None  # (reported - server_avg) / server_avg
     accuracy: float | None = None
     n_correct: int | None = None
     output_throughput_tok_s: float | None = None
@@ -111,6 +134,7 @@ class Measurement(_Record):
     latency_p90_s: float | None = None
     duration_s: float | None = None
     stopped_early: bool = False  # sequential stopping settled the verdict early
+    sequential: dict[str, Any] | None = None  # the rule's settings and looks, when used
 
 
 class Verdict(_Record):
@@ -119,12 +143,17 @@ class Verdict(_Record):
 
 
 class RunRecord(_Record):
+    """A run, or a baseline. An external baseline (a figure quoted from elsewhere) has no
+    times and no verdict of this harness: `started_at` and `verdict` stay None rather
+    than be invented; `source` says where the figure came from."""
+
     schema_version: int = SCHEMA_VERSION
     kind: Literal["run", "baseline"] = "run"
     run_id: str
     label: str | None = None  # a baseline's label, or a user's tag for the run
     source: str | None = None  # where a baseline's figure came from
-    started_at: datetime
+    external: bool = False  # a hand-entered figure from elsewhere, not measured here
+    started_at: datetime | None
     finished_at: datetime | None = None
     suite: SuiteInfo
     build: BuildInfo
@@ -132,7 +161,8 @@ class RunRecord(_Record):
     launch: LaunchInfo | None = None
     attention: list[LayerRow] | None = None
     measurement: Measurement | None = None
-    verdict: Verdict
+    verdict: Verdict | None
+    stage: str | None = None  # the stage a run reached: preparation .. recording
 
 
 class RequestRow(_Record):
@@ -142,7 +172,8 @@ class RequestRow(_Record):
     question_index: int  # line of the data file
     completion_tokens: int
     verify_steps: int
-    accept_length: float
+    correct_drafts: int | None = None  # accepted draft tokens (bonus excluded); None in v1
+    spec_accept_length: float  # completion_tokens / verify_steps (SGLang's meta_info figure)
     accept_histogram: list[int] | None = None
     prompt_tokens: int | None = None
     latency_s: float
@@ -171,6 +202,28 @@ def create_run_dir(root: Path, suite: str, started_at: datetime, run_id: str) ->
     folder.parent.mkdir(parents=True, exist_ok=True)
     folder.mkdir()  # FileExistsError on a (practically impossible) id collision: never merge
     return folder
+
+
+class RowLog:
+    """`requests.jsonl`, one row appended (and flushed) as each request finishes, so that
+    whatever ends a run, every finished request is on disk."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = Path(folder) / REQUESTS_FILE
+        self._file: Any = None
+
+    def __enter__(self) -> RowLog:
+        self._file = open(self.path, "a", encoding="utf-8")  # closed in __exit__
+        return self
+
+    def append(self, row: RequestRow) -> None:
+        self._file.write(json.dumps(row.model_dump(mode="json")) + "\n")
+        self._file.flush()
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(OSError):
+            os.fsync(self._file.fileno())
+        self._file.close()
 
 
 def write_run(folder: Path, record: RunRecord, rows: list[RequestRow] | None = None) -> Path:

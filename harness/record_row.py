@@ -26,7 +26,7 @@ KINDS = ("run", "baseline")
 
 # One row per run; dotted names mirror the record's nesting.
 RUN_COLUMNS = (
-    "suite", "run_id", "kind", "label", "source", "started_at", "finished_at",
+    "suite", "run_id", "kind", "label", "source", "external", "started_at", "finished_at",
     "schema_version", "suite_sha256",
     "build.engine", "build.spec", "build.version", "build.git_sha", "build.patch_sha256",
     "build.options", "provenance.harness_version", "provenance.hostname", "provenance.gpu",
@@ -43,7 +43,7 @@ FLOATS = ("accept_length", "ci_low", "ci_high", "ci_level", "accept_length_serve
           "output_throughput_tok_s", "duration_s", "floor")  # fmt: skip
 COUNTS = ("schema_version", "provenance.n_gpus", "n_requests", "n_finished", "n_planned",
           "completion_tokens", "correct_drafts", "verify_steps")
-FLAGS = ("partial", "stopped_early")
+FLAGS = ("external", "partial", "stopped_early")
 
 _EARLIEST, _LATEST = 1678, 2261  # what a pandas timestamp (ns) can hold
 
@@ -142,10 +142,12 @@ def flatten_record(data: Any, path: str = "") -> dict[str, Any]:
     name = suite.text("name")
     if name is None or not isinstance(data.get("run_id"), str) or "started_at" not in data:
         raise Skip("no suite.name, run_id or started_at: not a harness run record")
+    kind = record.choice("kind", KINDS, "run")
+    run = kind == "run"  # only a baseline (a figure quoted from elsewhere) has no time/verdict
     floors = suite.section("document", required=True).section("floors")
     build = record.section("build", required=True)
     provenance = record.section("provenance", required=True)
-    verdict = record.section("verdict", required=True)
+    verdict = record.section("verdict", required=run)
     gpus = provenance.items("gpus")
     for i, gpu in enumerate(gpus):
         _Section(gpu, f"provenance.gpus[{i}]").text("name", required=True)
@@ -156,10 +158,11 @@ def flatten_record(data: Any, path: str = "") -> dict[str, Any]:
     row = {
         "suite": name,
         "run_id": data["run_id"],
-        "kind": record.choice("kind", KINDS, "run"),
+        "kind": kind,
         "label": record.text("label"),
         "source": record.text("source"),
-        "started_at": record.time("started_at", required=True),
+        "external": record.flag("external") or False,
+        "started_at": record.time("started_at", required=run),
         "finished_at": record.time("finished_at"),
         "schema_version": version,
         "suite_sha256": suite.text("sha256", required=True),
@@ -173,7 +176,7 @@ def flatten_record(data: Any, path: str = "") -> dict[str, Any]:
         "provenance.hostname": provenance.text("hostname"),
         "provenance.gpu": gpus[0]["name"] if gpus else None,
         "provenance.n_gpus": len(gpus),
-        "verdict": verdict.choice("status", VERDICTS),
+        "verdict": verdict.choice("status", VERDICTS) if verdict.data else None,
         "reasons": "; ".join(reasons) or None,
         "floor": floors.number("accept_length"),
         "path": path,
@@ -195,11 +198,13 @@ def _measurement(m: _Section, version: int) -> dict[str, Any]:
         raise Skip("measurement.accept_length_ci: expected [low, high] numbers")
     n_requests = m.integer("n_requests")
     if version >= 2:
-        metric = m.choice("metric", METRICS, "server_avg")
+        metric = m.choice("metric", METRICS, "per_request")  # the record model's default
         server_avg = m.number("accept_length_server_avg")
         per_request = m.number("accept_length_per_request")
         server_reported = m.number("server_reported_accept_length")
-        n_finished, partial = m.integer("n_finished"), m.flag("partial") or False
+        n_finished = m.integer("n_finished")  # the requests in the figure when not stated
+        n_finished, partial = n_requests if n_finished is None else n_finished, \
+            m.flag("partial") or False  # fmt: skip
     else:  # v1: accept_length was sum(completion tokens) / sum(verify steps)
         metric, server_avg, per_request = "per_request", None, value
         server_reported = m.number("server_accept_length")

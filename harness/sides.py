@@ -3,9 +3,9 @@
 A side is chosen by a selector (`harness compare --help`). A set of runs is pooled by
 prompt: the numerators and steps of one question are summed across runs, so the question
 stays the unit of sampling even when it was asked every night. Per question the side
-keeps the numerators of each accept-length definition its rows give exactly
-(`per_request`: completion tokens; `server_avg`: correct drafts + verify steps;
-docs/run-record.md); `compare` picks one definition for both sides.
+keeps the numerators of each accept-length definition its rows give (`stats.numerator`:
+`per_request` completion tokens, `server_avg` correct drafts + verify steps;
+docs/statistics.md); `compare` picks one definition for both sides.
 
 Loading reads raw JSON (`harness.record_row`): a bad run folder named on its own is an
 error (exit 2); one matched by a glob is reported (once per command) and skipped;
@@ -219,16 +219,14 @@ def _add(side: Side, run_dir: Path, data: dict[str, Any], row: dict[str, Any]) -
     if not side.questions:
         pooled = {metric: {} for metric in METRICS}
     for request in iter_request_rows(run_dir / REQUESTS_FILE, []):
-        question, verify = request["question_index"], request["verify_steps"]
-        steps[question] = steps.get(question, 0) + verify
-        numerators = {"per_request": request["completion_tokens"]}
-        if request.get("correct_drafts") is not None:
-            numerators["server_avg"] = request["correct_drafts"] + verify
+        question = request["question_index"]
+        steps[question] = steps.get(question, 0) + request["verify_steps"]
         for metric in list(pooled):
-            if metric not in numerators:
-                del pooled[metric]  # a row without the counts: this metric is not exact
+            value = stats.numerator(request, metric)  # type: ignore[arg-type]
+            if value is None:
+                del pooled[metric]  # a row without what this metric needs
                 continue
-            pooled[metric][question] = pooled[metric].get(question, 0) + numerators[metric]
+            pooled[metric][question] = pooled[metric].get(question, 0) + value
         if request.get("correct") is not None:
             side.n_judged += 1
             side.n_correct += bool(request["correct"])

@@ -1,23 +1,25 @@
-"""All statistics of the harness: accept length, its uncertainty, tests, power, stopping.
+"""All statistics of the harness: accept length, its uncertainty, comparisons, the gate's
+operating characteristic and sequential stopping.
 
-The unit of sampling is the prompt, not the decoding step: steps of one request share
-a prompt and are strongly correlated, so every variance here is a cluster (prompt-level)
-variance. Accept length is a ratio estimator, R = sum(tokens_i) / sum(steps_i); its
-variance comes from the linearised residuals e_i = tokens_i - R * steps_i (delta method),
-or from resampling whole prompts (bootstrap). See docs/statistics.md for the derivations
-and the choices made.
+The unit of sampling is the prompt, not the decoding step: steps of one request share a
+prompt and are strongly correlated, so every variance here is a cluster (prompt-level)
+variance. Accept length is a ratio estimator, R = sum(n_i) / sum(steps_i), where n_i is
+the numerator of the suite's metric (`numerator`); its variance comes from the
+linearised residuals e_i = n_i - R * steps_i (delta method) or from resampling whole
+prompts (bootstrap). Functions take `(tokens, steps)`: pass the metric's numerators as
+`tokens`. See docs/statistics.md for the derivations and the measured error rates.
 
-Only numpy (imported lazily, so that CLI modules importing this one stay fast) and the
-standard library's `statistics.NormalDist` are used.
+numpy is imported lazily, so CLI modules importing this one stay fast. Synthetic data
+for tests and benchmarks lives in `harness.simulate`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     import numpy as np
@@ -25,11 +27,12 @@ if TYPE_CHECKING:
 _NORMAL = NormalDist()
 
 # Per-prompt standard deviation (accept-length units) assumed by `harness power` when a
-# suite has no recorded runs yet. A typical DFlash/EAGLE GSM8K spread of per-request
-# accept length around a mean of 3-6 tokens; replace by recorded data as soon as it exists.
+# suite has no recorded runs yet: an assumption for DFlash/EAGLE GSM8K answers at accept
+# lengths of 3-6, to be replaced by recorded data as soon as it exists.
 DEFAULT_PROMPT_SD = 0.75
 
 Decision = Literal["pass", "fail"]
+Metric = Literal["server_avg", "per_request"]
 
 
 def normal_cdf(z: float) -> float:
@@ -40,7 +43,52 @@ def normal_quantile(p: float) -> float:
     return _NORMAL.inv_cdf(p)
 
 
-def _arrays(tokens: Sequence[int], steps: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+def t_quantile(p: float, df: int) -> float:
+    """Student-t quantile by its Cornish-Fisher expansion in 1/df (Abramowitz and Stegun
+    26.7.5); within 0.003 of the exact value for df >= 10 and p <= 0.999."""
+    z = _NORMAL.inv_cdf(p)
+    g1 = (z**3 + z) / 4
+    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
+    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
+    return z + g1 / df + g2 / df**2 + g3 / df**3
+
+
+# ------------------------------------------------------------------ numerators and ratio
+
+
+def numerator(row: Mapping[str, Any], metric: Metric) -> int | None:
+    """A request row's numerator under `metric` (docs/statistics.md, "Two definitions").
+
+    server_avg (SGLang's /server_info avg_spec_accept_length): correct drafts + verify
+    steps; a v1 row without `correct_drafts` falls back to completion_tokens - 1 (the
+    prefill token left out). per_request (meta_info spec_accept_length): completion_tokens.
+    None when the row lacks what the metric needs.
+    """
+    tokens = row.get("completion_tokens")
+    if metric == "per_request":
+        return None if tokens is None else int(tokens)
+    if metric != "server_avg":
+        raise ValueError(f"unknown metric {metric!r} (server_avg or per_request)")
+    drafts, steps = row.get("correct_drafts"), row.get("verify_steps")
+    if steps == 0:
+        return 0  # ended at prefill: no verify step, nothing counted by the server
+    if drafts is not None and steps is not None:
+        return int(drafts) + int(steps)
+    return None if tokens is None else max(int(tokens) - 1, 0)
+
+
+def metric_pairs(rows: Sequence[Mapping[str, Any]], metric: Metric) -> tuple[list[int], list[int]]:
+    """(numerators, verify steps) of the rows that have both and at least one verify step."""
+    numerators, steps = [], []
+    for row in rows:
+        value, count = numerator(row, metric), row.get("verify_steps")
+        if value is not None and count:
+            numerators.append(value)
+            steps.append(int(count))
+    return numerators, steps
+
+
+def _arrays(tokens: Sequence[float], steps: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     import numpy as np
 
     t = np.asarray(tokens, dtype=float)
@@ -54,46 +102,45 @@ def _arrays(tokens: Sequence[int], steps: Sequence[int]) -> tuple[np.ndarray, np
     return t, s
 
 
-def accept_length(tokens: Sequence[int], steps: Sequence[int]) -> float:
-    """Sum of completion tokens over sum of verify steps (exact; not a mean of ratios)."""
+def accept_length(tokens: Sequence[float], steps: Sequence[float]) -> float:
+    """Sum of numerators over sum of verify steps (exact; not a mean of ratios)."""
     t, s = _arrays(tokens, steps)
     return float(t.sum() / s.sum())
 
 
-def prompt_sd(tokens: Sequence[int], steps: Sequence[int]) -> float:
-    """Per-prompt standard deviation of the ratio's linearised contribution.
-
-    sd(e_i) / mean(steps) with e_i = tokens_i - R * steps_i: the quantity whose square
-    over n is the delta-method variance of R. In accept-length units, so it plugs straight
-    into `min_detectable_drop`.
-    """
+def _contributions(tokens: Sequence[float], steps: Sequence[float]) -> np.ndarray:
+    """Per-prompt linearised contributions e_i / mean(steps), in accept-length units."""
     t, s = _arrays(tokens, steps)
-    if t.size < 2:
+    return (t - t.sum() / s.sum() * s) / s.mean()
+
+
+def prompt_sd(tokens: Sequence[float], steps: Sequence[float]) -> float:
+    """sd(e_i) / mean(steps): the per-prompt spread whose square over n is the
+    delta-method variance of R (accept-length units)."""
+    if len(tokens) < 2:
         raise ValueError("need at least 2 prompts for a spread")
-    ratio = t.sum() / s.sum()
-    residuals = t - ratio * s
-    return float(residuals.std(ddof=1) / s.mean())
+    return float(_contributions(tokens, steps).std(ddof=1))
 
 
-def standard_error(tokens: Sequence[int], steps: Sequence[int]) -> float:
-    """Delta-method (cluster) standard error of the ratio estimator."""
-    t, _ = _arrays(tokens, steps)
-    return prompt_sd(tokens, steps) / math.sqrt(t.size)
+def standard_error(tokens: Sequence[float], steps: Sequence[float]) -> float:
+    """Delta-method (cluster) standard error of the ratio; inf with fewer than 2 prompts."""
+    if len(tokens) < 2:
+        return math.inf
+    return prompt_sd(tokens, steps) / math.sqrt(len(tokens))
 
 
 def bootstrap_ci(
-    tokens: Sequence[int],
-    steps: Sequence[int],
+    tokens: Sequence[float],
+    steps: Sequence[float],
     level: float = 0.95,
     n_boot: int = 2000,
     seed: int = 0,
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval for the accept length, resampling whole prompts.
+    """Percentile bootstrap interval for the ratio, resampling whole prompts.
 
-    Each replicate draws n (tokens_i, steps_i) pairs with replacement and takes the ratio
-    of sums. Percentile rather than BCa: the ratio's sampling distribution is close to
-    symmetric at the prompt counts we use (n >= 30), coverage tests show it near nominal,
-    and it needs no jackknife. Fixed seed: the same data always gives the same interval.
+    Each replicate draws n (tokens_i, steps_i) pairs with replacement and takes the
+    ratio of sums. Kept over scipy's BCa after `benchmarks/bench_bootstrap.py` (coverage
+    at n = 10..200; docs/statistics.md). Fixed seed: the same data gives the same interval.
     """
     import numpy as np
 
@@ -103,8 +150,7 @@ def bootstrap_ci(
     if t.size == 1:
         point = float(t[0] / s[0])
         return point, point
-    rng = np.random.default_rng(seed)
-    index = rng.integers(0, t.size, size=(n_boot, t.size))
+    index = np.random.default_rng(seed).integers(0, t.size, size=(n_boot, t.size))
     boot_steps = s[index].sum(axis=1)
     ratios = t[index].sum(axis=1) / np.where(boot_steps > 0, boot_steps, np.nan)
     tail = (1.0 - level) / 2.0
@@ -112,237 +158,240 @@ def bootstrap_ci(
     return float(low), float(high)
 
 
+# ------------------------------------------------- differences: the one delta-method place
+
+
 @dataclass(frozen=True)
-class TestResult:
-    """A one-sided test for a drop below a reference accept length."""
+class Difference:
+    """An estimated difference with its normal (delta-method) CI and p-values."""
 
     estimate: float
-    reference: float
-    standard_error: float
-    z: float
-    p_value: float  # small = evidence of a drop
-    alpha: float
-    n: int
-
-    @property
-    def drop_detected(self) -> bool:
-        return self.p_value < self.alpha
+    se: float  # inf or nan when unknown
+    ci: tuple[float, float] | None
+    p_value: float  # two-sided, H0: no difference; nan when se is unknown
+    p_drop: float  # one-sided, H0: no drop; small = evidence the estimate is below 0
+    method: str
 
 
-def one_sided_test(
-    tokens: Sequence[int],
-    steps: Sequence[int],
-    reference: float,
-    alpha: float = 0.05,
-) -> TestResult:
-    """H0: true accept length >= reference (no drop); H1: it is lower.
-
-    z = (R - reference) / se with the delta-method cluster standard error; the p-value is
-    Phi(z). A normal reference distribution: with n >= 30 prompts the ratio is close to
-    normal and the false-alarm rate stays near alpha (tests/analysis check this).
-    """
-    t, _ = _arrays(tokens, steps)
-    estimate = accept_length(tokens, steps)
-    se = standard_error(tokens, steps) if t.size >= 2 else math.inf
+def wald(estimate: float, se: float, level: float = 0.95, method: str = "") -> Difference:
+    """CI estimate +- z * se and normal p-values. The only place they are computed."""
+    if not math.isfinite(se) or se < 0:
+        return Difference(estimate, se, None, math.nan, math.nan, method)
     if se == 0.0:
-        z = math.inf if estimate >= reference else -math.inf
-    else:
-        z = (estimate - reference) / se
-    p_value = _NORMAL.cdf(z) if math.isfinite(z) else (1.0 if z > 0 else 0.0)
-    return TestResult(estimate, reference, se, z, p_value, alpha, int(t.size))
-
-
-def difference_test(
-    tokens_a: Sequence[int],
-    steps_a: Sequence[int],
-    tokens_b: Sequence[int],
-    steps_b: Sequence[int],
-    level: float = 0.95,
-) -> tuple[float, tuple[float, float], float]:
-    """B minus A for two independent sets of prompts: (difference, CI, two-sided p-value).
-
-    Independent samples, so the variances add (delta method for each ratio).
-    """
-    diff = accept_length(tokens_b, steps_b) - accept_length(tokens_a, steps_a)
-    se = math.hypot(_safe_se(tokens_a, steps_a), _safe_se(tokens_b, steps_b))
-    if se == 0.0 or not math.isfinite(se):
-        return diff, (diff, diff) if se == 0.0 else (-math.inf, math.inf), math.nan
+        p_drop = 0.0 if estimate < 0 else 1.0 if estimate > 0 else 0.5
+        return Difference(estimate, se, (estimate, estimate), float(estimate == 0), p_drop, method)
     half = _NORMAL.inv_cdf(0.5 + level / 2.0) * se
-    p_value = 2.0 * _NORMAL.cdf(-abs(diff) / se)
-    return diff, (diff - half, diff + half), p_value
+    z = estimate / se
+    return Difference(estimate, se, (estimate - half, estimate + half),
+                      2.0 * _NORMAL.cdf(-abs(z)), _NORMAL.cdf(z), method)  # fmt: skip
 
 
-def _safe_se(tokens: Sequence[int], steps: Sequence[int]) -> float:
-    return standard_error(tokens, steps) if len(tokens) >= 2 else math.inf
+def ratio_difference(
+    tokens_a: Sequence[float],
+    steps_a: Sequence[float],
+    tokens_b: Sequence[float],
+    steps_b: Sequence[float],
+    paired: bool,
+    level: float = 0.95,
+) -> Difference:
+    """R_B - R_A. Paired (row i of both sides is one prompt): the per-prompt contributions
+    are differenced, so prompt difficulty cancels. Independent: the variances add."""
+    estimate = accept_length(tokens_b, steps_b) - accept_length(tokens_a, steps_a)
+    if paired:
+        if len(tokens_a) != len(tokens_b):
+            raise ValueError("paired samples need the same prompts on both sides")
+        d = _contributions(tokens_b, steps_b) - _contributions(tokens_a, steps_a)
+        se = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size >= 2 else math.inf
+        return wald(estimate, se, level, "paired by question (delta method)")
+    se = math.hypot(standard_error(tokens_a, steps_a), standard_error(tokens_b, steps_b))
+    return wald(estimate, se, level, "independent samples (delta method)")
 
 
-def _sd_from(per_prompt_sd_or_samples: float | Sequence[float] | tuple) -> float:
-    """A float is taken as the per-prompt sd; a (tokens, steps) pair or per-prompt
-    accept lengths are reduced to one."""
-    import numpy as np
-
-    if isinstance(per_prompt_sd_or_samples, int | float):
-        return float(per_prompt_sd_or_samples)
-    if isinstance(per_prompt_sd_or_samples, tuple) and len(per_prompt_sd_or_samples) == 2:
-        return prompt_sd(*per_prompt_sd_or_samples)
-    values = np.asarray(per_prompt_sd_or_samples, dtype=float)
-    if values.size < 2:
-        raise ValueError("need at least 2 per-prompt values for a spread")
-    return float(values.std(ddof=1))
+def difference_to_figure(
+    tokens: Sequence[float], steps: Sequence[float], figure: float, run_is_b: bool,
+    level: float = 0.95,
+) -> Difference:
+    """B - A where one side is a run and the other a fixed figure (a baseline without
+    per-request data): only the run's uncertainty."""
+    ratio = accept_length(tokens, steps)
+    estimate = ratio - figure if run_is_b else figure - ratio
+    return wald(estimate, standard_error(tokens, steps), level,
+                "against a fixed figure: only the run's uncertainty (delta method)")
 
 
-def min_detectable_drop(
-    per_prompt_sd_or_samples: float | Sequence[float] | tuple,
-    n_prompts: int,
-    alpha: float = 0.05,
-    beta: float = 0.2,
-) -> float:
-    """Smallest true drop the one-sided test detects with power 1 - beta at level alpha.
-
-    (z_{1-alpha} + z_{1-beta}) * sd / sqrt(n): the form of TensorRT-LLM's accuracy tests.
-    """
-    if n_prompts < 1:
-        raise ValueError("n_prompts must be >= 1")
-    sd = _sd_from(per_prompt_sd_or_samples)
-    return (_NORMAL.inv_cdf(1 - alpha) + _NORMAL.inv_cdf(1 - beta)) * sd / math.sqrt(n_prompts)
+# --------------------------------------------- the gate's operating characteristic (power)
 
 
-def prompts_needed(sd: float, drop: float, alpha: float = 0.05, beta: float = 0.2) -> int:
-    """Prompts for the one-sided test to detect `drop` with power 1 - beta."""
-    if drop <= 0:
-        raise ValueError("drop must be positive")
-    z = _NORMAL.inv_cdf(1 - alpha) + _NORMAL.inv_cdf(1 - beta)
-    return math.ceil((z * sd / drop) ** 2)
+def gate_fail_probability(true_minus_floor: float, sd: float, n: int) -> float:
+    """P(the fixed gate fails) = P(point estimate < floor), normal approximation."""
+    if sd <= 0:
+        return float(true_minus_floor < 0)
+    return _NORMAL.cdf(-true_minus_floor * math.sqrt(n) / sd)
+
+
+def fail_margin(sd: float, n: int, alpha: float) -> float:
+    """How far above the floor the true value must be for P(gate fails) <= alpha."""
+    return _NORMAL.inv_cdf(1 - alpha) * sd / math.sqrt(n)
+
+
+def caught_drop(sd: float, n: int, beta: float) -> float:
+    """How far below the floor the true value must be for P(gate fails) >= 1 - beta."""
+    return _NORMAL.inv_cdf(1 - beta) * sd / math.sqrt(n)
+
+
+def min_detectable_drop(sd: float, n: int, alpha: float = 0.05, beta: float = 0.2) -> float:
+    """Smallest drop below a fixed reference figure that `harness compare --fail-on-drop`
+    (one-sided, level alpha) detects with power 1 - beta: (z_{1-a} + z_{1-b}) sd / sqrt(n)."""
+    return fail_margin(sd, n, alpha) + caught_drop(sd, n, beta)
+
+
+def prompts_for_margin(sd: float, margin: float, alpha: float) -> int:
+    """Prompts for the gate to fail a build `margin` above the floor with P <= alpha."""
+    if margin <= 0:
+        raise ValueError("margin must be positive")
+    return math.ceil((_NORMAL.inv_cdf(1 - alpha) * sd / margin) ** 2)
 
 
 @dataclass(frozen=True)
 class PowerRow:
     n_prompts: int
-    min_detectable_drop: float
-    relative_drop: float | None  # as a fraction of the reference, if one is given
+    se: float
+    fail_margin: float  # true - floor needed for P(fail) <= alpha
+    caught_drop: float  # floor - true that fails with P >= 1 - beta
+    min_detectable_drop: float  # compare --fail-on-drop against a fixed figure
 
 
 DEFAULT_PROMPT_COUNTS = (25, 50, 100, 200, 400, 800, 1319)
 
 
 def power_table(
-    sd: float,
-    alpha: float = 0.05,
-    beta: float = 0.2,
+    sd: float, alpha: float = 0.05, beta: float = 0.2,
     n_values: Sequence[int] = DEFAULT_PROMPT_COUNTS,
-    reference: float | None = None,
 ) -> list[PowerRow]:
-    """Smallest detectable drop for each prompt count (the `harness power` table)."""
-    rows = []
-    for n in n_values:
-        mdd = min_detectable_drop(sd, n, alpha, beta)
-        rows.append(PowerRow(n, mdd, mdd / reference if reference else None))
-    return rows
+    """The fixed gate's operating characteristic per prompt count (`harness power`)."""
+    return [PowerRow(n, sd / math.sqrt(n), fail_margin(sd, n, alpha), caught_drop(sd, n, beta),
+                     min_detectable_drop(sd, n, alpha, beta)) for n in n_values]  # fmt: skip
 
 
-def confidence_sequence_radius(n: int, sd: float, alpha: float, target_n: int) -> float:
-    """Half-width of an asymptotic confidence sequence for a mean, valid at every n at once.
+# ------------------------------------------------------------------ sequential stopping
 
-    Robbins' normal-mixture boundary in the form of Waudby-Smith et al. (2021),
-    "Time-uniform central limit theory and asymptotic confidence sequences", eq. (2):
-    sqrt(2 (n s^2 r^2 + 1) / (n^2 r^2) * log(sqrt(n s^2 r^2 + 1) / alpha)), with the
-    mixing parameter r chosen to make the boundary tightest at `target_n`. Two-sided at
-    level alpha, hence conservative when used for one side.
+
+def skew_corrected_z(excess: np.ndarray) -> np.ndarray:
+    """Hall's (1992) skewness-corrected t statistic for H0: mean = 0, along the last axis.
+
+    With x = mean/sd and gamma the sample skewness, sqrt(n) * (x + gamma x^2 / 3 +
+    gamma^2 x^3 / 27 + gamma / (6 n)): monotone in x, and its tails match Student's t
+    far better than the plain t when the data are skewed. +-inf where sd = 0.
     """
-    if n < 1 or sd <= 0:
-        return math.inf if sd > 0 or n < 1 else 0.0
-    tightest = -2.0 * math.log(alpha) + math.log(-2.0 * math.log(alpha) + 1.0)
-    a = tightest * n / target_n  # = n * sd^2 * r^2 with r^2 = tightest / (target_n * sd^2)
-    return sd * math.sqrt(2.0 * (a + 1.0) / (n * a) * math.log(math.sqrt(a + 1.0) / alpha))
+    import numpy as np
+
+    n = excess.shape[-1]
+    mean = excess.mean(axis=-1)
+    sd = excess.std(axis=-1, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = mean / sd
+        gamma = ((excess - mean[..., None]) ** 3).mean(axis=-1) / sd**3
+        z = np.sqrt(n) * (x + gamma * x**2 / 3 + gamma**2 * x**3 / 27 + gamma / (6 * n))
+        return np.where(sd > 0, z, np.sign(mean) * np.inf)
 
 
 @dataclass(frozen=True)
 class SequentialRule:
-    """Stop a run as soon as its verdict against `floor` is settled.
+    """Stop a run at a planned look once its verdict against `floor` is settled.
 
-    Works on the mean of X_i = tokens_i - floor * steps_i, which is > 0 exactly when the
-    true accept length is above the floor (steps are positive), so no ratio linearisation
-    is needed. An asymptotic confidence sequence (see `confidence_sequence_radius`) keeps
-    its error rates however often it is looked at, so `decide` may be called after every
-    request:
-    - "fail" when the upper bound at level alpha is below 0 (a false alarm, failing a
-      build that truly meets the floor, has probability <= alpha);
-    - "pass" when the lower bound at level beta is above 0 (passing a build that is truly
-      below has probability <= beta);
-    - at `max_n` requests, the fixed protocol's verdict (point estimate vs floor);
-    - otherwise None: keep going. Nothing is decided before `min_n` requests, because the
-      sd estimate (and the CLT behind the boundary) needs some prompts.
-    Feed requests in submission order (the completed prefix), not completion order:
-    short requests finish first under concurrency and would bias the estimate.
+    Looks are at every `wave` requests and at `max_n` (`looks`); the driver sends exactly
+    up to the next look, waits for all of it, and calls `decide` with those requests in
+    submission order (at any other count `decide` returns None). At an early look the
+    statistic is the skew-corrected t (`skew_corrected_z`) of X_i = tokens_i - floor *
+    steps_i, whose mean is > 0 exactly when the true ratio is above the floor:
+    - "fail" when it is below -t_{1 - alpha/K}: P(an early "fail" | true >= floor) <= alpha;
+    - "pass" when it is above t_{1 - beta/K}: P(an early "pass" | true <= floor) <= beta;
+      (K early looks, Bonferroni: the bound holds however the looks are correlated);
+    - at `max_n` the fixed protocol's verdict (point estimate vs floor), whose own error
+      rates are the gate's operating characteristic (`gate_fail_probability`: about 50%
+      at the floor itself). alpha and beta bound only what stopping early adds.
     """
 
     floor: float
     alpha: float = 0.05
     beta: float = 0.2
-    min_n: int = 30
-    max_n: int | None = 200
-    strict: bool = False  # True: pass needs accept length > floor (SGLang's `>`)
+    max_n: int = 200
+    wave: int = 50
+    strict: bool = False  # True: pass needs the figure > floor (SGLang's `>`)
 
-    @property
-    def target_n(self) -> int:
-        return max(self.min_n, (self.max_n or 200) // 2)
+    def __post_init__(self) -> None:
+        if self.wave < 20 or self.max_n < 1:
+            raise ValueError("wave must be >= 20 requests (the t approximation) and max_n >= 1")
+        for name in ("alpha", "beta"):
+            if not 0.0 < getattr(self, name) < 0.5:
+                raise ValueError(f"{name} must be in (0, 0.5)")
 
-    def decide(self, tokens_so_far: Sequence[int], steps_so_far: Sequence[int]) -> Decision | None:
+    def looks(self, max_n: int | None = None) -> list[int]:
+        """Cumulative request counts at which `decide` is called; the last is max_n."""
+        if max_n is not None and max_n != self.max_n:
+            raise ValueError(f"this rule was planned for {self.max_n} requests, not {max_n}")
+        return [*range(self.wave, self.max_n, self.wave), self.max_n]
 
-        n = len(tokens_so_far)
-        if self.max_n is not None and n >= self.max_n:
-            estimate = accept_length(tokens_so_far[: self.max_n], steps_so_far[: self.max_n])
-            above = estimate > self.floor if self.strict else estimate >= self.floor
-            return "pass" if above else "fail"
-        if n < max(self.min_n, 2):
-            return None
-        t, s = _arrays(tokens_so_far, steps_so_far)
-        excess = t - self.floor * s
-        mean = float(excess.mean())
-        sd = float(excess.std(ddof=1))
-        if sd == 0.0:
-            return "pass" if mean > 0 or (mean == 0 and not self.strict) else "fail"
-        if mean + confidence_sequence_radius(n, sd, self.alpha, self.target_n) < 0:
+    def critical_values(self, n: int) -> tuple[float, float]:
+        """(fail, pass) thresholds of the statistic at an early look of n requests."""
+        early = max(1, len(self.looks()) - 1)
+        return t_quantile(1 - self.alpha / early, n - 1), t_quantile(1 - self.beta / early, n - 1)
+
+    def fixed_verdict(self, tokens: Sequence[float], steps: Sequence[float]) -> Decision:
+        estimate = accept_length(tokens, steps)
+        above = estimate > self.floor if self.strict else estimate >= self.floor
+        return "pass" if above else "fail"
+
+    def decide(self, tokens: Sequence[float], steps: Sequence[float]) -> Decision | None:
+        n = len(tokens)
+        if n >= self.max_n:
+            return self.fixed_verdict(tokens[: self.max_n], steps[: self.max_n])
+        if n not in self.looks():
+            return None  # not a planned look: the error rates hold only at the looks
+        t, s = _arrays(tokens, steps)
+        z = float(skew_corrected_z(t - self.floor * s))
+        fail_at, pass_at = self.critical_values(n)
+        if z < -fail_at:
             return "fail"
-        if mean - confidence_sequence_radius(n, sd, self.beta, self.target_n) > 0:
+        if z > pass_at:
             return "pass"
         return None
 
     def first_decision(
-        self, tokens: Sequence[int], steps: Sequence[int]
-    ) -> tuple[Decision | None, int]:
-        """Replay requests in order: (verdict, requests used). Used by benchmarks."""
-        for n in range(max(self.min_n, 2), len(tokens) + 1):
-            verdict = self.decide(tokens[:n], steps[:n])
+        self, tokens: Sequence[float], steps: Sequence[float]
+    ) -> tuple[Decision, int]:
+        """Replay the looks on max_n requests: (verdict, requests used)."""
+        if len(tokens) < self.max_n:
+            raise ValueError(f"need {self.max_n} requests to replay, got {len(tokens)}")
+        for look in self.looks():
+            verdict = self.decide(tokens[:look], steps[:look])
             if verdict is not None:
-                return verdict, n
-        return None, len(tokens)
+                return verdict, look
+        raise AssertionError("the last look always decides")  # pragma: no cover
+
+    def operating_characteristic(
+        self, true_minus_floor: float, sd: float, reps: int = 4000, seed: int = 0
+    ) -> tuple[float, float]:
+        """(P(fail), expected requests) for per-prompt values N(true - floor, sd^2), by
+        simulation (normal data: no skew). For `harness power`."""
+        import numpy as np
+
+        excess = np.random.default_rng(seed).normal(true_minus_floor, sd, (reps, self.max_n))
+        verdict = np.zeros(reps)  # -1 fail, +1 pass, 0 open
+        used = np.full(reps, float(self.max_n))
+        for look in self.looks()[:-1]:
+            z = skew_corrected_z(excess[:, :look])
+            fail_at, pass_at = self.critical_values(look)
+            now = (verdict == 0) & ((z < -fail_at) | (z > pass_at))
+            verdict[now] = np.where(z[now] < 0, -1, 1)
+            used[now] = look
+        mean = excess.mean(axis=1)
+        final_pass = mean > 0 if self.strict else mean >= 0
+        verdict[verdict == 0] = np.where(final_pass, 1, -1)[verdict == 0]
+        return float(np.mean(verdict < 0)), float(used.mean())
 
 
-def simulate_prompts(
-    n: int,
-    accept_length: float,
-    prompt_sd: float = DEFAULT_PROMPT_SD,
-    steps_range: tuple[int, int] = (20, 150),
-    seed: int | np.random.Generator = 0,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Synthetic per-request (tokens, steps) with known truth, for tests and benchmarks.
-
-    Each prompt gets its own accept length a_i = 1 + (accept_length - 1) * Gamma(k, 1/k)
-    (so mean accept_length, sd prompt_sd: the prompt-level variance of real runs), a
-    verify-step count independent of a_i, and tokens = steps + Poisson(steps * (a_i - 1))
-    (step-level noise). E[tokens] / E[steps] = accept_length exactly.
-    """
-    import numpy as np
-
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    if accept_length <= 1.0:
-        raise ValueError("accept_length must exceed 1")
-    shape = ((accept_length - 1.0) / prompt_sd) ** 2
-    per_prompt = 1.0 + (accept_length - 1.0) * rng.gamma(shape, 1.0 / shape, size=n)
-    steps = rng.integers(steps_range[0], steps_range[1] + 1, size=n)
-    tokens = steps + rng.poisson(steps * (per_prompt - 1.0))
-    return tokens.astype(np.int64), steps.astype(np.int64)
+# -------------------------------------------------------------------- draft positions
 
 
 def sum_histograms(histograms: Sequence[Sequence[int] | None]) -> list[int]:
@@ -371,32 +420,3 @@ def per_position_acceptance(histogram: Sequence[int]) -> list[float]:
         tail += count
         tails.append(tail / total)
     return tails[::-1]
-
-
-def paired_difference_test(
-    tokens_a: Sequence[int],
-    steps_a: Sequence[int],
-    tokens_b: Sequence[int],
-    steps_b: Sequence[int],
-    level: float = 0.95,
-) -> tuple[float, tuple[float, float], float]:
-    """B minus A on the same prompts (row i of A and B is one prompt): (diff, CI, p-value).
-
-    Delta method on the paired linearised contributions
-    d_i = e^B_i / mean(s^B) - e^A_i / mean(s^A): prompt difficulty cancels, so the same
-    prompt set detects smaller differences than two independent samples would.
-    """
-    ta, sa = _arrays(tokens_a, steps_a)
-    tb, sb = _arrays(tokens_b, steps_b)
-    if ta.size != tb.size:
-        raise ValueError("paired samples need the same prompts on both sides")
-    ra, rb = ta.sum() / sa.sum(), tb.sum() / sb.sum()
-    contributions = (tb - rb * sb) / sb.mean() - (ta - ra * sa) / sa.mean()
-    diff = float(rb - ra)
-    if ta.size < 2:
-        return diff, (-math.inf, math.inf), math.nan
-    se = float(contributions.std(ddof=1) / math.sqrt(ta.size))
-    if se == 0.0:
-        return diff, (diff, diff), (1.0 if diff == 0 else 0.0)
-    half = _NORMAL.inv_cdf(0.5 + level / 2.0) * se
-    return diff, (diff - half, diff + half), 2.0 * _NORMAL.cdf(-abs(diff) / se)

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from harness.errors import SuiteError
+from harness.errors import BadInput, SuiteError
 
 SUITES_DIR = Path(__file__).resolve().parent.parent / "suites"
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_\-]*$"
@@ -25,14 +27,21 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-class ModelRef(_Strict):
-    """A checkpoint: a hub id (`org/name`) or a local path.
+class EnvModel(_Strict):
+    """A checkpoint with no public id: its hub id or path comes from an environment
+    variable (or `harness run --target-model/--draft-model`)."""
 
-    A reference-engine suite may leave `model` out: the engine's tiny checkpoints,
-    built by `harness reference build`, are used.
+    env: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class ModelRef(_Strict):
+    """A checkpoint: a hub id (`org/name`), a local path, or `{ env = "VAR" }`.
+
+    A reference-engine suite may leave `model` out: the engine's tiny checkpoints
+    (shipped with the project, remade by `harness reference build`) are used.
     """
 
-    model: str | None = Field(default=None, min_length=1)
+    model: Annotated[str, Field(min_length=1)] | EnvModel | None = None
     revision: str | None = None
 
 
@@ -53,6 +62,9 @@ class SGLangEngine(_Strict):
     launch_timeout_s: float = Field(default=1800.0, gt=0)
     extra_args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
+    # A reason to accept a server whose /server_info does not report the speculative
+    # settings (an older build, a fork); without it such a server is an error.
+    unreported_settings_ok: str | None = Field(default=None, min_length=1)
 
 
 class ReferenceEngine(_Strict):
@@ -115,14 +127,33 @@ class GSM8KWorkload(_Strict):
     seed: int = 0
     warmup_requests: int = Field(default=2, ge=0)
     request_timeout_s: float = Field(default=600.0, gt=0)
+    # A run in which no request finishes for this long is stopped as hung.
+    progress_timeout_s: float = Field(default=300.0, gt=0)
     data: str | None = None  # local JSONL path; default: ../shared/data or `datasets`
+
+
+Metric = Literal["server_avg", "per_request"]
+
+# What each accept-length definition measures (docs/statistics.md; harness.measure).
+METRIC_DEFINITIONS: dict[str, str] = {
+    "server_avg": "tokens made by verify steps per verify step, the prefill token left out: "
+                  "(sum correct drafts + sum verify steps) / sum verify steps, SGLang's "
+                  "/server_info avg_spec_accept_length computed exactly per request",
+    "per_request": "completion tokens per verify step, the prefill token included: "
+                   "sum completion_tokens / sum spec_verify_ct, SGLang's per-request "
+                   "meta_info.spec_accept_length pooled over requests",
+}
 
 
 class Floors(_Strict):
     accept_length: float = Field(ge=1.0)
+    # The definition the floor and the baselines were taken in; the gate judges that one.
+    metric: Metric = "server_avg"
     accuracy: float | None = Field(default=None, ge=0.0, le=1.0)
     strict: bool = False  # True: the figure must exceed the floor (SGLang's `>`)
-    # error rates of the one-sided test and of sequential stopping (`harness power`)
+    # False-fail / false-pass rates: bounds on the sequential rule's early verdicts and the
+    # rates `harness power` sizes margins for (docs/statistics.md). The fixed gate itself is
+    # the point estimate against the floor; these never change its verdict.
     alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
     beta: float = Field(default=0.2, gt=0.0, lt=0.5)
 
@@ -132,6 +163,10 @@ class Baseline(_Strict):
     accept_length: float = Field(ge=1.0)
     accuracy: float | None = Field(default=None, ge=0.0, le=1.0)
     source: str = Field(min_length=1)
+    # True: a figure quoted from elsewhere (hand-entered); False: measured by this harness,
+    # with its record under results/baselines/.
+    external: bool
+    metric: Metric | None = None  # default: the floors' metric
 
 
 class Suite(_Strict):
@@ -146,6 +181,17 @@ class Suite(_Strict):
     workload: GSM8KWorkload = GSM8KWorkload()
     floors: Floors
     baselines: list[Baseline] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _baselines_in_the_floors_metric(self) -> Suite:
+        # A floor is only meaningful in the definition of the figure it came from.
+        for baseline in self.baselines:
+            if baseline.metric is not None and baseline.metric != self.floors.metric:
+                raise ValueError(
+                    f"baseline {baseline.label!r} is in metric {baseline.metric!r} but the "
+                    f"floors use {self.floors.metric!r}; give its figure in the floors' "
+                    "definition")
+        return self
 
     @model_validator(mode="after")
     def _models_for_engine(self) -> Suite:
@@ -169,8 +215,13 @@ class LoadedSuite(BaseModel):
     document: dict[str, Any]
 
 
+# Union members pydantic names in an error's location (`model.constrained-str`): not fields.
+_UNION_MEMBERS = frozenset({"constrained-str", "str", "EnvModel"})
+
+
 def _location(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if not str(p).startswith(("function-after", "tagged-union"))]
+    parts = [str(p) for p in loc if str(p) not in _UNION_MEMBERS
+             and not str(p).startswith(("function-after", "tagged-union"))]
     # drop discriminator tags such as `sglang` that pydantic inserts after `engine`
     if len(parts) >= 2 and parts[0] == "engine" and parts[1] in ("sglang", "reference"):
         parts.pop(1)
@@ -194,9 +245,16 @@ def _describe(error: dict[str, Any]) -> str:
 
 
 def format_validation_error(source: str, error: ValidationError) -> str:
-    lines = [f"{source}: invalid suite"]
+    """One line per bad field; a field that may take several shapes gets one line naming
+    what each shape wanted."""
+    by_field: dict[str, list[str]] = {}
     for item in error.errors():
-        lines.append(f"  {_location(item['loc'])}: {_describe(item)}")
+        described = _describe(item)
+        problems = by_field.setdefault(_location(item["loc"]), [])
+        if described not in problems:
+            problems.append(described)
+    lines = [f"{source}: invalid suite"]
+    lines += [f"  {where}: {' or '.join(problems)}" for where, problems in by_field.items()]
     return "\n".join(lines)
 
 
@@ -249,3 +307,47 @@ def load_suite(spec: str | Path, suites_dir: Path = SUITES_DIR) -> LoadedSuite:
 
 def shipped_suites(suites_dir: Path = SUITES_DIR) -> list[Path]:
     return sorted(suites_dir.glob("*.toml"))
+
+
+def model_source(ref: ModelRef | None) -> str:
+    """How a suite names a checkpoint, for `harness show` and the dry run."""
+    if ref is None or ref.model is None:
+        return "the reference engine's tiny checkpoints"
+    if isinstance(ref.model, EnvModel):
+        return f"${ref.model.env} (no public id: set it, or pass --target-model/--draft-model)"
+    return ref.model
+
+
+def _resolve_one(ref: ModelRef | None, role: str, override: str | None,
+                 environ: Mapping[str, str], suite_name: str) -> str | None:
+    if override:
+        return override
+    if ref is None or ref.model is None:
+        return None
+    if isinstance(ref.model, EnvModel):
+        value = environ.get(ref.model.env, "").strip()
+        if not value:
+            raise BadInput(
+                f"suite {suite_name}: the {role} model has no public id; it comes from "
+                f"${ref.model.env}, which is not set (set it to a hub id or a local "
+                f"path, or pass --{role}-model)")
+        return value
+    return ref.model
+
+
+def resolve_models(suite: Suite, target: str | None = None, draft: str | None = None,
+                   environ: Mapping[str, str] | None = None):  # -> harness.engines.Models
+    """The target and draft the run serves: command-line override, else the suite's id,
+    else its environment variable. None for a reference suite that names no models."""
+    from harness.engines import Models
+
+    environ = os.environ if environ is None else environ
+    target_id = _resolve_one(suite.target, "target", target, environ, suite.name)
+    draft_id = _resolve_one(suite.draft, "draft", draft, environ, suite.name)
+    if target_id is None or draft_id is None:
+        if suite.engine.kind == "sglang" or (target_id or draft_id):
+            raise BadInput(f"suite {suite.name}: give both --target-model and --draft-model")
+        return None
+    return Models(target_id, draft_id,
+                  suite.target.revision if suite.target else None,
+                  suite.draft.revision if suite.draft else None)

@@ -21,12 +21,15 @@ before/after levels. A drop alarms while it is open: the latest segment is still
 least `min_shift` under the level before the drop. Only runs of the latest suite
 document (`suite_sha256`) form a history, so editing a suite on purpose starts afresh,
 and only the last `window` runs are looked at, so an accepted drop ages out.
+Kept over ruptures and apache-otava after `benchmarks/bench_trend.py` (docs/nightly-ci.md).
+The nightly summary table is `harness.trend_report`.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -124,9 +127,14 @@ def winsorize(
     """
     if not clip_sd or len(values) < 3:
         return values
-    medians = np.array(
-        [np.median(values[max(0, i - half_width) : i + half_width + 1]) for i in range(len(values))]
-    )
+    values = np.asarray(values, dtype=float)
+    n, width = len(values), 2 * half_width + 1
+    medians = np.empty(n)
+    if n >= width:
+        medians[half_width : n - half_width] = np.median(
+            np.lib.stride_tricks.sliding_window_view(values, width), axis=1)
+    for i in [*range(min(half_width, n)), *range(max(half_width, n - half_width), n)]:
+        medians[i] = statistics.median(values[max(0, i - half_width) : i + half_width + 1])
     return np.clip(values, medians - clip_sd * sd, medians + clip_sd * sd)
 
 
@@ -135,16 +143,18 @@ def _best_split(values: np.ndarray, var: np.ndarray, min_segment: int) -> tuple[
     weights = 1.0 / var
     cum_w = np.cumsum(weights)
     cum_wx = np.cumsum(weights * values)
-    total_w, total_wx = cum_w[-1], cum_wx[-1]
-    best_k, best_z = -1, 0.0
-    for k in range(min_segment, len(values) - min_segment + 1):
-        w_left, w_right = cum_w[k - 1], total_w - cum_w[k - 1]
-        mean_left = cum_wx[k - 1] / w_left
-        mean_right = (total_wx - cum_wx[k - 1]) / w_right
-        z = (mean_right - mean_left) / math.sqrt(1 / w_left + 1 / w_right)
-        if abs(z) > abs(best_z):
-            best_k, best_z = k, z
-    return best_k, best_z
+    k = np.arange(min_segment, len(values) - min_segment + 1)
+    if k.size == 0:
+        return -1, 0.0
+    w_left = cum_w[k - 1]
+    w_right = cum_w[-1] - w_left
+    mean_left = cum_wx[k - 1] / w_left
+    mean_right = (cum_wx[-1] - cum_wx[k - 1]) / w_right
+    z = (mean_right - mean_left) / np.sqrt(1 / w_left + 1 / w_right)
+    best = int(np.argmax(np.abs(z)))  # the first of equal maxima
+    if z[best] == 0:
+        return -1, 0.0
+    return int(k[best]), float(z[best])
 
 
 def _weighted_mean(values: np.ndarray, var: np.ndarray) -> float:
@@ -258,109 +268,3 @@ def analyse_all(
 ) -> dict[str, Trend]:
     names = list(suites) if suites else sorted(runs.loc[runs["kind"] == "run", "suite"].unique())
     return {name: analyse(suite_history(runs, name, params.window), name, params) for name in names}
-
-
-# ---------------------------------------------------------------- the nightly summary table
-
-
-@dataclass(frozen=True)
-class SuiteSummary:
-    suite: str
-    trend: Trend
-    accept_length: float | None
-    ci: tuple[float, float] | None
-    floor: float | None
-    baselines: list[tuple[str, float]]
-    verdict: str | None
-    change: float | None  # since the run before (last night)
-    change_ci: float | None  # 95% half-width of that change
-
-    @property
-    def failing(self) -> bool:
-        return self.verdict in ("fail", "error", None) or self.trend.alarm
-
-
-def _baselines(runs: pd.DataFrame, suite: str, latest: Any) -> list[tuple[str, float]]:
-    found = {
-        str(row.label): float(row.accept_length)
-        for row in runs[(runs["suite"] == suite) & (runs["kind"] == "baseline")].itertuples()
-        if row.label and row.accept_length == row.accept_length  # NaN != NaN
-    }
-    # the suite document names baselines too; read them from the latest record when present
-    document = _suite_document(latest)
-    for entry in document.get("baselines") or []:
-        if isinstance(entry, dict) and isinstance(entry.get("accept_length"), int | float):
-            found.setdefault(str(entry.get("label")), float(entry["accept_length"]))
-    return sorted(found.items(), key=lambda item: item[1])
-
-
-def _suite_document(latest: Any) -> dict[str, Any]:
-    import json
-    from pathlib import Path
-
-    path = getattr(latest, "path", None) if latest is not None else None
-    if not isinstance(path, str):
-        return {}
-    run_file = Path(path) / "run.json" if Path(path).is_dir() else Path(path)
-    try:
-        return json.loads(run_file.read_text()).get("suite", {}).get("document", {}) or {}
-    except (OSError, ValueError, AttributeError):
-        return {}
-
-
-def summarize(runs: pd.DataFrame, trends: dict[str, Trend], window: int = 60) -> list[SuiteSummary]:
-    summaries = []
-    for suite, trend in trends.items():
-        history = suite_history(runs, suite, window)
-        every = runs[(runs["suite"] == suite) & (runs["kind"].fillna("run") == "run")]
-        latest = every.sort_values("started_at").iloc[-1] if len(every) else None
-        accept = ci = change = change_ci = None
-        if len(history):
-            last = history.iloc[-1]
-            accept = float(last["accept_length"])
-            if last["ci_low"] == last["ci_low"] and last["ci_high"] == last["ci_high"]:
-                ci = (float(last["ci_low"]), float(last["ci_high"]))
-        if len(history) >= 2:
-            se = history_errors(history)[-2:]
-            change = float(history["accept_length"].iloc[-1] - history["accept_length"].iloc[-2])
-            if np.all(np.isfinite(se)):
-                change_ci = 1.96 * math.sqrt(float(np.sum(se**2)))
-        floor = None
-        if latest is not None and "floor" in latest and latest["floor"] == latest["floor"]:
-            floor = float(latest["floor"])
-        summaries.append(SuiteSummary(
-            suite=suite, trend=trend, accept_length=accept, ci=ci, floor=floor,
-            baselines=_baselines(runs, suite, latest),
-            verdict=None if latest is None else latest["verdict"],
-            change=change, change_ci=change_ci,
-        ))  # fmt: skip
-    return summaries
-
-
-def _cell(value: float | None, fmt: str = "{:.3f}") -> str:
-    return "–" if value is None else fmt.format(value)
-
-
-def markdown_table(summaries: Sequence[SuiteSummary]) -> str:
-    """The step summary: one row per suite, failing suites marked."""
-    lines = [
-        "| suite | accept length [95% CI] | floor | baselines | verdict | change since last "
-        "night | trend |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for s in summaries:
-        accept = _cell(s.accept_length)
-        if s.ci is not None:
-            accept += f" [{s.ci[0]:.3f}, {s.ci[1]:.3f}]"
-        baselines = ", ".join(f"{label} {value:g}" for label, value in s.baselines) or "–"
-        change = _cell(s.change, "{:+.3f}")
-        if s.change is not None and s.change_ci is not None:
-            change += f" (±{s.change_ci:.3f})"
-        verdict = s.verdict or "no run"
-        mark = "❌ " if s.failing else ""
-        trend = ("⚠️ " if s.trend.alarm else "") + s.trend.describe()
-        lines.append(
-            f"| {mark}{s.suite} | {accept} | {_cell(s.floor, '{:g}')} | {baselines} | "
-            f"{verdict} | {change} | {trend} |"
-        )
-    return "\n".join(lines) + "\n"

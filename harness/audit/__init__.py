@@ -1,70 +1,89 @@
-"""`harness audit`: a draft's per-layer attention under every known SGLang behaviour and
-under one SGLang version's own resolver code, checked against an expected contract.
+"""`harness audit`: a draft's per-layer attention under SGLang versions' own code.
 
-Light to import (stdlib only here); `rich` is imported only when a table is printed.
+Light to import (stdlib only): every name below is loaded on first use.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.attention import LayerAttention, read_fields
-from harness.audit.config import load_draft_config
-from harness.audit.contract import check_contract, expected_from_layers, load_expected
-from harness.audit.evaluate import ResolverError, evaluate, extract_resolver
-from harness.audit.source import (
-    SGLangSource,
-    SGLangSourceError,
-    archive_source,
-    checkout_source,
-    fetch_wheels,
-    installed_source,
-    spec_source,
+from harness.attention import LayerAttention
+from harness.audit.errors import (
+    VERSION_REJECTS,
+    AuditLimitError,
+    ResolverError,
+    VersionRejected,
 )
 
+if TYPE_CHECKING:
+    from harness.audit.source import SGLangSource
+
+_LAZY = {
+    "SGLangSource": "harness.audit.source",
+    "source_for_build": "harness.audit.source",
+    "SGLangSourceError": "harness.audit.wheels",
+    "fetch_wheels": "harness.audit.wheels",
+    "load_draft_config": "harness.audit.config",
+    "check_contract": "harness.audit.contract",
+    "expected_from_layers": "harness.audit.contract",
+    "load_expected": "harness.audit.contract",
+    "evaluate_sources": "harness.audit.evaluate",
+}
+
 __all__ = [
+    "VERSION_REJECTS",
+    "AuditLimitError",
     "LayerAttention",
     "ResolverError",
-    "SGLangSource",
-    "SGLangSourceError",
+    "VersionRejected",
     "audit_for_build",
-    "check_contract",
-    "expected_from_layers",
-    "fetch_wheels",
-    "load_draft_config",
-    "load_expected",
-    "source_for_build",
+    *_LAZY,
 ]
 
 
-def source_for_build(build: SGLangSource | str | os.PathLike[str] | None) -> SGLangSource:
-    """An engine build as resolver source: an SGLangSource, a checkout folder, a wheel or
-    sdist file, `installed` or None (the installed package), or a spec like `sglang==0.5.23`."""
-    if isinstance(build, SGLangSource):
-        return build
-    if build is None or str(build) == "installed":
-        return installed_source()
-    path = Path(build).expanduser()
-    if path.is_dir():
-        return checkout_source(path)
-    if path.is_file():
-        return archive_source(path)
-    return spec_source(str(build))
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'harness.audit' has no attribute {name!r}")
 
 
 def audit_for_build(
     config: Mapping[str, Any] | str | os.PathLike[str],
     source: SGLangSource | str | os.PathLike[str] | None,
+    transformers: str | None = None,
+    revision: str | None = None,
 ) -> list[LayerAttention]:
-    """The draft's per-layer attention under one SGLang build's own resolver (for preflight).
+    """The draft's per-layer attention as one SGLang build's own code resolves it (preflight).
 
-    `config` is a parsed config.json, or a file, folder or hub id to load it from.
-    Raises DraftConfigError / SGLangSourceError / ResolverError (all BadInput).
+    `config`: a config.json file, a checkpoint folder, a hub id (at `revision`), or a parsed
+    config (written to a scratch folder as config.json). `source`: an SGLangSource, a
+    checkout folder, a wheel or sdist, `installed`/None, or a spec like `sglang==0.5.23`.
+    Raises VersionRejected (the version's code raised: version, exception type, message),
+    DraftConfigError (unreadable / not JSON), SGLangSourceError, ResolverError, AuditLimitError.
     """
-    if not isinstance(config, Mapping):
-        config, _ = load_draft_config(config)
-    read_fields(config)
-    return evaluate(extract_resolver(source_for_build(source)), config)
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from harness.audit.config import locate_draft_config, parse_config_text
+    from harness.audit.evaluate import evaluate_sources
+    from harness.audit.source import source_for_build
+
+    build = source_for_build(source)
+    if isinstance(config, Mapping):
+        with tempfile.TemporaryDirectory(prefix="harness-draft-") as scratch:
+            path = Path(scratch) / "config.json"
+            path.write_text(json.dumps(config))
+            [result] = evaluate_sources(path, [build], transformers)
+    else:
+        path, origin = locate_draft_config(config, revision)
+        parse_config_text(path.read_text(encoding="utf-8"), origin)  # not JSON: exit 2
+        [result] = evaluate_sources(path, [build], transformers)
+    if result.error is not None:
+        raise VersionRejected(result.source.label, result.error.type, result.error.message,
+                              result.error.stage, result.error.where)
+    assert result.layers is not None
+    return result.layers

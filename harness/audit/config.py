@@ -57,19 +57,27 @@ def _download_from_hub(repo_id: str, revision: str | None) -> Path:
             ) from online_error
 
 
-def load_draft_config(
+def locate_draft_config(
     reference: str | os.PathLike[str], revision: str | None = None
-) -> tuple[dict[str, Any], str]:
-    """(config, where it was read from) for a config file, a checkpoint folder or a hub id."""
+) -> tuple[Path, str]:
+    """(the config.json file, how to name it) for a config file, a checkpoint folder or a hub id."""
     path = Path(reference).expanduser()
     if path.is_dir():
         if not (path / CONFIG_NAME).is_file():
             raise DraftConfigError(f"{path}: folder has no {CONFIG_NAME}")
         path = path / CONFIG_NAME
     if path.is_file():
-        return _read(path), str(path)
+        return path, str(path)
     text = str(reference)
     if _HUB_ID.match(text) and not text.endswith(".json"):
         downloaded = _download_from_hub(text, revision)
-        return _read(downloaded), f"{text} ({downloaded})"
+        return downloaded, f"{text} ({downloaded})"
     raise DraftConfigError(f"{text}: no such config file or folder, and not a hub id (org/name)")
+
+
+def load_draft_config(
+    reference: str | os.PathLike[str], revision: str | None = None
+) -> tuple[dict[str, Any], str]:
+    """(config, where it was read from) for a config file, a checkpoint folder or a hub id."""
+    path, origin = locate_draft_config(reference, revision)
+    return _read(path), origin

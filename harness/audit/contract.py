@@ -14,7 +14,6 @@ from typing import Any
 
 from harness.attention import LayerAttention
 from harness.errors import BadInput, SuiteError
-from harness.suite import SUITES_DIR, resolve_suite_path
 
 EXPECTED_KEYS = frozenset({"causal", "window"})
 
@@ -97,18 +96,20 @@ def _expected_in(document: Mapping[str, Any], source: str) -> list[dict[str, Any
     raise ContractError(f"{source} declares no draft.expected_layers nor expected_layers")
 
 
-def _find_file(spec: str, suites_dir: Path) -> Path:
+def _find_file(spec: str, suites_dir: Path | None) -> Path:
     """A file, or a suite found by file stem or `name` as `harness run` finds it."""
     path = Path(spec).expanduser()
     if path.is_file():
         return path
+    from harness.suite import SUITES_DIR, resolve_suite_path  # pydantic: only when needed
+
     try:
-        return resolve_suite_path(spec, suites_dir)
+        return resolve_suite_path(spec, suites_dir or SUITES_DIR)
     except SuiteError as error:
         raise ContractError(f"--expect {spec}: no such file; {error.message}") from None
 
 
-def load_expected(spec: str, suites_dir: Path = SUITES_DIR) -> tuple[list[dict[str, Any]], str]:
+def load_expected(spec: str, suites_dir: Path | None = None) -> tuple[list[dict[str, Any]], str]:
     """`--expect FILE|SUITE`: a suite path or name, or a JSON/TOML file; returns (layers, where)."""
     path = _find_file(spec, suites_dir)
     try:

@@ -1,272 +1,35 @@
-"""Run one SGLang version's own DFlash resolver on a draft config, without importing SGLang.
+"""Each SGLang version's own code on the config object that version builds.
 
-The resolver (`_get_dflash_layer_attention_params` in `sglang/srt/models/dflash.py` and
-the helpers it calls, in that file and in `sglang/srt/speculative/dflash_utils.py`) is
-pure logic inside modules that import torch and CUDA kernels. So the two files are parsed
-with `ast`, only the resolver functions and the module-level functions they reach are
-compiled, and they run in a namespace of stand-ins: an `AttentionType` enum and a config
-object that behaves like `transformers.PretrainedConfig` for the attributes they read.
+For every version (a release, a checkout, a commit) the worker (audit/worker.py) runs in a
+cached environment holding the `transformers` that version pins: it applies the version's
+transformers patches, builds the draft config as SGLang's HF config parser does, and calls
+the version's resolver on it. The harness adds nothing of its own: a version whose code
+raises gets that exception as its result, never a table. Answers are cached by (config
+bytes, version identity, transformers requirement): the same inputs give the same answer.
 """
 
 from __future__ import annotations
-import __future__
 
-import ast
-import builtins
-import copy
-import enum
-import logging
-import numbers
-import typing
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from harness.attention import (
-    BEHAVIOURS,
-    Behaviour,
-    LayerAttention,
-    read_fields,
-    resolve_layers,
-)
-from harness.audit.source import DFLASH_MODEL, RESOLVER_FILES, SGLangSource
+from harness.attention import BEHAVIOURS, Behaviour, LayerAttention
+from harness.audit.envs import cache_root, ensure_env
+from harness.audit.errors import AuditLimitError, ResolverError
+from harness.audit.source import SGLangSource
 from harness.errors import BadInput
 
-ENTRY_POINT = "_get_dflash_layer_attention_params"
-# Extracted when present; only the entry point is required (0.5.17 has no attention-type helper).
-RESOLVER_ROOTS: tuple[str, ...] = (
-    ENTRY_POINT,
-    "_get_dflash_attention_type",
-    "get_dflash_layer_types",
-    "get_dflash_attention_sliding_window_size",
-)
-
-
-class ResolverError(BadInput):
-    """A version's resolver could not be extracted or evaluated; names version and file."""
-
-
-class AttentionType(enum.Enum):
-    """Stand-in for `sglang.srt.layers.radix_attention.AttentionType`."""
-
-    DECODER = "decoder"
-    ENCODER_ONLY = "encoder_only"
-
-
-class PretrainedConfigStandIn:
-    """Behaves like `transformers.PretrainedConfig` for what the resolvers read.
-
-    Keys become attributes (a missing one raises AttributeError, so `getattr(c, k, d)`
-    works); a nested `text_config` becomes a stand-in too, as transformers builds
-    sub-configs; `get_text_config()` returns it, or the config itself when there is none.
-    """
-
-    def __init__(self, data: Mapping[str, Any]) -> None:
-        for key, value in data.items():
-            if key == "text_config" and isinstance(value, Mapping):
-                value = PretrainedConfigStandIn(value)
-            setattr(self, key, copy.deepcopy(value))
-
-    def get_text_config(self, decoder: bool | None = None, encoder: bool | None = None) -> Any:
-        return getattr(self, "text_config", None) or self
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            key: value.to_dict() if isinstance(value, PretrainedConfigStandIn) else value
-            for key, value in vars(self).items()
-        }
-
-
-def _stub_namespace() -> dict[str, Any]:
-    """Names the resolver modules import that the extracted functions may use."""
-    namespace: dict[str, Any] = {
-        "__builtins__": builtins,
-        "__name__": "harness_sglang_resolver",
-        "AttentionType": AttentionType,
-        "Sequence": Sequence,
-        "Mapping": Mapping,
-        "Integral": numbers.Integral,
-        "logger": logging.getLogger("harness.audit.sglang_resolver"),
-        "logging": logging,
-    }
-    for name in ("Any", "Optional", "Tuple", "List", "Dict", "Union", "Iterable"):
-        namespace[name] = getattr(typing, name)
-    return namespace
-
-
-@dataclass(frozen=True)
-class ExtractedResolver:
-    """The compiled resolver of one version: call `layer(config, index)`."""
-
-    source: SGLangSource
-    functions: tuple[str, ...]  # names extracted, in definition order
-    namespace: dict[str, Any]
-
-    def layer(self, config: Any, index: int) -> tuple[int, Any]:
-        return self.namespace[ENTRY_POINT](config, index)
-
-
-def _module_functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
-    return {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
-
-
-def _module_constants(tree: ast.Module) -> dict[str, ast.Assign]:
-    """Module-level `NAME = literal` assignments a helper may read."""
-    constants = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            if isinstance(target, ast.Name):
-                try:
-                    ast.literal_eval(node.value)
-                except ValueError:
-                    continue
-                constants[target.id] = node
-    return constants
-
-
-def _names_used(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-
-
-def _parse(source: SGLangSource, path: str) -> ast.Module:
-    try:
-        return ast.parse(source.files[path], filename=path)
-    except SyntaxError as error:
-        raise ResolverError(f"{source.label}: cannot parse {path}: {error}") from error
-
-
-def extract_resolver(source: SGLangSource) -> ExtractedResolver:
-    """Compile the version's resolver functions and the helpers they reach, nothing else."""
-    # dflash.py first: where both files define a name, the model file's own one is used.
-    functions: dict[str, tuple[str, ast.FunctionDef]] = {}
-    constants: dict[str, ast.Assign] = {}
-    for path in RESOLVER_FILES:
-        tree = _parse(source, path)
-        for name, node in _module_functions(tree).items():
-            functions.setdefault(name, (path, node))
-        for name, node in _module_constants(tree).items():
-            constants.setdefault(name, node)
-    if ENTRY_POINT not in functions:
-        raise ResolverError(
-            f"{source.label}: {DFLASH_MODEL} defines no {ENTRY_POINT}; "
-            f"this version's DFlash resolver cannot be found (read from {source.origin})"
-        )
-
-    wanted: list[str] = []
-    pending = [name for name in RESOLVER_ROOTS if name in functions]
-    while pending:
-        name = pending.pop()
-        if name in wanted:
-            continue
-        wanted.append(name)
-        pending.extend(n for n in _names_used(functions[name][1]) if n in functions)
-
-    body: list[ast.stmt] = [
-        constants[n] for n in sorted(constants) if _used_by(n, wanted, functions)
-    ]
-    ordered = [name for name in functions if name in wanted]
-    for name in ordered:
-        node = copy.deepcopy(functions[name][1])
-        node.decorator_list = []  # caching decorators come from modules we do not load
-        body.append(node)
-    module = ast.Module(body=body, type_ignores=[])
-    namespace = _stub_namespace()
-    try:
-        # Annotations stay strings: they name torch types that do not exist here.
-        code = compile(module, f"<{source.label} resolver>", "exec",
-                       flags=__future__.annotations.compiler_flag, dont_inherit=True)  # fmt: skip
-        exec(code, namespace)
-    except Exception as error:
-        raise ResolverError(
-            f"{source.label}: cannot evaluate the DFlash resolver from "
-            f"{' and '.join(RESOLVER_FILES)}: {type(error).__name__}: {error}"
-        ) from error
-    return ExtractedResolver(source, tuple(ordered), namespace)
-
-
-def _used_by(
-    constant: str, wanted: list[str], functions: Mapping[str, tuple[str, ast.FunctionDef]]
-) -> bool:
-    return any(constant in _names_used(functions[name][1]) for name in wanted)
-
-
-def _call_resolver(resolver: ExtractedResolver, config: Mapping[str, Any]) -> list[tuple[int, Any]]:
-    fields = read_fields(config)
-    stand_in = PretrainedConfigStandIn(config)
-    results = []
-    for index in range(fields.num_layers):
-        try:
-            results.append(resolver.layer(stand_in, index))
-        except Exception as error:
-            raise ResolverError(
-                f"{resolver.source.label}: {ENTRY_POINT} (from {DFLASH_MODEL}) failed on "
-                f"layer {index}: {type(error).__name__}: {error}"
-            ) from error
-    return results
-
-
-def _to_layers(
-    resolver: ExtractedResolver, config: Mapping[str, Any], raw: list[tuple[int, Any]]
-) -> list[tuple[int | None, bool]]:
-    layers = []
-    for index, result in enumerate(raw):
-        try:
-            window_left, attention_type = result
-        except (TypeError, ValueError) as error:
-            raise ResolverError(
-                f"{resolver.source.label}: {ENTRY_POINT} returned {result!r} for layer {index}, "
-                "expected (window, AttentionType)"
-            ) from error
-        if attention_type not in (AttentionType.DECODER, AttentionType.ENCODER_ONLY):
-            raise ResolverError(
-                f"{resolver.source.label}: {ENTRY_POINT} returned attention type "
-                f"{attention_type!r} for layer {index}"
-            )
-        # SGLang stores window_left = sliding_window - 1 (HF windows include the token itself).
-        window = None if window_left is None or window_left < 0 else int(window_left) + 1
-        layers.append((window, attention_type is AttentionType.DECODER))
-    return layers
-
-
-def _with_is_causal(config: Mapping[str, Any], value: bool) -> dict[str, Any]:
-    """A copy with is_causal set where SGLang reads it: the text config."""
-    patched = dict(config)
-    nested = patched.get("text_config")
-    if isinstance(nested, Mapping):
-        patched["text_config"] = {**nested, "is_causal": value}
-    else:
-        patched["is_causal"] = value
-    return patched
-
-
-def evaluate(resolver: ExtractedResolver, config: Mapping[str, Any]) -> list[LayerAttention]:
-    """Per-layer attention of a draft config under this version's own resolver.
-
-    `explicit` is found by asking the version itself: a layer's causality is explicit when
-    the config declares is_causal and flipping that declaration flips the layer.
-    """
-    fields = read_fields(config)
-    layers = _to_layers(resolver, config, _call_resolver(resolver, config))
-    flipped: list[tuple[int | None, bool]] | None = None
-    if fields.is_causal is not None:
-        other = _with_is_causal(config, not fields.is_causal)
-        flipped = _to_layers(resolver, other, _call_resolver(resolver, other))
-    types = fields.layer_types
-    return [
-        LayerAttention(
-            index=index,
-            layer_type=types[index] if types is not None else None,
-            window=window,
-            causal=causal,
-            explicit=flipped is not None and flipped[index][1] != causal,
-        )
-        for index, (window, causal) in enumerate(layers)
-    ]
-
-
-# Probe drafts that tell the three behaviours apart: each layer type, is_causal unset/true/false.
-_PROBES: tuple[dict[str, Any], ...] = (
+PROTOCOL = "audit-v2.1"  # bump when the worker's answer changes meaning: old cache entries die
+WORKER = Path(__file__).with_name("worker.py")
+EXTRACT = Path(__file__).with_name("extract.py")
+WORKER_TIMEOUT_S = 300
+# Probe drafts that tell the known behaviours apart: each layer type, is_causal unset/true/false.
+PROBES: tuple[dict[str, Any], ...] = (
     *(
         {
             "num_hidden_layers": 2,
@@ -280,21 +43,256 @@ _PROBES: tuple[dict[str, Any], ...] = (
 )
 
 
-def matching_behaviours(resolver: ExtractedResolver) -> list[Behaviour]:
-    """The known behaviours this version reproduces on every probe draft (normally one)."""
-    matches: list[Behaviour] = []
+@dataclass(frozen=True)
+class VersionError:
+    """What the version's own code (or transformers at its pin) raised on this config."""
+
+    stage: str  # "load": building the config; "resolve": the resolver
+    type: str
+    message: str
+    where: str | None = None  # e.g. "layer 0"
+
+    @property
+    def text(self) -> str:
+        return f"{self.type}: {self.message}"
+
+    @property
+    def short(self) -> str:
+        """Type and the message's first line (a table note; --json has it whole)."""
+        lines = self.message.strip().splitlines() or [""]
+        first = lines[0] if len(lines[0]) <= 200 else lines[0][:199] + "…"
+        return f"{self.type}: {first}" + (" […]" if len(lines) > 1 or first != lines[0] else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"stage": self.stage, "type": self.type, "message": self.message,
+                "where": self.where}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class VersionResult:
+    """One version's answer: its per-layer table, or the error its code raised."""
+
+    source: SGLangSource
+    layers: list[LayerAttention] | None
+    error: VersionError | None
+    transformers: str | None = None  # the transformers version that built the config
+    config_class: str | None = None
+    built_by: str | None = None  # SGLang's own config parser, or the fallback used
+    behaves_as: list[Behaviour] = field(default_factory=list)
+    accepts_plain_dict: bool | None = None
+    is_causal: bool | None = None
+
+    def cells(self) -> list[tuple[bool, int | None]] | None:
+        """(causal, window) per layer: what the table compares between versions."""
+        if self.layers is None:
+            return None
+        return [(layer.causal, layer.window) for layer in self.layers]
+
+    def to_dict(self) -> dict[str, Any]:
+        source = self.source
+        return {
+            "label": source.label, "version": source.version, "kind": source.kind,
+            "origin": source.origin, "commit": source.commit,
+            "transformers_requirement": source.transformers, "transformers": self.transformers,
+            "config_class": self.config_class, "built_by": self.built_by,
+            "behaves_as": list(self.behaves_as),
+            "accepts_plain_dict": self.accepts_plain_dict, "is_causal": self.is_causal,
+            "layers": None if self.layers is None else [layer.to_dict() for layer in self.layers],
+            "error": None if self.error is None else self.error.to_dict(),
+        }  # fmt: skip
+
+
+def _window(window_left: int | None) -> int | None:
+    # SGLang stores window_left = sliding_window - 1 (HF windows include the token itself).
+    return None if window_left is None or window_left < 0 else int(window_left) + 1
+
+
+def _layers(answer: Mapping[str, Any]) -> list[LayerAttention]:
+    types = answer.get("layer_types") or []
+    flipped = answer.get("flipped")
+    layers = []
+    for index, (window_left, kind) in enumerate(answer["layers"]):
+        causal = kind == "DECODER"
+        explicit = flipped is not None and (flipped[index][1] == "DECODER") != causal
+        layer_type = types[index] if index < len(types) and isinstance(types[index], str) else None
+        layers.append(LayerAttention(index, layer_type, _window(window_left), causal, explicit))
+    return layers
+
+
+def _behaves_as(probes: Sequence[Any]) -> list[Behaviour]:
+    from harness.attention import resolve_layers
+
+    matched: list[Behaviour] = []
+    if len(probes) != len(PROBES):
+        return matched
     for behaviour in BEHAVIOURS:
-        if all(evaluate(resolver, probe) == resolve_layers(probe, behaviour) for probe in _PROBES):
-            matches.append(behaviour)
-    return matches
+        if all(isinstance(got, list) and [(_window(w), k == "DECODER") for w, k in got]
+               == [(lay.window, lay.causal) for lay in resolve_layers(probe, behaviour)]
+               for probe, got in zip(PROBES, probes, strict=True)):  # fmt: skip
+            matched.append(behaviour)
+    return matched
 
 
-def accepts_plain_dict(resolver: ExtractedResolver, config: Mapping[str, Any]) -> bool:
-    """Whether the version's resolver also works on a plain dict (the fixed one does not)."""
-    call: Callable[[Any, int], Any] = resolver.layer
+def _result(source: SGLangSource, answer: Mapping[str, Any]) -> VersionResult:
+    error = answer.get("error")
+    if error:
+        if error["stage"] == "extract":
+            raise ResolverError(f"{source.label}: {error['message']} (read from {source.origin})")
+        if error["stage"] == "harness":
+            raise AuditLimitError(f"{source.label}: {error['message']}")
+        return VersionResult(source, None, VersionError(error["stage"], error["type"],
+                             error["message"], error.get("where")), answer.get("transformers"),
+                             answer.get("config_class"), answer.get("built_by"),
+                             _behaves_as(answer.get("probes") or []))
+    return VersionResult(
+        source, _layers(answer), None, answer.get("transformers"), answer.get("config_class"),
+        answer.get("built_by"), _behaves_as(answer.get("probes") or []),
+        answer.get("accepts_plain_dict"), answer.get("is_causal"),
+    )
+
+
+def _cache_file(config_bytes: bytes, source: SGLangSource, requirement: str) -> Path:
+    digest = hashlib.sha256(b"\0".join(
+        [PROTOCOL.encode(), config_bytes, source.identity.encode(), requirement.encode(),
+         EXTRACT.read_bytes(), WORKER.read_bytes()])).hexdigest()[:32]  # fmt: skip
+    return results_dir() / f"{digest}.json"
+
+
+def results_dir() -> Path:
+    """Cached answers: $HARNESS_AUDIT_RESULTS, else <harness cache>/audit/results."""
+    explicit = os.environ.get("HARNESS_AUDIT_RESULTS")
+    return Path(explicit) if explicit else cache_root() / "audit" / "results"
+
+
+@dataclass
+class _Job:
+    source: SGLangSource
+    requirement: str
+    config: int  # index into the configs evaluated together
+    cache: Path
+    answer: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class _Draft:
+    file: Path
+    raw: Any
+    folder: Path  # what SGLang is given: a folder holding config.json
+
+
+def _request(drafts: Sequence[_Draft], jobs: list[_Job]) -> dict[str, Any]:
+    # Built in the main thread: ast.parse (config_class) is not safe across threads in 3.11.
+    return {
+        "configs": [{"dir": str(draft.folder), "raw": draft.raw} for draft in drafts],
+        "probes": list(PROBES),
+        "patches": dict(jobs[0].source.patches),
+        "jobs": [{"id": str(i), "label": job.source.label, "files": dict(job.source.files),
+                  "config": job.config, "loader": dict(job.source.loader),
+                  "config_class": job.source.config_class(_model_type(drafts[job.config].raw))}
+                 for i, job in enumerate(jobs)],
+    }  # fmt: skip
+
+
+def _run_worker(python: Path, request: dict[str, Any], jobs: list[_Job]) -> None:
+    import subprocess
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
+           "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     try:
-        for index in range(read_fields(config).num_layers):
-            call(dict(config), index)
-    except Exception:
-        return False
-    return True
+        done = subprocess.run([str(python), "-I", str(WORKER)], input=json.dumps(request),
+                              capture_output=True, text=True, timeout=WORKER_TIMEOUT_S,
+                              env=env, check=False)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise AuditLimitError(f"building the config with {python} took over "
+                              f"{WORKER_TIMEOUT_S} s") from None
+    try:
+        answer = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        tail = " | ".join(done.stderr.strip().splitlines()[-3:])
+        raise AuditLimitError(f"the audit worker in {python} failed (exit {done.returncode}): "
+                              f"{tail}") from None
+    for i, job in enumerate(jobs):
+        job.answer = {**answer["results"][str(i)], "transformers": answer.get("transformers")}
+
+
+def _model_type(raw: Any) -> str:
+    value = raw.get("model_type") if isinstance(raw, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def evaluate_sources(
+    config_file: Path,
+    sources: Sequence[SGLangSource],
+    transformers: str | None = None,
+    use_cache: bool = True,
+) -> list[VersionResult]:
+    """Every source's answer on the draft config in `config_file`, in the order given.
+
+    `transformers` overrides the requirement each version pins (for a checkout without one).
+    """
+    return evaluate_many([config_file], sources, transformers, use_cache)[0]
+
+
+def evaluate_many(
+    config_files: Sequence[Path],
+    sources: Sequence[SGLangSource],
+    transformers: str | None = None,
+    use_cache: bool = True,
+) -> list[list[VersionResult]]:
+    """Every source on every config (one list per config); one worker per environment."""
+    texts = [path.read_bytes() for path in config_files]
+    jobs: list[_Job] = []
+    for index, config_bytes in enumerate(texts):
+        for source in sources:
+            requirement = transformers or source.transformers
+            if requirement is None:
+                raise BadInput(f"{source.describe()} pins no transformers version (no "
+                               "Requires-Dist or pyproject dependency); name one (harness audit "
+                               "--transformers VERSION; audit_for_build(transformers=...))")
+            job = _Job(source, requirement, index, _cache_file(config_bytes, source, requirement))
+            if use_cache and job.cache.is_file():
+                job.answer = json.loads(job.cache.read_text())
+            jobs.append(job)
+    pending = [job for job in jobs if job.answer is None]
+    if pending:
+        _evaluate_pending(config_files, texts, pending)
+    results: list[list[VersionResult]] = [[] for _ in config_files]
+    for job in jobs:
+        assert job.answer is not None
+        result = _result(job.source, job.answer)  # raises for the harness's own failures
+        if use_cache and not job.cache.is_file():
+            job.cache.parent.mkdir(parents=True, exist_ok=True)
+            temporary = job.cache.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(job.answer))
+            temporary.replace(job.cache)
+        results[job.config].append(result)
+    return results
+
+
+def _evaluate_pending(config_files: Sequence[Path], texts: Sequence[bytes],
+                      pending: list[_Job]) -> None:
+    # One worker per (transformers pin, SGLang patches): patches change transformers for
+    # the whole process, as `import sglang` does, so two versions' patches never mix.
+    import tempfile  # here: a cached answer needs none of this
+    from concurrent.futures import ThreadPoolExecutor
+
+    groups: dict[tuple[str, str], list[_Job]] = {}
+    for job in pending:
+        patches = json.dumps(dict(job.source.patches), sort_keys=True)
+        groups.setdefault((job.requirement, patches), []).append(job)
+    pythons = {requirement: ensure_env(requirement) for requirement, _ in groups}
+    with tempfile.TemporaryDirectory(prefix="harness-audit-") as scratch:
+        drafts = []
+        for index, (path, text) in enumerate(zip(config_files, texts, strict=True)):
+            folder = path.parent
+            if path.name != "config.json":  # SGLang reads a checkpoint folder's config.json
+                folder = Path(scratch) / str(index)
+                folder.mkdir()
+                (folder / "config.json").write_bytes(text)
+            drafts.append(_Draft(path, json.loads(text), folder))
+        workers = max(1, min(len(groups), os.cpu_count() or 1))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            requests = [(pythons[req], _request(drafts, jobs), jobs)
+                        for (req, _), jobs in groups.items()]  # fmt: skip
+            futures = [pool.submit(_run_worker, *request) for request in requests]
+            for future in futures:
+                future.result()

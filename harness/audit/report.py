@@ -1,4 +1,7 @@
-"""The audit's result as data, as JSON for CI, and as a rich table for people."""
+"""The behaviours-only audit (no SGLang version given): the draft under the three known
+behaviours of the harness's own model (harness/attention.py), as data, JSON and a table.
+
+With `--sglang`, the versions' own code decides instead (table.py)."""
 
 from __future__ import annotations
 
@@ -6,38 +9,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.attention import BEHAVIOURS, Behaviour, LayerAttention, read_fields, resolve_all
+from harness.attention import Behaviour, LayerAttention, read_fields, resolve_all
 from harness.audit.contract import check_contract
-from harness.audit.evaluate import (
-    accepts_plain_dict,
-    evaluate,
-    extract_resolver,
-    matching_behaviours,
-)
-from harness.audit.source import SGLangSource
 
 JSON_SCHEMA_VERSION = 1
-
-
-@dataclass(frozen=True)
-class VersionResult:
-    """One SGLang version's own resolver applied to the config."""
-
-    source: SGLangSource
-    layers: list[LayerAttention]
-    behaves_as: list[Behaviour]  # known behaviours it reproduces on the probe drafts
-    accepts_plain_dict: bool  # False: it needs a PretrainedConfig (get_text_config)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "label": self.source.label,
-            "version": self.source.version,
-            "kind": self.source.kind,
-            "origin": self.source.origin,
-            "behaves_as": list(self.behaves_as),
-            "accepts_plain_dict": self.accepts_plain_dict,
-            "layers": [layer.to_dict() for layer in self.layers],
-        }
 
 
 @dataclass(frozen=True)
@@ -45,7 +20,6 @@ class AuditReport:
     config_origin: str
     is_causal: bool | None
     behaviours: dict[Behaviour, list[LayerAttention]]
-    version: VersionResult | None
     checked_against: str  # the table the expectation is checked against
     expected: list[dict[str, Any]] | None = None
     expected_origin: str | None = None
@@ -62,11 +36,8 @@ class AuditReport:
         return "differs" if self.differences else "as_expected"
 
     def columns(self) -> dict[str, list[LayerAttention]]:
-        """Every table in display order: the three behaviours, then the version asked for."""
-        tables: dict[str, list[LayerAttention]] = dict(self.behaviours)
-        if self.version is not None:
-            tables[self.version.source.label] = self.version.layers
-        return tables
+        """Every table in display order: the three behaviours."""
+        return dict(self.behaviours)
 
     def differing_layers(self) -> list[int]:
         """Layers whose causality is not the same under every table."""
@@ -92,7 +63,6 @@ class AuditReport:
                 name: [layer.to_dict() for layer in layers]
                 for name, layers in self.behaviours.items()
             },
-            "sglang": None if self.version is None else self.version.to_dict(),
             "checked_against": self.checked_against,
             "default_layers": sorted(defaults),
             "differing_layers": sorted(differing),
@@ -106,36 +76,20 @@ class AuditReport:
 def build_report(
     config: Mapping[str, Any],
     config_origin: str,
-    source: SGLangSource | None = None,
     expected: list[dict[str, Any]] | None = None,
     expected_origin: str | None = None,
     behaviour: Behaviour = "fixed",
 ) -> AuditReport:
-    """Resolve the config under every behaviour and the version; check the expectation.
-
-    The expectation is checked against the version asked for, or, without one, against
-    `behaviour` (the fixed behaviour by default: what every SGLang since 0.5.18 does).
-    """
-    fields = read_fields(config)  # malformed configs stop here, before any version runs
+    """Resolve the config under every behaviour; check the expectation against `behaviour`."""
+    fields = read_fields(config)  # the harness's own model: its own validation applies
     behaviours = resolve_all(config)
-    version = None
-    if source is not None:
-        resolver = extract_resolver(source)
-        version = VersionResult(
-            source=source,
-            layers=evaluate(resolver, config),
-            behaves_as=matching_behaviours(resolver),
-            accepts_plain_dict=accepts_plain_dict(resolver, config),
-        )
-    checked = version.source.label if version is not None else behaviour
-    checked_layers = version.layers if version is not None else behaviours[behaviour]
+    checked_layers = behaviours[behaviour]
     differences = [] if expected is None else check_contract(expected, checked_layers)
     return AuditReport(
         config_origin=config_origin,
         is_causal=fields.is_causal,
         behaviours=behaviours,
-        version=version,
-        checked_against=checked,
+        checked_against=behaviour,
         expected=expected,
         expected_origin=expected_origin,
         differences=differences,
@@ -168,10 +122,7 @@ def render(report: AuditReport, console: Any) -> None:
     table.add_column("type")
     table.add_column("window", justify="right")
     for name in tables:
-        if name in BEHAVIOURS:
-            table.add_column(name, min_width=len(name))
-        else:  # the version asked for: its label on two lines keeps the table narrow
-            table.add_column(name.replace(" ", "\n", 1), style="bold")
+        table.add_column(name, min_width=len(name))
     table.add_column("from")
     for index, layer in enumerate(report.checked_layers):
         marker = " ≠" if index in differing else ""
@@ -197,15 +148,6 @@ def render(report: AuditReport, console: Any) -> None:
             f"[yellow]risk:[/] layers {_ranges(defaults)} take their causality from a default "
             f"under {report.checked_against}; declare is_causal in the draft config to pin it"
         )
-    if report.version is not None:
-        version = report.version
-        matched = ", ".join(version.behaves_as) or "none of the known behaviours"
-        console.print(f"{version.source.describe()}: behaves as {matched}")
-        if not version.accepts_plain_dict:
-            console.print(
-                "note: this version's resolver fails on a plain dict config "
-                "(it calls PretrainedConfig.get_text_config)"
-            )
     if report.expected is None:
         console.print("expectation: none given")
     elif report.differences:

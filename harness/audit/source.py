@@ -1,108 +1,200 @@
-"""Locate and read the DFlash resolver files of one SGLang version, without importing it.
+"""One SGLang version's audit inputs, read without importing SGLang.
 
-A version comes from the installed package (found with `importlib.util.find_spec`, which
-does not import it), a wheel or sdist (downloaded with `pip download` into a cache, read
-straight out of the archive), or a source checkout. Only the two resolver files are read.
+From the installed package (located with `importlib.util.find_spec`), a wheel or sdist (read
+straight out of the archive), a source checkout, or one commit of a git repository, it reads:
+the resolver files, SGLang's transformers patches (`hf_transformers_patches.py`), the
+`transformers` requirement the version pins, and, on demand, the config class it registers
+for a `model_type`.
 """
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import importlib.metadata
 import importlib.util
+import json
 import os
 import re
-import subprocess
-import sys
-import tarfile
-import zipfile
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.audit.envs import cache_root
+from harness.audit.extract import DFLASH_MODEL, LOADER_COMMON, LOADER_FILE, RESOLVER_FILES
+from harness.audit.trees import ArchiveTree, FolderTree, GitTree, LazyArchiveTree, Tree
+from harness.audit.wheels import (  # fetch_wheels, cached_archive: re-exported (noxfile)
+    ARCHIVE_SUFFIXES,
+    SGLangSourceError,
+    archive_for,
+    archive_version,
+    cached_archive,
+    download_archive,
+    fetch_wheels,
+    wheel_cache_dir,
+)
+
+__all__ = [
+    "SGLangSource",
+    "SGLangSourceError",
+    "archive_source",
+    "cached_archive",
+    "checkout_source",
+    "commit_source",
+    "fetch_wheels",
+    "installed_source",
+    "source_for_build",
+    "spec_source",
+]
 from harness.errors import BadInput
 
-DFLASH_MODEL = "sglang/srt/models/dflash.py"
-DFLASH_UTILS = "sglang/srt/speculative/dflash_utils.py"
-RESOLVER_FILES: tuple[str, ...] = (DFLASH_MODEL, DFLASH_UTILS)
+PATCHES_FILE = "sglang/srt/utils/hf_transformers_patches.py"
 VERSION_FILE = "sglang/version.py"
-
-ARCHIVE_SUFFIXES = (".whl", ".tar.gz", ".zip")
+SCM_VERSION_FILE = "sglang/_version.py"  # written by the build (setuptools-scm)
+CONFIGS_DIR = "sglang/srt/configs/"
+# Where SGLang's _CONFIG_REGISTRY (model_type -> its own config class) is built.
+REGISTRY_FILES = ("sglang/srt/utils/hf_transformers/common.py",
+                  "sglang/srt/utils/hf_transformers_utils.py")  # fmt: skip
 _EXACT_SPEC = re.compile(r"^sglang\s*==\s*(?P<version>[0-9][0-9A-Za-z.+!-]*)$")
 _BARE_VERSION = re.compile(r"^[0-9][0-9A-Za-z.+!-]*$")
-_PIP_SAVED = re.compile(r"(?:Saved|File was already downloaded)\s+(?P<path>\S+)")
-_VERSION_ASSIGN = re.compile(r"""__version__\s*=\s*["'](?P<version>[^"']+)["']""")
-
-
-class SGLangSourceError(BadInput):
-    """A version's resolver files could not be found or read; the message names both."""
+_VERSION_ASSIGN = re.compile(
+    r"""^__version__\s*=\s*(?:version\s*=\s*)?["'](?P<version>[^"']+)["']""", re.MULTILINE
+)
+_REQUIRES_TRANSFORMERS = re.compile(
+    r"^Requires-Dist:\s*(?P<req>transformers\b[^;\n]*)(?P<marker>;.*)?$", re.MULTILINE
+)
 
 
 @dataclass(frozen=True)
 class SGLangSource:
-    """The resolver files of one SGLang version, as text, and where they came from."""
+    """What the audit reads of one SGLang version, and where it came from."""
 
     version: str | None
-    origin: str  # the wheel, sdist, checkout or installed package folder
-    kind: str  # "installed", "wheel", "sdist", "checkout"
+    origin: str  # the wheel, sdist, checkout, installed folder, or repo@commit
+    kind: str  # "installed", "wheel", "sdist", "checkout", "commit"
     files: Mapping[str, str]  # RESOLVER_FILES path -> source text
+    patches: Mapping[str, str] = field(default_factory=dict)  # "patches" -> its text
+    loader: Mapping[str, str] = field(default_factory=dict)  # SGLang's HF config parser files
+    transformers: str | None = None  # the pinned requirement, e.g. "transformers==5.19.0"
+    identity: str = ""  # same identity, same answer (cache key)
+    tree: Tree | None = field(default=None, compare=False, repr=False)
+    commit: str | None = None
+    subject: str | None = None
 
     @property
     def label(self) -> str:
+        if self.kind == "commit" and self.commit:
+            return f"{self.commit[:10]}"
         return f"sglang {self.version or '(unknown version)'}"
+
+    @property
+    def short(self) -> str:
+        """Column heading: the version, or the commit."""
+        return self.label.removeprefix("sglang ")
 
     def describe(self) -> str:
         return f"{self.label} ({self.kind} {self.origin})"
 
-
-def wheel_cache_dir() -> Path:
-    """Where downloaded wheels are kept: $HARNESS_SGLANG_WHEELS, else the harness cache."""
-    if explicit := os.environ.get("HARNESS_SGLANG_WHEELS"):
-        return Path(explicit)
-    from harness.build import cache_root
-
-    return cache_root() / "sglang-wheels"
-
-
-def _read_version_text(text: str | None) -> str | None:
-    if text is None:
+    def config_class(self, model_type: str) -> dict[str, str] | None:
+        """The config class this version registers for `model_type`, as {path, name, text}."""
+        if self.tree is None or not model_type:
+            return None
+        registry = "".join(self.tree.read(p) or "" for p in REGISTRY_FILES)
+        for path in self.tree.grep(CONFIGS_DIR, model_type):
+            text = self.tree.read(path) or ""
+            name = _class_with_model_type(text, model_type)
+            if name and re.search(rf"\b{re.escape(name)}\b", registry):
+                return {"path": path, "name": name, "text": text, "model_type": model_type}
         return None
-    match = _VERSION_ASSIGN.search(text)
-    return match.group("version") if match else None
 
 
-def _missing(files: Iterable[str], version: str | None, origin: str) -> SGLangSourceError:
-    names = ", ".join(files)
-    return SGLangSourceError(
-        f"sglang {version or '(unknown version)'} at {origin} has no {names}: "
-        "this version's DFlash resolver cannot be found"
-    )
+def _class_with_model_type(text: str, model_type: str) -> str | None:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for item in node.body:
+            if (isinstance(item, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == "model_type" for t in item.targets)
+                    and isinstance(item.value, ast.Constant) and item.value.value == model_type):
+                return node.name
+    return None
 
 
-def _from_folder(package_parent: Path, kind: str, version: str | None) -> SGLangSource:
-    """Read the resolver files below a folder that holds the `sglang/` package."""
-    missing = [name for name in RESOLVER_FILES if not (package_parent / name).is_file()]
+def _digest(*parts: str) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()[:24]
+
+
+def transformers_from_metadata(text: str | None) -> str | None:
+    """`transformers==X` from a METADATA/PKG-INFO text (requirements under an extra skipped)."""
+    for match in _REQUIRES_TRANSFORMERS.finditer(text or ""):
+        if "extra" not in (match.group("marker") or ""):
+            return re.sub(r"\s+", "", match.group("req"))
+    return None
+
+
+def transformers_from_pyproject(text: str | None) -> str | None:
+    if not text:
+        return None
+    try:
+        dependencies = tomllib.loads(text).get("project", {}).get("dependencies", [])
+    except tomllib.TOMLDecodeError:
+        return None
+    for requirement in dependencies:
+        name = re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0]
+        if name.lower() == "transformers" and "extra" not in requirement.partition(";")[2]:
+            return re.sub(r"\s+", "", requirement.partition(";")[0])
+    return None
+
+
+def _build(tree: Tree, version: str | None, origin: str, kind: str,
+           transformers: str | None, identity: str, **extra: str | None) -> SGLangSource:
+    missing = [path for path in RESOLVER_FILES if tree.read(path) is None]
     if missing:
-        raise _missing(missing, version, str(package_parent))
-    files = {name: (package_parent / name).read_text(encoding="utf-8") for name in RESOLVER_FILES}
-    if version is None:
-        version_file = package_parent / VERSION_FILE
-        if version_file.is_file():
-            version = _read_version_text(version_file.read_text(encoding="utf-8"))
-    return SGLangSource(version, str(package_parent), kind, files)
+        raise SGLangSourceError(
+            f"sglang {version or '(unknown version)'} at {origin} has no {', '.join(missing)}: "
+            "this version's DFlash resolver cannot be found"
+        )
+    files = {path: tree.read(path) or "" for path in RESOLVER_FILES}
+    patches = {"patches": text} if (text := tree.read(PATCHES_FILE)) is not None else {}
+    loader = {path: text for path in (LOADER_FILE, LOADER_COMMON)
+              if (text := tree.read(path)) is not None}  # fmt: skip
+    version = (version or _read_version(tree.read(SCM_VERSION_FILE))
+               or _read_version(tree.read(VERSION_FILE)))
+    identity = identity or _digest(*files.values(), *patches.values(), *loader.values(),
+                                   transformers or "")  # fmt: skip
+    return SGLangSource(version, origin, kind, files, patches, loader, transformers, identity,
+                        tree, **extra)  # type: ignore[arg-type]
+
+
+def _read_version(text: str | None) -> str | None:
+    match = _VERSION_ASSIGN.search(text or "")
+    return match.group("version") if match else None
 
 
 def installed_source() -> SGLangSource:
     """The installed sglang, found without importing it (importing pulls in torch and CUDA)."""
-    # find_spec on a top-level name only locates it; a dotted name would import the parents.
     spec = importlib.util.find_spec("sglang")
     if spec is None or not spec.submodule_search_locations:
         raise SGLangSourceError("sglang is not installed in this Python environment")
-    package_dir = Path(next(iter(spec.submodule_search_locations)))
+    parent = Path(next(iter(spec.submodule_search_locations))).parent
     try:
         version: str | None = importlib.metadata.version("sglang")
+        requires = importlib.metadata.requires("sglang") or []
     except importlib.metadata.PackageNotFoundError:
-        version = None
-    return _from_folder(package_dir.parent, "installed", version)
+        version, requires = None, []
+    pin = transformers_from_metadata("\n".join(f"Requires-Dist: {r}" for r in requires))
+    tree = FolderTree(parent)
+    return _build(tree, version, str(parent), "installed",
+                  pin or transformers_from_pyproject(tree.read("pyproject.toml")), "")
 
 
 def checkout_source(path: str | os.PathLike[str]) -> SGLangSource:
@@ -113,94 +205,65 @@ def checkout_source(path: str | os.PathLike[str]) -> SGLangSource:
     # A clone is often itself named `sglang`: try every layout rather than guess from names.
     for candidate in (root / "python", root, root.parent):
         if (candidate / DFLASH_MODEL).is_file():
-            return _from_folder(candidate, "checkout", None)
-    raise _missing(RESOLVER_FILES, None, str(root))
+            tree = FolderTree(candidate)
+            pin = transformers_from_pyproject(tree.read("pyproject.toml"))
+            version = (_read_version(tree.read(SCM_VERSION_FILE))
+                       or _read_version(tree.read(VERSION_FILE)))  # fmt: skip
+            if pin is None:  # an installed package's folder (site-packages): its dist-info
+                pin = _dist_info_pin(candidate, version)
+            return _build(tree, version, str(candidate), "checkout", pin, "")
+    raise SGLangSourceError(
+        f"sglang (unknown version) at {root} has no {', '.join(RESOLVER_FILES)}: "
+        "this version's DFlash resolver cannot be found"
+    )
 
 
-def _archive_version(name: str) -> str | None:
-    # wheel: sglang-0.5.23-cp311-...whl; sdist: sglang-0.5.23.tar.gz
-    match = re.match(r"^sglang-(?P<version>[0-9][^-]*?)(?:-|\.tar\.gz$|\.zip$)", name)
-    return match.group("version") if match else None
-
-
-def _pick_members(names: Iterable[str], wanted: Iterable[str]) -> dict[str, str]:
-    """Map each wanted package path to the archive member ending in it (sdists add a prefix)."""
-    picked: dict[str, str] = {}
-    for wanted_name in wanted:
-        matches = [n for n in names if n == wanted_name or n.endswith("/" + wanted_name)]
-        if matches:
-            picked[wanted_name] = min(matches, key=len)
-    return picked
+def _dist_info_pin(folder: Path, version: str | None) -> str | None:
+    """The pin in `sglang-<version>.dist-info` beside the package, else in any sglang one."""
+    found = sorted(folder.glob("sglang-*.dist-info/METADATA"))
+    exact = [m for m in found if version and m.parent.name == f"sglang-{version}.dist-info"]
+    for metadata in exact + found:
+        if pin := transformers_from_metadata(metadata.read_text(encoding="utf-8")):
+            return pin
+    return None
 
 
 def archive_source(path: str | os.PathLike[str]) -> SGLangSource:
-    """A wheel or sdist, read without unpacking it to disk."""
+    """A wheel or sdist, read without unpacking it; what the audit reads of it is kept in
+    `<cache>/audit/archives/` (a wheel's index alone takes a noticeable time to read)."""
     archive = Path(path).expanduser()
-    version = _archive_version(archive.name)
     if not archive.is_file():
         raise SGLangSourceError(f"SGLang archive {archive} does not exist")
-    wanted = (*RESOLVER_FILES, VERSION_FILE)
-    texts: dict[str, str] = {}
-    try:
-        if archive.name.endswith((".whl", ".zip")):
-            kind = "wheel" if archive.name.endswith(".whl") else "sdist"
-            with zipfile.ZipFile(archive) as bundle:
-                for name, member in _pick_members(bundle.namelist(), wanted).items():
-                    texts[name] = bundle.read(member).decode("utf-8")
-        else:
-            kind = "sdist"
-            with tarfile.open(archive) as bundle:
-                for name, member in _pick_members(bundle.getnames(), wanted).items():
-                    extracted = bundle.extractfile(member)
-                    if extracted is not None:
-                        texts[name] = extracted.read().decode("utf-8")
-    except (zipfile.BadZipFile, tarfile.TarError, OSError, UnicodeDecodeError) as error:
-        raise SGLangSourceError(
-            f"sglang {version or '(unknown version)'}: cannot read archive {archive}: {error}"
-        ) from error
-    missing = [name for name in RESOLVER_FILES if name not in texts]
-    if missing:
-        raise _missing(missing, version, str(archive))
-    version = version or _read_version_text(texts.get(VERSION_FILE))
-    files = {name: texts[name] for name in RESOLVER_FILES}
-    return SGLangSource(version, str(archive), kind, files)
+    stat = archive.stat()
+    identity = _digest(archive.name, str(stat.st_size), str(stat.st_mtime_ns))
+    kind = "wheel" if archive.name.endswith(".whl") else "sdist"
+    extract = cache_root() / "audit" / "archives" / f"{identity}.json"
+    if extract.is_file():
+        data = json.loads(extract.read_text(encoding="utf-8"))
+        return SGLangSource(data["version"], str(archive), kind, data["files"], data["patches"],
+                            data["loader"], data["transformers"], identity,
+                            LazyArchiveTree(archive))
+    tree = ArchiveTree(archive)
+    pin = (transformers_from_metadata(tree.read("METADATA") or tree.read("PKG-INFO"))
+           or transformers_from_pyproject(tree.read("pyproject.toml")))  # fmt: skip
+    source = _build(tree, archive_version(archive.name), str(archive), kind, pin, identity)
+    extract.parent.mkdir(parents=True, exist_ok=True)
+    temporary = extract.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_text(json.dumps({"version": source.version, "files": dict(source.files),
+                                     "patches": dict(source.patches),
+                                     "loader": dict(source.loader),
+                                     "transformers": source.transformers}))  # fmt: skip
+    temporary.replace(extract)
+    return source
 
 
-def cached_archive(version: str, cache: Path) -> Path | None:
-    """A wheel (preferred) or sdist of exactly this version already in the cache."""
-    if not cache.is_dir():
-        return None
-    found = [
-        entry
-        for entry in sorted(cache.iterdir())
-        if entry.name.endswith(ARCHIVE_SUFFIXES) and _archive_version(entry.name) == version
-    ]
-    wheels = [entry for entry in found if entry.name.endswith(".whl")]
-    return (wheels or found or [None])[0]
-
-
-def download_archive(requirement: str, dest: Path) -> Path:
-    """`pip download --no-deps --only-binary=:all:` one sglang requirement into dest."""
-    dest.mkdir(parents=True, exist_ok=True)
-    command = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-        "--disable-pip-version-check", "--dest", str(dest), requirement,
-    ]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
-        raise SGLangSourceError(
-            f"cannot download {requirement} (pip download exited {result.returncode}): "
-            + " | ".join(tail)
-        )
-    for match in _PIP_SAVED.finditer(result.stdout):
-        saved = Path(match.group("path"))
-        saved = saved if saved.is_absolute() else dest / saved.name
-        if saved.name.startswith("sglang-") and saved.exists():
-            return saved
-    raise SGLangSourceError(
-        f"pip download {requirement} succeeded but named no sglang archive in {dest}"
-    )
+def commit_source(repo: Path, commit: str, subject: str | None = None) -> SGLangSource:
+    """One commit of a local SGLang checkout (package under `python/`, or at the root)."""
+    prefix = "python/" if GitTree(repo, commit, "python/").read(DFLASH_MODEL) else ""
+    tree = GitTree(repo, commit, prefix)
+    pin = transformers_from_pyproject(tree.read("pyproject.toml"))
+    return _build(tree, None, f"{repo}@{commit[:10]}", "commit", pin, _digest(str(repo), commit),
+                  commit=commit, subject=subject)
 
 
 def spec_source(spec: str, cache: Path | None = None) -> SGLangSource:
@@ -208,25 +271,37 @@ def spec_source(spec: str, cache: Path | None = None) -> SGLangSource:
     spec = spec.strip()
     if spec == "installed":
         return installed_source()
+    path = Path(spec).expanduser()
     if spec.endswith(ARCHIVE_SUFFIXES) or os.sep in spec:
-        return archive_source(spec)
-    cache = cache or wheel_cache_dir()
+        return checkout_source(path) if path.is_dir() else archive_source(path)
     exact = _EXACT_SPEC.match(spec)
     version = exact.group("version") if exact else spec if _BARE_VERSION.match(spec) else None
     if version is not None:
-        # An exact version already cached needs no network: offline CI keeps working.
-        if (hit := cached_archive(version, cache)) is not None:
-            return archive_source(hit)
-        return archive_source(download_archive(f"sglang=={version}", cache))
+        return archive_source(archive_for(version, cache))
     if not spec.startswith("sglang"):
         raise SGLangSourceError(
             f"--sglang {spec!r} is not a version, a sglang requirement, an archive or 'installed'"
         )
-    return archive_source(download_archive(spec, cache))
+    return archive_source(download_archive(spec, cache or wheel_cache_dir()))
+
+
+def source_for_build(build: SGLangSource | str | os.PathLike[str] | None) -> SGLangSource:
+    """An engine build as audit source: an SGLangSource, a checkout folder, a wheel or
+    sdist file, `installed` or None (the installed package), or a spec like `sglang==0.5.23`."""
+    if isinstance(build, SGLangSource):
+        return build
+    if build is None or str(build) == "installed":
+        return installed_source()
+    path = Path(build).expanduser()
+    if path.is_dir():
+        return checkout_source(path)
+    if path.is_file():
+        return archive_source(path)
+    return spec_source(str(build))
 
 
 def resolve_source(sglang: str | None, sglang_source: str | None) -> SGLangSource | None:
-    """The version the CLI asks for; None when neither flag is given."""
+    """The one version the CLI asks for; None when neither flag is given."""
     if sglang and sglang_source:
         raise BadInput("give either --sglang or --sglang-source, not both")
     if sglang_source:
@@ -234,26 +309,3 @@ def resolve_source(sglang: str | None, sglang_source: str | None) -> SGLangSourc
     if sglang:
         return spec_source(sglang)
     return None
-
-
-def fetch_wheels(versions: Iterable[str], dest: str | os.PathLike[str]) -> list[Path]:
-    """Download each sglang version's archive into dest unless already there (for nox).
-
-    `nox -s tests` calls this before pytest so that the source-evaluation tests find the
-    wheels offline afterwards; versions already cached cost nothing.
-    """
-    dest_path = Path(dest)
-    archives = []
-    for version in versions:
-        hit = cached_archive(version, dest_path)
-        archives.append(hit or download_archive(f"sglang=={version}", dest_path))
-    return archives
-
-
-if __name__ == "__main__":
-    # python -m harness.audit.source DEST VERSION... : the nox-friendly entry point.
-    if len(sys.argv) < 3:
-        print("usage: python -m harness.audit.source DEST VERSION...", file=sys.stderr)
-        sys.exit(2)
-    for fetched in fetch_wheels(sys.argv[2:], sys.argv[1]):
-        print(fetched)

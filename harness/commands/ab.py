@@ -31,12 +31,15 @@ class ABCommand:
         import json
         import math
 
+        from harness.build import parse_build_spec
         from harness.compare import Side, add_run, compare, render
         from harness.errors import EngineError, ExitCode
         from harness.runner import RunOptions, run_suite
         from harness.suite import load_suite
 
         loaded = load_suite(args.suite)
+        for spec, flag in ((args.a, "--a"), (args.b, "--b")):  # both parse before either runs
+            parse_build_spec(spec, engine=loaded.suite.engine.kind, flag=flag)
         sides = []
         for spec, label in ((args.a, args.label_a), (args.b, args.label_b)):
             # Both sides are measured even when one breaks the draft's attention contract

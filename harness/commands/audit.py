@@ -1,23 +1,30 @@
-"""`harness audit`: which draft layers are causal, per SGLang behaviour and version."""
+"""`harness audit`: which draft layers are causal, under SGLang versions' own code."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from harness.errors import ExitCode
 
 BEHAVIOUR_CHOICES = ("legacy", "regressed", "fixed")
+VERSION_REJECTS = 5  # harness.audit.errors.VERSION_REJECTS, kept here to import nothing
 
 
 class AuditCommand:
     name = "audit"
     help = (
-        "Show a DFlash draft's per-layer attention (causal or bidirectional, window) under "
-        "every known SGLang behaviour and under one SGLang version's own resolver code; "
-        "no GPU needed."
+        "Show a DFlash draft's per-layer attention (causal or bidirectional, window) as SGLang "
+        "versions' own code resolves it on the config they build: one release, a range of "
+        "releases, a checkout, or a bisect over a checkout's history; no GPU needed."
     )
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.epilog = (
+            "Exit codes: 0 resolved (and as expected), 1 differs from --expect (bisect: no "
+            f"commit changes the table), 2 bad input, 3 the audit could not run, "
+            f"{VERSION_REJECTS} a version's own code rejects the config (its error is shown)."
+        )
         parser.add_argument(
             "config",
             metavar="CONFIG",
@@ -28,56 +35,146 @@ class AuditCommand:
         version.add_argument(
             "--sglang",
             metavar="SPEC",
-            help="SGLang version whose resolver code to evaluate: 'sglang==0.5.23' or '0.5.23' "
-            "(downloaded wheel, cached), a wheel/sdist path, or 'installed'",
+            help="SGLang versions whose own code to run: '0.5.23' or 'sglang==0.5.23', a range "
+            "'0.5.17..0.5.23' (every release in it), a list '0.5.17,0.5.23' (wheels downloaded "
+            "once, cached), a wheel/sdist path, or 'installed'",
         )
         version.add_argument(
-            "--sglang-source",
-            metavar="PATH",
-            help="an SGLang source checkout whose resolver code to evaluate",
+            "--sglang-source", metavar="PATH", help="an SGLang source checkout whose code to run"
+        )
+        version.add_argument(
+            "--bisect",
+            nargs=2,
+            metavar=("GOOD", "BAD"),
+            help="with --repo: name the first commit from GOOD to BAD, among those touching "
+            "the files the audit reads, whose table differs from GOOD's",
+        )
+        parser.add_argument("--repo", metavar="PATH", help="the SGLang checkout for --bisect")
+        parser.add_argument(
+            "--transformers",
+            metavar="VERSION",
+            help="build the config with this transformers instead of the version's own pin",
         )
         parser.add_argument(
             "--expect",
             metavar="FILE|SUITE",
             help="expected per-layer contract: a suite name or path (draft.expected_layers), "
-            "or a JSON/TOML file with expected_layers; exit 1 when the layers differ",
+            "or a JSON/TOML file with expected_layers; exit 1 when a version's layers differ",
         )
         parser.add_argument(
             "--behaviour",
             choices=BEHAVIOUR_CHOICES,
             default="fixed",
-            help="without --sglang/--sglang-source, the behaviour --expect is checked against "
-            "(default: fixed, what SGLang 0.5.18 and later do)",
+            help="without a version: the harness's model of SGLang's known behaviours, and "
+            "the one --expect is checked against (default: fixed)",
         )
+        parser.add_argument("--no-cache", action="store_true",
+                            help="evaluate again instead of reusing a cached answer")
         parser.add_argument("--json", action="store_true", help="print the audit as JSON")
 
     def run(self, args: argparse.Namespace) -> int:
         # Imported here so that `harness --help` stays fast.
-        import json
+        from harness.audit.config import locate_draft_config, parse_config_text
 
-        from harness.audit.config import load_draft_config
-        from harness.audit.contract import load_expected
-        from harness.audit.report import build_report, render
-        from harness.audit.source import resolve_source
+        path, origin = locate_draft_config(args.config, args.revision)
+        config = parse_config_text(_read(path), origin)  # the harness's only checks
+        transformers = _requirement(args.transformers)
+        if args.bisect:
+            return _bisect(args, path, transformers)
+        if args.sglang or args.sglang_source:
+            return _versions(args, path, origin, transformers)
+        return _behaviours(args, config, origin)
 
-        config, origin = load_draft_config(args.config, args.revision)
-        expected, expected_origin = (None, None)
-        if args.expect:
-            expected, expected_origin = load_expected(args.expect)
-        source = resolve_source(args.sglang, args.sglang_source)
-        report = build_report(
-            config,
-            origin,
-            source=source,
-            expected=expected,
-            expected_origin=expected_origin,
-            behaviour=args.behaviour,
-        )
-        if args.json:
-            print(json.dumps(report.to_dict(), indent=2))
-        else:
-            from rich.console import Console
 
-            render(report, Console())
-        # Exit 1 is the CLI's "below the contract" code, shared with floors.
-        return ExitCode.BELOW_FLOOR if report.differences else ExitCode.PASS
+def _read(path: Any) -> str:
+    from harness.attention import DraftConfigError
+
+    try:
+        return str(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise DraftConfigError(f"{path}: cannot read: {error}") from error
+
+
+def _requirement(version: str | None) -> str | None:
+    if version is None:
+        return None
+    return version if version.startswith("transformers") else f"transformers=={version}"
+
+
+def _expected(args: argparse.Namespace) -> tuple[Any, Any]:
+    if not args.expect:
+        return None, None
+    from harness.audit.contract import load_expected
+
+    return load_expected(args.expect)
+
+
+def _print(data: dict[str, Any]) -> None:
+    import json
+
+    print(json.dumps(data, indent=2))
+
+
+def _console(columns: int = 3) -> Any:
+    from rich.console import Console
+
+    # Wide enough that no cell is cut: a layer column, a type column, ~14 per version.
+    return Console(width=max(100, 24 + 14 * columns, Console().width), soft_wrap=True)
+
+
+def _sources(args: argparse.Namespace) -> list[Any]:
+    from harness.audit.source import checkout_source, spec_source
+    from harness.audit.wheels import expand_versions
+
+    if args.sglang_source:
+        return [checkout_source(args.sglang_source)]
+    versions = expand_versions(args.sglang)
+    if versions is None:
+        return [spec_source(args.sglang)]
+    return [spec_source(version) for version in versions]
+
+
+def _versions(args: argparse.Namespace, path: Any, origin: str, transformers: str | None) -> int:
+    from harness.audit.evaluate import evaluate_sources
+    from harness.audit.table import build_versions_report, render
+
+    expected, expected_origin = _expected(args)
+    results = evaluate_sources(path, _sources(args), transformers, use_cache=not args.no_cache)
+    report = build_versions_report(origin, results, expected, expected_origin)
+    if args.json:
+        _print(report.to_dict())
+    else:
+        render(report, _console(len(results)))
+    if report.rejected:
+        return VERSION_REJECTS
+    return ExitCode.BELOW_FLOOR if any(report.differences.values()) else ExitCode.PASS
+
+
+def _bisect(args: argparse.Namespace, path: Any, transformers: str | None) -> int:
+    from pathlib import Path
+
+    from harness.audit.history import bisect, render
+    from harness.errors import BadInput
+
+    if not args.repo:
+        raise BadInput("--bisect GOOD BAD needs --repo PATH (a local SGLang checkout)")
+    good, bad = args.bisect
+    result = bisect(path, Path(args.repo), good, bad, transformers)
+    if args.json:
+        _print(result.to_dict())
+    else:
+        render(result, _console(), good, bad)
+    return ExitCode.PASS if result.first is not None else ExitCode.BELOW_FLOOR
+
+
+def _behaviours(args: argparse.Namespace, config: Any, origin: str) -> int:
+    from harness.audit.report import build_report, render
+
+    expected, expected_origin = _expected(args)
+    report = build_report(config, origin, expected, expected_origin, args.behaviour)
+    if args.json:
+        _print(report.to_dict())
+    else:
+        render(report, _console())
+    # Exit 1 is the CLI's "below the contract" code, shared with floors.
+    return ExitCode.BELOW_FLOOR if report.differences else ExitCode.PASS

@@ -30,19 +30,23 @@ class MatrixCommand:
             metavar="FILE",
             help="runner config (default: ci/runners.toml)",
         )
+        parser.add_argument("--build", action="append", default=[], metavar="LABEL=SPEC",
+                            help="one job per build for every SGLang suite, labelled "
+                            "(e.g. main=git+...@<sha>#subdirectory=python); repeatable")
         parser.add_argument("--pretty", action="store_true", help="indented JSON")
 
     def run(self, args: argparse.Namespace) -> int:
         import json
 
-        from harness.matrix import RUNNERS_FILE, build_matrix, load_runners
+        from harness.matrix import RUNNERS_FILE, build_matrix, load_runners, parse_builds
         from harness.suite import load_suite, shipped_suites
 
         specs = _split(args.suites) or shipped_suites()
         suites = [load_suite(spec) for spec in specs]
         if args.nightly_only:
             suites = [loaded for loaded in suites if loaded.suite.nightly]
-        matrix = build_matrix(suites, load_runners(args.runners or RUNNERS_FILE))
+        matrix = build_matrix(suites, load_runners(args.runners or RUNNERS_FILE),
+                              builds=parse_builds(args.build))
         print(json.dumps(matrix, indent=2 if args.pretty else None))
         return 0
 

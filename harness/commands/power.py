@@ -1,8 +1,12 @@
-"""`harness power SUITE`: the smallest accept-length drop detectable per prompt count.
+"""`harness power SUITE`: the operating characteristic of the test the gate runs.
 
-TensorRT-LLM's accuracy tests state their thresholds this way: for a false-alarm rate
-alpha and a miss rate beta, the drop (z_{1-alpha} + z_{1-beta}) * sd / sqrt(n) is the
-smallest one that n prompts catch. sd is the per-prompt spread of accept length.
+The fixed gate is "point estimate vs floor" over the suite's questions (`strict`: `>`).
+Its error rates follow from the per-prompt sd of the suite's metric: P(fail) =
+Phi(-(true - floor) sqrt(n) / sd), about 50% at the floor itself. The report gives, per
+prompt count, the margin above the floor a build needs for a false-fail rate <= alpha and
+the drop below the floor that fails with probability >= 1 - beta; at the suite's count,
+P(fail) for builds near the floor, fixed and sequential, and the sequential rule's
+expected number of requests. See docs/statistics.md.
 """
 
 from __future__ import annotations
@@ -16,18 +20,22 @@ from harness.commands import add_results_option
 if TYPE_CHECKING:
     from harness.suite import LoadedSuite
 
+OFFSETS = (-0.5, -0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3, 0.5)
+
 
 class PowerCommand:
     name = "power"
-    help = "print the smallest detectable accept-length drop vs number of prompts for a suite"
+    help = "print the gate's error rates vs true accept length and number of prompts for a suite"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("suite", help="suite file or name")
         add_results_option(parser, "per-prompt spread is taken from the suite's latest runs here")
-        parser.add_argument("--alpha", type=float, help="false-alarm rate (default: the suite's)")
-        parser.add_argument("--beta", type=float, help="miss rate (default: the suite's)")
+        parser.add_argument("--alpha", type=float,
+                            help="tolerated false-fail rate (default: the suite's floors.alpha)")
+        parser.add_argument("--beta", type=float,
+                            help="tolerated false-pass rate (default: the suite's floors.beta)")
         parser.add_argument("--sd", type=float, metavar="SD",
-                            help="per-prompt sd of accept length (default: from the latest "
+                            help="per-prompt sd of the suite's metric (default: from the latest "
                             "recorded runs, else a documented default, see docs/statistics.md)")
         parser.add_argument("--runs", type=int, default=5, metavar="N",
                             help="how many latest runs to estimate the spread from (default 5)")
@@ -45,6 +53,8 @@ class PowerCommand:
                 raise BadInput(f"--{name} must be in (0, 0.5), got {value}")
         if args.sd is not None and args.sd <= 0:
             raise BadInput(f"--sd must be positive, got {args.sd}")
+        if args.runs < 1:
+            raise BadInput(f"--runs must be >= 1, got {args.runs}")
         report = power_report(load_suite(args.suite), args.results, alpha=args.alpha,
                               beta=args.beta, sd=args.sd, latest_runs=args.runs)  # fmt: skip
         if args.json:
@@ -54,8 +64,11 @@ class PowerCommand:
         return 0
 
 
-def recorded_spread(results: Path, suite: str, latest_runs: int) -> tuple[float, list[str]] | None:
-    """Pooled per-prompt sd over the suite's latest runs with request rows, and their ids."""
+def recorded_spread(
+    results: Path, suite: str, metric: str, latest_runs: int
+) -> tuple[float, list[str]] | None:
+    """Pooled per-prompt sd of the metric's numerators over the suite's latest runs with
+    request rows, and the run ids used."""
     import math
 
     from harness import stats
@@ -64,11 +77,9 @@ def recorded_spread(results: Path, suite: str, latest_runs: int) -> tuple[float,
     runs = load_runs(results, suite=suite, kind="run")
     variances, used = [], []
     for path, run_id in zip(runs["path"][::-1], runs["run_id"][::-1], strict=True):
-        rows = read_requests(Path(path))
-        tokens = [r["completion_tokens"] for r in rows if r.get("verify_steps")]
-        steps = [r["verify_steps"] for r in rows if r.get("verify_steps")]
-        if len(tokens) >= 10:
-            variances.append(stats.prompt_sd(tokens, steps) ** 2)
+        numerators, steps = stats.metric_pairs(read_requests(Path(path)), metric)  # type: ignore[arg-type]
+        if len(numerators) >= 10:
+            variances.append(stats.prompt_sd(numerators, steps) ** 2)
             used.append(run_id)
         if len(used) >= latest_runs:
             break
@@ -85,57 +96,81 @@ def power_report(
 ) -> dict[str, Any]:
     from harness import stats
 
-    suite = loaded.suite
-    alpha = alpha if alpha is not None else getattr(suite.floors, "alpha", 0.05)
-    beta = beta if beta is not None else getattr(suite.floors, "beta", 0.2)
+    suite, floors = loaded.suite, loaded.suite.floors
+    metric = getattr(floors, "metric", "server_avg")
+    alpha = alpha if alpha is not None else getattr(floors, "alpha", 0.05)
+    beta = beta if beta is not None else getattr(floors, "beta", 0.2)
     if sd is not None:
         sd_source = "given with --sd"
-    elif (found := recorded_spread(results, suite.name, latest_runs)) is not None:
+    elif (found := recorded_spread(results, suite.name, metric, latest_runs)) is not None:
         sd, run_ids = found
-        sd_source = f"pooled over {len(run_ids)} recorded run(s): {', '.join(run_ids)}"
+        sd_source = (f"pooled over {len(run_ids)} recorded run(s) ({metric} numerators): "
+                     f"{', '.join(run_ids)}")  # fmt: skip
     else:
         sd = stats.DEFAULT_PROMPT_SD
         sd_source = f"default {sd} (no recorded runs with request rows under {results})"
-    reference = max((b.accept_length for b in suite.baselines), default=None)
-    counts = sorted(set(stats.DEFAULT_PROMPT_COUNTS) | {suite.workload.questions})
-    rows = stats.power_table(sd, alpha, beta, counts, reference or suite.floors.accept_length)
-    margins = {}
+    n = suite.workload.questions
+    counts = sorted(set(stats.DEFAULT_PROMPT_COUNTS) | {n})
+    rule = stats.SequentialRule(floor=floors.accept_length, alpha=alpha, beta=beta, max_n=n,
+                                strict=floors.strict)  # fmt: skip
+    characteristic = []
+    for offset in OFFSETS:
+        p_sequential, expected = rule.operating_characteristic(offset, sd)
+        characteristic.append({"true_minus_floor": offset,
+                               "p_fail_fixed": stats.gate_fail_probability(offset, sd, n),
+                               "p_fail_sequential": p_sequential,
+                               "sequential_expected_requests": expected})  # fmt: skip
+    baselines = []
     for baseline in suite.baselines:
-        margin = baseline.accept_length - suite.floors.accept_length
-        if margin > 0:
-            margins[f"{baseline.label} -> floor ({margin:.3f})"] = stats.prompts_needed(
-                sd, margin, alpha, beta
-            )
+        margin = baseline.accept_length - floors.accept_length
+        baselines.append({"label": baseline.label, "accept_length": baseline.accept_length,
+                          "margin": margin,
+                          "p_fail_fixed": stats.gate_fail_probability(margin, sd, n),
+                          "prompts_for_alpha": stats.prompts_for_margin(sd, margin, alpha)
+                          if margin > 0 else None})  # fmt: skip
     return {
-        "suite": suite.name,
-        "alpha": alpha,
-        "beta": beta,
-        "sd": sd,
-        "sd_source": sd_source,
-        "floor": suite.floors.accept_length,
-        "reference": reference or suite.floors.accept_length,
-        "questions": suite.workload.questions,
-        "table": [row.__dict__ for row in rows],
-        "prompts_needed": margins,
-    }
+        "suite": suite.name, "metric": metric, "gate": "point estimate " +
+        (">" if floors.strict else ">=") + " floor", "floor": floors.accept_length,
+        "alpha": alpha, "beta": beta, "sd": sd, "sd_source": sd_source, "questions": n,
+        "sequential_looks": rule.looks(),
+        "table": [row.__dict__ for row in stats.power_table(sd, alpha, beta, counts)],
+        "characteristic": characteristic,
+        "baselines": baselines,
+    }  # fmt: skip
 
 
 def render_power(report: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{report['suite']}: smallest detectable drop "
-                  f"(alpha {report['alpha']}, power {1 - report['beta']:.2f})")  # fmt: skip
-    table.add_column("prompts", justify="right")
-    table.add_column("min detectable drop", justify="right")
-    table.add_column(f"% of {report['reference']:g}", justify="right")
+    alpha, beta = report["alpha"], report["beta"]
+    console = Console()
+    console.print(f"{report['suite']}: gate = {report['gate']} {report['floor']:g} "
+                  f"({report['metric']}); per-prompt sd {report['sd']:.3f}: "
+                  f"{report['sd_source']}")  # fmt: skip
+    table = Table(title="fixed gate per prompt count")
+    for column in ("prompts", "se", f"margin for P(false fail) <= {alpha:g}",
+                   f"min detectable drop below floor (P(fail) >= {1 - beta:.2f})"):
+        table.add_column(column, justify="right")
     for row in report["table"]:
         mark = " (suite)" if row["n_prompts"] == report["questions"] else ""
-        relative = row["relative_drop"]
-        table.add_row(f"{row['n_prompts']}{mark}", f"{row['min_detectable_drop']:.3f}",
-                      f"{100 * relative:.2f}%" if relative is not None else "-")  # fmt: skip
-    console = Console()
+        table.add_row(f"{row['n_prompts']}{mark}", f"{row['se']:.3f}",
+                      f"+{row['fail_margin']:.3f}", f"-{row['caught_drop']:.3f}")  # fmt: skip
     console.print(table)
-    console.print(f"per-prompt sd {report['sd']:.3f}: {report['sd_source']}")
-    for what, n in report["prompts_needed"].items():
-        console.print(f"prompts needed to detect a drop from {what}: {n}")
+    looks = report["sequential_looks"]
+    oc = Table(title=f"P(fail) at {report['questions']} prompts; sequential looks {looks}")
+    for column in ("true - floor", "P(fail) fixed", "P(fail) sequential",
+                   "sequential requests (mean)"):
+        oc.add_column(column, justify="right")
+    for row in report["characteristic"]:
+        oc.add_row(f"{row['true_minus_floor']:+.1f}", f"{row['p_fail_fixed']:.3f}",
+                   f"{row['p_fail_sequential']:.3f}",
+                   f"{row['sequential_expected_requests']:.0f}")  # fmt: skip
+    console.print(oc)
+    for b in report["baselines"]:
+        extra = (f"; {b['prompts_for_alpha']} prompts keep P(false fail) <= {alpha:g}"
+                 if b["prompts_for_alpha"] else "")
+        console.print(f"baseline {b['label']} {b['accept_length']:g} ({b['margin']:+.3f} from "
+                      f"the floor): P(fail) {b['p_fail_fixed']:.3f}{extra}")  # fmt: skip
+    console.print("sequential: alpha/beta bound only an early fail/pass; the last look is "
+                  "the fixed gate (normal model, docs/statistics.md)")

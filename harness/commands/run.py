@@ -16,15 +16,22 @@ class RunCommand:
         parser.add_argument("suite", help="suite file or name (see `harness list`)")
         parser.add_argument("--dry-run", action="store_true",
                             help="print the launch command and workload plan; run nothing")
-        parser.add_argument("--sglang", metavar="SPEC",
-                            help="build under test: pip requirement (sglang==0.5.23), git URL "
-                            "with a ref, or local checkout (default: the installed sglang, "
-                            "else the suite's default_build)")
+        parser.add_argument("--sglang", "--build", dest="sglang", metavar="SPEC",
+                            help="build under test: sglang==X, git+URL@REF[#subdirectory="
+                            "python], a local checkout PATH[@REF]; for a reference-engine "
+                            "suite reference:policy=fixed|legacy|regressed[,noise=X] or "
+                            "reference:PATH[@REF] (default: the installed sglang, else the "
+                            "suite's default_build)")
         parser.add_argument("--patch", type=Path, metavar="FILE",
                             help="diff applied to a copy of the local checkout given by --sglang")
         add_results_option(parser)
         parser.add_argument("--engine-python", metavar="PATH",
                             help="interpreter of the reference engine's environment")
+        parser.add_argument("--target-model", metavar="ID_OR_PATH",
+                            help="serve this target instead of the suite's (required when the "
+                            "suite's target has no public id and its variable is unset)")
+        parser.add_argument("--draft-model", metavar="ID_OR_PATH",
+                            help="serve this draft instead of the suite's")
         parser.add_argument("--label", help="a tag recorded with the run (e.g. pre-fix)")
         parser.add_argument("--sequential", action="store_true",
                             help="stop as soon as the verdict is settled at the suite's "
@@ -41,11 +48,13 @@ class RunCommand:
             results_dir=args.results, sglang=args.sglang, patch=args.patch,
             dry_run=args.dry_run, engine_python=args.engine_python, label=args.label,
             plot=not args.no_plot, sequential=args.sequential, progress=not args.no_progress,
+            target_model=args.target_model, draft_model=args.draft_model,
         )
         if args.patch is not None or args.sglang is not None:
             from harness.build import parse_build_spec
 
-            parse_build_spec(args.sglang, args.patch)  # bad specs end here, before any work
+            # bad specs, and specs for the other engine, end here before any work
+            parse_build_spec(args.sglang, args.patch, engine=loaded.suite.engine.kind)
         outcome = run_suite(loaded, options)
         if outcome.plan:
             print("\n".join(outcome.plan))

@@ -52,6 +52,19 @@ class TrendCommand:
             help="smallest accept-length step that counts (default 0.1)",
         )
         parser.add_argument(
+            "--since",
+            default=None,
+            metavar="TIME",
+            help="only runs started at or after TIME (ISO 8601, UTC) are tonight's: a suite "
+            "whose latest run is older has no verdict, which is an error (exit 3)",
+        )
+        parser.add_argument(
+            "--label",
+            default=None,
+            metavar="LABEL",
+            help="only runs with this label (e.g. main or release: one trend line each)",
+        )
+        parser.add_argument(
             "--alpha",
             type=float,
             default=0.01,
@@ -62,7 +75,8 @@ class TrendCommand:
         import json
 
         from harness.store import PLOTS_DIR, default_results_dir, load_runs
-        from harness.trend import TrendParams, analyse_all, markdown_table, summarize
+        from harness.trend import TrendParams, analyse_all
+        from harness.trend_report import markdown_table, summarize
 
         root = args.results or default_results_dir()
         if not root.is_dir():
@@ -71,8 +85,10 @@ class TrendCommand:
             raise BadInput("--window must be >= 2 and --alpha in (0, 1)")
         params = TrendParams(alpha=args.alpha, min_shift=args.min_shift, window=args.window)
         runs = load_runs(root)
+        if args.label is not None:  # baselines stay: they carry their own labels
+            runs = runs[(runs["kind"] == "baseline") | (runs["label"] == args.label)]
         trends = analyse_all(runs, args.suites or None, params)
-        summaries = summarize(runs, trends, params.window)
+        summaries = summarize(runs, trends, params.window, _since(args.since))
         if args.plot:
             from harness.trend_plot import TREND_PNG, plot_trend
 
@@ -94,8 +110,21 @@ class TrendCommand:
         return ExitCode.PASS
 
 
+def _since(text: str | None) -> object:
+    if text is None:
+        return None
+    import pandas as pd
+
+    try:
+        moment = pd.Timestamp(text)
+    except ValueError:
+        raise BadInput(f"--since {text!r}: not an ISO 8601 time (e.g. 2026-11-30T02:17:00Z)"
+                       ) from None
+    return moment.tz_localize("UTC") if moment.tzinfo is None else moment.tz_convert("UTC")
+
+
 def _as_json(item: object) -> dict[str, object]:
-    from harness.trend import SuiteSummary
+    from harness.trend_report import SuiteSummary
 
     assert isinstance(item, SuiteSummary)
     return {
@@ -106,6 +135,7 @@ def _as_json(item: object) -> dict[str, object]:
         "floor": item.floor,
         "baselines": dict(item.baselines),
         "verdict": item.verdict,
+        "stale": item.stale,
         "change": item.change,
         "change_ci": item.change_ci,
         "excess_sd": item.trend.excess_sd,

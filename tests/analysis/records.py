@@ -16,16 +16,17 @@ from harness.record import (
     Verdict,
     new_run_id,
 )
+from harness.simulate import simulate_prompts
 from harness.store import save_run
 
 SUITE_DOCUMENT = {
     "name": "tiny_dflash_cpu",
     "engine": {"kind": "reference"},
     "topology": {"gpus": 0},
-    "floors": {"accept_length": 2.0},
+    "floors": {"accept_length": 2.0, "metric": "per_request"},
     "baselines": [
-        {"label": "pre-fix", "accept_length": 1.8, "source": "synthetic"},
-        {"label": "post-fix", "accept_length": 2.6, "source": "synthetic"},
+        {"label": "pre-fix", "accept_length": 1.8, "source": "synthetic", "external": True},
+        {"label": "post-fix", "accept_length": 2.6, "source": "synthetic", "external": True},
     ],
 }
 
@@ -42,7 +43,7 @@ def make_run(
     floor: float = 2.0,
 ) -> Path:
     """Write one synthetic run (record + request rows) under `root`; returns its folder."""
-    tokens, steps = stats.simulate_prompts(n, accept_length, prompt_sd=0.4, seed=seed)
+    tokens, steps = simulate_prompts(n, accept_length, prompt_sd=0.4, seed=seed)
     estimate = stats.accept_length(tokens, steps)
     histogram = [int(steps.sum() * 0.3), int(steps.sum() * 0.3), int(steps.sum() * 0.4)]
     rows = [
@@ -51,14 +52,15 @@ def make_run(
             question_index=i + 5,
             completion_tokens=int(t),
             verify_steps=int(s),
-            accept_length=float(t / s),
+            spec_accept_length=float(t / s),
             latency_s=0.5,
             correct=bool(i % 3),
             accept_histogram=[int(s * 0.3), int(s * 0.3), int(s) - 2 * int(s * 0.3)],
         )
         for i, (t, s) in enumerate(zip(tokens, steps, strict=True))
     ]
-    document = dict(SUITE_DOCUMENT, name=suite, floors={"accept_length": floor})
+    document = dict(SUITE_DOCUMENT, name=suite,
+                    floors={"accept_length": floor, "metric": "per_request"})
     record = RunRecord(
         run_id=new_run_id(),
         label=label,
@@ -67,7 +69,9 @@ def make_run(
         build=BuildInfo(engine="reference", spec=spec),
         provenance=Provenance(harness_version="0.1.0", python="3.11", platform="test"),
         measurement=Measurement(
+            metric="per_request",  # synthetic rows carry no correct-draft counts
             accept_length=estimate,
+            accept_length_per_request=estimate,
             accept_length_ci=stats.bootstrap_ci(tokens, steps, n_boot=200),
             n_requests=n,
             completion_tokens=int(tokens.sum()),

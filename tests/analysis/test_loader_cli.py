@@ -125,23 +125,30 @@ def test_harness_results_is_honoured_by_every_command(
     assert "$HARNESS_RESULTS" in help_text
 
 
-def _as_version_2(run_dir: Path, metric: str = "server_avg", drafts: bool = True) -> None:
-    """Rewrite a synthetic run as schema 2: per-request correct drafts, both figures."""
+def _as_server_avg(run_dir: Path) -> None:
+    """Give a synthetic run correct-draft counts per request and judge it in server_avg."""
     rows = [json.loads(line) for line in (run_dir / REQUESTS_FILE).read_text().splitlines()]
-    for row in rows:
-        row["spec_accept_length"] = row.pop("accept_length")
-        if drafts:  # correct drafts = tokens produced by verify steps minus one per step
-            row["correct_drafts"] = max(0, row["completion_tokens"] - 1 - row["verify_steps"])
+    for row in rows:  # tokens produced by verify steps, less one per step: the drafts
+        row["correct_drafts"] = max(0, row["completion_tokens"] - 1 - row["verify_steps"])
     (run_dir / REQUESTS_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
     data = json.loads((run_dir / RUN_FILE).read_text())
     steps = sum(r["verify_steps"] for r in rows)
-    tokens = sum(r["completion_tokens"] for r in rows)
-    server = (sum(r.get("correct_drafts", 0) for r in rows) + steps) / steps
-    data["schema_version"] = 2
-    data["measurement"].update(metric=metric, accept_length_per_request=tokens / steps,
-                               accept_length_server_avg=server if drafts else None,
-                               accept_length=server if metric == "server_avg" else tokens / steps)
+    server = (sum(r["correct_drafts"] for r in rows) + steps) / steps
+    data["measurement"].update(metric="server_avg", accept_length=server,
+                               accept_length_server_avg=server)  # fmt: skip
     (run_dir / RUN_FILE).write_text(json.dumps(data))
+
+
+def _baseline(results: Path, run_dir: Path, label: str, metric: str) -> Path:
+    """A hand-entered figure in `metric` (no per-request data)."""
+    record = json.loads((run_dir / RUN_FILE).read_text())
+    record.update(kind="baseline", label=label, run_id=f"base-{label}", external=True,
+                  started_at=None, verdict=None)  # fmt: skip
+    record["measurement"] = {"metric": metric, "accept_length": 2.5}
+    file = results / "baselines" / f"{SUITE}--{label}.json"
+    file.parent.mkdir(exist_ok=True)
+    file.write_text(json.dumps(record))
+    return file
 
 
 def test_compare_uses_one_definition_for_both_sides(
@@ -149,8 +156,8 @@ def test_compare_uses_one_definition_for_both_sides(
 ) -> None:
     a = make_run(results, 2.6, n=60, seed=1, started_at=START)
     b = make_run(results, 2.6, n=60, seed=2, started_at=START + timedelta(days=1))
-    _as_version_2(a)
-    _as_version_2(b)
+    _as_server_avg(a)
+    _as_server_avg(b)
     assert main(["compare", str(a), str(b), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["metric"] == "server_avg"
@@ -159,20 +166,20 @@ def test_compare_uses_one_definition_for_both_sides(
     exact = (sum(r["correct_drafts"] for r in rows) + steps) / steps
     assert result["a"]["accept_length"] == pytest.approx(exact)
     assert result["difference"]["method"].startswith("paired")
-    # against a version 1 run (no correct drafts per request): both sides per_request
+    # a run judged per_request: compared in A's definition, its numerators by stats.numerator
     c = make_run(results, 2.6, n=60, seed=3, started_at=START + timedelta(days=2))
-    assert main(["compare", str(a), str(c), "--json"]) == 0
+    assert main(["compare", str(c), str(a), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["metric"] == "per_request"
     tokens = sum(r["completion_tokens"] for r in rows)
-    assert result["a"]["accept_length"] == pytest.approx(tokens / steps)
-    # a baseline figure stated under server_avg cannot meet a run that has only per_request
-    baseline = results / "baselines" / "tiny--server.json"
-    baseline.parent.mkdir()
-    record = json.loads((a / RUN_FILE).read_text())
-    record.update(kind="baseline", label="server", run_id="base-1")
-    baseline.write_text(json.dumps(record))
-    assert main(["compare", str(baseline), str(c)]) == 2
+    assert result["b"]["accept_length"] == pytest.approx(tokens / steps)
+    # two figures in different definitions cannot be compared
+    server = _baseline(results, a, "server", "server_avg")
+    per_request = _baseline(results, a, "perreq", "per_request")
+    assert main(["compare", str(server), str(per_request)]) == 2
     assert "not comparable" in capsys.readouterr().err
-    assert main(["compare", str(baseline), str(b), "--json"]) == 0
+    assert main(["compare", str(server), str(b), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["metric"] == "server_avg"
+    assert main(["compare", f"baseline:{SUITE}@perreq", str(c), "--results", str(results),
+                 "--json"]) == 0  # fmt: skip
+    assert json.loads(capsys.readouterr().out)["metric"] == "per_request"

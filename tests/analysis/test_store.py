@@ -71,7 +71,8 @@ def test_the_writer_indexes_each_record(results: Path) -> None:
     # feet, keeping its size and mtime, and the load still returns the indexed row
     stamp = os.stat(first / RUN_FILE)
     text = (first / RUN_FILE).read_text()
-    (first / RUN_FILE).write_text(text.replace('"schema_version": 1', '"schema_version": 9'))
+    version = f'"schema_version": {record.SCHEMA_VERSION}'
+    (first / RUN_FILE).write_text(text.replace(version, '"schema_version": 9'))
     os.utime(first / RUN_FILE, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
     assert len(store.load_runs(results)) == 2
     assert len(store.load_runs(results, use_cache=False)) == 1  # parsed: newer than it reads
@@ -290,12 +291,28 @@ def test_rows_carry_flattened_fields(results: Path) -> None:
 
 
 def test_version_1_records_read_as_per_request(results: Path) -> None:
-    make_run(results, 2.5)
+    run_dir = make_run(results, 2.5)
+    data = json.loads((run_dir / RUN_FILE).read_text())
+    data["schema_version"] = 1  # as the v1 writer wrote it: no metric, no figures beside
+    for key in ("metric", "accept_length_per_request", "accept_length_server_avg", "partial",
+                "n_planned", "correct_drafts", "server_reported_accept_length"):
+        data["measurement"].pop(key, None)
+    data["measurement"]["server_accept_length"] = 2.45
+    (run_dir / RUN_FILE).write_text(json.dumps(data))
     row = store.load_runs(results).iloc[0]
     assert row["schema_version"] == 1 and row["metric"] == "per_request"
     assert row["accept_length_per_request"] == row["accept_length"]
     assert pd.isna(row["accept_length_server_avg"])
+    assert row["server_reported_accept_length"] == 2.45
     assert not row["partial"] and row["n_finished"] == row["n_requests"] == 40
+
+
+def test_external_baselines_have_no_time_or_verdict() -> None:
+    root = Path(__file__).resolve().parents[2] / "results"
+    frame = store.load_runs(root, suite="gemma4_dflash_31b", kind="baseline")
+    assert frame.attrs["skipped"] == [] and len(frame) == 3
+    assert frame["external"].all() and frame["started_at"].isna().all()
+    assert frame["verdict"].isna().all() and set(frame["metric"]) == {"server_avg"}
 
 
 def test_version_2_columns(results: Path) -> None:

@@ -66,8 +66,11 @@ class DFlashDraftModel(torch.nn.Module):
 """
 
 
+PINNED_TRANSFORMERS = "transformers==5.19.0"
+
+
 def write_checkout(root: Path, model: str = REGRESSED_MODEL, version: str = "0.5.18.dev0") -> Path:
-    """A repository layout like SGLang's: <root>/python/sglang/..."""
+    """A repository layout like SGLang's: <root>/python/sglang/..., pinning transformers."""
     package = root / "python" / "sglang"
     (package / "srt" / "models").mkdir(parents=True)
     (package / "srt" / "speculative").mkdir(parents=True)
@@ -75,4 +78,7 @@ def write_checkout(root: Path, model: str = REGRESSED_MODEL, version: str = "0.5
     (package / "version.py").write_text(f'__version__ = "{version}"\n')
     (package / "srt" / "models" / "dflash.py").write_text(model)
     (package / "srt" / "speculative" / "dflash_utils.py").write_text(UTILS)
+    (root / "python" / "pyproject.toml").write_text(
+        f'[project]\nname = "sglang"\ndependencies = ["{PINNED_TRANSFORMERS}", "requests"]\n'
+    )
     return root

@@ -11,10 +11,20 @@ from pathlib import Path
 import pytest
 
 from harness import cli
+from harness.audit import VERSION_REJECTS
 from harness.commands import COMMANDS
 
-from .conftest import REPO_ROOT, dflash2_draft, gemma4_dflash, wheel_for
-from .fake_sglang import write_checkout
+from .conftest import (
+    RELEASES,
+    REPO_ROOT,
+    dflash2_draft,
+    gemma4_dflash,
+    nemotron_35_draft,
+    release_sources,
+    transformers_env,
+    wheel_for,
+)
+from .fake_sglang import PINNED_TRANSFORMERS, write_checkout
 
 GEMMA4_CONTRACT = {"expected_layers": [{"causal": True, "window": 2048}] * 4 + [{"causal": False}]}
 
@@ -57,7 +67,7 @@ def test_json_for_ci(gemma4: Path, capsys) -> None:
     assert report["differing_layers"] == [0, 1, 2, 3]
     assert report["default_layers"] == [0, 1, 2, 3, 4]
     assert [layer["causal"] for layer in report["behaviours"]["regressed"]] == [False] * 5
-    assert report["sglang"] is None and report["checked_against"] == "fixed"
+    assert "versions" not in report and report["checked_against"] == "fixed"
 
 
 def test_expectation_met_and_missed(gemma4: Path, contract: Path, capsys) -> None:
@@ -70,23 +80,72 @@ def test_expectation_met_and_missed(gemma4: Path, contract: Path, capsys) -> Non
 
 
 def test_sglang_source_checkout(gemma4: Path, contract: Path, tmp_path: Path, capsys) -> None:
+    transformers_env(PINNED_TRANSFORMERS)
     checkout = write_checkout(tmp_path / "sglang")
     argv = ["audit", str(gemma4), "--sglang-source", str(checkout), "--expect", str(contract)]
     assert cli.main([*argv, "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
-    assert report["sglang"]["behaves_as"] == ["regressed"]
-    assert report["checked_against"] == "sglang 0.5.18.dev0"
-    assert report["differences"][0] == "layer 0: expected causal, got bidirectional"
+    [version] = report["versions"]
+    assert version["behaves_as"] == ["regressed"] and version["version"] == "0.5.18.dev0"
+    assert report["differences"]["0.5.18.dev0"][0] == "layer 0: expected causal, got bidirectional"
+    assert report["verdict"] == "differs"
 
 
-@pytest.mark.parametrize(("version", "behaviour"), [("0.5.17", "legacy"), ("0.5.23", "fixed")])
-def test_wheel_versions(gemma4: Path, contract: Path, capsys, version, behaviour) -> None:
-    argv = ["audit", str(gemma4), "--sglang", str(wheel_for(version)), "--expect", str(contract)]
-    assert cli.main([*argv, "--json"]) == 0
+def test_nemotron_under_0_5_23_is_the_correct_table(write_config, capsys) -> None:
+    release_sources("0.5.23")
+    nemotron = write_config(nemotron_35_draft())
+    assert cli.main(["audit", str(nemotron), "--sglang", str(wheel_for("0.5.23"))]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.strip()[:2] in ("0 ", "1 ", "2 ")]
+    assert rows == [["0", "sliding", "causal/512*"], ["1", "sliding", "causal/512*"],
+                    ["2", "full", "bidir*"]]
+    assert ("0.5.23: config built by transformers 5.19.0 as Qwen3Config (sglang "
+            "HfModelConfigParser.parse); behaves as fixed") in out
+
+
+def test_every_release_in_one_table(write_config, capsys, monkeypatch) -> None:
+    release_sources(*RELEASES)
+    monkeypatch.setattr("harness.audit.wheels.released_versions",
+                        lambda cache=None: (list(RELEASES), "test"))
+    nemotron = write_config(nemotron_35_draft())
+    assert cli.main(["audit", str(nemotron), "--sglang", "0.5.17..0.5.23"]) == VERSION_REJECTS
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if "layer" in line and "type" in line)
+    assert header.split()[2:] == ["0.5.17", "0.5.18", "≠", "0.5.19", "0.5.20", "0.5.21",
+                                  "0.5.22", "0.5.23"]
+    assert ("[a] 0.5.17, 0.5.18: ValueError: DFLASH sliding_attention layers require "
+            "config.sliding_window. (resolving, layer 0)") in out
+    assert "changed 0.5.18 -> 0.5.19" in out
+    assert cli.main(["audit", str(nemotron), "--sglang", "0.5.17,0.5.19", "--json"]) == 5
     report = json.loads(capsys.readouterr().out)
-    assert report["sglang"]["version"] == version
-    assert report["sglang"]["behaves_as"] == [behaviour]
-    assert report["sglang"]["layers"] == report["behaviours"][behaviour]
+    assert report["verdict"] == "rejected"
+    assert report["versions"][0]["error"]["type"] == "ValueError"
+    assert report["changes"][0]["from"] == "0.5.17" and report["changes"][0]["to"] == "0.5.19"
+
+
+def test_no_harness_validation_before_the_versions_code(write_config, capsys) -> None:
+    release_sources("0.5.23")
+    harness_would_refuse = write_config({"layer_types": ["sliding_attention"]})
+    argv = ["audit", str(harness_would_refuse), "--sglang", str(wheel_for("0.5.23"))]
+    assert cli.main(argv) == VERSION_REJECTS
+    out = capsys.readouterr().out
+    assert "(building the config)" in out and "model_type" in out  # transformers' own words
+
+
+@pytest.mark.parametrize("text", ["{oops", "[1, 2]"])
+def test_not_json_stops_before_any_version(write_config, capsys, text) -> None:
+    assert cli.main(["audit", str(write_config(text)), "--sglang", "0.5.23"]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_wheel_versions(gemma4: Path, contract: Path, capsys) -> None:
+    release_sources("0.5.17", "0.5.23")
+    argv = ["audit", str(gemma4), "--sglang", f"{wheel_for('0.5.17')}", "--expect",
+            str(contract), "--json"]  # fmt: skip
+    assert cli.main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["versions"][0]["behaves_as"] == ["legacy"]
+    assert report["verdict"] == "as_expected"
 
 
 def test_dflash2_explicit_false_differs_from_legacy(write_config, capsys) -> None:

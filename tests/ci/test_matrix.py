@@ -103,3 +103,28 @@ def test_bad_runner_config_is_bad_input(tmp_path: Path) -> None:
 def test_shipped_runner_config_loads() -> None:
     labels = [runner.label for runner in load_runners(RUNNERS_FILE).runner]
     assert {"cpu", "1-gpu-h100", "2-gpu-h100"} <= set(labels)
+
+
+def test_builds_give_one_labelled_job_per_sglang_suite() -> None:
+    from harness.matrix import build_matrix, load_runners, parse_builds
+    from harness.suite import load_suite
+
+    builds = parse_builds(["main=git+https://github.com/sgl-project/sglang@abc#subdirectory=python",
+                           "release=sglang==0.5.23"])
+    suites = [load_suite("qwen3_8b_dflash"), load_suite("tiny_dflash_cpu")]
+    include = build_matrix(suites, load_runners(), builds=builds)["include"]
+    qwen = [e for e in include if e["suite"] == "qwen3_8b_dflash"]
+    assert [(e["build_label"], e["build"]) for e in qwen] == [
+        ("main", "git+https://github.com/sgl-project/sglang@abc#subdirectory=python"),
+        ("release", "sglang==0.5.23")]
+    tiny = [e for e in include if e["suite"] == "tiny_dflash_cpu"]
+    assert len(tiny) == 1 and tiny[0]["build"] is None  # not an SGLang suite
+
+
+@pytest.mark.parametrize("bad", ["release", "=x", "a b=x", "release="])
+def test_bad_build_entries(bad: str) -> None:
+    from harness.errors import BadInput
+    from harness.matrix import parse_builds
+
+    with pytest.raises(BadInput, match="LABEL=SPEC"):
+        parse_builds([bad])

@@ -25,6 +25,7 @@ class RunOptions:
     results_dir: Path
     gpu_devices: list = field(default_factory=list)
     sglang: str | None = None
+    label: str | None = None
 
 @dataclass
 class Outcome:
@@ -40,6 +41,7 @@ def run_suite(loaded, options):
     with open(os.environ["FAKE_RUNNER_LOG"], "a") as log:
         log.write(json.dumps({"suite": name, "devices": options.gpu_devices, "pid": os.getpid(),
                               "start": start, "end": time.time(), "sglang": options.sglang,
+                              "label": options.label,
                               "results_dir": str(options.results_dir)}) + "\\n")
     if "crash" in name:
         raise RuntimeError("runner blew up")
@@ -174,6 +176,19 @@ def test_verdicts_map_to_outcomes(project: pytest.Pytester) -> None:
     assert cases["huge"].find("skipped") is not None
     props = {p.get("name"): p.get("value") for p in cases["big_sglang"].iter("property")}
     assert props["gpu_devices"] == "0,1" and props["verdict"] == "pass"
+
+
+def test_require_fit_fails_a_suite_this_host_cannot_run(project: pytest.Pytester) -> None:
+    """A nightly job on a runner chosen to fit its suite: not fitting is a failure."""
+    result = project.runpytest("--suites", "suites/huge.toml", "--suites", "suites/ref_skip.toml",
+                               "--suites", "suites/ref_pass.toml",
+                               "--harness-runner", "fake_runner",
+                               "--require-fit", "--label", "main", "-rsf")
+    result.assert_outcomes(passed=1, failed=2)
+    out = result.stdout.str()
+    assert "this runner cannot run the suite: needs 8 x GPU, found 4" in out
+    assert "needs 2 x H100, found 0 (--require-fit)" in out
+    assert {row["label"] for row in runner_log(project)} == {"main"}
 
 
 def test_lease_released_when_the_runner_crashes(project: pytest.Pytester, tmp_path: Path) -> None:

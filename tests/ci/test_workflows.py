@@ -91,7 +91,29 @@ def test_commands_the_workflows_call_exist(name: str) -> None:
             return Group()
 
     pytest_addoption(Parser())  # type: ignore[arg-type]
-    for line in scripts.splitlines():
-        if "pytest" in line or line.strip().startswith("--"):
-            for option in re.findall(r"(--[a-z][a-z-]+)", line):
-                assert option in options or option in {"--junitxml"}, option
+    # each pytest command with its continuation lines joined
+    commands = re.findall(r"[^\n]*pytest(?:[^\n]*\\\n)*[^\n]*", scripts)
+    assert commands or name == "ci.yml"
+    for command in commands:
+        for option in re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", command):
+            assert option in options or option in {"--junitxml"}, option
+
+
+def test_nightly_tests_sglang_main_and_the_release_as_two_labelled_lines() -> None:
+    workflow = load("nightly.yml")
+    plan = "\n".join(step.get("run", "") for step in workflow["jobs"]["matrix"]["steps"])
+    # main is resolved to the commit tested tonight, and that commit is the build spec
+    assert "git ls-remote" in plan and "refs/heads/main" in plan
+    assert '--build "main=git+$SGLANG_REPO@$main_sha#subdirectory=python"' in plan
+    assert '--build "release=$RELEASE_SPEC"' in plan
+    suite = "\n".join(step.get("run", "") for step in workflow["jobs"]["suite"]["steps"])
+    assert "--require-fit" in suite and '--label "$BUILD_LABEL"' in suite
+
+
+def test_nightly_report_judges_tonight_only_and_keeps_tokens_out_of_urls() -> None:
+    workflow = load("nightly.yml")
+    report = "\n".join(step.get("run", "") for step in workflow["jobs"]["report"]["steps"])
+    assert '--since "$SINCE"' in report and '--label "$label"' in report
+    text = (WORKFLOWS / "nightly.yml").read_text()
+    assert "x-access-token" not in text and "@github.com" not in text
+    assert "gh auth setup-git" in report

@@ -77,6 +77,7 @@ strict = false
 label = "post-fix"
 accept_length = 5.62
 source = "somewhere"
+external = true
 """
 
 

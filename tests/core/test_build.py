@@ -1,37 +1,54 @@
-"""Build specs (`--sglang`, `--patch`) and applying a patch to a copy of a local checkout."""
+"""One grammar for build specs (`--sglang`, `--a/--b`, `--good/--bad`) and the engine check."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from harness.build import BuildSpec, _patched_copy, parse_build_spec
-from harness.errors import BadInput, EngineError
-
-needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git executable")
+from harness.build import GRAMMAR, BuildSpec, check_engine, parse_build_spec, split_git_url
+from harness.errors import BadInput, ExitCode
 
 
 def test_installed_by_default() -> None:
     assert parse_build_spec(None) == BuildSpec("installed")
+    assert parse_build_spec(None, engine="reference") == BuildSpec("installed")
 
 
 @pytest.mark.parametrize("spec", ["sglang==0.5.23", "sglang>=0.5.18,<0.6", "sglang[all]==0.5.23",
-                                  "sglang @ https://example.invalid/sglang-0.5.23.whl"])
+                                  "sglang @ https://example.invalid/sglang-0.5.23.whl",
+                                  "SGLang==0.5.23"])
 def test_pip_requirement(spec: str) -> None:
     assert parse_build_spec(spec) == BuildSpec("pip", spec)
 
 
-@pytest.mark.parametrize("spec", [
-    "git+https://github.com/sgl-project/sglang@4e88ae20#subdirectory=python",
-    "git+https://github.com/sgl-project/sglang.git@v0.5.23#subdirectory=python",
-    "https://github.com/sgl-project/sglang.git",
+@pytest.mark.parametrize(("spec", "ref"), [
+    ("git+https://github.com/sgl-project/sglang@4e88ae20#subdirectory=python", "4e88ae20"),
+    ("git+https://github.com/sgl-project/sglang.git@v0.5.23#subdirectory=python", "v0.5.23"),
+    ("git+https://user:tok@github.com/sgl-project/sglang@main#subdirectory=python", "main"),
+    ("https://github.com/sgl-project/sglang.git", None),
+    ("git+ssh://git@github.com/sgl-project/sglang@refs/pull/1/head", "refs/pull/1/head"),
 ])
-def test_git_url(spec: str) -> None:
+def test_git_url(spec: str, ref: str | None) -> None:
     build = parse_build_spec(spec)
     assert build.kind == "git" and build.spec == spec and build.patch is None
+    assert build.ref == ref and build.text == spec
+
+
+def test_requirement_with_a_git_url_is_a_git_build() -> None:
+    url = "git+https://github.com/sgl-project/sglang@main#subdirectory=python"
+    build = parse_build_spec(f"sglang @ {url}")
+    assert build.kind == "git" and build.spec == url and build.ref == "main"
+
+
+@pytest.mark.parametrize(("spec", "parts"), [
+    ("git+https://h/o/r@abc#subdirectory=python", ("https://h/o/r", "abc", "#subdirectory=python")),
+    ("git+https://u:p@h/o/r", ("https://u:p@h/o/r", None, "")),
+    ("git+https://u:p@h/o/r@v1", ("https://u:p@h/o/r", "v1", "")),
+    ("git+file:///tmp/repo@main", ("file:///tmp/repo", "main", "")),
+])
+def test_split_git_url(spec: str, parts: tuple[str, str | None, str]) -> None:
+    assert split_git_url(spec) == parts
 
 
 def test_local_checkout(tmp_path: Path) -> None:
@@ -39,6 +56,20 @@ def test_local_checkout(tmp_path: Path) -> None:
     checkout.mkdir()
     build = parse_build_spec(str(checkout))
     assert build == BuildSpec("local", str(checkout.resolve()))
+
+
+def test_local_checkout_at_a_ref(tmp_path: Path) -> None:
+    checkout = tmp_path / "sglang"
+    checkout.mkdir()
+    build = parse_build_spec(f"{checkout}@v0.5.23")
+    assert build == BuildSpec("local", str(checkout.resolve()), ref="v0.5.23")
+    assert build.text == f"{checkout.resolve()}@v0.5.23"
+
+
+def test_local_folder_whose_name_has_an_at(tmp_path: Path) -> None:
+    checkout = tmp_path / "sglang@fix"
+    checkout.mkdir()
+    assert parse_build_spec(str(checkout)) == BuildSpec("local", str(checkout.resolve()))
 
 
 def test_local_file_is_not_a_checkout(tmp_path: Path) -> None:
@@ -73,88 +104,83 @@ def test_missing_patch_file(tmp_path: Path) -> None:
         parse_build_spec(str(checkout), tmp_path / "absent.diff")
 
 
-@pytest.mark.parametrize("spec", ["not a spec!!", "./no/such/checkout", "sglang===", "=="])
-def test_garbage_spec(spec: str) -> None:
+@pytest.mark.parametrize(("spec", "why"), [
+    ("not a spec!!", "not a pip requirement"),
+    ("./no/such/checkout", "no such local checkout"),
+    ("sglang===", "not a pip requirement"),
+    ("==", "not a pip requirement"),
+    ("garbage", "names 'garbage', not sglang"),
+    ("torch==2.4", "names 'torch', not sglang"),
+    ("reference:", "nothing after reference:"),
+    ("reference:policy=bogus", "policy must be one of fixed, legacy, regressed"),
+    ("reference:noise=lots", "noise must be a number"),
+    ("reference:noise=2", "noise must be between 0 and 1"),
+    ("reference:speed=3", "'speed=3' is not policy=... or noise=..."),
+    ("reference:/no/such/repo", "no such folder"),
+])
+def test_spec_that_does_not_parse_lists_the_grammar(spec: str, why: str) -> None:
+    engine = "reference" if spec.startswith("reference:") else "sglang"
     with pytest.raises(BadInput) as caught:
-        parse_build_spec(spec)
-    assert "not a pip requirement" in caught.value.message
-    assert "git URL" in caught.value.message and "local checkout" in caught.value.message
+        parse_build_spec(spec, engine=engine, flag="--a")
+    assert caught.value.exit_code == ExitCode.BAD_INPUT
+    assert caught.value.message.startswith(f"--a {spec!r}: ")
+    assert why in caught.value.message
+    assert GRAMMAR in caught.value.message
+    assert "\n" not in caught.value.message.split(GRAMMAR)[0].strip()  # one line, then grammar
 
 
-def test_key_depends_on_spec_and_patch_content(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("spec", "overrides"), [
+    ("reference:policy=regressed", (("attention_policy", "regressed"),)),
+    ("reference:policy=legacy,noise=0.25",
+     (("attention_policy", "legacy"), ("draft_noise", 0.25))),
+    ("reference: noise = 0 , policy = fixed ",
+     (("draft_noise", 0.0), ("attention_policy", "fixed"))),
+])
+def test_reference_settings(spec: str, overrides: tuple[tuple[str, object], ...]) -> None:
+    build = parse_build_spec(spec, engine="reference")
+    assert build == BuildSpec("reference", overrides=overrides)
+    assert build.engine == "reference"
+    assert parse_build_spec(build.text, engine="reference") == build  # text round-trips
+
+
+def test_reference_repository(tmp_path: Path) -> None:
+    build = parse_build_spec(f"reference:{tmp_path}@main", engine="reference")
+    assert build == BuildSpec("reference-repo", str(tmp_path.resolve()), ref="main")
+    assert build.text == f"reference:{tmp_path.resolve()}@main"
+    assert parse_build_spec(f"reference:{tmp_path}", engine="reference").ref is None
+
+
+@pytest.mark.parametrize("spec", ["sglang==0.5.23", "git+https://github.com/sgl-project/sglang@main",
+                                  "{checkout}"])
+def test_sglang_build_on_a_reference_suite(spec: str, tmp_path: Path) -> None:
+    spec = spec.format(checkout=tmp_path)
+    with pytest.raises(BadInput) as caught:
+        parse_build_spec(spec, engine="reference")
+    message = caught.value.message
+    assert "is an SGLang build, but this suite runs the reference engine" in message
+    assert "reference:policy=" in message and GRAMMAR in message
+
+
+@pytest.mark.parametrize("spec", ["reference:policy=regressed", "reference:{repo}@main"])
+def test_reference_build_on_an_sglang_suite(spec: str, tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="is a reference-engine build, but this suite runs SGLang"):
+        parse_build_spec(spec.format(repo=tmp_path), engine="sglang")
+
+
+def test_garbage_on_a_reference_suite_is_bad_input() -> None:
+    with pytest.raises(BadInput, match="not sglang"):
+        parse_build_spec("garbage", engine="reference")
+
+
+def test_engine_check_can_be_skipped_and_called_alone() -> None:
+    build = parse_build_spec("reference:policy=fixed", engine=None)
+    check_engine(build, "reference")
+    with pytest.raises(BadInput, match="--good 'reference:policy=fixed'"):
+        check_engine(build, "sglang", "--good")
+
+
+def test_patch_on_a_reference_suite(tmp_path: Path) -> None:
     patch = tmp_path / "fix.diff"
-    patch.write_text("one\n")
-    with_one = BuildSpec("local", "/src/sglang", patch).key
-    assert with_one == BuildSpec("local", "/src/sglang", patch).key  # stable
-    patch.write_text("two\n")
-    with_two = BuildSpec("local", "/src/sglang", patch).key
-    without = BuildSpec("local", "/src/sglang").key
-    assert len({with_one, with_two, without}) == 3
-    assert BuildSpec("pip", "sglang==0.5.23").key != BuildSpec("pip", "sglang==0.5.17").key
-    assert BuildSpec("pip", "x").key != BuildSpec("git", "x").key
-
-
-def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                          text=True).stdout
-
-
-RESOLVER = (
-    "def attention_type(is_causal, default):\n"
-    "    if is_causal is None:\n"
-    "        return 'bidirectional'\n"
-    "    return 'causal' if is_causal else 'bidirectional'\n"
-)
-FIXED = RESOLVER.replace("return 'bidirectional'\n    return", "return default\n    return")
-
-
-@pytest.fixture
-def checkout_and_patch(tmp_path: Path) -> tuple[Path, Path]:
-    checkout = tmp_path / "sglang"
-    (checkout / "python" / "sglang").mkdir(parents=True)
-    source = checkout / "python" / "sglang" / "dflash.py"
-    source.write_text(RESOLVER)
-    (checkout / "python" / "pyproject.toml").write_text("[project]\nname = 'sglang'\n")
-    _git(checkout, "init", "-q")
-    _git(checkout, "add", "-A")
-    source.write_text(FIXED)
-    patch = tmp_path / "fix.diff"
-    patch.write_text(_git(checkout, "diff"))
-    source.write_text(RESOLVER)  # the checkout itself stays unpatched
-    return checkout, patch
-
-
-@needs_git
-def test_patched_copy_applies_a_git_diff(
-    tmp_path: Path, checkout_and_patch: tuple[Path, Path]
-) -> None:
-    checkout, patch = checkout_and_patch
-    assert "return default" in patch.read_text()
-    build = parse_build_spec(str(checkout), patch)
-    dest = _patched_copy(build, tmp_path / "copy")
-    assert (dest / "python" / "sglang" / "dflash.py").read_text() == FIXED
-    assert (checkout / "python" / "sglang" / "dflash.py").read_text() == RESOLVER
-    assert not (dest / ".git").exists()
-    # a second call starts again from a fresh copy (no "already applied" failure)
-    dest = _patched_copy(build, tmp_path / "copy")
-    assert (dest / "python" / "sglang" / "dflash.py").read_text() == FIXED
-
-
-@needs_git
-def test_patch_that_does_not_apply(tmp_path: Path, checkout_and_patch: tuple[Path, Path]) -> None:
-    checkout, patch = checkout_and_patch
-    (checkout / "python" / "sglang" / "dflash.py").write_text("something else entirely\n")
-    build = parse_build_spec(str(checkout), patch)
-    with pytest.raises(EngineError) as caught:
-        _patched_copy(build, tmp_path / "copy")
-    assert f"--patch {patch}" in caught.value.message
-    assert "failed" in caught.value.message
-
-
-@needs_git
-def test_garbage_patch(tmp_path: Path, checkout_and_patch: tuple[Path, Path]) -> None:
-    checkout, _ = checkout_and_patch
-    garbage = tmp_path / "garbage.diff"
-    garbage.write_text("this is not a diff\n")
-    with pytest.raises(EngineError, match=r"garbage\.diff"):
-        _patched_copy(parse_build_spec(str(checkout), garbage), tmp_path / "copy")
+    patch.write_text("diff\n")
+    with pytest.raises(BadInput, match="--patch"):
+        parse_build_spec("reference:policy=fixed", patch, engine="reference")

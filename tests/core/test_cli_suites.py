@@ -80,7 +80,8 @@ def test_show_json(capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(capsys.readouterr().out)
     assert data["suite"]["name"] == "qwen3_8b_dflash"
     assert data["suite"]["floors"] == {"accept_length": 2.8, "accuracy": 0.75, "strict": True,
-                                       "alpha": 0.05, "beta": 0.2}
+                                       "alpha": 0.05, "beta": 0.2,
+                                       "metric": "server_avg"}
     assert len(data["sha256"]) == 64
 
 

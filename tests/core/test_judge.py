@@ -12,11 +12,13 @@ from harness.suite import Floors
 EPS = 1e-9
 
 
-def _m(accept: float, accuracy: float | None = 0.9, server: float | None = None) -> Measurement:
+def _m(accept: float, accuracy: float | None = 0.9, server: float | None = None,
+       metric: str = "server_avg", **extra: object) -> Measurement:
     disagreement = None if server is None else (server - accept) / accept
-    return Measurement(accept_length=accept, n_requests=200, completion_tokens=1000,
-                       verify_steps=200, accuracy=accuracy, server_accept_length=server,
-                       server_disagreement=disagreement)
+    return Measurement(metric=metric, accept_length=accept, accept_length_server_avg=accept,
+                       n_requests=200, n_planned=200, completion_tokens=1000,
+                       verify_steps=200, accuracy=accuracy, server_reported_accept_length=server,
+                       server_disagreement=disagreement, **extra)
 
 
 @pytest.mark.parametrize(
@@ -97,14 +99,15 @@ def test_exit_codes() -> None:
 def test_confidence_interval_in_reason() -> None:
     measurement = _m(5.62).model_copy(update={"accept_length_ci": (5.5, 5.75)})
     verdict = judge(measurement, Floors(accept_length=5.4))
-    assert verdict.reasons[0] == "accept length 5.6200 (95% CI 5.500-5.750) >= floor 5.4"
+    assert verdict.reasons[0] == ("accept length (server_avg) 5.6200 (95% CI 5.500-5.750) "
+                                  ">= floor 5.4")
 
 
 def test_disagreement_note() -> None:
     verdict = judge(_m(5.62, server=5.0), Floors(accept_length=5.4))
     assert verdict.status == "pass"  # the exact figure is judged, not the server's
     note = verdict.reasons[-1]
-    assert note.startswith("note: server avg_spec_accept_length 5.0000 differs")
+    assert note.startswith("note: the server's avg_spec_accept_length 5.0000 differs")
     assert "-11.0%" in note
 
 
@@ -115,10 +118,44 @@ def test_small_disagreement_gives_no_note() -> None:
 
 def test_no_server_figure_note() -> None:
     verdict = judge(_m(5.62, server=None), Floors(accept_length=5.4))
-    assert verdict.reasons[-1] == ("note: server reported no avg_spec_accept_length "
+    assert verdict.reasons[-1] == ("note: the server reported no avg_spec_accept_length "
                                    "(cross-check skipped)")
 
 
 def test_server_figure_above_floor_does_not_rescue_a_failure() -> None:
     verdict = judge(_m(5.27, server=5.62), Floors(accept_length=5.4))
     assert verdict.status == "fail"
+
+
+def test_the_floors_definition_is_judged_and_never_mixed() -> None:
+    per_request = _m(5.5, metric="per_request")
+    verdict = judge(per_request, Floors(accept_length=5.4, metric="server_avg"))
+    assert verdict.status == "error"
+    assert "never mixed" in verdict.reasons[0]
+    assert judge(per_request, Floors(accept_length=5.4, metric="per_request")).status == "pass"
+
+
+def test_a_partial_run_is_never_a_pass() -> None:
+    partial = _m(6.0, partial=True).model_copy(update={"n_requests": 17})
+    verdict = judge(partial, Floors(accept_length=5.4))
+    assert verdict.status == "error"
+    assert "17 of 200 requests finished" in verdict.reasons[0]
+
+
+@pytest.mark.parametrize("decision", ["pass", "fail"])
+def test_sequential_decision_never_overrides_another_floor(decision: str) -> None:
+    # --sequential with an accuracy floor of 0.99 and accuracy 0.0: the run fails, whatever
+    # the sequential rule settled for accept length.
+    verdict = judge(_m(6.0, accuracy=0.0), Floors(accept_length=5.4, accuracy=0.99),
+                    sequential=decision)
+    assert verdict.status == "fail"
+    assert any("accuracy 0.000 is below the floor" in r for r in verdict.reasons)
+
+
+def test_sequential_decision_judges_accept_length() -> None:
+    floors = Floors(accept_length=5.4)
+    settled = _m(5.45).model_copy(update={"n_requests": 40})
+    assert judge(settled, floors, sequential="fail").status == "fail"
+    verdict = judge(settled, floors, sequential="pass")
+    assert verdict.status == "pass"
+    assert "after 40 of 200 requests" in verdict.reasons[0]

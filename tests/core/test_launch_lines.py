@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.engines import reference_launch, sglang
+from harness.engines import reference_adapter as reference_launch
+from harness.engines import sglang
 from harness.errors import BadInput
 from harness.suite import load_suite, parse_suite
 
@@ -59,9 +60,9 @@ GOLDEN = {
     ],
     "muse_glimmer_dflash_gsm8k": [
         "python", "-m", "sglang.launch_server",
-        "--model-path", "meta-models/Muse-Glimmer-30B",
+        "--model-path", "/models/muse-glimmer",
         "--speculative-algorithm", "DFLASH",
-        "--speculative-draft-model-path", "meta-models/Muse-Glimmer-30B-assistant",
+        "--speculative-draft-model-path", "/models/muse-glimmer-assistant",
         "--speculative-dflash-block-size", "5",
         "--tp-size", "1",
         "--random-seed", "0",
@@ -93,8 +94,15 @@ SGLANG_GEMMA_OTHER_ARGS = [
 ]
 
 
+@pytest.fixture
+def muse_weights(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Muse suite's weights have no public id: they come from the environment."""
+    monkeypatch.setenv("MUSE_GLIMMER_TARGET", "/models/muse-glimmer")
+    monkeypatch.setenv("MUSE_GLIMMER_DRAFT", "/models/muse-glimmer-assistant")
+
+
 @pytest.mark.parametrize("name", sorted(GOLDEN))
-def test_golden_launch_line(name: str) -> None:
+def test_golden_launch_line(name: str, muse_weights: None) -> None:
     suite = load_suite(name).suite
     assert sglang.launch_command(suite, "python", "127.0.0.1", 30000) == GOLDEN[name]
 
@@ -153,11 +161,25 @@ def test_revisions_and_optional_speculative_flags() -> None:
         ["--tp-size", "4"],
         ["--tp-size=4"],
         ["--model-path", "other/model"],
-        # SGLang's aliases of the same fields (fields/parallel.py, fields/model.py):
-        # argparse takes the last value, so these would override the harness's flags too.
+        # SGLang's aliases of the same fields (fields/parallel.py, fields/model.py,
+        # fields/spec.py): argparse takes the last value, so these would override too.
         ["--tensor-parallel-size", "4"],
         ["--tensor-parallel-size=4"],
         ["--model", "other/model"],
+        ["--speculative-draft-model", "other/draft"],
+        # flags the harness sets that the first version did not refuse
+        ["--speculative-draft-attention-backend", "triton"],
+        ["--random-seed", "1"],
+        ["--revision", "abc"],
+        ["--speculative-draft-model-revision", "abc"],
+        ["--speculative-num-steps", "3"],
+        # argparse abbreviations reach the same settings
+        ["--speculative-alg", "EAGLE"],
+        ["--speculative-num-draft", "8"],
+        ["--tp", "4"],
+        ["--rand=1"],
+        # a YAML file whose keys would set any of them
+        ["--config", "server.yaml"],
     ],
     ids=" ".join,
 )
@@ -169,6 +191,25 @@ def test_extra_args_may_not_override_owned_flags(extra: list[str]) -> None:
         sglang.launch_command(suite, "python", "127.0.0.1", 30000)
     assert "engine.extra_args may not set" in caught.value.message
     assert suite.name in caught.value.message
+    assert extra[0] in caught.value.message
+
+
+@pytest.mark.parametrize("extra", [["--speculative-draft-load-format", "auto"],
+                                   ["--model-loader-extra-config", "{}"],
+                                   ["--attention-backend", "triton"], ["--dtype=bfloat16"]])
+def test_other_flags_pass(extra: list[str]) -> None:
+    suite = load_suite("qwen3_8b_dflash").suite
+    engine = suite.engine.model_copy(update={"extra_args": extra})
+    argv = sglang.launch_command(suite.model_copy(update={"engine": engine}), "py", "h", 1)
+    assert argv[-len(extra):] == extra
+
+
+def test_muse_weights_must_be_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MUSE_GLIMMER_TARGET", raising=False)
+    monkeypatch.delenv("MUSE_GLIMMER_DRAFT", raising=False)
+    suite = load_suite("muse_glimmer_dflash_gsm8k").suite
+    with pytest.raises(BadInput, match=r"\$MUSE_GLIMMER_TARGET, which is not set"):
+        sglang.launch_command(suite, "python", "127.0.0.1", 30000)
 
 
 def test_launch_command_rejects_a_reference_suite() -> None:

@@ -8,8 +8,9 @@ import sys
 import pytest
 
 from harness import provenance
-from harness.provenance import REDACTED, collect, redact_argv, safe_env
+from harness.provenance import collect, safe_env
 from harness.record import GPUInfo
+from harness.secrets import REDACTED, redact_argv
 
 
 def test_safe_env_keeps_allow_listed() -> None:

@@ -29,7 +29,7 @@ def test_dry_run_prints_launch_line(no_gpus: None, capsys: pytest.CaptureFixture
     assert "--model-path google/gemma-4-31B-it" in launch
     assert "--speculative-num-draft-tokens 16" in launch and "--tp-size 2" in launch
     assert "questions 5..204 of test.jsonl" in out
-    assert "floors     accept length >= 5.4, accuracy >= 0.75" in out
+    assert "floors     accept length (server_avg) >= 5.4, accuracy >= 0.75" in out
     assert "needs 2 x H100/H200 with >= 80 GiB, found 0" in out
     assert "verdict:" not in out  # a dry run judges nothing
 

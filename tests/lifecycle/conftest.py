@@ -21,7 +21,10 @@ description = "lifecycle test against the SGLang test double"
 [engine]
 kind = "sglang"
 launch_timeout_s = {timeout}
-extra_args = ["--trust-remote-code", "--mem-fraction-static", "0.55"]
+# --decode-log-interval 1 and no overlap scheduling: SGLang's own figure then equals the
+# exact server_avg, so the cross-check can be asserted (tests/sglang_oracle shows why)
+extra_args = ["--trust-remote-code", "--mem-fraction-static", "0.55",
+              "--decode-log-interval", "1", "--disable-overlap-schedule"]
 
 [target]
 model = "google/gemma-4-31B-it"
@@ -52,7 +55,11 @@ accept_length = {floor}
 
 @pytest.fixture
 def fake_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
-    """Environment in which `python -m sglang.launch_server` is the test double."""
+    """Environment in which `python -m sglang.launch_server` is the test double (which runs
+    SGLang 0.5.23's own bookkeeping from its wheel)."""
+    from tests.audit.conftest import wheel_for
+
+    wheel_for("0.5.23")
     pidfile = tmp_path / "server.pids"
     env = {
         "PYTHONPATH": os.pathsep.join(filter(None, [str(FAKE_SGLANG),

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.audit.source import RESOLVER_FILES, VERSION_FILE
+from harness.audit.extract import LOADER_COMMON, LOADER_FILE
+from harness.audit.source import PATCHES_FILE, RESOLVER_FILES, VERSION_FILE
 from harness.cli import main
 from tests.audit.conftest import wheel_for
 
@@ -23,14 +24,19 @@ from .conftest import FAKE_SGLANG
 
 
 def engine_with_resolver(tmp_path: Path, version: str) -> Path:
-    """A copy of the test double whose `sglang/` also holds that version's resolver files."""
+    """A copy of the test double whose `sglang/` also holds that version's resolver, config
+    loading and transformers-patch files, and its dist-info (the transformers it pins)."""
     root = tmp_path / f"sglang-{version}"
     shutil.copytree(FAKE_SGLANG, root)
     with zipfile.ZipFile(wheel_for(version)) as wheel:
-        for name in (*RESOLVER_FILES, VERSION_FILE):
+        names = (*RESOLVER_FILES, VERSION_FILE, PATCHES_FILE, LOADER_FILE, LOADER_COMMON)
+        for name in names:
             target = root / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(wheel.read(name))
+        metadata = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
+        (root / metadata).parent.mkdir(parents=True, exist_ok=True)
+        (root / metadata).write_bytes(wheel.read(metadata))  # its transformers pin
     return root
 
 
@@ -39,6 +45,7 @@ def draft_declaring_not_causal(tmp_path: Path) -> Path:
     folder = tmp_path / "draft"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({
+        "model_type": "qwen3", "use_sliding_window": True,
         "num_hidden_layers": 5, "sliding_window": 2048, "is_causal": False,
         "layer_types": ["sliding_attention"] * 4 + ["full_attention"]}))
     return folder

@@ -38,15 +38,22 @@ def test_pass_records_exact_accept_length(fake_env: dict[str, str], write_suite,
     record = RunRecord.model_validate_json((run_dir / "run.json").read_text())
     rows = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()]
     assert len(rows) == 8
+    # appended as each request finished; `index` gives the submission order
+    rows.sort(key=lambda r: r["index"])
     assert [r["question_index"] for r in rows] == list(range(5, 13))
     tokens = sum(r["completion_tokens"] for r in rows)
     steps = sum(r["verify_steps"] for r in rows)
+    drafts = sum(r["correct_drafts"] for r in rows)
     measurement = record.measurement
     assert measurement is not None
-    assert measurement.accept_length == pytest.approx(tokens / steps)
+    # judged in the floors' definition (server_avg by default), both kept
+    assert measurement.metric == "server_avg"
+    assert measurement.accept_length == pytest.approx((drafts + steps) / steps)
+    assert measurement.accept_length_per_request == pytest.approx(tokens / steps)
     assert measurement.verify_steps == steps
-    # the server figure counts decode tokens only, after the flush: warm-up excluded
-    assert measurement.server_accept_length == pytest.approx((tokens - len(rows)) / steps)
+    # SGLang's own figure, folded every iteration, covers the flushed window only: it is
+    # the exact server_avg (warm-up left out)
+    assert measurement.server_reported_accept_length == pytest.approx(measurement.accept_length)
     assert record.verdict.status == "pass"
     assert record.launch is not None and "--tp-size" in record.launch.command
     assert record.provenance.env.get("CUDA_VISIBLE_DEVICES") == "0,1"
@@ -129,6 +136,24 @@ def test_sequential_stopping_settles_early(fake_env: dict[str, str], write_suite
     assert run_cli(write_suite(floor=2.0, questions=150), results, "--sequential") == 0
     record = RunRecord.model_validate_json((only_run_dir(results) / "run.json").read_text())
     assert record.measurement is not None and record.measurement.stopped_early
-    assert 30 <= record.measurement.n_requests < 150
+    measurement = record.measurement
+    assert 30 <= measurement.n_requests < 150
+    # no request beyond the settling look was sent: figure and verdict share one set
+    assert measurement.n_requests == measurement.sequential["looks"][-1]
+    assert len((only_run_dir(results) / "requests.jsonl").read_text().splitlines()) == \
+        measurement.n_requests
     assert record.verdict.status == "pass"
-    assert record.verdict.reasons[0].startswith("sequential stopping settled pass after")
+    assert "the sequential rule settles above the floor" in record.verdict.reasons[0]
+
+
+def test_sequential_never_overrides_a_failed_accuracy_floor(
+        fake_env: dict[str, str], write_suite, tmp_path: Path) -> None:
+    """--sequential with an accuracy floor the build misses: FAIL, exit 1 (it once said PASS)."""
+    results = tmp_path / "results"
+    suite = write_suite(floor=2.0, questions=90)
+    suite.write_text(suite.read_text().replace("accept_length = 2.0",
+                                               "accept_length = 2.0\naccuracy = 0.99"))
+    assert run_cli(suite, results, "--sequential") == 1
+    record = RunRecord.model_validate_json((only_run_dir(results) / "run.json").read_text())
+    assert record.verdict.status == "fail"
+    assert any("accuracy" in r and "below the floor" in r for r in record.verdict.reasons)

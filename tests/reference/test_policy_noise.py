@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.attention import resolve_layers
-from harness.measure import parse_generate_response
+from harness.engines.sglang.api import parse_generate as parse_generate_response
 from tests.reference.conftest import STOP, Server, start_server, stop_server
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from harness.measure import parse_generate_response, server_accept_length
+from harness.engines.sglang.api import parse_generate as parse_generate_response
+from harness.engines.sglang.api import server_figure as server_accept_length
 from tests.reference.conftest import ENGINE_PYTHON, STOP, Server
 
 pytestmark = pytest.mark.slow

@@ -1,14 +1,21 @@
 """A stand-in for `python -m sglang.launch_server` where no GPU or 31B checkpoint exists.
 
-It behaves as SGLang 0.5.23's source describes, up to the process and HTTP
-boundary: a parent that starts one scheduler process per TP rank plus a
-detokenizer (so teardown must kill a tree), `/health_generate` answering 503
-while starting and 200 once ready, native `/generate` with 0.5.23's
-`meta_info` (spec keys only when a verify step happened), `/server_info` with
-the server args and `internal_states[0].avg_spec_accept_length` (cumulative,
-cleared by `/flush_cache`, absent before any verify step), and `/flush_cache`
-answering 400 while requests run. Generation is simulated: each prompt gets a
-seeded accept length around `FAKE_SGLANG_ACCEPT`.
+Process and HTTP boundary as SGLang 0.5.23 has them: a parent that starts one scheduler
+process per TP rank plus a detokenizer (so teardown must kill a tree), `/health_generate`
+answering 503 while starting and 200 once ready, native `/generate`, `/server_info` (server
+args, `version`, `internal_states`), `/flush_cache` refused (400) while requests run.
+
+The figures are SGLang's own. `tests/sglang_oracle` runs, from the cached wheel of
+`FAKE_SGLANG_VERSION` (default 0.5.23; wheels in $HARNESS_SGLANG_WHEELS), the release's
+finish check, per-request counting, `update_spec_metrics`, the folding of the server
+average every `--decode-log-interval` decode iterations (default 40, so the figure lags and
+is absent after a short run), `/server_info`'s `avg_spec_accept_length` and
+`_calculate_spec_decoding_metrics` for `meta_info`. Only the GPU's part is simulated: each
+prompt gets a seeded continuation (a GSM8K-like answer, then "Question:", then EOS) and a
+seeded number of correct drafts per verify step around `FAKE_SGLANG_ACCEPT`; up to
+`--max-running-requests` (DFLASH default 48) decode together, and with the overlap
+scheduler (off with `--disable-overlap-schedule`) a request finished by a stop string is
+verified once more, as SGLang does. Without the wheel the server refuses to start, saying so.
 
 Failure modes for lifecycle tests (env `FAKE_SGLANG_MODE`): `ok`, `hang` (never
 ready), `crash_start` (exits during start-up with an error in the log),
@@ -19,25 +26,30 @@ children), `no_meta` (a build whose /generate carries no spec figures).
 from __future__ import annotations
 
 import argparse
-import hashlib
+import importlib
+import importlib.util
 import json
-import math
 import os
-import random
 import subprocess
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
 
 MODE = os.environ.get("FAKE_SGLANG_MODE", "ok")
+VERSION = os.environ.get("FAKE_SGLANG_VERSION", "0.5.23")
 STARTUP_S = float(os.environ.get("FAKE_SGLANG_STARTUP_S", "0.3"))
 GENERATE_DELAY_S = float(os.environ.get("FAKE_SGLANG_DELAY_S", "0.0"))
+STEP_S = float(os.environ.get("FAKE_SGLANG_STEP_S", "0.0"))  # wall time of one decode batch
 ACCEPT = float(os.environ.get("FAKE_SGLANG_ACCEPT", "5.6"))
 CRASH_AFTER = int(os.environ.get("FAKE_SGLANG_CRASH_AFTER", "3"))
 PIDFILE = os.environ.get("FAKE_SGLANG_PIDFILE")
 READY_FILE = os.environ.get("FAKE_SGLANG_READY_FILE")  # when it became ready (benchmarks)
-ANSWER = "Let me think step by step. {n} plus {n} is {m}. The answer is {m}."
+# Fault-injection tests: one line per request whose response was sent in full.
+EVENTS_FILE = os.environ.get("FAKE_SGLANG_EVENTS")
+BACKLOG = 1024  # the accept queue: SGLang's uvicorn takes 2048; http.server's default is 5
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -52,73 +64,111 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--speculative-draft-attention-backend")
     parser.add_argument("--tp-size", type=int, default=1)
     parser.add_argument("--random-seed", type=int)
+    parser.add_argument("--decode-log-interval", type=int, default=40)
+    parser.add_argument("--max-running-requests", type=int)
+    parser.add_argument("--disable-overlap-schedule", action="store_true")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=30000)
     args, _unknown = parser.parse_known_args(argv)  # other SGLang flags are accepted
     return args
 
 
-class State:
+def import_oracle() -> tuple[Any, Any]:
+    """tests/sglang_oracle from this checkout (or, for a copy of this file, the harness's)."""
+    roots = [Path(__file__).resolve().parents[3]]
+    spec = importlib.util.find_spec("harness")
+    if spec is not None and spec.origin:
+        roots.append(Path(spec.origin).resolve().parents[1])
+    for root in roots:
+        if (root / "tests" / "sglang_oracle" / "__init__.py").is_file():
+            sys.path.insert(0, str(root))
+            code = importlib.import_module("tests.sglang_oracle.sglang_code")
+            simulate = importlib.import_module("tests.sglang_oracle.simulate")
+            return code, simulate
+    raise SystemExit("fake-sglang: cannot find tests/sglang_oracle (looked in "
+                     + ", ".join(map(str, roots)) + ")")
+
+
+class Engine:
+    """The scheduler: a thread running decode batches through SGLang's own bookkeeping."""
+
     def __init__(self, args: argparse.Namespace) -> None:
-        self.args = args
-        self.ready = False
-        self.lock = threading.Lock()
-        self.running = 0
-        self.served = 0
-        self.accepted = 0  # cumulative since start or flush, like SGLang's internal state
-        self.steps = 0
         block = args.speculative_num_draft_tokens or args.speculative_dflash_block_size or 16
         if (args.speculative_num_draft_tokens and args.speculative_dflash_block_size
                 and args.speculative_num_draft_tokens != args.speculative_dflash_block_size):
             sys.exit("ValueError: Both --speculative-num-draft-tokens and "
                      "--speculative-dflash-block-size are set but they differ.")
+        code, self.simulate = import_oracle()
+        try:
+            self.sglang = code.SGLang(VERSION, block, args.decode_log_interval)
+        except Exception as error:  # an OracleError names the wheel and what is missing
+            sys.exit(f"fake-sglang: cannot run SGLang {VERSION}'s own metrics code: {error}")
+        self.args = args
         self.block = block
+        self.scheduler = self.simulate.Scheduler(
+            self.sglang, overlap=not args.disable_overlap_schedule,
+            max_running=args.max_running_requests or 48)
+        self.cond = threading.Condition()
+        self.events: dict[int, threading.Event] = {}
+        self.in_server = 0  # requests received and not yet answered
+        self.served = 0
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def generate(self, rid: str, text: str, params: dict[str, Any]) -> dict[str, Any]:
+        stop = params.get("stop") or []
+        plan = self.simulate.plan_for(rid, text, int(params.get("max_new_tokens", 128)),
+                                      [stop] if isinstance(stop, str) else list(stop),
+                                      ACCEPT, self.block)
+        done = threading.Event()
+        with self.cond:
+            item = self.scheduler.add(plan)
+            self.events[id(item)] = done
+            self.cond.notify()
+        done.wait()
+        return item.result
+
+    def _loop(self) -> None:
+        while True:
+            with self.cond:
+                while self.scheduler.idle:
+                    self.cond.wait()
+                for item in self.scheduler.iterate():
+                    self.events.pop(id(item)).set()
+            if STEP_S:
+                time.sleep(STEP_S)
+
+    def flush(self) -> bool:
+        """SGLang flushes only when idle; it then resets the speculative counters."""
+        with self.cond:
+            if self.in_server or not self.scheduler.idle:
+                return False
+            self.sglang.reset()
+            return True
+
+    def server_average(self) -> float | None:
+        with self.cond:
+            return self.sglang.server_average()
 
 
-def simulate(state: State, text: str, params: dict) -> dict:
-    """Deterministic per prompt: the same prompt gives the same tokens and steps."""
-    digest = int(hashlib.sha256(text.encode()).hexdigest()[:12], 16)
-    rng = random.Random(digest)
-    n = digest % 50 + 1
-    answer = ANSWER.format(n=n, m=2 * n)
-    tokens = min(int(params.get("max_new_tokens", 128)), 24 + digest % 40)
-    accept = min(max(1.0, rng.gauss(ACCEPT, 0.6)), state.block)
-    steps = max(1, math.ceil((tokens - 1) / accept)) if tokens > 1 else 0
-    histogram = [0] * state.block
-    remaining = tokens - 1
-    for _ in range(steps):
-        taken = min(remaining, max(1, round(accept)))
-        histogram[min(taken - 1, state.block - 1)] += 1
-        remaining -= taken
+def response(rid: str, text: str, result: dict[str, Any]) -> dict[str, Any]:
     meta = {
-        "id": params.get("rid") or f"req-{digest:x}",
-        "finish_reason": {"type": "stop", "matched": "Question"},
+        "id": rid,
+        "finish_reason": result["finish_reason"],
         "prompt_tokens": len(text.split()),
         "weight_version": "default",
         "num_retractions": 0,
         "reasoning_tokens": 0,
-        "completion_tokens": tokens,
+        "completion_tokens": result["completion_tokens"],
         "cached_tokens": 0,
         "e2e_latency": GENERATE_DELAY_S,
     }
-    if steps > 0 and MODE != "no_meta":
-        correct = sum(i * c for i, c in enumerate(histogram))
-        proposed = steps * (state.block - 1)
-        meta |= {
-            "spec_accept_rate": correct / proposed,
-            "spec_accept_length": tokens / steps,
-            "spec_num_correct_drafts": correct,
-            "spec_num_proposed_drafts": proposed,
-            "spec_verify_ct": steps,
-            "spec_correct_drafts_histogram": histogram,
-        }
-    with state.lock:
-        state.accepted += tokens - 1  # the server-wide figure counts decode tokens only
-        state.steps += steps
-    return {"text": answer, "output_ids": list(range(tokens)), "meta_info": meta}
+    if MODE != "no_meta":
+        meta |= {k: v for k, v in result.items() if k.startswith("spec_")}
+    return {"text": result["text"], "output_ids": list(range(result["completion_tokens"])),
+            "meta_info": meta}
 
 
-def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
+def make_handler(engine: Engine, ready: threading.Event) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, fmt: str, *args: object) -> None:
             sys.stderr.write("fake-sglang: " + fmt % args + "\n")
@@ -133,61 +183,74 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(raw)
 
         def do_GET(self) -> None:
-            if self.path in ("/health", "/health_generate"):
-                self._send(200 if state.ready else 503, "", "text/plain")
-            elif self.path in ("/server_info", "/get_server_info"):
-                internal = {"last_gen_throughput": 0.0}
-                if state.steps > 0:
-                    internal["avg_spec_accept_length"] = state.accepted / state.steps
-                info = {
-                    "model_path": state.args.model_path,
-                    "speculative_algorithm": state.args.speculative_algorithm,
-                    "speculative_num_draft_tokens": state.block,
-                    "speculative_draft_model_path": state.args.speculative_draft_model_path,
-                    "tp_size": state.args.tp_size,
+            path = self.path.split("?", 1)[0]
+            if path in ("/health", "/health_generate"):
+                self._send(200 if ready.is_set() else 503, "", "text/plain")
+            elif path in ("/server_info", "/get_server_info"):
+                internal: dict[str, Any] = {"last_gen_throughput": 0.0}
+                average = engine.server_average()
+                if average is not None:
+                    internal["avg_spec_accept_length"] = average
+                args = engine.args
+                self._send(200, {
+                    "model_path": args.model_path,
+                    "speculative_algorithm": args.speculative_algorithm,
+                    "speculative_num_draft_tokens": engine.block,
+                    "speculative_draft_model_path": args.speculative_draft_model_path,
+                    "tp_size": args.tp_size,
+                    "decode_log_interval": args.decode_log_interval,
+                    "max_running_requests": args.max_running_requests or 48,
+                    "disable_overlap_schedule": args.disable_overlap_schedule,
                     "internal_states": [internal],
-                    "version": "0.5.23",
-                }
-                self._send(200, info)
-            elif self.path == "/flush_cache":
+                    "version": VERSION,
+                })
+            elif path == "/flush_cache":
                 self._flush()
             else:
                 self._send(404, {"detail": "Not Found"})
 
         def _flush(self) -> None:
-            with state.lock:
-                if state.running:
-                    self._send(400, "Flush cache failed.\n", "text/plain")
-                    return
-                state.accepted = state.steps = 0
-            self._send(200, "Cache flushed.\n", "text/plain")
+            if engine.flush():
+                self._send(200, "Cache flushed.\n", "text/plain")
+            else:
+                self._send(400, "Flush cache failed.\n", "text/plain")
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
-            if self.path == "/flush_cache":
+            if self.path.split("?", 1)[0] == "/flush_cache":
                 self._flush()
                 return
             if self.path != "/generate":
                 self._send(404, {"detail": "Not Found"})
                 return
-            with state.lock:
-                state.running += 1
-                state.served += 1
-                served = state.served
+            with engine.cond:
+                engine.in_server += 1
+                engine.served += 1
+                served = engine.served
             try:
                 if MODE == "crash_mid" and served > CRASH_AFTER:
                     sys.stderr.write("fake-sglang: scheduler died: simulated crash\n")
                     sys.stderr.flush()
                     os._exit(1)  # children stay behind, as after a real scheduler crash
                 time.sleep(GENERATE_DELAY_S)
-                params = dict(body.get("sampling_params") or {}, rid=body.get("rid"))
-                self._send(200, simulate(state, str(body.get("text", "")), params))
+                text = str(body.get("text", ""))
+                rid = str(body.get("rid") or f"req-{served}")
+                result = engine.generate(rid, text, dict(body.get("sampling_params") or {}))
+                self._send(200, response(rid, text, result))
+                if EVENTS_FILE:
+                    with open(EVENTS_FILE, "a") as events:
+                        events.write(f"sent {rid}\n")
             finally:
-                with state.lock:
-                    state.running -= 1
+                with engine.cond:
+                    engine.in_server -= 1
 
     return Handler
+
+
+class Server(ThreadingHTTPServer):
+    request_queue_size = BACKLOG
+    daemon_threads = True
 
 
 def start_children(tp_size: int) -> list[subprocess.Popen]:
@@ -198,7 +261,6 @@ def start_children(tp_size: int) -> list[subprocess.Popen]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    state = State(args)
     children = start_children(args.tp_size)
     if PIDFILE:
         with open(PIDFILE, "w") as handle:
@@ -207,13 +269,15 @@ def main(argv: list[str] | None = None) -> int:
     if MODE == "crash_start":
         print("RuntimeError: CUDA error: out of memory (simulated)", file=sys.stderr, flush=True)
         return 1
-    server = ThreadingHTTPServer((args.host, args.port), make_handler(state))
+    engine = Engine(args)
+    ready = threading.Event()
+    server = Server((args.host, args.port), make_handler(engine, ready))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     if MODE == "hang":
         while True:
             time.sleep(1)
     time.sleep(STARTUP_S)  # loading weights
-    state.ready = True
+    ready.set()
     if READY_FILE:
         with open(READY_FILE, "w") as handle:
             handle.write(repr(time.time()))

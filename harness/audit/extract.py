@@ -1,0 +1,275 @@
+"""Compile a few functions (or one class) out of SGLang source text, without importing SGLang.
+
+SGLang's DFlash resolver (`_get_dflash_layer_attention_params` in `sglang/srt/models/dflash.py`
+and the helpers it calls there and in `sglang/srt/speculative/dflash_utils.py`) is pure logic
+inside modules that import torch and CUDA kernels. So the files are parsed with `ast`, only the
+wanted functions and the module-level functions and literal constants they reach are compiled,
+and they run in a namespace holding an `AttentionType` enum shaped like SGLang's
+(`sglang.srt.layers.radix_attention.AttentionType`, of which the resolver only names two
+members). The same is done for a config class SGLang registers for a `model_type`.
+
+Stdlib only: this module also runs inside the transformers environment (audit/worker.py).
+"""
+
+from __future__ import annotations
+import __future__
+
+import ast
+import builtins
+import copy
+import enum
+import logging
+import numbers
+import typing
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+DFLASH_MODEL = "sglang/srt/models/dflash.py"
+DFLASH_UTILS = "sglang/srt/speculative/dflash_utils.py"
+RESOLVER_FILES: tuple[str, ...] = (DFLASH_MODEL, DFLASH_UTILS)
+ENTRY_POINT = "_get_dflash_layer_attention_params"
+# Extracted when present; only the entry point is required (0.5.17 has no attention-type helper).
+# SGLang's HF config parser (`get_config`'s "hf" parser) and the module its helpers live in.
+LOADER_FILE = "sglang/srt/utils/hf_transformers/config.py"
+LOADER_COMMON = "sglang/srt/utils/hf_transformers/common.py"
+LOADER_CLASS, LOADER_METHOD = "HfModelConfigParser", "parse"
+RESOLVER_ROOTS: tuple[str, ...] = (
+    ENTRY_POINT,
+    "_get_dflash_attention_type",
+    "get_dflash_layer_types",
+    "get_dflash_attention_sliding_window_size",
+)
+
+
+class ExtractError(Exception):
+    """The source has no such function or class, or it does not parse or compile."""
+
+
+class AttentionType(enum.Enum):
+    """Shaped like `sglang.srt.layers.radix_attention.AttentionType` (the members used here)."""
+
+    DECODER = "decoder"
+    ENCODER_ONLY = "encoder_only"
+
+
+def base_namespace(name: str) -> dict[str, Any]:
+    """Names SGLang's modules import that extracted code may use."""
+    namespace: dict[str, Any] = {
+        "__builtins__": builtins,
+        "__name__": name,
+        "AttentionType": AttentionType,
+        "Sequence": Sequence,
+        "Mapping": Mapping,
+        "Iterable": Iterable,
+        "Integral": numbers.Integral,
+        "logger": logging.getLogger(name),
+        "logging": logging,
+    }
+    for alias in ("Any", "Optional", "Tuple", "List", "Dict", "Union", "ClassVar"):
+        namespace[alias] = getattr(typing, alias)
+    return namespace
+
+
+def _names_used(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _literal_constants(tree: ast.Module) -> dict[str, ast.stmt]:
+    """Module-level `NAME = literal` (or annotated) assignments a helper may read."""
+    constants: dict[str, ast.stmt] = {}
+    for node in tree.body:
+        target, value = None, None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        if isinstance(target, ast.Name) and value is not None:
+            try:
+                ast.literal_eval(value)
+            except ValueError:
+                continue
+            constants[target.id] = node
+    return constants
+
+
+def parse(text: str, path: str) -> ast.Module:
+    try:
+        return ast.parse(text, filename=path)
+    except SyntaxError as error:
+        raise ExtractError(f"cannot parse {path}: {error}") from error
+
+
+def _compile(body: list[ast.stmt], label: str, namespace: dict[str, Any]) -> None:
+    module = ast.Module(body=body, type_ignores=[])
+    try:
+        # Annotations stay strings: they name torch types that do not exist here.
+        code = compile(module, f"<{label}>", "exec",
+                       flags=__future__.annotations.compiler_flag, dont_inherit=True)  # fmt: skip
+        exec(code, namespace)
+    except Exception as error:
+        raise ExtractError(f"cannot evaluate {label}: {type(error).__name__}: {error}") from error
+
+
+def extract_functions(
+    files: Mapping[str, str], roots: Sequence[str], required: str, label: str
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """(namespace, names) with `roots` and every module-level function they reach compiled.
+
+    Files are searched in order: where two define a name, the first file's one is used.
+    """
+    functions: dict[str, ast.FunctionDef] = {}
+    constants: dict[str, ast.stmt] = {}
+    for path, text in files.items():
+        tree = parse(text, path)
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                functions.setdefault(node.name, node)
+        for name, node in _literal_constants(tree).items():
+            constants.setdefault(name, node)
+    if required not in functions:
+        raise ExtractError(f"{' and '.join(files)} define no {required}")
+    wanted: list[str] = []
+    pending = [name for name in roots if name in functions]
+    while pending:
+        name = pending.pop()
+        if name not in wanted:
+            wanted.append(name)
+            pending.extend(n for n in _names_used(functions[name]) if n in functions)
+    used = set().union(*(_names_used(functions[name]) for name in wanted))
+    body: list[ast.stmt] = [constants[n] for n in sorted(constants) if n in used]
+    ordered = tuple(name for name in functions if name in wanted)
+    for name in ordered:
+        node = copy.deepcopy(functions[name])
+        node.decorator_list = []  # caching decorators come from modules we do not load
+        body.append(node)
+    namespace = base_namespace("harness_sglang_resolver")
+    _compile(body, f"{label} resolver", namespace)
+    return namespace, ordered
+
+
+def extract_class(text: str, path: str, class_name: str, base: Any) -> type:
+    """A config class compiled from its module, with the base `PretrainedConfig` given.
+
+    Its module-level helper functions and literal constants come along; the module's own
+    imports do not (they are what pulls in torch), so a class that needs them fails here.
+    """
+    tree = parse(text, path)
+    node = next(
+        (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name), None
+    )
+    if node is None:
+        raise ExtractError(f"{path} defines no class {class_name}")
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    constants = _literal_constants(tree)
+    body: list[ast.stmt] = []
+    seen: set[str] = set()
+    pending = sorted(_names_used(node))
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in constants:
+            body.append(constants[name])
+        elif name in functions:
+            body.append(functions[name])
+            pending.extend(_names_used(functions[name]))
+    class_node = copy.deepcopy(node)
+    class_node.decorator_list = []
+    namespace = base_namespace(f"harness_sglang_config.{class_name}")
+    for alias in ("PretrainedConfig", "PreTrainedConfig"):
+        namespace[alias] = base
+    namespace.update({"math": __import__("math"), "copy": copy})
+    _compile([*body, class_node], f"{path}:{class_name}", namespace)
+    return typing.cast(type, namespace[class_name])
+
+
+def _assignments(tree: ast.Module) -> dict[str, ast.stmt]:
+    """Every module-level `NAME = ...` (tried one by one when compiled; failures skipped)."""
+    found: dict[str, ast.stmt] = {}
+    for node in tree.body:
+        target = None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target = node.target
+        if isinstance(target, ast.Name):
+            found[target.id] = node
+    return found
+
+
+def _placeholder(name: str) -> type:
+    """A class nothing is an instance of: for a config class the loader only tests against
+    (`isinstance(config, DeepseekV41Config)`) whose module needs torch."""
+    return type(name, (), {"__doc__": "never matches: its SGLang module is not loaded"})
+
+
+def extract_loader(files: Mapping[str, str], base: Any, auto_config: Any,
+                   registry: Mapping[str, Any], imported: Mapping[str, Any] | None = None) -> Any:
+    """SGLang's own `HfModelConfigParser.parse`, compiled with the helpers it reaches.
+
+    `registry` stands for SGLang's `_CONFIG_REGISTRY` (model_type -> its config class) for
+    the draft's model_type; class names the loader only tests against are placeholders;
+    `imported` gives names its modules import from modules already loaded (SGLang's patches).
+    Returns `parse(model, trust_remote_code, revision=None)`.
+    """
+    trees = {path: parse(text, path) for path, text in files.items()}
+    method = None
+    for node in trees.get(LOADER_FILE, ast.Module(body=[], type_ignores=[])).body:
+        if isinstance(node, ast.ClassDef) and node.name == LOADER_CLASS:
+            method = next((n for n in node.body
+                           if isinstance(n, ast.FunctionDef) and n.name == LOADER_METHOD), None)
+    if method is None:
+        raise ExtractError(f"{LOADER_FILE} defines no {LOADER_CLASS}.{LOADER_METHOD}")
+    functions: dict[str, ast.FunctionDef] = {}
+    assignments: dict[str, ast.stmt] = {}
+    for tree in trees.values():  # the parser's own file first, then common.py
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                functions.setdefault(node.name, node)
+        for name, node in _assignments(tree).items():
+            assignments.setdefault(name, node)
+    entry = copy.deepcopy(method)
+    entry.name, entry.decorator_list = "_sglang_hf_parse", []
+    wanted: list[str] = []
+    used: set[str] = set()
+    pending = sorted(_names_used(entry))
+    while pending:
+        name = pending.pop()
+        if name in used:
+            continue
+        used.add(name)
+        if name in functions:
+            wanted.append(name)
+            pending.extend(_names_used(functions[name]))
+        elif name in assignments:
+            pending.extend(_names_used(assignments[name]))
+    namespace = base_namespace("harness_sglang_loader")
+    namespace.update({"PretrainedConfig": base, "PreTrainedConfig": base,
+                      "AutoConfig": auto_config, "_CONFIG_REGISTRY": dict(registry),
+                      "copy": copy, "Path": __import__("pathlib").Path})  # fmt: skip
+    for name, value in (imported or {}).items():
+        if name in used:
+            namespace.setdefault(name, value)
+    todo = [name for name in sorted(used) if name in assignments and name not in namespace]
+    for _ in range(3):  # a constant may be built from another: retry those that failed
+        failed = []
+        for name in todo:
+            try:
+                _compile([copy.deepcopy(assignments[name])], f"{LOADER_FILE}:{name}", namespace)
+            except ExtractError:
+                failed.append(name)  # built from modules we do not load: unused for drafts
+        todo = failed
+    body: list[ast.stmt] = []
+    for name in wanted:
+        node = copy.deepcopy(functions[name])
+        node.decorator_list = []
+        body.append(node)
+    _compile([*body, entry], f"{LOADER_CLASS}.{LOADER_METHOD}", namespace)
+    for name in used:
+        if name not in namespace and name[:1].isupper() and not hasattr(builtins, name):
+            namespace[name] = _placeholder(name)
+    function = namespace["_sglang_hf_parse"]
+    return lambda model, trust_remote_code, revision=None: function(
+        None, model, trust_remote_code=trust_remote_code, revision=revision
+    )

@@ -1,0 +1,66 @@
+"""The engine build under test, and the Python environment it runs from.
+
+One grammar for build specs (`spec`), resolved to an identity (`sglang_env`,
+`reference`) that keys the build cache; one git helper (`gitrepo`); one probe of
+another interpreter (`probe`); bounded waits and stale-build cleanup (`common`).
+The harness process never imports the engine or torch.
+"""
+
+from __future__ import annotations
+
+from harness.build.common import (
+    CACHE_ENV,
+    INSTALL_TIMEOUT_S,
+    bounded_lock,
+    cache_root,
+    error_text,
+    file_sha256,
+    pid_alive,
+    run_command,
+    sweep_stale,
+)
+from harness.build.gitrepo import head_state
+from harness.build.probe import (
+    BUILD_NOTE,
+    FREEZE_FILE,
+    REFERENCE_MODULES,
+    EnvironmentFacts,
+    copy_freeze,
+    probe_environment,
+    save_freeze,
+)
+from harness.build.reference import (
+    REPO_ROOT,
+    ReferenceBuild,
+    has_reference_dependencies,
+    prepare_reference_env,
+    resolve_reference_build,
+)
+from harness.build.sglang_env import (
+    PreparedBuild,
+    ResolvedBuild,
+    planned_python,
+    prepare,
+    resolve_build,
+    snapshot_source,
+)
+from harness.build.spec import (
+    GRAMMAR,
+    BuildKind,
+    BuildSpec,
+    EngineKind,
+    check_engine,
+    parse_build_spec,
+    split_git_url,
+)
+
+__all__ = [
+    "BUILD_NOTE", "CACHE_ENV", "FREEZE_FILE", "GRAMMAR", "INSTALL_TIMEOUT_S",
+    "REFERENCE_MODULES", "REPO_ROOT", "BuildKind", "BuildSpec", "EngineKind",
+    "EnvironmentFacts", "PreparedBuild", "ReferenceBuild", "ResolvedBuild", "bounded_lock",
+    "cache_root", "check_engine", "copy_freeze", "error_text", "file_sha256",
+    "has_reference_dependencies", "head_state", "parse_build_spec",
+    "pid_alive", "planned_python", "prepare", "prepare_reference_env",
+    "probe_environment", "resolve_build", "resolve_reference_build",
+    "run_command", "save_freeze", "snapshot_source", "split_git_url", "sweep_stale",
+]

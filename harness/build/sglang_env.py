@@ -1,0 +1,249 @@
+"""SGLang builds: resolve a spec to what it names now, install it once per identity.
+
+The cache key is the resolved identity, not the spec's text: a git spec's commit
+(`git ls-remote`), a local checkout's HEAD and the tree id of its working state, a
+patch's hash. Each identity gets its own environment under the cache; a changed
+source gets a new one, an unchanged one is reused. A local checkout is installed from
+a snapshot of exactly the tree that was hashed, taken under the environment's lock.
+What the record says about the build is read back from the environment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.build import gitrepo
+from harness.build.common import cache_root, file_sha256, run_command
+from harness.build.envs import ensure_env
+from harness.build.probe import EnvironmentFacts, probe_environment, save_freeze
+from harness.build.spec import BuildSpec, split_git_url
+from harness.errors import BadInput, EngineError
+
+PIP_ARGS_ENV = "HARNESS_PIP_ARGS"  # extra `pip install` arguments, part of the identity
+_SKIP = {".git", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+
+
+@dataclass(frozen=True)
+class ResolvedBuild:
+    """A build spec pinned to what it names now; `key` names its environment."""
+
+    build: BuildSpec
+    requirement: str | None = None  # what pip installs (local: the snapshot's package folder)
+    commit: str | None = None
+    dirty: bool | None = None
+    source_hash: str | None = None  # "git-tree:<id>" or "sha256:<files>" of a local source
+    patch_sha256: str | None = None
+    pip_args: tuple[str, ...] = ()
+    subdirectory: str = ""  # the package's folder inside a local checkout
+    identity: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        text = json.dumps(self.identity, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def env_dir(self) -> Path:
+        return cache_root() / "envs" / f"sglang-{self.key}"
+
+
+def pip_args() -> tuple[str, ...]:
+    return tuple(shlex.split(os.environ.get(PIP_ARGS_ENV, "")))
+
+
+def _package_subdirectory(exists: Callable[[str], bool], where: str) -> str:
+    # SGLang's repository keeps its Python package under python/.
+    if exists("python/pyproject.toml"):
+        return "python"
+    if exists("pyproject.toml") or exists("setup.py"):
+        return ""
+    raise BadInput(f"--sglang {where}: no pyproject.toml in it or in its python/ folder")
+
+
+def _folder_sha256(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if _SKIP.intersection(path.relative_to(folder).parts) or path.suffix == ".pyc":
+            continue
+        if path.is_file() and not path.is_symlink():
+            digest.update(f"{path.relative_to(folder).as_posix()}\0".encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def resolve_build(build: BuildSpec, *, offline: bool = False) -> ResolvedBuild:
+    """Pin a build to its identity. `offline`: a git URL's moving ref is not looked up
+    (the key is then the spec's text; for dry runs only)."""
+    extra = pip_args()
+    base: dict[str, Any] = {"kind": build.kind, "pip_args": list(extra)}
+    if build.kind == "pip":
+        return ResolvedBuild(build, build.spec, pip_args=extra,
+                             identity={**base, "requirement": build.spec})
+    if build.kind == "git":
+        return _resolve_git(build, extra, base, offline)
+    if build.kind == "local":
+        return _resolve_local(build, extra, base)
+    raise BadInput(f"{build.kind} builds are not SGLang builds to install")
+
+
+def _resolve_git(build: BuildSpec, extra: tuple[str, ...], base: dict[str, Any],
+                 offline: bool) -> ResolvedBuild:
+    url, ref, fragment = split_git_url(build.spec or "")
+    if ref and gitrepo.FULL_SHA.match(ref):
+        commit: str | None = ref
+    elif offline:
+        commit = None
+    else:
+        commit = gitrepo.ls_remote(url, ref)
+        if commit is None and not (ref and gitrepo.SHORT_SHA.match(ref)):
+            raise BadInput(f"--sglang {build.spec}: {url} has no branch or tag {ref or 'HEAD'}")
+    pinned = commit or ref  # a short sha names one commit; pip resolves it when it clones
+    requirement = f"git+{url}" + (f"@{pinned}" if pinned else "") + fragment
+    identity = {**base, "url": url, "commit": pinned, "fragment": fragment}
+    if offline and commit is None:
+        identity["spec"] = build.spec
+    return ResolvedBuild(build, requirement, commit=commit, pip_args=extra, identity=identity)
+
+
+def _resolve_local(build: BuildSpec, extra: tuple[str, ...], base: dict[str, Any],
+                   snapshot_to: Path | None = None) -> ResolvedBuild:
+    folder = Path(build.spec or ".")
+    root = gitrepo.toplevel(folder)
+    patch_sha = file_sha256(build.patch) if build.patch else None
+    if root is None:
+        if build.ref:
+            raise BadInput(f"--sglang {build.text}: {folder} is not a git checkout, so it has "
+                           "no refs")
+        if snapshot_to is not None:  # hash the copy: what is installed is what was hashed
+            if snapshot_to.exists():
+                shutil.rmtree(snapshot_to)
+            shutil.copytree(folder, snapshot_to, symlinks=True,
+                            ignore=shutil.ignore_patterns(*_SKIP, "*.pyc"))
+        top = snapshot_to or folder
+        commit, dirty, source_hash = None, None, f"sha256:{_folder_sha256(top)}"
+        subdirectory = _package_subdirectory(lambda name: (top / name).is_file(), str(folder))
+    else:
+        state = (gitrepo.commit_state(root, build.ref, snapshot_to) if build.ref
+                 else gitrepo.working_state(root, snapshot_to))
+        commit, dirty, source_hash = state.commit, state.dirty, f"git-tree:{state.tree}"
+        inside = folder.resolve().relative_to(root.resolve()).as_posix()
+        inside = "" if inside == "." else inside
+        exists = _exists_in(root, state.commit if build.ref else None, inside, snapshot_to)
+        package = _package_subdirectory(exists, build.text or str(folder))
+        subdirectory = "/".join(filter(None, [inside, package]))
+    identity = {**base, "commit": commit, "source": source_hash, "subdirectory": subdirectory,
+                "patch": patch_sha}
+    return ResolvedBuild(build, None, commit=commit, dirty=dirty, source_hash=source_hash,
+                         patch_sha256=patch_sha, pip_args=extra, subdirectory=subdirectory,
+                         identity=identity)
+
+
+def _exists_in(root: Path, commit: str | None, inside: str,
+               snapshot_to: Path | None) -> Callable[[str], bool]:
+    """Whether a file is in the tree being built (for PATH@REF: the commit's tree)."""
+    def exists(name: str) -> bool:
+        relative = "/".join(filter(None, [inside, name]))
+        if snapshot_to is not None:
+            return (snapshot_to / relative).is_file()
+        if commit is not None:
+            return gitrepo.show_file(root, commit, relative) is not None
+        return (root / relative).is_file()
+    return exists
+
+
+def snapshot_source(resolved: ResolvedBuild, dest: Path) -> Path:
+    """Write the resolved local source (and its patch) to `dest`; the package folder.
+    The source is hashed again as it is written: an edit since resolving is an error."""
+    build = resolved.build
+    base = {"kind": build.kind, "pip_args": list(resolved.pip_args)}
+    again = _resolve_local(build, resolved.pip_args, base, snapshot_to=dest)
+    if again.identity != resolved.identity:
+        raise EngineError(f"--sglang {build.text} changed while it was being built "
+                          f"({resolved.source_hash} -> {again.source_hash}); run again")
+    if build.patch is not None:
+        patch = str(build.patch.resolve())
+        what = f"--patch {build.patch}"
+        # Outside any repository (even if the cache lies in one), paths are the patch's own.
+        env = gitrepo.git_env({"GIT_CEILING_DIRECTORIES": str(dest.parent)})
+        for check in (["--check"], []):
+            run_command(["git", "apply", *check, patch], what, timeout_s=60, cwd=dest, env=env)
+    return dest / resolved.subdirectory if resolved.subdirectory else dest
+
+
+def _install(resolved: ResolvedBuild) -> str:
+    """The environment of a resolved build, made once (under its lock) and then reused."""
+    def install_args(scratch: Path) -> list[str]:
+        # A local source is snapshotted under the lock, into the build's scratch folder.
+        return [resolved.requirement or str(snapshot_source(resolved, scratch))]
+
+    note = {"spec": resolved.build.text, "kind": resolved.build.kind,
+            "requirement": resolved.requirement, "commit": resolved.commit,
+            "ref": resolved.build.ref, "dirty": resolved.dirty,
+            "source_hash": resolved.source_hash, "patch_sha256": resolved.patch_sha256,
+            "key": resolved.key, "identity": resolved.identity}
+    return ensure_env(resolved.env_dir, f"building {resolved.build.text}", install_args, note,
+                      resolved.pip_args)
+
+
+def planned_python(build: BuildSpec) -> str:
+    """The interpreter a run of `build` would use, for `--dry-run` (builds nothing, and
+    looks up no remote ref: a moving git ref shows a placeholder)."""
+    if build.kind == "installed":
+        return sys.executable
+    resolved = resolve_build(build, offline=True)
+    if build.kind == "git" and resolved.commit is None:
+        return str(cache_root() / "envs" / "sglang-<resolved at build time>" / "bin" / "python")
+    return str(resolved.env_dir / "bin" / "python")
+
+
+@dataclass(frozen=True)
+class PreparedBuild:
+    python: str
+    info: Any  # harness.record.BuildInfo
+    facts: EnvironmentFacts
+    resolved: ResolvedBuild | None = None
+
+
+def prepare(build: BuildSpec) -> PreparedBuild:
+    """An interpreter that can run `python -m sglang.launch_server` for this build, and
+    the build's provenance as read back from that interpreter's environment."""
+    resolved = None if build.kind == "installed" else resolve_build(build)
+    python = sys.executable if resolved is None else _install(resolved)
+    facts = probe_environment(python)
+    if facts.sglang_version is None:
+        raise EngineError(f"sglang is not installed in {python}; pass --sglang SPEC "
+                          "(e.g. sglang==0.5.23, a git URL with a ref, or a local checkout)")
+    return PreparedBuild(python, build_info(build, facts), facts, resolved)
+
+
+def build_info(build: BuildSpec, facts: EnvironmentFacts) -> Any:
+    """BuildInfo from what the environment holds: its metadata and the harness's note."""
+    from harness.provenance import redact_url
+    from harness.record import BuildInfo
+
+    note = facts.build_note or {}
+    commit, dirty, source_hash = note.get("commit"), note.get("dirty"), note.get("source_hash")
+    if not note and facts.editable_folder is not None:
+        # An editable install runs its source folder's code: that folder is what is installed.
+        commit, dirty = gitrepo.head_state(facts.editable_folder)
+    direct_url = facts.direct_url
+    if direct_url and "url" in direct_url:
+        direct_url = {**direct_url, "url": redact_url(str(direct_url["url"]))}
+    spec = build.text
+    return BuildInfo(
+        engine="sglang", spec=redact_url(spec) if spec else None,
+        version=facts.sglang_version, git_sha=commit or facts.sglang_commit,
+        patch_sha256=note.get("patch_sha256"), python=facts.python,
+        git_dirty=dirty, source_hash=source_hash, ref=build.ref,
+        build_key=note.get("key"), direct_url=direct_url,
+        freeze_sha256=facts.freeze_sha256, freeze_path=str(save_freeze(facts)))
+

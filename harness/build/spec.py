@@ -1,0 +1,205 @@
+"""One grammar for build specs (`run --sglang`, `ab --a/--b`, `bisect --good/--bad`).
+
+Parsing reads no network and builds nothing; a spec that does not parse, or that does
+not apply to the suite's engine, is bad input (exit 2) and the message lists the grammar.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from harness.errors import BadInput
+
+BuildKind = Literal["installed", "pip", "git", "local", "reference", "reference-repo"]
+EngineKind = Literal["sglang", "reference"]
+REFERENCE_PREFIX = "reference:"
+POLICIES = ("fixed", "legacy", "regressed")
+REFERENCE_KEYS = {"policy": "attention_policy", "noise": "draft_noise"}
+
+GRAMMAR = """\
+build specs:
+  sglang==0.5.23                          a pip requirement naming sglang
+  git+URL[@REF][#subdirectory=python]     a git repository at a branch, tag or commit
+                                          (resolved to its commit before building)
+  PATH                                    a local checkout as it is now, uncommitted edits
+                                          included (with --patch FILE: a diff applied to it)
+  PATH@REF                                a commit, branch or tag of a local git checkout
+  reference:policy=fixed|legacy|regressed[,noise=X]
+                                          the reference engine's behaviour (reference suites)
+  reference:PATH[@REF]                    the reference engine configured by the
+                                          reference-build.toml of a local git repository"""
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    """A parsed build spec. `spec` is the text given for pip and git specs and the
+    resolved folder for local ones; `ref` the ref of `PATH@REF`, `git+URL@REF` or
+    `reference:PATH@REF`; `overrides` the engine settings of `reference:policy=...`."""
+
+    kind: BuildKind
+    spec: str | None = None
+    patch: Path | None = None
+    ref: str | None = None
+    overrides: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def engine(self) -> EngineKind | None:
+        """The engine this build is for (None: the installed one, either engine)."""
+        if self.kind == "installed":
+            return None
+        return "reference" if self.kind.startswith("reference") else "sglang"
+
+    @property
+    def text(self) -> str | None:
+        """The spec as a user would write it (before redaction)."""
+        if self.kind == "installed":
+            return None
+        if self.kind == "reference":
+            names = {v: k for k, v in REFERENCE_KEYS.items()}
+            return REFERENCE_PREFIX + ",".join(f"{names[k]}={v:g}" if isinstance(v, float)
+                                               else f"{names[k]}={v}" for k, v in self.overrides)
+        if self.kind in ("local", "reference-repo"):
+            prefix = REFERENCE_PREFIX if self.kind == "reference-repo" else ""
+            return prefix + str(self.spec) + (f"@{self.ref}" if self.ref else "")
+        return self.spec
+
+    @property
+    def key(self) -> str:
+        """Deprecated: the cache key needs the resolved identity; use
+        `harness.build.planned_python` (dry runs) or `resolve_build(...).key`."""
+        from harness.build.sglang_env import resolve_build
+
+        return resolve_build(self, offline=True).key
+
+
+def _bad(flag: str, spec: str, why: str) -> BadInput:
+    return BadInput(f"{flag} {spec!r}: {why}\n{GRAMMAR}")
+
+
+def split_git_url(spec: str) -> tuple[str, str | None, str]:
+    """`git+URL@REF#frag` -> (URL, REF or None, '#frag' or '')."""
+    body, hash_mark, fragment = spec.removeprefix("git+").partition("#")
+    scheme, sep, rest = body.partition("://")
+    if not sep:
+        scheme, rest = "", body
+    netloc, slash, path = rest.partition("/")
+    ref = None
+    if "@" in path:
+        path, _, ref = path.rpartition("@")
+    url = f"{scheme}{sep}{netloc}{slash}{path}"
+    return url, ref or None, hash_mark + fragment
+
+
+def _reference(spec: str, flag: str) -> BuildSpec:
+    body = spec.removeprefix(REFERENCE_PREFIX).strip()
+    if not body:
+        raise _bad(flag, spec, "nothing after reference:")
+    if "=" not in body:  # reference:PATH[@REF]
+        path, ref = _path_and_ref(body)
+        if path is None:
+            raise _bad(flag, spec, f"no such folder {body!r}")
+        return BuildSpec("reference-repo", str(path), ref=ref)
+    overrides: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in body.split(","))):
+        key, _, value = part.partition("=")
+        key, value = key.strip(), value.strip()
+        if key not in REFERENCE_KEYS or not value:
+            raise _bad(flag, spec, f"{part!r} is not policy=... or noise=...")
+        if key == "policy" and value not in POLICIES:
+            raise _bad(flag, spec, f"policy must be one of {', '.join(POLICIES)}, got {value!r}")
+        overrides[REFERENCE_KEYS[key]] = value if key == "policy" else _noise(value, flag, spec)
+    return BuildSpec("reference", overrides=tuple(overrides.items()))
+
+
+def _noise(value: str, flag: str, spec: str) -> float:
+    try:
+        noise = float(value)
+    except ValueError:
+        raise _bad(flag, spec, f"noise must be a number, got {value!r}") from None
+    if not 0.0 <= noise <= 1.0:
+        raise _bad(flag, spec, f"noise must be between 0 and 1, got {value!r}")
+    return noise
+
+
+def _path_and_ref(text: str) -> tuple[Path | None, str | None]:
+    """`PATH` or `PATH@REF` where PATH is an existing folder (the whole text first)."""
+    whole = Path(text).expanduser()
+    if whole.exists():
+        return whole.resolve(), None
+    path, at, ref = text.rpartition("@")
+    if at and path and ref and Path(path).expanduser().is_dir():
+        return Path(path).expanduser().resolve(), ref
+    return None, None
+
+
+def _requirement(spec: str, flag: str) -> BuildSpec:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    try:
+        requirement = Requirement(spec)
+    except InvalidRequirement as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else "invalid"
+        raise _bad(flag, spec, f"not a pip requirement, a git URL or a local checkout "
+                   f"({first})") from None
+    if canonicalize_name(requirement.name) != "sglang":
+        raise _bad(flag, spec, f"the requirement names {requirement.name!r}, not sglang")
+    if requirement.url and requirement.url.startswith("git+"):
+        return BuildSpec("git", requirement.url)  # `sglang @ git+...`: resolved like git+...
+    return BuildSpec("pip", spec)
+
+
+def parse_build_spec(
+    spec: str | None, patch: str | Path | None = None, *,
+    engine: EngineKind | None = "sglang", flag: str = "--sglang",
+) -> BuildSpec:
+    """Parse a build spec for a suite whose engine is `engine` (None: do not check).
+
+    `flag` names the option in messages (`--sglang`, `--a`, `--good`, ...).
+    """
+    patch_path = Path(patch) if patch is not None else None
+    if patch_path is not None and not patch_path.is_file():
+        raise BadInput(f"--patch: no such file {patch_path}")
+    if spec is None or not spec.strip():
+        if patch_path is not None:
+            raise BadInput(f"--patch needs {flag} pointing to a local checkout")
+        return BuildSpec("installed")
+    spec = spec.strip()
+    if spec.startswith(REFERENCE_PREFIX):
+        build = _reference(spec, flag)
+    elif spec.startswith("git+") or (spec.endswith(".git") and "://" in spec):
+        build = BuildSpec("git", spec)
+    else:
+        path, ref = _path_and_ref(spec)
+        if path is not None:
+            if not path.is_dir():
+                raise _bad(flag, spec, "a local build must be a checkout folder")
+            build = BuildSpec("local", str(path), ref=ref)
+        elif re.match(r"^[./~]", spec) or "/" in spec.split("@")[0]:
+            raise _bad(flag, spec, "no such local checkout")
+        else:
+            build = _requirement(spec, flag)
+    if build.kind == "git":
+        _, ref, _ = split_git_url(build.spec or "")
+        build = BuildSpec("git", build.spec, ref=ref)
+    if patch_path is not None:
+        if build.kind != "local":
+            raise BadInput(f"--patch applies only to a local checkout ({flag} PATH)")
+        build = BuildSpec("local", build.spec, patch_path, build.ref)
+    check_engine(build, engine, flag)
+    return build
+
+
+def check_engine(build: BuildSpec, engine: EngineKind | None, flag: str = "--sglang") -> None:
+    """A build for the other engine is bad input, never silently ignored."""
+    if engine is None or build.engine in (None, engine):
+        return
+    if engine == "reference":
+        raise BadInput(f"{flag} {build.text!r} is an SGLang build, but this suite runs the "
+                       "reference engine; its builds are reference:policy=...,noise=... or "
+                       f"reference:PATH[@REF]\n{GRAMMAR}")
+    raise BadInput(f"{flag} {build.text!r} is a reference-engine build, but this suite runs "
+                   f"SGLang; its builds are sglang==X, git+URL@REF or a checkout\n{GRAMMAR}")

@@ -1,0 +1,73 @@
+"""The SGLang adapter: every fact about SGLang the harness depends on lives in this package.
+
+`launch.py`: the launch line and the flags the harness owns; `api.py`: readiness,
+endpoints, request bodies, response parsing (both accept-length definitions' counts),
+the server's own figure and the settings check. Each names where to read the fact in
+SGLang's source, so it can be re-checked against any release (tests/sglang_oracle runs
+SGLang's own functions from its wheels against them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from harness.engines import Models, ParsedResponse
+from harness.engines.sglang import api
+from harness.engines.sglang.launch import RESERVED_FLAGS, api_key, launch_command
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from harness.suite import Suite
+
+__all__ = ["ADAPTER", "RESERVED_FLAGS", "SGLangAdapter", "launch_command"]
+
+
+def expected_settings(suite: Suite, models: Models) -> dict[str, Any]:
+    """`/server_info` key -> what the suite declares (SGLang's resolved server args)."""
+    return {
+        "speculative_algorithm": suite.speculative.algorithm,
+        "speculative_draft_model_path": models.draft,
+        "speculative_num_draft_tokens": suite.speculative.draft_tokens,
+    }
+
+
+class SGLangAdapter:
+    kind = "sglang"
+    ready_paths = api.READY_PATHS
+    generate_path = api.GENERATE_PATH
+    flush_path = api.FLUSH_PATH
+    server_info_paths = api.SERVER_INFO_PATHS
+
+    def launch_command(self, suite: Suite, python: str, host: str, port: int,
+                       models: Models | None = None,
+                       checkpoints: tuple[Path, Path] | None = None) -> list[str]:
+        return launch_command(suite, python, host, port, models)
+
+    def generate_body(self, text: str, params: Mapping[str, Any], rid: str) -> dict[str, Any]:
+        return api.generate_body(text, params, rid)
+
+    def parse_generate(self, payload: Any, where: str) -> ParsedResponse:
+        return api.parse_generate(payload, where)
+
+    def server_figure(self, info: Any) -> float | None:
+        return api.server_figure(info)
+
+    def settings_mismatches(self, info: Any, suite: Suite,
+                            models: Models | None = None) -> list[str]:
+        from harness.suite import resolve_models
+
+        reason = getattr(suite.engine, "unreported_settings_ok", None)
+        return api.settings_mismatches(
+            info, expected_settings(suite, models or resolve_models(suite)), reason)
+
+    def attention_from_server(self, info: Any) -> list[dict[str, Any]] | None:
+        return None  # SGLang does not report the draft's per-layer attention
+
+    def auth_headers(self, suite: Suite) -> dict[str, str]:
+        key = api_key(suite)
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+ADAPTER = SGLangAdapter()

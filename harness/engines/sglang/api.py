@@ -1,0 +1,184 @@
+"""SGLang's HTTP API as the harness uses it: routes, request bodies, response figures.
+
+Facts read in SGLang 0.5.23's source (and 0.5.17's where they differ):
+- readiness: `GET /health_generate` answers 200 once a generation works
+  (`entrypoints/http_server.py`);
+- requests: native `POST /generate` returns `meta_info` with the speculative figures;
+  `/v1/completions` carries none (`entrypoints/openai/protocol.py`, `CompletionRequest`);
+- `POST /flush_cache` resets the server's counters, and answers 400 while requests run;
+- `GET /server_info` (`/get_server_info` before it) merges the resolved server args
+  (`utils/common.py`, `build_server_info`) with `internal_states`, one dict per DP rank,
+  whose `avg_spec_accept_length` is `spec_num_accept_tokens / spec_num_forward_ct`
+  (`managers/scheduler_components/metrics_reporter.py`);
+- per request, `managers/tokenizer_manager.py` `_calculate_spec_decoding_metrics` sets
+  `spec_verify_ct`, `spec_num_correct_drafts`, `spec_accept_length` (= completion_tokens /
+  spec_verify_ct) and `spec_correct_drafts_histogram`, only when the request had a verify
+  step. 0.5.17 also sends the aliases `spec_accepted_drafts` / `spec_proposed_drafts` /
+  `spec_accept_histogram`; releases before it sent `spec_accept_token_num`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.engines import ParsedResponse
+from harness.errors import MissingMetric
+
+READY_PATHS = ("/health_generate",)
+GENERATE_PATH = "/generate"
+FLUSH_PATH = "/flush_cache"
+SERVER_INFO_PATHS = ("/server_info", "/get_server_info")
+
+# Field names across SGLang versions, newest first; parsing takes the first present.
+COMPLETION_TOKEN_KEYS = ("completion_tokens", "output_tokens", "num_output_tokens")
+VERIFY_STEP_KEYS = ("spec_verify_ct", "spec_verify_count", "verify_ct", "spec_num_verify")
+CORRECT_DRAFT_KEYS = ("spec_num_correct_drafts", "spec_accepted_drafts", "spec_accept_token_num")
+HISTOGRAM_KEYS = (
+    "spec_correct_drafts_histogram",
+    "spec_accept_histogram",
+    "spec_accept_length_histogram",
+)
+ACCEPT_LENGTH_KEYS = ("spec_accept_length", "accept_length")
+SERVER_ACCEPT_KEYS = ("avg_spec_accept_length", "spec_accept_length", "accept_length")
+
+
+def _first(meta: Mapping[str, Any], keys: Sequence[str]) -> Any:
+    for key in keys:
+        if key in meta and meta[key] is not None:
+            return meta[key]
+    return None
+
+
+def _as_count(value: Any, field: str, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise MissingMetric(f"{where}: meta_info.{field} is not a count: {value!r}")
+    if isinstance(value, float) and not value.is_integer():
+        raise MissingMetric(f"{where}: meta_info.{field} is not a whole number: {value!r}")
+    return int(value)
+
+
+def _finish_reason(meta: Mapping[str, Any]) -> str | None:
+    reason = meta.get("finish_reason")
+    if isinstance(reason, Mapping):
+        return str(reason.get("type")) if reason.get("type") is not None else None
+    return None if reason is None else str(reason)
+
+
+def generate_body(text: str, params: Mapping[str, Any], rid: str) -> dict[str, Any]:
+    """A native `/generate` request (one prompt, SGLang sampling params)."""
+    return {"text": text, "sampling_params": dict(params), "rid": rid}
+
+
+def parse_generate(payload: Any, where: str = "/generate") -> ParsedResponse:
+    """Read one native `/generate` response; raise `MissingMetric` if a figure is absent."""
+    if isinstance(payload, list) and len(payload) == 1:
+        payload = payload[0]  # a batch of one comes back as a one-element list
+    if not isinstance(payload, Mapping):
+        raise MissingMetric(f"{where}: expected a JSON object, got {type(payload).__name__}")
+    meta = payload.get("meta_info")
+    if not isinstance(meta, Mapping):
+        raise MissingMetric(f"{where}: response has no meta_info (is this the native /generate?)")
+    tokens = _first(meta, COMPLETION_TOKEN_KEYS)
+    if tokens is None:
+        raise MissingMetric(f"{where}: meta_info has no completion token count "
+                            f"(looked for {', '.join(COMPLETION_TOKEN_KEYS)})")
+    steps = _first(meta, VERIFY_STEP_KEYS)
+    if steps is None and isinstance(tokens, int) and tokens <= 1:
+        # SGLang omits every spec key when a request ended before any verify step
+        # (its one token came from prefill): a valid row with 0 steps.
+        steps = 0
+    if steps is None:
+        if _first(meta, ACCEPT_LENGTH_KEYS) is None:
+            raise MissingMetric(
+                f"{where}: meta_info has no verify count (looked for "
+                f"{', '.join(VERIFY_STEP_KEYS)}); is speculative decoding enabled?"
+            )
+        raise MissingMetric(
+            f"{where}: meta_info has spec_accept_length but no verify count; "
+            "an exact figure needs the count"
+        )
+    completion = _as_count(tokens, "completion_tokens", where)
+    verify = _as_count(steps, "spec_verify_ct", where)
+    if completion > 1 and verify == 0:
+        raise MissingMetric(f"{where}: {completion} tokens but 0 verify steps: speculative "
+                            "decoding did not run for this request")
+    correct = _first(meta, CORRECT_DRAFT_KEYS)
+    correct_drafts = _as_count(correct, "spec_num_correct_drafts", where) if correct is not None \
+        else (0 if verify == 0 else None)
+    histogram = _first(meta, HISTOGRAM_KEYS)
+    if histogram is not None and not (
+        isinstance(histogram, list) and all(isinstance(v, int) for v in histogram)
+    ):
+        histogram = None  # malformed histograms are dropped: they only feed a plot
+    prompt = meta.get("prompt_tokens")
+    return ParsedResponse(
+        text=str(payload.get("text", "")),
+        completion_tokens=completion,
+        verify_steps=verify,
+        correct_drafts=correct_drafts,
+        histogram=histogram,
+        prompt_tokens=int(prompt) if isinstance(prompt, int) else None,
+        finish_reason=_finish_reason(meta),
+    )
+
+
+def server_figure(info: Any) -> float | None:
+    """`internal_states[*].avg_spec_accept_length`, averaged over data-parallel ranks."""
+    if not isinstance(info, Mapping):
+        return None
+    states = info.get("internal_states")
+    values = []
+    if isinstance(states, list):
+        for state in states:
+            if isinstance(state, Mapping):
+                value = _first(state, SERVER_ACCEPT_KEYS)
+                if isinstance(value, int | float) and math.isfinite(value):
+                    values.append(float(value))
+    return sum(values) / len(values) if values else None
+
+
+def _same_model(reported: Any, declared: str) -> bool:
+    """A hub id stays as given in SGLang's resolved args, or becomes a hub-cache snapshot
+    path (`models--org--name/snapshots/...`); a local folder may be reported resolved."""
+    if not isinstance(reported, str):
+        return False
+    if reported == declared:
+        return True
+    if "/" in declared and f"models--{declared.replace('/', '--')}" in reported:
+        return True
+    try:
+        return Path(reported).resolve() == Path(declared).resolve()
+    except OSError:
+        return False
+
+
+def settings_mismatches(info: Any, expected: Mapping[str, Any],
+                        unreported_ok: str | None) -> list[str]:
+    """Settings `/server_info` reports that differ from the suite's, or does not report.
+
+    `expected`: server_info key -> declared value (None: the suite declares nothing).
+    SGLang's own DFlash tests assert the same fields before measuring. A key the server
+    does not report is a problem too, unless the suite says why it may be skipped.
+    """
+    if not isinstance(info, Mapping):
+        return ["/server_info did not answer with a JSON object"]
+    problems = []
+    for key, value in expected.items():
+        if value is None:
+            continue
+        if key not in info or info[key] is None:
+            if unreported_ok is None:
+                problems.append(f"/server_info does not report {key} (the suite declares "
+                                f"{value!r}); the server cannot be shown to run the suite's "
+                                "settings (set engine.unreported_settings_ok to a reason to "
+                                "skip this check)")
+            continue
+        reported = info[key]
+        same = (_same_model(reported, str(value)) if key.endswith("model_path")
+                else str(reported).upper() == str(value).upper())
+        if not same:
+            problems.append(f"{key} is {reported!r}, the suite declares {value!r}")
+    return problems

@@ -1,0 +1,87 @@
+"""SGLang's launch line, with the flags SGLang 0.5.23 defines.
+
+Flag names are `--` + the field names in `sglang/srt/arg_groups/fields/*.py`
+(`model.py`, `spec.py`, `parallel.py`, `device.py`, `serving.py`), aliases as those
+fields declare them; DFLASH checks live in `sglang/srt/arg_groups/speculative_hook.py`.
+0.5.23 recommends `sglang serve`, and still accepts `python -m sglang.launch_server`,
+which every release since 0.4 has: the harness uses the latter so one line serves
+every build it may be asked to test.
+"""
+
+from __future__ import annotations
+
+from harness.engines import Models
+from harness.engines.flags import check_extra_args
+from harness.errors import BadInput
+from harness.suite import SGLangEngine, Suite, resolve_models
+
+LAUNCH_MODULE = "sglang.launch_server"
+
+# Every flag the harness may set, with SGLang 0.5.23's aliases of the same fields:
+# `--model` (fields/model.py), `--tensor-parallel-size` (fields/parallel.py),
+# `--speculative-draft-model` (fields/spec.py); and `--config`, a YAML file whose keys
+# would override any of them. Prefixes are refused too (harness.engines.flags).
+RESERVED_FLAGS = frozenset({
+    "--host", "--port", "--config",
+    "--model-path", "--model", "--revision",
+    "--tp-size", "--tensor-parallel-size",
+    "--random-seed",
+    "--speculative-algorithm",
+    "--speculative-draft-model-path", "--speculative-draft-model",
+    "--speculative-draft-model-revision",
+    "--speculative-num-draft-tokens", "--speculative-dflash-block-size",
+    "--speculative-num-steps", "--speculative-eagle-topk",
+    "--speculative-draft-attention-backend",
+})
+RESERVED_WHY = ("use the suite's own field (target/draft model and revision, [speculative], "
+                "topology.tp_size, workload.seed); host is always 127.0.0.1 and the port is "
+                "chosen free")
+
+
+def launch_command(suite: Suite, python: str, host: str, port: int,
+                   models: Models | None = None) -> list[str]:
+    """`python -m sglang.launch_server ...` for this suite (extra_args last, checked)."""
+    engine = suite.engine
+    if not isinstance(engine, SGLangEngine):
+        raise BadInput(f"suite {suite.name}: not an sglang suite")
+    check_extra_args(suite.name, engine.extra_args, RESERVED_FLAGS, RESERVED_WHY)
+    models = models or resolve_models(suite)
+    spec = suite.speculative
+    command = [python, "-m", LAUNCH_MODULE, "--model-path", models.target]
+    if models.target_revision:
+        command += ["--revision", models.target_revision]
+    command += [
+        "--speculative-algorithm", spec.algorithm,
+        "--speculative-draft-model-path", models.draft,
+    ]
+    if models.draft_revision:
+        command += ["--speculative-draft-model-revision", models.draft_revision]
+    # DFLASH aliases: pass the one the suite names (SGLang rejects them if they differ).
+    if spec.num_draft_tokens is not None:
+        command += ["--speculative-num-draft-tokens", str(spec.num_draft_tokens)]
+    elif spec.block_size is not None:
+        command += ["--speculative-dflash-block-size", str(spec.block_size)]
+    if spec.num_steps is not None:
+        command += ["--speculative-num-steps", str(spec.num_steps)]
+    if spec.eagle_topk is not None:
+        command += ["--speculative-eagle-topk", str(spec.eagle_topk)]
+    if spec.draft_attention_backend:
+        command += ["--speculative-draft-attention-backend", spec.draft_attention_backend]
+    command += [
+        "--tp-size", str(suite.topology.tp_size),
+        "--random-seed", str(suite.workload.seed),
+        "--host", host,
+        "--port", str(port),
+    ]
+    return command + list(engine.extra_args)
+
+
+def api_key(suite: Suite) -> str | None:
+    """The `--api-key` a suite passes the server: the harness must then send it."""
+    args = list(suite.engine.extra_args)
+    for i, arg in enumerate(args):
+        if arg == "--api-key" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--api-key="):
+            return arg.split("=", 1)[1]
+    return None

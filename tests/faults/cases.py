@@ -1,0 +1,205 @@
+"""Fault injection: a real `harness run` (a process), a fault at one stage, what is left.
+
+Faults: kill -9 of the server, SIGSTOP of the server (a hang), SIGINT and SIGTERM of the
+harness. Stages: preparation (a build being installed), launch (the server loading),
+warm-up, measurement, recording (the record written, the plot being drawn). The SGLang
+test double (tests/fake_sglang) plays the server; the stage is recognised from outside
+(the build backend's pid file, the server's pid file, the harness's "server ready" line,
+finished requests), then the fault is sent and the exit is timed.
+
+Shared by tests/faults/test_faults.py (assertions) and benchmarks/bench_faults.py (the
+table `nox -s bench` prints).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[2]
+FAKE_SGLANG = ROOT / "tests" / "fake_sglang"
+WATCHDOG_S = 4.0  # the suite's progress_timeout_s
+
+STAGES = ("preparation", "launch", "warm-up", "measurement", "recording")
+FAULTS = ("kill -9 server", "SIGSTOP server", "SIGINT harness", "SIGTERM harness")
+# A server fault needs a server: none runs while a build installs, or once the record
+# is written.
+SERVER_STAGES = ("launch", "warm-up", "measurement")
+
+SUITE = """
+name = "faults"
+[engine]
+kind = "sglang"
+launch_timeout_s = 60
+extra_args = ["--decode-log-interval", "1", "--disable-overlap-schedule"]
+[target]
+model = "org/target"
+[draft]
+model = "org/draft"
+[speculative]
+num_draft_tokens = 8
+[topology]
+gpus = 1
+[workload]
+questions = {questions}
+shots = 0
+max_tokens = 48
+concurrency = 4
+warmup_requests = 2
+progress_timeout_s = {watchdog}
+[floors]
+accept_length = 1.0
+"""
+
+
+def cases() -> list[tuple[str, str]]:
+    return [(stage, fault) for stage in STAGES for fault in FAULTS
+            if fault.endswith("harness") or stage in SERVER_STAGES]
+
+
+@dataclass
+class Outcome:
+    stage: str
+    fault: str
+    exit_code: int
+    message: str  # the harness's last stderr line about the run
+    finished_at_fault: int  # responses the server had sent in full when the fault came
+    rows_kept: int  # rows in requests.jsonl
+    run_json: bool
+    recorded_stage: str | None
+    verdict: str | None
+    orphans: list[int]
+    fault_to_exit_s: float
+    stderr: str
+
+
+def _wait(condition, what: str, job: subprocess.Popen, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if job.poll() is not None:
+            raise AssertionError(f"the harness ended before {what}: "
+                                 f"{job.communicate()[1][-2000:]}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def _sent(events: Path) -> int:
+    if not events.exists():
+        return 0
+    return sum(1 for line in events.read_text().splitlines() if line.startswith("sent q"))
+
+
+def _pids(pidfile: Path) -> list[int]:
+    return json.loads(pidfile.read_text()) if pidfile.exists() and pidfile.read_text() else []
+
+
+def _alive(pids: list[int]) -> list[int]:
+    living = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                living.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return living
+
+
+def run_case(stage: str, fault: str, tmp: Path, slow_repo: Path | None = None) -> Outcome:
+    """Run `harness run` on the test double, inject `fault` at `stage`, report the exit."""
+    results, pidfile, events = tmp / "results", tmp / "server.pids", tmp / "events"
+    questions = 40 if stage == "measurement" else 6
+    suite = tmp / "faults.toml"
+    suite.write_text(SUITE.format(questions=questions, watchdog=WATCHDOG_S))
+    delay = {"warm-up": 3.0, "measurement": 0.25}.get(stage, 0.0)
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(FAKE_SGLANG), str(ROOT),
+                                                       os.environ.get("PYTHONPATH")])),
+           "HARNESS_GPU_INVENTORY": "1xH100:80", "HF_HUB_OFFLINE": "1",
+           "FAKE_SGLANG_PIDFILE": str(pidfile), "FAKE_SGLANG_EVENTS": str(events),
+           "FAKE_SGLANG_STARTUP_S": "30" if stage == "launch" else "0.2",
+           "FAKE_SGLANG_DELAY_S": str(delay), "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "-m", "harness", "run", str(suite), "--results", str(results),
+               "--no-progress"]
+    backend_pid = tmp / "backend.pid"
+    if stage == "preparation":
+        assert slow_repo is not None, "the preparation stage needs a slow build"
+        env |= {"HARNESS_CACHE": str(tmp / "cache"), "SLOW_BACKEND_PID": str(backend_pid),
+                "HARNESS_PIP_ARGS": "--no-deps --no-build-isolation --no-index"}
+        command += ["--sglang", str(slow_repo)]
+    if stage != "recording":
+        command.append("--no-plot")
+    job = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, start_new_session=True)
+    stderr_lines: list[str] = []
+
+    def said(text: str) -> bool:  # the harness's stderr so far (read without blocking)
+        return any(text in line for line in stderr_lines)
+
+    import threading
+
+    reader = threading.Thread(target=lambda: stderr_lines.extend(iter(job.stderr.readline, "")),
+                              daemon=True)
+    reader.start()
+    if stage == "preparation":
+        _wait(lambda: backend_pid.is_file() and backend_pid.read_text(), "the build", job)
+    elif stage == "launch":
+        _wait(lambda: bool(_pids(pidfile)), "the server's start", job)
+        time.sleep(0.5)
+    elif stage == "warm-up":
+        _wait(lambda: said("server ready"), "the warm-up", job)
+        time.sleep(0.5)
+    elif stage == "measurement":
+        _wait(lambda: _sent(events) >= 8, "8 measured requests", job)
+    else:
+        _wait(lambda: any(results.glob("runs/*/*/run.json")), "the record", job)
+    server = _pids(pidfile)
+    finished = _sent(events)
+    started = time.monotonic()
+    if fault == "kill -9 server":
+        os.kill(server[0], signal.SIGKILL)
+    elif fault == "SIGSTOP server":
+        os.kill(server[0], signal.SIGSTOP)
+    else:
+        job.send_signal(signal.SIGINT if fault == "SIGINT harness" else signal.SIGTERM)
+    try:
+        job.wait(timeout=WATCHDOG_S + 60)
+    finally:
+        elapsed = time.monotonic() - started
+        if job.poll() is None:
+            job.kill()
+        for pid in _pids(pidfile):  # a stopped server is resumed so it can be reaped
+            with _suppress():
+                os.kill(pid, signal.SIGCONT)
+    reader.join(timeout=5)
+    stdout = job.stdout.read() if job.stdout else ""
+    run_files = list(results.glob("runs/*/*/run.json"))
+    record = json.loads(run_files[0].read_text()) if run_files else {}
+    rows_files = list(results.glob("runs/*/*/requests.jsonl"))
+    rows = len(rows_files[0].read_text().splitlines()) if rows_files else 0
+    time.sleep(0.2)
+    orphans = _alive(_pids(pidfile))
+    if backend_pid.is_file() and backend_pid.read_text().strip():
+        orphans += _alive([int(backend_pid.read_text())])
+    verdict = record.get("verdict") or {}
+    text = "\n".join(stderr_lines) + stdout
+    message = next((line for line in reversed(text.splitlines())
+                    if line.startswith(("harness run:", "  "))), "")
+    return Outcome(stage, fault, job.returncode, message, finished, rows, bool(run_files),
+                   record.get("stage"), verdict.get("status"), orphans, elapsed, text)
+
+
+class _suppress:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return exc[0] is not None and issubclass(exc[0], ProcessLookupError | OSError)  # type: ignore[arg-type]

@@ -1,0 +1,163 @@
+"""The two accept-length definitions, checked against SGLang's own code (0.5.17 and 0.5.23).
+
+Synthetic GSM8K-like requests (stop strings, some cut by max_new_tokens) go through the
+release's finish check, per-request counting, server counters and meta_info
+(`sglang_code`); the figures the harness computes from meta_info must equal SGLang's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+from .sglang_code import SGLang
+from .simulate import Plan, Running, Scheduler, plan_for
+
+STOP = ("Question", "Assistant:", "<|separator|>")  # SGLang's GSM8K gate sends these
+
+
+def gsm8k_like(n: int = 200, block: int = 16, accept: float = 5.6) -> list[Plan]:
+    """Every 7th request is cut by max_new_tokens, the rest stop at "Question"."""
+    return [plan_for(f"q{i}", f"Question: synthetic {i}\nAnswer:", 40 if i % 7 == 0 else 512,
+                     STOP, accept, block) for i in range(n)]
+
+
+def metas(items: Sequence[Running]) -> list[dict[str, Any]]:
+    return [item.result for item in items]
+
+
+# The definitions as the harness states them (PLAN "Two accept-length definitions").
+def server_avg(rows: Sequence[dict[str, Any]]) -> float:
+    correct = sum(r["spec_num_correct_drafts"] for r in rows)
+    steps = sum(r["spec_verify_ct"] for r in rows)
+    return (correct + steps) / steps
+
+
+def per_request(rows: Sequence[dict[str, Any]]) -> float:
+    return sum(r["completion_tokens"] for r in rows) / sum(r["spec_verify_ct"] for r in rows)
+
+
+def test_server_avg_is_sglang_server_average_over_the_window(
+        make_sglang: Callable[..., SGLang]) -> None:
+    # Folding every iteration and no overlap overshoot: SGLang's figure is the exact one.
+    sglang = make_sglang(decode_log_interval=1)
+    items = Scheduler(sglang, overlap=False).run(gsm8k_like())
+    assert sglang.server_average() == pytest.approx(server_avg(metas(items)), rel=1e-12)
+
+
+def test_flush_resets_the_server_average(make_sglang: Callable[..., SGLang]) -> None:
+    sglang = make_sglang(decode_log_interval=1)
+    scheduler = Scheduler(sglang, overlap=False)
+    scheduler.run(gsm8k_like(20))  # warm-up
+    sglang.reset()
+    assert sglang.server_average() is None  # the key is absent, as after a fresh launch
+    items = scheduler.run(gsm8k_like(60)[20:])
+    assert sglang.server_average() == pytest.approx(server_avg(metas(items)), rel=1e-12)
+
+
+def test_folding_lags_by_the_unfolded_iterations(make_sglang: Callable[..., SGLang]) -> None:
+    folded, exact = make_sglang(decode_log_interval=40), make_sglang(decode_log_interval=1)
+    # 8 at a time: enough decode iterations for a few folds
+    slow = Scheduler(folded, overlap=False, max_running=8)
+    fast = Scheduler(exact, overlap=False, max_running=8)
+    plans = gsm8k_like(60)
+    for plan in plans:
+        slow.add(plan)
+        fast.add(plan)
+    history = []
+    while not slow.idle:
+        slow.iterate()
+        fast.iterate()
+        history.append(exact.server_average())
+        if slow.decode_iterations < 40:
+            assert folded.server_average() is None  # nothing folded in yet
+    assert slow.decode_iterations > 40 and slow.decode_iterations % 40 != 0
+    last_fold = slow.decode_iterations // 40 * 40
+    assert folded.server_average() == pytest.approx(history[last_fold - 1], rel=1e-12)
+    assert folded.server_average() != pytest.approx(history[-1], rel=1e-9)
+
+
+def test_overlap_overshoot_counts_in_the_server_average_only(
+        make_sglang: Callable[..., SGLang]) -> None:
+    """SGLang's overlap scheduler (its GPU default) verifies a request once more after a stop
+    finished it; that row reaches update_spec_metrics but no request's meta_info."""
+    sglang = make_sglang(decode_log_interval=1)
+    items = Scheduler(sglang, overlap=True).run(gsm8k_like())
+    overshoots = sum(item.overshoot for item in items)
+    steps = sum(r["spec_verify_ct"] for r in metas(items))
+    assert overshoots > 0
+    assert sglang.reporter.spec_total_num_forward_ct == steps + overshoots
+    assert sglang.server_average() != pytest.approx(server_avg(metas(items)), rel=1e-6)
+
+
+def test_per_request_is_pooled_meta_spec_accept_length(
+        make_sglang: Callable[..., SGLang]) -> None:
+    items = Scheduler(make_sglang(), overlap=False).run(gsm8k_like())
+    rows = metas(items)
+    weighted = sum(r["spec_accept_length"] * r["spec_verify_ct"] for r in rows)
+    assert per_request(rows) == pytest.approx(weighted / sum(r["spec_verify_ct"] for r in rows),
+                                              rel=1e-12)
+
+
+def test_completion_minus_one_undercounts_when_the_last_step_is_cut(
+        make_sglang: Callable[..., SGLang]) -> None:
+    """Per request: completion_tokens - 1 = correct drafts + verify steps - tokens accepted
+    after the stop or the length limit (SGLang counts the whole last step, but returns the
+    output only through the stop). So Σ(completion - 1)/Σverify is not the server figure."""
+    items = Scheduler(make_sglang(), overlap=False).run(gsm8k_like())
+    cut_by = {"stop": 0, "length": 0}
+    for item in items:
+        row, req = item.result, item.req
+        cut = len(req.output_ids) - len(req.output_ids_through_stop)
+        assert row["completion_tokens"] - 1 == (
+            row["spec_num_correct_drafts"] + row["spec_verify_ct"] - cut)
+        if cut:
+            cut_by[row["finish_reason"]["type"]] += 1
+    assert cut_by["stop"] > 0 and cut_by["length"] > 0
+    rows = metas(items)
+    steps = sum(r["spec_verify_ct"] for r in rows)
+    assert sum(r["completion_tokens"] - 1 for r in rows) / steps < server_avg(rows)
+
+
+def test_versions_disagree_on_a_stop_past_the_length_limit() -> None:
+    """0.5.17 checks max_new_tokens before stop strings; 0.5.23 lets a stop inside the
+    limit win (`_cap_finished_len_at_max_new_tokens`). Same tokens, different finish."""
+    reasons = {}
+    for version in ("0.5.17", "0.5.23"):
+        try:
+            sglang = SGLang(version, 16, 1)
+        except Exception as missing:
+            pytest.skip(str(missing))
+        scheduler = Scheduler(sglang, overlap=False)
+        words = ["a", "b", "Question:", "c", "d", "e", "f", "g"]
+        item = scheduler.add(Plan("r", words, [6, 0], max_new_tokens=5, stop=("Question",)))
+        while not scheduler.idle:
+            scheduler.iterate()
+        reasons[version] = (item.result["finish_reason"], item.result["completion_tokens"])
+    assert reasons["0.5.17"] == ({"type": "length", "length": 5}, 5)
+    assert reasons["0.5.23"] == ({"type": "stop", "matched": "Question"}, 3)
+
+
+def test_harness_figures_equal_sglang(make_sglang: Callable[..., SGLang]) -> None:
+    """harness.measure.accept_lengths over the SGLang adapter's parsed responses (as the
+    dicts of fields a RequestRow is made of)."""
+    try:
+        measure = importlib.import_module("harness.measure")
+        api = importlib.import_module("harness.engines.sglang.api")
+    except ImportError as error:
+        pytest.skip(f"harness.engines.sglang.api not there yet: {error}")
+    if not hasattr(measure, "accept_lengths") or not hasattr(api, "parse_generate"):
+        pytest.skip("needs harness.measure.accept_lengths and "
+                    "harness.engines.sglang.api.parse_generate")
+    sglang = make_sglang(decode_log_interval=1)
+    items = Scheduler(sglang, overlap=False).run(gsm8k_like())
+    rows = [dataclasses.asdict(api.parse_generate(
+        {"text": item.result["text"], "meta_info": item.result}, f"request {item.plan.rid}"))
+        for item in items]
+    figures = measure.accept_lengths(rows)
+    assert figures["server_avg"] == pytest.approx(sglang.server_average(), rel=1e-12)
+    assert figures["per_request"] == pytest.approx(per_request(metas(items)), rel=1e-12)
