@@ -62,7 +62,6 @@ class Interrupted(HarnessError):
 
 
 def error_text(error: BaseException) -> str:
-    """An exception as a message that is never empty (httpx.ReadError('') has no text)."""
-    text = str(error).strip()
-    name = type(error).__name__
-    return f"{name}: {text}" if text else name
+    """An exception as a message that is never empty (httpx.ReadError('') has no text):
+    its message, or its type's name when the message is empty."""
+    return str(error).strip() or type(error).__name__

@@ -59,9 +59,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--results-dir",
-        default="results",
+        default=None,
         metavar="DIR",
-        help="where run records are written (default: results)",
+        help="where run records are written (default: $HARNESS_RESULTS, else results)",
     )
     group.addoption(
         "--gpu-wait",
@@ -202,8 +202,11 @@ def _allocator(config: pytest.Config) -> GPUAllocator:
 
 
 def _run_options(config: pytest.Config, options_type: Any, devices: Any) -> dict[str, Any]:
+    from harness.layout import default_results_dir
+
     options: dict[str, Any] = {
-        "results_dir": config.invocation_params.dir / config.getoption("results_dir"),
+        "results_dir": config.invocation_params.dir / (config.getoption("results_dir")
+                                                       or default_results_dir()),
         "gpu_devices": list(devices),
         "sglang": config.getoption("sglang"),
     }

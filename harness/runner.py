@@ -20,6 +20,7 @@ from typing import Any
 from harness.errors import BadInput, EngineError, ExitCode, HarnessError, Interrupted
 from harness.judge import EXIT_CODES, judge
 from harness.launch import LOOPBACK, Server, ServerSpec, free_port
+from harness.layout import default_results_dir
 from harness.record import (
     SERVER_LOG,
     BuildInfo,
@@ -40,12 +41,10 @@ from harness.record import (
 )
 from harness.suite import LoadedSuite, Suite
 
-RESULTS_DIR = Path("results")
-
 
 @dataclass
 class RunOptions:
-    results_dir: Path = RESULTS_DIR
+    results_dir: Path = field(default_factory=default_results_dir)
     sglang: str | None = None  # build spec (harness.build grammar)
     patch: Path | None = None
     dry_run: bool = False

@@ -18,8 +18,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness.errors import BadInput, SuiteError
+from harness.layout import SUITES_DIR
 
-SUITES_DIR = Path(__file__).resolve().parent.parent / "suites"
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_\-]*$"
 
 

@@ -9,11 +9,8 @@ The harness process never imports the engine or torch.
 from __future__ import annotations
 
 from harness.build.common import (
-    CACHE_ENV,
     INSTALL_TIMEOUT_S,
     bounded_lock,
-    cache_root,
-    error_text,
     file_sha256,
     pid_alive,
     run_command,
@@ -53,6 +50,8 @@ from harness.build.spec import (
     parse_build_spec,
     split_git_url,
 )
+from harness.errors import error_text
+from harness.layout import CACHE_ENV, cache_root
 
 __all__ = [
     "BUILD_NOTE", "CACHE_ENV", "FREEZE_FILE", "GRAMMAR", "INSTALL_TIMEOUT_S",

@@ -19,9 +19,8 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from harness.errors import EngineError
+from harness.errors import EngineError, error_text
 
-CACHE_ENV = "HARNESS_CACHE"
 LOCK_TIMEOUT_ENV = "HARNESS_LOCK_TIMEOUT_S"
 INSTALL_TIMEOUT_ENV = "HARNESS_INSTALL_TIMEOUT_S"
 INSTALL_TIMEOUT_S = 3600.0  # one `pip install` of a build (SGLang from source is slow)
@@ -30,15 +29,6 @@ VENV_TIMEOUT_S = 300.0
 # A waiter outlasts one whole build by the lock's holder, which is itself bounded.
 LOCK_TIMEOUT_S = INSTALL_TIMEOUT_S + 2 * VENV_TIMEOUT_S
 _STAGING = re.compile(r"\.building-(\d+)$")
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "spec-harness")
-
-
-def error_text(error: BaseException) -> str:
-    """An exception's message, or its type's name when the message is empty."""
-    return str(error).strip() or type(error).__name__
 
 
 def file_sha256(path: Path) -> str:

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.build.common import cache_root, error_text, run_command
-from harness.errors import EngineError
+from harness.build.common import run_command
+from harness.errors import EngineError, error_text
+from harness.layout import cache_root
 
 BUILD_NOTE = "harness-build.json"  # written into an environment the harness built
 FREEZE_FILE = "engine-freeze.txt"  # the engine's dependency set, beside a run record

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.build import gitrepo
-from harness.build.common import cache_root
 from harness.build.envs import ensure_env
 from harness.build.probe import (
     REFERENCE_MODULES,
@@ -28,6 +27,7 @@ from harness.build.probe import (
 from harness.build.sglang_env import PreparedBuild
 from harness.build.spec import POLICIES, BuildSpec
 from harness.errors import BadInput, EngineError
+from harness.layout import cache_root
 
 CONFIG_FILE = "reference-build.toml"
 CONFIG_KEYS = {"attention_policy", "draft_noise"}

@@ -22,11 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.build import gitrepo
-from harness.build.common import cache_root, file_sha256, run_command
+from harness.build.common import file_sha256, run_command
 from harness.build.envs import ensure_env
 from harness.build.probe import EnvironmentFacts, probe_environment, save_freeze
 from harness.build.spec import BuildSpec, split_git_url
 from harness.errors import BadInput, EngineError
+from harness.layout import cache_root
 
 PIP_ARGS_ENV = "HARNESS_PIP_ARGS"  # extra `pip install` arguments, part of the identity
 _SKIP = {".git", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}

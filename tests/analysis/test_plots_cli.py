@@ -146,5 +146,5 @@ def test_cli_ab_without_a_record_is_an_engine_error(
     monkeypatch.setattr(harness.runner, "run_suite",
                         lambda loaded, options: SimpleNamespace(run_dir=None, exit_code=3,
                                                                 record=None))  # fmt: skip
-    assert main(["ab", "gemma4_dflash_31b", "--a", "x", "--b", "y",
+    assert main(["ab", "gemma4_dflash_31b", "--a", "sglang==0.5.17", "--b", "sglang==0.5.23",
                  "--results", str(results)]) == 3  # fmt: skip

@@ -98,7 +98,7 @@ def test_legacy_build_fails_preflight_naming_the_layers(
     assert "draft attention contract differs" in out
     for layer in range(4):
         assert f"layer {layer}: expected bidirectional, got causal" in out
-    run_dir = next(results.glob("runs/contract_check/*"))
+    run_dir = next(results.glob("runs/contract_check/*/run.json")).parent
     assert not (run_dir / "server.log").exists(), "preflight must stop before any launch"
     record = json.loads((run_dir / "run.json").read_text())
     assert [layer["causal"] for layer in record["attention"]] == [True] * 4 + [False]
