@@ -12,10 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.engines import Models, ParsedResponse
+from harness.engines import Models
 from harness.engines.flags import check_extra_args
-from harness.engines.sglang import api
-from harness.engines.sglang.launch import api_key
+from harness.engines.sglang import SGLangAdapter, api
 from harness.errors import BadInput
 from harness.suite import ReferenceEngine, Suite
 
@@ -47,12 +46,11 @@ def launch_command(suite: Suite, python: str, host: str, port: int,
     return command + list(engine.extra_args)
 
 
-class ReferenceAdapter:
+class ReferenceAdapter(SGLangAdapter):
+    """SGLang's API (routes, bodies, parsing, auth) with the reference engine's launch line,
+    its own settings check and the attention table it reports."""
+
     kind = "reference"
-    ready_paths = api.READY_PATHS
-    generate_path = api.GENERATE_PATH
-    flush_path = api.FLUSH_PATH
-    server_info_paths = api.SERVER_INFO_PATHS
 
     def launch_command(self, suite: Suite, python: str, host: str, port: int,
                        models: Models | None = None,
@@ -60,15 +58,6 @@ class ReferenceAdapter:
         if checkpoints is None:
             raise BadInput(f"suite {suite.name}: the reference engine needs checkpoint folders")
         return launch_command(suite, python, host, port, *checkpoints)
-
-    def generate_body(self, text: str, params: Mapping[str, Any], rid: str) -> dict[str, Any]:
-        return api.generate_body(text, params, rid)
-
-    def parse_generate(self, payload: Any, where: str) -> ParsedResponse:
-        return api.parse_generate(payload, where)
-
-    def server_figure(self, info: Any) -> float | None:
-        return api.server_figure(info)
 
     def settings_mismatches(self, info: Any, suite: Suite,
                             models: Models | None = None) -> list[str]:
@@ -83,10 +72,6 @@ class ReferenceAdapter:
     def attention_from_server(self, info: Any) -> list[dict[str, Any]] | None:
         layers = info.get("attention_layers") if isinstance(info, Mapping) else None
         return layers if isinstance(layers, list) else None
-
-    def auth_headers(self, suite: Suite) -> dict[str, str]:
-        key = api_key(suite)
-        return {"Authorization": f"Bearer {key}"} if key else {}
 
 
 ADAPTER = ReferenceAdapter()

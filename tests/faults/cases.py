@@ -13,6 +13,7 @@ table `nox -s bench` prints).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -22,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
+from tests.lifecycle.conftest import alive
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_SGLANG = ROOT / "tests" / "fake_sglang"
@@ -102,17 +103,6 @@ def _pids(pidfile: Path) -> list[int]:
     return json.loads(pidfile.read_text()) if pidfile.exists() and pidfile.read_text() else []
 
 
-def _alive(pids: list[int]) -> list[int]:
-    living = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                living.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return living
-
-
 def run_case(stage: str, fault: str, tmp: Path, slow_repo: Path | None = None) -> Outcome:
     """Run `harness run` on the test double, inject `fault` at `stage`, report the exit."""
     results, pidfile, events = tmp / "results", tmp / "server.pids", tmp / "events"
@@ -177,7 +167,7 @@ def run_case(stage: str, fault: str, tmp: Path, slow_repo: Path | None = None) -
         if job.poll() is None:
             job.kill()
         for pid in _pids(pidfile):  # a stopped server is resumed so it can be reaped
-            with _suppress():
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGCONT)
     reader.join(timeout=5)
     stdout = job.stdout.read() if job.stdout else ""
@@ -186,20 +176,12 @@ def run_case(stage: str, fault: str, tmp: Path, slow_repo: Path | None = None) -
     rows_files = list(results.glob("runs/*/*/requests.jsonl"))
     rows = len(rows_files[0].read_text().splitlines()) if rows_files else 0
     time.sleep(0.2)
-    orphans = _alive(_pids(pidfile))
+    orphans = alive(_pids(pidfile))
     if backend_pid.is_file() and backend_pid.read_text().strip():
-        orphans += _alive([int(backend_pid.read_text())])
+        orphans += alive([int(backend_pid.read_text())])
     verdict = record.get("verdict") or {}
     text = "\n".join(stderr_lines) + stdout
     message = next((line for line in reversed(text.splitlines())
                     if line.startswith(("harness run:", "  "))), "")
     return Outcome(stage, fault, job.returncode, message, finished, rows, bool(run_files),
                    record.get("stage"), verdict.get("status"), orphans, elapsed, text)
-
-
-class _suppress:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> bool:
-        return exc[0] is not None and issubclass(exc[0], ProcessLookupError | OSError)  # type: ignore[arg-type]
