@@ -109,7 +109,7 @@ def stop_server(server: Server) -> None:
 
 @pytest.fixture(scope="session")
 def server(checkpoints: tuple[Path, Path]) -> Iterator[Server]:
-    running = start_server(*checkpoints)
+    running = start_server(*checkpoints, "--workers", "2")
     yield running
     stop_server(running)
 

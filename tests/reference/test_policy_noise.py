@@ -27,9 +27,11 @@ def servers(checkpoints: tuple[Path, Path]) -> Iterator[dict[str, Server]]:
     started: dict[str, Server] = {}
     try:
         for policy in ("legacy", "regressed"):
-            started[policy] = start_server(*checkpoints, "--attention-policy", policy)
+            started[policy] = start_server(*checkpoints, "--attention-policy", policy,
+                                           "--workers", "1")
         for noise in ("0.3", "0.7"):
-            started[noise] = start_server(*checkpoints, "--draft-noise", noise, "--seed", "3")
+            started[noise] = start_server(*checkpoints, "--draft-noise", noise, "--seed", "3",
+                                          "--workers", "1")
         yield started
     finally:
         for running in started.values():

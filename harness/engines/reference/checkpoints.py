@@ -102,15 +102,16 @@ def verify_shipped(folder: Path = SHIPPED_DIR) -> list[str]:
 
 def shipped_checkpoints(recipe: Recipe = DEFAULT_RECIPE) -> tuple[Path, Path] | None:
     """(target, draft) shipped with the project, or None if absent or for another recipe."""
-    if not (SHIPPED_DIR / MANIFEST).is_file() or not is_complete(SHIPPED_DIR):
+    folder = SHIPPED_DIR
+    if not (folder / MANIFEST).is_file() or not is_complete(folder):
         return None
-    if read_manifest()["recipe"] != recipe.digest():
+    if read_manifest(folder)["recipe"] != recipe.digest():
         return None
-    problems = verify_shipped()
+    problems = verify_shipped(folder)
     if problems:
         raise EngineError("the shipped reference checkpoints do not match their manifest "
-                          f"({SHIPPED_DIR}): {'; '.join(problems)}")
-    return SHIPPED_DIR / "target", SHIPPED_DIR / "draft"
+                          f"({folder}): {'; '.join(problems)}")
+    return folder / "target", folder / "draft"
 
 
 def build(python: str, out: Path, *, force: bool = False,
@@ -138,6 +139,15 @@ def ensure_checkpoints(python: str = sys.executable,
         return shipped
     folder = build(python, checkpoint_dir(cache_root or harness_cache_root()))
     return folder / "target", folder / "draft"
+
+
+def default_dirs(cache_root: Path | None = None) -> tuple[Path, Path]:
+    """Where `ensure_checkpoints` would serve from, without building or hashing (plans)."""
+    folder = SHIPPED_DIR
+    if (folder / MANIFEST).is_file() and read_manifest(folder)["recipe"] == DEFAULT_RECIPE.digest():
+        return folder / "target", folder / "draft"
+    built = checkpoint_dir(cache_root or harness_cache_root())
+    return built / "target", built / "draft"
 
 
 def _run_build(python: str, staging: Path, recipe_args: list[str]) -> None:
