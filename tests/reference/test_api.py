@@ -191,3 +191,32 @@ def test_api_key_as_sglang(keyed: Server) -> None:
     status, info = keyed.call("/server_info", headers=bearer)
     assert status == 200 and SECRET not in json.dumps(info)
     assert info["api_key_required"] is True
+
+
+def test_a_dead_worker_is_reported_not_hung(checkpoints: tuple[Path, Path],
+                                            prompts: list[str]) -> None:
+    import signal
+    import threading
+
+    import psutil
+
+    running = start_server(*checkpoints, "--workers", "1")
+    try:
+        server_pid = running.launched.process.pid
+        workers = [child for child in psutil.Process(server_pid).children(recursive=True)
+                   if "spawn_main" in " ".join(child.cmdline())
+                   and "resource_tracker" not in " ".join(child.cmdline())]
+        assert len(workers) == 1
+        reply: dict[str, Any] = {}
+        request = threading.Thread(target=lambda: reply.setdefault("r", running.call(
+            "/generate", {"text": prompts[0], "sampling_params": {"max_new_tokens": 3000}})))
+        request.start()
+        workers[0].send_signal(signal.SIGKILL)
+        request.join(timeout=60)
+        status, body = reply["r"]
+        assert status == 500 and "exited with code -9" in body["error"]["message"]
+        assert running.call("/health")[0] == 503
+        status, body = running.call("/generate", {"text": "x"})
+        assert status == 500 and "no decoding worker is left" in body["error"]["message"]
+    finally:
+        stop_server(running)

@@ -135,6 +135,8 @@ class Engine:
                  ) -> tuple[dict[str, Any], float]:
         """Decode one request; returns (Generation.to_dict(), seconds)."""
         started = time.perf_counter()
+        if not any(process.is_alive() for process in self.processes):
+            raise EngineFailure(self.dead_message())
         job = _Job(on_step=on_step)
         job_id = next(self.ids)
         with self.lock:
@@ -189,12 +191,19 @@ class Engine:
                     continue
                 reported.add(index)
                 log.error("%s exited with code %s", process.name, process.exitcode)
-                with self.lock:
-                    jobs = [job for job in self.pending.values() if job.worker == index]
+                alive = any(p.is_alive() for p in self.processes)
+                with self.lock:  # its request, or every request once no worker is left
+                    jobs = [job for job in self.pending.values()
+                            if job.worker == index or not alive]
+                message = (f"{process.name} exited with code {process.exitcode}" if alive
+                           else self.dead_message())
                 for job in jobs:
                     if not job.future.done():
-                        job.future.set_exception(EngineFailure(
-                            f"{process.name} exited with code {process.exitcode}"))
+                        job.future.set_exception(EngineFailure(message))
+
+    def dead_message(self) -> str:
+        codes = ", ".join(f"{p.name} exited with code {p.exitcode}" for p in self.processes)
+        return f"no decoding worker is left ({codes})"
 
     def healthy(self, timeout_s: float = HEALTH_CHECK_TIMEOUT_S) -> bool:
         """SGLang's health check: a 1-token generation, or any progress, within the timeout."""
