@@ -43,7 +43,10 @@ def prompt_ids_of(h: Handler, body: dict[str, Any]) -> list[int]:
                          "engine; send one request per prompt")
     if not isinstance(text, str):
         raise BadRequest("text must be a string")
-    return h.engine.encode(text)
+    ids = h.engine.encode(text)
+    if not ids:
+        raise BadRequest("text is empty: nothing to generate from")
+    return ids
 
 
 def run_request(h: Handler, prompt_ids: list[int], sampling, *, stream: bool, rid: str,
