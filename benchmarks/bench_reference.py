@@ -49,8 +49,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=int, default=32)
     parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--checkpoints", type=Path, default=None,
+                        help="a folder with target/ and draft/ (default: the shipped ones)")
     args = parser.parse_args()
-    target, draft = ensure_checkpoints()
+    target, draft = ((args.checkpoints / "target", args.checkpoints / "draft")
+                     if args.checkpoints else ensure_checkpoints())
     prompts = [p.text for p in build_prompts(load_gsm8k(), GSM8KWorkload(
         shots=0, questions=args.prompts))]
     port = free_port()
