@@ -32,11 +32,12 @@ def test_health_endpoints(server: Server) -> None:
 def test_server_info_records_threads_and_weights(server: Server,
                                                  checkpoints: tuple) -> None:
     from harness.engines.reference.checkpoints import served_weights_sha256
+    from harness.engines.reference.loading import REPRODUCIBLE_ENV
 
     info = server.call("/server_info")[1]
     assert info["torch_num_threads"] == 1 and info["torch_num_interop_threads"] == 1
     assert info["workers"] >= 1
-    assert info["reproducible_env"] == {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "default"}
+    assert info["reproducible_env"] == REPRODUCIBLE_ENV
     assert info["weights_sha256"] == served_weights_sha256(*checkpoints)
 
 

@@ -17,9 +17,11 @@ from typing import Any
 
 # Kernels chosen by the CPU's vector ISA round differently (AVX-512 vs AVX2 sum in other
 # orders), and a greedy token can flip on a near tie. Pinning MKL's code path (conditional
-# numerical reproducibility) and ATen's kernel set keeps the figures the same across x86-64
-# CPUs. Set before torch is imported; a value already in the environment wins.
-REPRODUCIBLE_ENV = {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "default"}
+# numerical reproducibility), ATen's kernel set and oneDNN's ISA is meant to keep the
+# figures the same across x86-64 CPUs. Set before torch is imported; a value already in the
+# environment wins.
+REPRODUCIBLE_ENV = {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "default",
+                    "ONEDNN_MAX_CPU_ISA": "SSE41"}
 
 
 class CheckpointError(Exception):
