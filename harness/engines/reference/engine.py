@@ -128,6 +128,9 @@ class Engine:
                 process.terminate()
         for process in self.processes:
             process.join(timeout=5)
+        for channel in (self.jobs, self.events):
+            channel.cancel_join_thread()
+            channel.close()
 
     # -- requests ----------------------------------------------------------------------
     def generate(self, prompt_ids: list[int], sampling: Sampling, max_new_tokens: int, *,
