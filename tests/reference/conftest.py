@@ -44,8 +44,11 @@ def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         pytest.skip(f"{ENGINE_PYTHON} lacks the reference extra (torch, transformers, dflash)")
     from harness.engines.reference.checkpoints import ensure_checkpoints
 
-    # The harness's own cache ($HARNESS_CACHE or ~/.cache/spec-harness): built once, under a
-    # file lock, for every xdist worker, the e2e suite runs and `nox -s tiny_dflash` alike.
+    override = os.environ.get("HARNESS_REFERENCE_CHECKPOINTS")  # a folder with target/, draft/
+    if override:
+        return Path(override) / "target", Path(override) / "draft"
+    # The shipped checkpoints, else a build in the harness's cache ($HARNESS_CACHE or
+    # ~/.cache/spec-harness), made once under a file lock for every xdist worker.
     return ensure_checkpoints(ENGINE_PYTHON, cache_root())
 
 
@@ -58,10 +61,12 @@ class Server:
     launched: LaunchedServer
 
     def call(self, path: str, body: dict[str, Any] | None = None,
-             method: str | None = None) -> tuple[int, Any]:
+             method: str | None = None, headers: dict[str, str] | None = None,
+             ) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.base + path, data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
+                                         headers={"Content-Type": "application/json",
+                                                  **(headers or {})})
         try:
             with urllib.request.urlopen(request, timeout=300) as response:
                 status, raw = response.status, response.read()
@@ -104,7 +109,7 @@ def stop_server(server: Server) -> None:
 
 @pytest.fixture(scope="session")
 def server(checkpoints: tuple[Path, Path]) -> Iterator[Server]:
-    running = start_server(*checkpoints)
+    running = start_server(*checkpoints, "--workers", "2")
     yield running
     stop_server(running)
 

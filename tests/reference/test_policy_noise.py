@@ -27,9 +27,11 @@ def servers(checkpoints: tuple[Path, Path]) -> Iterator[dict[str, Server]]:
     started: dict[str, Server] = {}
     try:
         for policy in ("legacy", "regressed"):
-            started[policy] = start_server(*checkpoints, "--attention-policy", policy)
+            started[policy] = start_server(*checkpoints, "--attention-policy", policy,
+                                           "--workers", "1")
         for noise in ("0.3", "0.7"):
-            started[noise] = start_server(*checkpoints, "--draft-noise", noise, "--seed", "3")
+            started[noise] = start_server(*checkpoints, "--draft-noise", noise, "--seed", "3",
+                                          "--workers", "1")
         yield started
     finally:
         for running in started.values():
@@ -90,13 +92,12 @@ def test_loop_matches_dflash_generate(checkpoints: tuple[Path, Path], prompts: l
 
     from dflash import model as dflash_model
 
-    from harness.engines.reference.__main__ import load, parse_args
+    from harness.engines.reference.loading import Options, load_decoder
 
     # dflash's stats timer calls torch.cuda.synchronize(); a CPU clock is all we need.
     monkeypatch.setattr(dflash_model, "_cuda_time", time.perf_counter)
     target, draft = checkpoints
-    engine = load(parse_args(["--target", str(target), "--draft", str(draft), "--port", "1"]))
-    decoder = engine.decoder
+    decoder, _ = load_decoder(Options(target=str(target), draft=str(draft)))
     for prompt in prompts[:3]:
         ours = decoder.generate(prompt, max_new_tokens=40)
         ids = torch.tensor([decoder.tokenizer(prompt)["input_ids"]])

@@ -13,7 +13,14 @@ import pytest
 
 from harness.engines.reference import corpus
 from harness.engines.reference.checkpoints import build, checkpoint_dir, is_complete
-from harness.engines.reference.recipe import DEFAULT_RECIPE, Recipe
+from harness.engines.reference.openai_api import held_back
+from harness.engines.reference.params import BadRequest, check_context, meta_info, parse_sampling
+from harness.engines.reference.recipe import (
+    DEFAULT_RECIPE,
+    REDUCED_OVERRIDES,
+    Recipe,
+    with_overrides,
+)
 from harness.errors import EngineError
 
 EXAMPLE = re.compile(r"Question: [^\n]+\nAnswer: .+?\n#### -?\d+\n\n", re.S)
@@ -87,34 +94,87 @@ def test_missing_engine_python_is_an_engine_error(tmp_path: Path) -> None:
 
 
 def test_flush_is_refused_while_requests_run() -> None:
-    pytest.importorskip("torch")
-    from harness.engines.reference.server import Engine
+    from harness.engines.reference.engine import Engine
+    from harness.engines.reference.loading import Options
 
-    engine = Engine(decoder=None, server_args={}, seed=0)  # type: ignore[arg-type]
-    engine.counters.verify_steps, engine.counters.accept_tokens = 4, 10
+    engine = Engine(Options(target="t", draft="d"), 1, {})  # workers not started
+    engine.counters.add({"accepted_drafts": [3, 1]})  # SGLang: (3 + 1) + (1 + 1) tokens
     engine.in_flight = 1
     assert engine.flush() is False
-    assert engine.server_info()["internal_states"][0]["avg_spec_accept_length"] == 2.5
+    assert engine.server_info()["internal_states"][0]["avg_spec_accept_length"] == 3.0
     engine.in_flight = 0
     assert engine.flush() is True
     assert "avg_spec_accept_length" not in engine.server_info()["internal_states"][0]
 
 
 def test_meta_info_matches_sglang_formulas() -> None:
-    pytest.importorskip("torch")
-    from harness.engines.reference.decoding import Generation
-    from harness.engines.reference.server import meta_info
-
-    generation = Generation(output_ids=list(range(10)), prompt_tokens=7,
-                            finish_reason={"type": "stop", "matched": "Question"},
-                            accepted_drafts=[3, 0, 2], produced=[4, 1, 3])
-    meta = meta_info(generation, "r1", 0.5, block_size=8)
+    result = {"output_ids": list(range(10)), "prompt_tokens": 7, "accepted_drafts": [3, 0, 2],
+              "finish_reason": {"type": "stop", "matched": "Question"}}
+    meta = meta_info(result, "r1", 0.5, block_size=8)
     assert meta["spec_verify_ct"] == 3
     assert meta["spec_accept_length"] == pytest.approx(10 / 3)
     assert meta["spec_num_correct_drafts"] == 5
     assert meta["spec_num_proposed_drafts"] == 21
     assert meta["spec_accept_rate"] == pytest.approx(5 / 21)
     assert meta["spec_correct_drafts_histogram"] == [1, 0, 1, 1]
-    single = Generation(output_ids=[1], prompt_tokens=7,
-                        finish_reason={"type": "length", "length": 1})
+    single = {"output_ids": [1], "prompt_tokens": 7, "accepted_drafts": [],
+              "finish_reason": {"type": "length", "length": 1}}
     assert "spec_verify_ct" not in meta_info(single, "r2", 0.1, block_size=8)
+    streaming = meta_info(result, "r1", 0.0, block_size=8, finished=False)
+    assert streaming["finish_reason"] is None and "spec_verify_ct" not in streaming
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"top_p": 0}, "top_p"), ({"temperature": -1}, "temperature"), ({"top_k": 0}, "top_k"),
+    ({"max_new_tokens": 0}, "max_new_tokens"), ({"max_tokens": 4}, "unknown sampling_params"),
+    ({"stop": [1]}, "stop"), ({"n": 2}, "n > 1"), ({"temperature": "hot"}, "bad sampling"),
+])
+def test_bad_sampling_params_say_what(params: dict, message: str) -> None:
+    with pytest.raises(BadRequest, match=message) as caught:
+        parse_sampling(params)
+    assert caught.value.status == 400 and str(caught.value)
+
+
+def test_sampling_defaults_are_sglangs() -> None:
+    sampling = parse_sampling(None)
+    assert (sampling.max_new_tokens, sampling.temperature, sampling.top_p, sampling.top_k) == (
+        128, 1.0, 1.0, 0)
+    assert parse_sampling({"stop": "Q", "max_new_tokens": None}).stop == ["Q"]
+
+
+def test_context_check_is_sglangs() -> None:
+    assert check_context(10, 20, 4096) == 20
+    assert check_context(10, None, 4096) == 4096 - 12
+    with pytest.raises(BadRequest, match="requested a total of 6010 tokens: 10 tokens"):
+        check_context(10, 6000, 4096)
+    with pytest.raises(BadRequest, match=r"The input \(4096 tokens\) is longer"):
+        check_context(4096, 1, 4096)
+
+
+def test_streamed_text_holds_back_partial_stops() -> None:
+    assert held_back("The answer is 4\n\nQues", ["Question"]) == "The answer is 4\n\n"
+    assert held_back("caf\ufffd", []) == "caf"
+    assert held_back("plain", ["Question"]) == "plain"
+
+
+def test_recipe_overrides_change_the_digest() -> None:
+    reduced = with_overrides(DEFAULT_RECIPE, REDUCED_OVERRIDES)
+    assert reduced.digest() != DEFAULT_RECIPE.digest()
+    assert reduced.chat_template == DEFAULT_RECIPE.chat_template
+    with pytest.raises(ValueError, match="unknown recipe fields: nope"):
+        with_overrides(DEFAULT_RECIPE, {"nope": 1})
+
+
+def test_chat_template_renders_the_corpus_format() -> None:
+    jinja2 = pytest.importorskip("jinja2")
+    template = jinja2.Environment().from_string(DEFAULT_RECIPE.chat_template)
+    messages = [{"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "What is 2+2?"},
+                {"role": "assistant", "content": "4"},
+                {"role": "user", "content": " And 3+3? "}]
+    text = template.render(messages=messages, add_generation_prompt=True)
+    assert text == ("Be brief.\n\nQuestion: What is 2+2?\nAnswer: 4\n\n"
+                    "Question: And 3+3?\nAnswer:")
+    off = template.render(messages=messages[1:2], add_generation_prompt=True,
+                          enable_thinking=False)
+    assert off == "Question: What is 2+2?\nAnswer: <think>\n\n</think>\n\n"

@@ -9,21 +9,37 @@ report the cause instead of a traceback.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
+import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from harness import __version__
+from harness.attention import resolve_layers
+from harness.engines.reference.checkpoints import served_weights_sha256
+from harness.engines.reference.loading import (
+    CheckpointError,
+    Options,
+    check_folders,
+    set_reproducible_env,
+)
 
 EXIT_BAD_INPUT = 2
 # The API this server imitates; the local label says it is not SGLang itself.
 VERSION = "0.5.23+reference"
 
 
-class CheckpointError(Exception):
-    """A target or draft folder that cannot be served; the message says why."""
+def default_workers() -> int:
+    """One decoding worker per usable core, at most 4 (a shared 2-core box gets 2)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(4, cores))
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -40,67 +56,55 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--draft-noise", type=float, default=0.0,
                         help="probability that each draft token is spoiled (0..1)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="decoding worker processes (default: usable cores, at most 4)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch intra-op threads per worker (default 1)")
+    parser.add_argument("--interop-threads", type=int, default=1,
+                        help="torch inter-op threads per worker (default 1)")
+    parser.add_argument("--context-length", type=int, default=None,
+                        help="the model's context length (default: its config's)")
+    parser.add_argument("--served-model-name", default=None,
+                        help="model name in the OpenAI API (default: the target path)")
+    parser.add_argument("--api-key", default=None,
+                        help="require `Authorization: Bearer KEY` (health probes stay open)")
+    parser.add_argument("--admin-api-key", default=None,
+                        help="key for admin routes (/flush_cache), as SGLang's")
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
     if not 0.0 <= args.draft_noise <= 1.0:
         parser.error("--draft-noise must be within [0, 1]")
-    if args.block_size is not None and args.block_size < 1:
-        parser.error("--block-size must be at least 1")
+    for flag in ("block_size", "workers", "threads", "interop_threads", "context_length"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            parser.error(f"--{flag.replace('_', '-')} must be at least 1")
+    args.workers = args.workers or default_workers()
     return args
 
 
-def load(args: argparse.Namespace):  # -> (Engine)
-    """Load and check both checkpoints, apply the policy, build the engine."""
-    for role, folder in (("target", args.target), ("draft", args.draft)):
-        if not (folder / "config.json").is_file():
-            raise CheckpointError(f"{role} checkpoint {folder} has no config.json")
-        if not any(folder.glob("*.safetensors")):
-            raise CheckpointError(f"{role} checkpoint {folder} has no *.safetensors weights")
-    import torch
-    from dflash.model import DFlashDraftModel
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from harness.engines.reference.decoding import DraftNoise, SpeculativeDecoder
-    from harness.engines.reference.policy import applied_table, apply_policy, read_draft_config
-    from harness.engines.reference.server import Engine
-
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(args.target)
-        target = AutoModelForCausalLM.from_pretrained(args.target, dtype=torch.float32).eval()
-        draft = DFlashDraftModel.from_pretrained(args.draft, dtype=torch.float32).eval()
-        draft_config = read_draft_config(args.draft)
-    except Exception as error:  # any loader failure is a bad checkpoint, said in one line
-        reason = f"{type(error).__name__}: {error}"
-        raise CheckpointError(f"cannot load checkpoints: {reason}") from error
-    if draft.config.hidden_size != target.config.hidden_size:
-        raise CheckpointError(
-            f"draft hidden_size {draft.config.hidden_size} != target "
-            f"{target.config.hidden_size}: the draft reads the target's hidden states")
-    if draft.mask_token_id is None or not 0 <= draft.mask_token_id < target.config.vocab_size:
-        raise CheckpointError(f"draft mask_token_id {draft.mask_token_id!r} is not a target token")
-    layers = target.config.num_hidden_layers
-    if any(not 0 <= index < layers for index in draft.target_layer_ids):
-        raise CheckpointError(f"draft target_layer_ids {draft.target_layer_ids} outside the "
-                              f"target's {layers} layers")
-    table = apply_policy(draft, draft_config, args.attention_policy)
-    block_size = args.block_size or draft.block_size
-    decoder = SpeculativeDecoder(target, draft, tokenizer, block_size,
-                                 DraftNoise(args.draft_noise, args.seed))
-    settings = server_args(args, block_size, table)
-    settings["attention_applied"] = applied_table(draft)
-    return Engine(decoder=decoder, server_args=settings, seed=args.seed)
+def options_of(args: argparse.Namespace) -> Options:
+    return Options(target=str(args.target), draft=str(args.draft), policy=args.attention_policy,
+                   block_size=args.block_size, noise=args.draft_noise, seed=args.seed,
+                   threads=args.threads, interop_threads=args.interop_threads)
 
 
-def server_args(args: argparse.Namespace, block_size: int, table: list) -> dict[str, Any]:
-    """SGLang's server args (the keys the harness reads) plus the reference engine's own."""
+def server_args(args: argparse.Namespace, block_size: int, target_config: dict[str, Any],
+                draft_config: dict[str, Any], reproducible: dict[str, str]) -> dict[str, Any]:
+    """SGLang's server args (the keys the harness reads) plus the reference engine's own.
+
+    Never the API keys: /server_info is readable by anyone holding the normal key.
+    """
     target, draft = str(args.target), str(args.draft)
+    table = resolve_layers(draft_config, args.attention_policy)
     return {
-        "model_path": target, "tokenizer_path": target, "served_model_name": target,
+        "model_path": target, "tokenizer_path": target,
+        "served_model_name": args.served_model_name or target,
         "host": args.host, "port": args.port, "device": "cpu", "tp_size": 1, "dp_size": 1,
-        "random_seed": args.seed,
+        "random_seed": args.seed, "context_length": args.context_length or
+        int(target_config.get("max_position_embeddings") or 4096),
+        "vocab_size": int(target_config["vocab_size"]),
+        "model_type": target_config.get("model_type"),
+        "architectures": target_config.get("architectures"),
         "speculative_algorithm": "DFLASH",
         "speculative_draft_model_path": draft,
         "speculative_num_draft_tokens": block_size,
@@ -111,7 +115,41 @@ def server_args(args: argparse.Namespace, block_size: int, table: list) -> dict[
         "attention_policy": args.attention_policy,
         "attention_layers": [entry.to_dict() for entry in table],
         "draft_noise": args.draft_noise,
+        "api_key_required": bool(args.api_key),
+        "workers": args.workers, "reproducible_env": reproducible,
+        "weights_sha256": served_weights_sha256(args.target, args.draft),
     }
+
+
+def load(args: argparse.Namespace):  # -> Engine (started)
+    """Check the folders, start the workers (each loads the models), build the engine."""
+    from harness.engines.reference.engine import Engine, EngineFailure
+    from harness.engines.reference.loading import load_tokenizer
+    from harness.engines.reference.policy import read_draft_config
+
+    check_folders(args.target, args.draft)
+    try:
+        target_config = json.loads((args.target / "config.json").read_text())
+        draft_config = read_draft_config(args.draft)
+    except (OSError, ValueError) as error:
+        raise CheckpointError(f"cannot read a config.json: {error}") from error
+    reproducible = set_reproducible_env()
+    block_size = args.block_size or int(draft_config.get("block_size") or 16)
+    settings = server_args(args, block_size, target_config, draft_config, reproducible)
+    engine = Engine(options_of(args), args.workers, settings)
+    engine.tokenizer = load_tokenizer(args.target)
+    try:
+        engine.start()
+    except EngineFailure as error:
+        raise CheckpointError(str(error)) from error
+    settings["attention_applied"] = engine.worker_info["attention_applied"]
+    settings["torch_num_threads"] = engine.worker_info["torch_num_threads"]
+    settings["torch_num_interop_threads"] = engine.worker_info["torch_num_interop_threads"]
+    return engine
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,24 +163,32 @@ def main(argv: list[str] | None = None) -> int:
     except CheckpointError as error:
         print(f"reference engine: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    from harness.engines.reference.server import make_server
+    from harness.engines.reference.server import routes
+    from harness.engines.reference.web import make_server
 
-    engine.start()
     try:
-        server = make_server(engine, args.host, args.port)
+        server = make_server(engine, args.host, args.port, routes(), api_key=args.api_key,
+                             admin_api_key=args.admin_api_key)
     except OSError as error:
+        engine.stop()
         print(f"reference engine: cannot bind {args.host}:{args.port}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     log.info("policy %s: %s", args.attention_policy, engine.server_args["attention_layers"])
+    log.info("%d workers, %d intra-op / %d inter-op torch threads each", args.workers,
+             args.threads, args.interop_threads)
     log.info("loaded in %.1f s; serving on http://%s:%d", time.perf_counter() - started,
              args.host, args.port)
     log.info("The server is fired up and ready to roll!")
+    # SIGTERM (how the harness stops servers) ends like Ctrl-C: workers stopped, queues
+    # released, no leaked semaphores reported by multiprocessing's tracker.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         server.server_close()
+        engine.stop()
     return 0
 
 

@@ -1,14 +1,23 @@
-"""Find or build the tiny reference checkpoints, without importing torch here.
+"""Find the tiny reference checkpoints (shipped with the project) or build them.
 
-Why a subprocess: the harness process stays torch-free (design.md); the build runs in the
-engine environment's Python (`python -m harness.engines.reference.train`). Why a file
-lock: pytest-xdist workers or parallel suites may all ask for the checkpoints at once;
+Why shipped: training on CPU is deterministic on one machine but not across CPU types
+(kernels that use other vector instructions round differently), so checkpoints built on
+two machines differ and so do the figures measured with them. The project therefore ships
+the built target and draft (`tiny/`, about 8 MB) with a manifest of their sha256; every
+machine runs exactly those weights. `harness reference build` and the recipe remake them,
+and `harness reference verify` rebuilds the full recipe and compares with the shipped files.
+
+Why a subprocess for builds: the harness process stays torch-free (design.md); the build
+runs in the engine environment's Python (`python -m harness.engines.reference.train`).
+Why a file lock: pytest-xdist workers or parallel suites may all ask for a build at once;
 exactly one builds, the others wait and reuse. The build writes into a temporary folder
 and renames it into place, so a crash never leaves a half-built cache entry.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -23,6 +32,12 @@ from harness.engines.reference.recipe import DEFAULT_RECIPE, Recipe
 from harness.errors import EngineError
 
 BUILD_TIMEOUT_S = 1800
+SHIPPED_DIR = Path(__file__).resolve().parent / "tiny"
+MANIFEST = "MANIFEST.json"
+ROLES = ("target", "draft")
+# Every file of a checkpoint folder that shapes what the engine computes.
+CHECKPOINT_FILES = ("config.json", "generation_config.json", "model.safetensors",
+                    "tokenizer.json", "tokenizer_config.json")
 
 
 def checkpoint_dir(cache_root: Path, recipe: Recipe = DEFAULT_RECIPE) -> Path:
@@ -34,12 +49,73 @@ def is_complete(folder: Path) -> bool:
     """recipe.json is written last, so its presence means the build finished."""
     return (folder / "recipe.json").is_file() and all(
         (folder / role / name).is_file()
-        for role in ("target", "draft")
+        for role in ROLES
         for name in ("config.json", "model.safetensors")
     )
 
 
-def build(python: str, out: Path, *, force: bool = False) -> Path:
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def folder_hashes(folder: Path) -> dict[str, str]:
+    """sha256 of every checkpoint file present under `folder/{target,draft}/`."""
+    return {f"{role}/{name}": file_sha256(folder / role / name)
+            for role in ROLES for name in CHECKPOINT_FILES
+            if (folder / role / name).is_file()}
+
+
+def served_weights_sha256(target: Path, draft: Path) -> dict[str, str]:
+    """The sha256 of the weights a server runs: `{"target": ..., "draft": ...}`.
+
+    Torch-free and cheap (two ~4 MB files), for provenance: two runs with equal values ran
+    the same weights, whatever folder or machine they came from.
+    """
+    return {"target": file_sha256(Path(target) / "model.safetensors"),
+            "draft": file_sha256(Path(draft) / "model.safetensors")}
+
+
+def read_manifest(folder: Path = SHIPPED_DIR) -> dict:
+    return json.loads((folder / MANIFEST).read_text())
+
+
+def write_manifest(folder: Path, recipe: Recipe = DEFAULT_RECIPE) -> dict:
+    manifest = {"recipe": recipe.digest(), "files": folder_hashes(folder)}
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return manifest
+
+
+def verify_shipped(folder: Path = SHIPPED_DIR) -> list[str]:
+    """Differences between the shipped files and their manifest ([] when they match)."""
+    if not (folder / MANIFEST).is_file():
+        return [f"{folder / MANIFEST} is missing"]
+    expected = read_manifest(folder)["files"]
+    actual = folder_hashes(folder)
+    return [f"{name}: expected {expected.get(name)}, found {actual.get(name)}"
+            for name in sorted(set(expected) | set(actual))
+            if expected.get(name) != actual.get(name)]
+
+
+def shipped_checkpoints(recipe: Recipe = DEFAULT_RECIPE) -> tuple[Path, Path] | None:
+    """(target, draft) shipped with the project, or None if absent or for another recipe."""
+    folder = SHIPPED_DIR
+    if not (folder / MANIFEST).is_file() or not is_complete(folder):
+        return None
+    if read_manifest(folder)["recipe"] != recipe.digest():
+        return None
+    problems = verify_shipped(folder)
+    if problems:
+        raise EngineError("the shipped reference checkpoints do not match their manifest "
+                          f"({folder}): {'; '.join(problems)}")
+    return folder / "target", folder / "draft"
+
+
+def build(python: str, out: Path, *, force: bool = False,
+          recipe_args: list[str] | None = None) -> Path:
     """Build the checkpoints into `out` (under a lock) unless already there; return `out`."""
     out = out.expanduser().resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -48,7 +124,7 @@ def build(python: str, out: Path, *, force: bool = False) -> Path:
             return out
         staging = out.with_name(f"{out.name}.building-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
-        _run_build(python, staging)
+        _run_build(python, staging, recipe_args or [])
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)
@@ -57,17 +133,30 @@ def build(python: str, out: Path, *, force: bool = False) -> Path:
 
 def ensure_checkpoints(python: str = sys.executable,
                        cache_root: Path | None = None) -> tuple[Path, Path]:
-    """(target dir, draft dir) of the default recipe, building them on first use."""
+    """(target dir, draft dir) of the default recipe: the shipped ones, else a cached build."""
+    shipped = shipped_checkpoints()
+    if shipped is not None:
+        return shipped
     folder = build(python, checkpoint_dir(cache_root or harness_cache_root()))
     return folder / "target", folder / "draft"
 
 
-def _run_build(python: str, staging: Path) -> None:
+def default_dirs(cache_root: Path | None = None) -> tuple[Path, Path]:
+    """Where `ensure_checkpoints` would serve from, without building or hashing (plans)."""
+    folder = SHIPPED_DIR
+    if (folder / MANIFEST).is_file() and read_manifest(folder)["recipe"] == DEFAULT_RECIPE.digest():
+        return folder / "target", folder / "draft"
+    built = checkpoint_dir(cache_root or harness_cache_root())
+    return built / "target", built / "draft"
+
+
+def _run_build(python: str, staging: Path, recipe_args: list[str]) -> None:
     # The engine env may not have this checkout installed: put it on the child's path.
     source_root = str(Path(harness.__file__).resolve().parent.parent)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         filter(None, [source_root, os.environ.get("PYTHONPATH")]))}
-    command = [python, "-m", "harness.engines.reference.train", "--out", str(staging)]
+    command = [python, "-m", "harness.engines.reference.train", "--out", str(staging),
+               *recipe_args]
     try:
         completed = subprocess.run(command, env=env, timeout=BUILD_TIMEOUT_S, check=False)
     except FileNotFoundError as error:

@@ -10,16 +10,21 @@ built from the same pieces of the `dflash` package (`extract_context_feature`, i
 - stop strings (SGLang semantics: stop once the decoded text contains one; the returned
   text excludes it) besides the EOS token;
 - a per-request `torch.Generator`, so sampled decoding is reproducible under concurrency;
-- the draft-noise knob (see `DraftNoise`).
+- the draft-noise knob (see `DraftNoise`);
+- SGLang's block near the end: SGLang always verifies a full block and trims the output
+  to `max_new_tokens` afterwards, so the last step's correct drafts are counted over the
+  whole block (`dflash_generate` shrinks the last block instead);
+- a per-step callback, so a server can stream.
 
-With noise 0 and temperature 0 the output ids and per-step accept lengths equal
-`dflash_generate`'s (tests/reference check it).
+With noise 0 and temperature 0 the output ids and the accept lengths of every step but
+the last equal `dflash_generate`'s (tests/reference check it).
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +81,29 @@ class Generation:
     def verify_steps(self) -> int:
         return len(self.accepted_drafts)
 
+    @property
+    def accept_tokens(self) -> int:
+        """What SGLang adds to the server-wide count: correct drafts + 1 per verify step.
+
+        `update_spec_metrics(bs, num_correct_drafts, num_accept_tokens=num_correct_drafts +
+        bs)` (0.5.23 batch_result_processor): the step's whole accepted run, even when a
+        stop string or max_new_tokens then cuts the output.
+        """
+        return sum(self.accepted_drafts) + self.verify_steps
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"output_ids": self.output_ids, "prompt_tokens": self.prompt_tokens,
+                "finish_reason": self.finish_reason, "matched_stop": self.matched_stop,
+                "text": self.text, "accepted_drafts": self.accepted_drafts,
+                "produced": self.produced}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Generation:
+        return cls(**data)
+
+
+StepCallback = Callable[[list[int]], None]  # the kept output ids so far, after each step
+
 
 def request_key(prompt_ids: list[int], server_seed: int, seed: int | None) -> str:
     """Identifies a request by content, not arrival order, so results do not depend on queueing."""
@@ -94,19 +122,21 @@ class SpeculativeDecoder:
     @torch.inference_mode()
     def generate(
         self,
-        prompt: str,
+        prompt: str | list[int],
         max_new_tokens: int,
         temperature: float = 0.0,
         top_p: float = 1.0,
         top_k: int = 0,
         stop: list[str] | None = None,
         seed: int | None = None,
+        on_step: StepCallback | None = None,
     ) -> Generation:
-        prompt_ids = self.tokenizer(prompt)["input_ids"]
-        key = request_key(prompt_ids, self.noise.seed, seed)
+        prompt_ids = self.tokenizer(prompt)["input_ids"] if isinstance(prompt, str) else prompt
+        key = request_key(list(prompt_ids), self.noise.seed, seed)
         generator = torch.Generator().manual_seed(int(key, 16) % (2**63))
-        run = _Run(self, prompt_ids, max_new_tokens, temperature, top_p, top_k, stop or [],
-                   key, generator)
+        run = _Run(self, list(prompt_ids), max_new_tokens, temperature, top_p, top_k,
+                   stop or [], key, generator)
+        run.on_step = on_step
         return run.execute()
 
 
@@ -122,6 +152,7 @@ class _Run:
         self.temperature, self.top_p, self.top_k = temperature, top_p, top_k
         self.stop, self.key, self.generator = stop, key, generator
         self.eos = decoder.tokenizer.eos_token_id
+        self.on_step: StepCallback | None = None
 
     def sample(self, logits: torch.Tensor) -> torch.Tensor:
         if self.temperature <= 0:
@@ -141,7 +172,9 @@ class _Run:
         num_input = input_ids.shape[1]
         max_length = num_input + self.max_new_tokens
         block_size = d.block_size
-        output_ids = torch.full((1, max_length + 1), model.mask_token_id, dtype=torch.long)
+        # Room for a full block past max_length: SGLang verifies whole blocks to the end.
+        output_ids = torch.full((1, max_length + block_size + 1), model.mask_token_id,
+                                dtype=torch.long)
         position_ids = torch.arange(output_ids.shape[1]).unsqueeze(0)
         cache_target = _make_cache(target.config)
         cache_draft = _make_cache(model.config)
@@ -157,11 +190,13 @@ class _Run:
 
         result = Generation(output_ids=[], prompt_tokens=num_input,
                             finish_reason={"type": "length", "length": self.max_new_tokens})
+        self.result = result
         start = num_input
         stopped = self.check_stop(output_ids, num_input, num_input + 1, result)
+        self.report()
         embed_scale = float(_draft_value(model.config, "input_embedding_scale", 1.0))
         while start + 1 < max_length and not stopped:
-            verify_size = min(block_size, max_length - start)
+            verify_size = block_size
             block = output_ids[:, start : start + verify_size].clone()
             draft_probs = None
             if verify_size > 1:
@@ -187,6 +222,7 @@ class _Run:
             if stopped:
                 produced = num_input + len(result.output_ids) - 1 - start
             result.produced.append(produced)
+            self.report()
             start += produced
             _crop_to(cache_target, start)
             if verify_size > 1:
@@ -196,6 +232,10 @@ class _Run:
             result.output_ids = output_ids[0, num_input : min(start + 1, max_length)].tolist()
         result.text = self.text(result.output_ids, result.matched_stop)
         return result
+
+    def report(self) -> None:
+        if self.on_step is not None:
+            self.on_step(list(self.result.output_ids))
 
     def propose(self, draft_logits: torch.Tensor, block: torch.Tensor, start: int):
         """Fill block[:, 1:] with draft tokens; return the proposal distribution (sampled)."""

@@ -10,11 +10,33 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 # Bump when the training code changes in a way the numbers below do not capture.
 RECIPE_VERSION = 3
+
+# The tokenizer's chat template (tokenizer_config.json `chat_template`, Jinja, as
+# transformers' `apply_chat_template` and SGLang's /v1/chat/completions render it). The
+# tiny target knows one format, the corpus's `Question: ...\nAnswer: ...`, so a user turn
+# becomes a question and the assistant answers after `Answer:`; a system turn is a plain
+# preamble. `enable_thinking=False` (a template kwarg, as for Qwen3) appends Qwen3's empty
+# think block to the generation prompt: a prompt change that measurably moves acceptance.
+CHAT_TEMPLATE = (
+    "{%- for message in messages -%}"
+    "{%- if message['role'] == 'system' -%}{{ message['content'] | trim }}{{ '\n\n' }}"
+    "{%- elif message['role'] == 'user' -%}"
+    "{{ 'Question: ' }}{{ message['content'] | trim }}{{ '\n' }}"
+    "{%- elif message['role'] == 'assistant' -%}"
+    "{{ 'Answer: ' }}{{ message['content'] | trim }}{{ '\n\n' }}"
+    "{%- else -%}{{ raise_exception('unknown role: ' ~ message['role']) }}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{ 'Answer:' }}"
+    "{%- if enable_thinking is defined and not enable_thinking -%}"
+    "{{ ' <think>\n\n</think>\n\n' }}{%- endif -%}"
+    "{%- endif -%}"
+)
 
 
 @dataclass(frozen=True)
@@ -55,6 +77,7 @@ class Recipe:
     draft_lr: float = 2e-3
     # DFlash's loss weight for block offset k is exp(-(k - 1) / gamma): early offsets count more
     draft_loss_gamma: float = 4.0
+    chat_template: str = CHAT_TEMPLATE
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -67,3 +90,20 @@ class Recipe:
 
 
 DEFAULT_RECIPE = Recipe()
+
+# A recipe small enough to build twice in a test (seconds, not minutes): it exercises every
+# stage of the full build, so two equal builds of it show the build is deterministic.
+REDUCED_OVERRIDES: dict[str, Any] = {
+    "corpus_documents": 200, "target_steps": 4, "target_batch": 4, "distill_prompts": 8,
+    "distill_new_tokens": 16, "draft_steps": 4, "draft_batch": 4, "draft_anchors": 2,
+}
+
+
+def with_overrides(recipe: Recipe, overrides: dict[str, Any]) -> Recipe:
+    """`recipe` with some fields replaced (lists become tuples); unknown names are errors."""
+    known = set(recipe.to_json())
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ValueError(f"unknown recipe fields: {', '.join(unknown)}")
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()}
+    return replace(recipe, **values)

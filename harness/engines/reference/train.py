@@ -25,7 +25,7 @@ import torch
 from torch.nn import functional as F
 
 from harness.engines.reference import corpus
-from harness.engines.reference.recipe import DEFAULT_RECIPE, Recipe
+from harness.engines.reference.recipe import DEFAULT_RECIPE, Recipe, with_overrides
 
 EOS, PAD, MASK = "<|endoftext|>", "<|pad|>", "<|mask|>"
 
@@ -56,7 +56,9 @@ def build_tokenizer(recipe: Recipe, out: Path):  # -> PreTrainedTokenizerFast
     wrapped = PreTrainedTokenizerFast(
         tokenizer_object=tokenizer, eos_token=EOS, pad_token=PAD, mask_token=MASK,
     )
-    wrapped.save_pretrained(out)
+    wrapped.chat_template = recipe.chat_template
+    # In tokenizer_config.json (not chat_template.jinja): one file carries the template.
+    wrapped.save_pretrained(out, save_jinja_files=False)
     return wrapped
 
 
@@ -275,7 +277,7 @@ def train_draft(recipe: Recipe, tokenizer, target, sequences, out: Path):
     draft.eval()
     draft.save_pretrained(out)
     _strip_is_causal(out / "config.json")
-    tokenizer.save_pretrained(out)
+    tokenizer.save_pretrained(out, save_jinja_files=False)
     return draft
 
 
@@ -314,8 +316,8 @@ def build(out: Path, recipe: Recipe = DEFAULT_RECIPE) -> None:
     sequences = distill_sequences(recipe, tokenizer, target)
     train_draft(recipe, tokenizer, target, sequences, draft_dir)
     elapsed = time.perf_counter() - started
-    record = {"recipe": recipe.to_json(), "digest": recipe.digest(),
-              "build_seconds": round(elapsed, 1), "torch": torch.__version__}
+    # No timings here: the folder must be bit-identical across builds of one recipe.
+    record = {"recipe": recipe.to_json(), "digest": recipe.digest(), "torch": torch.__version__}
     (out / "recipe.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     log(f"built in {elapsed:.0f} s -> {out}")
 
@@ -323,8 +325,14 @@ def build(out: Path, recipe: Recipe = DEFAULT_RECIPE) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=JSON",
+                        help="override a recipe field (tests build a reduced recipe)")
     args = parser.parse_args(argv)
-    build(args.out)
+    overrides = {}
+    for item in args.set:
+        name, _, value = item.partition("=")
+        overrides[name] = json.loads(value)
+    build(args.out, with_overrides(DEFAULT_RECIPE, overrides))
     return 0
 
 
