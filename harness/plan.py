@@ -107,10 +107,9 @@ def build_options(suite: Suite) -> dict[str, Any]:
 
 
 def _reference_dirs() -> tuple[Path, Path]:
-    from harness.engines.reference.checkpoints import checkpoint_dir
+    from harness.engines.reference.checkpoints import default_dirs
 
-    root = checkpoint_dir(builds.cache_root())
-    return root / "target", root / "draft"
+    return default_dirs(builds.cache_root())
 
 
 def prepare_engine(suite: Suite, options: Any, models: Models | None,
@@ -225,10 +224,15 @@ def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequenc
     from harness import provenance as collect
 
     used = [g for g in gpus if fit is not None and g.index in fit.devices]
+    weights = None
+    if engine is not None and engine.checkpoints is not None:
+        from harness.engines.reference.checkpoints import served_weights_sha256
+
+        weights = served_weights_sha256(*engine.checkpoints)
     return collect.collect(engine.facts if engine else None, used,
                            server_env(loaded.suite, fit),
                            getattr(data, "source", None), getattr(data, "sha256", None),
-                           loaded.suite.workload.seed)
+                           loaded.suite.workload.seed, weights_sha256=weights)
 
 
 def draw_plot(run_dir: Path, results_dir: Path) -> Path | None:

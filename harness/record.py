@@ -86,6 +86,9 @@ class Provenance(_Record):
     gpus: list[GPUInfo] = Field(default_factory=list)
     data_source: str | None = None
     data_sha256: str | None = None
+    # sha256 of each checkpoint file the engine served (the reference engine's weights;
+    # hub checkpoints are named by id and revision instead)
+    weights_sha256: dict[str, str] | None = None
     seed: int | None = None
     argv: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)  # only allow-listed, never secrets

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.measure import server_accept_length
+from harness.engines.sglang.api import server_figure as server_accept_length
 from tests.reference.conftest import Server
 
 pytestmark = pytest.mark.slow

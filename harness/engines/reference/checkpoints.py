@@ -16,7 +16,6 @@ and renames it into place, so a crash never leaves a half-built cache entry.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -24,12 +23,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from filelock import FileLock
-
 import harness
-from harness.build import cache_root as harness_cache_root
+from harness.build import bounded_lock, file_sha256, sweep_stale
 from harness.engines.reference.recipe import DEFAULT_RECIPE, Recipe
 from harness.errors import EngineError
+from harness.layout import cache_root as harness_cache_root
 
 BUILD_TIMEOUT_S = 1800
 SHIPPED_DIR = Path(__file__).resolve().parent / "tiny"
@@ -52,14 +50,6 @@ def is_complete(folder: Path) -> bool:
         for role in ROLES
         for name in ("config.json", "model.safetensors")
     )
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def folder_hashes(folder: Path) -> dict[str, str]:
@@ -119,15 +109,19 @@ def build(python: str, out: Path, *, force: bool = False,
     """Build the checkpoints into `out` (under a lock) unless already there; return `out`."""
     out = out.expanduser().resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(out) + ".lock"):
+    sweep_stale(out.parent)  # partial builds of processes that died
+    with bounded_lock(Path(str(out) + ".lock"), "building the reference checkpoints"):
         if is_complete(out) and not force:
             return out
         staging = out.with_name(f"{out.name}.building-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
-        _run_build(python, staging, recipe_args or [])
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
+        try:
+            _run_build(python, staging, recipe_args or [])
+            if out.exists():
+                shutil.rmtree(out)
+            staging.rename(out)
+        finally:  # an interrupted or failed build leaves no partial folder behind
+            shutil.rmtree(staging, ignore_errors=True)
     return out
 
 
