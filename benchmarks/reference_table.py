@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from harness.baselines import save_baseline
+from harness.measure import numerator
 from harness.record import REQUESTS_FILE, RunRecord
 from harness.runner import RunOptions, run_suite
 from harness.suite import LoadedSuite, Suite, document_sha256, load_suite
@@ -39,11 +40,10 @@ def variant(base: LoadedSuite, questions: int, policy: str, noise: float) -> Loa
 def keep_as_baseline(results: Path, record: RunRecord, policy: str, noise: float) -> Path:
     label = f"reference {policy}" + (f" noise {noise:g}" if noise else "")
     baseline = record.model_copy(update={
-        "kind": "baseline", "label": label,
+        "kind": "baseline", "label": label, "external": False,
         "source": f"measured here with the CPU reference engine ({policy} policy, draft noise "
-                  f"{noise:g}) by benchmarks/reference_table.py; per-request rows in the run",
+                  f"{noise:g}) by benchmarks/reference_table.py --save-baselines",
     })
-    baseline.measured_here = True  # type: ignore[attr-defined]  # records allow extras
     return save_baseline(results, baseline)
 
 
@@ -62,9 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     settings += [("fixed", noise) for noise in args.noise]
     print(f"suite {base.suite.name}, {questions} questions, floor "
           f"{base.suite.floors.accept_length:g}")
-    print("| policy | draft noise | accept length | 95% CI | server avg | per-prompt "
-          "min / max / sd | verdict | wall s |")
-    print("|---|---|---|---|---|---|---|---|")
+    metric = base.suite.floors.metric
+    print(f"| policy | draft noise | accept length ({metric}) | 95% CI | per_request | "
+          "server's own figure | per-prompt min / max / sd | verdict | wall s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as results:
         for policy, noise in settings:
             started = time.perf_counter()
@@ -81,11 +82,13 @@ def main(argv: list[str] | None = None) -> int:
                 keep_as_baseline(args.save_baselines, outcome.record, policy, noise)
             rows = [json.loads(line) for line in
                     (outcome.run_dir / REQUESTS_FILE).read_text().splitlines()]
-            per_prompt = [r["accept_length"] for r in rows if r["verify_steps"]]
+            per_prompt = [numerator(r, metric) / r["verify_steps"] for r in rows
+                          if r["verify_steps"]]
             low, high = measurement.accept_length_ci or (float("nan"), float("nan"))
             server = measurement.server_reported_accept_length
             print(f"| {policy} | {noise:g} | {measurement.accept_length:.4f} | "
-                  f"{low:.3f}-{high:.3f} | {server if server is None else f'{server:.4f}'} | "
+                  f"{low:.3f}-{high:.3f} | {measurement.accept_length_per_request:.4f} | "
+                  f"{server if server is None else f'{server:.4f}'} | "
                   f"{min(per_prompt):.2f} / {max(per_prompt):.2f} / "
                   f"{statistics.stdev(per_prompt):.2f} | {outcome.status} | {wall:.1f} |",
                   flush=True)
