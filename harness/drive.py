@@ -56,6 +56,7 @@ class Endpoint:
     base_url: str
     adapter: EngineAdapter
     headers: dict[str, str] = field(default_factory=dict)
+    admin_headers: dict[str, str] = field(default_factory=dict)  # for /flush_cache
     # None while the server process lives, else what happened ("server exited with ...").
     liveness: Callable[[], str | None] = lambda: None
 
@@ -166,11 +167,16 @@ class Driver:
         async with self.client(1, timeout=30.0) as client:
             for _ in range(FLUSH_ATTEMPTS):
                 try:
-                    response = await client.post(path)
+                    response = await client.post(path, headers=self.endpoint.admin_headers)
                 except httpx.HTTPError as error:
                     raise await self._failed(path, error) from None
                 if response.status_code == 200:
                     return
+                if response.status_code in (401, 403):
+                    raise EngineError(f"the server refused {path} ({response.status_code} "
+                                      f"{response.text[:200]}): it is an admin route; give "
+                                      "the server's --admin-api-key (or --api-key) in the "
+                                      "suite's extra_args so the harness can send it")
                 last = f"{response.status_code} {response.text[:200]}"
                 await asyncio.sleep(FLUSH_RETRY_S)
         raise EngineError(f"{path} kept refusing ({last}) for "

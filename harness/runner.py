@@ -315,7 +315,8 @@ async def _drive(run: _Run, engine: Any, server: Server, prompts: Sequence[Any],
 
     suite, options = run.loaded.suite, run.options
     endpoint = Endpoint(server.spec.base_url, engine.adapter,
-                        engine.adapter.auth_headers(suite), server.death)
+                        engine.adapter.auth_headers(suite),
+                        engine.adapter.auth_headers(suite, admin=True), server.death)
     driver = Driver(endpoint, suite.workload)
     run.stage = "settings check"
     mismatches = engine.adapter.settings_mismatches(await driver.server_info(), suite,

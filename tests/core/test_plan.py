@@ -126,3 +126,16 @@ def test_secrets_are_redacted_in_the_recorded_document_and_command() -> None:
     assert planted in str(document)  # the suite itself (and the server) keep the value
     assert "sk-PLANTED-1" in command  # the server gets the real key
     assert REDACTED in shown and "4096" in shown and "info" in recorded
+
+
+def test_keys_sent_as_sglang_checks_them() -> None:
+    """SGLang 0.5.23 (utils/auth.py): ordinary routes need --api-key; admin routes such as
+    /flush_cache need --admin-api-key when it is set, else --api-key."""
+    suite, _ = parse_suite(SECRET_SUITE, "s.toml")
+    adapter = adapter_for("sglang")
+    assert adapter.auth_headers(suite) == {"Authorization": "Bearer sk-PLANTED-1"}
+    assert adapter.auth_headers(suite, admin=True) == {"Authorization": "Bearer sk-PLANTED-2"}
+    only_api = suite.model_copy(update={"engine": suite.engine.model_copy(
+        update={"extra_args": ["--api-key=k1"]})})
+    assert adapter.auth_headers(only_api, admin=True) == {"Authorization": "Bearer k1"}
+    assert adapter.auth_headers(GEMMA.suite) == {}

@@ -65,8 +65,9 @@ class SGLangAdapter:
     def attention_from_server(self, info: Any) -> list[dict[str, Any]] | None:
         return None  # SGLang does not report the draft's per-layer attention
 
-    def auth_headers(self, suite: Suite) -> dict[str, str]:
-        key = api_key(suite)
+    def auth_headers(self, suite: Suite, admin: bool = False) -> dict[str, str]:
+        """Headers for ordinary routes, or (`admin`) for admin routes such as /flush_cache."""
+        key = api_key(suite, admin)
         return {"Authorization": f"Bearer {key}"} if key else {}
 
 

@@ -76,12 +76,27 @@ def launch_command(suite: Suite, python: str, host: str, port: int,
     return command + list(engine.extra_args)
 
 
-def api_key(suite: Suite) -> str | None:
-    """The `--api-key` a suite passes the server: the harness must then send it."""
-    args = list(suite.engine.extra_args)
+def flag_value(args: list[str], flag: str) -> str | None:
+    """The value a command line gives `flag` (`--flag V` or `--flag=V`; the last wins)."""
+    value = None
     for i, arg in enumerate(args):
-        if arg == "--api-key" and i + 1 < len(args):
-            return args[i + 1]
-        if arg.startswith("--api-key="):
-            return arg.split("=", 1)[1]
-    return None
+        if arg == flag and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(flag + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def api_key(suite: Suite, admin: bool = False) -> str | None:
+    """The key the harness must send (`Authorization: Bearer ...`) when a suite's
+    extra_args give the server `--api-key` / `--admin-api-key`.
+
+    SGLang 0.5.23 (`sglang/srt/utils/auth.py`): ordinary routes (/generate, /server_info)
+    need the api key when one is set; admin routes (/flush_cache) need the admin key when
+    one is set, else the api key; health and readiness routes need none.
+    """
+    args = list(suite.engine.extra_args)
+    key = flag_value(args, "--api-key")
+    if admin:
+        return flag_value(args, "--admin-api-key") or key
+    return key

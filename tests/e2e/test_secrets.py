@@ -1,0 +1,60 @@
+"""No secret in any record (issue 11): distinctive secrets planted in the suite's engine
+environment, in secret flags of extra_args and in the environment of `harness run` itself;
+a real run on the CPU reference engine (which enforces the API key: the secret must keep
+working for the server); then every file under the results folder, the dry-run plan and
+the captured output are searched: zero hits."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.build import has_reference_dependencies
+from harness.suite import SUITES_DIR
+
+pytestmark = pytest.mark.slow
+
+API_KEY = "sk-PLANTED-api-7f3c"
+ADMIN_KEY = "sk-PLANTED-admin-91be"
+HF_TOKEN = "hf_PLANTED_token_2d4e"
+SHELL_TOKEN = "ghp_PLANTED_shell_c0de"
+SECRETS = (API_KEY, ADMIN_KEY, HF_TOKEN, SHELL_TOKEN)
+
+
+def secretive_suite(folder: Path) -> Path:
+    text = (SUITES_DIR / "tiny_dflash_cpu.toml").read_text()
+    text = text.replace('kind = "reference"', f'''kind = "reference"
+extra_args = ["--api-key", "{API_KEY}", "--admin-api-key={ADMIN_KEY}"]
+env = {{ HF_TOKEN = "{HF_TOKEN}", HARNESS_NOTE = "kept" }}''', 1)
+    text = text.replace("questions = 100", "questions = 6")
+    text = text.replace("accept_length = 3.5", "accept_length = 1.0")  # 6 prompts: a pass
+    path = folder / "secretive.toml"
+    path.write_text(text)
+    return path
+
+
+def test_no_secret_reaches_any_file_or_output(tmp_path: Path) -> None:
+    if not has_reference_dependencies(sys.executable):
+        pytest.skip("this environment lacks the reference extra (pip install -e '.[reference]')")
+    suite, results = secretive_suite(tmp_path), tmp_path / "results"
+    env = {**os.environ, "GITHUB_TOKEN": SHELL_TOKEN}
+    outputs = []
+    for args in (["--dry-run"], ["--results", str(results), "--no-progress"]):
+        done = subprocess.run([sys.executable, "-m", "harness", "run", str(suite), *args],
+                              capture_output=True, text=True, env=env, timeout=900)
+        outputs.append(done.stdout + done.stderr)
+        assert done.returncode == 0, done.stdout + done.stderr  # the key worked for the server
+    files = [path for path in results.rglob("*") if path.is_file()]
+    names = {path.name for path in files}
+    assert {"run.json", "requests.jsonl", "server.log", "accept_length.png"} <= names
+    for secret in SECRETS:
+        for output in outputs:
+            assert secret not in output
+        for path in files:
+            assert secret.encode() not in path.read_bytes(), f"{secret} in {path}"
+    run_json = next(results.rglob("run.json")).read_text()
+    assert "<redacted>" in run_json and "HARNESS_NOTE" in run_json  # names kept, values not
