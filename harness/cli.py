@@ -29,7 +29,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
         prog="harness",
         description="Acceptance tests and benchmarks for speculative decoding in SGLang.",
         epilog="Exit codes: 0 pass, 1 below a floor, 2 bad input, 3 engine or "
-        "infrastructure error, 4 skipped (topology does not fit this host), 130 interrupted.",
+        "infrastructure error, 4 skipped (topology does not fit this host), 5 the SGLang "
+        "version's own code rejects the draft, 130 interrupted.",
     )
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
