@@ -8,7 +8,7 @@ per-layer attention as it applied it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,7 @@ class ReferenceAdapter:
     kind = "reference"
     ready_paths = api.READY_PATHS
     generate_path = api.GENERATE_PATH
+    chat_path = api.CHAT_PATH
     flush_path = api.FLUSH_PATH
     server_info_paths = api.SERVER_INFO_PATHS
 
@@ -66,6 +67,13 @@ class ReferenceAdapter:
 
     def parse_generate(self, payload: Any, where: str) -> ParsedResponse:
         return api.parse_generate(payload, where)
+
+    def chat_body(self, messages: Sequence[Mapping[str, str]], params: Mapping[str, Any],
+                  rid: str, template_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        return api.chat_body(messages, params, rid, template_kwargs)
+
+    def parse_chat(self, payload: Any, where: str) -> ParsedResponse:
+        return api.parse_chat(payload, where)
 
     def server_figure(self, info: Any) -> float | None:
         return api.server_figure(info)
