@@ -28,6 +28,12 @@ def _get(row: Any, key: str, default: Any = None) -> Any:
     return default if isinstance(value, float) and math.isnan(value) else value
 
 
+def rows_from_frame(frame: Any) -> list[dict[str, Any]]:
+    """`store.load_requests` rows as dicts, a missing cell (NaN) left out as in the file."""
+    return [{k: v for k, v in row.items() if not (isinstance(v, float) and math.isnan(v))}
+            for row in frame.to_dict("records")]
+
+
 def category_of(row: Any) -> str:
     return str(_get(row, "category") or DEFAULT_CATEGORY)
 
