@@ -19,7 +19,8 @@ from typing import Any
 
 from harness.workloads.items import Prompt, warmup_prompts
 
-__all__ = ["Prompt", "WorkloadPlan", "describe", "grade", "prepare", "warmup_prompts"]
+__all__ = ["Prompt", "WorkloadPlan", "describe", "grade", "planned_questions", "prepare",
+           "warmup_prompts"]
 
 
 @dataclass(frozen=True)
@@ -81,3 +82,13 @@ def describe(workload: Any) -> str:
     module = {"gsm8k": gsm8k, "spec_bench": spec_bench, "humaneval": humaneval,
               "jsonl": jsonl}[workload.kind]
     return module.describe(workload)
+
+
+def planned_questions(workload: Any) -> int:
+    """How many questions a run of the workload asks (the sample size of its figure);
+    read from the suite where it says, else from the data (a Spec-Bench selection)."""
+    if workload.kind in ("gsm8k", "humaneval"):
+        return int(workload.questions)
+    if workload.kind == "jsonl" and workload.questions is not None:
+        return int(workload.questions)
+    return len(prepare(workload).prompts)

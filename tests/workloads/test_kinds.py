@@ -166,3 +166,13 @@ def test_suite_errors_name_the_field(workload: str, floors: str, message: str) -
         parse_suite(SUITE.format(workload=workload, floors=floors), "k.toml")
     assert message in caught.value.message, caught.value.message
     assert "Traceback" not in caught.value.message and "(got {" not in caught.value.message
+
+
+def test_planned_questions() -> None:
+    from harness.suite import GSM8KWorkload
+    from harness.workloads import planned_questions
+
+    assert planned_questions(GSM8KWorkload(questions=17)) == 17
+    assert planned_questions(HumanEvalWorkload(kind="humaneval", questions=9)) == 9
+    assert planned_questions(_spec(per_category=3)) == 18  # from the data
+    assert planned_questions(_spec(categories=["rag"])) == 80
