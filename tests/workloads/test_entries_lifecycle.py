@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from tests.lifecycle.conftest import SUITE_TEMPLATE, fake_env  # noqa: F401 (a fixture)
+from tests.lifecycle.conftest import SUITE_TEMPLATE
 
 ENTRY = """
 [[workloads]]
