@@ -114,3 +114,37 @@ def test_shipped_qwen3_pair_has_sglangs_sampled_gate() -> None:
     assert (workload.temperature, workload.top_p) == (0.6, 0.95)
     assert (floors.accept_length, floors.accuracy, floors.strict) == (2.0, 0.60, True)
     assert (floors.metric, main.loaded.suite.floors.accept_length) == ("server_avg", 2.8)
+
+
+def test_any_entries_value_gives_a_suite_or_a_suite_error() -> None:
+    import tomllib
+
+    import tomli_w
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    keys = st.sampled_from(["name", "kind", "floors", "baselines", "questions",
+                            "temperature", "accept_length", "metric", "categories",
+                            "positions", "protocol", "turns", "x"])
+    scalars = st.one_of(st.booleans(), st.integers(-5, 300), st.floats(-1, 5),
+                        st.sampled_from(["t06", "gsm8k", "spec_bench", "chat", "qa", ""]))
+    values = st.recursive(scalars, lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(keys, inner, max_size=4)), max_leaves=12)
+    base = tomllib.loads(BASE)
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(workloads=values, floors=values)
+    def check(workloads: object, floors: object) -> None:
+        document = {**base, "workloads": workloads}
+        if isinstance(floors, dict):
+            document["floors"] = {**base["floors"], **floors}
+        try:
+            text = tomli_w.dumps(document)
+        except (TypeError, ValueError):
+            return  # not representable in TOML
+        try:
+            parse_suite(text, "fuzz.toml")
+        except SuiteError as error:
+            assert error.message.startswith("fuzz.toml: ")
+
+    check()
