@@ -59,7 +59,7 @@ def _records(results: Path, series: str) -> list[tuple[RunRecord, list[dict]]]:
         record = RunRecord.model_validate_json((run_dir / "run.json").read_text())
         rows = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().split(
             "\n") if line.strip()]
-        found.append((record, rows))
+        found.append((record, sorted(rows, key=lambda row: row["index"])))  # file: as finished
     return found
 
 
