@@ -26,11 +26,13 @@ AUDITED_SGLANG = ["0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0
 # nox session -> suite file; the reference engine's suites install its extra.
 SUITE_SESSIONS = {
     "tiny_dflash": "tiny_dflash_cpu",
+    "tiny_spec_bench": "tiny_spec_bench_cpu",
     "gemma4_dflash": "gemma4_dflash_31b",
     "qwen3_8b_dflash": "qwen3_8b_dflash",
+    "qwen3_8b_dflash_spec_bench": "qwen3_8b_dflash_spec_bench",
     "muse_glimmer_gsm8k": "muse_glimmer_dflash_gsm8k",
 }
-REFERENCE_SUITES = {"tiny_dflash"}
+REFERENCE_SUITES = {"tiny_dflash", "tiny_spec_bench"}
 
 
 def _harness(session: nox.Session, *args: str) -> int:

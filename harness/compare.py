@@ -39,7 +39,21 @@ def compare(a: Side, b: Side, level: float = 0.95) -> dict[str, Any]:
                        "figures only: no per-request data on either side")  # fmt: skip
     result["difference"] = {"b_minus_a": d.estimate, "ci": d.ci, "p_value": d.p_value,
                             "p_drop": d.p_drop, "method": d.method}  # fmt: skip
+    result.update(breakdowns(a, b, result.get("metric") or "per_request", level))
     return result
+
+
+def breakdowns(a: Any, b: Any, metric: str, level: float = 0.95) -> dict[str, Any]:
+    """Per category and per draft position: both sides and B - A with CI and p-values,
+    paired by question where both asked the same ones (harness.breakdown). Empty when a
+    side has no request rows."""
+    from harness import breakdown
+
+    rows_a, rows_b = a.rows, b.rows  # none for a baseline figure
+    if not rows_a or not rows_b:
+        return {}
+    return {"categories": breakdown.compare_categories(rows_a, rows_b, metric, level),
+            "positions": breakdown.compare_positions(rows_a, rows_b, level)}
 
 
 def render(result: dict[str, Any]) -> None:
@@ -85,3 +99,47 @@ def render(result: dict[str, Any]) -> None:
     console = Console()
     console.print(table)
     console.print(f"difference: {d['method']}")
+    for title, rows in (("by category", _category_rows(result)),
+                        ("by draft position: P(position k accepted)", _position_rows(result))):
+        if rows:
+            console.print(_breakdown_table(f"{title} (B - A, {level}% CI, p two-sided)", rows))
+
+
+def _fmt(value: Any, digits: int = 3, sign: bool = False) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+def _flag(p_value: Any) -> str:
+    """Significance marks: * p < 0.05, ** p < 0.01 (two-sided; no correction for the
+    number of categories or positions shown)."""
+    if p_value is None or (isinstance(p_value, float) and math.isnan(p_value)):
+        return ""
+    return "**" if p_value < 0.01 else "*" if p_value < 0.05 else ""
+
+
+def _difference_row(name: str, d: dict[str, Any]) -> list[str]:
+    ci = d.get("ci")
+    return [name, f"{d['n_a']}/{d['n_b']}", _fmt(d["a"]), _fmt(d["b"]),
+            _fmt(d["b_minus_a"], sign=True) + _flag(d["p_value"]),
+            f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "-", _fmt(d["p_value"], 4)]
+
+
+def _category_rows(result: dict[str, Any]) -> list[list[str]]:
+    return [_difference_row(name, d) for name, d in (result.get("categories") or {}).items()]
+
+
+def _position_rows(result: dict[str, Any]) -> list[list[str]]:
+    return [_difference_row(f"k = {d['position']}", d) for d in result.get("positions") or []]
+
+
+def _breakdown_table(title: str, rows: list[list[str]]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in ("", "prompts A/B", "A", "B", "B - A", "CI", "p"):
+        table.add_column(column, justify="left" if not column else "right")
+    for row in rows:
+        table.add_row(*row)
+    return table

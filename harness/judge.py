@@ -2,7 +2,11 @@
 
 Every floor is checked and a failed floor of any kind stands: the accept-length check is
 the point estimate against the floor, or, when a run stopped sequentially, the
-sequential rule's decision; accuracy is judged on the same requests. The accept length
+sequential rule's decision; accuracy is judged on the same requests. Category floors
+(`floors.categories`) judge each named category's own figure and accuracy, and position
+floors (`floors.positions`) the rate at which each draft position is accepted, both as
+point estimates, with the same strictness; a floor on a category or position the run did
+not measure is an error, never a pass. The accept length
 is judged in the definition the suite's floors were taken in (`floors.metric`), and
 the reasons name it. A partial run (it ended before its plan) is never a pass.
 """
@@ -65,8 +69,70 @@ def judge(measurement: Measurement | None, floors: Floors,
             failed = True
             reasons.append(f"accuracy {measurement.accuracy:.3f} is below the floor: needs "
                            f"{relation} {floors.accuracy:g}")
+    missing: list[str] = []
+    for judged in (_category_floors(measurement, floors, relation, missing),
+                   _position_floors(measurement, floors, relation, missing)):
+        for ok, reason in judged:
+            failed = failed or not ok
+            reasons.append(reason)
+    if missing:
+        return Verdict(status="error", reasons=[*missing, *reasons])
     reasons.extend(_cross_check_notes(measurement))
     return Verdict(status="fail" if failed else "pass", reasons=reasons)
+
+
+def _category_floors(measurement: Measurement, floors: Floors, relation: str,
+                     missing: list[str]) -> list[tuple[bool, str]]:
+    judged = []
+    results = measurement.categories or {}
+    for name, floor in floors.categories.items():
+        result = results.get(name)
+        if result is None:
+            missing.append(f"category {name!r} has a floor but no measured request "
+                           f"(measured: {', '.join(results) or 'no categories'})")
+            continue
+        if floor.accept_length is not None:
+            if result.accept_length is None:
+                missing.append(f"category {name!r}: no accept length (no verify step)")
+            else:
+                ci = result.accept_length_ci
+                shown = (f"category {name} accept length {result.accept_length:.4f}"
+                         + (f" (95% CI {ci[0]:.3f}-{ci[1]:.3f})" if ci else "")
+                         + f", {result.n_prompts} prompts")
+                ok = _meets(result.accept_length, floor.accept_length, floors.strict)
+                judged.append((ok, f"{shown} {relation} floor {floor.accept_length:g}" if ok
+                               else f"{shown} is below its floor: needs {relation} "
+                                    f"{floor.accept_length:g}"))
+        if floor.accuracy is not None:
+            if result.accuracy is None:
+                missing.append(f"category {name!r} has an accuracy floor but is not graded")
+            else:
+                ok = _meets(result.accuracy, floor.accuracy, floors.strict)
+                judged.append((ok, f"category {name} accuracy {result.accuracy:.3f} "
+                               + (f"{relation} floor {floor.accuracy:g}" if ok else
+                                  f"is below its floor: needs {relation} {floor.accuracy:g}")))
+    return judged
+
+
+def _position_floors(measurement: Measurement, floors: Floors, relation: str,
+                     missing: list[str]) -> list[tuple[bool, str]]:
+    if not floors.positions:
+        return []
+    rates = measurement.per_position_acceptance or []
+    cis = measurement.per_position_ci or []
+    judged = []
+    for k, floor in enumerate(floors.positions, start=1):
+        if k > len(rates):
+            missing.append(f"position {k} has a floor but the run reports "
+                           f"{len(rates)} positions (no per-request histogram?)")
+            continue
+        rate = rates[k - 1]
+        ci = f" (95% CI {cis[k - 1][0]:.3f}-{cis[k - 1][1]:.3f})" if k <= len(cis) else ""
+        ok = _meets(rate, floor, floors.strict)
+        judged.append((ok, f"P(position {k} accepted) {rate:.3f}{ci} "
+                       + (f"{relation} floor {floor:g}" if ok
+                          else f"is below its floor: needs {relation} {floor:g}")))
+    return judged
 
 
 def _cross_check_notes(measurement: Measurement) -> list[str]:

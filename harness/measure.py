@@ -28,7 +28,7 @@ from typing import Any
 
 from harness import stats
 from harness.errors import MissingMetric
-from harness.record import Measurement, RequestRow
+from harness.record import CategoryResult, Measurement, RequestRow
 
 METRICS = ("server_avg", "per_request")
 
@@ -68,10 +68,14 @@ def accept_lengths(rows: Sequence[Any]) -> dict[str, float]:
 
 def confidence_interval(rows: Sequence[Any], metric: str, seed: int
                         ) -> tuple[float, float] | None:
-    """Bootstrap CI over prompts of the accept length under `metric`."""
-    if len(rows) < 2:
+    """Bootstrap CI over prompts of the accept length under `metric`: whole questions
+    are resampled (the turns of a multi-turn question stay together)."""
+    from harness.breakdown import question_pairs
+
+    _, tokens, steps = question_pairs(rows, metric)
+    if len(tokens) < 2:
         return None
-    return stats.bootstrap_ci(numerators(rows, metric), steps_of(rows), seed=seed)
+    return stats.bootstrap_ci(tokens, steps, seed=seed)
 
 
 def summarise(
@@ -91,7 +95,11 @@ def summarise(
     disagreement = None
     if server_figure is not None:
         disagreement = (server_figure - figures["server_avg"]) / figures["server_avg"]
+    from harness import breakdown
+
     histogram = stats.sum_histograms([r.accept_histogram for r in rows])
+    _, rate_cis = breakdown.per_position(rows, seed=seed)
+    groups = breakdown.categories(rows, metric, seed)
     latencies = sorted(r.latency_s for r in rows)
     graded = [r for r in rows if r.correct is not None]
     n_correct = sum(1 for r in graded if r.correct)
@@ -109,7 +117,11 @@ def summarise(
         verify_steps=steps,
         correct_drafts=sum(correct) if None not in correct else None,
         per_position_acceptance=stats.per_position_acceptance(histogram) or None,
+        per_position_ci=rate_cis,
         accept_histogram=histogram or None,
+        n_prompts=len({r.question_index for r in rows}),
+        categories={name: CategoryResult(**figures) for name, figures in groups.items()}
+        if any(r.category is not None for r in rows) else None,
         server_reported_accept_length=server_figure,
         server_disagreement=disagreement,
         accuracy=n_correct / len(graded) if graded else None,

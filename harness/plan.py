@@ -279,13 +279,14 @@ def _placeholder(ref: Any) -> str:
     return f"${model.env}" if hasattr(model, "env") else str(model)
 
 
-def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild) -> list[str]:
-    """What a run of this suite does, for `--dry-run` and for a skipped run."""
-    from harness.suite import METRIC_DEFINITIONS
+def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
+             entries: Sequence[Any] | None = None) -> list[str]:
+    """What a run of this suite does, for `--dry-run` and for a skipped run. A dry run
+    also loads each workload's data (exit 2 when it cannot), so the plan shows the data
+    hash the run will record; a skipped run does not."""
+    from harness.suite import suite_entries
 
-    suite, workload = loaded.suite, loaded.suite.workload
-    floors = suite.floors
-    relation = ">" if floors.strict else ">="
+    suite = loaded.suite
     lines = [
         f"suite      {suite.name} ({loaded.path}, sha256 {loaded.sha256[:12]})",
         f"topology   {fit.reason}",
@@ -296,25 +297,67 @@ def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild) -
     if suite.engine.kind == "sglang":
         lines += [f"target     {model_source(suite.target)}",
                   f"draft      {model_source(suite.draft)}"]
-    lines += [
-        f"workload   GSM8K run_eval protocol: {workload.shots} shots, questions "
-        f"{workload.shots}..{workload.shots + workload.questions - 1} of test.jsonl, "
-        f"max_tokens {workload.max_tokens}, temperature {workload.temperature:g}, "
-        f"top_p {workload.top_p:g}, concurrency {workload.concurrency}, seed {workload.seed}",
-        f"           {workload.warmup_requests} warm-up requests, then /flush_cache, "
-        "then POST /generate per question",
-        f"metric     {floors.metric}: {METRIC_DEFINITIONS[floors.metric]}",
-        f"floors     accept length ({floors.metric}) {relation} {floors.accept_length:g}"
-        + (f", accuracy {relation} {floors.accuracy:g}" if floors.accuracy is not None else ""),
-    ]
-    lines += [f"baseline   {b.label}: {b.accept_length:g} ({b.metric or floors.metric}, "
-              f"{'external' if b.external else 'measured here'}) {redact_url(b.source)}"
-              for b in suite.baselines]
+    entries = entries if entries is not None else suite_entries(loaded)
+    for entry in entries:
+        if len(entries) > 1 or entry.name is not None:
+            lines.append(f"entry      {entry.series} (its own record and floors)")
+        lines += _describe_entry(entry.loaded, load_data=bool(options.dry_run))
     if suite.draft and suite.draft.expected_layers:
         contract = ", ".join(
             ("causal" if layer.causal else "bidirectional")
             + (f"/w{layer.window}" if layer.window else "")
             for layer in suite.draft.expected_layers)
         lines.append(f"contract   draft layers: {contract}")
+    return lines
+
+
+def _describe_entry(loaded: LoadedSuite, load_data: bool) -> list[str]:
+    from harness.suite import METRIC_DEFINITIONS
+    from harness.workloads import describe as describe_workload
+
+    suite, workload = loaded.suite, loaded.suite.workload
+    floors = suite.floors
+    relation = ">" if floors.strict else ">="
+    adapter = adapter_for(suite.engine.kind)
+    chat = workload.protocol == "chat"
+    route = adapter.chat_path if chat else adapter.generate_path
+    options = ", ".join(f"{k}={v}" for k, v in workload.chat_template_kwargs.items())
+    how = ("completion (the text as is)" if not chat
+           else f"chat template ({options})" if options else "chat template")
+    sampling = (f"max_tokens {workload.max_tokens}, temperature {workload.temperature:g}, "
+                f"top_p {workload.top_p:g}"
+                + (f", top_k {workload.top_k}" if workload.top_k != -1 else "")
+                + (f", per-request seeds from {workload.seed_base}"
+                   if workload.temperature > 0 else ""))
+    lines = [
+        f"workload   {describe_workload(workload)}",
+        f"           {how}; {sampling}, concurrency {workload.concurrency}, "
+        f"seed {workload.seed}",
+        f"           {workload.warmup_requests} warm-up requests, then /flush_cache, "
+        f"then POST {route} per request",
+    ]
+    if load_data:
+        from harness.workloads import prepare
+
+        plan = prepare(workload)
+        requests = sum(len(p.turns) for p in plan.prompts)
+        lines.append(f"data       {plan.source} (rows sha256 {plan.sha256}); "
+                     f"{len(plan.prompts)} prompts, {requests} requests")
+    lines += [
+        f"metric     {floors.metric}: {METRIC_DEFINITIONS[floors.metric]}",
+        f"floors     accept length ({floors.metric}) {relation} {floors.accept_length:g}"
+        + (f", accuracy {relation} {floors.accuracy:g}" if floors.accuracy is not None else ""),
+    ]
+    lines += [f"           category {name}: "
+              + ", ".join(f"{what} {relation} {value:g}" for what, value in
+                          (("accept length", floor.accept_length), ("accuracy", floor.accuracy))
+                          if value is not None)
+              for name, floor in floors.categories.items()]
+    if floors.positions:
+        lines.append("           P(position k accepted): " + ", ".join(
+            f"k={k} {relation} {value:g}" for k, value in enumerate(floors.positions, start=1)))
+    lines += [f"baseline   {b.label}: {b.accept_length:g} ({b.metric or floors.metric}, "
+              f"{'external' if b.external else 'measured here'}) {redact_url(b.source)}"
+              for b in suite.baselines]
     return lines
 

@@ -191,6 +191,10 @@ def plot_run(
     if baselines is None:
         baselines = baselines_for(record, Path(results_root or results_root_of(run_dir)))
     figure = run_figure(record, baselines, suite_floor(record))
+    if out is None and record.measurement is not None and record.measurement.categories:
+        from harness.plot_categories import plot_categories
+
+        plot_categories(run_dir, record=record)  # beside it: the per-category figure
     return _save(figure, out or run_dir / RUN_PNG)
 
 
@@ -342,9 +346,21 @@ def histogram_figure(
             histogram = summed
         positions = per_position_acceptance(histogram) if histogram else []
     if positions:
-        right.bar(range(1, len(positions) + 1), positions, color="#2a9d4b")
+        ks = list(range(1, len(positions) + 1))
+        cis = record.measurement.per_position_ci if record.measurement else None
+        errors = None
+        if cis and len(cis) == len(positions):
+            errors = [[p - low for p, (low, _) in zip(positions, cis, strict=True)],
+                      [high - p for p, (_, high) in zip(positions, cis, strict=True)]]
+        right.bar(ks, positions, color="#2a9d4b", yerr=errors, capsize=3,
+                  error_kw={"elinewidth": 1, "ecolor": "#333333"})
+        floors = (record.suite.document.get("floors") or {}).get("positions") or []
+        for k, floor in enumerate(floors, start=1):
+            right.hlines(floor, k - 0.4, k + 0.4, colors=FLOOR_COLOUR, linestyles="--")
         right.set_ylim(0, 1)
-        right.set_xticks(range(1, len(positions) + 1))
+        right.set_xticks(ks)
+        if errors is not None:
+            right.set_title("95% CI: bootstrap over prompts", fontsize=8)
     else:
         right.text(0.5, 0.5, "no per-position data", ha="center", va="center")
     right.set_xlabel("draft position k")

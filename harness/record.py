@@ -37,10 +37,16 @@ class _Record(BaseModel):
 
 
 class SuiteInfo(_Record):
+    """The suite as this record ran it. For a suite with `[[workloads]]` entries each entry
+    is its own record: `name` is the series `<suite>.<entry>`, `entry` the entry's name,
+    and `document` the suite with that entry's workload, floors and baselines in place
+    of the suite's own (`harness.suite.suite_entries`); `sha256` hashes that document."""
+
     name: str
     path: str | None = None
     sha256: str
     document: dict[str, Any]
+    entry: str | None = None  # the `[[workloads]]` entry; None: the suite's main workload
 
 
 class BuildInfo(_Record):
@@ -109,6 +115,55 @@ class LayerRow(_Record):
     explicit: bool = False
 
 
+class WorkloadInfo(_Record):
+    """The workload as it was sent (docs/workloads.md): what identifies its prompts and
+    their rendering, beside the suite document that declared it."""
+
+    kind: str
+    entry: str | None = None
+    protocol: Literal["completion", "chat"] = "completion"
+    route: str | None = None  # the engine route every measured request went to
+    n_prompts: int | None = None  # questions planned (a question may have several turns)
+    categories: list[str] = Field(default_factory=list)  # categories planned, in order
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    sampling_seed: int | None = None  # base of the per-request seeds (temperature > 0)
+    stop: list[str] = Field(default_factory=list)
+    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    system_prompt_sha256: str | None = None
+    # The target's chat template as shipped with its tokenizer (chat_template.jinja or
+    # tokenizer_config.json `chat_template`): its sha256 and the file it was read from.
+    chat_template_sha256: str | None = None
+    chat_template_source: str | None = None
+    # sha256 over the first turn of every planned request as the harness sends it (the
+    # text, or the messages), in order: the same protocol gives the same hash.
+    prompts_sha256: str | None = None
+    # sha256 over the server's own token ids of those first-turn prompts (chat: the
+    # rendered template, `return_prompt_token_ids`), in order; None if not returned.
+    rendered_sha256: str | None = None
+    data_source: str | None = None
+    data_sha256: str | None = None  # canonical rows (same from a file or the hub)
+    data_file_sha256: str | None = None  # a local file's bytes
+
+
+class CategoryResult(_Record):
+    """One category's figures, over the requests of that category only."""
+
+    n_prompts: int
+    n_requests: int
+    accept_length: float | None = None  # under the run's metric
+    accept_length_ci: tuple[float, float] | None = None
+    accept_length_server_avg: float | None = None
+    accept_length_per_request: float | None = None
+    completion_tokens: int = 0
+    verify_steps: int = 0
+    accuracy: float | None = None
+    n_correct: int | None = None
+    per_position_acceptance: list[float] | None = None
+    per_position_ci: list[tuple[float, float]] | None = None
+
+
 class Measurement(_Record):
     """A run's figures. `metric` names the definition of `accept_length`, its CI and the
     floors it was judged against (harness.suite.METRIC_DEFINITIONS); both definitions'
@@ -127,7 +182,11 @@ class Measurement(_Record):
     verify_steps: int | None = None
     correct_drafts: int | None = None
     per_position_acceptance: list[float] | None = None  # P(draft position k accepted)
+    # Bootstrap CI over prompts of each position's rate (whole prompts resampled).
+    per_position_ci: list[tuple[float, float]] | None = None
     accept_histogram: list[int] | None = None
+    n_prompts: int | None = None  # questions in the figure (the unit of sampling)
+    categories: dict[str, CategoryResult] | None = None  # per category, when known
     server_reported_accept_length: float | None = None  # /server_info, a cross-check
     server_disagreement: float | None = None  # (reported - server_avg) / server_avg
     accuracy: float | None = None
@@ -163,6 +222,7 @@ class RunRecord(_Record):
     provenance: Provenance
     launch: LaunchInfo | None = None
     attention: list[LayerRow] | None = None
+    workload: WorkloadInfo | None = None  # absent in records written before workload kinds
     measurement: Measurement | None = None
     verdict: Verdict | None
     stage: str | None = None  # the stage a run reached: preparation .. recording
@@ -171,8 +231,13 @@ class RunRecord(_Record):
 class RequestRow(_Record):
     """One measured request, as sent and as answered."""
 
-    index: int  # order of submission within the measured phase
-    question_index: int  # line of the data file
+    index: int  # order of submission within the measured phase (turns of a question follow)
+    question_index: int  # row of the data (0-based): the unit of sampling
+    category: str | None = None  # the category results are broken down by
+    subcategory: str | None = None  # e.g. MT-Bench's "writing" under Spec-Bench's mt_bench
+    question_id: str | None = None  # the data set's own id
+    turn: int = 0  # 0-based turn of a multi-turn question
+    prompt_sha256: str | None = None  # sha256 of the server's prompt token ids, if returned
     completion_tokens: int
     verify_steps: int
     correct_drafts: int | None = None  # accepted draft tokens (bonus excluded); None in v1

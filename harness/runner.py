@@ -4,6 +4,11 @@ Every exit path (pass, failure, bad input, engine error, Ctrl-C, SIGTERM, a dead
 server) kills the server's whole process tree and leaves a run folder with what is known:
 `requests.jsonl` (each request appended as it finishes), `server.log`, and `run.json`,
 written exactly once, at the end, with the stage the run reached.
+
+A suite with `[[workloads]]` entries runs each entry (the main workload first) on one
+server launch: each has its own warm-up, flush and measured phase, and its own run folder
+and record (series `<suite>.<entry>`, `harness.suite.suite_entries`), judged by its own
+floors. The outcome is the worst of the entries'.
 """
 
 from __future__ import annotations
@@ -39,7 +44,9 @@ from harness.record import (
     utc_now,
     write_run,
 )
-from harness.suite import LoadedSuite, Suite
+from harness.suite import Entry, LoadedSuite, Suite
+
+SEVERITY = {"pass": 0, "skipped": 1, "fail": 2, "error": 3}
 
 
 @dataclass
@@ -57,6 +64,7 @@ class RunOptions:
     enforce_contract: bool = True  # False: record contract differences, measure anyway
     target_model: str | None = None  # overrides of the suite's models
     draft_model: str | None = None
+    entries: Sequence[str] | None = None  # workload entries to run ("main": [workload])
 
 
 @dataclass
@@ -67,6 +75,24 @@ class RunOutcome:
     run_dir: Path | None = None
     record: RunRecord | None = None
     plan: list[str] = field(default_factory=list)
+    entries: list[RunOutcome] = field(default_factory=list)  # one per workload entry run
+
+
+def combined(outcomes: list[RunOutcome]) -> RunOutcome:
+    """The suite's outcome: the worst entry's status; run_dir and record of the first
+    (the main workload); with several entries each reason names its series."""
+    if len(outcomes) == 1:
+        return outcomes[0]
+    worst = max(outcomes, key=lambda o: SEVERITY[o.status])
+    reasons = []
+    for outcome in outcomes:
+        series = outcome.record.suite.name if outcome.record else "?"
+        reasons += [f"{series}: {outcome.status.upper()}"]
+        reasons += [f"{series}: {reason}" for reason in outcome.reasons]
+        if outcome is not outcomes[0] and outcome.run_dir is not None:
+            reasons.append(f"{series}: record {outcome.run_dir}")
+    return RunOutcome(worst.status, worst.exit_code, reasons, outcomes[0].run_dir,
+                      outcomes[0].record, entries=outcomes)
 
 
 def _say(message: str) -> None:
@@ -95,12 +121,16 @@ def sigterm_as_interrupt() -> Iterator[None]:
 class _Run:
     """What a run has learnt so far; `finish` writes run.json once, whatever happened."""
 
-    loaded: LoadedSuite
+    loaded: LoadedSuite  # the suite as this entry runs it
     options: RunOptions
     run_dir: Path
     run_id: str
     started: Any
+    entry: str | None = None
     stage: str = "preparation"
+    planned: int | None = None  # requests the workload plans
+    workload: Any = None  # record.WorkloadInfo once the prompts are built
+    record: RunRecord | None = None  # once finished
     build: BuildInfo | None = None
     provenance: Provenance | None = None
     launch: LaunchInfo | None = None
@@ -119,16 +149,22 @@ class _Run:
             run_id=self.run_id, started_at=self.started, finished_at=utc_now(),
             label=self.options.label,
             suite=SuiteInfo(name=loaded.suite.name, path=str(loaded.path), sha256=loaded.sha256,
-                            document=planning.redacted_document(loaded)),
+                            document=planning.redacted_document(loaded), entry=self.entry),
             build=self.build or BuildInfo(engine=loaded.suite.engine.kind,
                                           spec=self.options.sglang),
             provenance=self.provenance or planning.provenance(loaded, None, [], None, None),
-            launch=self.launch, attention=self.attention, measurement=self.measurement,
-            verdict=verdict, stage=self.stage,
+            launch=self.launch, attention=self.attention, workload=self.workload,
+            measurement=self.measurement, verdict=verdict, stage=self.stage,
         )
         write_run(self.run_dir, record)
         self.record = record
         return record
+
+    def outcome(self) -> RunOutcome:
+        record = self.record
+        assert record is not None and record.verdict is not None
+        return RunOutcome(record.verdict.status, EXIT_CODES[record.verdict.status],
+                          record.verdict.reasons, self.run_dir, record)
 
     def failed(self, error: BaseException) -> RunRecord:
         from harness.errors import error_text
@@ -155,110 +191,158 @@ class _Run:
         with contextlib.suppress(HarnessError, ValueError):
             self.measurement = summarise(
                 sorted(self.rows, key=lambda r: r.index), suite.floors.metric, 0.0, None,
-                suite.workload.seed, planned=suite.workload.questions, partial=True)
+                suite.workload.seed, planned=self.planned, partial=True)
 
 
 def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
     """Run one suite; user errors raise `HarnessError`, everything else ends in an outcome."""
     from harness import plan as planning
     from harness import preflight
+    from harness.suite import suite_entries
 
     loaded, chosen = planning.choose_build(loaded, options)
     suite = loaded.suite
+    entries = suite_entries(loaded, list(options.entries) if options.entries else None)
     gpus = preflight.gpu_inventory()
     fit = preflight.check_fit(suite.topology, gpus, options.gpu_devices)
     if options.dry_run:
         return RunOutcome("skipped" if not fit.fits else "pass", ExitCode.PASS,
-                          [fit.reason], plan=planning.describe(loaded, options, fit, chosen))
+                          [fit.reason], plan=planning.describe(loaded, options, fit, chosen,
+                                                               entries))
     if not fit.fits:
         return RunOutcome("skipped", ExitCode.SKIPPED, [fit.reason],
-                          plan=planning.describe(loaded, options, fit, chosen))
+                          plan=planning.describe(loaded, options, fit, chosen, entries))
     models = planning.models(suite, options)  # bad input ends here, before a run folder
-    started, run_id = utc_now(), new_run_id()
-    run = _Run(loaded, options, create_run_dir(options.results_dir, suite.name, started,
-                                               run_id), run_id, started)
+    runs = [_new_run(entry, options) for entry in entries]
     try:
         with sigterm_as_interrupt():
-            return _prepare_and_measure(run, models, chosen, gpus, fit)
+            return _prepare_and_measure(runs, models, chosen, gpus, fit)
     except (KeyboardInterrupt, Interrupted) as error:
-        if run.record is not None:
-            raise Interrupted(f"interrupted after the run was recorded ({run.record.verdict.status}"
-                              f"): the record in {run.run_dir} is complete") from None
-        record = run.failed(error)
-        raise Interrupted(f"{record.verdict.reasons[0]}; server stopped, partial record in "
-                          f"{run.run_dir}") from None
+        records = _fail_unfinished(runs, error)
+        if not records:  # e.g. Ctrl-C while the plot was drawn
+            raise Interrupted(f"interrupted after the run was recorded: the record in "
+                              f"{runs[0].run_dir} is complete") from None
+        raise Interrupted(f"{records[0].verdict.reasons[0]}; server stopped, partial record "
+                          f"in {runs[0].run_dir}") from None
     except BadInput as error:
-        run.failed(error)
+        _fail_unfinished(runs, error)
         raise
     except HarnessError as error:
-        record = run.failed(error)
-        return RunOutcome("error", ExitCode(error.exit_code), record.verdict.reasons,
-                          run.run_dir, record)
+        _fail_unfinished(runs, error)
+        outcome = combined([run.outcome() for run in runs])
+        if outcome.status == "error":  # the error's own code (5: the version rejects it)
+            outcome.exit_code = ExitCode(error.exit_code)
+        return outcome
 
 
-def _prepare_and_measure(run: _Run, models: Any, chosen: Any, gpus: Any, fit: Any
+def _new_run(entry: Entry, options: RunOptions) -> _Run:
+    started, run_id = utc_now(), new_run_id()
+    folder = create_run_dir(options.results_dir, entry.series, started, run_id)
+    return _Run(entry.loaded, options, folder, run_id, started, entry.name)
+
+
+def _fail_unfinished(runs: list[_Run], error: BaseException) -> list[RunRecord]:
+    """Error records for the entries not yet finished (the one running keeps its rows)."""
+    return [run.failed(error) for run in runs if run.record is None]
+
+
+def _prepare_and_measure(runs: list[_Run], models: Any, chosen: Any, gpus: Any, fit: Any
                          ) -> RunOutcome:
     from harness import build as builds
     from harness import plan as planning
 
-    loaded, options, suite = run.loaded, run.options, run.loaded.suite
-    run.provenance = planning.provenance(loaded, None, gpus, fit, None)
+    first = runs[0]
+    options = first.options
+    suite = first.loaded.suite
+    for run in runs:
+        run.provenance = planning.provenance(run.loaded, None, gpus, fit, None)
     engine = planning.prepare_engine(suite, options, models, chosen)
-    run.build = engine.build
-    run.build.options.update(planning.build_options(suite))
-    # The engine environment's dependency set, kept beside the record.
-    if builds.copy_freeze(run.build.freeze_path, run.run_dir) is not None:
-        run.build.freeze_path = builds.FREEZE_FILE
-    run.provenance = planning.provenance(loaded, engine, gpus, fit, None)
-    run.attention = planning.attention_table(loaded, engine)
-    contract = planning.contract_differences(suite, run.attention)
+    engine.build.options.update(planning.build_options(suite))
+    attention = planning.attention_table(first.loaded, engine)
+    contract = planning.contract_differences(suite, attention)
+    for run in runs:
+        run.build = engine.build.model_copy(deep=True)
+        # The engine environment's dependency set, kept beside each record.
+        if builds.copy_freeze(engine.build.freeze_path, run.run_dir) is not None:
+            run.build.freeze_path = builds.FREEZE_FILE
+        run.provenance = planning.provenance(run.loaded, engine, gpus, fit, None)
+        run.attention = attention
     if contract and options.enforce_contract:
-        record = run.finish(Verdict(status="fail", reasons=[
-            "draft attention contract differs from the suite's expected_layers:", *contract]))
-        return RunOutcome("fail", ExitCode.BELOW_FLOOR, record.verdict.reasons, run.run_dir,
-                          record)
+        for run in runs:
+            run.finish(Verdict(status="fail", reasons=[
+                "draft attention contract differs from the suite's expected_layers:",
+                *contract]))
+        return combined([run.outcome() for run in runs])
     if contract:
         # Measured anyway (an A/B of a build known to break the contract): say so.
-        run.notes.append("note: draft attention contract differs (not enforced): "
-                         + "; ".join(contract))
-    verdict = _launch_and_measure(run, engine, gpus, fit)
-    record = run.finish(verdict)
+        for run in runs:
+            run.notes.append("note: draft attention contract differs (not enforced): "
+                             + "; ".join(contract))
+    _launch_and_measure(runs, engine, gpus, fit)
     if options.plot:
-        planning.draw_plot(run.run_dir, options.results_dir)
-    return RunOutcome(verdict.status, EXIT_CODES[verdict.status], record.verdict.reasons,
-                      run.run_dir, record)
+        for run in runs:
+            planning.draw_plot(run.run_dir, options.results_dir)
+    return combined([run.outcome() for run in runs])
 
 
-def _launch_and_measure(run: _Run, engine: Any, gpus: Any, fit: Any) -> Verdict:
+def _launch_and_measure(runs: list[_Run], engine: Any, gpus: Any, fit: Any) -> None:
     from harness import plan as planning
-    from harness import workload as gsm8k
-    from harness.measure import summarise
+    from harness.workloads import prepare
+    from harness.workloads import recorded as described
 
-    loaded, options, suite = run.loaded, run.options, run.loaded.suite
-    data = gsm8k.load_gsm8k(suite.workload.data)
-    prompts = gsm8k.build_prompts(data, suite.workload)
-    run.provenance = planning.provenance(loaded, engine, gpus, fit, data)
+    first = runs[0]
+    suite = first.loaded.suite
+    plans = []
+    for run in runs:  # every entry's data before the launch: bad data costs no GPU time
+        workload_plan = prepare(run.loaded.suite.workload)
+        run.planned = sum(len(prompt.turns) for prompt in workload_plan.prompts)
+        run.provenance = planning.provenance(run.loaded, engine, gpus, fit, workload_plan)
+        run.workload = described.workload_info(run.loaded.suite, run.entry, workload_plan,
+                                               engine)
+        plans.append(workload_plan)
     port = free_port()
     command = engine.command(LOOPBACK, port)
-    spec = ServerSpec(command=command, log_path=run.run_dir / SERVER_LOG, port=port,
+    spec = ServerSpec(command=command, log_path=first.run_dir / SERVER_LOG, port=port,
                       env=planning.server_env(suite, fit),
                       launch_timeout_s=suite.engine.launch_timeout_s,
                       ready_paths=engine.adapter.ready_paths,
                       secrets=planning.secret_values(suite))
-    run.launch = LaunchInfo(command=planning.redact_command(command, suite), host=LOOPBACK,
-                            port=port)
-    run.stage = "launch"
-    with Server(spec) as server, RowLog(run.run_dir) as log:
-        _say(f"launching {suite.name}: log {spec.log_path}")
-        run.launch.ready_after_s = server.wait_ready()
-        _say(f"server ready after {run.launch.ready_after_s:.1f} s; "
-             f"{len(prompts)} prompts, concurrency {suite.workload.concurrency}")
+    launch = LaunchInfo(command=planning.redact_command(command, suite), host=LOOPBACK,
+                        port=port)
+    for run in runs:
+        run.launch = launch
+        run.stage = "launch"
+    try:
+        with Server(spec) as server:
+            _say(f"launching {suite.name}: log {spec.log_path}")
+            launch.ready_after_s = server.wait_ready()
+            _say(f"server ready after {launch.ready_after_s:.1f} s")
+            for run in runs:
+                run.stage = "queued"  # waiting for the entries before it
+                described.add_chat_template(run.workload, run.loaded.suite, engine)
+            for run, workload_plan in zip(runs, plans, strict=True):
+                verdict = _measure_entry(run, engine, server, workload_plan)
+                run.finish(verdict)
+    finally:
+        for run in runs[1:]:  # one server, one log: each record's folder holds it
+            with contextlib.suppress(OSError):
+                (run.run_dir / SERVER_LOG).write_bytes(spec.log_path.read_bytes())
 
+
+def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -> Verdict:
+    from harness.measure import summarise
+    from harness.workloads.recorded import rendered_sha256
+
+    options, suite = run.options, run.loaded.suite
+    prompts = workload_plan.prompts
+    _say(f"{suite.name}: {len(prompts)} prompts ({run.planned} requests), "
+         f"concurrency {suite.workload.concurrency}")
+    with RowLog(run.run_dir) as log:
         def keep(row: RequestRow) -> None:
             log.append(row)
             run.rows.append(row)
 
-        result, info = asyncio.run(_drive(run, engine, server, prompts, keep))
+        result, info = asyncio.run(_drive(run, engine, server, workload_plan, keep))
         run.stage = "recording"
         attention = engine.adapter.attention_from_server(info)
         if run.attention is None and attention:
@@ -266,16 +350,17 @@ def _launch_and_measure(run: _Run, engine: Any, gpus: Any, fit: Any) -> Verdict:
         run.measurement = summarise(result.rows, suite.floors.metric, result.duration_s,
                                     engine.adapter.server_figure(info), suite.workload.seed,
                                     planned=result.planned)
+    run.workload.rendered_sha256 = rendered_sha256(result.rows, len(prompts))
     run.measurement.stopped_early = result.stopped_early
     if options.sequential:
         run.measurement.sequential = {"looks": result.looks, "settled": result.settled_as,
-                                      **_rule_settings(suite)}
+                                      **_rule_settings(suite, len(prompts))}
     return judge(run.measurement, suite.floors,
                  sequential=result.settled_as if options.sequential else None)
 
 
-def _rule_settings(suite: Suite) -> dict[str, Any]:
-    floors, rule = suite.floors, _stop_rule(suite).rule
+def _rule_settings(suite: Suite, max_n: int) -> dict[str, Any]:
+    floors, rule = suite.floors, _stop_rule(suite, max_n).rule
     return {"alpha": floors.alpha, "beta": floors.beta, "floor": floors.accept_length,
             "metric": floors.metric, "wave": rule.wave,
             # requests in flight: the suite's concurrency, at most one wave
@@ -293,31 +378,33 @@ class _Sequential:
         return list(self.rule.looks(max_n))
 
     def decide_rows(self, rows: Sequence[RequestRow]) -> str | None:
-        from harness.measure import numerators, steps_of
+        from harness.breakdown import question_pairs
 
-        return self.rule.decide(numerators(rows, self.metric), steps_of(rows))
+        _, tokens, steps = question_pairs(rows, self.metric)  # a question's turns together
+        return self.rule.decide(tokens, steps)
 
 
-def _stop_rule(suite: Suite) -> _Sequential:
+def _stop_rule(suite: Suite, max_n: int) -> _Sequential:
+    """`max_n`: the questions the workload plans (the rule looks at question counts)."""
     from harness import stats
 
     floors = suite.floors
     rule = stats.SequentialRule(floor=floors.accept_length, alpha=floors.alpha,
-                                beta=floors.beta, max_n=suite.workload.questions,
-                                strict=floors.strict)
+                                beta=floors.beta, max_n=max_n, strict=floors.strict)
     return _Sequential(rule, floors.metric)
 
 
-async def _drive(run: _Run, engine: Any, server: Server, prompts: Sequence[Any],
+async def _drive(run: _Run, engine: Any, server: Server, workload_plan: Any,
                  keep: Any) -> tuple[Any, Any]:
     from harness.drive import Driver, Endpoint
-    from harness.workload import warmup_prompts
+    from harness.workloads import warmup_prompts
 
     suite, options = run.loaded.suite, run.options
+    prompts = workload_plan.prompts
     endpoint = Endpoint(server.spec.base_url, engine.adapter,
                         engine.adapter.auth_headers(suite),
                         engine.adapter.auth_headers(suite, admin=True), server.death)
-    driver = Driver(endpoint, suite.workload)
+    driver = Driver(endpoint, suite.workload, workload_plan.stop)
     run.stage = "settings check"
     mismatches = engine.adapter.settings_mismatches(await driver.server_info(), suite,
                                                     engine.models)
@@ -330,8 +417,8 @@ async def _drive(run: _Run, engine: Any, server: Server, prompts: Sequence[Any],
         await driver.warm_up(warm)
     await driver.flush()
     run.stage = "measurement"
-    rule = _stop_rule(suite) if options.sequential else None
-    with _progress(len(prompts), options.progress) as advance:
+    rule = _stop_rule(suite, len(prompts)) if options.sequential else None
+    with _progress(run.planned or len(prompts), options.progress) as advance:
         def on_row(row: RequestRow) -> None:
             keep(row)
             if advance is not None:

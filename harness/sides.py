@@ -44,6 +44,7 @@ class Side:
     n_judged: int = 0
     histograms: list[list[int]] = field(default_factory=list)
     positions: list[list[float]] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)  # its runs' request rows
 
     @property
     def declared(self) -> str | None:
@@ -219,6 +220,7 @@ def _add(side: Side, run_dir: Path, data: dict[str, Any], row: dict[str, Any]) -
     if not side.questions:
         pooled = {metric: {} for metric in METRICS}
     for request in iter_request_rows(run_dir / REQUESTS_FILE, []):
+        side.rows.append(request)  # per category / per position breakdowns (compare)
         question = request["question_index"]
         steps[question] = steps.get(question, 0) + request["verify_steps"]
         for metric in list(pooled):

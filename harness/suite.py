@@ -1,8 +1,10 @@
 """Suites: TOML documents validated by a schema, loaded by path or by name.
 
 A suite declares a target/draft pair, the speculative settings, the GPU
-topology, a workload, floors and known baselines. Every field is checked;
-a bad one gives a message naming the file, the field and what is allowed.
+topology, a workload, floors and known baselines (those parts in
+`harness.suite_workloads`), and optionally further workload entries, each run as
+its own series `<suite>.<entry>` (`entries`). Every field is checked; a bad one gives
+a message naming the file, the field and what is allowed.
 """
 
 from __future__ import annotations
@@ -19,6 +21,44 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from harness.errors import BadInput, SuiteError
 from harness.layout import SUITES_DIR
+from harness.suite_workloads import (
+    ENTRY_KEYS,
+    INHERITED_FLOOR_KEYS,
+    METRIC_DEFINITIONS,
+    WORKLOAD_KINDS,
+    Baseline,
+    CategoryFloor,
+    Floors,
+    GSM8KWorkload,
+    HumanEvalWorkload,
+    JsonlWorkload,
+    Metric,
+    SpecBenchWorkload,
+    Workload,
+    WorkloadEntry,
+    known_categories,
+)
+
+__all__ = [
+    "METRIC_DEFINITIONS",
+    "Baseline",
+    "CategoryFloor",
+    "Entry",
+    "Floors",
+    "GSM8KWorkload",
+    "HumanEvalWorkload",
+    "JsonlWorkload",
+    "LoadedSuite",
+    "Metric",
+    "SpecBenchWorkload",
+    "Suite",
+    "Workload",
+    "load_suite",
+    "parse_suite",
+    "series_name",
+    "series_names",
+    "suite_entries",
+]
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_\-]*$"
 
@@ -116,59 +156,6 @@ class Topology(_Strict):
         return self
 
 
-class GSM8KWorkload(_Strict):
-    kind: Literal["gsm8k"] = "gsm8k"
-    questions: int = Field(default=200, ge=1, le=1319)
-    shots: int = Field(default=5, ge=0, le=8)
-    max_tokens: int = Field(default=512, ge=1)
-    concurrency: int = Field(default=128, ge=1)
-    temperature: float = Field(default=0.0, ge=0.0)
-    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
-    seed: int = 0
-    warmup_requests: int = Field(default=2, ge=0)
-    request_timeout_s: float = Field(default=600.0, gt=0)
-    # A run in which no request finishes for this long is stopped as hung.
-    progress_timeout_s: float = Field(default=300.0, gt=0)
-    data: str | None = None  # local JSONL path; default: ../shared/data or `datasets`
-
-
-Metric = Literal["server_avg", "per_request"]
-
-# What each accept-length definition measures (docs/statistics.md; harness.measure).
-METRIC_DEFINITIONS: dict[str, str] = {
-    "server_avg": "tokens made by verify steps per verify step, the prefill token left out: "
-                  "(sum correct drafts + sum verify steps) / sum verify steps, SGLang's "
-                  "/server_info avg_spec_accept_length computed exactly per request",
-    "per_request": "completion tokens per verify step, the prefill token included: "
-                   "sum completion_tokens / sum spec_verify_ct, SGLang's per-request "
-                   "meta_info.spec_accept_length pooled over requests",
-}
-
-
-class Floors(_Strict):
-    accept_length: float = Field(ge=1.0)
-    # The definition the floor and the baselines were taken in; the gate judges that one.
-    metric: Metric = "server_avg"
-    accuracy: float | None = Field(default=None, ge=0.0, le=1.0)
-    strict: bool = False  # True: the figure must exceed the floor (SGLang's `>`)
-    # False-fail / false-pass rates: bounds on the sequential rule's early verdicts and the
-    # rates `harness power` sizes margins for (docs/statistics.md). The fixed gate itself is
-    # the point estimate against the floor; these never change its verdict.
-    alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
-    beta: float = Field(default=0.2, gt=0.0, lt=0.5)
-
-
-class Baseline(_Strict):
-    label: str = Field(min_length=1)
-    accept_length: float = Field(ge=1.0)
-    accuracy: float | None = Field(default=None, ge=0.0, le=1.0)
-    source: str = Field(min_length=1)
-    # True: a figure quoted from elsewhere (hand-entered); False: measured by this harness,
-    # with its record under results/baselines/.
-    external: bool
-    metric: Metric | None = None  # default: the floors' metric
-
-
 class Suite(_Strict):
     name: str = Field(pattern=NAME_PATTERN)
     description: str = ""
@@ -178,19 +165,61 @@ class Suite(_Strict):
     draft: DraftRef | None = None
     speculative: Speculative = Speculative()
     topology: Topology
-    workload: GSM8KWorkload = GSM8KWorkload()
+    workload: Workload = GSM8KWorkload()
     floors: Floors
     baselines: list[Baseline] = Field(default_factory=list)
+    # Further workloads on the same server (e.g. the same prompts at temperature 0.6),
+    # each with its own floors; each is recorded as its own series `<name>.<entry>`.
+    workloads: list[WorkloadEntry] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _entries_inherit_the_floor_definition(cls, data: Any) -> Any:
+        """An entry's floors take `metric`, `alpha` and `beta` from `[floors]` unless set:
+        its figures are in the suite's definition unless it says otherwise."""
+        if not isinstance(data, dict) or not isinstance(data.get("floors"), dict):
+            return data
+        entries = data.get("workloads")
+        if not isinstance(entries, list):
+            return data
+        base = {k: data["floors"][k] for k in INHERITED_FLOOR_KEYS if k in data["floors"]}
+        merged = []
+        for entry in entries:
+            if isinstance(entry, dict) and isinstance(entry.get("floors"), dict):
+                entry = {**entry, "floors": {**base, **entry["floors"]}}
+            merged.append(entry)
+        return {**data, "workloads": merged}
+
+    @model_validator(mode="after")
+    def _entry_names_unique(self) -> Suite:
+        names = [entry.name for entry in self.workloads]
+        if len(set(names)) != len(names):
+            raise ValueError(f"workload entry names must be unique: {names}")
+        return self
+
+    @model_validator(mode="after")
+    def _category_floors_exist(self) -> Suite:
+        for workload, floors, where in [(self.workload, self.floors, "floors"),
+                                        *((e, e.floors, f"workloads.{e.name}.floors")
+                                          for e in self.workloads)]:
+            known = known_categories(workload)
+            unknown = [c for c in floors.categories if known is not None and c not in known]
+            if unknown:
+                raise ValueError(f"{where}.categories: {unknown} are not categories of this "
+                                 f"{workload.kind} workload; it has {sorted(known or [])}")
+        return self
 
     @model_validator(mode="after")
     def _baselines_in_the_floors_metric(self) -> Suite:
         # A floor is only meaningful in the definition of the figure it came from.
-        for baseline in self.baselines:
-            if baseline.metric is not None and baseline.metric != self.floors.metric:
-                raise ValueError(
-                    f"baseline {baseline.label!r} is in metric {baseline.metric!r} but the "
-                    f"floors use {self.floors.metric!r}; give its figure in the floors' "
-                    "definition")
+        for baselines, floors in [(self.baselines, self.floors),
+                                  *((e.baselines, e.floors) for e in self.workloads)]:
+            for baseline in baselines:
+                if baseline.metric is not None and baseline.metric != floors.metric:
+                    raise ValueError(
+                        f"baseline {baseline.label!r} is in metric {baseline.metric!r} but "
+                        f"the floors use {floors.metric!r}; give its figure in the floors' "
+                        "definition")
         return self
 
     @model_validator(mode="after")
@@ -217,14 +246,18 @@ class LoadedSuite(BaseModel):
 
 # Union members pydantic names in an error's location (`model.constrained-str`): not fields.
 _UNION_MEMBERS = frozenset({"constrained-str", "str", "EnvModel"})
+_TAGS = {"engine": ("sglang", "reference"), "workload": WORKLOAD_KINDS}
 
 
 def _location(loc: tuple[Any, ...]) -> str:
     parts = [str(p) for p in loc if str(p) not in _UNION_MEMBERS
              and not str(p).startswith(("function-after", "tagged-union"))]
-    # drop discriminator tags such as `sglang` that pydantic inserts after `engine`
-    if len(parts) >= 2 and parts[0] == "engine" and parts[1] in ("sglang", "reference"):
+    # drop discriminator tags that pydantic inserts: `engine.sglang.x`, `workload.gsm8k.x`,
+    # `workloads.0.spec_bench.x`
+    if len(parts) >= 2 and parts[1] in _TAGS.get(parts[0], ()):
         parts.pop(1)
+    if len(parts) >= 3 and parts[0] == "workloads" and parts[2] in WORKLOAD_KINDS:
+        parts.pop(2)
     return ".".join(parts) or "(document)"
 
 
@@ -241,6 +274,12 @@ def _describe(error: dict[str, Any]) -> str:
         return f"got {ctx.get('tag')!r}; allowed: {ctx.get('expected_tags')}"
     if kind == "union_tag_not_found":
         return f"missing `{ctx.get('discriminator', 'kind')}`; allowed: 'sglang', 'reference'"
+    if kind == "value_error" and isinstance(error.get("input"), dict | list):
+        return str(error["msg"]).removeprefix("Value error, ")  # the message names it
+    if kind == "workload_kind":
+        kind_given = error.get("input", {}).get("kind") if isinstance(error.get("input"),
+                                                                      dict) else None
+        return f"got kind {kind_given!r}; allowed: {', '.join(WORKLOAD_KINDS)}"
     return f"{error['msg']} (got {error.get('input')!r})"
 
 
@@ -351,3 +390,73 @@ def resolve_models(suite: Suite, target: str | None = None, draft: str | None = 
     return Models(target_id, draft_id,
                   suite.target.revision if suite.target else None,
                   suite.draft.revision if suite.draft else None)
+
+
+# ---------------------------------------------------------------- workload entries
+
+
+class Entry(BaseModel):
+    """One workload of a suite as it is run and recorded: the main `[workload]` (series
+    = the suite's name) or a `[[workloads]]` entry (series `<suite>.<entry>`).
+
+    `loaded` is the suite as this entry runs it: its workload, floors and baselines in
+    the places of the suite's own, `workloads` dropped, named after the series. Its
+    document is what the entry's record keeps, so every reader of a record (floors,
+    baselines, history per document hash) sees one workload judged by one set of floors;
+    adding an entry to a suite leaves the main series' document, and so its history, as
+    it was.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    series: str
+    name: str | None
+    loaded: LoadedSuite
+
+
+def series_name(suite_name: str, entry: str | None) -> str:
+    return suite_name if entry is None else f"{suite_name}.{entry}"
+
+
+def suite_entries(loaded: LoadedSuite, only: list[str] | None = None) -> list[Entry]:
+    """The suite's workloads in order (main first); `only`: entry names to keep ("main"
+    names the main workload). BadInput naming the known entries when one is unknown."""
+    suite, document = loaded.suite, loaded.document
+    known = ["main", *(entry.name for entry in suite.workloads)]
+    unknown = [name for name in only or [] if name not in known]
+    if unknown:
+        raise BadInput(f"suite {suite.name}: no workload entry {', '.join(unknown)}; "
+                       f"it has: {', '.join(known)}")
+    base = {k: v for k, v in document.items() if k != "workloads"}
+    chosen: list[Entry] = []
+    if not only or "main" in only:
+        chosen.append(_entry(loaded, suite.name, None, base, suite.model_copy(
+            update={"workloads": []})))
+    raw_entries = document.get("workloads") or []
+    for entry, raw in zip(suite.workloads, raw_entries, strict=True):
+        if only and entry.name not in only:
+            continue
+        series = series_name(suite.name, entry.name)
+        floors = {**{k: document["floors"][k] for k in INHERITED_FLOOR_KEYS
+                     if k in document["floors"]}, **raw["floors"]}
+        effective = {**base, "name": series,
+                     "workload": {k: v for k, v in raw.items() if k not in ENTRY_KEYS},
+                     "floors": floors, "baselines": list(raw.get("baselines") or [])}
+        changed = suite.model_copy(update={"name": series, "workload": entry,
+                                           "floors": entry.floors,
+                                           "baselines": list(entry.baselines),
+                                           "workloads": []})
+        chosen.append(_entry(loaded, series, entry.name, effective, changed))
+    return chosen
+
+
+def _entry(loaded: LoadedSuite, series: str, name: str | None, document: dict[str, Any],
+           suite: Suite) -> Entry:
+    effective = LoadedSuite(suite=suite, path=loaded.path, sha256=document_sha256(document),
+                            document=document)
+    return Entry(series=series, name=name, loaded=effective)
+
+
+def series_names(suite: Suite) -> list[str]:
+    """The record series a run of the suite writes (`harness trend`, the nightly)."""
+    return [suite.name, *(series_name(suite.name, e.name) for e in suite.workloads)]

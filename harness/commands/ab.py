@@ -1,9 +1,14 @@
-"""`harness ab SUITE --a SPEC --b SPEC`: run two engine builds one after the other, compare."""
+"""`harness ab SUITE --a SPEC --b SPEC`: run two engine builds one after the other, compare.
+
+Each workload entry of the suite is compared on its own (its series), overall, per
+category and per draft position, paired by question.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from harness.commands import add_results_option
 
@@ -32,7 +37,7 @@ class ABCommand:
         import math
 
         from harness.build import parse_build_spec
-        from harness.compare import Side, add_run, compare, render
+        from harness.compare import compare, render
         from harness.errors import EngineError, ExitCode
         from harness.runner import RunOptions, run_suite
         from harness.suite import load_suite
@@ -40,7 +45,7 @@ class ABCommand:
         loaded = load_suite(args.suite)
         for spec, flag in ((args.a, "--a"), (args.b, "--b")):  # both parse before either runs
             parse_build_spec(spec, engine=loaded.suite.engine.kind, flag=flag)
-        sides = []
+        sides: list[dict[str, Any]] = []  # per build: series -> side
         for spec, label in ((args.a, args.label_a), (args.b, args.label_b)):
             # Both sides are measured even when one breaks the draft's attention contract
             # (pre-fix builds do): the record notes the differences.
@@ -48,23 +53,60 @@ class ABCommand:
                                  engine_python=args.engine_python,
                                  enforce_contract=False)  # fmt: skip
             outcome = run_suite(loaded, options)
-            if outcome.run_dir is None or outcome.record is None:
-                raise EngineError(f"build {label} ({spec}) produced no record "
-                                  f"(exit {int(outcome.exit_code)})")  # fmt: skip
-            if outcome.record.measurement is None:
-                raise EngineError(f"build {label} ({spec}) measured nothing: "
-                                  + "; ".join(outcome.record.verdict.reasons))  # fmt: skip
-            print(f"{label}: {outcome.record.verdict.status.upper()} record {outcome.run_dir}")
-            side = Side(name=f"{label} ({spec})")
-            add_run(side, Path(outcome.run_dir))
-            sides.append(side)
-        result = compare(sides[0], sides[1])
+            sides.append({series: side for series, side in _sides(outcome, label, spec)})
+        results = {}
+        for series, side_a in sides[0].items():
+            if series in sides[1]:
+                results[series] = compare(side_a, sides[1][series])
+        if not results:
+            raise EngineError("the two builds share no measured workload entry")
         if args.json:
-            print(json.dumps(result, indent=2, default=str))
+            only = next(iter(results.values())) if len(results) == 1 else {"entries": results}
+            print(json.dumps(only, indent=2, default=str))
         else:
-            render(result)
-        alpha = getattr(loaded.suite.floors, "alpha", 0.05)
-        p_drop = result["difference"]["p_drop"]
-        if args.fail_on_drop and not math.isnan(p_drop) and p_drop < alpha:
+            for series, result in results.items():
+                if len(results) > 1:
+                    print(f"\n== {series}")
+                render(result)
+        dropped = False
+        for series, result in results.items():
+            alpha = _alpha(loaded, series)
+            p_drop = result["difference"]["p_drop"]
+            dropped = dropped or (not math.isnan(p_drop) and p_drop < alpha)
+        if args.fail_on_drop and dropped:
             return int(ExitCode.BELOW_FLOOR)
         return int(ExitCode.PASS)
+
+
+def _sides(outcome: Any, label: str, spec: str) -> list[tuple[str, Any]]:
+    """One comparison side per workload entry the build measured (its request rows kept
+    for the per-category and per-position breakdowns)."""
+    from harness.compare import Side, add_run
+    from harness.errors import EngineError
+    from harness.store import read_requests
+
+    sides = []
+    for entry in getattr(outcome, "entries", None) or [outcome]:
+        record = entry.record
+        if entry.run_dir is None or record is None:
+            raise EngineError(f"build {label} ({spec}) produced no record "
+                              f"(exit {int(entry.exit_code)})")  # fmt: skip
+        if record.measurement is None:
+            raise EngineError(f"build {label} ({spec}) measured nothing for "
+                              f"{record.suite.name}: " + "; ".join(record.verdict.reasons))
+        print(f"{label}: {record.verdict.status.upper()} {record.suite.name} record "
+              f"{entry.run_dir}")
+        side = Side(name=f"{label} ({spec})")
+        add_run(side, Path(entry.run_dir))
+        side.rows = read_requests(Path(entry.run_dir))  # type: ignore[attr-defined]
+        sides.append((record.suite.name, side))
+    return sides
+
+
+def _alpha(loaded: Any, series: str) -> float:
+    from harness.suite import suite_entries
+
+    for entry in suite_entries(loaded):
+        if entry.series == series:
+            return entry.loaded.suite.floors.alpha
+    return loaded.suite.floors.alpha

@@ -95,6 +95,7 @@ def power_report(
     latest_runs: int = 5,
 ) -> dict[str, Any]:
     from harness import stats
+    from harness.workloads import planned_questions
 
     suite, floors = loaded.suite, loaded.suite.floors
     metric = getattr(floors, "metric", "server_avg")
@@ -109,7 +110,7 @@ def power_report(
     else:
         sd = stats.DEFAULT_PROMPT_SD
         sd_source = f"default {sd} (no recorded runs with request rows under {results})"
-    n = suite.workload.questions
+    n = planned_questions(suite.workload)
     counts = sorted(set(stats.DEFAULT_PROMPT_COUNTS) | {n})
     rule = stats.SequentialRule(floor=floors.accept_length, alpha=alpha, beta=beta, max_n=n,
                                 strict=floors.strict)  # fmt: skip

@@ -32,6 +32,9 @@ class RunCommand:
                             "suite's target has no public id and its variable is unset)")
         parser.add_argument("--draft-model", metavar="ID_OR_PATH",
                             help="serve this draft instead of the suite's")
+        parser.add_argument("--entry", action="append", dest="entries", metavar="NAME",
+                            help="run only this workload entry (repeatable; `main` is "
+                            "[workload]; default: every entry of the suite)")
         parser.add_argument("--label", help="a tag recorded with the run (e.g. pre-fix)")
         parser.add_argument("--sequential", action="store_true",
                             help="stop as soon as the verdict is settled at the suite's "
@@ -49,6 +52,7 @@ class RunCommand:
             dry_run=args.dry_run, engine_python=args.engine_python, label=args.label,
             plot=not args.no_plot, sequential=args.sequential, progress=not args.no_progress,
             target_model=args.target_model, draft_model=args.draft_model,
+            entries=args.entries,
         )
         if args.patch is not None or args.sglang is not None:
             from harness.build import parse_build_spec

@@ -87,7 +87,7 @@ class TrendCommand:
         runs = load_runs(root)
         if args.label is not None:  # baselines stay: they carry their own labels
             runs = runs[(runs["kind"] == "baseline") | (runs["label"] == args.label)]
-        trends = analyse_all(runs, args.suites or None, params)
+        trends = analyse_all(runs, _with_entries(args.suites, runs) or None, params)
         summaries = summarize(runs, trends, params.window, _since(args.since))
         if args.plot:
             from harness.trend_plot import TREND_PNG, plot_trend
@@ -108,6 +108,19 @@ class TrendCommand:
         if any(item.verdict in ("error", None) for item in summaries):
             return ExitCode.ENGINE_ERROR
         return ExitCode.PASS
+
+
+def _with_entries(names: list[str], runs: object) -> list[str]:
+    """Each named suite and the series of its workload entries (`<suite>.<entry>`, one
+    record each), so a nightly job's suite names cover every series it wrote."""
+    if not names:
+        return []
+    recorded = sorted(set(runs["suite"]))  # type: ignore[index]
+    expanded = []
+    for name in names:
+        expanded.append(name)
+        expanded += [series for series in recorded if series.startswith(name + ".")]
+    return expanded
 
 
 def _since(text: str | None) -> object:

@@ -16,7 +16,7 @@ Light to import: no third-party package is imported here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -37,6 +37,7 @@ class ParsedResponse:
     histogram: list[int] | None  # verify steps by number of correct drafts
     prompt_tokens: int | None
     finish_reason: str | None
+    prompt_sha256: str | None = None  # of the server's prompt token ids, when it returns them
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class EngineAdapter(Protocol):
     kind: str
     ready_paths: tuple[str, ...]  # GET until 200, in order
     generate_path: str
+    chat_path: str  # renders the target's chat template and returns per-request figures
     flush_path: str
     server_info_paths: tuple[str, ...]  # first that answers 200 wins
 
@@ -65,6 +67,11 @@ class EngineAdapter(Protocol):
     def generate_body(self, text: str, params: Mapping[str, Any], rid: str) -> dict[str, Any]: ...
 
     def parse_generate(self, payload: Any, where: str) -> ParsedResponse: ...
+
+    def chat_body(self, messages: Sequence[Mapping[str, str]], params: Mapping[str, Any],
+                  rid: str, template_kwargs: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def parse_chat(self, payload: Any, where: str) -> ParsedResponse: ...
 
     def server_figure(self, info: Any) -> float | None: ...
 

@@ -81,7 +81,12 @@ def test_show_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["suite"]["name"] == "qwen3_8b_dflash"
     assert data["suite"]["floors"] == {"accept_length": 2.8, "accuracy": 0.75, "strict": True,
                                        "alpha": 0.05, "beta": 0.2,
-                                       "metric": "server_avg"}
+                                       "metric": "server_avg", "categories": {},
+                                       "positions": []}
+    # the sampled entry, with SGLang's T = 0.6 floors (test_dflash.py)
+    [entry] = data["suite"]["workloads"]
+    assert (entry["name"], entry["temperature"], entry["top_p"]) == ("t06", 0.6, 0.95)
+    assert entry["floors"]["accept_length"] == 2.0 and entry["floors"]["accuracy"] == 0.6
     assert len(data["sha256"]) == 64
 
 

@@ -94,6 +94,10 @@ SGLANG_GEMMA_OTHER_ARGS = [
 ]
 
 
+# Spec-Bench on the same pair, launched exactly as the GSM8K gate's server.
+GOLDEN["qwen3_8b_dflash_spec_bench"] = list(GOLDEN["qwen3_8b_dflash"])
+
+
 @pytest.fixture
 def muse_weights(monkeypatch: pytest.MonkeyPatch) -> None:
     """The Muse suite's weights have no public id: they come from the environment."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -30,12 +31,18 @@ from harness.workload import (
     warmup_prompts,
 )
 
-from .conftest import GSM8K_TEST
+from .conftest import GSM8K_TEST as SHARED_GSM8K_TEST
 
+# ../shared/data beside the checkout, or $HARNESS_DATA_DIR (a worktree has no ../shared).
+GSM8K_TEST = (Path(os.environ["HARNESS_DATA_DIR"]) / "gsm8k" / "test.jsonl"
+              if os.environ.get("HARNESS_DATA_DIR") else SHARED_GSM8K_TEST)
 FIRST_PROMPT_SHA256 = "5d6b81e083f6f1bdaece2edaab62df2b5bba648bb241f18545b0f37905dbfc68"
 FIRST_PROMPT_HEAD = "Question: Janet’s ducks lay 16 eggs per day. She eats three "
 FIRST_PROMPT_TAIL = "y 16 glasses. How much does he need to pay for them?\nAnswer:"
 TEST_JSONL_SHA256 = "3730d312f6e3440559ace48831e51066acaca737f6eabec99bccb9e4b3c39d14"
+# The data hash: canonical rows ({"answer", "question"}, sorted keys, compact, one per
+# line), the same whether test.jsonl or the hub's parquet served them.
+TEST_ROWS_SHA256 = "32c548f08195e19e33408b844dd7be6aa4bcae457d957bc05909ff4bd4a00595"
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +73,11 @@ def _sglang_prompt(rows: list[dict[str, str]], shots: int, index: int) -> str:
 def test_data_file_is_the_known_test_split(jsonl_rows: list[dict[str, str]]) -> None:
     data = load_gsm8k(GSM8K_TEST)
     assert len(data.rows) == len(jsonl_rows) == 1319
-    assert data.sha256 == TEST_JSONL_SHA256
+    assert data.sha256 == TEST_ROWS_SHA256
+    assert data.file_sha256 == TEST_JSONL_SHA256  # the file's bytes, checked too
+    canonical = "".join(json.dumps(row, sort_keys=True, ensure_ascii=False,
+                                   separators=(",", ":")) + "\n" for row in jsonl_rows)
+    assert hashlib.sha256(canonical.encode()).hexdigest() == TEST_ROWS_SHA256
     assert data.source == str(GSM8K_TEST)
     assert [r.index for r in data.rows[:3]] == [0, 1, 2]
 

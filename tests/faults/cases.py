@@ -74,6 +74,7 @@ class Outcome:
     message: str  # the harness's last stderr line about the run
     finished_at_fault: int  # responses the server had sent in full when the fault came
     rows_kept: int  # rows in requests.jsonl
+    recorded_requests: int | None  # requests the record's (partial) measurement covers
     run_json: bool
     recorded_stage: str | None
     verdict: str | None
@@ -183,5 +184,7 @@ def run_case(stage: str, fault: str, tmp: Path, slow_repo: Path | None = None) -
     text = "\n".join(stderr_lines) + stdout
     message = next((line for line in reversed(text.splitlines())
                     if line.startswith(("harness run:", "  "))), "")
-    return Outcome(stage, fault, job.returncode, message, finished, rows, bool(run_files),
+    measured = (record.get("measurement") or {}).get("n_requests")
+    return Outcome(stage, fault, job.returncode, message, finished, rows, measured,
+                   bool(run_files),
                    record.get("stage"), verdict.get("status"), orphans, elapsed, text)

@@ -9,7 +9,7 @@ SGLang's own functions from its wheels against them).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harness.engines import Models, ParsedResponse
@@ -37,6 +37,7 @@ class SGLangAdapter:
     kind = "sglang"
     ready_paths = api.READY_PATHS
     generate_path = api.GENERATE_PATH
+    chat_path = api.CHAT_PATH
     flush_path = api.FLUSH_PATH
     server_info_paths = api.SERVER_INFO_PATHS
 
@@ -51,8 +52,18 @@ class SGLangAdapter:
     def parse_generate(self, payload: Any, where: str) -> ParsedResponse:
         return api.parse_generate(payload, where)
 
+    def chat_body(self, messages: Sequence[Mapping[str, str]], params: Mapping[str, Any],
+                  rid: str, template_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        return api.chat_body(messages, params, rid, template_kwargs)
+
+    def parse_chat(self, payload: Any, where: str) -> ParsedResponse:
+        return api.parse_chat(payload, where)
+
     def server_figure(self, info: Any) -> float | None:
         return api.server_figure(info)
+
+    def chat_template_override(self, suite: Suite) -> str | None:
+        return api.chat_template_flag(getattr(suite.engine, "extra_args", []))
 
     def settings_mismatches(self, info: Any, suite: Suite,
                             models: Models | None = None) -> list[str]:

@@ -5,6 +5,15 @@ Facts read in SGLang 0.5.23's source (and 0.5.17's where they differ):
   (`entrypoints/http_server.py`);
 - requests: native `POST /generate` returns `meta_info` with the speculative figures;
   `/v1/completions` carries none (`entrypoints/openai/protocol.py`, `CompletionRequest`);
+  `POST /v1/chat/completions` renders the target's chat template (with the request's
+  `chat_template_kwargs`) and, with `"return_meta_info": true` (non-streaming),
+  returns each choice's `meta_info` exactly as /generate does (`serving_chat.py`,
+  `_build_chat_response`: `choice_meta_info = ret_item["meta_info"]`), and with
+  `"return_prompt_token_ids": true` the rendered prompt's token ids
+  (`choices[i].prompt_token_ids`); both fields exist in 0.5.17 too. Unset sampling
+  fields of a chat request take the model's `generation_config.json` values (server
+  arg `--sampling-defaults`, default "model": `ModelConfig.get_default_sampling_params`),
+  so the harness always sends temperature, top_p, top_k, min_p and repetition_penalty;
 - `POST /flush_cache` resets the server's counters, and answers 400 while requests run;
 - `GET /server_info` (`/get_server_info` before it) merges the resolved server args
   (`utils/common.py`, `build_server_info`) with `internal_states`, one dict per DP rank,
@@ -19,8 +28,11 @@ Facts read in SGLang 0.5.23's source (and 0.5.17's where they differ):
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +41,7 @@ from harness.errors import MissingMetric
 
 READY_PATHS = ("/health_generate",)
 GENERATE_PATH = "/generate"
+CHAT_PATH = "/v1/chat/completions"
 FLUSH_PATH = "/flush_cache"
 SERVER_INFO_PATHS = ("/server_info", "/get_server_info")
 
@@ -70,6 +83,77 @@ def _finish_reason(meta: Mapping[str, Any]) -> str | None:
 def generate_body(text: str, params: Mapping[str, Any], rid: str) -> dict[str, Any]:
     """A native `/generate` request (one prompt, SGLang sampling params)."""
     return {"text": text, "sampling_params": dict(params), "rid": rid}
+
+
+def chat_body(messages: Sequence[Mapping[str, str]], params: Mapping[str, Any], rid: str,
+              template_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """A `/v1/chat/completions` request with the same sampling as `generate_body`.
+
+    `params` are SGLang sampling params (max_new_tokens, temperature, top_p, top_k, stop,
+    sampling_seed); unset ones are sent at the /generate defaults so that the model's
+    generation_config (`--sampling-defaults model`) never changes what the suite declares.
+    """
+    body: dict[str, Any] = {
+        "messages": [dict(message) for message in messages],
+        "max_completion_tokens": params["max_new_tokens"],
+        "temperature": params.get("temperature", 1.0),
+        "top_p": params.get("top_p", 1.0),
+        "top_k": params.get("top_k", -1),
+        "min_p": 0.0,
+        "repetition_penalty": 1.0,
+        "stream": False,
+        "return_meta_info": True,
+        "return_prompt_token_ids": True,
+        "rid": rid,
+    }
+    if params.get("stop"):
+        body["stop"] = list(params["stop"])
+    if params.get("sampling_seed") is not None:
+        body["seed"] = params["sampling_seed"]
+    if template_kwargs:
+        body["chat_template_kwargs"] = dict(template_kwargs)
+    return body
+
+
+def chat_template_flag(extra_args: Sequence[str]) -> str | None:
+    """The `--chat-template` a launch line passes (a file or a built-in template name,
+    `arg_groups/fields/serving.py`), which replaces the tokenizer's own."""
+    for i, arg in enumerate(extra_args):
+        if arg == "--chat-template" and i + 1 < len(extra_args):
+            return extra_args[i + 1]
+        if arg.startswith("--chat-template="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def prompt_ids_sha256(ids: Any) -> str | None:
+    """sha256 of a prompt's token ids (compact JSON list), None if they are not ids."""
+    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool)
+                                            for i in ids):
+        return None
+    return hashlib.sha256(json.dumps(ids, separators=(",", ":")).encode()).hexdigest()
+
+
+def parse_chat(payload: Any, where: str = CHAT_PATH) -> ParsedResponse:
+    """Read one `/v1/chat/completions` response (one choice, `return_meta_info`): the
+    answer is `message.content`, the figures its `meta_info` as for /generate."""
+    if not isinstance(payload, Mapping):
+        raise MissingMetric(f"{where}: expected a JSON object, got {type(payload).__name__}")
+    choices = payload.get("choices")
+    if not isinstance(choices, list) or len(choices) != 1 or not isinstance(choices[0],
+                                                                          Mapping):
+        raise MissingMetric(f"{where}: expected one choice, got {choices!r:.200}")
+    choice = choices[0]
+    meta = choice.get("meta_info", payload.get("meta_info"))
+    if not isinstance(meta, Mapping):
+        raise MissingMetric(f"{where}: the choice has no meta_info (the server ignored "
+                            "\"return_meta_info\": true; SGLang 0.5.17 and later send it)")
+    message = choice.get("message")
+    content = message.get("content") if isinstance(message, Mapping) else None
+    parsed = parse_generate({"text": content or "", "meta_info": meta}, where)
+    if meta.get("finish_reason") is None and choice.get("finish_reason") is not None:
+        parsed = replace(parsed, finish_reason=str(choice["finish_reason"]))
+    return replace(parsed, prompt_sha256=prompt_ids_sha256(choice.get("prompt_token_ids")))
 
 
 def parse_generate(payload: Any, where: str = "/generate") -> ParsedResponse:

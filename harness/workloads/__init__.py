@@ -1,0 +1,94 @@
+"""Workloads: which prompts a suite sends, how they are sent, how answers are graded.
+
+One module per kind, each holding its whole protocol (docs/workloads.md):
+- `gsm8k`: SGLang's run_eval GSM8K protocol (few-shot, graded by the last number);
+- `spec_bench`: Spec-Bench's 480 prompts by category, multi-turn;
+- `humaneval`: HumanEval's 164 problems, completion of the function body;
+- `jsonl`: a user's own prompts, field names declared in the suite.
+`data` finds the rows (local file, `../shared/data`, else `datasets`) and hashes them;
+`items.Prompt` is what every kind produces. The protocol a request is sent with
+(`completion`: the text to SGLang's /generate; `chat`: messages through the target's
+chat template) and the sampling settings are the workload's request fields
+(`harness.suite_workloads`); the routes and bodies are the engine adapter's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harness.workloads.items import Prompt, warmup_prompts
+
+__all__ = ["Prompt", "WorkloadPlan", "describe", "grade", "planned_questions", "prepare",
+           "warmup_prompts"]
+
+
+@dataclass(frozen=True)
+class WorkloadPlan:
+    """A workload made concrete: its prompts, where its rows came from, how it stops."""
+
+    prompts: list[Prompt]
+    source: str
+    sha256: str  # canonical rows (harness.workloads.data)
+    file_sha256: str | None
+    stop: tuple[str, ...]
+    graded: bool
+
+
+def prepare(workload: Any) -> WorkloadPlan:
+    """Load the workload's rows and build its prompts (BadInput on bad or missing data)."""
+    kind = workload.kind
+    if kind == "gsm8k":
+        from harness.workloads import gsm8k
+
+        data = gsm8k.load_gsm8k(workload.data)
+        return WorkloadPlan(gsm8k.build_prompts(data, workload), data.source, data.sha256,
+                            data.file_sha256, gsm8k.STOP_STRINGS, True)
+    if kind == "spec_bench":
+        from harness.workloads import spec_bench
+
+        dataset = spec_bench.load(workload)
+        return WorkloadPlan(spec_bench.build_prompts(dataset, workload), dataset.source,
+                            dataset.sha256, dataset.file_sha256, (), False)
+    if kind == "humaneval":
+        from harness.workloads import humaneval
+
+        dataset = humaneval.load(workload)
+        return WorkloadPlan(humaneval.build_prompts(dataset, workload), dataset.source,
+                            dataset.sha256, dataset.file_sha256,
+                            humaneval.stop_strings(workload), False)
+    if kind == "jsonl":
+        from harness.workloads import jsonl
+
+        dataset = jsonl.load(workload)
+        return WorkloadPlan(jsonl.build_prompts(dataset, workload), dataset.source,
+                            dataset.sha256, dataset.file_sha256, tuple(workload.stop),
+                            workload.answer_field is not None)
+    raise ValueError(f"no workload kind {kind!r}")
+
+
+def grade(prompt: Prompt, text: str) -> tuple[str | None, bool | None]:
+    """(predicted answer, correct) by the GSM8K rule when the prompt has a label, else
+    (None, None): only gsm8k and jsonl rows with an answer are graded."""
+    from harness.workloads.gsm8k import grade as by_last_number
+
+    return by_last_number(prompt, text)
+
+
+def describe(workload: Any) -> str:
+    """One line: which prompts and how they are graded."""
+    from harness.workloads import gsm8k, humaneval, jsonl, spec_bench
+
+    module = {"gsm8k": gsm8k, "spec_bench": spec_bench, "humaneval": humaneval,
+              "jsonl": jsonl}[workload.kind]
+    return module.describe(workload)
+
+
+def planned_questions(workload: Any) -> int:
+    """How many questions a run of the workload asks (the sample size of its figure);
+    read from the suite where it says, else from the data (a Spec-Bench selection)."""
+    if workload.kind in ("gsm8k", "humaneval"):
+        return int(workload.questions)
+    if workload.kind == "jsonl" and workload.questions is not None:
+        return int(workload.questions)
+    return len(prepare(workload).prompts)
