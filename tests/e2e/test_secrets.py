@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.build import has_reference_dependencies
-from harness.suite import SUITES_DIR
+from tests.tiny_variants import tiny_variant
 
 pytestmark = pytest.mark.slow
 
@@ -26,14 +26,10 @@ SECRETS = (API_KEY, ADMIN_KEY, HF_TOKEN, SHELL_TOKEN)
 
 
 def secretive_suite(folder: Path) -> Path:
-    text = (SUITES_DIR / "tiny_dflash_cpu.toml").read_text()
-    text = text.replace('kind = "reference"', f'''kind = "reference"
-extra_args = ["--api-key", "{API_KEY}", "--admin-api-key={ADMIN_KEY}"]
-env = {{ HF_TOKEN = "{HF_TOKEN}", HARNESS_NOTE = "kept" }}''', 1)
-    text = text.replace("questions = 100", "questions = 6")
-    text = text.replace("accept_length = 3.5", "accept_length = 1.0")  # 6 prompts: a pass
     path = folder / "secretive.toml"
-    path.write_text(text)
+    path.write_text(tiny_variant("secretive", floor=1.0, questions=6, engine={
+        "extra_args": ["--api-key", API_KEY, f"--admin-api-key={ADMIN_KEY}"],
+        "env": {"HF_TOKEN": HF_TOKEN, "HARNESS_NOTE": "kept"}}))
     return path
 
 

@@ -18,10 +18,10 @@ import pytest
 from harness.build import has_reference_dependencies
 from harness.record import RunRecord
 from harness.suite import SUITES_DIR
+from tests.tiny_variants import tiny_variant
 
 pytestmark = pytest.mark.slow
 
-TINY = SUITES_DIR / "tiny_dflash_cpu.toml"
 TINY_SPEC_BENCH = SUITES_DIR / "tiny_spec_bench_cpu.toml"
 REFERENCE_ENGINE = Path(__file__).resolve().parents[2] / "harness" / "engines" / "reference"
 
@@ -68,12 +68,9 @@ def two_entry_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny suite cut to 6 questions with a T = 0.6 entry, run twice."""
     _needs_engine()
     folder = tmp_path_factory.mktemp("entries")
-    text = TINY.read_text().replace("questions = 100", "questions = 6").replace(
-        'name = "tiny_dflash_cpu"', 'name = "tiny_entries"').replace(
-        "max_tokens = 96", "max_tokens = 48").replace("accept_length = 3.2",
-                                                       "accept_length = 1.0")
     suite = folder / "tiny_entries.toml"
-    suite.write_text(text + ENTRY)
+    suite.write_text(tiny_variant("tiny_entries", floor=1.0, questions=6, max_tokens=48)
+                     + ENTRY)
     results = folder / "results"
     for _ in range(2):
         done = harness_cli("run", str(suite), "--results", str(results), "--no-progress")

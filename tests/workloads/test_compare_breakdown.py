@@ -49,8 +49,13 @@ def test_compare_and_render_by_category_and_position(
 
 
 def test_no_request_rows_no_breakdown(tmp_path: Path) -> None:
-    a, b = Side(name="a"), Side(name="b")
+    """A baseline figure has no request rows: no per-category or per-position table."""
+    from harness.baselines import BaselineFigure
+
+    a = Side(name="a")
     add_run(a, make_run(tmp_path, 2.4, seed=1))
-    add_run(b, make_run(tmp_path, 2.6, seed=2))
-    result = compare(a, b)
+    figure = BaselineFigure(label="post-fix", accept_length=2.6, ci=None, accuracy=None,
+                            source="x", engine=None, path="x", metric="per_request")
+    result = compare(a, Side(name="b", baseline=figure))
     assert "categories" not in result and "positions" not in result
+    assert a.rows  # a run's side keeps its request rows (compare's breakdowns use them)

@@ -80,11 +80,10 @@ def test_reference_suite_runs_from_the_clone(clone: Path, hub_mirror: Path,
                                             tmp_path: Path) -> None:
     if not has_reference_dependencies(sys.executable):
         pytest.skip("this environment lacks the reference extra (pip install -e '.[reference]')")
-    suite = clone / "suites" / "tiny_dflash_cpu.toml"
-    small = suite.read_text().replace("questions = 100", "questions = 4")
+    from tests.tiny_variants import tiny_variant
+
     (clone / "suites" / "tiny_four.toml").write_text(
-        small.replace('name = "tiny_dflash_cpu"', 'name = "tiny_four"').replace(
-            "accept_length = 3.2", "accept_length = 1.0"))
+        tiny_variant("tiny_four", floor=1.0, questions=4))
     env = _env(clone, hub_mirror, tmp_path / "hf")
     results = tmp_path / "results"
     done = _harness(clone, env, "run", "suites/tiny_four.toml", "--results", str(results),
