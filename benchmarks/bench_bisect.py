@@ -16,7 +16,9 @@ answers taking their own path: 0 = bit-reproducible greedy, 1 = no pairing at al
 with --good-run/--bad-run, two recorded run folders of the same questions (prompts
 resampled with replacement, paired by question; a commit like GOOD answers like the
 GOOD run, one like BAD like the BAD run). Prints, per case: requests (mean, p90), steps,
-P(found the first bad commit), and the sequential/fixed requests ratio (goal: < 1).
+P(found the first bad commit), the sequential/fixed requests ratio (goal: < 1), and an
+estimate of GPU time on the gemma suite's protocol under stated assumptions (GPU_*: a
+build and a launch per measurement, a fixed time per request; not measured here).
 Run:  python benchmarks/bench_bisect.py [--reps 200] [--commits 16]
       python benchmarks/bench_bisect.py --good-run RUN_DIR --bad-run RUN_DIR
 """
@@ -33,6 +35,12 @@ PROMPTS, MAX_PROMPTS, WAVE, ALPHA = 200, 400, 50, 0.01
 GOOD_ACCEPT, PROMPT_SD = 5.6, 0.75
 DROPS = (0.2, 0.35, 0.5, 1.0)
 DIVERGE = (0.0, 0.5, 1.0)
+# Assumptions for the GPU-time estimate (gemma4_dflash_31b, 2 x H100, TP 2), not
+# measurements: installing SGLang's python package at a commit (dependencies cached) ~3
+# min; loading 31B bf16 weights TP 2 and capturing CUDA graphs ~3 min; 200 5-shot
+# questions (~200 answer tokens, 16 running requests) ~90 s, so 0.45 s a request.
+GPU_BUILD_LAUNCH_MIN = 6.0
+GPU_REQUEST_S = 0.45
 
 Rows = tuple[Any, Any]  # (numerators, steps) of one build on the prompt pool
 Builds = Callable[[int, Any], list[Rows]]  # (commits, rng) -> GOOD, GOOD again, commits..
@@ -50,10 +58,12 @@ def bisect_once(builds: list[Rows], first_bad: int, mode: str) -> dict[str, floa
     endpoint = endpoint_difference(head, (bad[0][:PROMPTS], bad[1][:PROMPTS]), ALPHA)
     requests = 2 * PROMPTS
     if not significant(endpoint, ALPHA):
-        return {"requests": requests, "steps": 0, "found": 0.0, "no_difference": 1.0}
+        return {"requests": requests, "steps": 0, "runs": 2, "found": 0.0,
+                "no_difference": 1.0}
     effect = endpoint.estimate
     outcomes: dict[int, search.Outcome] = {}
     extended = False
+    runs = 2  # measurements besides the steps' first runs: endpoints, extensions
     while (index := search.next_commit(n, outcomes)) is not None:
         tokens, steps = builds[2 + index]
         if mode == "fixed":
@@ -71,13 +81,14 @@ def bisect_once(builds: list[Rows], first_bad: int, mode: str) -> dict[str, floa
         if verdict == "undecided" and not extended:
             requests += MAX_PROMPTS
             extended = True
+            runs += 2  # GOOD again, then the commit again
             longer = StepRule(tuple(again[0]), tuple(again[1]), effect, ALPHA, MAX_PROMPTS,
                               WAVE, after=PROMPTS)
             verdict, used = _first(longer, tokens, steps)
             requests += used  # the extension run asks the first PROMPTS again
         outcomes[index] = verdict  # type: ignore[assignment]
     where = search.bounds(n, outcomes)
-    return {"requests": requests, "steps": len(outcomes),
+    return {"requests": requests, "steps": len(outcomes), "runs": runs,
             "found": float(where.found and where.hi == first_bad), "no_difference": 0.0}
 
 
@@ -135,9 +146,12 @@ def run_case(make: Callable[[int, int, Any], list[Rows]], commits: int, reps: in
     summary = {}
     for mode, runs in totals.items():
         requests = np.array([r["requests"] for r in runs])
+        measurements = np.array([r["steps"] + r["runs"] for r in runs])
         summary[mode] = {"requests": float(requests.mean()),
                          "requests_p90": float(np.quantile(requests, 0.9)),
                          "steps": float(np.mean([r["steps"] for r in runs])),
+                         "gpu_min": float(np.mean(measurements * GPU_BUILD_LAUNCH_MIN
+                                                  + requests * GPU_REQUEST_S / 60)),
                          "found": float(np.mean([r["found"] for r in runs])),
                          "no_difference": float(np.mean([r["no_difference"] for r in runs]))}
     return summary
@@ -190,20 +204,25 @@ def main() -> None:
     else:
         cases = [(f"drop {drop:g}, diverge {diverge:g}", simulated(drop, diverge))
                  for diverge in DIVERGE for drop in DROPS]
+    print(f"GPU min: estimate, {GPU_BUILD_LAUNCH_MIN:g} min build + launch a measurement, "
+          f"{GPU_REQUEST_S:g} s a request (assumptions, see GPU_* in this file)")
     print(f"bisect of {args.commits} commits, {args.reps} bisects a case; GOOD/BAD "
           f"{PROMPTS} prompts each; sequential looks every {WAVE}, alpha {ALPHA}, extension "
           f"to {MAX_PROMPTS}; fixed: {PROMPTS} a step")
     header = (f"{'case':<28} {'mode':<10} {'requests':>9} {'p90':>7} {'steps':>6} "
-              f"{'found':>6} {'no diff':>8}")
+              f"{'found':>6} {'no diff':>8} {'GPU min':>8}")
     print(header)
     print("-" * len(header))
     for name, make in cases:
         summary = run_case(make, args.commits, args.reps, args.seed)
         for mode, row in summary.items():
             print(f"{name:<28} {mode:<10} {row['requests']:>9.0f} {row['requests_p90']:>7.0f} "
-                  f"{row['steps']:>6.2f} {row['found']:>6.1%} {row['no_difference']:>8.1%}")
+                  f"{row['steps']:>6.2f} {row['found']:>6.1%} {row['no_difference']:>8.1%} "
+                  f"{row['gpu_min']:>8.0f}")
         ratio = summary["sequential"]["requests"] / summary["fixed"]["requests"]
-        print(f"{'':<28} sequential/fixed requests {ratio:.2f} (goal < 1)")
+        minutes = summary["sequential"]["gpu_min"] / summary["fixed"]["gpu_min"]
+        print(f"{'':<28} sequential/fixed requests {ratio:.2f} (goal < 1), "
+              f"GPU time (est.) {minutes:.2f}")
     if not (args.good_run or args.bad_run):
         print(f"\nerror rates of one step (commits like GOOD and like BAD; alpha {ALPHA}, "
               f"Δ estimated from the endpoints; goal: wrong <= alpha)")

@@ -86,7 +86,8 @@ def _figure(side: dict[str, Any]) -> str:
 def render(result: dict[str, Any]) -> list[str]:
     """The result as a user reads it."""
     endpoints = result["endpoints"]
-    lines = [f"bisect {result['session']}: {result['suite']}, {result['commits']} commits "
+    suite = Path(result["suite"]).stem
+    lines = [f"bisect {result['session']}: {suite}, {result['commits']} commits "
              f"between GOOD and BAD ({'first-parent' if result['first_parent'] else 'all'}"
              + (f", touching {' '.join(result['paths'])}" if result["paths"] else "") + ")"]
     if endpoints is not None:

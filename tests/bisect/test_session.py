@@ -63,8 +63,7 @@ def test_first_parent_by_default_every_commit_with_all(tmp_path: Path) -> None:
     git(repo, "checkout", "-q", "main")
     git(repo, "merge", "-q", "--no-ff", "-m", "merge topic", "topic")
     merge = git(repo, "rev-parse", "HEAD")
-    first, _, _ = (list_commits(repo, shas[0], merge, first_parent=True, paths=())[2],
-                   None, None)
+    first = list_commits(repo, shas[0], merge, first_parent=True, paths=())[2]
     every = list_commits(repo, shas[0], merge, first_parent=False, paths=())[2]
     assert [c["sha"] for c in first] == [shas[1], shas[2], merge]
     assert {c["sha"] for c in every} == {shas[1], shas[2], *side, merge}
