@@ -7,6 +7,7 @@ This replays whole bisects on per-request data and counts the requests they spen
   50 prompts (`harness.bisect.rule.StepRule`, alpha 0.01, the command's default) and
   stops when decided; an undecided step is extended to 400 prompts (GOOD too, once;
   later steps then plan 400 prompts at once); still undecided: skipped.
+- seq-200: the same with --max-prompts 200 (no extension: undecided means skipped).
 - fixed: GOOD and BAD on 200 prompts; every step answers all 200 and is classified by
   the side of the midpoint its paired difference falls on (no undecided, no early stop).
 
@@ -78,7 +79,7 @@ def bisect_once(builds: list[Rows], first_bad: int, mode: str) -> dict[str, floa
         rule = StepRule(tuple(reference[0]), tuple(reference[1]), effect, ALPHA, planned, WAVE)
         verdict, used = _first(rule, tokens, steps)
         requests += used
-        if verdict == "undecided" and not extended:
+        if verdict == "undecided" and not extended and mode == "sequential":
             requests += MAX_PROMPTS
             extended = True
             runs += 2  # GOOD again, then the commit again
@@ -137,7 +138,8 @@ def run_case(make: Callable[[int, int, Any], list[Rows]], commits: int, reps: in
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    totals: dict[str, list[dict[str, float]]] = {"sequential": [], "fixed": []}
+    totals: dict[str, list[dict[str, float]]] = {"sequential": [], "seq-200": [],
+                                                 "fixed": []}
     for _ in range(reps):
         first_bad = int(rng.integers(0, commits))
         builds = make(commits, first_bad, rng)
@@ -199,7 +201,7 @@ def main() -> None:
     if args.good_run or args.bad_run:
         if not (args.good_run and args.bad_run):
             raise SystemExit("--good-run and --bad-run go together")
-        cases = [(f"recorded {args.good_run.name} vs {args.bad_run.name}",
+        cases = [("recorded GOOD/BAD runs",
                   recorded(args.good_run, args.bad_run, args.metric))]
     else:
         cases = [(f"drop {drop:g}, diverge {diverge:g}", simulated(drop, diverge))
@@ -219,10 +221,11 @@ def main() -> None:
             print(f"{name:<28} {mode:<10} {row['requests']:>9.0f} {row['requests_p90']:>7.0f} "
                   f"{row['steps']:>6.2f} {row['found']:>6.1%} {row['no_difference']:>8.1%} "
                   f"{row['gpu_min']:>8.0f}")
-        ratio = summary["sequential"]["requests"] / summary["fixed"]["requests"]
-        minutes = summary["sequential"]["gpu_min"] / summary["fixed"]["gpu_min"]
-        print(f"{'':<28} sequential/fixed requests {ratio:.2f} (goal < 1), "
-              f"GPU time (est.) {minutes:.2f}")
+        for mode in ("sequential", "seq-200"):
+            ratio = summary[mode]["requests"] / summary["fixed"]["requests"]
+            minutes = summary[mode]["gpu_min"] / summary["fixed"]["gpu_min"]
+            print(f"{'':<28} {mode}/fixed requests {ratio:.2f} (goal < 1), "
+                  f"GPU time (est.) {minutes:.2f}")
     if not (args.good_run or args.bad_run):
         print(f"\nerror rates of one step (commits like GOOD and like BAD; alpha {ALPHA}, "
               f"Δ estimated from the endpoints; goal: wrong <= alpha)")
