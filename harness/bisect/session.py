@@ -254,7 +254,8 @@ def create_session(loaded: Any, good: str, bad: str, *, repo: Path | None, resul
         raise BadInput(f"--alpha {level}: must be in (0, 0.5)")
     now = utc_now()
     session = Session(
-        session=new_session_id(now), suite=str(loaded.path), suite_sha256=loaded.sha256,
+        session=new_session_id(now), suite=str(Path(loaded.path).resolve()),
+        suite_sha256=loaded.sha256,
         good=good, bad=bad, kind=ends.kind, repo=str(ends.repo), location=ends.location,
         fragment=ends.fragment, good_sha=good_sha, bad_sha=bad_sha, commits=commits,
         first_parent=first_parent, paths=list(paths), bad_added=added,
