@@ -83,6 +83,10 @@ def _figure(side: dict[str, Any]) -> str:
     return f"{shown} on {side.get('requests')} prompts"
 
 
+def _p(value: float) -> str:
+    return "p < 0.0001" if value < 1e-4 else f"p = {value:.2g}"
+
+
 def render(result: dict[str, Any]) -> list[str]:
     """The result as a user reads it."""
     endpoints = result["endpoints"]
@@ -94,7 +98,7 @@ def render(result: dict[str, Any]) -> list[str]:
         ci = endpoints["ci"]
         lines.append(f"endpoints  BAD - GOOD = {endpoints['difference']:+.3f} "
                      + (f"({(1 - endpoints['alpha']):.0%} CI {ci[0]:+.3f}..{ci[1]:+.3f}, "
-                        if ci else "(") + f"paired, p = {endpoints['p_value']:.2g})")
+                        if ci else "(") + f"paired, {_p(endpoints['p_value'])})")
     if result["status"] == "no difference":
         lines.append(f"GOOD and BAD do not differ significantly at alpha {endpoints['alpha']:g} "
                      f"in {result['metric']}: nothing to bisect (more prompts: --prompts)")
