@@ -99,6 +99,8 @@ def render(result: dict[str, Any]) -> list[str]:
         lines.append(f"endpoints  BAD - GOOD = {endpoints['difference']:+.3f} "
                      + (f"({(1 - endpoints['alpha']):.0%} CI {ci[0]:+.3f}..{ci[1]:+.3f}, "
                         if ci else "(") + f"paired, {_p(endpoints['p_value'])})")
+        lines += [f"           GOOD {_figure(endpoints['good'])}",
+                  f"           BAD  {_figure(endpoints['bad'])}"]
     if result["status"] == "no difference":
         lines.append(f"GOOD and BAD do not differ significantly at alpha {endpoints['alpha']:g} "
                      f"in {result['metric']}: nothing to bisect (more prompts: --prompts)")
