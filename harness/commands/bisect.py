@@ -60,6 +60,7 @@ class BisectCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         import json
+        import sys
 
         from harness.bisect import EXIT_NO_DIFFERENCE, EXIT_NOT_NARROWED, report
         from harness.bisect.driver import Bisect
@@ -83,7 +84,8 @@ class BisectCommand:
                 engine_python=args.engine_python)
         print(f"bisect {session.session}: {len(session.commits)} commits, "
               f"{session.prompts} prompts a step (looks every {session.wave}, alpha "
-              f"{session.alpha:g}, {session.metric}); journal {session.folder}", flush=True)
+              f"{session.alpha:g}, {session.metric}); journal {session.folder}",
+              file=sys.stderr, flush=True)  # progress on stderr: --json keeps stdout JSON
         outcome = Bisect(session, loaded).run()
         result = report.summarise(outcome)
         report.write(outcome, result)
