@@ -35,7 +35,7 @@ def _stderr(message: str) -> None:
 
 
 @dataclass
-class Outcome:
+class SessionOutcome:
     """How a session ended; `report.summarise` turns it into the result."""
 
     session: Session
@@ -100,7 +100,7 @@ class Bisect:
 
     # ------------------------------------------------------------------ the session
 
-    def run(self) -> Outcome:
+    def run(self) -> SessionOutcome:
         from harness.runner import sigterm_as_interrupt
 
         s = self.session
@@ -113,10 +113,10 @@ class Bisect:
                               f"`harness bisect --resume {s.session} --results {s.results}`"
                               ) from None
 
-    def _run(self) -> Outcome:
+    def _run(self) -> SessionOutcome:
         s = self.session
         n = len(s.commits)
-        result = Outcome(s, self.done)
+        result = SessionOutcome(s, self.done)
         good = self._reference(s.prompts)
         self.say(f"BAD   {s.bad_sha[:12]} ({s.bad}) on {s.prompts} prompts"
                  if "bad" not in self.done else f"BAD   {s.bad_sha[:12]}: from the journal")

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.bisect import search
-from harness.bisect.driver import Outcome
+from harness.bisect.driver import SessionOutcome
 
 RESULT_FILE = "result.json"
 PLOT_FILE = "bisect.png"
 
 
-def _side(outcome: Outcome, index: int) -> dict[str, Any]:
+def _side(outcome: SessionOutcome, index: int) -> dict[str, Any]:
     """The commit at `index` (-1: GOOD) and the run that classified it."""
     s = outcome.session
     if index < 0:
@@ -37,7 +37,7 @@ def _side(outcome: Outcome, index: int) -> dict[str, Any]:
             "difference": stat.get("difference"), "difference_se": stat.get("se")}
 
 
-def summarise(outcome: Outcome) -> dict[str, Any]:
+def summarise(outcome: SessionOutcome) -> dict[str, Any]:
     s = outcome.session
     measured = [e for e in outcome.entries.values() if "requests" in e]
     result: dict[str, Any] = {
@@ -69,7 +69,7 @@ def summarise(outcome: Outcome) -> dict[str, Any]:
     return result
 
 
-def write(outcome: Outcome, result: dict[str, Any]) -> Path:
+def write(outcome: SessionOutcome, result: dict[str, Any]) -> Path:
     folder = outcome.session.folder
     (folder / RESULT_FILE).write_text(json.dumps(result, indent=2, default=str) + "\n")
     return folder / RESULT_FILE
@@ -132,7 +132,7 @@ def render(result: dict[str, Any]) -> list[str]:
     return lines
 
 
-def plot(outcome: Outcome, result: dict[str, Any]) -> Path | None:
+def plot(outcome: SessionOutcome, result: dict[str, Any]) -> Path | None:
     """Accept length and the paired difference from GOOD along the commits visited."""
     import matplotlib
 

@@ -195,13 +195,14 @@ class Session:
         if not path.is_file():
             return []
         entries = []
-        for number, line in enumerate(path.read_text().splitlines(), start=1):
+        lines = path.read_text().splitlines()
+        for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
                 entries.append(json.loads(line))
-            except ValueError:  # a line cut short by a crash: the step runs again
-                if number < len(path.read_text().splitlines()):
+            except ValueError:  # the last line cut short by a crash: that step runs again
+                if number < len(lines):
                     raise BadInput(f"{path}:{number}: not a journal entry") from None
         return entries
 

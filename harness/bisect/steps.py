@@ -149,4 +149,4 @@ def measure(loaded: LoadedSuite, spec: str, label: str, prompts: int, rule: Bise
     return {**entry, "verdict": settled, "reason": "",
             "accept_length": measurement.accept_length,
             "ci": list(measurement.accept_length_ci) if measurement.accept_length_ci else None,
-            "stat": {k: v for k, v in rule.last.items()}}
+            "stat": dict(rule.last)}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.bisect import report
-from harness.bisect.driver import Outcome, describe_entry
+from harness.bisect.driver import SessionOutcome, describe_entry
 from harness.bisect.session import Session
 from harness.stats import wald
 
@@ -34,11 +34,11 @@ def entry(role: str, index: int | None, verdict: str, value: float, requests: in
             "run_dir": None, "stat": stat}
 
 
-def outcome(tmp_path: Path, steps: list[tuple[int, str]]) -> Outcome:
+def outcome(tmp_path: Path, steps: list[tuple[int, str]]) -> SessionOutcome:
     s = session(tmp_path)
     entries = {"good": entry("good", None, "reference", 3.4, 40),
                "bad": entry("bad", 7, "differs", 2.4, 40, -1.0)}
-    result = Outcome(s, entries, endpoint=wald(-1.0, 0.1, 0.99), differ=True)
+    result = SessionOutcome(s, entries, endpoint=wald(-1.0, 0.1, 0.99), differ=True)
     for k, (index, verdict) in enumerate(steps, start=1):
         role = f"step-{k:02d}"
         value = {"good": 3.4, "bad": 2.4}.get(verdict, 2.9)
