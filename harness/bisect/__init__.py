@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
-# Exit codes of `harness bisect` beyond the common ones (harness.errors.ExitCode).
-EXIT_NO_DIFFERENCE = 5  # GOOD and BAD do not differ significantly: nothing to bisect
-EXIT_NOT_NARROWED = 6  # skipped or undecided commits leave several candidates
+# Exit codes of `harness bisect` beyond the common ones (harness.errors.ExitCode, which
+# uses 0-5 and 130).
+EXIT_NO_DIFFERENCE = 6  # GOOD and BAD do not differ significantly: nothing to bisect
+EXIT_NOT_NARROWED = 7  # skipped or undecided commits leave several candidates

@@ -231,6 +231,34 @@ def load_session(results: Path, session: str | None) -> Session:
     return loaded
 
 
+# The most questions a workload kind can ask (None: as many as its data has).
+QUESTION_LIMITS = {"gsm8k": 1319, "humaneval": 164, "jsonl": None}
+
+
+def prompt_counts(workload: Any, prompts: int | None, max_prompts: int | None
+                  ) -> tuple[int, int]:
+    """(questions a step asks, questions an undecided step is extended to). Only kinds
+    with a `questions` count can change it; the others bisect on their fixed set."""
+    from harness.workloads import planned_questions
+
+    planned = planned_questions(workload)
+    if workload.kind not in QUESTION_LIMITS or getattr(workload, "questions", None) is None:
+        if prompts not in (None, planned) or max_prompts not in (None, planned):
+            raise BadInput(f"--prompts/--max-prompts: a {workload.kind} workload asks its "
+                           f"fixed {planned} questions")
+        return planned, planned
+    limit = QUESTION_LIMITS[workload.kind]
+    if limit is not None:
+        limit -= getattr(workload, "shots", 0)  # GSM8K's shots come from the same file
+    base = prompts or planned
+    ceiling = max_prompts if max_prompts is not None else (
+        2 * base if limit is None else min(2 * base, limit))
+    if not 2 <= base <= ceiling or (limit is not None and ceiling > limit):
+        raise BadInput(f"--prompts {base} / --max-prompts {ceiling}: need 2 <= prompts <= "
+                       f"max-prompts" + (f" <= {limit}" if limit is not None else ""))
+    return base, ceiling
+
+
 def create_session(loaded: Any, good: str, bad: str, *, repo: Path | None, results: Path,
                    first_parent: bool, paths: tuple[str, ...], alpha: float | None,
                    wave: int, prompts: int | None, max_prompts: int | None,
@@ -242,14 +270,9 @@ def create_session(loaded: Any, good: str, bad: str, *, repo: Path | None, resul
     ends, good_ref, bad_ref = endpoints(good, bad, suite.engine.kind, repo)
     good_sha, bad_sha, commits, added = list_commits(ends.repo, good_ref, bad_ref,
                                                      first_parent=first_parent, paths=paths)
-    base = prompts or suite.workload.questions
-    available = 1319 - suite.workload.shots  # GSM8K's test split
-    ceiling = max_prompts if max_prompts is not None else min(2 * base, available)
+    base, ceiling = prompt_counts(suite.workload, prompts, max_prompts)
     if wave < 20:
         raise BadInput(f"--wave {wave}: at least 20 prompts a look (the t approximation)")
-    if not 2 <= base <= available or not base <= ceiling <= available:
-        raise BadInput(f"--prompts {base} / --max-prompts {ceiling}: need 2 <= prompts <= "
-                       f"max-prompts <= {available}")
     level = alpha if alpha is not None else DEFAULT_ALPHA
     if not 0.0 < level < 0.5:
         raise BadInput(f"--alpha {level}: must be in (0, 0.5)")

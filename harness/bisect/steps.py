@@ -26,7 +26,7 @@ Pairs = tuple[list[int], list[int]]  # (numerators, verify steps) prompt by prom
 class Reference:
     """GOOD's rows: the questions in the order sent, and their (numerator, steps)."""
 
-    questions: tuple[int, ...]
+    questions: tuple[Any, ...]
     tokens: tuple[int, ...]
     steps: tuple[int, ...]
 
@@ -35,14 +35,22 @@ class Reference:
         return list(self.tokens), list(self.steps)
 
 
+def question_rows(rows: Sequence[Any], metric: str) -> tuple[tuple[Any, ...], Pairs]:
+    """(questions in the order asked, (numerators, verify steps) per question): the turns
+    of a multi-turn question summed, as every statistic of the harness does."""
+    from harness.breakdown import question_pairs
+
+    questions, tokens, steps = question_pairs(rows, metric)
+    return tuple(questions), (tokens, steps)
+
+
 def read_reference(run_dir: Path, metric: str) -> Reference:
-    """A run's rows in submission order, in the suite's metric."""
-    from harness.measure import numerators, steps_of
+    """A run's questions in the order asked, in the suite's metric."""
     from harness.store import read_requests
 
     rows = sorted(read_requests(Path(run_dir)), key=lambda r: int(r["index"]))
-    return Reference(tuple(int(r["question_index"]) for r in rows),
-                     tuple(numerators(rows, metric)), tuple(steps_of(rows)))
+    questions, (tokens, steps) = question_rows(rows, metric)
+    return Reference(questions, tuple(tokens), tuple(steps))
 
 
 class BisectRule:
@@ -62,16 +70,15 @@ class BisectRule:
         return list(self._looks)
 
     def decide_rows(self, rows: Sequence[Any]) -> str | None:
-        from harness.measure import numerators, steps_of
-
-        if len(rows) not in self._looks:
+        """The driver hands the rows of the first `look` questions (all their turns)."""
+        questions, pairs = question_rows(rows, self.metric)
+        if len(questions) not in self._looks:
             return None
-        if self.reference is not None:
-            asked = tuple(row.question_index for row in rows)
-            if asked != self.reference.questions[:len(rows)]:
-                raise EngineError("the step's prompts differ from GOOD's: cannot pair them")
-        verdict, seen = self._decide((numerators(rows, self.metric), steps_of(rows)))
-        self.last = {**seen, "n": len(rows)}
+        if self.reference is not None and questions != self.reference.questions[
+                :len(questions)]:
+            raise EngineError("the step's questions differ from GOOD's: cannot pair them")
+        verdict, seen = self._decide(pairs)
+        self.last = {**seen, "n": len(questions)}
         return verdict
 
     def settings(self) -> dict[str, Any]:
@@ -127,7 +134,7 @@ def measure(loaded: LoadedSuite, spec: str, label: str, prompts: int, rule: Bise
 
     options = RunOptions(results_dir=results, sglang=spec, label=label, plot=False,
                          progress=False, engine_python=engine_python, enforce_contract=False,
-                         stop_rule=rule)
+                         stop_rule=rule, entries=["main"])  # the suite's main workload
     entry: dict[str, Any] = {"label": label, "spec": spec, "prompts": prompts}
     try:
         outcome = run_suite(with_questions(loaded, prompts), options)

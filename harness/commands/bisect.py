@@ -20,8 +20,8 @@ normal run record labelled bisect-<session>-<role>; the session's journal, resul
 PNG are under DIR/bisect/<session>/.
 
 exit codes: 0 first bad commit found; 2 bad input; 3 GOOD or BAD could not be built or
-measured; 4 this host cannot run the suite; 5 GOOD and BAD do not differ significantly
-(nothing to bisect); 6 skipped or undecided commits leave several candidates (listed);
+measured; 4 this host cannot run the suite; 6 GOOD and BAD do not differ significantly
+(nothing to bisect); 7 skipped or undecided commits leave several candidates (listed);
 130 interrupted (the session is kept: --resume continues it)."""
 
 

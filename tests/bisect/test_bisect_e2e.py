@@ -101,13 +101,13 @@ def test_bisect_finds_the_commit_that_raised_the_draft_noise(
     assert (folder / "bisect.png").stat().st_size > 10_000
 
 
-def test_endpoints_that_do_not_differ_end_with_exit_5(tmp_path: Path) -> None:
+def test_endpoints_that_do_not_differ_end_with_exit_6(tmp_path: Path) -> None:
     repo, shas = make_history(tmp_path / "engine", commits=16, change_at=None)
     results = tmp_path / "results"
     done = bisect(str(TINY), "--good", f"reference:{repo}@{shas[0]}", "--bad",
                   f"reference:{repo}@main", "--results", str(results), "--prompts", "20",
                   "--max-prompts", "20", "--wave", "20")
-    assert done.returncode == 5, done.stdout + done.stderr
+    assert done.returncode == 6, done.stdout + done.stderr
     assert "GOOD and BAD do not differ significantly" in done.stdout
     assert "nothing to bisect" in done.stdout
     folder = session_folder(results)

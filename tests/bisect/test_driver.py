@@ -155,6 +155,6 @@ def test_rows_are_paired_by_question(tmp_path: Path) -> None:
     rows = [RequestRow(index=i, question_index=i + 1, completion_tokens=10, verify_steps=5,
                        correct_drafts=5, spec_accept_length=2.0, latency_s=0.1)
             for i in range(20)]
-    with pytest.raises(EngineError, match="prompts differ from GOOD's"):
+    with pytest.raises(EngineError, match="questions differ from GOOD's"):
         rule.decide_rows(rows)
     assert np.isfinite(rule.looks(40)[-1])
