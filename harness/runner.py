@@ -65,6 +65,10 @@ class RunOptions:
     target_model: str | None = None  # overrides of the suite's models
     draft_model: str | None = None
     entries: Sequence[str] | None = None  # workload entries to run ("main": [workload])
+    # A caller's sequential rule instead of the suite's floor rule (harness.drive.StopRule
+    # with a `settings() -> dict`), e.g. bisect's paired comparison with a reference build:
+    # its decision and settings go to measurement.sequential; the floors are judged as usual.
+    stop_rule: Any = None
 
 
 @dataclass
@@ -352,11 +356,15 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
                                     planned=result.planned)
     run.workload.rendered_sha256 = rendered_sha256(result.rows, len(prompts))
     run.measurement.stopped_early = result.stopped_early
-    if options.sequential:
+    custom = options.stop_rule
+    if options.sequential or custom is not None:
+        settings = (custom.settings() if custom is not None
+                    else _rule_settings(suite, len(prompts)))
         run.measurement.sequential = {"looks": result.looks, "settled": result.settled_as,
-                                      **_rule_settings(suite, len(prompts))}
+                                      **settings}
     return judge(run.measurement, suite.floors,
-                 sequential=result.settled_as if options.sequential else None)
+                 sequential=result.settled_as if options.sequential and custom is None
+                 else None)
 
 
 def _rule_settings(suite: Suite, max_n: int) -> dict[str, Any]:
@@ -417,7 +425,8 @@ async def _drive(run: _Run, engine: Any, server: Server, workload_plan: Any,
         await driver.warm_up(warm)
     await driver.flush()
     run.stage = "measurement"
-    rule = _stop_rule(suite, len(prompts)) if options.sequential else None
+    rule = options.stop_rule or (_stop_rule(suite, len(prompts)) if options.sequential
+                                 else None)
     with _progress(run.planned or len(prompts), options.progress) as advance:
         def on_row(row: RequestRow) -> None:
             keep(row)

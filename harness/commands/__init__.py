@@ -46,4 +46,5 @@ COMMANDS: dict[str, str] = {
     "trend": "harness.commands.trend:TrendCommand",
     "matrix": "harness.commands.matrix:MatrixCommand",
     "reference": "harness.commands.reference:ReferenceCommand",
+    "bisect": "harness.commands.bisect:BisectCommand",
 }
