@@ -89,7 +89,9 @@ def tests(session: nox.Session) -> None:
     """The test suite, the reference engine end to end included."""
     session.install("-e", ".[test,notebooks,reference]")
     _fetch_sglang_wheels(session)
-    env = {"HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS)}
+    # One decoding process per reference engine: two xdist workers already fill two cores
+    # (figures do not depend on it).
+    env = {"HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS), "HARNESS_REFERENCE_WORKERS": "1"}
     if "HARNESS_CACHE" in os.environ:
         env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
     # SGLang's own argument parser needs torch and sglang installed: `nox -s sglang_args`

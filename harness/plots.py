@@ -8,12 +8,13 @@ Figure that Jupyter displays). `plot_*` write PNGs and return their paths.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.baselines import BaselineFigure, load_baselines
-from harness.record import RunRecord
+from harness.layout import RUN_FILE
 from harness.store import (
     PLOTS_DIR,
     load_runs,
@@ -24,6 +25,8 @@ from harness.store import (
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
+
+    from harness.record import RunRecord
 
 RUN_PNG = "accept_length.png"
 HISTOGRAM_PNG = "accept_histogram.png"
@@ -63,12 +66,16 @@ def suite_floor(record: RunRecord) -> float | None:
 
 def suite_metric(record: RunRecord) -> str:
     """The accept-length definition the run's suite judges (its floors and baselines)."""
-    floors = record.suite.document.get("floors") or {}
+    return document_metric(record.suite.document, record.schema_version)
+
+
+def document_metric(document: dict[str, Any], schema_version: int) -> str:
+    floors = document.get("floors") or {}
     metric = floors.get("metric")
     if metric in ("server_avg", "per_request"):
         return str(metric)
     # v1 suites had no field: their figures were per-request ratios
-    return "server_avg" if record.schema_version >= 2 else "per_request"
+    return "server_avg" if schema_version >= 2 else "per_request"
 
 
 def figure_in(record: RunRecord, metric: str) -> tuple[float, tuple[float, float] | None] | None:
@@ -88,13 +95,19 @@ def _baseline_metric(figure: BaselineFigure, default: str) -> str:
 
 def baselines_for(record: RunRecord, results_root: Path | None) -> list[BaselineFigure]:
     """Baseline records under results/baselines/, then any the suite document names that
-    have no record (so a suite's declared figures always show)."""
-    metric = suite_metric(record)
-    figures = [figure for figure in (load_baselines(results_root, record.suite.name)
+    have no record (so a suite's declared figures always show); in the suite's metric."""
+    return suite_baselines(record.suite.name, record.suite.document, record.schema_version,
+                           results_root)
+
+
+def suite_baselines(suite: str, document: dict[str, Any], schema_version: int,
+                    results_root: Path | None) -> list[BaselineFigure]:
+    metric = document_metric(document, schema_version)
+    figures = [figure for figure in (load_baselines(results_root, suite)
                                      if results_root else [])
                if _baseline_metric(figure, metric) == metric]
     known = {figure.label for figure in figures}
-    for entry in record.suite.document.get("baselines") or []:
+    for entry in document.get("baselines") or []:
         if not isinstance(entry, dict) or entry.get("label") in known:
             continue
         if (entry.get("metric") or metric) != metric:
@@ -109,6 +122,8 @@ def baselines_for(record: RunRecord, results_root: Path | None) -> list[Baseline
                     source=entry.get("source"),
                     engine=None,
                     path="(suite document)",
+                    metric=metric,
+                    external=bool(entry.get("external")),
                 )
             )
     return sorted(figures, key=lambda figure: figure.accept_length)
@@ -298,9 +313,11 @@ def plot_history(
     floor = float(floors.iloc[-1]) if len(floors) else None
     metric = None
     if len(suite_runs):  # the latest run's suite document also names baselines
-        latest = read_run(Path(suite_runs["path"].iloc[-1]))
-        metric = suite_metric(latest)
-        baselines = baselines_for(latest, results_root)
+        # the latest record's suite document, read as plain JSON (the loader checked it)
+        latest = json.loads((Path(suite_runs["path"].iloc[-1]) / RUN_FILE).read_bytes())
+        version = latest.get("schema_version", 1)
+        metric = document_metric(latest["suite"]["document"], version)
+        baselines = suite_baselines(suite, latest["suite"]["document"], version, results_root)
     else:
         baselines = load_baselines(results_root, suite)
     figure = history_figure(runs, suite, baselines, floor, metric)

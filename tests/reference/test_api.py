@@ -153,6 +153,9 @@ def test_chat_meta_info_equals_generate_on_the_rendered_prompt(server: Server,
     thinking_off = server.call("/v1/chat/completions", {
         **body, "chat_template_kwargs": {"enable_thinking": False}})[1]
     assert thinking_off["choices"][0]["meta_info"]["prompt_tokens"] > meta["prompt_tokens"]
+    assert "prompt_token_ids" not in choice  # only when asked, as SGLang
+    asked = server.call("/v1/chat/completions", {**body, "return_prompt_token_ids": True})[1]
+    assert asked["choices"][0]["prompt_token_ids"] == tokenizer(rendered)["input_ids"]
 
 
 def test_errors_are_never_empty(server: Server) -> None:

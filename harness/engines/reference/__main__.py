@@ -33,8 +33,15 @@ EXIT_BAD_INPUT = 2
 VERSION = "0.5.23+reference"
 
 
+WORKERS_ENV = "HARNESS_REFERENCE_WORKERS"
+
+
 def default_workers() -> int:
-    """One decoding worker per usable core, at most 4 (a shared 2-core box gets 2)."""
+    """`$HARNESS_REFERENCE_WORKERS`, else one decoding worker per usable core, at most 4
+    (a shared 2-core box gets 2). Figures do not depend on it: each worker decodes one
+    request at a time with the same arithmetic (docs/reference-engine.md)."""
+    if os.environ.get(WORKERS_ENV, "").strip().isdigit() and int(os.environ[WORKERS_ENV]) > 0:
+        return int(os.environ[WORKERS_ENV])
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux

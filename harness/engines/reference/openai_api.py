@@ -208,6 +208,9 @@ def chat_completions(h: Handler) -> None:
     if stream and body.get("return_meta_info"):
         raise BadRequest("return_meta_info is not supported with streaming. "
                          "Please set stream=false when using return_meta_info=true.")
+    if stream and body.get("return_prompt_token_ids"):
+        raise BadRequest("return_prompt_token_ids is not supported with streaming. "
+                         "Please set stream=false when using return_prompt_token_ids=true.")
     prompt_ids = render_chat(h, body)
     sampling = _sampling(body, body.get("max_completion_tokens") or body.get("max_tokens"))
     rid, created = uuid.uuid4().hex, int(time.time())
@@ -222,6 +225,8 @@ def chat_completions(h: Handler) -> None:
                         "reasoning_content": None},
             "logprobs": None, "finish_reason": reason["type"],
             "matched_stop": reason.get("matched")}
+        if body.get("return_prompt_token_ids") or body.get("return_token_ids"):
+            choice["prompt_token_ids"] = list(prompt_ids)  # as SGLang 0.5.23's serving_chat
         if body.get("return_meta_info"):
             choice["meta_info"] = meta_info(result, rid, latency, block)
         h.reply_json({"id": rid, "object": "chat.completion", "created": created,
