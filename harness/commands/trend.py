@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from harness.commands import add_results_option
 from harness.errors import BadInput, ExitCode
 
 
@@ -18,13 +18,7 @@ class TrendCommand:
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("suites", nargs="*", metavar="SUITE", help="suite names (default: all)")
-        parser.add_argument(
-            "--results",
-            type=Path,
-            default=None,
-            metavar="DIR",
-            help="results folder (default: $HARNESS_RESULTS or results)",
-        )
+        add_results_option(parser)
         output = parser.add_mutually_exclusive_group()
         output.add_argument(
             "--markdown",
@@ -74,11 +68,11 @@ class TrendCommand:
     def run(self, args: argparse.Namespace) -> int:
         import json
 
-        from harness.store import PLOTS_DIR, default_results_dir, load_runs
+        from harness.store import PLOTS_DIR, load_runs
         from harness.trend import TrendParams, analyse_all
         from harness.trend_report import markdown_table, summarize
 
-        root = args.results or default_results_dir()
+        root = args.results
         if not root.is_dir():
             raise BadInput(f"{root}: no results folder")
         if args.window < 2 or not 0 < args.alpha < 1:
