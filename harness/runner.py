@@ -27,6 +27,7 @@ from harness.judge import EXIT_CODES, judge
 from harness.launch import LOOPBACK, Server, ServerSpec, free_port
 from harness.layout import default_results_dir
 from harness.record import (
+    RUN_FILE,
     SERVER_LOG,
     BuildInfo,
     LaunchInfo,
@@ -134,7 +135,6 @@ class _Run:
     stage: str = "preparation"
     planned: int | None = None  # requests the workload plans
     workload: Any = None  # record.WorkloadInfo once the prompts are built
-    record: RunRecord | None = None  # once finished
     build: BuildInfo | None = None
     provenance: Provenance | None = None
     launch: LaunchInfo | None = None
@@ -160,8 +160,9 @@ class _Run:
             launch=self.launch, attention=self.attention, workload=self.workload,
             measurement=self.measurement, verdict=verdict, stage=self.stage,
         )
-        write_run(self.run_dir, record)
+        # kept before the write: a Ctrl-C during or after it keeps this verdict, never "error"
         self.record = record
+        write_run(self.run_dir, record)
         return record
 
     def outcome(self) -> RunOutcome:
@@ -174,6 +175,8 @@ class _Run:
         from harness.errors import error_text
 
         if self.record is not None:  # the run was complete (e.g. Ctrl-C while plotting)
+            if not (self.run_dir / RUN_FILE).is_file():  # the signal cut its write short
+                write_run(self.run_dir, self.record)
             return self.record
 
         if isinstance(error, HarnessError):
@@ -247,7 +250,11 @@ def _new_run(entry: Entry, options: RunOptions) -> _Run:
 
 def _fail_unfinished(runs: list[_Run], error: BaseException) -> list[RunRecord]:
     """Error records for the entries not yet finished (the one running keeps its rows)."""
-    return [run.failed(error) for run in runs if run.record is None]
+    unfinished = [run for run in runs if run.record is None]
+    for run in runs:
+        if run.record is not None:
+            run.failed(error)  # a finished record stays; a write the signal cut short is redone
+    return [run.failed(error) for run in unfinished]
 
 
 def _prepare_and_measure(runs: list[_Run], models: Any, chosen: Any, gpus: Any, fit: Any
