@@ -37,3 +37,16 @@ def make_history(path: Path, commits: int = 16, change_at: int | None = None,
 
 
 __all__ = ["git", "make_history"]
+
+if __name__ == "__main__":  # the README's demo: python -m tests.bisect.history DIR
+    import argparse
+
+    parser = argparse.ArgumentParser(description="a reference-engine history to bisect")
+    parser.add_argument("path", type=Path)
+    parser.add_argument("--commits", type=int, default=16)
+    parser.add_argument("--change-at", type=int, default=11)
+    parser.add_argument("--noise", type=float, default=0.25)
+    args = parser.parse_args()
+    repo, shas = make_history(args.path, args.commits, args.change_at, args.noise)
+    print(f"{repo}: GOOD {shas[0]}, the noise rises at commit {args.change_at} "
+          f"{shas[args.change_at]}, main {shas[-1]}")
