@@ -16,7 +16,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -94,12 +94,46 @@ class _RedactingPump(threading.Thread):
             self.sink.flush()
 
 
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM until the block ends, then act on the first one as before.
+
+    A teardown cut short by a second Ctrl-C or CI's SIGTERM would leave the rest of the
+    server tree running (an orphan holds GPU memory). Handlers are swapped rather than the
+    signals masked: Python runs its handlers in the main thread whichever thread the OS
+    delivered the signal to. Outside the main thread signals are not ours to touch.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {signum: signal.signal(signum, lambda number, _frame: held.append(number))
+                for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if held:
+            handler = previous[held[0]]
+            if callable(handler):
+                handler(held[0], None)
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(held[0])
+
+
 def kill_tree(pid: int, grace_s: float = TERMINATE_GRACE_S) -> list[int]:
     """SIGTERM the process, its group and every descendant; SIGKILL what survives.
 
     Returns the pids that had to be killed hard. Descendants are listed before
     the parent dies, since orphans are re-parented and could not be found after.
+    SIGINT and SIGTERM wait until the tree is gone.
     """
+    with signals_deferred():
+        return _kill_tree(pid, grace_s)
+
+
+def _kill_tree(pid: int, grace_s: float) -> list[int]:
     try:
         root = psutil.Process(pid)
         family = [root, *root.children(recursive=True)]
@@ -196,13 +230,14 @@ class Server:
         return self.ready_after_s
 
     def stop(self) -> None:
-        if self.process is not None:
-            kill_tree(self.process.pid)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=TERMINATE_GRACE_S)
-        if self._pump is not None:
-            self._pump.join(timeout=TERMINATE_GRACE_S)  # the pipe closed with the tree
-        self._close_log()
+        with signals_deferred():  # a signal now would leave part of the tree alive
+            if self.process is not None:
+                kill_tree(self.process.pid)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.process.wait(timeout=TERMINATE_GRACE_S)
+            if self._pump is not None:
+                self._pump.join(timeout=TERMINATE_GRACE_S)  # the pipe closed with the tree
+            self._close_log()
 
     def _close_log(self) -> None:
         if self._log is not None:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import psutil
 import pytest
 
 from harness.errors import EngineError
@@ -77,3 +82,36 @@ def test_missing_executable_is_an_engine_error(tmp_path: Path) -> None:
                      port=free_port())
     with pytest.raises(EngineError, match="cannot start server"):
         Server(bad).start()
+
+
+class _Stopped(Exception):
+    pass
+
+
+def test_a_signal_during_teardown_waits_until_the_tree_is_dead(tmp_path: Path) -> None:
+    """CI's SIGTERM (or a second Ctrl-C) while the tree is being killed: no survivor."""
+    # a parent that ignores SIGTERM (so kill_tree waits out its grace) and one child
+    stubborn = ("import signal, subprocess, sys, time; signal.signal(signal.SIGTERM, "
+                "signal.SIG_IGN); subprocess.Popen([sys.executable, '-c', "
+                "'import time; time.sleep(60)']); print('up', flush=True); time.sleep(60)")
+    process = subprocess.Popen([sys.executable, "-c", stubborn], stdout=subprocess.PIPE,
+                               start_new_session=True, text=True)
+    assert process.stdout is not None and process.stdout.readline() == "up\n"
+    pids = [process.pid, *(c.pid for c in psutil.Process(process.pid).children())]
+    assert len(pids) == 2
+
+    def stop(_signum: int, _frame: object) -> None:
+        raise _Stopped
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGTERM))
+    try:
+        timer.start()
+        with pytest.raises(_Stopped):  # the signal is acted on, after the teardown
+            kill_tree(process.pid, grace_s=1.5)
+            pytest.fail("the held signal was dropped")
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGTERM, previous)
+    process.wait(timeout=5)
+    assert_no_orphans(pids)
