@@ -147,15 +147,20 @@ def _kind_of(value: Any) -> str:
     return kind if isinstance(kind, str) and kind in WORKLOAD_KINDS else "unknown"
 
 
-Workload = Annotated[
-    Annotated[GSM8KWorkload, Tag("gsm8k")]
-    | Annotated[SpecBenchWorkload, Tag("spec_bench")]
-    | Annotated[HumanEvalWorkload, Tag("humaneval")]
-    | Annotated[JsonlWorkload, Tag("jsonl")],
-    Discriminator(_kind_of, custom_error_type="workload_kind",
-                  custom_error_message=f"unknown workload kind; allowed: "
-                                       f"{', '.join(WORKLOAD_KINDS)}"),
-]
+def _by_kind(gsm8k: type, spec_bench: type, humaneval: type, jsonl: type) -> Any:
+    """One model per workload kind, chosen by `kind` (unknown kinds name the allowed)."""
+    return Annotated[
+        Annotated[gsm8k, Tag("gsm8k")]
+        | Annotated[spec_bench, Tag("spec_bench")]
+        | Annotated[humaneval, Tag("humaneval")]
+        | Annotated[jsonl, Tag("jsonl")],
+        Discriminator(_kind_of, custom_error_type="workload_kind",
+                      custom_error_message=f"unknown workload kind; allowed: "
+                                           f"{', '.join(WORKLOAD_KINDS)}"),
+    ]
+
+
+Workload = _by_kind(GSM8KWorkload, SpecBenchWorkload, HumanEvalWorkload, JsonlWorkload)
 
 
 # ------------------------------------------------------------------ floors and baselines
@@ -252,15 +257,7 @@ class JsonlEntry(_Entry, JsonlWorkload):
     pass
 
 
-WorkloadEntry = Annotated[
-    Annotated[GSM8KEntry, Tag("gsm8k")]
-    | Annotated[SpecBenchEntry, Tag("spec_bench")]
-    | Annotated[HumanEvalEntry, Tag("humaneval")]
-    | Annotated[JsonlEntry, Tag("jsonl")],
-    Discriminator(_kind_of, custom_error_type="workload_kind",
-                  custom_error_message=f"unknown workload kind; allowed: "
-                                       f"{', '.join(WORKLOAD_KINDS)}"),
-]
+WorkloadEntry = _by_kind(GSM8KEntry, SpecBenchEntry, HumanEvalEntry, JsonlEntry)
 ENTRY_KEYS = frozenset({"name", "floors", "baselines"})
 INHERITED_FLOOR_KEYS = ("metric", "alpha", "beta")
 

@@ -161,19 +161,9 @@ def extract_class(text: str, path: str, class_name: str, base: Any) -> type:
         raise ExtractError(f"{path} defines no class {class_name}")
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     constants = _literal_constants(tree)
-    body: list[ast.stmt] = []
-    seen: set[str] = set()
-    pending = sorted(_names_used(node))
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        if name in constants:
-            body.append(constants[name])
-        elif name in functions:
-            body.append(functions[name])
-            pending.extend(_names_used(functions[name]))
+    definitions: dict[str, ast.stmt] = {**functions, **constants}
+    body = [definitions[name] for name in _names_reached(node, definitions)
+            if name in definitions]
     class_node = copy.deepcopy(node)
     class_node.decorator_list = []
     namespace = base_namespace(f"harness_sglang_config.{class_name}")
@@ -182,6 +172,21 @@ def extract_class(text: str, path: str, class_name: str, base: Any) -> type:
     namespace.update({"math": __import__("math"), "copy": copy})
     _compile([*body, class_node], f"{path}:{class_name}", namespace)
     return typing.cast(type, namespace[class_name])
+
+
+def _names_reached(start: ast.AST, definitions: Mapping[str, ast.AST]) -> list[str]:
+    """Every name `start` uses, directly or through the definitions it reaches, in the
+    order found (what must be compiled with it)."""
+    reached: list[str] = []
+    pending = sorted(_names_used(start))
+    while pending:
+        name = pending.pop()
+        if name in reached:
+            continue
+        reached.append(name)
+        if name in definitions:
+            pending.extend(_names_used(definitions[name]))
+    return reached
 
 
 def _assignments(tree: ast.Module) -> dict[str, ast.stmt]:
@@ -231,19 +236,9 @@ def extract_loader(files: Mapping[str, str], base: Any, auto_config: Any,
             assignments.setdefault(name, node)
     entry = copy.deepcopy(method)
     entry.name, entry.decorator_list = "_sglang_hf_parse", []
-    wanted: list[str] = []
-    used: set[str] = set()
-    pending = sorted(_names_used(entry))
-    while pending:
-        name = pending.pop()
-        if name in used:
-            continue
-        used.add(name)
-        if name in functions:
-            wanted.append(name)
-            pending.extend(_names_used(functions[name]))
-        elif name in assignments:
-            pending.extend(_names_used(assignments[name]))
+    reached = _names_reached(entry, {**assignments, **functions})
+    wanted = [name for name in reached if name in functions]
+    used = set(reached)
     namespace = base_namespace("harness_sglang_loader")
     namespace.update({"PretrainedConfig": base, "PreTrainedConfig": base,
                       "AutoConfig": auto_config, "_CONFIG_REGISTRY": dict(registry),
