@@ -25,19 +25,11 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+from tests.audit.conftest import nemotron_35_draft  # noqa: E402 - the tests' draft shape
+
 GOAL_SECONDS = 0.5  # issue 12: one version, wheel cached, <= 0.5 s on an idle machine
-NEMOTRON_SHAPED = {
-    "architectures": ["DFlashDraftModel"],
-    "model_type": "qwen3",
-    "num_hidden_layers": 3,
-    "layer_types": ["sliding_attention", "sliding_attention", "full_attention"],
-    "has_embed_tokens": True,
-    "has_lm_head": False,
-    "quantization_config": {"quant_algo": "W4A16_NVFP4"},
-    "eagle_aux_hidden_state_layer_ids": [2, 12, 22],
-    "dflash_config": {"swa_window_size": 512, "target_layer_ids": [1, 11, 21],
-                      "sample_from_anchor": False},
-}
 
 
 def time_command(argv: list[str], repeat: int, env: dict[str, str]) -> list[float]:
@@ -70,7 +62,7 @@ def main() -> int:
     env = {**os.environ, "HARNESS_SGLANG_WHEELS": args.wheels}
     with tempfile.TemporaryDirectory() as scratch:
         config = Path(scratch) / "config.json"
-        config.write_text(json.dumps(NEMOTRON_SHAPED))
+        config.write_text(json.dumps(nemotron_35_draft()))
         audit = [sys.executable, "-m", "harness", "audit", str(config), "--sglang", args.version]
         time_command(audit, 1, env)  # fills the answer cache (and makes the environment)
         baseline = statistics.median(time_command([sys.executable, "-c", "pass"], 5, env))

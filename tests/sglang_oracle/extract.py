@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.audit.source import cached_archive, wheel_cache_dir
 
+Node = TypeVar("Node", ast.ClassDef, ast.FunctionDef)
 _KEPT_DECORATORS = {"property", "staticmethod"}
 _BUILTINS = set(dir(builtins))
 
@@ -107,22 +108,19 @@ def has_member(version: str, member: str) -> bool:
 
 def module_classes(src: Source, names: Iterable[str]) -> list[ast.ClassDef]:
     """Module-level classes of `src` by name, in source order."""
-    wanted = set(names)
-    found = [node for node in src.tree.body
-             if isinstance(node, ast.ClassDef) and node.name in wanted]
-    if len(found) != len(wanted):
-        absent = wanted - {node.name for node in found}
-        raise OracleError(f"{src.where} defines no class {', '.join(sorted(absent))}")
-    return found
+    return _module_level(src, ast.ClassDef, "class", names)
 
 
 def module_functions(src: Source, names: Iterable[str]) -> list[ast.FunctionDef]:
+    return _module_level(src, ast.FunctionDef, "function", names)
+
+
+def _module_level(src: Source, kind: type[Node], what: str, names: Iterable[str]) -> list[Node]:
     wanted = set(names)
-    found = [node for node in src.tree.body
-             if isinstance(node, ast.FunctionDef) and node.name in wanted]
+    found = [node for node in src.tree.body if isinstance(node, kind) and node.name in wanted]
     if len(found) != len(wanted):
         absent = wanted - {node.name for node in found}
-        raise OracleError(f"{src.where} defines no function {', '.join(sorted(absent))}")
+        raise OracleError(f"{src.where} defines no {what} {', '.join(sorted(absent))}")
     return found
 
 
