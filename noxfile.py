@@ -91,7 +91,9 @@ def tests(session: nox.Session) -> None:
     _fetch_sglang_wheels(session)
     # One decoding process per reference engine: two xdist workers already fill two cores
     # (figures do not depend on it).
-    env = {"HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS), "HARNESS_REFERENCE_WORKERS": "1"}
+    # Strict: a skipped test fails here (tests/conftest.py), since CI has every part.
+    env = {"HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS), "HARNESS_REFERENCE_WORKERS": "1",
+           "HARNESS_STRICT_SKIPS": "1"}
     if "HARNESS_CACHE" in os.environ:
         env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
     # SGLang's own argument parser needs torch and sglang installed: `nox -s sglang_args`

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -12,7 +11,6 @@ import pytest
 
 from harness import cli
 from harness.audit import VERSION_REJECTS
-from harness.commands import COMMANDS
 
 from .conftest import (
     RELEASES,
@@ -27,18 +25,6 @@ from .conftest import (
 from .fake_sglang import PINNED_TRANSFORMERS, write_checkout
 
 GEMMA4_CONTRACT = {"expected_layers": [{"causal": True, "window": 2048}] * 4 + [{"causal": False}]}
-
-
-def _missing_command_modules() -> list[str]:
-    modules = {target.partition(":")[0] for target in COMMANDS.values()}
-    return sorted(m for m in modules if importlib.util.find_spec(m) is None)
-
-
-@pytest.fixture(autouse=True)
-def audit_only(monkeypatch):
-    """Build the CLI with the audit command alone: these tests are about audit, and other
-    subcommands are written concurrently (the subprocess test covers the full CLI)."""
-    monkeypatch.setattr(cli, "COMMANDS", {"audit": COMMANDS["audit"]})
 
 
 @pytest.fixture
@@ -181,10 +167,6 @@ def test_both_version_flags_are_refused(gemma4: Path, capsys) -> None:
     assert exited.value.code == 2
 
 
-@pytest.mark.skipif(
-    bool(_missing_command_modules()),
-    reason=f"full CLI not assembled yet, missing: {', '.join(_missing_command_modules())}",
-)
 def test_python_dash_m_harness_audit(gemma4: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "harness", "audit", str(gemma4), "--json"],

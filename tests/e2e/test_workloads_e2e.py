@@ -23,7 +23,6 @@ from tests.tiny_variants import tiny_variant
 pytestmark = pytest.mark.slow
 
 TINY_SPEC_BENCH = SUITES_DIR / "tiny_spec_bench_cpu.toml"
-REFERENCE_ENGINE = Path(__file__).resolve().parents[2] / "harness" / "engines" / "reference"
 
 # A sampled entry beside the greedy workload, both small: one server, two series.
 ENTRY = """
@@ -122,19 +121,9 @@ def test_position_tables_and_pngs(two_entry_runs: Path) -> None:
         assert (run_dir / name).is_file(), name
 
 
-def _serves_chat() -> bool:
-    return any('"/v1/chat/completions"' in file.read_text(encoding="utf-8")
-               for file in REFERENCE_ENGINE.glob("*.py"))
-
-
 @pytest.fixture(scope="module")
 def spec_bench_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _needs_engine()
-    if not _serves_chat():
-        pytest.skip("the reference engine in this checkout serves no POST "
-                    "/v1/chat/completions and its tiny tokenizer has no chat template "
-                    "(helper `reference` adds both; not merged here): tiny_spec_bench_cpu "
-                    "runs through the chat template and cannot run until then")
     results = tmp_path_factory.mktemp("spec_bench") / "results"
     for _ in range(2):
         done = harness_cli("run", str(TINY_SPEC_BENCH), "--results", str(results),

@@ -8,7 +8,6 @@ release's finish check, per-request counting, server counters and meta_info
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -145,14 +144,9 @@ def test_versions_disagree_on_a_stop_past_the_length_limit() -> None:
 def test_harness_figures_equal_sglang(make_sglang: Callable[..., SGLang]) -> None:
     """harness.measure.accept_lengths over the SGLang adapter's parsed responses (as the
     dicts of fields a RequestRow is made of)."""
-    try:
-        measure = importlib.import_module("harness.measure")
-        api = importlib.import_module("harness.engines.sglang.api")
-    except ImportError as error:
-        pytest.skip(f"harness.engines.sglang.api not there yet: {error}")
-    if not hasattr(measure, "accept_lengths") or not hasattr(api, "parse_generate"):
-        pytest.skip("needs harness.measure.accept_lengths and "
-                    "harness.engines.sglang.api.parse_generate")
+    from harness import measure
+    from harness.engines.sglang import api
+
     sglang = make_sglang(decode_log_interval=1)
     items = Scheduler(sglang, overlap=False).run(gsm8k_like())
     rows = [dataclasses.asdict(api.parse_generate(

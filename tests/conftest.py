@@ -1,0 +1,24 @@
+"""Strict runs: `nox -s tests` (HARNESS_STRICT_SKIPS=1) fails any test that skips.
+
+A skip there means a part of the harness went untested (a wheel, the data or the reference
+extra missing), which CI must not report as green. Locally, skips stay skips and say why.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, Any, None]:
+    outcome = yield
+    report = outcome.get_result()
+    if (report.skipped and os.environ.get("HARNESS_STRICT_SKIPS") == "1"
+            and not hasattr(report, "wasxfail")):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped in a strict run (HARNESS_STRICT_SKIPS=1): {reason}"
