@@ -59,8 +59,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as error:
         print(f"harness {args.command}: {error.message}", file=sys.stderr)
         return int(error.exit_code)
-    except KeyboardInterrupt:
-        print(f"harness {args.command}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as error:  # Ctrl-C, or SIGTERM (errors.Terminated)
+        what = getattr(error, "message", "interrupted")
+        print(f"harness {args.command}: {what}", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
     except BrokenPipeError:
         # `harness show X | head`: the reader left; say nothing more, as other tools do.

@@ -279,7 +279,8 @@ class Driver:
         finally:
             if not task.done():
                 task.cancel()
-                with contextlib.suppress(BaseException):
+                # its own end, not a Ctrl-C or SIGTERM arriving meanwhile
+                with contextlib.suppress(Exception, asyncio.CancelledError):
                     await task
 
     async def measure(self, prompts: Sequence[Prompt],

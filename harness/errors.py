@@ -61,6 +61,25 @@ class Interrupted(HarnessError):
     exit_code = ExitCode.INTERRUPTED
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (CI cancelling a job), unwound like Ctrl-C. A KeyboardInterrupt on purpose:
+    asyncio lets one through a running request untouched, where any other exception raised
+    by a signal handler inside a request ends up wrapped in an exception group."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        self.message = f"stopped by signal {signal.Signals(signum).name}"
+        super().__init__(self.message)
+
+
+def interruption_text(error: BaseException) -> str:
+    """What stopped the run: the signal's own words, Ctrl-C otherwise."""
+    if isinstance(error, Terminated | HarnessError):
+        return error.message
+    return "interrupted (SIGINT)"
+
+
 def error_text(error: BaseException) -> str:
     """An exception as a message that is never empty (httpx.ReadError('') has no text):
     its message, or its type's name when the message is empty."""

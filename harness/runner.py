@@ -22,7 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import BadInput, EngineError, ExitCode, HarnessError, Interrupted
+from harness.errors import (
+    BadInput,
+    EngineError,
+    ExitCode,
+    HarnessError,
+    Interrupted,
+    Terminated,
+    interruption_text,
+)
 from harness.judge import EXIT_CODES, judge
 from harness.launch import LOOPBACK, Server, ServerSpec, free_port
 from harness.layout import default_results_dir
@@ -109,7 +117,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (CI cancelling a job) unwinds like Ctrl-C, so cleanup always runs."""
 
     def handler(signum: int, _frame: Any) -> None:
-        raise Interrupted(f"stopped by signal {signal.Signals(signum).name}")
+        raise Terminated(signum)
 
     try:
         previous = signal.signal(signal.SIGTERM, handler)
@@ -182,7 +190,7 @@ class _Run:
         if isinstance(error, HarnessError):
             message = error.message
         elif isinstance(error, KeyboardInterrupt):
-            message = "interrupted (SIGINT)"
+            message = interruption_text(error)
         else:
             message = error_text(error)
         self._partial_measurement()

@@ -24,7 +24,7 @@ from harness.bisect.steps import (
     reference_rule,
     step_rule,
 )
-from harness.errors import BadInput, EngineError, Interrupted
+from harness.errors import BadInput, EngineError, Interrupted, interruption_text
 from harness.suite import LoadedSuite
 
 Say = Callable[[str], None]
@@ -108,7 +108,7 @@ class Bisect:
             with sigterm_as_interrupt():
                 return self._run()
         except (KeyboardInterrupt, Interrupted) as error:
-            what = error.message if isinstance(error, Interrupted) else "interrupted (SIGINT)"
+            what = interruption_text(error)
             raise Interrupted(f"{what}; session {s.session} kept in {s.folder}: continue with "
                               f"`harness bisect --resume {s.session} --results {s.results}`"
                               ) from None
