@@ -30,7 +30,7 @@ from tests.bisect.history import make_history
 pytestmark = pytest.mark.slow
 TINY = SUITES_DIR / "tiny_dflash_cpu.toml"
 # 40 prompts a step (looks at 20 and 40), extended to 80 when undecided.
-SMALL = ("--prompts", "40", "--max-prompts", "80", "--wave", "20")
+SMALL = ("--prompts", "20", "--max-prompts", "40", "--wave", "20")
 
 
 @pytest.fixture(autouse=True)
@@ -59,23 +59,23 @@ def journal(folder: Path) -> list[dict]:
 
 def test_bisect_finds_the_commit_that_raised_the_draft_noise(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    commits = 16
-    repo, shas = make_history(tmp_path / "engine", commits=commits, change_at=11)
+    commits, change = 8, 6  # the README's demo does 16 commits with the suite's prompts
+    repo, shas = make_history(tmp_path / "engine", commits=commits, change_at=change)
     results = tmp_path / "results"
     started = time.monotonic()
     done = bisect(str(TINY), "--good", f"reference:{repo}@{shas[0]}", "--bad",
                   f"reference:{repo}@main", "--results", str(results), *SMALL)
     elapsed = time.monotonic() - started
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"first bad commit  {shas[11]}" in done.stdout
-    assert "engine change 11: draft noise 0.25" in done.stdout
+    assert f"first bad commit  {shas[change]}" in done.stdout
+    assert f"engine change {change}: draft noise 0.25" in done.stdout
     folder = session_folder(results)
     result = json.loads((folder / "result.json").read_text())
     bound = math.ceil(math.log2(commits)) + 1
     with capsys.disabled():
         print(f"\nbisect of {commits} commits: {result['steps']} steps (bound {bound}), "
               f"{result['runs']} runs, {result['requests']} requests, {elapsed:.0f} s")
-    assert result["status"] == "found" and result["first_bad"]["sha"] == shas[11]
+    assert result["status"] == "found" and result["first_bad"]["sha"] == shas[change]
     assert result["steps"] <= bound
     assert result["first_bad"]["author_date"] and result["first_bad"]["subject"]
     before, after = result["before"], result["after"]
@@ -97,7 +97,7 @@ def test_bisect_finds_the_commit_that_raised_the_draft_noise(
     assert {e["verdict"] for e in steps} <= {"good", "bad"}
     for entry in steps:  # each step's verdict is the truth of its commit
         index = shas.index(entry["commit"])
-        assert entry["verdict"] == ("bad" if index >= 11 else "good")
+        assert entry["verdict"] == ("bad" if index >= change else "good")
     assert (folder / "bisect.png").stat().st_size > 10_000
 
 
