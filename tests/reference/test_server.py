@@ -7,10 +7,14 @@ harness expects from SGLang.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
+import psutil
 import pytest
 
 from harness.engines.sglang.api import parse_generate as parse_generate_response
@@ -196,3 +200,31 @@ def test_harness_side_stays_torch_free() -> None:
             "harness.cli.build_parser(); "
             "sys.exit(1 if {'torch', 'transformers', 'dflash'} & set(sys.modules) else 0)")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_corrupt_tokenizer_exits_with_message_and_no_worker(tmp_path, checkpoints) -> None:
+    """The workers start before the tokenizer loads: a bad tokenizer still ends with its
+    message, exit 2 and no worker left behind."""
+    target = tmp_path / "target"
+    target.mkdir()
+    for item in checkpoints[0].iterdir():
+        (target / item.name).write_bytes(item.read_bytes())
+    (target / "tokenizer.json").write_text("{oops")
+    process = subprocess.Popen(
+        [ENGINE_PYTHON, "-m", "harness.engines.reference", "--target", str(target),
+         "--draft", str(checkpoints[1]), "--port", "1", "--workers", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 2
+    assert "cannot load the tokenizer" in err and "Traceback" not in err
+    time.sleep(0.5)
+    assert _session_members(process.pid) == []  # the spawned workers went with it
+
+
+def _session_members(session: int) -> list[int]:
+    members = []
+    for pid in psutil.pids():
+        with contextlib.suppress(OSError):
+            if os.getsid(pid) == session and psutil.Process(pid).status() != "zombie":
+                members.append(pid)
+    return members
