@@ -17,11 +17,14 @@ BuildKind = Literal["installed", "pip", "git", "local", "reference", "reference-
 EngineKind = Literal["sglang", "reference"]
 REFERENCE_PREFIX = "reference:"
 POLICIES = ("fixed", "legacy", "regressed")
+RELEASE = re.compile(r"\d+(\.\d+)+((a|b|rc|\.post|\.dev)\d+)?")  # a bare version: 0.5.23
 REFERENCE_KEYS = {"policy": "attention_policy", "noise": "draft_noise"}
 
 GRAMMAR = """\
 build specs:
   sglang==0.5.23                          a pip requirement naming sglang
+  0.5.23                                  a release: the same as sglang==0.5.23 (as in
+                                          harness audit --sglang)
   git+URL[@REF][#subdirectory=python]     a git repository at a branch, tag or commit
                                           (resolved to its commit before building)
   PATH                                    a local checkout as it is now, uncommitted edits
@@ -180,6 +183,8 @@ def parse_build_spec(
             build = BuildSpec("local", str(path), ref=ref)
         elif re.match(r"^[./~]", spec) or "/" in spec.split("@")[0]:
             raise _bad(flag, spec, "no such local checkout")
+        elif RELEASE.fullmatch(spec):
+            build = BuildSpec("pip", f"sglang=={spec}")
         else:
             build = _requirement(spec, flag)
     if build.kind == "git":

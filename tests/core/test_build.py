@@ -22,6 +22,18 @@ def test_pip_requirement(spec: str) -> None:
     assert parse_build_spec(spec) == BuildSpec("pip", spec)
 
 
+@pytest.mark.parametrize("version", ["0.5.23", "0.5.24rc1", "0.5.23.post1"])
+def test_bare_release_is_that_sglang_release(version: str, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--sglang 0.5.23` as `harness audit --sglang` takes it; a folder of that name wins."""
+    assert parse_build_spec(version) == BuildSpec("pip", f"sglang=={version}")
+    with pytest.raises(BadInput, match="SGLang build"):
+        parse_build_spec(version, engine="reference")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / version).mkdir()
+    assert parse_build_spec(version).kind == "local"
+
+
 @pytest.mark.parametrize(("spec", "ref"), [
     ("git+https://github.com/sgl-project/sglang@4e88ae20#subdirectory=python", "4e88ae20"),
     ("git+https://github.com/sgl-project/sglang.git@v0.5.23#subdirectory=python", "v0.5.23"),
