@@ -157,7 +157,10 @@ def _figure(row: dict[str, Any], metric: str) -> float | None:
 
 
 def _build_name(row: dict[str, Any]) -> str:
-    return row["build.spec"] or row["build.version"] or row["build.engine"]
+    """The spec as given, else the installed engine and its version ("reference 0.1.0")."""
+    installed = " ".join(str(part) for part in (row["build.engine"], row["build.version"])
+                         if part)
+    return row["build.spec"] or installed or "-"
 
 
 def common_metric(a: Side, b: Side) -> str:

@@ -405,3 +405,12 @@ def test_index_encodings_round_trip() -> None:
         assert runs_index._decode(encoded, len(stamps)) == stamps
 
     round_trip()
+
+
+def test_a_build_without_a_spec_is_named_by_engine_and_version() -> None:
+    from harness.sides import _build_name
+
+    row = {"build.spec": None, "build.engine": "reference", "build.version": "0.1.0"}
+    assert _build_name(row) == "reference 0.1.0"
+    assert _build_name({**row, "build.spec": "reference:noise=0.1"}) == "reference:noise=0.1"
+    assert _build_name({**row, "build.engine": None, "build.version": None}) == "-"
