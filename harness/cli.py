@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from harness import __version__
 from harness.commands import COMMANDS, Command
-from harness.errors import ExitCode, HarnessError
+from harness.errors import ExitCode, HarnessError, interruption_text
 
 
 def load_command(target: str) -> Command | None:
@@ -60,8 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"harness {args.command}: {error.message}", file=sys.stderr)
         return int(error.exit_code)
     except KeyboardInterrupt as error:  # Ctrl-C, or SIGTERM (errors.Terminated)
-        what = getattr(error, "message", "interrupted")
-        print(f"harness {args.command}: {what}", file=sys.stderr)
+        print(f"harness {args.command}: {interruption_text(error)}", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
     except BrokenPipeError:
         # `harness show X | head`: the reader left; say nothing more, as other tools do.

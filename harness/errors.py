@@ -6,6 +6,7 @@ its `exit_code`; anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import signal
 from enum import IntEnum
 
 
@@ -67,8 +68,6 @@ class Terminated(KeyboardInterrupt):
     by a signal handler inside a request ends up wrapped in an exception group."""
 
     def __init__(self, signum: int) -> None:
-        import signal
-
         self.message = f"stopped by signal {signal.Signals(signum).name}"
         super().__init__(self.message)
 

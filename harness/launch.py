@@ -130,10 +130,10 @@ def kill_tree(pid: int, grace_s: float = TERMINATE_GRACE_S) -> list[int]:
     SIGINT and SIGTERM wait until the tree is gone.
     """
     with signals_deferred():
-        return _kill_tree(pid, grace_s)
+        return _kill_family(pid, grace_s)
 
 
-def _kill_tree(pid: int, grace_s: float) -> list[int]:
+def _kill_family(pid: int, grace_s: float) -> list[int]:
     try:
         root = psutil.Process(pid)
         family = [root, *root.children(recursive=True)]
@@ -230,14 +230,13 @@ class Server:
         return self.ready_after_s
 
     def stop(self) -> None:
-        with signals_deferred():  # a signal now would leave part of the tree alive
-            if self.process is not None:
-                kill_tree(self.process.pid)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self.process.wait(timeout=TERMINATE_GRACE_S)
-            if self._pump is not None:
-                self._pump.join(timeout=TERMINATE_GRACE_S)  # the pipe closed with the tree
-            self._close_log()
+        if self.process is not None:
+            kill_tree(self.process.pid)  # whole, whatever signal arrives meanwhile
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=TERMINATE_GRACE_S)
+        if self._pump is not None:
+            self._pump.join(timeout=TERMINATE_GRACE_S)  # the pipe closed with the tree
+        self._close_log()
 
     def _close_log(self) -> None:
         if self._log is not None:

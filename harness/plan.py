@@ -16,7 +16,7 @@ from typing import Any
 
 from harness import build as builds
 from harness.engines import EngineAdapter, Models, adapter_for
-from harness.errors import BadInput, EngineError, ExitCode, HarnessError
+from harness.errors import BadInput, EngineError, HarnessError, error_text
 from harness.preflight import Fit
 from harness.record import BuildInfo, GPUInfo, LayerRow, Provenance
 from harness.secrets import redact_argv, redact_env, redact_url
@@ -241,14 +241,10 @@ def draw_plot(run_dir: Path, results_dir: Path) -> Path | None:
         from harness import plots
 
         return plots.plot_run(run_dir, results_root=results_dir)
-    except HarnessError as error:
-        if error.exit_code == ExitCode.INTERRUPTED:
-            raise  # SIGTERM while drawing: stop (the record is complete)
-        print(f"warning: could not draw the plot for {run_dir}: {error.message}",
-              file=sys.stderr)
-        return None
     except Exception as error:  # plotting is a by-product; the record is already written
-        print(f"warning: could not draw the plot for {run_dir}: {error}", file=sys.stderr)
+        # (Ctrl-C and SIGTERM are KeyboardInterrupts: they pass through and stop the run)
+        print(f"warning: could not draw the plot for {run_dir}: {error_text(error)}",
+              file=sys.stderr)
         return None
 
 

@@ -19,13 +19,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.layout import atomic_write_text
+from harness.layout import REQUESTS_FILE, RUN_FILE, RUNS_DIR, atomic_write_text
 
 SCHEMA_VERSION = 2
-RUNS_DIR = "runs"
-BASELINES_DIR = "baselines"
-RUN_FILE = "run.json"
-REQUESTS_FILE = "requests.jsonl"
 SERVER_LOG = "server.log"
 
 VerdictStatus = Literal["pass", "fail", "error", "skipped"]

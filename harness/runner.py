@@ -173,6 +173,11 @@ class _Run:
         write_run(self.run_dir, record)
         return record
 
+    def ensure_written(self) -> None:
+        """Redo the write of a finished record that a signal cut short."""
+        if self.record is not None and not (self.run_dir / RUN_FILE).is_file():
+            write_run(self.run_dir, self.record)
+
     def outcome(self) -> RunOutcome:
         record = self.record
         assert record is not None and record.verdict is not None
@@ -181,11 +186,6 @@ class _Run:
 
     def failed(self, error: BaseException) -> RunRecord:
         from harness.errors import error_text
-
-        if self.record is not None:  # the run was complete (e.g. Ctrl-C while plotting)
-            if not (self.run_dir / RUN_FILE).is_file():  # the signal cut its write short
-                write_run(self.run_dir, self.record)
-            return self.record
 
         if isinstance(error, HarnessError):
             message = error.message
@@ -258,11 +258,13 @@ def _new_run(entry: Entry, options: RunOptions) -> _Run:
 
 def _fail_unfinished(runs: list[_Run], error: BaseException) -> list[RunRecord]:
     """Error records for the entries not yet finished (the one running keeps its rows)."""
-    unfinished = [run for run in runs if run.record is None]
+    records = []
     for run in runs:
-        if run.record is not None:
-            run.failed(error)  # a finished record stays; a write the signal cut short is redone
-    return [run.failed(error) for run in unfinished]
+        if run.record is None:
+            records.append(run.failed(error))
+        else:
+            run.ensure_written()  # a finished record stays as it is
+    return records
 
 
 def _prepare_and_measure(runs: list[_Run], models: Any, chosen: Any, gpus: Any, fit: Any

@@ -47,7 +47,6 @@ __all__ = [
     "source_for_build",
     "spec_source",
 ]
-from harness.errors import BadInput
 
 PATCHES_FILE = "sglang/srt/utils/hf_transformers_patches.py"
 VERSION_FILE = "sglang/version.py"
@@ -298,14 +297,3 @@ def source_for_build(build: SGLangSource | str | os.PathLike[str] | None) -> SGL
     if path.is_file():
         return archive_source(path)
     return spec_source(str(build))
-
-
-def resolve_source(sglang: str | None, sglang_source: str | None) -> SGLangSource | None:
-    """The one version the CLI asks for; None when neither flag is given."""
-    if sglang and sglang_source:
-        raise BadInput("give either --sglang or --sglang-source, not both")
-    if sglang_source:
-        return checkout_source(sglang_source)
-    if sglang:
-        return spec_source(sglang)
-    return None

@@ -115,7 +115,11 @@ def step_rule(metric: str, rule: StepRule, good: Reference, settings: dict[str, 
 
 
 def with_questions(loaded: LoadedSuite, questions: int) -> LoadedSuite:
-    """The suite asking its first `questions` questions (the record shows the count)."""
+    """The suite asking its first `questions` questions (the record shows the count).
+    A workload with a fixed set (Spec-Bench: no `questions` field) stays as it is;
+    `session.prompt_counts` allows it no other count."""
+    if "questions" not in type(loaded.suite.workload).model_fields:
+        return loaded
     document = json.loads(json.dumps(loaded.document))
     document["workload"] = {**document.get("workload", {}), "questions": questions}
     try:

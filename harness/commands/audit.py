@@ -8,7 +8,6 @@ from typing import Any
 from harness.errors import ExitCode
 
 BEHAVIOUR_CHOICES = ("legacy", "regressed", "fixed")
-VERSION_REJECTS = 5  # harness.audit.errors.VERSION_REJECTS, kept here to import nothing
 
 
 class AuditCommand:
@@ -23,7 +22,8 @@ class AuditCommand:
         parser.epilog = (
             "Exit codes: 0 resolved (and as expected), 1 differs from --expect (bisect: no "
             f"commit changes the table), 2 bad input, 3 the audit could not run, "
-            f"{VERSION_REJECTS} a version's own code rejects the config (its error is shown)."
+            f"{ExitCode.VERSION_REJECTS:d} a version's own code rejects the config (its error "
+            "is shown)."
         )
         parser.add_argument(
             "config",
@@ -146,7 +146,7 @@ def _versions(args: argparse.Namespace, path: Any, origin: str, transformers: st
     else:
         render(report, _console(len(results)))
     if report.rejected:
-        return VERSION_REJECTS
+        return ExitCode.VERSION_REJECTS
     return ExitCode.BELOW_FLOOR if any(report.differences.values()) else ExitCode.PASS
 
 

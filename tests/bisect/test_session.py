@@ -148,3 +148,15 @@ def test_cli_refuses_bad_input_with_exit_2(tmp_path: Path, capsys: pytest.Captur
     assert "needs SUITE, --good SPEC and --bad SPEC" in capsys.readouterr().err
     assert main(["bisect", "--resume", "--results", str(tmp_path)]) == 2
     assert "no bisect session" in capsys.readouterr().err
+
+
+def test_a_fixed_prompt_set_is_bisected_as_it_is() -> None:
+    """Spec-Bench has no `questions` count: its suite stays as written (it used to be
+    refused, so every step of a Spec-Bench bisect was skipped)."""
+    from harness.bisect.steps import with_questions
+    from harness.suite import load_suite
+
+    spec_bench = load_suite("tiny_spec_bench_cpu")
+    assert with_questions(spec_bench, 18) is spec_bench
+    gsm8k = with_questions(load_suite("tiny_dflash_cpu"), 20)
+    assert gsm8k.suite.workload.questions == 20

@@ -88,11 +88,6 @@ class Engine:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
     # -- lifecycle ---------------------------------------------------------------------
-    def start(self, timeout_s: float = READY_TIMEOUT_S) -> None:
-        """Start the workers and wait until all loaded; raise EngineFailure on any failure."""
-        self.launch_workers()
-        self.wait_ready(timeout_s)
-
     def launch_workers(self) -> None:
         """Start the worker processes; they import torch and load the checkpoints while the
         caller does its own loading (`wait_ready` then waits for them)."""
@@ -100,6 +95,7 @@ class Engine:
             process.start()
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Wait until every worker loaded; raise EngineFailure on any failure."""
         ready: set[int] = set()
         deadline = time.monotonic() + timeout_s
         while len(ready) < len(self.processes):
