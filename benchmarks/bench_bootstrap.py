@@ -1,7 +1,7 @@
 """Coverage of 95% intervals for accept length at small prompt counts: the harness's
 percentile bootstrap vs scipy.stats.bootstrap (BCa, paired) vs the delta method.
 
-Runs of n prompts with known truth come from `harness.simulate.simulate_prompts`; each
+Runs of n prompts with known truth come from `harness.analysis.simulate.simulate_prompts`; each
 interval is computed on each run and we count how often it holds the truth (and how often
 the truth lies above / below it). 2000 bootstrap replicates for both bootstraps. scipy is
 optional: install it into a folder and pass it:
@@ -20,7 +20,7 @@ SIZES = (10, 20, 30, 60, 120)
 
 
 def delta_interval(tokens, steps):  # type: ignore[no-untyped-def]
-    from harness import stats
+    from harness.metrics import stats
 
     d = stats.wald(stats.accept_length(tokens, steps), stats.standard_error(tokens, steps))
     return d.ci
@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.extend(args.libs)
     import numpy as np
 
-    from harness import stats
-    from harness.simulate import simulate_prompts
+    from harness.analysis.simulate import simulate_prompts
+    from harness.metrics import stats
 
     methods = {"percentile (harness)": lambda t, s: stats.bootstrap_ci(t, s, seed=1),
                "delta method": delta_interval}  # fmt: skip

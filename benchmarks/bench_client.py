@@ -1,7 +1,7 @@
 """What does the harness itself cost per request? (goal: <= 5% of a real run's wall time)
 
 Drives the SGLang test double (tests/fake_sglang), answering instantly, with the real
-driver (`harness.drive.Driver.measure`) at the SGLang suites' concurrency (128) over a
+driver (`harness.run.drive.Driver.measure`) at the SGLang suites' concurrency (128) over a
 200-question GSM8K workload, and reports:
 - the requests per second the driver sustains against a server that costs nothing;
 - the harness's own CPU time per request (this process only: the server's work is in
@@ -22,11 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.drive import Driver, Endpoint
 from harness.engines import adapter_for
-from harness.launch import Server, ServerSpec, free_port
-from harness.suite import GSM8KWorkload
-from harness.workload import Prompt
+from harness.run.drive import Driver, Endpoint
+from harness.run.launch import Server, ServerSpec, free_port
+from harness.suite.model import GSM8KWorkload
+from harness.workloads.items import Prompt
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_SHARE = 0.05

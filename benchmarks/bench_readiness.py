@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.launch import Server, ServerSpec, free_port
+from harness.run.launch import Server, ServerSpec, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_S = 0.5

@@ -22,9 +22,9 @@ from pathlib import Path
 import httpx
 
 from harness.engines.reference.checkpoints import ensure_checkpoints
-from harness.launch import Server, ServerSpec, free_port
-from harness.suite import GSM8KWorkload
-from harness.workload import STOP_STRINGS, build_prompts, load_gsm8k
+from harness.run.launch import Server, ServerSpec, free_port
+from harness.suite.model import GSM8KWorkload
+from harness.workloads.gsm8k import STOP_STRINGS, build_prompts, load_gsm8k
 
 GOAL_EFFICIENCY = 0.7
 

@@ -4,7 +4,7 @@ Issue 9's goal: the same verdict as the fixed protocol (point estimate vs floor 
 200 questions) with <= 50% of the generated tokens whenever the true accept length is
 >= 0.3 from the floor, at concurrency 128.
 
-Per-request (numerator, verify steps) rows come from `harness.simulate.simulate_prompts`
+Per-request (numerator, verify steps) rows come from `harness.analysis.simulate.simulate_prompts`
 (prompt-level variance plus step-level noise) and, with --results, from recorded runs
 (resampled, floor set 0.3 above/below the run's own figure). Each run is replayed in
 submission order: a request's latency is its token count (one token per time unit; batch
@@ -34,8 +34,8 @@ def replay_case(
 ) -> dict[str, float]:
     import numpy as np
 
-    from harness import simulate
-    from harness.stats import SequentialRule
+    from harness.analysis import simulate
+    from harness.metrics.stats import SequentialRule
 
     rng = np.random.default_rng(seed)
     rule = SequentialRule(floor=floor, alpha=0.05, beta=0.2, max_n=QUESTIONS, wave=wave)
@@ -59,8 +59,8 @@ def error_rates(sd: float, runs: int, seed: int) -> dict[str, float]:
     """At true == floor: P(early fail), P(early pass), P(fail) sequential and fixed."""
     import numpy as np
 
-    from harness.simulate import simulate_prompts
-    from harness.stats import SequentialRule
+    from harness.analysis.simulate import simulate_prompts
+    from harness.metrics.stats import SequentialRule
 
     rng = np.random.default_rng(seed)
     rule = SequentialRule(floor=FLOOR, alpha=0.05, beta=0.2, max_n=QUESTIONS)
@@ -76,7 +76,7 @@ def error_rates(sd: float, runs: int, seed: int) -> dict[str, float]:
 
 
 def synthetic(accept: float, sd: float) -> Callable[[object], tuple[list[int], list[int]]]:
-    from harness.simulate import simulate_prompts
+    from harness.analysis.simulate import simulate_prompts
 
     def draw(rng: object) -> tuple[list[int], list[int]]:
         tokens, steps = simulate_prompts(QUESTIONS, accept, prompt_sd=sd, seed=rng)  # type: ignore[arg-type]
@@ -95,8 +95,8 @@ HEADER = (f"{'':>28} {'tokens':>8} {'p90':>8} {'requests':>8} {'wall':>7} {'agre
 
 def recorded(results: Path, suite: str | None, metric: str) -> list[tuple[str, list, list]]:
     """(run id, numerators, steps) of recorded runs with at least 20 request rows."""
-    from harness import stats
-    from harness.store import load_runs, read_requests
+    from harness.metrics import stats
+    from harness.results.store import load_runs, read_requests
 
     runs = load_runs(results, suite=suite, kind="run") if results.is_dir() else None
     found = []
@@ -109,7 +109,7 @@ def recorded(results: Path, suite: str | None, metric: str) -> list[tuple[str, l
 
 
 def main(argv: list[str] | None = None) -> int:
-    from harness import stats
+    from harness.metrics import stats
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=200, help="replayed runs per case")

@@ -34,8 +34,8 @@ SUITE = "gemma4_dflash_31b"
 CHILD = """
 import sys
 from pathlib import Path
-from harness.plots import plot_history
-from harness.store import load_runs
+from harness.analysis.plots import plot_history
+from harness.results.store import load_runs
 runs = load_runs(sys.argv[1])
 plot_history(Path(sys.argv[1]), sys.argv[2], runs=runs, out=Path(sys.argv[3]))
 print(len(runs))
@@ -43,7 +43,7 @@ print(len(runs))
 
 
 def _template() -> dict:
-    from harness.record import (
+    from harness.results.record import (
         BuildInfo,
         Measurement,
         Provenance,
@@ -87,8 +87,8 @@ def _template() -> dict:
 def synthesise(root: Path, n_runs: int, seed: int = 0) -> None:
     import numpy as np
 
-    from harness.record import RUN_FILE, run_dir_name
-    from harness.runs_index import note_written
+    from harness.results.index import note_written
+    from harness.results.record import RUN_FILE, run_dir_name
 
     rng = np.random.default_rng(seed)
     base = _template()

@@ -1,8 +1,10 @@
-"""Change-point detection on synthetic nightly histories: harness.trend vs maintained libraries.
+"""Change-point detection on synthetic nightly histories: harness.analysis.trend vs
+maintained libraries.
 
-Histories come from `harness.simulate.simulate_history` (reference-engine-like nights: level
-1.6-2.0, 95% CI half-width 0.05-0.1, 60 nights). Every detector's change points go through
-the same alarm rule (`harness.trend.open_drop`, min shift 0.1), so only detection differs:
+Histories come from `harness.analysis.simulate.simulate_history` (reference-engine-like
+nights: level 1.6-2.0, 95% CI half-width 0.05-0.1, 60 nights). Every detector's change
+points go through the same alarm rule (`harness.analysis.trend.open_drop`, min shift 0.1),
+so only detection differs:
 - harness: binary segmentation with CI-weighted z and a Bonferroni threshold (alpha 0.01);
 - ruptures KernelCPD (linear kernel = PELT with the l2 cost), penalty c * sigma^2 * ln(n),
   sigma from the median absolute successive difference (robust to one step), c = 2 and 4;
@@ -39,13 +41,13 @@ Detector = Callable[["object", "object"], list]  # (values, half-widths) -> step
 
 
 def harness_detector(values, half_width):  # type: ignore[no-untyped-def]
-    from harness.trend import TrendParams, detect_steps
+    from harness.analysis.trend import TrendParams, detect_steps
 
     return detect_steps(values, half_width / 1.96, TrendParams())[0]
 
 
 def _steps_at(values, edges):  # type: ignore[no-untyped-def]
-    from harness.trend import Step
+    from harness.analysis.trend import Step
 
     bounds = [0, *edges, len(values)]
     levels = [float(values[a:b].mean()) for a, b in itertools.pairwise(bounds)]
@@ -99,8 +101,8 @@ def detectors(every: bool) -> dict[str, tuple[Detector, float]]:
 
 def one_case(detect: Detector, kwargs: dict, histories: int) -> tuple[float, float, float]:
     """(alarm rate, mean |location error| of alarms where a step was planted, ms/history)."""
-    from harness.simulate import simulate_history
-    from harness.trend import open_drop
+    from harness.analysis.simulate import simulate_history
+    from harness.analysis.trend import open_drop
 
     alarms, errors, elapsed = 0, [], 0.0
     for seed in range(histories):
@@ -117,8 +119,8 @@ def one_case(detect: Detector, kwargs: dict, histories: int) -> tuple[float, flo
 
 def every_night(detect: Detector, kwargs: dict, histories: int) -> tuple[float, float]:
     """(share of histories alarming on some night, share alarming by 2 nights after `at`)."""
-    from harness.simulate import simulate_history
-    from harness.trend import open_drop
+    from harness.analysis.simulate import simulate_history
+    from harness.analysis.trend import open_drop
 
     some, soon = 0, 0
     for seed in range(histories):

@@ -1,6 +1,6 @@
 """The reference engine under each SGLang causality behaviour and draft-noise setting.
 
-Runs the tiny suite through the real pipeline (`harness.runner.run_suite`: server
+Runs the tiny suite through the real pipeline (`harness.run.runner.run_suite`: server
 process, HTTP, GSM8K prompts, exact accept length, bootstrap CI, verdict) once per
 setting, on the same checkpoint, and prints the Markdown table kept in
 docs/reference-engine.md. Needs the reference extra in this environment.
@@ -18,11 +18,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.baselines import save_baseline
-from harness.measure import numerator
-from harness.record import REQUESTS_FILE, RunRecord
-from harness.runner import RunOptions, run_suite
-from harness.suite import LoadedSuite, Suite, document_sha256, load_suite
+from harness.metrics.measure import numerator
+from harness.results.baselines import save_baseline
+from harness.results.record import REQUESTS_FILE, RunRecord
+from harness.run.runner import RunOptions, run_suite
+from harness.suite.model import LoadedSuite, Suite, document_sha256, load_suite
 
 
 def variant(base: LoadedSuite, questions: int, policy: str, noise: float) -> LoadedSuite:

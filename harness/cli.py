@@ -51,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return ExitCode.BAD_INPUT
-    from harness.skips import reporting
+    from harness.results.skips import reporting
 
     try:
         with reporting():  # each unusable file is reported once per command

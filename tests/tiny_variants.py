@@ -7,7 +7,7 @@ from typing import Any
 
 import tomli_w
 
-from harness.suite import SUITES_DIR
+from harness.suite.model import SUITES_DIR
 
 TINY = SUITES_DIR / "tiny_dflash_cpu.toml"
 

@@ -10,13 +10,13 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from harness.attention import LayerAttention
 from harness.audit.errors import (
     VERSION_REJECTS,
     AuditLimitError,
     ResolverError,
     VersionRejected,
 )
+from harness.suite.attention import LayerAttention
 
 if TYPE_CHECKING:
     from harness.audit.source import SGLangSource

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from harness.attention import DraftConfigError
+from harness.suite.attention import DraftConfigError
 
 CONFIG_NAME = "config.json"
 # `org/name`, as the hub spells repository ids; anything else is treated as a path.

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.attention import LayerAttention
 from harness.errors import BadInput, SuiteError
+from harness.suite.attention import LayerAttention
 
 EXPECTED_KEYS = frozenset({"causal", "window"})
 
@@ -101,7 +101,7 @@ def _find_file(spec: str, suites_dir: Path | None) -> Path:
     path = Path(spec).expanduser()
     if path.is_file():
         return path
-    from harness.suite import SUITES_DIR, resolve_suite_path  # pydantic: only when needed
+    from harness.suite.model import SUITES_DIR, resolve_suite_path  # pydantic: only when needed
 
     try:
         return resolve_suite_path(spec, suites_dir or SUITES_DIR)

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.attention import BEHAVIOURS, Behaviour, LayerAttention
 from harness.audit.envs import cache_root, ensure_env
 from harness.audit.errors import AuditLimitError, ResolverError
 from harness.audit.source import SGLangSource
 from harness.errors import BadInput
+from harness.suite.attention import BEHAVIOURS, Behaviour, LayerAttention
 
 PROTOCOL = "audit-v2.1"  # bump when the worker's answer changes meaning: old cache entries die
 WORKER = Path(__file__).with_name("worker.py")
@@ -120,7 +120,7 @@ def _layers(answer: Mapping[str, Any]) -> list[LayerAttention]:
 
 
 def _behaves_as(probes: Sequence[Any]) -> list[Behaviour]:
-    from harness.attention import resolve_layers
+    from harness.suite.attention import resolve_layers
 
     matched: list[Behaviour] = []
     if len(probes) != len(PROBES):

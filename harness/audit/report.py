@@ -1,5 +1,5 @@
 """The behaviours-only audit (no SGLang version given): the draft under the three known
-behaviours of the harness's own model (harness/attention.py), as data, JSON and a table.
+behaviours of the harness's own model (harness/suite/attention.py), as data, JSON and a table.
 
 With `--sglang`, the versions' own code decides instead (table.py)."""
 
@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.attention import Behaviour, LayerAttention, read_fields, resolve_all
 from harness.audit.contract import check_contract
+from harness.suite.attention import Behaviour, LayerAttention, read_fields, resolve_all
 
 JSON_SCHEMA_VERSION = 1
 

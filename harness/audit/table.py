@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.attention import LayerAttention
 from harness.audit.contract import check_contract
 from harness.audit.evaluate import VersionResult
+from harness.suite.attention import LayerAttention
 
 JSON_SCHEMA_VERSION = 2
 

@@ -25,7 +25,7 @@ from harness.bisect.steps import (
     step_rule,
 )
 from harness.errors import BadInput, EngineError, Interrupted, interruption_text
-from harness.suite import LoadedSuite
+from harness.suite.model import LoadedSuite
 
 Say = Callable[[str], None]
 
@@ -101,7 +101,7 @@ class Bisect:
     # ------------------------------------------------------------------ the session
 
     def run(self) -> SessionOutcome:
-        from harness.runner import sigterm_as_interrupt
+        from harness.run.runner import sigterm_as_interrupt
 
         s = self.session
         try:

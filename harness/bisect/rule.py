@@ -48,7 +48,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from harness import stats
+from harness.metrics import stats
 
 StepVerdict = Literal["good", "bad", "undecided"]
 

@@ -264,7 +264,7 @@ def create_session(loaded: Any, good: str, bad: str, *, repo: Path | None, resul
                    wave: int, prompts: int | None, max_prompts: int | None,
                    engine_python: str | None) -> Session:
     """Check the inputs, list the commits and write session.json (bad input: exit 2)."""
-    from harness.record import utc_now
+    from harness.results.record import utc_now
 
     suite = loaded.suite
     ends, good_ref, bad_ref = endpoints(good, bad, suite.engine.kind, repo)

@@ -1,7 +1,7 @@
 """One measurement of a bisect: a normal run of the suite against one commit's build,
 with the bisect's rule in place of the suite's floor rule.
 
-The rule (harness.drive.StopRule) sees the rows at its looks, in submission order, and
+The rule (harness.run.drive.StopRule) sees the rows at its looks, in submission order, and
 compares them prompt by prompt with GOOD's rows of the same questions. Its decision and
 the statistic at the settling look go to the run record's `measurement.sequential`,
 beside the session id, the role and the commit, so every record says what the step found.
@@ -17,7 +17,7 @@ from typing import Any
 
 from harness.bisect.rule import PairedLook, StepRule, endpoint_difference, significant
 from harness.errors import BadInput, EngineError, HarnessError, Interrupted, TopologySkip
-from harness.suite import LoadedSuite, Suite, document_sha256
+from harness.suite.model import LoadedSuite, Suite, document_sha256
 
 Pairs = tuple[list[int], list[int]]  # (numerators, verify steps) prompt by prompt
 
@@ -38,7 +38,7 @@ class Reference:
 def question_rows(rows: Sequence[Any], metric: str) -> tuple[tuple[Any, ...], Pairs]:
     """(questions in the order asked, (numerators, verify steps) per question): the turns
     of a multi-turn question summed, as every statistic of the harness does."""
-    from harness.breakdown import question_pairs
+    from harness.metrics.breakdown import question_pairs
 
     questions, tokens, steps = question_pairs(rows, metric)
     return tuple(questions), (tokens, steps)
@@ -46,7 +46,7 @@ def question_rows(rows: Sequence[Any], metric: str) -> tuple[tuple[Any, ...], Pa
 
 def read_reference(run_dir: Path, metric: str) -> Reference:
     """A run's questions in the order asked, in the suite's metric."""
-    from harness.store import read_requests
+    from harness.results.store import read_requests
 
     rows = sorted(read_requests(Path(run_dir)), key=lambda r: int(r["index"]))
     questions, (tokens, steps) = question_rows(rows, metric)
@@ -134,7 +134,7 @@ def measure(loaded: LoadedSuite, spec: str, label: str, prompts: int, rule: Bise
             results: Path, engine_python: str | None) -> dict[str, Any]:
     """Run the suite on one build: a journal entry with the verdict, or a skip (the build
     or the launch failed) with the reason. Interrupts and topology skips propagate."""
-    from harness.runner import RunOptions, run_suite
+    from harness.run.runner import RunOptions, run_suite
 
     options = RunOptions(results_dir=results, sglang=spec, label=label, plot=False,
                          progress=False, engine_python=engine_python, enforce_contract=False,

@@ -51,7 +51,7 @@ from harness.build.spec import (
     split_git_url,
 )
 from harness.errors import error_text
-from harness.layout import CACHE_ENV, cache_root
+from harness.results.layout import CACHE_ENV, cache_root
 
 __all__ = [
     "BUILD_NOTE", "CACHE_ENV", "FREEZE_FILE", "GRAMMAR", "INSTALL_TIMEOUT_S",

@@ -27,7 +27,7 @@ from harness.build.probe import (
 from harness.build.sglang_env import PreparedBuild
 from harness.build.spec import POLICIES, BuildSpec
 from harness.errors import BadInput, EngineError
-from harness.layout import cache_root
+from harness.results.layout import cache_root
 
 CONFIG_FILE = "reference-build.toml"
 CONFIG_KEYS = {"attention_policy", "draft_noise"}
@@ -137,7 +137,7 @@ def prepare_reference_env(
 
 
 def reference_info(facts: EnvironmentFacts, reference: ReferenceBuild | None) -> Any:
-    from harness.record import BuildInfo
+    from harness.results.record import BuildInfo
 
     if reference is not None and reference.build.kind == "reference-repo":
         commit, dirty, source_hash = reference.commit, reference.dirty, reference.source_hash

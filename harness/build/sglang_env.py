@@ -27,7 +27,7 @@ from harness.build.envs import ensure_env
 from harness.build.probe import EnvironmentFacts, probe_environment, save_freeze
 from harness.build.spec import BuildSpec, split_git_url
 from harness.errors import BadInput, EngineError
-from harness.layout import cache_root
+from harness.results.layout import cache_root
 
 PIP_ARGS_ENV = "HARNESS_PIP_ARGS"  # extra `pip install` arguments, part of the identity
 _SKIP = {".git", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
@@ -209,7 +209,7 @@ def planned_python(build: BuildSpec) -> str:
 @dataclass(frozen=True)
 class PreparedBuild:
     python: str
-    info: Any  # harness.record.BuildInfo
+    info: Any  # harness.results.record.BuildInfo
     facts: EnvironmentFacts
     resolved: ResolvedBuild | None = None
 
@@ -228,8 +228,8 @@ def prepare(build: BuildSpec) -> PreparedBuild:
 
 def build_info(build: BuildSpec, facts: EnvironmentFacts) -> Any:
     """BuildInfo from what the environment holds: its metadata and the harness's note."""
-    from harness.provenance import redact_url
-    from harness.record import BuildInfo
+    from harness.results.record import BuildInfo
+    from harness.run.provenance import redact_url
 
     note = facts.build_note or {}
     commit, dirty, source_hash = note.get("commit"), note.get("dirty"), note.get("source_hash")

@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Protocol
 
-from harness.layout import RESULTS_DIR, RESULTS_ENV, default_results_dir
+from harness.results.layout import RESULTS_DIR, RESULTS_ENV, default_results_dir
 
 __all__ = ["COMMANDS", "RESULTS_DIR", "Command", "add_results_option"]
 

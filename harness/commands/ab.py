@@ -36,11 +36,11 @@ class ABCommand:
         import json
         import math
 
+        from harness.analysis.compare import compare, render
         from harness.build import parse_build_spec
-        from harness.compare import compare, render
         from harness.errors import EngineError, ExitCode
-        from harness.runner import RunOptions, run_suite
-        from harness.suite import load_suite
+        from harness.run.runner import RunOptions, run_suite
+        from harness.suite.model import load_suite
 
         loaded = load_suite(args.suite)
         for spec, flag in ((args.a, "--a"), (args.b, "--b")):  # both parse before either runs
@@ -81,9 +81,9 @@ class ABCommand:
 def _sides(outcome: Any, label: str, spec: str) -> list[tuple[str, Any]]:
     """One comparison side per workload entry the build measured (its request rows kept
     for the per-category and per-position breakdowns)."""
-    from harness.compare import Side, add_run
+    from harness.analysis.compare import Side, add_run
     from harness.errors import EngineError
-    from harness.store import read_requests
+    from harness.results.store import read_requests
 
     sides = []
     for entry in getattr(outcome, "entries", None) or [outcome]:
@@ -104,7 +104,7 @@ def _sides(outcome: Any, label: str, spec: str) -> list[tuple[str, Any]]:
 
 
 def _alpha(loaded: Any, series: str) -> float:
-    from harness.suite import suite_entries
+    from harness.suite.model import suite_entries
 
     for entry in suite_entries(loaded):
         if entry.series == series:

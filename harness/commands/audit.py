@@ -87,7 +87,7 @@ class AuditCommand:
 
 
 def _read(path: Any) -> str:
-    from harness.attention import DraftConfigError
+    from harness.suite.attention import DraftConfigError
 
     try:
         return str(path.read_text(encoding="utf-8"))

@@ -10,7 +10,7 @@ from harness.commands import add_results_option
 
 if TYPE_CHECKING:
     from harness.bisect.session import Session
-    from harness.suite import LoadedSuite
+    from harness.suite.model import LoadedSuite
 
 EPILOG = """\
 GOOD and BAD are refs of one repository: PATH@REF (a local checkout), git+URL@REF
@@ -66,7 +66,7 @@ class BisectCommand:
         from harness.bisect.driver import Bisect
         from harness.bisect.session import create_session, load_session
         from harness.errors import BadInput
-        from harness.suite import load_suite
+        from harness.suite.model import load_suite
 
         if args.resume is not None:
             session = load_session(args.results, args.resume or None)

@@ -44,7 +44,7 @@ class CompareCommand:
         import math
         import sys
 
-        from harness.compare import compare, render, resolve_side
+        from harness.analysis.compare import compare, render, resolve_side
         from harness.errors import BadInput
 
         if not 0.0 < args.level < 1.0:

@@ -38,8 +38,8 @@ class MatrixCommand:
     def run(self, args: argparse.Namespace) -> int:
         import json
 
-        from harness.matrix import RUNNERS_FILE, build_matrix, load_runners, parse_builds
-        from harness.suite import load_suite, shipped_suites
+        from harness.ci.matrix import RUNNERS_FILE, build_matrix, load_runners, parse_builds
+        from harness.suite.model import load_suite, shipped_suites
 
         specs = _split(args.suites) or shipped_suites()
         suites = [load_suite(spec) for spec in specs]

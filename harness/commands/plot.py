@@ -25,7 +25,7 @@ class PlotCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         from harness.errors import BadInput
-        from harness.layout import RUN_FILE
+        from harness.results.layout import RUN_FILE
 
         target = Path(args.target)
         is_run = (target / RUN_FILE).is_file() or target.name == RUN_FILE
@@ -33,16 +33,16 @@ class PlotCommand:
         kind = args.kind or ("run" if is_run else "history")
         if kind in ("run", "histogram") and not is_run:
             raise BadInput(f"{args.target}: not a run folder (no {RUN_FILE})")
-        from harness import plots
+        from harness.analysis import plots
 
         if kind in ("run", "histogram"):
             draw = plots.plot_run if kind == "run" else plots.plot_histogram
             written = draw(run_dir, out=args.out)
         else:
-            from harness.store import load_runs
+            from harness.results.store import load_runs
 
             if is_run:
-                from harness.record_row import Skip, read_record_file
+                from harness.results.rows import Skip, read_record_file
 
                 try:
                     suite = read_record_file(run_dir / RUN_FILE, validate=False)[0]["suite"]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from harness.commands import add_results_option
 
 if TYPE_CHECKING:
-    from harness.suite import LoadedSuite
+    from harness.suite.model import LoadedSuite
 
 OFFSETS = (-0.5, -0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3, 0.5)
 
@@ -45,7 +45,7 @@ class PowerCommand:
         import json
 
         from harness.errors import BadInput
-        from harness.suite import load_suite
+        from harness.suite.model import load_suite
 
         for name in ("alpha", "beta"):
             value = getattr(args, name)
@@ -71,8 +71,8 @@ def recorded_spread(
     request rows, and the run ids used."""
     import math
 
-    from harness import stats
-    from harness.store import load_runs, read_requests
+    from harness.metrics import stats
+    from harness.results.store import load_runs, read_requests
 
     runs = load_runs(results, suite=suite, kind="run")
     variances, used = [], []
@@ -94,7 +94,7 @@ def power_report(
     sd: float | None = None,
     latest_runs: int = 5,
 ) -> dict[str, Any]:
-    from harness import stats
+    from harness.metrics import stats
     from harness.workloads import planned_questions
 
     suite, floors = loaded.suite, loaded.suite.floors

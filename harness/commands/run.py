@@ -43,8 +43,8 @@ class RunCommand:
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     def run(self, args: argparse.Namespace) -> int:
-        from harness.runner import RunOptions, run_suite
-        from harness.suite import load_suite
+        from harness.run.runner import RunOptions, run_suite
+        from harness.suite.model import load_suite
 
         loaded = load_suite(args.suite)
         options = RunOptions(

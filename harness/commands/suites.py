@@ -18,8 +18,8 @@ class ListCommand:
                             help="folder of suite TOML files (default: the shipped suites/)")
 
     def run(self, args: argparse.Namespace) -> int:
-        from harness.layout import SUITES_DIR
-        from harness.suite_list import listing
+        from harness.results.layout import SUITES_DIR
+        from harness.suite.listing import listing
 
         folder = args.suites_dir or SUITES_DIR
         failed = False
@@ -40,7 +40,7 @@ class ShowCommand:
     def run(self, args: argparse.Namespace) -> int:
         import json
 
-        from harness.suite import load_suite
+        from harness.suite.model import load_suite
 
         loaded = load_suite(args.suite)
         data = loaded.suite.model_dump(mode="json")
@@ -81,7 +81,7 @@ class ValidateCommand:
         parser.add_argument("paths", nargs="+", type=Path, help="suite files or folders")
 
     def run(self, args: argparse.Namespace) -> int:
-        from harness.suite import load_suite
+        from harness.suite.model import load_suite
 
         files: list[Path] = []
         for path in args.paths:

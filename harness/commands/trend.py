@@ -68,9 +68,9 @@ class TrendCommand:
     def run(self, args: argparse.Namespace) -> int:
         import json
 
-        from harness.store import PLOTS_DIR, load_runs
-        from harness.trend import TrendParams, analyse_all
-        from harness.trend_report import markdown_table, summarize
+        from harness.analysis.trend import TrendParams, analyse_all
+        from harness.analysis.trend_report import markdown_table, summarize
+        from harness.results.store import PLOTS_DIR, load_runs
 
         root = args.results
         if not root.is_dir():
@@ -84,7 +84,7 @@ class TrendCommand:
         trends = analyse_all(runs, _with_entries(args.suites, runs) or None, params)
         summaries = summarize(runs, trends, params.window, _since(args.since))
         if args.plot:
-            from harness.trend_plot import TREND_PNG, plot_trend
+            from harness.analysis.trend_plot import TREND_PNG, plot_trend
 
             for item in summaries:
                 plot_trend(runs, item.suite, root / PLOTS_DIR / item.suite / TREND_PNG,
@@ -131,7 +131,7 @@ def _since(text: str | None) -> object:
 
 
 def _as_json(item: object) -> dict[str, object]:
-    from harness.trend_report import SuiteSummary
+    from harness.analysis.trend_report import SuiteSummary
 
     assert isinstance(item, SuiteSummary)
     return {

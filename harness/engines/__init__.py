@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from harness.suite import Suite
+    from harness.suite.model import Suite
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ One module per kind, each holding its whole protocol (docs/workloads.md):
 `items.Prompt` is what every kind produces. The protocol a request is sent with
 (`completion`: the text to SGLang's /generate; `chat`: messages through the target's
 chat template) and the sampling settings are the workload's request fields
-(`harness.suite_workloads`); the routes and bodies are the engine adapter's.
+(`harness.suite.entries`); the routes and bodies are the engine adapter's.
 """
 
 from __future__ import annotations

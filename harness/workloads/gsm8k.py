@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import BadInput
-from harness.suite_workloads import GSM8KWorkload
+from harness.suite.entries import GSM8KWorkload
 from harness.workloads import data as sources
 from harness.workloads.items import Prompt
 

@@ -24,7 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from harness.suite_workloads import HumanEvalWorkload
+from harness.suite.entries import HumanEvalWorkload
 from harness.workloads import data as sources
 from harness.workloads.items import Prompt
 

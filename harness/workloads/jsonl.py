@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.errors import BadInput
-from harness.suite_workloads import JsonlWorkload
+from harness.suite.entries import JsonlWorkload
 from harness.workloads import data as sources
 from harness.workloads.gsm8k import extract_label
 from harness.workloads.items import Prompt

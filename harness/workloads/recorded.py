@@ -9,14 +9,14 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from harness.record import RequestRow, WorkloadInfo
+from harness.results.record import RequestRow, WorkloadInfo
 from harness.workloads import WorkloadPlan
 
 
 def prompts_sha256(workload: Any, plan: WorkloadPlan) -> str:
     """sha256 over the first request of every planned question as the harness sends it
     (the text, or the chat messages), one compact JSON value per line, in order."""
-    from harness.drive import first_turn
+    from harness.run.drive import first_turn
 
     lines = "".join(json.dumps(first_turn(workload, prompt), ensure_ascii=False,
                                separators=(",", ":")) + "\n" for prompt in plan.prompts)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.errors import BadInput
-from harness.suite_workloads import MT_BENCH_CATEGORIES, SPEC_BENCH_TASKS, SpecBenchWorkload
+from harness.suite.entries import MT_BENCH_CATEGORIES, SPEC_BENCH_TASKS, SpecBenchWorkload
 from harness.workloads import data as sources
 from harness.workloads.items import Prompt
 

@@ -1,12 +1,13 @@
-"""Synthetic run records (written through harness.record) for the analysis tests."""
+"""Synthetic run records (written through harness.results.record) for the analysis tests."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from harness import stats
-from harness.record import (
+from harness.analysis.simulate import simulate_prompts
+from harness.metrics import stats
+from harness.results.record import (
     BuildInfo,
     Measurement,
     Provenance,
@@ -16,8 +17,7 @@ from harness.record import (
     Verdict,
     new_run_id,
 )
-from harness.simulate import simulate_prompts
-from harness.store import save_run
+from harness.results.store import save_run
 
 SUITE_DOCUMENT = {
     "name": "tiny_dflash_cpu",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.layout import REQUESTS_FILE, RUN_FILE
+from harness.results.layout import REQUESTS_FILE, RUN_FILE
 from tests.analysis.records import make_history, make_run
 
 SUITE = "tiny_dflash_cpu"

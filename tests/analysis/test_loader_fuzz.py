@@ -26,9 +26,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import store
 from harness.cli import main
-from harness.layout import REQUESTS_FILE, RUN_FILE
+from harness.results import store
+from harness.results.layout import REQUESTS_FILE, RUN_FILE
 from tests.analysis.records import make_history
 
 SUITE = "tiny_dflash_cpu"
@@ -123,7 +123,7 @@ def _results(base: Path, text: bytes, name: str = "20990101T000000Z-mutant") -> 
 
 
 class _Reports(logging.Handler):
-    """Skip reports, as the CLI prints them (logger `harness.store`)."""
+    """Skip reports, as the CLI prints them (logger `harness.results.store`)."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
@@ -136,7 +136,7 @@ class _Reports(logging.Handler):
 @contextmanager
 def _reports() -> Iterator[_Reports]:
     handler = _Reports()
-    logger = logging.getLogger("harness.store")
+    logger = logging.getLogger("harness.results.store")
     logger.addHandler(handler)
     try:
         yield handler

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import plots
+from harness.analysis import plots
 from harness.cli import main
 from tests.analysis.records import make_history, make_run
 
@@ -116,7 +116,7 @@ def test_cli_power_uses_recorded_spread(results: Path, capsys: pytest.CaptureFix
 def test_cli_ab_runs_both_builds_and_compares(
     results: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import harness.runner
+    import harness.run.runner
 
     calls = []
 
@@ -128,7 +128,7 @@ def test_cli_ab_runs_both_builds_and_compares(
         record = plots.read_run(run_dir)
         return SimpleNamespace(run_dir=run_dir, exit_code=0, record=record)
 
-    monkeypatch.setattr(harness.runner, "run_suite", fake_run_suite)
+    monkeypatch.setattr(harness.run.runner, "run_suite", fake_run_suite)
     code = main(["ab", "gemma4_dflash_31b", "--a", "sglang==0.5.17", "--b", "sglang==0.5.23",
                  "--results", str(results), "--json"])  # fmt: skip
     assert code == 0
@@ -141,9 +141,9 @@ def test_cli_ab_runs_both_builds_and_compares(
 def test_cli_ab_without_a_record_is_an_engine_error(
     results: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import harness.runner
+    import harness.run.runner
 
-    monkeypatch.setattr(harness.runner, "run_suite",
+    monkeypatch.setattr(harness.run.runner, "run_suite",
                         lambda loaded, options: SimpleNamespace(run_dir=None, exit_code=3,
                                                                 record=None))  # fmt: skip
     assert main(["ab", "gemma4_dflash_31b", "--a", "sglang==0.5.17", "--b", "sglang==0.5.23",

@@ -11,8 +11,13 @@ import math
 import numpy as np
 import pytest
 
-from harness import stats
-from harness.simulate import completion_times, replay_pipelined, replay_waves, simulate_prompts
+from harness.analysis.simulate import (
+    completion_times,
+    replay_pipelined,
+    replay_waves,
+    simulate_prompts,
+)
+from harness.metrics import stats
 
 TRUE = 5.0
 N = 60
@@ -249,7 +254,7 @@ def test_waves_waste_no_tokens_while_pipelining_does() -> None:
 
 def test_power_spread_uses_the_metric_numerators(results) -> None:  # type: ignore[no-untyped-def]
     from harness.commands.power import recorded_spread
-    from harness.store import read_requests
+    from harness.results.store import read_requests
     from tests.analysis.records import make_run
 
     run = make_run(results, 5.5, n=50, suite="gemma4_dflash_31b", floor=5.4)

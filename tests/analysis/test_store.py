@@ -11,10 +11,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness import layout, record, runs_index, store
-from harness.baselines import load_baselines
-from harness.record import REQUESTS_FILE, RUN_FILE
-from harness.record_row import READS_SCHEMA, RUN_COLUMNS
+from harness.results import index as runs_index
+from harness.results import layout, record, store
+from harness.results.baselines import load_baselines
+from harness.results.record import REQUESTS_FILE, RUN_FILE
+from harness.results.rows import READS_SCHEMA, RUN_COLUMNS
 from tests.analysis.records import make_run
 
 SUITE = "tiny_dflash_cpu"
@@ -84,7 +85,7 @@ def test_bad_files_are_reported_skipped_and_left_alone(
     make_run(results, 2.5)
     bad = _damage(results)
     before = {name: file.read_bytes() for name, file in bad.items()}
-    with caplog.at_level(logging.WARNING, logger="harness.store"):
+    with caplog.at_level(logging.WARNING, logger="harness.results.store"):
         runs = store.load_runs(results)
     assert len(runs) == 1
     skipped = runs.attrs["skipped"]
@@ -222,7 +223,7 @@ def test_the_index_is_only_a_copy(
         log.unlink()
     else:
         log.write_text(line.replace(runs_index.TAG, "1:00000000"))
-    with caplog.at_level(logging.WARNING, logger="harness.store"):
+    with caplog.at_level(logging.WARNING, logger="harness.results.store"):
         runs = store.load_runs(results)
     pd.testing.assert_frame_equal(runs, expected)
     corrupt = damage in ("garbage", "torn", "foreign_line", "snapshot")
@@ -408,7 +409,7 @@ def test_index_encodings_round_trip() -> None:
 
 
 def test_a_build_without_a_spec_is_named_by_engine_and_version() -> None:
-    from harness.sides import _build_name
+    from harness.analysis.sides import _build_name
 
     row = {"build.spec": None, "build.engine": "reference", "build.version": "0.1.0"}
     assert _build_name(row) == "reference 0.1.0"

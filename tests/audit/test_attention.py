@@ -1,4 +1,4 @@
-"""The three known SGLang behaviours, resolved by harness.attention."""
+"""The three known SGLang behaviours, resolved by harness.suite.attention."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.attention import (
+from harness.errors import BadInput, ExitCode
+from harness.suite.attention import (
     BEHAVIOURS,
     DraftConfigError,
     LayerAttention,
@@ -16,7 +17,6 @@ from harness.attention import (
     resolve_layers,
     text_config,
 )
-from harness.errors import BadInput, ExitCode
 
 from .conftest import (
     dflash2_draft,

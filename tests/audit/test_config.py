@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.attention import DraftConfigError
 from harness.audit.config import load_draft_config
+from harness.suite.attention import DraftConfigError
 
 from .conftest import gemma4_dflash
 

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.attention import resolve_layers
 from harness.audit.contract import (
     ContractError,
     check_contract,
@@ -14,6 +13,7 @@ from harness.audit.contract import (
     load_expected,
     validate_expected,
 )
+from harness.suite.attention import resolve_layers
 
 from .conftest import gemma4_dflash
 

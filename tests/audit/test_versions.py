@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from harness.attention import resolve_layers
 from harness.audit import VersionRejected, audit_for_build
 from harness.audit.evaluate import evaluate_many
+from harness.suite.attention import resolve_layers
 
 from .conftest import (
     RELEASES,

@@ -23,8 +23,8 @@ import psutil
 import pytest
 
 from harness.build import has_reference_dependencies
-from harness.record import RunRecord
-from harness.suite import SUITES_DIR
+from harness.results.record import RunRecord
+from harness.suite.model import SUITES_DIR
 from tests.bisect.history import make_history
 
 pytestmark = pytest.mark.slow

@@ -21,8 +21,8 @@ from harness.bisect.driver import Bisect
 from harness.bisect.session import create_session, load_session
 from harness.bisect.simulate import simulate_builds
 from harness.errors import EngineError
-from harness.record import RequestRow
-from harness.suite import SUITES_DIR, load_suite
+from harness.results.record import RequestRow
+from harness.suite.model import SUITES_DIR, load_suite
 from tests.bisect.history import make_history
 
 TINY = SUITES_DIR / "tiny_dflash_cpu.toml"
@@ -87,7 +87,7 @@ def test_skip_and_extension(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     layout = [GOOD, GOOD, GOOD, None, (GOOD + BAD) / 2, BAD, BAD, BAD]
     session, accepts, shas = start(tmp_path, layout)
     fake = FakeRuns(accepts)
-    monkeypatch.setattr("harness.runner.run_suite", fake)
+    monkeypatch.setattr("harness.run.runner.run_suite", fake)
     lines: list[str] = []
     outcome = Bisect(session, load_suite(TINY), lines.append).run()
     result = report.summarise(outcome)
@@ -119,7 +119,7 @@ def test_resume_replays_the_journal_and_measures_only_what_is_missing(
     layout = [GOOD] * 5 + [BAD] * 11
     session, accepts, shas = start(tmp_path, layout)
     fake = FakeRuns(accepts)
-    monkeypatch.setattr("harness.runner.run_suite", fake)
+    monkeypatch.setattr("harness.run.runner.run_suite", fake)
     first = report.summarise(Bisect(session, load_suite(TINY), lambda _: None).run())
     assert first["status"] == "found" and first["first_bad"]["sha"] == shas[6]
     assert first["steps"] <= 5
@@ -138,7 +138,7 @@ def test_a_good_endpoint_that_fails_is_an_error(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     session, accepts, shas = start(tmp_path, [GOOD, BAD])
     accepts[shas[0]] = None
-    monkeypatch.setattr("harness.runner.run_suite", FakeRuns(accepts))
+    monkeypatch.setattr("harness.run.runner.run_suite", FakeRuns(accepts))
     with pytest.raises(EngineError, match=r"GOOD .* could not be measured: reference-build"):
         Bisect(session, load_suite(TINY), lambda _: None).run()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from harness.bisect import report
 from harness.bisect.driver import SessionOutcome, describe_entry
 from harness.bisect.session import Session
-from harness.stats import wald
+from harness.metrics.stats import wald
 
 
 def session(tmp_path: Path, n: int = 8) -> Session:

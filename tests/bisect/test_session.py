@@ -19,7 +19,7 @@ from harness.bisect.session import (
 from harness.bisect.steps import measure, reference_rule
 from harness.cli import main
 from harness.errors import BadInput
-from harness.suite import SUITES_DIR, load_suite
+from harness.suite.model import SUITES_DIR, load_suite
 from tests.bisect.history import git, make_history
 from tests.core.build_repos import commit_all, make_sglang_repo
 
@@ -154,7 +154,7 @@ def test_a_fixed_prompt_set_is_bisected_as_it_is() -> None:
     """Spec-Bench has no `questions` count: its suite stays as written (it used to be
     refused, so every step of a Spec-Bench bisect was skipped)."""
     from harness.bisect.steps import with_questions
-    from harness.suite import load_suite
+    from harness.suite.model import load_suite
 
     spec_bench = load_suite("tiny_spec_bench_cpu")
     assert with_questions(spec_bench, 18) is spec_bench

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.gpu_allocator import (
+from harness.ci.gpu_allocator import (
     GPUAllocator,
     GPUUnavailable,
     LeaseTimeout,
     read_lease_log,
 )
-from harness.record import GPUInfo
-from harness.suite import Topology
+from harness.results.record import GPUInfo
+from harness.suite.model import Topology
 
 
 def inventory(count: int = 4, name: str = "NVIDIA H100 80GB HBM3") -> list[GPUInfo]:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.ci.matrix import RUNNERS_FILE, build_matrix, load_runners, nox_sessions
 from harness.commands.matrix import MatrixCommand
 from harness.errors import BadInput
-from harness.matrix import RUNNERS_FILE, build_matrix, load_runners, nox_sessions
-from harness.suite import SUITES_DIR, load_suite
+from harness.suite.model import SUITES_DIR, load_suite
 
 SHIPPED = {
     # suite: (nox session, runner label, gpus)
@@ -106,8 +106,8 @@ def test_shipped_runner_config_loads() -> None:
 
 
 def test_builds_give_one_labelled_job_per_sglang_suite() -> None:
-    from harness.matrix import build_matrix, load_runners, parse_builds
-    from harness.suite import load_suite
+    from harness.ci.matrix import build_matrix, load_runners, parse_builds
+    from harness.suite.model import load_suite
 
     builds = parse_builds(["main=git+https://github.com/sgl-project/sglang@abc#subdirectory=python",
                            "release=sglang==0.5.23"])
@@ -123,8 +123,8 @@ def test_builds_give_one_labelled_job_per_sglang_suite() -> None:
 
 @pytest.mark.parametrize("bad", ["release", "=x", "a b=x", "release="])
 def test_bad_build_entries(bad: str) -> None:
+    from harness.ci.matrix import parse_builds
     from harness.errors import BadInput
-    from harness.matrix import parse_builds
 
     with pytest.raises(BadInput, match="LABEL=SPEC"):
         parse_builds([bad])

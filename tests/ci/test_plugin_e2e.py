@@ -20,7 +20,7 @@ import pytest
 import tomli_w
 
 from harness.build import has_reference_dependencies
-from harness.gpu_allocator import read_lease_log
+from harness.ci.gpu_allocator import read_lease_log
 
 pytestmark = pytest.mark.slow
 

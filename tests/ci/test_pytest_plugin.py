@@ -13,7 +13,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-# Stands in for harness.runner until the real one can run here: same API, records what it got.
+# Stands in for harness.run.runner until the real one can run here: same API, records what it got.
 FAKE_RUNNER = """
 from __future__ import annotations
 import json, os, time
@@ -207,7 +207,7 @@ def test_lease_released_when_the_runner_crashes(project: pytest.Pytester, tmp_pa
         "no:randomly",
     )
     result.assert_outcomes(passed=1, failed=1)
-    from harness.gpu_allocator import GPUAllocator, read_lease_log
+    from harness.ci.gpu_allocator import GPUAllocator, read_lease_log
 
     assert GPUAllocator(lock_dir, []).held() == {}
     events = [e["event"] for e in read_lease_log(lock_dir)]
@@ -215,9 +215,9 @@ def test_lease_released_when_the_runner_crashes(project: pytest.Pytester, tmp_pa
 
 
 def test_busy_gpus_skip_after_the_wait(project: pytest.Pytester, tmp_path: Path) -> None:
-    from harness.gpu_allocator import GPUAllocator
-    from harness.record import GPUInfo
-    from harness.suite import Topology
+    from harness.ci.gpu_allocator import GPUAllocator
+    from harness.results.record import GPUInfo
+    from harness.suite.model import Topology
 
     lock_dir = tmp_path / "locks"
     inventory = [GPUInfo(index=i, name="H100", memory_gib=80) for i in range(4)]
@@ -268,7 +268,7 @@ def test_xdist_workers_hold_disjoint_gpus(
 
 def test_plugin_import_is_light() -> None:
     code = (
-        "import sys, harness.pytest_plugin; "
+        "import sys, harness.ci.pytest_plugin; "
         "print(sorted(m for m in ('pydantic', 'pandas', 'numpy', 'matplotlib', 'httpx') "
         "if m in sys.modules))"
     )

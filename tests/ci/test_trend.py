@@ -10,10 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.commands.trend import TrendCommand
-from harness.errors import BadInput
-from harness.simulate import simulate_history
-from harness.trend import (
+from harness.analysis.simulate import simulate_history
+from harness.analysis.trend import (
     TrendParams,
     analyse,
     analyse_all,
@@ -21,7 +19,9 @@ from harness.trend import (
     suite_history,
     winsorize,
 )
-from harness.trend_report import markdown_table, summarize
+from harness.analysis.trend_report import markdown_table, summarize
+from harness.commands.trend import TrendCommand
+from harness.errors import BadInput
 
 NIGHTS = 60
 START = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
@@ -35,7 +35,7 @@ def nightly(
     suite: str = "tiny",
     sha: str = "a",
 ) -> pd.DataFrame:
-    """60 nights like the reference engine's (harness.simulate.simulate_history)."""
+    """60 nights like the reference engine's (harness.analysis.simulate.simulate_history)."""
     values, half_width = simulate_history(seed, NIGHTS, drop=drop, at=at)
     for night, shift in (outliers or {}).items():
         values[night] += shift
@@ -157,8 +157,15 @@ def _command(argv: list[str]) -> int:
 
 
 def _save_history(root: Path, frame: pd.DataFrame) -> None:
-    from harness.record import BuildInfo, Measurement, Provenance, RunRecord, SuiteInfo, Verdict
-    from harness.store import save_run
+    from harness.results.record import (
+        BuildInfo,
+        Measurement,
+        Provenance,
+        RunRecord,
+        SuiteInfo,
+        Verdict,
+    )
+    from harness.results.store import save_run
 
     for i, row in enumerate(frame.itertuples()):
         record = RunRecord(

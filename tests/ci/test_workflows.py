@@ -78,7 +78,7 @@ def test_commands_the_workflows_call_exist(name: str) -> None:
     scripts = _run_scripts(load(name))
     for subcommand in re.findall(r"harness (\w+)", scripts):
         assert subcommand in COMMANDS, subcommand
-    from harness.pytest_plugin import pytest_addoption
+    from harness.ci.pytest_plugin import pytest_addoption
 
     options: list[str] = []
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.workload import default_data_paths
+from harness.workloads.gsm8k import default_data_paths
 from tests.reference.conftest import (
     ENGINE_PYTHON,
     Server,

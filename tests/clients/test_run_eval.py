@@ -22,8 +22,14 @@ import pytest
 
 from harness.engines.sglang.api import parse_generate as parse_generate_response
 from harness.engines.sglang.api import server_figure as server_accept_length
-from harness.suite import GSM8KWorkload
-from harness.workload import STOP_STRINGS, build_prompts, extract_answer, is_correct, load_gsm8k
+from harness.suite.model import GSM8KWorkload
+from harness.workloads.gsm8k import (
+    STOP_STRINGS,
+    build_prompts,
+    extract_answer,
+    is_correct,
+    load_gsm8k,
+)
 from tests.reference.conftest import Server
 
 pytestmark = pytest.mark.slow

@@ -143,7 +143,7 @@ def test_dependency_set_is_hashed_and_kept(history: tuple[Path, Steps], tmp_path
 
 
 def test_record_fields_validate(history: tuple[Path, Steps]) -> None:
-    from harness.record import BuildInfo
+    from harness.results.record import BuildInfo
 
     info = history[1]["dirty"].info
     again = BuildInfo.model_validate_json(info.model_dump_json())

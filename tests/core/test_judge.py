@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import ExitCode
-from harness.judge import EXIT_CODES, judge
-from harness.record import Measurement
-from harness.suite import Floors
+from harness.results.record import Measurement
+from harness.run.judge import EXIT_CODES, judge
+from harness.suite.model import Floors
 
 EPS = 1e-9
 

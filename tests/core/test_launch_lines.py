@@ -17,7 +17,7 @@ import pytest
 from harness.engines import reference_adapter as reference_launch
 from harness.engines import sglang
 from harness.errors import BadInput
-from harness.suite import load_suite, parse_suite
+from harness.suite.model import load_suite, parse_suite
 
 from .conftest import FULL_SGLANG_SUITE
 
@@ -112,7 +112,7 @@ def test_golden_launch_line(name: str, muse_weights: None) -> None:
 
 
 def test_every_shipped_sglang_suite_has_a_golden_line() -> None:
-    from harness.suite import shipped_suites
+    from harness.suite.model import shipped_suites
 
     sglang_suites = {p.stem for p in shipped_suites()
                      if load_suite(p).suite.engine.kind == "sglang"}

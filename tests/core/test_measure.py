@@ -11,9 +11,9 @@ import pytest
 
 from harness.engines.sglang.api import parse_generate
 from harness.errors import MissingMetric
-from harness.measure import accept_lengths, numerator, numerators, summarise
-from harness.record import RequestRow
-from harness.stats import per_position_acceptance, sum_histograms
+from harness.metrics.measure import accept_lengths, numerator, numerators, summarise
+from harness.metrics.stats import per_position_acceptance, sum_histograms
+from harness.results.record import RequestRow
 
 from .test_sglang_api import HISTOGRAM_16, _meta, response_0_5_17, response_0_5_23
 

@@ -7,11 +7,11 @@ import pytest
 
 from harness.engines import Models, adapter_for
 from harness.errors import BadInput
-from harness.plan import choose_build, redact_command, redacted_document, server_env
-from harness.preflight import Fit
-from harness.runner import RunOptions
-from harness.secrets import REDACTED
-from harness.suite import load_suite, parse_suite, resolve_models
+from harness.run.plan import choose_build, redact_command, redacted_document, server_env
+from harness.run.preflight import Fit
+from harness.run.runner import RunOptions
+from harness.suite.model import load_suite, parse_suite, resolve_models
+from harness.suite.secrets import REDACTED
 
 GEMMA = load_suite("gemma4_dflash_31b")
 REPORTED = {"speculative_algorithm": "DFLASH", "speculative_num_draft_tokens": 16,

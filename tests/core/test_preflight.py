@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from harness.errors import BadInput
-from harness.preflight import check_fit, gpu_inventory
-from harness.record import GPUInfo
-from harness.suite import Topology, load_suite
+from harness.results.record import GPUInfo
+from harness.run.preflight import check_fit, gpu_inventory
+from harness.suite.model import Topology, load_suite
 
 GEMMA_TOPOLOGY = Topology(gpus=2, gpu_types=["H100", "H200"], min_memory_gib=80, tp_size=2)
 

@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from harness import provenance
-from harness.provenance import collect, safe_env
-from harness.record import GPUInfo
-from harness.secrets import REDACTED, redact_argv
+from harness.results.record import GPUInfo
+from harness.run import provenance
+from harness.run.provenance import collect, safe_env
+from harness.suite.secrets import REDACTED, redact_argv
 
 
 def test_safe_env_keeps_allow_listed() -> None:

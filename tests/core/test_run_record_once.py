@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from harness import record, runs_index
-from harness.record import RUN_FILE, Verdict
-from harness.runner import RunOptions, _fail_unfinished, _new_run
-from harness.suite import load_suite, suite_entries
+from harness.results import index as runs_index
+from harness.results import record
+from harness.results.record import RUN_FILE, Verdict
+from harness.run.runner import RunOptions, _fail_unfinished, _new_run
+from harness.suite.model import load_suite, suite_entries
 
 SUITE = Path(__file__).resolve().parents[2] / "suites" / "tiny_dflash_cpu.toml"
 

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from harness.errors import Interrupted, Terminated, interruption_text
-from harness.runner import sigterm_as_interrupt
+from harness.run.runner import sigterm_as_interrupt
 
 
 async def _busy_request() -> None:

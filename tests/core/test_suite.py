@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import BadInput, ExitCode, SuiteError
-from harness.suite import (
+from harness.suite.model import (
     LoadedSuite,
     Suite,
     document_sha256,

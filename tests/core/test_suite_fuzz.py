@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.errors import SuiteError
-from harness.suite import Suite, parse_suite
+from harness.suite.model import Suite, parse_suite
 
 from .conftest import FULL_SGLANG_SUITE, MINIMAL_SUITE
 

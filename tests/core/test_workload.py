@@ -18,18 +18,17 @@ from pathlib import Path
 import pytest
 
 from harness.errors import BadInput
-from harness.suite import GSM8KWorkload
-from harness.workload import (
+from harness.suite.model import GSM8KWorkload
+from harness.workloads.gsm8k import (
     STOP_STRINGS,
-    Prompt,
     build_prompts,
     extract_answer,
     extract_label,
     few_shot_prefix,
     is_correct,
     load_gsm8k,
-    warmup_prompts,
 )
+from harness.workloads.items import Prompt, warmup_prompts
 
 from .conftest import GSM8K_TEST as SHARED_GSM8K_TEST
 

@@ -20,8 +20,8 @@ import pytest
 from filelock import FileLock
 
 from harness.build import has_reference_dependencies
-from harness.record import RunRecord
-from harness.suite import SUITES_DIR
+from harness.results.record import RunRecord
+from harness.suite.model import SUITES_DIR
 
 pytestmark = pytest.mark.slow
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from harness.build import has_reference_dependencies
-from harness.record import RunRecord
-from harness.suite import SUITES_DIR
+from harness.results.record import RunRecord
+from harness.suite.model import SUITES_DIR
 from tests.tiny_variants import tiny_variant
 
 pytestmark = pytest.mark.slow

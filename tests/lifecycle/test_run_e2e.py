@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.record import RunRecord
+from harness.results.record import RunRecord
 
 from .conftest import assert_no_orphans, server_pids
 

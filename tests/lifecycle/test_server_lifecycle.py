@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from harness.errors import EngineError
-from harness.launch import Server, ServerSpec, free_port, kill_tree
+from harness.run.launch import Server, ServerSpec, free_port, kill_tree
 
 from .conftest import alive, assert_no_orphans, server_pids
 

@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 
 from harness.build import cache_root
-from harness.launch import Server as LaunchedServer
-from harness.launch import ServerSpec, free_port
-from harness.suite import GSM8KWorkload
-from harness.workload import STOP_STRINGS, build_prompts, load_gsm8k
+from harness.run.launch import Server as LaunchedServer
+from harness.run.launch import ServerSpec, free_port
+from harness.suite.model import GSM8KWorkload
+from harness.workloads.gsm8k import STOP_STRINGS, build_prompts, load_gsm8k
 
 ENGINE_PYTHON = os.environ.get("HARNESS_REFERENCE_PYTHON", sys.executable)
 STOP = list(STOP_STRINGS)

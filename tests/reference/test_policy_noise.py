@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.attention import resolve_layers
 from harness.engines.sglang.api import parse_generate as parse_generate_response
+from harness.suite.attention import resolve_layers
 from tests.reference.conftest import STOP, Server, start_server, stop_server
 
 pytestmark = pytest.mark.slow

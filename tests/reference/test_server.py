@@ -1,7 +1,7 @@
 """The reference engine's HTTP API: SGLang 0.5.23 shapes and exact spec accounting.
 
 Every test talks to a real server process over HTTP; responses are read with the
-harness's own SGLang parsers (`harness.measure`), so the engine is held to the format the
+harness's own SGLang parsers (`harness.metrics.measure`), so the engine is held to the format the
 harness expects from SGLang.
 """
 

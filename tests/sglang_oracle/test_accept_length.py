@@ -142,10 +142,10 @@ def test_versions_disagree_on_a_stop_past_the_length_limit() -> None:
 
 
 def test_harness_figures_equal_sglang(make_sglang: Callable[..., SGLang]) -> None:
-    """harness.measure.accept_lengths over the SGLang adapter's parsed responses (as the
+    """harness.metrics.measure.accept_lengths over the SGLang adapter's parsed responses (as the
     dicts of fields a RequestRow is made of)."""
-    from harness import measure
     from harness.engines.sglang import api
+    from harness.metrics import measure
 
     sglang = make_sglang(decode_log_interval=1)
     items = Scheduler(sglang, overlap=False).run(gsm8k_like())

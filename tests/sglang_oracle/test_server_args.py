@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from harness.errors import BadInput
-from harness.suite import load_suite
+from harness.suite.model import load_suite
 
 SUITES = Path(__file__).resolve().parents[2] / "suites"
 HOST, PORT = "127.0.0.1", 30000

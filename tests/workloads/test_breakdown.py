@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from harness import breakdown, stats
-from harness.judge import judge
-from harness.measure import summarise
-from harness.record import Measurement, RequestRow
-from harness.suite import Floors
+from harness.metrics import breakdown, stats
+from harness.metrics.measure import summarise
+from harness.results.record import Measurement, RequestRow
+from harness.run.judge import judge
+from harness.suite.model import Floors
 
 
 def _histogram(steps: int, accepted: list[int]) -> list[int]:

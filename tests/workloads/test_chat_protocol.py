@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from harness.drive import TURN_SEED_STRIDE, Driver, Endpoint, first_turn
 from harness.engines.sglang import ADAPTER
 from harness.engines.sglang.api import chat_body, parse_chat
 from harness.errors import MissingMetric
-from harness.suite import SpecBenchWorkload
+from harness.run.drive import TURN_SEED_STRIDE, Driver, Endpoint, first_turn
+from harness.suite.model import SpecBenchWorkload
 from harness.workloads import Prompt
 
 from . import sglang_like

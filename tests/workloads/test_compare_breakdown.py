@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.compare import Side, add_run, compare, render
-from harness.store import read_requests
+from harness.analysis.compare import Side, add_run, compare, render
+from harness.results.store import read_requests
 from tests.analysis.records import make_run
 
 from .test_breakdown import RATES, _rows
@@ -50,7 +50,7 @@ def test_compare_and_render_by_category_and_position(
 
 def test_no_request_rows_no_breakdown(tmp_path: Path) -> None:
     """A baseline figure has no request rows: no per-category or per-position table."""
-    from harness.baselines import BaselineFigure
+    from harness.results.baselines import BaselineFigure
 
     a = Side(name="a")
     add_run(a, make_run(tmp_path, 2.4, seed=1))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import BadInput
-from harness.suite import GSM8KWorkload, HumanEvalWorkload, SpecBenchWorkload
+from harness.suite.model import GSM8KWorkload, HumanEvalWorkload, SpecBenchWorkload
 from harness.workloads import prepare
 from harness.workloads.gsm8k import load_gsm8k
 

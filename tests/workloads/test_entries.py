@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import BadInput, SuiteError
-from harness.suite import (
+from harness.suite.model import (
     LoadedSuite,
     document_sha256,
     load_suite,

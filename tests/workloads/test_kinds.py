@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import BadInput
-from harness.suite import (
+from harness.suite.model import (
     HumanEvalWorkload,
     JsonlWorkload,
     SpecBenchWorkload,
@@ -169,7 +169,7 @@ def test_suite_errors_name_the_field(workload: str, floors: str, message: str) -
 
 
 def test_planned_questions() -> None:
-    from harness.suite import GSM8KWorkload
+    from harness.suite.model import GSM8KWorkload
     from harness.workloads import planned_questions
 
     assert planned_questions(GSM8KWorkload(questions=17)) == 17

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
-from harness.attention import resolve_layers
 from harness.engines.reference.checkpoints import served_weights_sha256
 from harness.engines.reference.loading import (
     CheckpointError,
@@ -27,6 +26,7 @@ from harness.engines.reference.loading import (
     check_folders,
     set_reproducible_env,
 )
+from harness.suite.attention import resolve_layers
 
 EXIT_BAD_INPUT = 2
 # The API this server imitates; the local label says it is not SGLang itself.

@@ -3,7 +3,7 @@
 Why: the harness must show that its gate catches the causality regression, and one tiny
 checkpoint can replay every behaviour only if the engine decides each layer's causality
 and window the way that SGLang version did. The decision itself lives in
-`harness.attention` (pure, shared with the audit); this module only writes the result into
+`harness.suite.attention` (pure, shared with the audit); this module only writes the result into
 dflash's attention modules, which read `is_causal` and `sliding_window` at every forward.
 """
 
@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.attention import Behaviour, LayerAttention, resolve_layers
+from harness.suite.attention import Behaviour, LayerAttention, resolve_layers
 
 
 def read_draft_config(draft_dir: Path) -> dict[str, Any]:

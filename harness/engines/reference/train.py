@@ -220,7 +220,7 @@ def block_masks(
 def train_draft(recipe: Recipe, tokenizer, target, sequences, out: Path):
     from dflash.model import DFlashDraftModel, extract_context_feature
 
-    from harness.attention import resolve_layers
+    from harness.suite.attention import resolve_layers
 
     torch.manual_seed(recipe.seed + 30)
     config = draft_config(recipe, tokenizer)

@@ -19,7 +19,7 @@ from harness.engines.sglang.launch import RESERVED_FLAGS, api_key, launch_comman
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from harness.suite import Suite
+    from harness.suite.model import Suite
 
 __all__ = ["ADAPTER", "RESERVED_FLAGS", "SGLangAdapter", "launch_command"]
 
@@ -67,7 +67,7 @@ class SGLangAdapter:
 
     def settings_mismatches(self, info: Any, suite: Suite,
                             models: Models | None = None) -> list[str]:
-        from harness.suite import resolve_models
+        from harness.suite.model import resolve_models
 
         reason = getattr(suite.engine, "unreported_settings_ok", None)
         return api.settings_mismatches(

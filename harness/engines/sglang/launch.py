@@ -13,7 +13,7 @@ from __future__ import annotations
 from harness.engines import Models
 from harness.engines.flags import check_extra_args
 from harness.errors import BadInput
-from harness.suite import SGLangEngine, Suite, resolve_models
+from harness.suite.model import SGLangEngine, Suite, resolve_models
 
 LAUNCH_MODULE = "sglang.launch_server"
 

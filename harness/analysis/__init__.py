@@ -1,0 +1,2 @@
+"""Analysis of stored runs: comparisons, trends, plots, simulations.
+"""

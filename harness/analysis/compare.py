@@ -1,0 +1,145 @@
+"""Compare two runs, two sets of runs, or a run and a baseline (`harness compare`).
+
+Both sides (`harness.analysis.sides`) are compared under one accept-length definition, the one
+both can give (`sides.common_metric`). When both sides asked the same questions the
+difference is paired (prompt difficulty cancels); otherwise the two sides are
+independent samples; against a baseline figure (no per-request data) the difference
+carries only the run's uncertainty.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from harness.analysis.sides import Side, add_run, common_metric, resolve_side
+from harness.metrics import stats
+
+__all__ = ["Side", "add_run", "compare", "render", "resolve_side"]
+
+
+def compare(a: Side, b: Side, level: float = 0.95) -> dict[str, Any]:
+    """Both sides' summaries and B minus A with CI and p-values (two-sided, and one-sided
+    for a drop of B below A)."""
+    metric = common_metric(a, b)
+    a.use_metric(metric)
+    b.use_metric(metric)
+    result: dict[str, Any] = {"a": a.summary(level), "b": b.summary(level), "level": level,
+                              "metric": metric}  # fmt: skip
+    if a.has_requests and b.has_requests:
+        d = stats.ratio_difference(a.tokens, a.steps, b.tokens, b.steps,
+                                   paired=a.questions == b.questions, level=level)  # fmt: skip
+    elif a.has_requests or b.has_requests:
+        run = b if b.has_requests else a
+        d = stats.difference_to_figure(run.tokens, run.steps,
+                                       (a if run is b else b).accept_length(),
+                                       run_is_b=run is b, level=level)  # fmt: skip
+    else:
+        d = stats.wald(b.accept_length() - a.accept_length(), math.nan, level,
+                       "figures only: no per-request data on either side")  # fmt: skip
+    result["difference"] = {"b_minus_a": d.estimate, "ci": d.ci, "p_value": d.p_value,
+                            "p_drop": d.p_drop, "method": d.method}  # fmt: skip
+    result.update(breakdowns(a, b, result.get("metric") or "per_request", level))
+    return result
+
+
+def breakdowns(a: Any, b: Any, metric: str, level: float = 0.95) -> dict[str, Any]:
+    """Per category and per draft position: both sides and B - A with CI and p-values,
+    paired by question where both asked the same ones (harness.metrics.breakdown). Empty when a
+    side has no request rows."""
+    from harness.metrics import breakdown
+
+    rows_a, rows_b = a.rows, b.rows  # none for a baseline figure
+    if not rows_a or not rows_b:
+        return {}
+    return {"categories": breakdown.compare_categories(rows_a, rows_b, metric, level),
+            "positions": breakdown.compare_positions(rows_a, rows_b, level)}
+
+
+def render(result: dict[str, Any]) -> None:
+    """Print the comparison as a rich table."""
+    from rich.console import Console
+    from rich.table import Table
+
+    a, b, d = result["a"], result["b"], result["difference"]
+    level = round(result["level"] * 100)
+    table = Table(title=f"{a['name']}  vs  {b['name']}", show_lines=False)
+    table.add_column("")
+    table.add_column("A", justify="right")
+    table.add_column("B", justify="right")
+    table.add_column("B - A", justify="right")
+
+    def fmt(value: Any, digits: int = 3) -> str:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "-"
+        return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+    def interval(ci: Any) -> str:
+        return f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "-"
+
+    table.add_row("runs / baseline", str(len(a["runs"])) if a["runs"] else a["baseline"],
+                  str(len(b["runs"])) if b["runs"] else b["baseline"], "")  # fmt: skip
+    table.add_row("build", ", ".join(a["builds"]) or "-", ", ".join(b["builds"]) or "-", "")
+    table.add_row("questions", str(a["n_questions"]), str(b["n_questions"]), "")
+    table.add_row(f"accept length ({result.get('metric', '-')})", fmt(a["accept_length"]),
+                  fmt(b["accept_length"]), f"{d['b_minus_a']:+.3f}")  # fmt: skip
+    table.add_row(f"{level}% CI", interval(a["ci"]), interval(b["ci"]), interval(d["ci"]))
+    table.add_row("p-value (two-sided / drop)", "", "",
+                  f"{fmt(d['p_value'], 4)} / {fmt(d['p_drop'], 4)}")  # fmt: skip
+    accuracy_a, accuracy_b = a["accuracy"], b["accuracy"]
+    delta = f"{accuracy_b - accuracy_a:+.3f}" if None not in (accuracy_a, accuracy_b) else ""
+    table.add_row("accuracy", fmt(accuracy_a), fmt(accuracy_b), delta)
+    positions_a, positions_b = a["per_position_acceptance"], b["per_position_acceptance"]
+    for k in range(max(len(positions_a), len(positions_b))):
+        pa = positions_a[k] if k < len(positions_a) else None
+        pb = positions_b[k] if k < len(positions_b) else None
+        change = f"{pb - pa:+.3f}" if pa is not None and pb is not None else ""
+        table.add_row(f"P(position {k + 1} accepted)", fmt(pa), fmt(pb), change)
+    table.add_row("verdicts", " ".join(a["verdicts"]) or "-", " ".join(b["verdicts"]) or "-", "")
+    console = Console()
+    console.print(table)
+    console.print(f"difference: {d['method']}")
+    for title, rows in (("by category", _category_rows(result)),
+                        ("by draft position: P(position k accepted)", _position_rows(result))):
+        if rows:
+            console.print(_breakdown_table(f"{title} (B - A, {level}% CI, p two-sided)", rows))
+
+
+def _fmt(value: Any, digits: int = 3, sign: bool = False) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+def _flag(p_value: Any) -> str:
+    """Significance marks: * p < 0.05, ** p < 0.01 (two-sided; no correction for the
+    number of categories or positions shown)."""
+    if p_value is None or (isinstance(p_value, float) and math.isnan(p_value)):
+        return ""
+    return "**" if p_value < 0.01 else "*" if p_value < 0.05 else ""
+
+
+def _difference_row(name: str, d: dict[str, Any]) -> list[str]:
+    ci = d.get("ci")
+    return [name, f"{d['n_a']}/{d['n_b']}", _fmt(d["a"]), _fmt(d["b"]),
+            _fmt(d["b_minus_a"], sign=True) + _flag(d["p_value"]),
+            f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "-", _fmt(d["p_value"], 4)]
+
+
+def _category_rows(result: dict[str, Any]) -> list[list[str]]:
+    return [_difference_row(name, d) for name, d in (result.get("categories") or {}).items()]
+
+
+def _position_rows(result: dict[str, Any]) -> list[list[str]]:
+    return [_difference_row(f"k = {d['position']}", d) for d in result.get("positions") or []]
+
+
+def _breakdown_table(title: str, rows: list[list[str]]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in ("", "prompts A/B", "A", "B", "B - A", "CI", "p"):
+        table.add_column(column, justify="left" if not column else "right")
+    for row in rows:
+        table.add_row(*row)
+    return table

@@ -1,0 +1,86 @@
+"""The per-category figure of one run (`categories.png` beside `accept_length.png`).
+
+Same conventions as `harness.analysis.plots` (object API, no pyplot, PNG written atomically).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.analysis.plots import (
+    FLOOR_COLOUR,
+    VERDICT_COLOURS,
+    _new_figure,
+    _save,
+    figure_in,
+    suite_metric,
+)
+from harness.results.record import RunRecord
+from harness.results.store import read_run
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+CATEGORIES_PNG = "categories.png"
+
+
+def category_floors(record: RunRecord) -> dict[str, float]:
+    floors = (record.suite.document.get("floors") or {}).get("categories") or {}
+    return {name: float(floor["accept_length"]) for name, floor in floors.items()
+            if isinstance(floor, dict) and isinstance(floor.get("accept_length"), int | float)}
+
+
+def categories_figure(record: RunRecord) -> Figure:
+    """Each category's accept length with its CI (bootstrap over its prompts), its floor
+    where the suite sets one, and its accuracy where graded; the run's overall figure as a
+    line. Each workload entry is its own record, so each gets its own figure."""
+    figure = _new_figure(max(6.0, 1.1 * len(record.measurement.categories or {}) + 2), 4.4)
+    axes = figure.add_subplot()
+    measurement = record.measurement
+    results = measurement.categories or {}
+    floors = category_floors(record)
+    strict = bool((record.suite.document.get("floors") or {}).get("strict"))
+    names = list(results)
+    for x, name in enumerate(names):
+        result = results[name]
+        if result.accept_length is None:
+            continue
+        value = result.accept_length
+        low, high = result.accept_length_ci or (value, value)
+        floor = floors.get(name)
+        below = floor is not None and (value <= floor if strict else value < floor)
+        colour = VERDICT_COLOURS["fail"] if below else "#1f77b4"
+        axes.errorbar(x, value, yerr=[[value - low], [high - value]], fmt="o", ms=8,
+                      capsize=6, lw=2, color=colour)
+        label = f"{value:.3f}" + (f"\nacc {result.accuracy:.2f}" if result.accuracy is not None
+                                  else "")
+        axes.annotate(label, (x, value), xytext=(10, 0), textcoords="offset points",
+                      va="center", fontsize=8)
+        if floor is not None:
+            axes.hlines(floor, x - 0.3, x + 0.3, colors=FLOOR_COLOUR, linestyles="--", lw=1.5)
+    overall = figure_in(record, suite_metric(record))
+    if overall is not None:
+        axes.axhline(overall[0], color="black", lw=1, alpha=0.6,
+                     label=f"all prompts {overall[0]:.3f}")
+        axes.legend(loc="lower right", fontsize=8)
+    axes.set_xticks(range(len(names)),
+                    [f"{name}\n{results[name].n_prompts} prompts" for name in names], fontsize=8)
+    axes.set_xlim(-0.6, len(names) - 0.4)
+    axes.set_ylabel(f"accept length ({measurement.metric} definition)")
+    axes.grid(axis="y", alpha=0.3)
+    status = record.verdict.status if record.verdict else "external"
+    figure.suptitle(f"{record.suite.name} by category: {status.upper()}", fontsize=11)
+    axes.set_title("95% CI per category (bootstrap over its prompts); dashed: category floor",
+                   fontsize=9)
+    return figure
+
+
+def plot_categories(run_dir: Path, out: Path | None = None,
+                    record: RunRecord | None = None) -> Path | None:
+    """run_dir/categories.png; None when the run recorded no categories."""
+    run_dir = Path(run_dir)
+    record = record or read_run(run_dir)
+    if record.measurement is None or not record.measurement.categories:
+        return None
+    return _save(categories_figure(record), out or run_dir / CATEGORIES_PNG)

@@ -1,0 +1,393 @@
+"""Headless plots of runs, baselines, floors and history (PNG files).
+
+matplotlib is imported inside the functions and used through its object API
+(`Figure` + the Agg canvas), never `pyplot`: no global backend switch, so the same
+functions work in the CLI, in threads and inline in a notebook (`*_figure` return a
+Figure that Jupyter displays). `plot_*` write PNGs and return their paths.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.results.baselines import BaselineFigure, load_baselines
+from harness.results.layout import RUN_FILE
+from harness.results.store import (
+    PLOTS_DIR,
+    load_runs,
+    read_requests,
+    read_run,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+    from harness.results.record import RunRecord
+
+RUN_PNG = "accept_length.png"
+HISTOGRAM_PNG = "accept_histogram.png"
+VERDICT_COLOURS = {"pass": "#2a9d4b", "fail": "#d62828", "error": "#7a7a7a", "skipped": "#999999"}
+BASELINE_COLOURS = ("#1f77b4", "#ff7f0e", "#9467bd", "#8c564b", "#17becf", "#bcbd22")
+FLOOR_COLOUR = "#d62828"
+
+
+def _new_figure(width: float, height: float) -> Figure:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=110, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _save(figure: Figure, out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # Write beside and rename: a reader (CI artefact upload) never sees half a PNG.
+    partial = out.with_name(f".{out.name}.partial.png")
+    figure.savefig(partial, format="png")
+    partial.replace(out)
+    return out
+
+
+def results_root_of(run_dir: Path) -> Path:
+    """results/runs/<suite>/<run> -> results."""
+    return run_dir.resolve().parent.parent.parent
+
+
+def suite_floor(record: RunRecord) -> float | None:
+    floors = record.suite.document.get("floors") or {}
+    value = floors.get("accept_length")
+    return float(value) if isinstance(value, int | float) else None
+
+
+def suite_metric(record: RunRecord) -> str:
+    """The accept-length definition the run's suite judges (its floors and baselines)."""
+    return document_metric(record.suite.document, record.schema_version)
+
+
+def document_metric(document: dict[str, Any], schema_version: int) -> str:
+    floors = document.get("floors") or {}
+    metric = floors.get("metric")
+    if metric in ("server_avg", "per_request"):
+        return str(metric)
+    # v1 suites had no field: their figures were per-request ratios
+    return "server_avg" if schema_version >= 2 else "per_request"
+
+
+def figure_in(record: RunRecord, metric: str) -> tuple[float, tuple[float, float] | None] | None:
+    """The run's accept length (and CI, when it is the judged one) in `metric`; never mixed."""
+    measurement = record.measurement
+    if measurement is None:
+        return None
+    if measurement.metric == metric:
+        return measurement.accept_length, measurement.accept_length_ci
+    value = getattr(measurement, f"accept_length_{metric}", None)
+    return (float(value), None) if isinstance(value, int | float) else None
+
+
+def _baseline_metric(figure: BaselineFigure, default: str) -> str:
+    return getattr(figure, "metric", None) or default
+
+
+def baselines_for(record: RunRecord, results_root: Path | None) -> list[BaselineFigure]:
+    """Baseline records under results/baselines/, then any the suite document names that
+    have no record (so a suite's declared figures always show); in the suite's metric."""
+    return suite_baselines(record.suite.name, record.suite.document, record.schema_version,
+                           results_root)
+
+
+def suite_baselines(suite: str, document: dict[str, Any], schema_version: int,
+                    results_root: Path | None) -> list[BaselineFigure]:
+    metric = document_metric(document, schema_version)
+    figures = [figure for figure in (load_baselines(results_root, suite)
+                                     if results_root else [])
+               if _baseline_metric(figure, metric) == metric]
+    known = {figure.label for figure in figures}
+    for entry in document.get("baselines") or []:
+        if not isinstance(entry, dict) or entry.get("label") in known:
+            continue
+        if (entry.get("metric") or metric) != metric:
+            continue
+        if isinstance(entry.get("accept_length"), int | float):
+            figures.append(
+                BaselineFigure(
+                    label=str(entry["label"]),
+                    accept_length=float(entry["accept_length"]),
+                    ci=None,
+                    accuracy=entry.get("accuracy"),
+                    source=entry.get("source"),
+                    engine=None,
+                    path="(suite document)",
+                    metric=metric,
+                    external=bool(entry.get("external")),
+                )
+            )
+    return sorted(figures, key=lambda figure: figure.accept_length)
+
+
+# ---------------------------------------------------------------- (a) one run
+
+
+def run_figure(
+    record: RunRecord,
+    baselines: Sequence[BaselineFigure] = (),
+    floor: float | None = None,
+) -> Figure:
+    """The run's accept length with its CI beside each baseline, over the floor."""
+    figure = _new_figure(7.5, 4.2)
+    axes = figure.add_subplot()
+    names, values, lows, highs, colours = [], [], [], [], []
+    for i, baseline in enumerate(baselines):
+        names.append(f"baseline\n{baseline.label}")
+        values.append(baseline.accept_length)
+        low, high = baseline.ci or (baseline.accept_length, baseline.accept_length)
+        lows.append(baseline.accept_length - low)
+        highs.append(high - baseline.accept_length)
+        colours.append(BASELINE_COLOURS[i % len(BASELINE_COLOURS)])
+    measurement = record.measurement
+    status = record.verdict.status if record.verdict else "external"
+    metric = suite_metric(record)
+    shown = figure_in(record, metric)
+    if shown is not None:
+        names.append(f"this run\n{record.label or record.run_id}")
+        value, ci = shown
+        low, high = ci or (value, value)
+        values.append(value)
+        lows.append(value - low)
+        highs.append(high - value)
+        colours.append(VERDICT_COLOURS.get(status, "black"))
+    positions = list(range(len(names)))
+    for x, y, below, above, colour in zip(positions, values, lows, highs, colours, strict=True):
+        axes.errorbar(x, y, yerr=[[below], [above]], fmt="o", ms=9, capsize=8, lw=2, color=colour)
+        axes.annotate(f"{y:.3f}", (x, y), xytext=(12, 0), textcoords="offset points",
+                      va="center", fontsize=9)  # fmt: skip
+    if floor is not None:
+        axes.axhline(floor, color=FLOOR_COLOUR, ls="--", lw=1.5, label=f"floor {floor:g}")
+        axes.legend(loc="lower right", fontsize=9)
+    axes.set_xticks(positions, names, fontsize=9)
+    axes.set_xlim(-0.6, len(names) - 0.4)
+    span = [v - b for v, b in zip(values, lows, strict=True)] + (
+        [floor] if floor is not None else []
+    )
+    tops = [v + a for v, a in zip(values, highs, strict=True)] + ([floor] if floor else [])
+    if span:
+        margin = max(0.1, 0.15 * (max(tops) - min(span)))
+        axes.set_ylim(min(span) - margin, max(tops) + margin)
+    axes.set_ylabel(f"accept length ({metric} definition)")
+    axes.grid(axis="y", alpha=0.3)
+    detail = ""
+    if measurement is not None:
+        level = round(measurement.ci_level * 100)
+        detail = f"{measurement.n_requests} requests, {level}% CI (bootstrap over prompts)"
+    build = record.build.spec or record.build.version or record.build.engine
+    figure.suptitle(f"{record.suite.name}: {status.upper()}  [{build}]", fontsize=11)
+    axes.set_title(detail, fontsize=9)
+    return figure
+
+
+def plot_run(
+    run_dir: Path,
+    baselines: Sequence[BaselineFigure] | None = None,
+    out: Path | None = None,
+    *,
+    results_root: Path | None = None,
+) -> Path:
+    """Draw run_dir/run.json against its suite's baselines and floor; returns the PNG path.
+
+    `baselines` None: read them from `results_root` (default: the results folder that
+    holds `run_dir`), plus those the suite document names.
+    """
+    run_dir = Path(run_dir)
+    record = read_run(run_dir)
+    if baselines is None:
+        baselines = baselines_for(record, Path(results_root or results_root_of(run_dir)))
+    figure = run_figure(record, baselines, suite_floor(record))
+    if out is None and record.measurement is not None and record.measurement.categories:
+        from harness.analysis.plot_categories import plot_categories
+
+        plot_categories(run_dir, record=record)  # beside it: the per-category figure
+    return _save(figure, out or run_dir / RUN_PNG)
+
+
+# ---------------------------------------------------------------- (b) history
+
+
+def history_figure(
+    runs: pd.DataFrame,
+    suite: str,
+    baselines: Sequence[BaselineFigure] = (),
+    floor: float | None = None,
+    metric: str | None = None,
+) -> Figure:
+    """Accept length of every run of a suite over time, CI band, floor and baselines.
+
+    Only runs judged in `metric` are drawn (their CI is in that definition too): a
+    history never mixes the two definitions of accept length.
+    """
+    figure = _new_figure(10, 4.5)
+    axes = figure.add_subplot()
+    runs = runs[(runs["suite"] == suite) & (runs["kind"] == "run")].dropna(
+        subset=["accept_length"]
+    )
+    if metric is not None and "metric" in runs.columns:
+        runs = runs[runs["metric"].fillna("per_request") == metric]
+    runs = runs.sort_values("started_at")
+    times = runs["started_at"].dt.tz_localize(None).to_numpy()
+    if len(runs):
+        low = runs["ci_low"].fillna(runs["accept_length"]).to_numpy()
+        high = runs["ci_high"].fillna(runs["accept_length"]).to_numpy()
+        values = runs["accept_length"].to_numpy()
+        if len(runs) <= 200:  # few runs: one CI bar each reads better than a band
+            axes.errorbar(times, values, yerr=[values - low, high - values], fmt="none",
+                          ecolor="#1f77b4", alpha=0.5, capsize=3, label="CI")  # fmt: skip
+            axes.plot(times, values, color="#1f77b4", lw=1)
+        elif len(runs) <= PIXEL_BINS:
+            axes.fill_between(times, low, high, color="#1f77b4", alpha=0.2, lw=0, label="CI")
+            axes.plot(times, values, color="#1f77b4", lw=1)
+        else:
+            _draw_binned(axes, times, values, low, high)
+        many = len(runs) > 2000
+        for status, colour in VERDICT_COLOURS.items():
+            chosen = (runs["verdict"] == status).to_numpy()
+            # Thousands of passing runs: the line already shows each of them, and 100k
+            # markers take seconds to rasterise; failures are always marked.
+            if chosen.any() and not (many and status == "pass"):
+                axes.plot(times[chosen], values[chosen], ls="none", marker="o",
+                          ms=2 if many else 4, color=colour, zorder=3, label=status)  # fmt: skip
+    for i, baseline in enumerate(baselines):
+        colour = BASELINE_COLOURS[i % len(BASELINE_COLOURS)]
+        label = f"{baseline.label} {baseline.accept_length:g}"
+        axes.axhline(baseline.accept_length, color=colour, lw=1.2, ls=":", label=label)
+    if floor is not None:
+        axes.axhline(floor, color=FLOOR_COLOUR, ls="--", lw=1.5, label=f"floor {floor:g}")
+    axes.set_ylabel(f"accept length ({metric} definition)" if metric else "accept length")
+    axes.set_title(f"{suite}: {len(runs)} runs", fontsize=11)
+    axes.grid(alpha=0.3)
+    axes.legend(loc="upper left", fontsize=8, ncols=2)  # "best" scans every point: slow
+    figure.autofmt_xdate()
+    return figure
+
+
+PIXEL_BINS = 1500  # about the plot's width in pixels: finer detail is not visible
+
+
+def _draw_binned(axes: Any, times: Any, values: Any, low: Any, high: Any) -> None:
+    """Many runs: per time bin the CI envelope, the range of values and the median.
+
+    At pixel resolution this is what drawing every run would show, in a fraction of the
+    time (100k runs: ~0.1 s instead of ~2 s); failing runs are still marked one by one.
+    """
+    import numpy as np
+
+    stamps = times.astype("datetime64[ns]").astype(np.int64)
+    edges = np.linspace(stamps[0], stamps[-1], PIXEL_BINS + 1)
+    bins = np.clip(np.searchsorted(edges, stamps, side="right") - 1, 0, PIXEL_BINS - 1)
+    used = np.unique(bins)
+    starts = np.searchsorted(bins, used)  # runs are sorted by time, so bins are contiguous
+    centre = times[starts]
+    axes.fill_between(centre, np.minimum.reduceat(low, starts), np.maximum.reduceat(high, starts),
+                      color="#1f77b4", alpha=0.2, lw=0, label="CI (envelope per bin)")  # fmt: skip
+    axes.fill_between(centre, np.minimum.reduceat(values, starts),
+                      np.maximum.reduceat(values, starts), color="#1f77b4", alpha=0.45, lw=0,
+                      label="runs (range per bin)")  # fmt: skip
+    medians = [np.median(chunk) for chunk in np.split(values, starts[1:])]
+    axes.plot(centre, medians, color="#1f77b4", lw=0.8)
+
+
+def plot_history(
+    results_root: Path,
+    suite: str,
+    out: Path | None = None,
+    runs: pd.DataFrame | None = None,
+) -> Path:
+    """results/plots/<suite>/history.png (or `out`); `runs` saves a reload if given."""
+    results_root = Path(results_root)
+    if runs is None:
+        runs = load_runs(results_root, suite=suite)
+    suite_runs = runs[(runs["suite"] == suite) & (runs["kind"] == "run")]
+    floors = suite_runs["floor"].dropna()
+    floor = float(floors.iloc[-1]) if len(floors) else None
+    metric = None
+    if len(suite_runs):  # the latest run's suite document also names baselines
+        # the latest record's suite document, read as plain JSON (the loader checked it)
+        latest = json.loads((Path(suite_runs["path"].iloc[-1]) / RUN_FILE).read_bytes())
+        version = latest.get("schema_version", 1)
+        metric = document_metric(latest["suite"]["document"], version)
+        baselines = suite_baselines(suite, latest["suite"]["document"], version, results_root)
+    else:
+        baselines = load_baselines(results_root, suite)
+    figure = history_figure(runs, suite, baselines, floor, metric)
+    return _save(figure, out or results_root / PLOTS_DIR / suite / "history.png")
+
+
+# ---------------------------------------------------------------- (c) per prompt / position
+
+
+def histogram_figure(
+    record: RunRecord, requests: Sequence[dict[str, Any]], floor: float | None = None
+) -> Figure:
+    """Left: per-request accept lengths. Right: P(draft position k accepted)."""
+    from harness.metrics.stats import per_position_acceptance
+
+    figure = _new_figure(10, 4)
+    left, right = figure.subplots(1, 2)
+    from harness.metrics.measure import numerator
+
+    metric = suite_metric(record)
+    per_request = [numerator(r, metric) / r["verify_steps"] for r in requests
+                   if r.get("verify_steps")]
+    if per_request:
+        left.hist(per_request, bins=min(40, max(5, len(per_request) // 5)), color="#1f77b4",
+                  alpha=0.8)  # fmt: skip
+    shown = figure_in(record, metric)
+    if shown is not None:
+        left.axvline(shown[0], color="black", lw=1.5, label=f"run {shown[0]:.3f}")
+    if floor is not None:
+        left.axvline(floor, color=FLOOR_COLOUR, ls="--", label=f"floor {floor:g}")
+    left.set_xlabel(f"accept length per request ({metric} definition)")
+    left.set_ylabel("requests")
+    left.legend(fontsize=8)
+    positions = record.measurement.per_position_acceptance if record.measurement else None
+    if not positions:
+        histogram = record.measurement.accept_histogram if record.measurement else None
+        if not histogram:
+            summed: list[int] = []
+            for row in requests:
+                for j, count in enumerate(row.get("accept_histogram") or []):
+                    summed.extend([0] * (j + 1 - len(summed)))
+                    summed[j] += count
+            histogram = summed
+        positions = per_position_acceptance(histogram) if histogram else []
+    if positions:
+        ks = list(range(1, len(positions) + 1))
+        cis = record.measurement.per_position_ci if record.measurement else None
+        errors = None
+        if cis and len(cis) == len(positions):
+            errors = [[p - low for p, (low, _) in zip(positions, cis, strict=True)],
+                      [high - p for p, (_, high) in zip(positions, cis, strict=True)]]
+        right.bar(ks, positions, color="#2a9d4b", yerr=errors, capsize=3,
+                  error_kw={"elinewidth": 1, "ecolor": "#333333"})
+        floors = (record.suite.document.get("floors") or {}).get("positions") or []
+        for k, floor in enumerate(floors, start=1):
+            right.hlines(floor, k - 0.4, k + 0.4, colors=FLOOR_COLOUR, linestyles="--")
+        right.set_ylim(0, 1)
+        right.set_xticks(ks)
+        if errors is not None:
+            right.set_title("95% CI: bootstrap over prompts", fontsize=8)
+    else:
+        right.text(0.5, 0.5, "no per-position data", ha="center", va="center")
+    right.set_xlabel("draft position k")
+    right.set_ylabel("P(position k accepted)")
+    figure.suptitle(f"{record.suite.name} run {record.run_id}", fontsize=11)
+    return figure
+
+
+def plot_histogram(run_dir: Path, out: Path | None = None) -> Path:
+    run_dir = Path(run_dir)
+    record = read_run(run_dir)
+    figure = histogram_figure(record, read_requests(run_dir), suite_floor(record))
+    return _save(figure, out or run_dir / HISTOGRAM_PNG)

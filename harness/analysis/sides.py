@@ -1,0 +1,339 @@
+"""The sides of a comparison: selectors resolved to runs, pooled per question.
+
+A side is chosen by a selector (`harness compare --help`). A set of runs is pooled by
+prompt: the numerators and steps of one question are summed across runs, so the question
+stays the unit of sampling even when it was asked every night. Per question the side
+keeps the numerators of each accept-length definition its rows give (`stats.numerator`:
+`per_request` completion tokens, `server_avg` correct drafts + verify steps;
+docs/statistics.md); `compare` picks one definition for both sides.
+
+Loading reads raw JSON (`harness.results.rows`): a bad run folder named on its own is an
+error (exit 2); one matched by a glob is reported (once per command) and skipped;
+SUITE@latest / @previous pass over runs without a figure and say which run they took.
+"""
+
+from __future__ import annotations
+
+import glob
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import BadInput
+from harness.metrics import stats
+from harness.results.baselines import BaselineFigure, figure_of, load_baselines
+from harness.results.layout import REQUESTS_FILE, RUN_FILE
+from harness.results.rows import METRICS, Skip, is_number, read_record
+from harness.results.skips import report
+from harness.results.store import iter_request_rows, load_runs
+
+
+@dataclass
+class Side:
+    """What one side of a comparison measured."""
+
+    name: str
+    records: list[dict[str, Any]] = field(default_factory=list)  # loader rows of its runs
+    baseline: BaselineFigure | None = None
+    questions: list[int] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)  # per question, pooled over runs
+    numerators: dict[str, list[int]] = field(default_factory=dict)  # metric -> per question
+    metric: str | None = None  # the definition compared (`use_metric`)
+    note: str | None = None  # which runs a suite selector took
+    n_correct: int = 0
+    n_judged: int = 0
+    histograms: list[list[int]] = field(default_factory=list)
+    positions: list[list[float]] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)  # its runs' request rows
+
+    @property
+    def declared(self) -> str | None:
+        """The metric its records (or baseline) declare, None if they disagree."""
+        if self.baseline is not None:
+            return self.baseline.metric
+        metrics = {row["metric"] for row in self.records if row["metric"]}
+        return metrics.pop() if len(metrics) == 1 else None
+
+    def available(self) -> set[str]:
+        """The metrics this side can give."""
+        if self.baseline is not None:
+            return {self.baseline.metric}
+        if self.questions:
+            return set(self.numerators)
+        return {m for m in METRICS if all(_figure(row, m) is not None for row in self.records)}
+
+    def use_metric(self, metric: str) -> None:
+        if metric not in self.available():
+            raise BadInput(f"{self.name}: no accept length under metric {metric!r} "
+                           f"(it has: {', '.join(sorted(self.available())) or 'none'})")
+        self.metric = metric
+
+    def current_metric(self) -> str:
+        """The metric compared: the one chosen, else what the side declares and can give."""
+        if self.metric:
+            return self.metric
+        available = self.available()
+        for metric in (self.declared, "server_avg", "per_request"):
+            if metric in available:
+                return metric
+        return self.declared or "per_request"
+
+    @property
+    def tokens(self) -> list[int]:
+        """Per-question numerators of the compared metric (docs/statistics.md)."""
+        return self.numerators.get(self.current_metric(), [])
+
+    @property
+    def has_requests(self) -> bool:
+        return len(self.tokens) > 0 and sum(self.steps) > 0
+
+    def accept_length(self) -> float:
+        if self.has_requests:
+            return stats.accept_length(self.tokens, self.steps)
+        if self.baseline is not None:
+            return self.baseline.accept_length
+        metric = self.current_metric()
+        figures = [_figure(row, metric) for row in self.records]
+        if not self.records or None in figures:
+            raise BadInput(f"{self.name}: no accept length recorded under metric {metric!r}")
+        return sum(figures) / len(figures)  # type: ignore[arg-type]
+
+    def ci(self, level: float) -> tuple[float, float] | None:
+        if self.has_requests and len(self.tokens) >= 2:
+            return stats.bootstrap_ci(self.tokens, self.steps, level=level)
+        if self.baseline is not None:
+            return self.baseline.ci
+        if len(self.records) == 1:
+            row = self.records[0]
+            if row["metric"] == self.current_metric() and is_number(row["ci_low"]):
+                return (row["ci_low"], row["ci_high"])
+        return None
+
+    def accuracy(self) -> float | None:
+        if self.n_judged:
+            return self.n_correct / self.n_judged
+        if self.baseline is not None:
+            return self.baseline.accuracy
+        known = [row["accuracy"] for row in self.records if is_number(row["accuracy"])]
+        return sum(known) / len(known) if known else None
+
+    def per_position(self) -> list[float]:
+        summed = stats.sum_histograms(self.histograms)
+        if summed:
+            return stats.per_position_acceptance(summed)
+        if len(self.positions) == 1 and len(self.records) == 1:
+            return list(self.positions[0])
+        return []
+
+    def summary(self, level: float) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "runs": [row["run_id"] for row in self.records],
+            "builds": sorted({_build_name(row) for row in self.records}),
+            "verdicts": [row["verdict"] for row in self.records],
+            "baseline": self.baseline.label if self.baseline else None,
+            "source": self.baseline.source if self.baseline else None,
+            "metric": self.current_metric(),
+            "n_questions": len(self.tokens),
+            "accept_length": self.accept_length(),
+            "ci": self.ci(level),
+            "accuracy": self.accuracy(),
+            "per_position_acceptance": self.per_position(),
+        }
+
+
+def _figure(row: dict[str, Any], metric: str) -> float | None:
+    """A record's accept length under `metric`, from its sums when it has them."""
+    steps = row["verify_steps"]
+    if steps:
+        if metric == "per_request" and row["completion_tokens"] is not None:
+            return row["completion_tokens"] / steps
+        if metric == "server_avg" and row["correct_drafts"] is not None:
+            return (row["correct_drafts"] + steps) / steps
+    value = row[f"accept_length_{metric}"]
+    if value is None and row["metric"] == metric:
+        value = row["accept_length"]
+    return float(value) if is_number(value) else None
+
+
+def _build_name(row: dict[str, Any]) -> str:
+    """The spec as given, else the installed engine and its version ("reference 0.1.0")."""
+    installed = " ".join(str(part) for part in (row["build.engine"], row["build.version"])
+                         if part)
+    return row["build.spec"] or installed or "-"
+
+
+def common_metric(a: Side, b: Side) -> str:
+    """The metric both sides can give: what they declare if they agree and can, else
+    server_avg, else per_request. BadInput when they share none."""
+    both = a.available() & b.available()
+    if not both:
+        raise BadInput(f"{a.name} gives accept length as {', '.join(sorted(a.available())) or '-'}"
+                       f", {b.name} as {', '.join(sorted(b.available())) or '-'}: not comparable")
+    for metric in (a.declared, b.declared, "server_avg", "per_request"):
+        if metric in both:
+            return metric
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _list_of(value: Any, kinds: tuple[type, ...]) -> list[Any] | None:
+    ok = isinstance(value, list) and all(
+        isinstance(v, kinds) and not isinstance(v, bool) for v in value)
+    return value if ok and value else None
+
+
+class UnusableRun(BadInput):
+    """A run folder that holds no valid record; `path` and `reason` as the loader says."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
+
+
+def _read(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    file = run_dir / RUN_FILE
+    try:
+        data, row, _ = read_record(file)
+    except FileNotFoundError:
+        raise UnusableRun(run_dir, f"no {RUN_FILE} (not a run folder, or one running)") from None
+    except Skip as why:
+        raise UnusableRun(file, str(why)) from None
+    return data, row
+
+
+def add_run(side: Side, run_dir: Path) -> None:
+    """Add one run folder to `side`; UnusableRun (exit 2, naming the file and why) if it
+    holds no valid record."""
+    run_dir = Path(run_dir)
+    _add(side, run_dir, *_read(run_dir))
+
+
+def _add(side: Side, run_dir: Path, data: dict[str, Any], row: dict[str, Any]) -> None:
+    side.records.append(row)
+    measurement = data.get("measurement") or {}
+    histogram = _list_of(measurement.get("accept_histogram"), (int,))
+    positions = _list_of(measurement.get("per_position_acceptance"), (int, float))
+    if histogram:
+        side.histograms.append(histogram)
+    if positions:
+        side.positions.append(positions)
+    steps = dict(zip(side.questions, side.steps, strict=True))
+    pooled = {metric: dict(zip(side.questions, values, strict=True))
+              for metric, values in side.numerators.items()}  # fmt: skip
+    if not side.questions:
+        pooled = {metric: {} for metric in METRICS}
+    for request in iter_request_rows(run_dir / REQUESTS_FILE, []):
+        side.rows.append(request)  # per category / per position breakdowns (compare)
+        question = request["question_index"]
+        steps[question] = steps.get(question, 0) + request["verify_steps"]
+        for metric in list(pooled):
+            value = stats.numerator(request, metric)  # type: ignore[arg-type]
+            if value is None:
+                del pooled[metric]  # a row without what this metric needs
+                continue
+            pooled[metric][question] = pooled[metric].get(question, 0) + value
+        if request.get("correct") is not None:
+            side.n_judged += 1
+            side.n_correct += bool(request["correct"])
+    side.questions = sorted(steps)
+    side.steps = [steps[q] for q in side.questions]
+    side.numerators = {metric: [values[q] for q in side.questions]
+                       for metric, values in pooled.items()} if side.questions else {}  # fmt: skip
+
+
+def _baseline_side(selector: str, root: Path, suite: str, label: str) -> Side:
+    figures = load_baselines(root, suite)
+    for figure in figures:
+        if figure.label == label:
+            return Side(name=selector, baseline=figure)
+    known = ", ".join(f.label for f in figures) or "none"
+    raise BadInput(f"{selector}: no baseline {label!r} for suite {suite}; known: {known}")
+
+
+def resolve_side(selector: str, results: Path) -> Side:
+    """Turn a selector into a loaded side; BadInput if nothing usable matches."""
+    if selector.startswith("baseline:"):
+        suite, _, label = selector.removeprefix("baseline:").partition("@")
+        return _baseline_side(selector, results, suite, label)
+    path = Path(selector)
+    if path.is_file() and path.name != RUN_FILE:
+        try:  # a baseline file: external figures lack token sums
+            _, row, _ = read_record(path)
+        except (Skip, FileNotFoundError) as why:
+            raise BadInput(f"{selector}: {why}") from None
+        figure = figure_of(row)
+        if row["kind"] != "baseline" or figure is None:
+            raise BadInput(f"{selector}: a file that is not a run folder must be a baseline")
+        return Side(name=selector, baseline=figure)
+    if path.exists():
+        side = Side(name=selector)
+        add_run(side, path.parent if path.name == RUN_FILE else path)
+        return side
+    if any(c in selector for c in "*?["):
+        return _glob_side(selector)
+    return _suite_side(selector, results)
+
+
+def _glob_side(selector: str) -> Side:
+    """Every run folder the pattern matches that has a figure; bad ones reported (once per
+    command, as the loader words it) and skipped."""
+    side = Side(name=selector)
+    skipped: list[str] = []
+    matched = sorted(Path(p) for p in glob.glob(selector) if (Path(p) / RUN_FILE).exists())
+    unmeasured = 0
+    for run_dir in matched:
+        try:
+            data, row = _read(run_dir)
+        except UnusableRun as error:
+            report(skipped, error.path, error.reason)
+            continue
+        if row["accept_length"] is None:
+            unmeasured += 1
+            continue
+        _add(side, run_dir, data, row)
+    if not side.records:
+        what = "the pattern matches no run folder" if not matched else (
+            f"none of the {len(matched)} run folders it matches has a usable accept length")
+        raise BadInput(f"{selector}: {what}")
+    if skipped or unmeasured:
+        side.note = (f"{selector}: {len(side.records)} run(s); {len(skipped)} unusable and "
+                     f"{unmeasured} without an accept length passed over")
+    return side
+
+
+def _describe(row: Any) -> str:
+    partial = ", partial" if row["partial"] is True else ""
+    return (f"run {row['run_id']} of {row['started_at']:%Y-%m-%d %H:%M} UTC ({row['verdict']}, "
+            f"accept length {row['accept_length']:.3f} {row['metric']}{partial}) {row['path']}")
+
+
+def _suite_side(selector: str, results: Path) -> Side:
+    """SUITE, SUITE@latest, SUITE@previous: the latest / the one before among runs with a
+    figure (runs that errored before measuring are passed over); SUITE@LABEL: every run of
+    that label with a figure, pooled."""
+    suite, _, which = selector.partition("@")
+    runs = load_runs(results, suite=suite, kind="run")
+    if runs.empty:
+        raise BadInput(f"{selector}: no runs of suite {suite!r} under {results}")
+    measured = runs[runs["accept_length"].notna()]
+    passed_over = len(runs) - len(measured)
+    if which in ("", "latest", "previous"):
+        position = -2 if which == "previous" else -1
+        if len(measured) < -position:
+            raise BadInput(f"{selector}: suite {suite} has {len(measured)} run(s) with an accept "
+                           f"length ({passed_over} without one: errored or not measured)")
+        chosen = [measured.iloc[position]]
+    else:
+        chosen = [row for _, row in measured[measured["label"] == which].iterrows()]
+        if not chosen:
+            labels = ", ".join(sorted({str(v) for v in measured["label"].dropna()})) or "none"
+            raise BadInput(f"{selector}: no run of {suite} labelled {which!r} with an accept "
+                           f"length; labels: {labels}")
+    side = Side(name=selector)
+    for row in chosen:
+        add_run(side, Path(row["path"]))
+    notes = [_describe(row) for row in chosen[:3]] + (
+        [f"... and {len(chosen) - 3} more"] if len(chosen) > 3 else [])
+    skipped = f" ({passed_over} run(s) without an accept length passed over)" if passed_over else ""
+    side.note = f"{selector}: " + "; ".join(notes) + skipped
+    return side

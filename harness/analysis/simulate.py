@@ -1,0 +1,142 @@
+"""Synthetic data with known truth, for tests and benchmarks: per-request rows, the
+dispatch of a run under concurrency, and nightly accept-length histories.
+
+Nothing here is used by a real run; it is how the statistics are checked.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from harness.metrics.stats import Decision, SequentialRule
+
+
+def _rng(seed: int | np.random.Generator) -> np.random.Generator:
+    import numpy as np
+
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def simulate_prompts(
+    n: int,
+    accept_length: float,
+    prompt_sd: float = 0.75,
+    steps_range: tuple[int, int] = (20, 150),
+    seed: int | np.random.Generator = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-request (numerator, verify steps) with known truth.
+
+    Each prompt gets its own accept length a_i = 1 + (accept_length - 1) * Gamma(k, 1/k)
+    (mean accept_length, sd prompt_sd: the prompt-level variance of real runs), a
+    verify-step count independent of a_i, and numerator = steps + Poisson(steps * (a_i - 1))
+    (step-level noise). E[numerator] / E[steps] = accept_length exactly.
+    """
+    import numpy as np
+
+    rng = _rng(seed)
+    if accept_length <= 1.0:
+        raise ValueError("accept_length must exceed 1")
+    shape = ((accept_length - 1.0) / prompt_sd) ** 2
+    per_prompt = 1.0 + (accept_length - 1.0) * rng.gamma(shape, 1.0 / shape, size=n)
+    steps = rng.integers(steps_range[0], steps_range[1] + 1, size=n)
+    tokens = steps + rng.poisson(steps * (per_prompt - 1.0))
+    return tokens.astype(np.int64), steps.astype(np.int64)
+
+
+# ------------------------------------------------------------------ dispatch under concurrency
+
+
+def completion_times(
+    latencies: Sequence[float], concurrency: int, start: float = 0.0
+) -> list[float]:
+    """When each request finishes if they are sent in order with <= `concurrency` in
+    flight (a request starts when a slot frees)."""
+    slots = [start] * min(concurrency, max(1, len(latencies)))
+    heapq.heapify(slots)
+    finished = []
+    for latency in latencies:
+        begin = heapq.heappop(slots)
+        finished.append(begin + latency)
+        heapq.heappush(slots, begin + latency)
+    return finished
+
+
+@dataclass(frozen=True)
+class Replay:
+    verdict: Decision
+    requests: int  # requests the verdict is computed from
+    tokens: float  # tokens generated, including those of requests cancelled in flight
+    wall: float  # in units of one token's decode time
+
+
+def replay_waves(
+    rule: SequentialRule, tokens: Sequence[int], steps: Sequence[int], concurrency: int
+) -> Replay:
+    """The driver's protocol: send up to the next look (<= concurrency in flight), wait for
+    all of it, decide. Latency of a request = its token count (one token per unit time)."""
+    clock, sent = 0.0, 0
+    for look in rule.looks():
+        clock = max(completion_times(tokens[sent:look], concurrency, clock), default=clock)
+        sent = look
+        verdict = rule.decide(tokens[:look], steps[:look])
+        if verdict is not None:
+            return Replay(verdict, look, float(sum(tokens[:look])), clock)
+    raise AssertionError("the last look always decides")  # pragma: no cover
+
+
+def replay_pipelined(
+    rule: SequentialRule, tokens: Sequence[int], steps: Sequence[int], concurrency: int
+) -> Replay:
+    """The alternative: keep every slot busy (send past the next look) and decide when a
+    look's requests have all finished; requests still in flight then are cancelled, their
+    tokens so far wasted."""
+    done = completion_times(tokens, concurrency)
+    for look in rule.looks():
+        at = max(done[:look])
+        verdict = rule.decide(tokens[:look], steps[:look])
+        if verdict is not None:
+            generated = sum(max(0.0, min(t, at - (end - t))) for t, end in
+                            zip(tokens, done, strict=True))  # fmt: skip
+            return Replay(verdict, look, generated, at)
+    raise AssertionError("the last look always decides")  # pragma: no cover
+
+
+# ------------------------------------------------------------------------ nightly histories
+
+
+def simulate_history(
+    seed: int | np.random.Generator,
+    nights: int = 60,
+    drop: float = 0.0,
+    at: int = 40,
+    noise: str = "normal",
+    excess_sd: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(accept length, 95% CI half-width) per night, like the reference engine's nights:
+    level U(1.6, 2.0), half-width U(0.05, 0.1), a step of -`drop` from night `at` on.
+
+    noise "normal": each night's error is N(0, se^2), se = half-width / 1.96; "t3": se
+    times a Student-t(3) variate scaled to unit variance (heavy tails); `excess_sd` adds
+    N(0, excess_sd^2) night-to-night variation that the CIs do not show.
+    """
+    import numpy as np
+
+    rng = _rng(seed)
+    level = rng.uniform(1.6, 2.0)
+    half_width = rng.uniform(0.05, 0.1, nights)
+    se = half_width / 1.96
+    if noise == "normal":
+        errors = rng.normal(0.0, se)
+    elif noise == "t3":
+        errors = se * rng.standard_t(3, nights) / np.sqrt(3.0)
+    else:
+        raise ValueError(f"noise must be 'normal' or 't3', got {noise!r}")
+    values = level + errors + (rng.normal(0.0, excess_sd, nights) if excess_sd else 0.0)
+    values[at:] -= drop
+    return values, half_width

@@ -1,0 +1,128 @@
+"""The nightly summary: one row per suite (latest figure, floor, baselines, verdict, change
+since the night before, trend), as a markdown table for a CI step summary.
+
+The step detection itself is `harness.analysis.trend`; this module only reports it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from harness.analysis.trend import Trend, history_errors, suite_history
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+
+@dataclass(frozen=True)
+class SuiteSummary:
+    suite: str
+    trend: Trend
+    accept_length: float | None
+    ci: tuple[float, float] | None
+    floor: float | None
+    baselines: list[tuple[str, float]]
+    verdict: str | None
+    change: float | None  # since the run before (last night)
+    change_ci: float | None  # 95% half-width of that change
+    stale: bool = False  # its latest run is older than `since`: tonight it has none
+
+    @property
+    def failing(self) -> bool:
+        return self.verdict in ("fail", "error", None) or self.trend.alarm
+
+
+def _baselines(runs: pd.DataFrame, suite: str, latest: Any) -> list[tuple[str, float]]:
+    found = {
+        str(row.label): float(row.accept_length)
+        for row in runs[(runs["suite"] == suite) & (runs["kind"] == "baseline")].itertuples()
+        if row.label and row.accept_length == row.accept_length  # NaN != NaN
+    }
+    # the suite document names baselines too; read them from the latest record when present
+    document = _suite_document(latest)
+    for entry in document.get("baselines") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("accept_length"), int | float):
+            found.setdefault(str(entry.get("label")), float(entry["accept_length"]))
+    return sorted(found.items(), key=lambda item: item[1])
+
+
+def _suite_document(latest: Any) -> dict[str, Any]:
+    import json
+    from pathlib import Path
+
+    path = getattr(latest, "path", None) if latest is not None else None
+    if not isinstance(path, str):
+        return {}
+    run_file = Path(path) / "run.json" if Path(path).is_dir() else Path(path)
+    try:
+        return json.loads(run_file.read_text()).get("suite", {}).get("document", {}) or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def summarize(runs: pd.DataFrame, trends: dict[str, Trend], window: int = 60,
+              since: Any = None) -> list[SuiteSummary]:
+    """One summary per suite. `since` (a UTC timestamp): only a run started at or after it
+    is tonight's; a suite whose latest run is older has no verdict tonight (an error)."""
+    summaries = []
+    for suite, trend in trends.items():
+        history = suite_history(runs, suite, window)
+        every = runs[(runs["suite"] == suite) & (runs["kind"].fillna("run") == "run")]
+        latest = every.sort_values("started_at").iloc[-1] if len(every) else None
+        accept = ci = change = change_ci = None
+        if len(history):
+            last = history.iloc[-1]
+            accept = float(last["accept_length"])
+            if last["ci_low"] == last["ci_low"] and last["ci_high"] == last["ci_high"]:
+                ci = (float(last["ci_low"]), float(last["ci_high"]))
+        if len(history) >= 2:
+            se = history_errors(history)[-2:]
+            change = float(history["accept_length"].iloc[-1] - history["accept_length"].iloc[-2])
+            if np.all(np.isfinite(se)):
+                change_ci = 1.96 * math.sqrt(float(np.sum(se**2)))
+        floor = None
+        if latest is not None and "floor" in latest and latest["floor"] == latest["floor"]:
+            floor = float(latest["floor"])
+        stale = latest is not None and since is not None and latest["started_at"] < since
+        summaries.append(SuiteSummary(
+            suite=suite, trend=trend, accept_length=accept, ci=ci, floor=floor,
+            baselines=_baselines(runs, suite, latest),
+            verdict=None if latest is None or stale else latest["verdict"],
+            change=change, change_ci=change_ci, stale=stale,
+        ))  # fmt: skip
+    return summaries
+
+
+def _cell(value: float | None, fmt: str = "{:.3f}") -> str:
+    return "–" if value is None else fmt.format(value)
+
+
+def markdown_table(summaries: Sequence[SuiteSummary]) -> str:
+    """The step summary: one row per suite, failing suites marked."""
+    lines = [
+        "| suite | accept length [95% CI] | floor | baselines | verdict | change since last "
+        "night | trend |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s in summaries:
+        accept = _cell(s.accept_length)
+        if s.ci is not None:
+            accept += f" [{s.ci[0]:.3f}, {s.ci[1]:.3f}]"
+        baselines = ", ".join(f"{label} {value:g}" for label, value in s.baselines) or "–"
+        change = _cell(s.change, "{:+.3f}")
+        if s.change is not None and s.change_ci is not None:
+            change += f" (±{s.change_ci:.3f})"
+        verdict = s.verdict or ("no run tonight" if s.stale else "no run")
+        mark = "❌ " if s.failing else ""
+        trend = ("⚠️ " if s.trend.alarm else "") + s.trend.describe()
+        lines.append(
+            f"| {mark}{s.suite} | {accept} | {_cell(s.floor, '{:g}')} | {baselines} | "
+            f"{verdict} | {change} | {trend} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,2 @@
+"""CI glue: the GPU matrix, the pytest plugin and its GPU allocator.
+"""

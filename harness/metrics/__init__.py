@@ -1,0 +1,3 @@
+"""Figures from request rows: the accept-length definitions, the per-category and
+per-position breakdowns, the statistics.
+"""

@@ -1,0 +1,95 @@
+"""Baselines: runs of record with `kind = "baseline"`, each saying where its figure came from.
+
+They live in `results/baselines/<suite>--<label>.json` (docs/run-record.md): external
+figures (SGLang PR #34524's 5.27 and 5.62) and figures measured here, marked as such.
+Reading them needs no pydantic; writing one does (`save_baseline`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.results.layout import BASELINES_DIR, atomic_write_text, default_results_dir
+from harness.results.rows import Skip, is_number, read_record_file
+from harness.results.skips import report, reporting
+
+if TYPE_CHECKING:
+    from harness.results.record import RunRecord
+
+
+def baseline_path(root: Path, suite: str, label: str) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
+    return Path(root) / BASELINES_DIR / f"{suite}--{safe}.json"
+
+
+def save_baseline(root: Path, record: RunRecord) -> Path:
+    if record.kind != "baseline" or not record.label:
+        raise ValueError("a baseline record needs kind='baseline' and a label")
+    path = baseline_path(root, record.suite.name, record.label)
+    atomic_write_text(path, record.model_dump_json(indent=2, exclude_none=True) + "\n")
+    return path
+
+
+@dataclass(frozen=True)
+class BaselineFigure:
+    """A baseline as the plots and comparisons need it."""
+
+    label: str
+    accept_length: float
+    ci: tuple[float, float] | None
+    accuracy: float | None
+    source: str | None
+    engine: str | None
+    path: str
+    metric: str = "per_request"  # the definition of accept_length (docs/run-record.md)
+    external: bool = False  # a hand-entered figure from elsewhere, not measured here
+
+
+def figure_of(row: dict[str, Any]) -> BaselineFigure | None:
+    """A loader row (`record_row.flatten_record`) as a figure; None if it has no figure."""
+    if not is_number(row["accept_length"]):
+        return None
+    ci = (row["ci_low"], row["ci_high"]) if is_number(row["ci_low"]) else None
+    return BaselineFigure(
+        label=row["label"] or row["run_id"],
+        accept_length=float(row["accept_length"]),
+        ci=ci,
+        accuracy=row["accuracy"] if is_number(row["accuracy"]) else None,
+        source=row["source"],
+        engine=row["build.engine"],
+        path=row["path"],
+        metric=row["metric"] or "per_request",
+        external=bool(row["external"]),
+    )
+
+
+def load_baselines(root: Path | str | None, suite_name: str) -> list[BaselineFigure]:
+    """The baseline records of one suite, ordered by accept length (reads baselines/ only).
+    Unusable files are reported (once per command) and skipped."""
+    folder = (Path(root) if root is not None else default_results_dir()) / BASELINES_DIR
+    skipped: list[str] = []
+    figures = []
+    with reporting():
+        names = sorted(os.listdir(folder)) if folder.is_dir() else []
+        for name in names:
+            file = folder / name
+            if name.startswith(".") or not name.endswith(".json") or not file.is_file():
+                continue  # reported by the bulk loader, which reads every file
+            try:
+                row, _ = read_record_file(file)
+            except FileNotFoundError:
+                continue
+            except Skip as why:
+                report(skipped, file, str(why))
+                continue
+            if row["suite"] != suite_name or row["kind"] != "baseline":
+                continue
+            figure = figure_of(row)
+            if figure is None:
+                report(skipped, file, "baseline without an accept_length")
+                continue
+            figures.append(figure)
+    return sorted(figures, key=lambda f: f.accept_length)

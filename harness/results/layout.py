@@ -1,0 +1,59 @@
+"""Where the results folder is and how it is laid out (standard library only).
+
+One definition for every command: `--results DIR`, else `$HARNESS_RESULTS`, else
+`./results`. Layout (docs/run-record.md):
+
+    results/runs/<suite>/<UTC time>-<run id>/run.json        one run record, written last
+    results/runs/<suite>/<UTC time>-<run id>/requests.jsonl  one request row per line
+    results/runs/<suite>/.index.jsonl, .index-snapshot.json  the loader's index (a copy)
+    results/baselines/<suite>--<label>.json                  baseline records
+    results/plots/<suite>/                                   history plots
+
+This module is imported at CLI start-up: keep it free of third-party imports.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+SUITES_DIR = Path(__file__).resolve().parents[2] / "suites"  # the shipped suites
+RESULTS_ENV = "HARNESS_RESULTS"
+CACHE_ENV = "HARNESS_CACHE"
+RESULTS_DIR = Path("results")
+RUNS_DIR = "runs"
+BASELINES_DIR = "baselines"
+PLOTS_DIR = "plots"
+RUN_FILE = "run.json"
+REQUESTS_FILE = "requests.jsonl"
+INDEX_FILE = ".index.jsonl"  # per suite folder: the loader's index log (harness.results.index)
+SNAPSHOT_FILE = ".index-snapshot.json"  # and its snapshot
+
+
+def default_results_dir() -> Path:
+    """`$HARNESS_RESULTS` when set (and not empty), else `results` (relative to the cwd)."""
+    return Path(os.environ.get(RESULTS_ENV) or RESULTS_DIR)
+
+
+def cache_root() -> Path:
+    """The harness's own cache (checkpoints, wheels, listings): `$HARNESS_CACHE`, else
+    ~/.cache/spec-harness."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "spec-harness")
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write via a temp file and rename, so readers never see half a file."""
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; records are shared data
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,304 @@
+"""The run record: the one contract between running and analysing.
+
+A run folder `results/runs/<suite>/<UTC time>-<id>/` holds `run.json` (a
+`RunRecord`), `requests.jsonl` (one `RequestRow` per measured request) and
+`server.log`. Baselines are `RunRecord`s with `kind = "baseline"` under
+`results/baselines/`. Bump `SCHEMA_VERSION` on any incompatible change and
+document it in docs/run-record.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.results.layout import REQUESTS_FILE, RUN_FILE, RUNS_DIR, atomic_write_text
+
+SCHEMA_VERSION = 2
+SERVER_LOG = "server.log"
+
+VerdictStatus = Literal["pass", "fail", "error", "skipped"]
+
+
+class _Record(BaseModel):
+    # Records written by newer harness versions may carry extra fields: keep them.
+    model_config = ConfigDict(extra="allow")
+
+
+class SuiteInfo(_Record):
+    """The suite as this record ran it. For a suite with `[[workloads]]` entries each entry
+    is its own record: `name` is the series `<suite>.<entry>`, `entry` the entry's name,
+    and `document` the suite with that entry's workload, floors and baselines in place
+    of the suite's own (`harness.suite.model.suite_entries`); `sha256` hashes that document."""
+
+    name: str
+    path: str | None = None
+    sha256: str
+    document: dict[str, Any]
+    entry: str | None = None  # the `[[workloads]]` entry; None: the suite's main workload
+
+
+class BuildInfo(_Record):
+    """The engine build under test."""
+
+    engine: Literal["sglang", "reference"]
+    spec: str | None = None  # pip requirement, git URL@ref, local path; None = as installed
+    version: str | None = None
+    git_sha: str | None = None
+    patch_sha256: str | None = None
+    python: str | None = None  # the engine environment's interpreter
+    options: dict[str, Any] = Field(default_factory=dict)  # e.g. attention policy, noise
+    git_dirty: bool | None = None  # the installed source had uncommitted changes
+    source_hash: str | None = None  # "git-tree:<id>" | "sha256:<hex>" of the installed source
+    ref: str | None = None  # the ref asked for (branch/tag) before resolving to git_sha
+    build_key: str | None = None  # cache entry envs/sglang-<key>
+    direct_url: dict[str, Any] | None = None  # PEP 610 direct_url.json (credentials redacted)
+    freeze_sha256: str | None = None  # sha256 of the engine environment's dependency listing
+    freeze_path: str | None = None  # that listing, beside the record (engine-freeze.txt)
+
+
+class GPUInfo(_Record):
+    index: int
+    name: str
+    memory_gib: float
+    uuid: str | None = None
+
+
+class Provenance(_Record):
+    harness_version: str
+    harness_git_sha: str | None = None
+    harness_git_dirty: bool | None = None
+    python: str
+    platform: str
+    hostname: str | None = None
+    cpu: str | None = None  # CPU model name
+    cpu_isa: list[str] = Field(default_factory=list)  # vector-instruction flags it has
+    cpu_count: int | None = None
+    torch: str | None = None
+    transformers: str | None = None
+    cuda: str | None = None
+    driver: str | None = None
+    gpus: list[GPUInfo] = Field(default_factory=list)
+    data_source: str | None = None
+    data_sha256: str | None = None
+    # sha256 of each checkpoint file the engine served (the reference engine's weights;
+    # hub checkpoints are named by id and revision instead)
+    weights_sha256: dict[str, str] | None = None
+    seed: int | None = None
+    argv: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)  # only allow-listed, never secrets
+
+
+class LaunchInfo(_Record):
+    command: list[str]
+    host: str
+    port: int
+    ready_after_s: float | None = None
+
+
+class LayerRow(_Record):
+    index: int
+    layer_type: str | None = None
+    window: int | None = None
+    causal: bool
+    explicit: bool = False
+
+
+class WorkloadInfo(_Record):
+    """The workload as it was sent (docs/workloads.md): what identifies its prompts and
+    their rendering, beside the suite document that declared it."""
+
+    kind: str
+    entry: str | None = None
+    protocol: Literal["completion", "chat"] = "completion"
+    route: str | None = None  # the engine route every measured request went to
+    n_prompts: int | None = None  # questions planned (a question may have several turns)
+    categories: list[str] = Field(default_factory=list)  # categories planned, in order
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    sampling_seed: int | None = None  # base of the per-request seeds (temperature > 0)
+    stop: list[str] = Field(default_factory=list)
+    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    system_prompt_sha256: str | None = None
+    # The target's chat template as shipped with its tokenizer (chat_template.jinja or
+    # tokenizer_config.json `chat_template`): its sha256 and the file it was read from.
+    chat_template_sha256: str | None = None
+    chat_template_source: str | None = None
+    # sha256 over the first turn of every planned request as the harness sends it (the
+    # text, or the messages), in order: the same protocol gives the same hash.
+    prompts_sha256: str | None = None
+    # sha256 over the server's own token ids of those first-turn prompts (chat: the
+    # rendered template, `return_prompt_token_ids`), in order; None if not returned.
+    rendered_sha256: str | None = None
+    data_source: str | None = None
+    data_sha256: str | None = None  # canonical rows (same from a file or the hub)
+    data_file_sha256: str | None = None  # a local file's bytes
+
+
+class CategoryResult(_Record):
+    """One category's figures, over the requests of that category only."""
+
+    n_prompts: int
+    n_requests: int
+    accept_length: float | None = None  # under the run's metric
+    accept_length_ci: tuple[float, float] | None = None
+    accept_length_server_avg: float | None = None
+    accept_length_per_request: float | None = None
+    completion_tokens: int = 0
+    verify_steps: int = 0
+    accuracy: float | None = None
+    n_correct: int | None = None
+    per_position_acceptance: list[float] | None = None
+    per_position_ci: list[tuple[float, float]] | None = None
+
+
+class Measurement(_Record):
+    """A run's figures. `metric` names the definition of `accept_length`, its CI and the
+    floors it was judged against (harness.suite.model.METRIC_DEFINITIONS); both definitions'
+    exact figures are kept beside it."""
+
+    metric: Literal["server_avg", "per_request"] = "per_request"  # v1 records: per_request
+    accept_length: float  # under `metric`
+    accept_length_ci: tuple[float, float] | None = None
+    ci_level: float = 0.95
+    accept_length_server_avg: float | None = None  # (Σcorrect drafts + Σverify) / Σverify
+    accept_length_per_request: float | None = None  # Σcompletion tokens / Σverify
+    n_requests: int | None = None  # requests in the figure; None for an external figure
+    n_planned: int | None = None  # requests the protocol plans
+    partial: bool = False  # the run ended before its plan: never a pass
+    completion_tokens: int | None = None
+    verify_steps: int | None = None
+    correct_drafts: int | None = None
+    per_position_acceptance: list[float] | None = None  # P(draft position k accepted)
+    # Bootstrap CI over prompts of each position's rate (whole prompts resampled).
+    per_position_ci: list[tuple[float, float]] | None = None
+    accept_histogram: list[int] | None = None
+    n_prompts: int | None = None  # questions in the figure (the unit of sampling)
+    categories: dict[str, CategoryResult] | None = None  # per category, when known
+    server_reported_accept_length: float | None = None  # /server_info, a cross-check
+    server_disagreement: float | None = None  # (reported - server_avg) / server_avg
+    accuracy: float | None = None
+    n_correct: int | None = None
+    output_throughput_tok_s: float | None = None
+    latency_p50_s: float | None = None
+    latency_p90_s: float | None = None
+    duration_s: float | None = None
+    stopped_early: bool = False  # sequential stopping settled the verdict early
+    sequential: dict[str, Any] | None = None  # the rule's settings and looks, when used
+
+
+class Verdict(_Record):
+    status: VerdictStatus
+    reasons: list[str] = Field(default_factory=list)
+
+
+class RunRecord(_Record):
+    """A run, or a baseline. An external baseline (a figure quoted from elsewhere) has no
+    times and no verdict of this harness: `started_at` and `verdict` stay None rather
+    than be invented; `source` says where the figure came from."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["run", "baseline"] = "run"
+    run_id: str
+    label: str | None = None  # a baseline's label, or a user's tag for the run
+    source: str | None = None  # where a baseline's figure came from
+    external: bool = False  # a hand-entered figure from elsewhere, not measured here
+    started_at: datetime | None
+    finished_at: datetime | None = None
+    suite: SuiteInfo
+    build: BuildInfo
+    provenance: Provenance
+    launch: LaunchInfo | None = None
+    attention: list[LayerRow] | None = None
+    workload: WorkloadInfo | None = None  # absent in records written before workload kinds
+    measurement: Measurement | None = None
+    verdict: Verdict | None
+    stage: str | None = None  # the stage a run reached: preparation .. recording
+
+
+class RequestRow(_Record):
+    """One measured request, as sent and as answered."""
+
+    index: int  # order of submission within the measured phase (turns of a question follow)
+    question_index: int  # row of the data (0-based): the unit of sampling
+    category: str | None = None  # the category results are broken down by
+    subcategory: str | None = None  # e.g. MT-Bench's "writing" under Spec-Bench's mt_bench
+    question_id: str | None = None  # the data set's own id
+    turn: int = 0  # 0-based turn of a multi-turn question
+    prompt_sha256: str | None = None  # sha256 of the server's prompt token ids, if returned
+    completion_tokens: int
+    verify_steps: int
+    correct_drafts: int | None = None  # accepted draft tokens (bonus excluded); None in v1
+    spec_accept_length: float  # completion_tokens / verify_steps (SGLang's meta_info figure)
+    accept_histogram: list[int] | None = None
+    prompt_tokens: int | None = None
+    latency_s: float
+    finish_reason: str | None = None
+    predicted: str | None = None
+    expected: str | None = None
+    correct: bool | None = None
+    output: str = ""
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_run_id() -> str:
+    return secrets.token_hex(4)
+
+
+def run_dir_name(started_at: datetime, run_id: str) -> str:
+    return f"{started_at.strftime('%Y%m%dT%H%M%SZ')}-{run_id}"
+
+
+def create_run_dir(root: Path, suite: str, started_at: datetime, run_id: str) -> Path:
+    """Create a run's folder exclusively: two writers can never share one."""
+    folder = Path(root) / RUNS_DIR / suite / run_dir_name(started_at, run_id)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.mkdir()  # FileExistsError on a (practically impossible) id collision: never merge
+    return folder
+
+
+class RowLog:
+    """`requests.jsonl`, one row appended (and flushed) as each request finishes, so that
+    whatever ends a run, every finished request is on disk."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = Path(folder) / REQUESTS_FILE
+        self._file: Any = None
+
+    def __enter__(self) -> RowLog:
+        self._file = open(self.path, "a", encoding="utf-8")  # closed in __exit__
+        return self
+
+    def append(self, row: RequestRow) -> None:
+        self._file.write(json.dumps(row.model_dump(mode="json")) + "\n")
+        self._file.flush()
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(OSError):
+            os.fsync(self._file.fileno())
+        self._file.close()
+
+
+def write_run(folder: Path, record: RunRecord, rows: list[RequestRow] | None = None) -> Path:
+    """Write a run folder's records; `run.json` goes last so its presence means complete."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if rows is not None:
+        lines = "".join(json.dumps(row.model_dump(mode="json")) + "\n" for row in rows)
+        atomic_write_text(folder / REQUESTS_FILE, lines)
+    text = record.model_dump_json(indent=2) + "\n"
+    atomic_write_text(folder / RUN_FILE, text)
+    from harness.results.index import note_written  # the loader's index: a copy, never fails
+
+    note_written(folder / RUN_FILE, text)
+    return folder / RUN_FILE

@@ -1,0 +1,3 @@
+"""The run stages, in order: plan, preflight, launch, drive, judge, with provenance
+(a suite in, a run record out).
+"""

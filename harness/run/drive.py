@@ -1,0 +1,336 @@
+"""Drive: send the workload to the server over HTTP, warm up, flush, then measure.
+
+Engine-neutral: the adapter (harness.engines) names the routes, builds each request
+body and reads each response. A workload's `protocol` picks the route: "completion"
+sends each prompt's text as is (the adapter's generate route), "chat" sends the turns as
+messages through the target's chat template (its chat route). A question with several
+turns is one conversation: each later turn is sent with the model's own earlier answers
+(stripped, as Spec-Bench appends them), and every turn is a measured request. Every
+finished request is handed to `on_row` at once (the runner appends it to
+requests.jsonl), so any exit path keeps what finished. While
+requests run, a watchdog checks the server process (an exit is noticed within a second,
+with its code) and progress (no request finished for `progress_timeout_s`: a hung
+server ends the run in seconds, not at the 10-minute request timeout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx
+
+from harness.engines import EngineAdapter, ParsedResponse
+from harness.errors import EngineError, error_text
+from harness.results.record import RequestRow
+from harness.workloads import Prompt, grade
+
+FLUSH_ATTEMPTS = 20
+FLUSH_RETRY_S = 0.5
+WATCH_INTERVAL_S = 0.2
+DEATH_GRACE_S = 1.0  # after a failed request, how long to wait for the process to be seen dead
+TURN_SEED_STRIDE = 1_000_000  # a later turn's sampling seed: base + question + stride * turn
+
+
+class StopRule(Protocol):
+    """Sequential stopping: the rule looks at fixed request counts and may settle early."""
+
+    def looks(self, max_n: int) -> list[int]: ...
+
+    def decide_rows(self, rows: Sequence[RequestRow]) -> str | None: ...
+
+
+@dataclass
+class DriveResult:
+    rows: list[RequestRow]
+    duration_s: float
+    planned: int  # requests the workload plans (a question with two turns is two)
+    stopped_early: bool = False
+    settled_as: str | None = None
+    looks: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Endpoint:
+    """A running server as the driver talks to it."""
+
+    base_url: str
+    adapter: EngineAdapter
+    headers: dict[str, str] = field(default_factory=dict)
+    admin_headers: dict[str, str] = field(default_factory=dict)  # for /flush_cache
+    # None while the server process lives, else what happened ("server exited with ...").
+    liveness: Callable[[], str | None] = lambda: None
+
+
+def sampling_params(workload: Any, question_index: int, stop: Sequence[str] = (),
+                    turn: int = 0) -> dict[str, Any]:
+    """SGLang sampling params of one request. `top_k` only when set; a seed only when
+    sampling (temperature > 0): base + question index (+ TURN_SEED_STRIDE per later turn),
+    so a sampled run is repeatable request by request."""
+    params: dict[str, Any] = {
+        "max_new_tokens": workload.max_tokens,
+        "temperature": workload.temperature,
+        "top_p": workload.top_p,
+    }
+    if stop:
+        params["stop"] = list(stop)
+    if workload.top_k != -1:
+        params["top_k"] = workload.top_k
+    if workload.temperature > 0:
+        # Seeded sampling makes sampled runs repeatable (SGLang's `sampling_seed`).
+        params["sampling_seed"] = (workload.seed_base + question_index
+                                   + TURN_SEED_STRIDE * turn)
+    return params
+
+
+def messages(workload: Any, prompt: Prompt, answers: Sequence[str]) -> list[dict[str, str]]:
+    """The chat messages of the turn after `answers`: the system prompt, then each turn's
+    user message and the model's answer to it, then this turn's user message."""
+    out = [{"role": "system", "content": workload.system_prompt}] if workload.system_prompt \
+        else []
+    for turn, answer in zip(prompt.turns, answers, strict=False):
+        out += [{"role": "user", "content": turn}, {"role": "assistant", "content": answer}]
+    out.append({"role": "user", "content": prompt.turns[len(answers)]})
+    return out
+
+
+def first_turn(workload: Any, prompt: Prompt) -> str | list[dict[str, str]]:
+    """What the first request of `prompt` sends: its text, or its chat messages."""
+    return messages(workload, prompt, []) if workload.protocol == "chat" else prompt.text
+
+
+def _row(index: int, prompt: Prompt, turn: int, parsed: ParsedResponse,
+         latency: float) -> RequestRow:
+    predicted, correct = grade(prompt, parsed.text) if turn == len(prompt.turns) - 1 \
+        else (None, None)
+    return RequestRow(
+        index=index,
+        question_index=prompt.question_index,
+        category=prompt.category,
+        subcategory=prompt.subcategory,
+        question_id=prompt.question_id,
+        turn=turn,
+        prompt_sha256=parsed.prompt_sha256,
+        completion_tokens=parsed.completion_tokens,
+        verify_steps=parsed.verify_steps,
+        correct_drafts=parsed.correct_drafts,
+        spec_accept_length=(parsed.completion_tokens / parsed.verify_steps
+                            if parsed.verify_steps else 0.0),
+        accept_histogram=parsed.histogram,
+        prompt_tokens=parsed.prompt_tokens,
+        latency_s=latency,
+        finish_reason=parsed.finish_reason,
+        predicted=predicted,
+        expected=prompt.label,
+        correct=correct,
+        output=parsed.text,
+    )
+
+
+async def _all(coroutines: Sequence[Any]) -> list[Any]:
+    """Await every coroutine; on the first failure (or a cancel) cancel the rest."""
+    tasks = [asyncio.ensure_future(c) for c in coroutines]
+    try:
+        return await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class Driver:
+    """One server, one workload: warm-up, flush, measured phase."""
+
+    def __init__(self, endpoint: Endpoint, workload: Any, stop: Sequence[str] = ()) -> None:
+        self.endpoint, self.workload, self.stop = endpoint, workload, tuple(stop)
+        self.adapter = endpoint.adapter
+        self.chat = workload.protocol == "chat"
+
+    @property
+    def route(self) -> str:
+        return self.adapter.chat_path if self.chat else self.adapter.generate_path
+
+    def client(self, concurrency: int | None = None, timeout: float | None = None
+               ) -> httpx.AsyncClient:
+        n = concurrency or self.workload.concurrency
+        limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
+        return httpx.AsyncClient(
+            base_url=self.endpoint.base_url, limits=limits, trust_env=False,
+            headers=self.endpoint.headers,
+            timeout=httpx.Timeout(timeout or self.workload.request_timeout_s, connect=10.0))
+
+    async def _failed(self, what: str, error: BaseException) -> EngineError:
+        """The error to raise for a failed request: the server's death if that is the cause."""
+        deadline = time.monotonic() + DEATH_GRACE_S
+        while time.monotonic() < deadline:
+            if (death := self.endpoint.liveness()) is not None:
+                return EngineError(f"{death} (while waiting for {what})")
+            await asyncio.sleep(0.05)
+        if isinstance(error, httpx.TimeoutException):
+            return EngineError(f"{what} timed out after {self.workload.request_timeout_s:g} s")
+        return EngineError(f"{what} failed: {error_text(error)}")
+
+    def body(self, prompt: Prompt, answers: Sequence[str], rid: str) -> dict[str, Any]:
+        """The request for the turn after `answers` (the model's earlier answers)."""
+        params = sampling_params(self.workload, prompt.question_index, self.stop, len(answers))
+        if self.chat:
+            return self.adapter.chat_body(messages(self.workload, prompt, answers), params,
+                                          rid, self.workload.chat_template_kwargs)
+        return self.adapter.generate_body(prompt.turns[len(answers)], params, rid)
+
+    async def generate(self, client: httpx.AsyncClient, prompt: Prompt, rid: str,
+                       answers: Sequence[str] = ()) -> tuple[ParsedResponse, float]:
+        path = self.route
+        body = self.body(prompt, answers, rid)
+        started = time.perf_counter()
+        try:
+            response = await client.post(path, json=body)
+        except httpx.HTTPError as error:
+            raise await self._failed(f"{path} for request {rid}", error) from None
+        latency = time.perf_counter() - started
+        if response.status_code != 200:
+            raise EngineError(f"{path} answered {response.status_code} for request {rid}: "
+                              f"{response.text[:500] or '(empty body)'}")
+        try:
+            payload = response.json()
+        except ValueError:
+            raise EngineError(f"{path} answered non-JSON for {rid}: "
+                              f"{response.text[:200]!r}") from None
+        parse = self.adapter.parse_chat if self.chat else self.adapter.parse_generate
+        return parse(payload, f"{path} ({rid})"), latency
+
+    async def conversation(self, client: httpx.AsyncClient, prompt: Prompt, rid: str,
+                           on_turn: Callable[[int, ParsedResponse, float], None] | None = None
+                           ) -> list[ParsedResponse]:
+        """Every turn of `prompt`, each sent with the model's own earlier answers."""
+        answers: list[str] = []
+        parsed_turns = []
+        for turn in range(len(prompt.turns)):
+            suffix = f"-t{turn}" if turn else ""
+            parsed, latency = await self.generate(client, prompt, rid + suffix, answers)
+            answers.append(parsed.text.strip())
+            parsed_turns.append(parsed)
+            if on_turn is not None:
+                on_turn(turn, parsed, latency)
+        return parsed_turns
+
+    async def warm_up(self, prompts: Sequence[Prompt]) -> None:
+        """Warm-up requests; they also prove the figures are there before measuring."""
+        async with self.client() as client:
+            await self._watched(_all([
+                self.conversation(client, p, f"warmup-{i}") for i, p in enumerate(prompts)]))
+
+    async def flush(self) -> None:
+        """Reset the server's counters; SGLang refuses while requests run, so retry."""
+        path, last = self.adapter.flush_path, ""
+        async with self.client(1, timeout=30.0) as client:
+            for _ in range(FLUSH_ATTEMPTS):
+                try:
+                    response = await client.post(path, headers=self.endpoint.admin_headers)
+                except httpx.HTTPError as error:
+                    raise await self._failed(path, error) from None
+                if response.status_code == 200:
+                    return
+                if response.status_code in (401, 403):
+                    raise EngineError(f"the server refused {path} ({response.status_code} "
+                                      f"{response.text[:200]}): it is an admin route; give "
+                                      "the server's --admin-api-key (or --api-key) in the "
+                                      "suite's extra_args so the harness can send it")
+                last = f"{response.status_code} {response.text[:200]}"
+                await asyncio.sleep(FLUSH_RETRY_S)
+        raise EngineError(f"{path} kept refusing ({last}) for "
+                          f"{FLUSH_ATTEMPTS * FLUSH_RETRY_S:g} s; the server never became idle")
+
+    async def server_info(self) -> Any:
+        async with self.client(1, timeout=30.0) as client:
+            for path in self.adapter.server_info_paths:
+                try:
+                    response = await client.get(path)
+                except httpx.HTTPError:
+                    continue
+                if response.status_code == 200:
+                    try:
+                        return response.json()
+                    except ValueError:
+                        return None
+        return None
+
+    async def _watched(self, work: Any, progress: Callable[[], float] | None = None) -> Any:
+        """Await `work`, ending it when the server dies or (with `progress`, the time of the
+        last finished request) when nothing finishes for progress_timeout_s."""
+        task = asyncio.ensure_future(work)
+        limit = self.workload.progress_timeout_s
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=WATCH_INTERVAL_S)
+                if done:
+                    return task.result()
+                if (death := self.endpoint.liveness()) is not None:
+                    raise EngineError(death)
+                if progress is not None and time.monotonic() - progress() > limit:
+                    raise EngineError(
+                        f"no progress for {limit:g} s: no request finished "
+                        "(workload.progress_timeout_s); the server looks hung")
+        finally:
+            if not task.done():
+                task.cancel()
+                # its own end, not a Ctrl-C or SIGTERM arriving meanwhile
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await task
+
+    async def measure(self, prompts: Sequence[Prompt],
+                      on_row: Callable[[RequestRow], None] | None = None,
+                      stop_rule: StopRule | None = None) -> DriveResult:
+        """Send the prompts with at most `concurrency` in flight; rows in submission order.
+
+        With a stop rule, prompts go out in waves up to each of the rule's looks; after a
+        wave the rule sees exactly the requests sent so far and may settle the verdict,
+        and then no more are sent.
+        """
+        looks = stop_rule.looks(len(prompts)) if stop_rule else [len(prompts)]
+        rows: dict[int, RequestRow] = {}
+        first_row = [0]  # row index of each prompt's first turn: turns follow in order
+        for prompt in prompts:
+            first_row.append(first_row[-1] + len(prompt.turns))
+        last_finish = [time.monotonic()]
+        semaphore = asyncio.Semaphore(self.workload.concurrency)
+        started = time.perf_counter()
+        settled: str | None = None
+        taken: list[int] = []
+
+        async with self.client() as client:
+
+            async def one(index: int, prompt: Prompt) -> None:
+                def finished(turn: int, parsed: ParsedResponse, latency: float) -> None:
+                    row = _row(first_row[index] + turn, prompt, turn, parsed, latency)
+                    rows[row.index] = row
+                    last_finish[0] = time.monotonic()
+                    if on_row is not None:
+                        on_row(row)
+
+                async with semaphore:
+                    await self.conversation(client, prompt, f"q{prompt.question_index}",
+                                            finished)
+
+            sent = 0
+            for look in looks:
+                wave = [one(i, prompts[i]) for i in range(sent, look)]
+                sent = look
+                await self._watched(_all(wave), lambda: last_finish[0])
+                taken.append(look)
+                if stop_rule is not None and look < len(prompts):
+                    settled = stop_rule.decide_rows([rows[i] for i in range(first_row[look])])
+                    if settled is not None:
+                        break
+        if stop_rule is not None and settled is None:
+            settled = stop_rule.decide_rows([rows[i] for i in sorted(rows)])
+        ordered = [rows[i] for i in sorted(rows)]
+        asked = len({row.question_index for row in ordered})
+        return DriveResult(ordered, time.perf_counter() - started, first_row[-1],
+                           stopped_early=asked < len(prompts), settled_as=settled,
+                           looks=taken)

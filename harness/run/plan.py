@@ -1,0 +1,359 @@
+"""The run plan: the build and models a run uses, the engine it prepares, the attention
+contract it checks, what it may write (secrets redacted), and the `--dry-run` text.
+
+Engine facts stay in the adapters (harness.engines); this module only asks them.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness import build as builds
+from harness.engines import EngineAdapter, Models, adapter_for
+from harness.errors import BadInput, EngineError, HarnessError, error_text
+from harness.results.record import BuildInfo, GPUInfo, LayerRow, Provenance
+from harness.run.preflight import Fit
+from harness.suite.model import (
+    LoadedSuite,
+    ReferenceEngine,
+    SGLangEngine,
+    Suite,
+    document_sha256,
+    model_source,
+    resolve_models,
+)
+from harness.suite.secrets import redact_argv, redact_env, redact_url
+
+PORT_PLACEHOLDER = 30000
+
+
+@dataclass
+class PreparedEngine:
+    suite: Suite
+    build: BuildInfo
+    python: str
+    adapter: EngineAdapter
+    models: Models | None  # what the server is asked to serve
+    checkpoints: tuple[Path, Path] | None = None  # the reference engine's target, draft
+    facts: builds.EnvironmentFacts | None = None  # the engine environment, probed once
+
+    def command(self, host: str, port: int) -> list[str]:
+        return self.adapter.launch_command(self.suite, self.python, host, port, self.models,
+                                           self.checkpoints)
+
+    @property
+    def draft_config(self) -> str | None:
+        """A config.json, checkpoint folder or hub id of the draft."""
+        return self.models.draft if self.models else None
+
+    @property
+    def draft_revision(self) -> str | None:
+        return self.models.draft_revision if self.models else None
+
+
+@dataclass(frozen=True)
+class ChosenBuild:
+    """The build a run tests: the parsed spec, and for a reference-engine build the
+    settings it changes (inline, or read from a repository at a commit)."""
+
+    spec: builds.BuildSpec
+    reference: builds.ReferenceBuild | None = None
+
+
+def choose_build(loaded: LoadedSuite, options: Any) -> tuple[LoadedSuite, ChosenBuild]:
+    """Parse the run's build spec against the suite's engine (exit 2 when it does not
+    parse or does not apply) and apply a reference build's settings to the suite, so the
+    recorded document shows the values used."""
+    suite = loaded.suite
+    if isinstance(suite.engine, SGLangEngine):
+        spec = options.sglang
+        if spec is None and options.patch is None and \
+                builds.probe_environment(sys.executable).sglang_version is None:
+            spec = suite.engine.default_build  # nothing installed here: the suite's default
+        return loaded, ChosenBuild(builds.parse_build_spec(spec, options.patch, engine="sglang"))
+    build = builds.parse_build_spec(options.sglang, options.patch, engine="reference")
+    reference = builds.resolve_reference_build(build)
+    if not reference.overrides:
+        return loaded, ChosenBuild(build, reference)
+    document = json.loads(json.dumps(loaded.document))
+    document["engine"] = {**document["engine"], **reference.overrides}
+    try:
+        changed = Suite.model_validate(document)
+    except ValueError as error:
+        raise BadInput(f"build {build.text!r}: {error}") from None
+    return (LoadedSuite(suite=changed, path=loaded.path, sha256=document_sha256(document),
+                        document=document), ChosenBuild(build, reference))
+
+
+def models(suite: Suite, options: Any) -> Models | None:
+    """The models the run serves (exit 2 when a model with no public id is not given)."""
+    return resolve_models(suite, options.target_model, options.draft_model)
+
+
+def build_options(suite: Suite) -> dict[str, Any]:
+    engine = suite.engine
+    options: dict[str, Any] = {"num_draft_tokens": suite.speculative.draft_tokens,
+                               "algorithm": suite.speculative.algorithm}
+    if isinstance(engine, ReferenceEngine):
+        options |= {"attention_policy": engine.attention_policy,
+                    "draft_noise": engine.draft_noise}
+    return options
+
+
+def _reference_dirs() -> tuple[Path, Path]:
+    from harness.engines.reference.checkpoints import default_dirs
+
+    return default_dirs(builds.cache_root())
+
+
+def prepare_engine(suite: Suite, options: Any, models: Models | None,
+                   chosen: ChosenBuild) -> PreparedEngine:
+    """Make (or find) the engine's environment and checkpoints; the heavy part of a run."""
+    adapter = adapter_for(suite.engine.kind)
+    if isinstance(suite.engine, SGLangEngine):
+        prepared = builds.prepare(chosen.spec)
+        return PreparedEngine(suite, prepared.info, prepared.python, adapter, models,
+                              facts=prepared.facts)
+    from harness.engines.reference.checkpoints import ensure_checkpoints
+
+    prepared = builds.prepare_reference_env(options.engine_python, chosen.reference)
+    checkpoints = ((Path(models.target), Path(models.draft)) if models
+                   else ensure_checkpoints(prepared.python, builds.cache_root()))
+    return PreparedEngine(suite, prepared.info, prepared.python, adapter,
+                          Models(str(checkpoints[0]), str(checkpoints[1])), checkpoints,
+                          prepared.facts)
+
+
+def attention_table(loaded: LoadedSuite, engine: PreparedEngine) -> list[LayerRow] | None:
+    """The draft's per-layer attention as this build resolves it, before any launch.
+
+    SGLang builds are evaluated with their own config loading and resolver code (`harness
+    audit`); the reference engine replays the behaviour its suite names. Without an
+    expected contract, an unreachable draft config only leaves the table empty; a draft the
+    version's own code rejects stops the run with that version's message (exit 5).
+    """
+    from harness.audit.errors import VersionRejected
+
+    suite = loaded.suite
+    expected = suite.draft.expected_layers if suite.draft else None
+    if engine.draft_config is None:
+        return None
+    try:
+        if isinstance(suite.engine, ReferenceEngine):
+            from harness.audit import load_draft_config
+            from harness.suite.attention import resolve_layers
+
+            config, _ = load_draft_config(engine.draft_config)
+            layers = resolve_layers(config, suite.engine.attention_policy)
+        else:
+            from harness.audit import audit_for_build
+            from harness.audit.source import checkout_source
+
+            parent = engine.facts.sglang_parent if engine.facts else None
+            if parent is None:
+                raise EngineError(f"cannot locate sglang's package folder in {engine.python}")
+            # the version's own config loading and resolver, on the draft's real folder
+            layers = audit_for_build(engine.draft_config, checkout_source(parent),
+                                     revision=engine.draft_revision)
+    except VersionRejected:
+        raise  # SGLang itself would refuse this draft: the run stops with its message
+    except HarnessError:
+        if expected is not None:
+            raise
+        return None
+    return [LayerRow.model_validate(layer.to_dict()) for layer in layers]
+
+
+def contract_differences(suite: Suite, attention: Sequence[LayerRow] | None) -> list[str]:
+    expected = suite.draft.expected_layers if suite.draft else None
+    if expected is None or attention is None:
+        return []
+    from harness.audit import check_contract
+    from harness.suite.attention import LayerAttention
+
+    actual = [LayerAttention(**row.model_dump(include={"index", "layer_type", "window",
+                                                       "causal", "explicit"}))
+              for row in attention]
+    return check_contract([layer.model_dump() for layer in expected], actual)
+
+
+def server_env(suite: Suite, fit: Fit | None) -> dict[str, str]:
+    env = dict(suite.engine.env)
+    if fit is not None and fit.devices:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(d) for d in fit.devices)
+    return env
+
+
+# ---------------------------------------------------------------- what may be written
+
+
+def secret_values(suite: Suite) -> tuple[str, ...]:
+    """The suite's secrets (engine.env credentials, secret flags in extra_args)."""
+    from harness.suite.secrets import secret_values as find
+
+    return find(suite.engine.env, suite.engine.extra_args)
+
+
+def redact_command(command: Sequence[str], suite: Suite) -> list[str]:
+    from harness.suite.secrets import redact_text
+
+    hidden = secret_values(suite)
+    return [redact_text(arg, hidden) for arg in redact_argv(command)]
+
+
+def redacted_document(loaded: LoadedSuite) -> dict[str, Any]:
+    """The suite document as recorded: secret env values and flag values replaced."""
+    document = json.loads(json.dumps(loaded.document))
+    engine = document.get("engine")
+    if isinstance(engine, dict):
+        if isinstance(engine.get("env"), dict):
+            engine["env"] = redact_env(engine["env"])
+        if isinstance(engine.get("extra_args"), list):
+            engine["extra_args"] = redact_argv([str(a) for a in engine["extra_args"]])
+    return document
+
+
+def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequence[GPUInfo],
+               fit: Fit | None, data: Any) -> Provenance:
+    from harness.run import provenance as collect
+
+    used = [g for g in gpus if fit is not None and g.index in fit.devices]
+    weights = None
+    if engine is not None and engine.checkpoints is not None:
+        from harness.engines.reference.checkpoints import served_weights_sha256
+
+        weights = served_weights_sha256(*engine.checkpoints)
+    return collect.collect(engine.facts if engine else None, used,
+                           server_env(loaded.suite, fit),
+                           getattr(data, "source", None), getattr(data, "sha256", None),
+                           loaded.suite.workload.seed, weights_sha256=weights)
+
+
+def draw_plot(run_dir: Path, results_dir: Path) -> Path | None:
+    """The run against its suite's baselines and floor; a failed plot never fails a run."""
+    try:
+        from harness.analysis import plots
+
+        return plots.plot_run(run_dir, results_root=results_dir)
+    except Exception as error:  # plotting is a by-product; the record is already written
+        # (Ctrl-C and SIGTERM are KeyboardInterrupts: they pass through and stop the run)
+        print(f"warning: could not draw the plot for {run_dir}: {error_text(error)}",
+              file=sys.stderr)
+        return None
+
+
+# ---------------------------------------------------------------- the dry run
+
+
+def _dry_run_command(suite: Suite, options: Any, chosen: ChosenBuild) -> list[str]:
+    adapter = adapter_for(suite.engine.kind)
+    if isinstance(suite.engine, SGLangEngine):
+        python = builds.planned_python(chosen.spec)
+        try:
+            chosen_models = models(suite, options)
+        except BadInput:  # a model from an unset variable: show where it would come from
+            chosen_models = Models(_placeholder(suite.target), _placeholder(suite.draft),
+                                   suite.target.revision if suite.target else None,
+                                   suite.draft.revision if suite.draft else None)
+        return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER,
+                                      chosen_models)
+    chosen_models = models(suite, options)
+    dirs = ((Path(chosen_models.target), Path(chosen_models.draft)) if chosen_models
+            else _reference_dirs())
+    python = options.engine_python or sys.executable
+    return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER, None, dirs)
+
+
+def _placeholder(ref: Any) -> str:
+    model = getattr(ref, "model", None)
+    return f"${model.env}" if hasattr(model, "env") else str(model)
+
+
+def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
+             entries: Sequence[Any] | None = None) -> list[str]:
+    """What a run of this suite does, for `--dry-run` and for a skipped run. A dry run
+    also loads each workload's data (exit 2 when it cannot), so the plan shows the data
+    hash the run will record; a skipped run does not."""
+    from harness.suite.model import suite_entries
+
+    suite = loaded.suite
+    lines = [
+        f"suite      {suite.name} ({loaded.path}, sha256 {loaded.sha256[:12]})",
+        f"topology   {fit.reason}",
+        f"build      {redact_url(chosen.spec.text or 'as installed')}",
+        f"launch     {shlex.join(redact_command(_dry_run_command(suite, options, chosen), suite))}",
+        f"           (port {PORT_PLACEHOLDER} stands for a free port chosen at launch)",
+    ]
+    if suite.engine.kind == "sglang":
+        lines += [f"target     {model_source(suite.target)}",
+                  f"draft      {model_source(suite.draft)}"]
+    entries = entries if entries is not None else suite_entries(loaded)
+    for entry in entries:
+        if len(entries) > 1 or entry.name is not None:
+            lines.append(f"entry      {entry.series} (its own record and floors)")
+        lines += _describe_entry(entry.loaded, load_data=bool(options.dry_run))
+    if suite.draft and suite.draft.expected_layers:
+        contract = ", ".join(
+            ("causal" if layer.causal else "bidirectional")
+            + (f"/w{layer.window}" if layer.window else "")
+            for layer in suite.draft.expected_layers)
+        lines.append(f"contract   draft layers: {contract}")
+    return lines
+
+
+def _describe_entry(loaded: LoadedSuite, load_data: bool) -> list[str]:
+    from harness.suite.model import METRIC_DEFINITIONS
+    from harness.workloads import describe as describe_workload
+
+    suite, workload = loaded.suite, loaded.suite.workload
+    floors = suite.floors
+    relation = ">" if floors.strict else ">="
+    adapter = adapter_for(suite.engine.kind)
+    chat = workload.protocol == "chat"
+    route = adapter.chat_path if chat else adapter.generate_path
+    options = ", ".join(f"{k}={v}" for k, v in workload.chat_template_kwargs.items())
+    how = ("completion (the text as is)" if not chat
+           else f"chat template ({options})" if options else "chat template")
+    sampling = (f"max_tokens {workload.max_tokens}, temperature {workload.temperature:g}, "
+                f"top_p {workload.top_p:g}"
+                + (f", top_k {workload.top_k}" if workload.top_k != -1 else "")
+                + (f", per-request seeds from {workload.seed_base}"
+                   if workload.temperature > 0 else ""))
+    lines = [
+        f"workload   {describe_workload(workload)}",
+        f"           {how}; {sampling}, concurrency {workload.concurrency}, "
+        f"seed {workload.seed}",
+        f"           {workload.warmup_requests} warm-up requests, then /flush_cache, "
+        f"then POST {route} per request",
+    ]
+    if load_data:
+        from harness.workloads import prepare
+
+        plan = prepare(workload)
+        requests = sum(len(p.turns) for p in plan.prompts)
+        lines.append(f"data       {plan.source} (rows sha256 {plan.sha256}); "
+                     f"{len(plan.prompts)} prompts, {requests} requests")
+    lines += [
+        f"metric     {floors.metric}: {METRIC_DEFINITIONS[floors.metric]}",
+        f"floors     accept length ({floors.metric}) {relation} {floors.accept_length:g}"
+        + (f", accuracy {relation} {floors.accuracy:g}" if floors.accuracy is not None else ""),
+    ]
+    lines += [f"           category {name}: "
+              + ", ".join(f"{what} {relation} {value:g}" for what, value in
+                          (("accept length", floor.accept_length), ("accuracy", floor.accuracy))
+                          if value is not None)
+              for name, floor in floors.categories.items()]
+    if floors.positions:
+        lines.append("           P(position k accepted): " + ", ".join(
+            f"k={k} {relation} {value:g}" for k, value in enumerate(floors.positions, start=1)))
+    lines += [f"baseline   {b.label}: {b.accept_length:g} ({b.metric or floors.metric}, "
+              f"{'external' if b.external else 'measured here'}) {redact_url(b.source)}"
+              for b in suite.baselines]
+    return lines
+

@@ -1,0 +1,278 @@
+"""What a suite measures and how it is judged: `[workload]`, `[[workloads]]`, `[floors]`,
+`[[baselines]]` (the rest of the schema is in `harness.suite.model`).
+
+Every workload kind shares the request settings (`_Requests`: protocol, sampling,
+concurrency, timeouts); each adds what picks its prompts. The protocol of each kind
+(which rows, how a prompt is built, sent and graded) is in its module under
+`harness/workloads/` and in docs/workloads.md. A suite's main workload is `[workload]`,
+judged by `[floors]`; further entries are `[[workloads]]`, each with a `name`, its own
+`[workloads.floors]` and optional `[[workloads.baselines]]` (docs/workloads.md, "Entries").
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+
+NAME_PATTERN = r"^[a-z0-9][a-z0-9_\-]*$"
+CATEGORY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
+WORKLOAD_KINDS = ("gsm8k", "spec_bench", "humaneval", "jsonl")
+# Spec-Bench's six tasks (`evaluation/speed.py`): MT-Bench's eight categories form one.
+SPEC_BENCH_TASKS = ("mt_bench", "translation", "summarization", "qa", "math_reasoning", "rag")
+MT_BENCH_CATEGORIES = ("writing", "roleplay", "reasoning", "math", "coding", "extraction",
+                       "stem", "humanities")
+
+TemplateValue = bool | int | float | str
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class _Requests(_Strict):
+    """How every request of a workload is sent, whatever its kind."""
+
+    # "completion": the prompt text as is (SGLang's native /generate); "chat": the turns
+    # as messages through the target's chat template (SGLang's /v1/chat/completions).
+    protocol: Literal["completion", "chat"] = "completion"
+    chat_template_kwargs: dict[str, TemplateValue] = Field(default_factory=dict)
+    system_prompt: str | None = Field(default=None, min_length=1)
+    max_tokens: int = Field(default=512, ge=1)
+    concurrency: int = Field(default=128, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    top_k: int = Field(default=-1, ge=-1)  # -1: no top-k (SGLang's "disabled")
+    seed: int = 0  # the server's --random-seed and the CI's bootstrap seed
+    # Base of the per-request seeds sent when temperature > 0: request seed =
+    # sampling_seed + question index (+ 1,000,000 per later turn). Default: `seed`.
+    sampling_seed: int | None = None
+    warmup_requests: int = Field(default=2, ge=0)
+    request_timeout_s: float = Field(default=600.0, gt=0)
+    # A run in which no request finishes for this long is stopped as hung.
+    progress_timeout_s: float = Field(default=300.0, gt=0)
+    data: str | None = None  # local data file; default: ../shared/data, else `datasets`
+
+    @model_validator(mode="after")
+    def _coherent(self) -> _Requests:
+        if self.top_k == 0:
+            raise ValueError("top_k is -1 (no top-k) or at least 1; 0 is not a top-k")
+        if self.protocol == "completion" and (self.chat_template_kwargs or self.system_prompt):
+            raise ValueError("chat_template_kwargs and system_prompt only apply with "
+                             "protocol = \"chat\"")
+        return self
+
+    @property
+    def seed_base(self) -> int:
+        return self.seed if self.sampling_seed is None else self.sampling_seed
+
+
+class GSM8KWorkload(_Requests):
+    """SGLang's run_eval GSM8K protocol (harness/workloads/gsm8k.py)."""
+
+    kind: Literal["gsm8k"] = "gsm8k"
+    questions: int = Field(default=200, ge=1, le=1319)
+    shots: int = Field(default=5, ge=0, le=8)
+
+
+class SpecBenchWorkload(_Requests):
+    """Spec-Bench's 480 prompts (harness/workloads/spec_bench.py)."""
+
+    kind: Literal["spec_bench"]
+    protocol: Literal["completion", "chat"] = "chat"
+    max_tokens: int = Field(default=1024, ge=1)  # Spec-Bench's --max-new-tokens
+    # Spec-Bench tasks (SPEC_BENCH_TASKS) or MT-Bench categories; empty: all six tasks.
+    categories: list[str] = Field(default_factory=list)
+    # The first N prompts of each selected category, in file order; None: all of them.
+    per_category: int | None = Field(default=None, ge=1)
+    # Turns sent per question: MT-Bench questions have two (the second sent with the
+    # model's own first answer); 1 sends only first turns.
+    turns: int = Field(default=2, ge=1, le=2)
+
+    @model_validator(mode="after")
+    def _known_categories(self) -> SpecBenchWorkload:
+        known = set(SPEC_BENCH_TASKS) | set(MT_BENCH_CATEGORIES)
+        unknown = [c for c in self.categories if c not in known]
+        if unknown:
+            raise ValueError(f"unknown Spec-Bench categories {unknown}; known: tasks "
+                             f"{', '.join(SPEC_BENCH_TASKS)}; MT-Bench categories "
+                             f"{', '.join(MT_BENCH_CATEGORIES)}")
+        if self.protocol == "completion" and self.turns > 1:
+            raise ValueError("a second turn needs the chat template: with protocol = "
+                             "\"completion\" set turns = 1")
+        return self
+
+
+class HumanEvalWorkload(_Requests):
+    """HumanEval's 164 problems (harness/workloads/humaneval.py)."""
+
+    kind: Literal["humaneval"]
+    questions: int = Field(default=164, ge=1, le=164)
+
+
+class HubSource(_Strict):
+    """A Hugging Face data set, loaded with `datasets.load_dataset(id, config, split=...)`."""
+
+    id: str = Field(min_length=1)
+    config: str | None = None
+    split: str = "test"
+    revision: str | None = None
+
+
+class JsonlWorkload(_Requests):
+    """A user's own prompts: a JSON-lines file or a hub data set (harness/workloads/jsonl.py)."""
+
+    kind: Literal["jsonl"]
+    hub: HubSource | None = None
+    prompt_field: str = Field(default="prompt", min_length=1)  # a string, or a list of turns
+    category_field: str | None = Field(default=None, min_length=1)
+    id_field: str | None = Field(default=None, min_length=1)
+    # Graded with the GSM8K rule (last number in the output equals the answer's last number).
+    answer_field: str | None = Field(default=None, min_length=1)
+    stop: list[str] = Field(default_factory=list)
+    categories: list[str] = Field(default_factory=list)  # empty: every category
+    questions: int | None = Field(default=None, ge=1)  # the first N selected rows
+
+    @model_validator(mode="after")
+    def _one_source(self) -> JsonlWorkload:
+        if (self.data is None) == (self.hub is None):
+            raise ValueError("a jsonl workload reads exactly one of `data` (a JSON-lines "
+                             "file) or `hub` (a Hugging Face data set)")
+        return self
+
+
+def _kind_of(value: Any) -> str:
+    """The discriminator: `kind`, default "gsm8k" (suites written before the other kinds)."""
+    kind = value.get("kind", "gsm8k") if isinstance(value, dict) else getattr(value, "kind", None)
+    return kind if isinstance(kind, str) and kind in WORKLOAD_KINDS else "unknown"
+
+
+def _by_kind(gsm8k: type, spec_bench: type, humaneval: type, jsonl: type) -> Any:
+    """One model per workload kind, chosen by `kind` (unknown kinds name the allowed)."""
+    return Annotated[
+        Annotated[gsm8k, Tag("gsm8k")]
+        | Annotated[spec_bench, Tag("spec_bench")]
+        | Annotated[humaneval, Tag("humaneval")]
+        | Annotated[jsonl, Tag("jsonl")],
+        Discriminator(_kind_of, custom_error_type="workload_kind",
+                      custom_error_message=f"unknown workload kind; allowed: "
+                                           f"{', '.join(WORKLOAD_KINDS)}"),
+    ]
+
+
+Workload = _by_kind(GSM8KWorkload, SpecBenchWorkload, HumanEvalWorkload, JsonlWorkload)
+
+
+# ------------------------------------------------------------------ floors and baselines
+
+Metric = Literal["server_avg", "per_request"]
+
+# What each accept-length definition measures (docs/statistics.md; harness.metrics.measure).
+METRIC_DEFINITIONS: dict[str, str] = {
+    "server_avg": "tokens made by verify steps per verify step, the prefill token left out: "
+                  "(sum correct drafts + sum verify steps) / sum verify steps, SGLang's "
+                  "/server_info avg_spec_accept_length computed exactly per request",
+    "per_request": "completion tokens per verify step, the prefill token included: "
+                   "sum completion_tokens / sum spec_verify_ct, SGLang's per-request "
+                   "meta_info.spec_accept_length pooled over requests",
+}
+
+
+class CategoryFloor(_Strict):
+    """Floors on one category's requests (the category as the workload names it)."""
+
+    accept_length: float | None = Field(default=None, ge=1.0)
+    accuracy: float | None = Field(default=None, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _something(self) -> CategoryFloor:
+        if self.accept_length is None and self.accuracy is None:
+            raise ValueError("a category floor needs accept_length, accuracy or both")
+        return self
+
+
+class Floors(_Strict):
+    accept_length: float = Field(ge=1.0)
+    # The definition the floor and the baselines were taken in; the gate judges that one.
+    metric: Metric = "server_avg"
+    accuracy: float | None = Field(default=None, ge=0.0, le=1.0)
+    strict: bool = False  # True: the figure must exceed the floor (SGLang's `>`)
+    # False-fail / false-pass rates: bounds on the sequential rule's early verdicts and the
+    # rates `harness power` sizes margins for (docs/statistics.md). The fixed gate itself is
+    # the point estimate against the floor; these never change its verdict.
+    alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
+    beta: float = Field(default=0.2, gt=0.0, lt=0.5)
+    # Per category (key: the category as recorded, e.g. "translation"): its own floors.
+    categories: dict[str, CategoryFloor] = Field(default_factory=dict)
+    # P(draft position k accepted) >= positions[k - 1], k = 1.. (vLLM's gate has these).
+    positions: list[Annotated[float, Field(ge=0.0, le=1.0)]] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _category_names(self) -> Floors:
+        import re
+
+        bad = [name for name in self.categories if not re.match(CATEGORY_PATTERN, name)]
+        if bad:
+            raise ValueError(f"category names {bad} must match {CATEGORY_PATTERN}")
+        return self
+
+
+class Baseline(_Strict):
+    label: str = Field(min_length=1)
+    accept_length: float = Field(ge=1.0)
+    accuracy: float | None = Field(default=None, ge=0.0, le=1.0)
+    source: str = Field(min_length=1)
+    # True: a figure quoted from elsewhere (hand-entered); False: measured by this harness,
+    # with its record under results/baselines/.
+    external: bool
+    metric: Metric | None = None  # default: the floors' metric
+
+
+# ------------------------------------------------------------------ [[workloads]] entries
+
+
+class _Entry(_Strict):
+    """What a `[[workloads]]` entry adds to its kind: a name (its runs are the series
+    `<suite>.<name>`), its floors (metric, alpha and beta default to the suite's) and
+    its baselines."""
+
+    name: str = Field(pattern=NAME_PATTERN)
+    floors: Floors
+    baselines: list[Baseline] = Field(default_factory=list)
+
+
+class GSM8KEntry(_Entry, GSM8KWorkload):
+    pass
+
+
+class SpecBenchEntry(_Entry, SpecBenchWorkload):
+    pass
+
+
+class HumanEvalEntry(_Entry, HumanEvalWorkload):
+    pass
+
+
+class JsonlEntry(_Entry, JsonlWorkload):
+    pass
+
+
+WorkloadEntry = _by_kind(GSM8KEntry, SpecBenchEntry, HumanEvalEntry, JsonlEntry)
+ENTRY_KEYS = frozenset({"name", "floors", "baselines"})
+INHERITED_FLOOR_KEYS = ("metric", "alpha", "beta")
+
+
+def known_categories(workload: Any) -> set[str] | None:
+    """The categories a workload's requests can carry; None when only its data can say
+    (a jsonl workload with a `category_field`)."""
+    kind = workload.kind
+    if kind == "spec_bench":
+        chosen = workload.categories or list(SPEC_BENCH_TASKS)
+        tasks = {c for c in chosen if c in SPEC_BENCH_TASKS}
+        raw = {c for c in chosen if c in MT_BENCH_CATEGORIES}
+        if "mt_bench" in tasks:
+            raw |= set(MT_BENCH_CATEGORIES)
+        return tasks | raw | ({"mt_bench"} if raw else set())
+    if kind == "jsonl" and workload.category_field is not None:
+        return None
+    return {kind}

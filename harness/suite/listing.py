@@ -1,0 +1,87 @@
+"""`harness list` fast: each suite's listing line cached, keyed by what determines it.
+
+Validating a suite needs pydantic (`harness.suite.model`), too slow for a listing. A line is
+cached under the sha256 of the suite file's path and bytes and of the harness's own
+modules (path, size, mtime) and version, so a cached line is exactly what validating
+would print: a changed suite or a changed harness misses the cache and is validated
+again. The cache (`<cache root>/suite-list.json`) is only a copy: damaged or
+missing, it is rebuilt; unwritable, listing still works, only slower.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+from harness import __version__
+from harness.results.layout import atomic_write_text, cache_root
+
+CACHE_NAME = "suite-list.json"
+KEEP = 256  # entries kept: every suite listed now, then the most recent others
+
+
+def _validator_key() -> bytes:
+    """The harness version, the Python version, and the stamp (path, size, mtime) of every
+    harness module: any edit to the validator, or to what it imports, misses the cache."""
+    here = Path(__file__).resolve().parent.parent  # the harness package
+    digest = hashlib.sha256(f"{__version__} {sys.version}".encode())
+    for folder, dirs, files in sorted(os.walk(here)):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")))
+        for name in sorted(files):
+            if name.endswith(".py"):
+                status = os.stat(os.path.join(folder, name))
+                digest.update(f"{folder}/{name} {status.st_size} {status.st_mtime_ns}\n".encode())
+    return digest.digest()
+
+
+def _describe(path: Path, folder: Path) -> tuple[str, bool]:
+    """The listing line of one suite (validated: imports pydantic), and whether invalid."""
+    from harness.errors import SuiteError
+    from harness.suite.model import load_suite
+
+    try:
+        suite = load_suite(path, folder).suite
+    except SuiteError as error:
+        return f"{path.stem:32} INVALID: {error.message.splitlines()[0]}", True
+    topology = suite.topology
+    gpus = f"{topology.gpus} x {'/'.join(topology.gpu_types) or 'GPU'}" if topology.gpus else "CPU"
+    nightly = " nightly" if suite.nightly else ""
+    return (f"{suite.name:32} {suite.engine.kind:9} {gpus:18}{nightly}  "
+            f"{suite.description}"), False  # fmt: skip
+
+
+def listing(paths: list[Path], folder: Path) -> list[tuple[str, bool]]:
+    """One (line, invalid) per suite file, from the cache where it is current."""
+    file = cache_root() / CACHE_NAME
+    try:
+        cache = json.loads(file.read_bytes())
+        assert isinstance(cache, dict)
+    except (OSError, ValueError, AssertionError):
+        cache = {}
+    key = _validator_key()
+    result, used = [], {}
+    for path in paths:
+        try:
+            content = path.read_bytes()
+        except OSError:
+            content = None  # validation says why
+        entry = None
+        if content is not None:
+            digest = hashlib.sha256(key + str(path).encode() + b"\0" + content).hexdigest()
+            entry = cache.get(digest)
+        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)):
+            entry = list(_describe(path, folder))
+        if content is not None:
+            used[digest] = entry
+        result.append((entry[0], bool(entry[1])))
+    if any(digest not in cache for digest in used):
+        others = [(k, v) for k, v in cache.items() if k not in used]
+        kept = dict(others[-max(0, KEEP - len(used)):] if len(used) < KEEP else [])
+        kept.update(used)
+        with contextlib.suppress(OSError):
+            atomic_write_text(file, json.dumps(kept))
+    return result
