@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.engines import adapter_for
+from harness.engines.registry import adapter_for
 from harness.run.drive import Driver, Endpoint
 from harness.run.launch import Server, ServerSpec, free_port
 from harness.suite.model import GSM8KWorkload

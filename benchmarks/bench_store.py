@@ -2,7 +2,7 @@
 
 Records are synthesised once into a folder (reused with --dir) in the real layout
 (results/runs/<suite>/<run>/run.json, schema 1), each indexed as the record writer does
-(`runs_index.note_written`, which `record.write_run` calls). Then, each in a fresh
+(`runs_index.note_written`, which `writer.write_run` calls). Then, each in a fresh
 interpreter (imports of pandas and matplotlib included, no loader state from an earlier
 call), timed from the parent:
 - cold: load every record and draw the history plot, with the suite index as the
@@ -88,7 +88,8 @@ def synthesise(root: Path, n_runs: int, seed: int = 0) -> None:
     import numpy as np
 
     from harness.results.index import note_written
-    from harness.results.record import RUN_FILE, run_dir_name
+    from harness.results.record import RUN_FILE
+    from harness.results.writer import run_dir_name
 
     rng = np.random.default_rng(seed)
     base = _template()
@@ -109,7 +110,7 @@ def synthesise(root: Path, n_runs: int, seed: int = 0) -> None:
         run_dir.mkdir()
         text = json.dumps(base, indent=2)
         (run_dir / RUN_FILE).write_text(text)
-        note_written(run_dir / RUN_FILE, text)  # what record.write_run does after run.json
+        note_written(run_dir / RUN_FILE, text)  # what writer.write_run does after run.json
 
 
 def timed_child(code_root: Path, root: Path) -> tuple[float, float, int]:

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.metrics.measure import numerator
+from harness.metrics.definitions import numerator
 from harness.results.baselines import save_baseline
 from harness.results.record import REQUESTS_FILE, RunRecord
 from harness.run.runner import RunOptions, run_suite

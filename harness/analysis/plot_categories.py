@@ -1,6 +1,7 @@
 """The per-category figure of one run (`categories.png` beside `accept_length.png`).
 
-Same conventions as `harness.analysis.plots` (object API, no pyplot, PNG written atomically).
+Same conventions as `harness.analysis.plots` (`plot_style`: object API, no pyplot, PNG
+written atomically).
 """
 
 from __future__ import annotations
@@ -8,12 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.analysis.plots import (
+from harness.analysis.plot_style import (
     FLOOR_COLOUR,
     VERDICT_COLOURS,
-    _new_figure,
-    _save,
     figure_in,
+    new_figure,
+    save_png,
     suite_metric,
 )
 from harness.results.record import RunRecord
@@ -35,7 +36,7 @@ def categories_figure(record: RunRecord) -> Figure:
     """Each category's accept length with its CI (bootstrap over its prompts), its floor
     where the suite sets one, and its accuracy where graded; the run's overall figure as a
     line. Each workload entry is its own record, so each gets its own figure."""
-    figure = _new_figure(max(6.0, 1.1 * len(record.measurement.categories or {}) + 2), 4.4)
+    figure = new_figure(max(6.0, 1.1 * len(record.measurement.categories or {}) + 2), 4.4)
     axes = figure.add_subplot()
     measurement = record.measurement
     results = measurement.categories or {}
@@ -83,4 +84,4 @@ def plot_categories(run_dir: Path, out: Path | None = None,
     record = record or read_run(run_dir)
     if record.measurement is None or not record.measurement.categories:
         return None
-    return _save(categories_figure(record), out or run_dir / CATEGORIES_PNG)
+    return save_png(categories_figure(record), out or run_dir / CATEGORIES_PNG)

@@ -13,6 +13,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.analysis.plot_categories import plot_categories
+from harness.analysis.plot_style import (
+    BASELINE_COLOURS,
+    FLOOR_COLOUR,
+    VERDICT_COLOURS,
+    document_metric,
+    figure_in,
+    new_figure,
+    save_png,
+    suite_floor,
+    suite_metric,
+)
 from harness.results.baselines import BaselineFigure, load_baselines
 from harness.results.layout import RUN_FILE
 from harness.results.store import (
@@ -30,63 +42,9 @@ if TYPE_CHECKING:
 
 RUN_PNG = "accept_length.png"
 HISTOGRAM_PNG = "accept_histogram.png"
-VERDICT_COLOURS = {"pass": "#2a9d4b", "fail": "#d62828", "error": "#7a7a7a", "skipped": "#999999"}
-BASELINE_COLOURS = ("#1f77b4", "#ff7f0e", "#9467bd", "#8c564b", "#17becf", "#bcbd22")
-FLOOR_COLOUR = "#d62828"
-
-
-def _new_figure(width: float, height: float) -> Figure:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(width, height), dpi=110, layout="constrained")
-    FigureCanvasAgg(figure)
-    return figure
-
-
-def _save(figure: Figure, out: Path) -> Path:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # Write beside and rename: a reader (CI artefact upload) never sees half a PNG.
-    partial = out.with_name(f".{out.name}.partial.png")
-    figure.savefig(partial, format="png")
-    partial.replace(out)
-    return out
-
-
 def results_root_of(run_dir: Path) -> Path:
     """results/runs/<suite>/<run> -> results."""
     return run_dir.resolve().parent.parent.parent
-
-
-def suite_floor(record: RunRecord) -> float | None:
-    floors = record.suite.document.get("floors") or {}
-    value = floors.get("accept_length")
-    return float(value) if isinstance(value, int | float) else None
-
-
-def suite_metric(record: RunRecord) -> str:
-    """The accept-length definition the run's suite judges (its floors and baselines)."""
-    return document_metric(record.suite.document, record.schema_version)
-
-
-def document_metric(document: dict[str, Any], schema_version: int) -> str:
-    floors = document.get("floors") or {}
-    metric = floors.get("metric")
-    if metric in ("server_avg", "per_request"):
-        return str(metric)
-    # v1 suites had no field: their figures were per-request ratios
-    return "server_avg" if schema_version >= 2 else "per_request"
-
-
-def figure_in(record: RunRecord, metric: str) -> tuple[float, tuple[float, float] | None] | None:
-    """The run's accept length (and CI, when it is the judged one) in `metric`; never mixed."""
-    measurement = record.measurement
-    if measurement is None:
-        return None
-    if measurement.metric == metric:
-        return measurement.accept_length, measurement.accept_length_ci
-    value = getattr(measurement, f"accept_length_{metric}", None)
-    return (float(value), None) if isinstance(value, int | float) else None
 
 
 def _baseline_metric(figure: BaselineFigure, default: str) -> str:
@@ -138,7 +96,7 @@ def run_figure(
     floor: float | None = None,
 ) -> Figure:
     """The run's accept length with its CI beside each baseline, over the floor."""
-    figure = _new_figure(7.5, 4.2)
+    figure = new_figure(7.5, 4.2)
     axes = figure.add_subplot()
     names, values, lows, highs, colours = [], [], [], [], []
     for i, baseline in enumerate(baselines):
@@ -207,10 +165,8 @@ def plot_run(
         baselines = baselines_for(record, Path(results_root or results_root_of(run_dir)))
     figure = run_figure(record, baselines, suite_floor(record))
     if out is None and record.measurement is not None and record.measurement.categories:
-        from harness.analysis.plot_categories import plot_categories
-
         plot_categories(run_dir, record=record)  # beside it: the per-category figure
-    return _save(figure, out or run_dir / RUN_PNG)
+    return save_png(figure, out or run_dir / RUN_PNG)
 
 
 # ---------------------------------------------------------------- (b) history
@@ -228,7 +184,7 @@ def history_figure(
     Only runs judged in `metric` are drawn (their CI is in that definition too): a
     history never mixes the two definitions of accept length.
     """
-    figure = _new_figure(10, 4.5)
+    figure = new_figure(10, 4.5)
     axes = figure.add_subplot()
     runs = runs[(runs["suite"] == suite) & (runs["kind"] == "run")].dropna(
         subset=["accept_length"]
@@ -321,7 +277,7 @@ def plot_history(
     else:
         baselines = load_baselines(results_root, suite)
     figure = history_figure(runs, suite, baselines, floor, metric)
-    return _save(figure, out or results_root / PLOTS_DIR / suite / "history.png")
+    return save_png(figure, out or results_root / PLOTS_DIR / suite / "history.png")
 
 
 # ---------------------------------------------------------------- (c) per prompt / position
@@ -333,9 +289,9 @@ def histogram_figure(
     """Left: per-request accept lengths. Right: P(draft position k accepted)."""
     from harness.metrics.stats import per_position_acceptance
 
-    figure = _new_figure(10, 4)
+    figure = new_figure(10, 4)
     left, right = figure.subplots(1, 2)
-    from harness.metrics.measure import numerator
+    from harness.metrics.definitions import numerator
 
     metric = suite_metric(record)
     per_request = [numerator(r, metric) / r["verify_steps"] for r in requests
@@ -390,4 +346,4 @@ def plot_histogram(run_dir: Path, out: Path | None = None) -> Path:
     run_dir = Path(run_dir)
     record = read_run(run_dir)
     figure = histogram_figure(record, read_requests(run_dir), suite_floor(record))
-    return _save(figure, out or run_dir / HISTOGRAM_PNG)
+    return save_png(figure, out or run_dir / HISTOGRAM_PNG)

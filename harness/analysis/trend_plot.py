@@ -54,6 +54,6 @@ def plot_trend(
     floor: float | None = None,
 ) -> Path:
     """Write the trend PNG (e.g. results/plots/<suite>/trend.png) and return its path."""
-    from harness.analysis.plots import _save
+    from harness.analysis.plot_style import save_png
 
-    return _save(trend_figure(runs, suite, trend, floor), Path(out))
+    return save_png(trend_figure(runs, suite, trend, floor), Path(out))

@@ -229,7 +229,7 @@ def prepare(build: BuildSpec) -> PreparedBuild:
 def build_info(build: BuildSpec, facts: EnvironmentFacts) -> Any:
     """BuildInfo from what the environment holds: its metadata and the harness's note."""
     from harness.results.record import BuildInfo
-    from harness.run.provenance import redact_url
+    from harness.suite.secrets import redact_url
 
     note = facts.build_note or {}
     commit, dirty, source_hash = note.get("commit"), note.get("dirty"), note.get("source_hash")

@@ -69,14 +69,6 @@ class BuildSpec:
             return prefix + str(self.spec) + (f"@{self.ref}" if self.ref else "")
         return self.spec
 
-    @property
-    def key(self) -> str:
-        """Deprecated: the cache key needs the resolved identity; use
-        `harness.build.planned_python` (dry runs) or `resolve_build(...).key`."""
-        from harness.build.sglang_env import resolve_build
-
-        return resolve_build(self, offline=True).key
-
 
 def _bad(flag: str, spec: str, why: str) -> BadInput:
     return BadInput(f"{flag} {spec!r}: {why}\n{GRAMMAR}")

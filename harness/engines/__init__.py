@@ -7,90 +7,12 @@ response becomes the harness's per-request figures, and how to check that the se
 runs what the suite declares. Pipeline modules (drive, measure, runner) hold no
 engine-specific string.
 
-- `harness.engines.sglang`: SGLang, the engine under test (launch line, API, versions).
-- `harness.engines.reference_adapter`: the project's CPU reference engine, which serves
-  SGLang's API (so it reuses the SGLang adapter's API half) from its own launch line.
+- `interface`: what the pipeline asks of an engine (`EngineAdapter`) and what a response
+  becomes (`ParsedResponse`); `registry.adapter_for` picks a suite's adapter.
+- `sglang`: SGLang, the engine under test (launch line, API, versions).
+- `reference_adapter`: the project's CPU reference engine, which serves SGLang's API (so
+  it reuses the SGLang adapter's API half) from its own launch line.
+- `reference`: that engine itself (`python -m harness.engines.reference`).
 
 Light to import: no third-party package is imported here.
 """
-
-from __future__ import annotations
-
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
-
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    from harness.suite.model import Suite
-
-
-@dataclass(frozen=True)
-class ParsedResponse:
-    """One generation response as the harness needs it, whatever the engine."""
-
-    text: str
-    completion_tokens: int
-    verify_steps: int
-    correct_drafts: int | None  # accepted draft tokens over all verify steps (bonus excluded)
-    histogram: list[int] | None  # verify steps by number of correct drafts
-    prompt_tokens: int | None
-    finish_reason: str | None
-    prompt_sha256: str | None = None  # of the server's prompt token ids, when it returns them
-
-
-@dataclass(frozen=True)
-class Models:
-    """The target and draft a run serves, after environment/command-line overrides."""
-
-    target: str
-    draft: str
-    target_revision: str | None = None
-    draft_revision: str | None = None
-
-
-class EngineAdapter(Protocol):
-    """What the pipeline asks of an engine."""
-
-    kind: str
-    ready_paths: tuple[str, ...]  # GET until 200, in order
-    generate_path: str
-    chat_path: str  # renders the target's chat template and returns per-request figures
-    flush_path: str
-    server_info_paths: tuple[str, ...]  # first that answers 200 wins
-
-    def launch_command(self, suite: Suite, python: str, host: str, port: int,
-                       models: Models | None = None,
-                       checkpoints: tuple[Path, Path] | None = None) -> list[str]: ...
-
-    def generate_body(self, text: str, params: Mapping[str, Any], rid: str) -> dict[str, Any]: ...
-
-    def parse_generate(self, payload: Any, where: str) -> ParsedResponse: ...
-
-    def chat_body(self, messages: Sequence[Mapping[str, str]], params: Mapping[str, Any],
-                  rid: str, template_kwargs: Mapping[str, Any]) -> dict[str, Any]: ...
-
-    def parse_chat(self, payload: Any, where: str) -> ParsedResponse: ...
-
-    def server_figure(self, info: Any) -> float | None: ...
-
-    def settings_mismatches(self, info: Any, suite: Suite,
-                            models: Models | None = None) -> list[str]: ...
-
-    def attention_from_server(self, info: Any) -> list[dict[str, Any]] | None: ...
-
-    def auth_headers(self, suite: Suite, admin: bool = False) -> dict[str, str]: ...
-
-
-def adapter_for(kind: str) -> EngineAdapter:
-    """The adapter of a suite's `engine.kind`."""
-    if kind == "sglang":
-        from harness.engines.sglang import ADAPTER
-
-        return ADAPTER
-    if kind == "reference":
-        from harness.engines.reference_adapter import ADAPTER as REFERENCE
-
-        return REFERENCE
-    raise ValueError(f"no engine adapter for kind {kind!r}")

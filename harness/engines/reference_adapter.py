@@ -12,11 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.engines import Models
 from harness.engines.flags import check_extra_args
 from harness.engines.sglang import SGLangAdapter, api
 from harness.errors import BadInput
-from harness.suite.model import ReferenceEngine, Suite
+from harness.suite.model import Models, ReferenceEngine, Suite
 
 LAUNCH_MODULE = "harness.engines.reference"
 RESERVED_FLAGS = frozenset({"--host", "--port", "--target", "--draft", "--attention-policy",

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.metrics import stats
+from harness.metrics.definitions import METRICS, numerator
 
 DEFAULT_CATEGORY = "all"
 
@@ -56,7 +57,6 @@ def by_category(rows: Sequence[Any]) -> dict[str, list[Any]]:
 
 def question_pairs(rows: Sequence[Any], metric: str) -> tuple[list[Any], list[int], list[int]]:
     """(questions, numerators, verify steps), one entry per question (turns summed)."""
-    from harness.metrics.measure import numerator
 
     keys, tokens, steps = [], [], []
     for key, group in by_question(rows).items():
@@ -98,7 +98,6 @@ def per_position(rows: Sequence[Any], level: float = 0.95, seed: int = 0
 def summarise_group(rows: Sequence[Any], metric: str, seed: int = 0) -> dict[str, Any]:
     """A category's figures (the fields of `record.CategoryResult`)."""
     from harness.errors import MissingMetric
-    from harness.metrics.measure import METRICS
 
     keys, tokens, steps = question_pairs(rows, metric)
     total_steps = sum(steps)

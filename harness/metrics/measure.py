@@ -15,64 +15,31 @@ The two definitions (suite `floors.metric`; `harness.suite.model.METRIC_DEFINITI
   the stop string, EOS or max_new_tokens that ended the request (SGLang counts the whole
   last step, but the output stops at the stop): so `per_request` may sit above or below
   `server_avg` (tests/sglang_oracle pins both against SGLang's own code).
-Every statistic takes (numerator_i, verify_steps_i) per request; `numerators` gives the
-numerators of a definition. The server's own figure is recorded as a cross-check only.
-A missing figure is an error, never a pass.
+Every statistic takes (numerator_i, verify_steps_i) per request; `definitions.numerators`
+gives the numerators of a definition. The server's own figure is recorded as a cross-check
+only. A missing figure is an error, never a pass.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from harness.errors import MissingMetric
-from harness.metrics import stats
+from harness.metrics import breakdown, stats
+from harness.metrics.definitions import accept_lengths
 from harness.results.record import CategoryResult, Measurement, RequestRow
-
-METRICS = ("server_avg", "per_request")
 
 # Relative disagreement between the exact server_avg and the server's own figure that is
 # recorded as a note.
 DISAGREEMENT_TOLERANCE = 0.05
 
 
-def numerator(row: Any, metric: str) -> int:
-    """Request `row`'s numerator under `metric` (a RequestRow or a dict of its fields);
-    the definition itself is `stats.numerator`."""
-    fields = row if isinstance(row, Mapping) else row.model_dump()
-    value = stats.numerator(fields, metric)  # type: ignore[arg-type]
-    if value is None:
-        raise MissingMetric(f"request {fields.get('index')}: no counts for metric {metric}")
-    return value
-
-
-def numerators(rows: Sequence[Any], metric: str) -> list[int]:
-    return [numerator(row, metric) for row in rows]
-
-
-def steps_of(rows: Sequence[Any]) -> list[int]:
-    return [int(row["verify_steps"] if isinstance(row, dict) else row.verify_steps)
-            for row in rows]
-
-
-def accept_lengths(rows: Sequence[Any]) -> dict[str, float]:
-    """Both definitions' figures over `rows` (raises MissingMetric when undefined)."""
-    steps = sum(steps_of(rows))
-    if not rows:
-        raise MissingMetric("no measured request completed: no accept length")
-    if steps == 0:
-        raise MissingMetric("measured requests reported 0 verify steps: no accept length")
-    return {metric: sum(numerators(rows, metric)) / steps for metric in METRICS}
-
-
 def confidence_interval(rows: Sequence[Any], metric: str, seed: int
                         ) -> tuple[float, float] | None:
     """Bootstrap CI over prompts of the accept length under `metric`: whole questions
     are resampled (the turns of a multi-turn question stay together)."""
-    from harness.metrics.breakdown import question_pairs
-
-    _, tokens, steps = question_pairs(rows, metric)
+    _, tokens, steps = breakdown.question_pairs(rows, metric)
     if len(tokens) < 2:
         return None
     return stats.bootstrap_ci(tokens, steps, seed=seed)
@@ -95,8 +62,6 @@ def summarise(
     disagreement = None
     if server_figure is not None:
         disagreement = (server_figure - figures["server_avg"]) / figures["server_avg"]
-    from harness.metrics import breakdown
-
     histogram = stats.sum_histograms([r.accept_histogram for r in rows])
     _, rate_cis = breakdown.per_position(rows, seed=seed)
     groups = breakdown.categories(rows, metric, seed)

@@ -9,17 +9,11 @@ document it in docs/run-record.md.
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import secrets
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from harness.results.layout import REQUESTS_FILE, RUN_FILE, RUNS_DIR, atomic_write_text
 
 SCHEMA_VERSION = 2
 SERVER_LOG = "server.log"
@@ -254,51 +248,3 @@ def utc_now() -> datetime:
 
 def new_run_id() -> str:
     return secrets.token_hex(4)
-
-
-def run_dir_name(started_at: datetime, run_id: str) -> str:
-    return f"{started_at.strftime('%Y%m%dT%H%M%SZ')}-{run_id}"
-
-
-def create_run_dir(root: Path, suite: str, started_at: datetime, run_id: str) -> Path:
-    """Create a run's folder exclusively: two writers can never share one."""
-    folder = Path(root) / RUNS_DIR / suite / run_dir_name(started_at, run_id)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    folder.mkdir()  # FileExistsError on a (practically impossible) id collision: never merge
-    return folder
-
-
-class RowLog:
-    """`requests.jsonl`, one row appended (and flushed) as each request finishes, so that
-    whatever ends a run, every finished request is on disk."""
-
-    def __init__(self, folder: Path) -> None:
-        self.path = Path(folder) / REQUESTS_FILE
-        self._file: Any = None
-
-    def __enter__(self) -> RowLog:
-        self._file = open(self.path, "a", encoding="utf-8")  # closed in __exit__
-        return self
-
-    def append(self, row: RequestRow) -> None:
-        self._file.write(json.dumps(row.model_dump(mode="json")) + "\n")
-        self._file.flush()
-
-    def __exit__(self, *exc: object) -> None:
-        with contextlib.suppress(OSError):
-            os.fsync(self._file.fileno())
-        self._file.close()
-
-
-def write_run(folder: Path, record: RunRecord, rows: list[RequestRow] | None = None) -> Path:
-    """Write a run folder's records; `run.json` goes last so its presence means complete."""
-    folder.mkdir(parents=True, exist_ok=True)
-    if rows is not None:
-        lines = "".join(json.dumps(row.model_dump(mode="json")) + "\n" for row in rows)
-        atomic_write_text(folder / REQUESTS_FILE, lines)
-    text = record.model_dump_json(indent=2) + "\n"
-    atomic_write_text(folder / RUN_FILE, text)
-    from harness.results.index import note_written  # the loader's index: a copy, never fails
-
-    note_written(folder / RUN_FILE, text)
-    return folder / RUN_FILE

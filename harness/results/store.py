@@ -1,6 +1,6 @@
 """`results/` is the database: load its run records into pandas in one call.
 
-Layout in `harness.results.layout`; the writer is `harness.results.writer` (and `record.write_run`).
+Layout in `harness.results.layout`; the writer is `harness.results.writer`.
 Loading never fails on a bad file: any file under `runs/` or `baselines/` is a valid
 record or is reported (path and reason, once per command: `harness.results.skips`) and skipped,
 never rewritten; the reasons are also listed in `DataFrame.attrs["skipped"]`. Rows come
@@ -51,15 +51,6 @@ __all__ = [
 ]  # fmt: skip
 
 log = logging.getLogger("harness.results.store")
-
-
-def __getattr__(name: str) -> Any:
-    """The writer moved to `harness.results.writer`; old imports (`store.save_run`) keep working."""
-    if name in ("save_run", "new_run_dir"):
-        from harness.results import writer
-
-        return getattr(writer, name)
-    raise AttributeError(f"module 'harness.results.store' has no attribute {name!r}")
 
 
 # ---------------------------------------------------------------- bulk loading

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from harness.engines import EngineAdapter, ParsedResponse
+from harness.engines.interface import EngineAdapter, ParsedResponse
 from harness.errors import EngineError, error_text
 from harness.results.record import RequestRow
 from harness.workloads import Prompt, grade

@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from harness import build as builds
-from harness.engines import EngineAdapter, Models, adapter_for
+from harness.engines.interface import EngineAdapter
+from harness.engines.registry import adapter_for
 from harness.errors import BadInput, EngineError, HarnessError, error_text
 from harness.results.record import BuildInfo, GPUInfo, LayerRow, Provenance
 from harness.run.preflight import Fit
 from harness.suite.model import (
     LoadedSuite,
+    Models,
     ReferenceEngine,
     SGLangEngine,
     Suite,

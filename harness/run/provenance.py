@@ -42,7 +42,7 @@ def safe_env(env: Mapping[str, str], extra_names: Iterable[str] = ()) -> dict[st
 
 
 def harness_git() -> tuple[str | None, bool | None]:
-    from harness.build import head_state
+    from harness.build.gitrepo import head_state
 
     return head_state(REPO_ROOT, exact=True)
 

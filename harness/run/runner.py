@@ -41,16 +41,14 @@ from harness.results.record import (
     Measurement,
     Provenance,
     RequestRow,
-    RowLog,
     RunRecord,
     SuiteInfo,
     Verdict,
     VerdictStatus,
-    create_run_dir,
     new_run_id,
     utc_now,
-    write_run,
-)
+    )
+from harness.results.writer import RowLog, create_run_dir, write_run
 from harness.run.judge import EXIT_CODES, judge
 from harness.run.launch import LOOPBACK, Server, ServerSpec, free_port
 from harness.suite.model import Entry, LoadedSuite, Suite
@@ -308,8 +306,8 @@ def _prepare_and_measure(runs: list[_Run], models: Any, chosen: Any, gpus: Any, 
 
 def _launch_and_measure(runs: list[_Run], engine: Any, gpus: Any, fit: Any) -> None:
     from harness.run import plan as planning
+    from harness.run import workload_record as described
     from harness.workloads import prepare
-    from harness.workloads import recorded as described
 
     first = runs[0]
     suite = first.loaded.suite
@@ -352,7 +350,7 @@ def _launch_and_measure(runs: list[_Run], engine: Any, gpus: Any, fit: Any) -> N
 
 def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -> Verdict:
     from harness.metrics.measure import summarise
-    from harness.workloads.recorded import rendered_sha256
+    from harness.run.workload_record import rendered_sha256
 
     options, suite = run.options, run.loaded.suite
     prompts = workload_plan.prompts

@@ -14,6 +14,7 @@ import json
 import os
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -374,12 +375,21 @@ def _resolve_one(ref: ModelRef | None, role: str, override: str | None,
     return ref.model
 
 
+@dataclass(frozen=True)
+class Models:
+    """The target and draft a run serves, after environment/command-line overrides."""
+
+    target: str
+    draft: str
+    target_revision: str | None = None
+    draft_revision: str | None = None
+
+
+
 def resolve_models(suite: Suite, target: str | None = None, draft: str | None = None,
-                   environ: Mapping[str, str] | None = None):  # -> harness.engines.Models
+                   environ: Mapping[str, str] | None = None) -> Models | None:
     """The target and draft the run serves: command-line override, else the suite's id,
     else its environment variable. None for a reference suite that names no models."""
-    from harness.engines import Models
-
     environ = os.environ if environ is None else environ
     target_id = _resolve_one(suite.target, "target", target, environ, suite.name)
     draft_id = _resolve_one(suite.draft, "draft", draft, environ, suite.name)

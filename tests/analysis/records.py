@@ -17,7 +17,7 @@ from harness.results.record import (
     Verdict,
     new_run_id,
 )
-from harness.results.store import save_run
+from harness.results.writer import save_run
 
 SUITE_DOCUMENT = {
     "name": "tiny_dflash_cpu",

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from harness.results import index as runs_index
-from harness.results import layout, record, store
+from harness.results import layout, record, store, writer
 from harness.results.baselines import load_baselines
 from harness.results.record import REQUESTS_FILE, RUN_FILE
 from harness.results.rows import READS_SCHEMA, RUN_COLUMNS
@@ -187,7 +187,7 @@ def test_a_rewritten_record_is_read_again(results: Path) -> None:
     assert store.load_runs(results)["label"].iloc[0] is None
     saved = store.read_run(run_dir)
     saved.label = "relabelled"
-    record.write_run(run_dir, saved)  # the writer appends a new line: the last one counts
+    writer.write_run(run_dir, saved)  # the writer appends a new line: the last one counts
     assert store.load_runs(results)["label"].iloc[0] == "relabelled"
     data = json.loads((run_dir / RUN_FILE).read_text())
     data["label"] = "by hand"  # an edit outside the writer: its stamp changes
@@ -251,7 +251,7 @@ def test_the_index_is_compacted(results: Path) -> None:
     saved = store.read_run(run_dir)
     for i in range(40):
         saved.label = f"v{i}"
-        record.write_run(run_dir, saved)
+        writer.write_run(run_dir, saved)
     assert _indexed(results) == [run_dir.name] * 41
     runs = store.load_runs(results)
     assert list(runs["label"]) == ["v39"]
@@ -363,7 +363,7 @@ def test_new_run_dir_refuses_to_share_a_folder(results: Path) -> None:
     run_dir = make_run(results, 2.5)
     saved = store.read_run(run_dir)
     with pytest.raises(FileExistsError):
-        store.save_run(results, saved)
+        writer.save_run(results, saved)
 
 
 def test_one_results_dir_definition(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -165,7 +165,7 @@ def _save_history(root: Path, frame: pd.DataFrame) -> None:
         SuiteInfo,
         Verdict,
     )
-    from harness.results.store import save_run
+    from harness.results.writer import save_run
 
     for i, row in enumerate(frame.itertuples()):
         record = RunRecord(

@@ -11,7 +11,8 @@ import pytest
 
 from harness.engines.sglang.api import parse_generate
 from harness.errors import MissingMetric
-from harness.metrics.measure import accept_lengths, numerator, numerators, summarise
+from harness.metrics.definitions import accept_lengths, numerator, numerators
+from harness.metrics.measure import summarise
 from harness.metrics.stats import per_position_acceptance, sum_histograms
 from harness.results.record import RequestRow
 

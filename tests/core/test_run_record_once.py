@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness.results import index as runs_index
-from harness.results import record
+from harness.results import writer
 from harness.results.record import RUN_FILE, Verdict
 from harness.run.runner import RunOptions, _fail_unfinished, _new_run
 from harness.suite.model import load_suite, suite_entries
@@ -24,11 +23,11 @@ def test_interrupt_during_the_write_keeps_the_verdict(cut: str, tmp_path: Path,
     run = _new_run(suite_entries(loaded, None)[0], RunOptions(results_dir=tmp_path))
     # the signal arrives inside write_run, once: before run.json is in place, or just after
     if cut == "before the rename":
-        monkeypatch.setattr(record, "atomic_write_text", _first_call_raises(
-            record.atomic_write_text))
+        monkeypatch.setattr(writer, "atomic_write_text", _first_call_raises(
+            writer.atomic_write_text))
     else:
-        monkeypatch.setattr(runs_index, "note_written", _first_call_raises(
-            runs_index.note_written))
+        monkeypatch.setattr(writer, "note_written", _first_call_raises(
+            writer.note_written))
     with pytest.raises(KeyboardInterrupt):
         run.finish(Verdict(status="pass", reasons=["floor met"]))
     assert _fail_unfinished([run], KeyboardInterrupt()) == []  # nothing left unfinished

@@ -142,16 +142,16 @@ def test_versions_disagree_on_a_stop_past_the_length_limit() -> None:
 
 
 def test_harness_figures_equal_sglang(make_sglang: Callable[..., SGLang]) -> None:
-    """harness.metrics.measure.accept_lengths over the SGLang adapter's parsed responses (as the
-    dicts of fields a RequestRow is made of)."""
+    """harness.metrics.definitions.accept_lengths over the SGLang adapter's parsed responses
+    (as the dicts of fields a RequestRow is made of)."""
     from harness.engines.sglang import api
-    from harness.metrics import measure
+    from harness.metrics import definitions
 
     sglang = make_sglang(decode_log_interval=1)
     items = Scheduler(sglang, overlap=False).run(gsm8k_like())
     rows = [dataclasses.asdict(api.parse_generate(
         {"text": item.result["text"], "meta_info": item.result}, f"request {item.plan.rid}"))
         for item in items]
-    figures = measure.accept_lengths(rows)
+    figures = definitions.accept_lengths(rows)
     assert figures["server_avg"] == pytest.approx(sglang.server_average(), rel=1e-12)
     assert figures["per_request"] == pytest.approx(per_request(metas(items)), rel=1e-12)

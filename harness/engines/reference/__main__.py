@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     except CheckpointError as error:
         print(f"reference engine: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    from harness.engines.reference.server import routes
+    from harness.engines.reference.routes import routes
     from harness.engines.reference.web import make_server
 
     try:

@@ -2,7 +2,8 @@
 
 Shapes and rules from `sglang/srt/entrypoints/http_server.py` (routes),
 `managers/tokenizer_manager.py` (request checks, meta_info, streaming) and
-`managers/io_struct.py` (`GenerateReqInput`). `ROUTES` joins these with the OpenAI routes.
+`managers/io_struct.py` (`GenerateReqInput`). `routes.routes` joins these with the OpenAI
+routes.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import uuid
 from typing import Any
 
 from harness.engines.reference.params import BadRequest, check_context, meta_info, parse_sampling
-from harness.engines.reference.web import NATIVE, OPENAI, Handler, Route
+from harness.engines.reference.web import Handler
 
 FLUSHED = (
     "Cache flushed.\nPlease check backend logs for more details. "
@@ -149,23 +150,3 @@ def flush_cache(h: Handler) -> None:
         h.reply_text(FLUSHED)
     else:
         h.reply_text("Flush cache failed.\n", 400)
-
-
-def routes() -> dict[tuple[str, str], Route]:
-    from harness.engines.reference import openai_api
-
-    native = {
-        ("GET", "/health"): Route(health), ("GET", "/health_generate"): Route(health),
-        ("GET", "/ready"): Route(ready),
-        ("GET", "/model_info"): Route(model_info), ("GET", "/get_model_info"): Route(model_info),
-        ("GET", "/server_info"): Route(server_info),
-        ("GET", "/get_server_info"): Route(server_info),
-        ("GET", "/flush_cache"): Route(flush_cache, admin_optional=True),
-        ("POST", "/flush_cache"): Route(flush_cache, admin_optional=True),
-        ("POST", "/generate"): Route(generate), ("PUT", "/generate"): Route(generate),
-    }
-    openai = {key: Route(handler, errors=OPENAI) for key, handler in openai_api.ROUTES.items()}
-    return {**native, **openai}
-
-
-__all__ = ["NATIVE", "routes"]

@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harness.engines import Models, ParsedResponse
+from harness.engines.interface import ParsedResponse
 from harness.engines.sglang import api
 from harness.engines.sglang.launch import RESERVED_FLAGS, api_key, launch_command
+from harness.suite.model import Models
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -36,7 +36,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.engines import ParsedResponse
+from harness.engines.interface import ParsedResponse
 from harness.errors import MissingMetric
 
 READY_PATHS = ("/health_generate",)

@@ -10,10 +10,9 @@ every build it may be asked to test.
 
 from __future__ import annotations
 
-from harness.engines import Models
 from harness.engines.flags import check_extra_args
 from harness.errors import BadInput
-from harness.suite.model import SGLangEngine, Suite, resolve_models
+from harness.suite.model import Models, SGLangEngine, Suite, resolve_models
 
 LAUNCH_MODULE = "sglang.launch_server"
 

@@ -1,0 +1,66 @@
+"""What every plot shares: colours, the headless figure and its atomic PNG write, and which
+of a record's figures a plot may draw (never two definitions mixed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from harness.results.record import RunRecord
+
+VERDICT_COLOURS = {"pass": "#2a9d4b", "fail": "#d62828", "error": "#7a7a7a", "skipped": "#999999"}
+BASELINE_COLOURS = ("#1f77b4", "#ff7f0e", "#9467bd", "#8c564b", "#17becf", "#bcbd22")
+FLOOR_COLOUR = "#d62828"
+
+
+def new_figure(width: float, height: float) -> Figure:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=110, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def save_png(figure: Figure, out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # Write beside and rename: a reader (CI artefact upload) never sees half a PNG.
+    partial = out.with_name(f".{out.name}.partial.png")
+    figure.savefig(partial, format="png")
+    partial.replace(out)
+    return out
+
+
+def suite_floor(record: RunRecord) -> float | None:
+    floors = record.suite.document.get("floors") or {}
+    value = floors.get("accept_length")
+    return float(value) if isinstance(value, int | float) else None
+
+
+def suite_metric(record: RunRecord) -> str:
+    """The accept-length definition the run's suite judges (its floors and baselines)."""
+    return document_metric(record.suite.document, record.schema_version)
+
+
+def document_metric(document: dict[str, Any], schema_version: int) -> str:
+    floors = document.get("floors") or {}
+    metric = floors.get("metric")
+    if metric in ("server_avg", "per_request"):
+        return str(metric)
+    # v1 suites had no field: their figures were per-request ratios
+    return "server_avg" if schema_version >= 2 else "per_request"
+
+
+def figure_in(record: RunRecord, metric: str) -> tuple[float, tuple[float, float] | None] | None:
+    """The run's accept length (and CI, when it is the judged one) in `metric`; never mixed."""
+    measurement = record.measurement
+    if measurement is None:
+        return None
+    if measurement.metric == metric:
+        return measurement.accept_length, measurement.accept_length_ci
+    value = getattr(measurement, f"accept_length_{metric}", None)
+    return (float(value), None) if isinstance(value, int | float) else None

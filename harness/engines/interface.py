@@ -1,0 +1,62 @@
+"""The engine interface: what the pipeline asks of an adapter, and what a response becomes.
+
+Light to import: no third-party package is imported here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from harness.suite.model import Models, Suite
+
+
+@dataclass(frozen=True)
+class ParsedResponse:
+    """One generation response as the harness needs it, whatever the engine."""
+
+    text: str
+    completion_tokens: int
+    verify_steps: int
+    correct_drafts: int | None  # accepted draft tokens over all verify steps (bonus excluded)
+    histogram: list[int] | None  # verify steps by number of correct drafts
+    prompt_tokens: int | None
+    finish_reason: str | None
+    prompt_sha256: str | None = None  # of the server's prompt token ids, when it returns them
+
+
+class EngineAdapter(Protocol):
+    """What the pipeline asks of an engine."""
+
+    kind: str
+    ready_paths: tuple[str, ...]  # GET until 200, in order
+    generate_path: str
+    chat_path: str  # renders the target's chat template and returns per-request figures
+    flush_path: str
+    server_info_paths: tuple[str, ...]  # first that answers 200 wins
+
+    def launch_command(self, suite: Suite, python: str, host: str, port: int,
+                       models: Models | None = None,
+                       checkpoints: tuple[Path, Path] | None = None) -> list[str]: ...
+
+    def generate_body(self, text: str, params: Mapping[str, Any], rid: str) -> dict[str, Any]: ...
+
+    def parse_generate(self, payload: Any, where: str) -> ParsedResponse: ...
+
+    def chat_body(self, messages: Sequence[Mapping[str, str]], params: Mapping[str, Any],
+                  rid: str, template_kwargs: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def parse_chat(self, payload: Any, where: str) -> ParsedResponse: ...
+
+    def server_figure(self, info: Any) -> float | None: ...
+
+    def settings_mismatches(self, info: Any, suite: Suite,
+                            models: Models | None = None) -> list[str]: ...
+
+    def attention_from_server(self, info: Any) -> list[dict[str, Any]] | None: ...
+
+    def auth_headers(self, suite: Suite, admin: bool = False) -> dict[str, str]: ...

@@ -1,0 +1,41 @@
+"""The two accept-length definitions over request rows (`measure`'s docstring says what
+each one is and where SGLang computes it): per-request numerators and pooled figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.errors import MissingMetric
+from harness.metrics import stats
+
+METRICS = ("server_avg", "per_request")
+
+def numerator(row: Any, metric: str) -> int:
+    """Request `row`'s numerator under `metric` (a RequestRow or a dict of its fields);
+    the definition itself is `stats.numerator`."""
+    fields = row if isinstance(row, Mapping) else row.model_dump()
+    value = stats.numerator(fields, metric)  # type: ignore[arg-type]
+    if value is None:
+        raise MissingMetric(f"request {fields.get('index')}: no counts for metric {metric}")
+    return value
+
+
+def numerators(rows: Sequence[Any], metric: str) -> list[int]:
+    return [numerator(row, metric) for row in rows]
+
+
+def steps_of(rows: Sequence[Any]) -> list[int]:
+    return [int(row["verify_steps"] if isinstance(row, dict) else row.verify_steps)
+            for row in rows]
+
+
+def accept_lengths(rows: Sequence[Any]) -> dict[str, float]:
+    """Both definitions' figures over `rows` (raises MissingMetric when undefined)."""
+    steps = sum(steps_of(rows))
+    if not rows:
+        raise MissingMetric("no measured request completed: no accept length")
+    if steps == 0:
+        raise MissingMetric("measured requests reported 0 verify steps: no accept length")
+    return {metric: sum(numerators(rows, metric)) / steps for metric in METRICS}
