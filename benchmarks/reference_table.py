@@ -20,7 +20,8 @@ from pathlib import Path
 
 from harness.metrics.definitions import numerator
 from harness.results.baselines import save_baseline
-from harness.results.record import REQUESTS_FILE, RunRecord
+from harness.results.layout import REQUESTS_FILE
+from harness.results.record import RunRecord
 from harness.run.runner import RunOptions, run_suite
 from harness.suite.model import LoadedSuite, Suite, document_sha256, load_suite
 

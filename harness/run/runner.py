@@ -31,9 +31,8 @@ from harness.errors import (
     Terminated,
     interruption_text,
 )
-from harness.results.layout import default_results_dir
+from harness.results.layout import RUN_FILE, default_results_dir
 from harness.results.record import (
-    RUN_FILE,
     SERVER_LOG,
     BuildInfo,
     LaunchInfo,
@@ -47,7 +46,7 @@ from harness.results.record import (
     VerdictStatus,
     new_run_id,
     utc_now,
-    )
+)
 from harness.results.writer import RowLog, create_run_dir, write_run
 from harness.run.judge import EXIT_CODES, judge
 from harness.run.launch import LOOPBACK, Server, ServerSpec, free_port

@@ -14,7 +14,7 @@ import pytest
 from harness.results import index as runs_index
 from harness.results import layout, record, store, writer
 from harness.results.baselines import load_baselines
-from harness.results.record import REQUESTS_FILE, RUN_FILE
+from harness.results.layout import REQUESTS_FILE, RUN_FILE
 from harness.results.rows import READS_SCHEMA, RUN_COLUMNS
 from tests.analysis.records import make_run
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from harness.results import writer
-from harness.results.record import RUN_FILE, Verdict
+from harness.results.layout import RUN_FILE
+from harness.results.record import Verdict
 from harness.run.runner import RunOptions, _fail_unfinished, _new_run
 from harness.suite.model import load_suite, suite_entries
 

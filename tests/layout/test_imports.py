@@ -142,3 +142,20 @@ def test_dependencies_point_one_way(folder: str) -> None:
         for module, targets in graph().items() if folder_of(module) == folder
         for target in targets if ROW_OF[folder_of(target)] > ROW_OF[folder])
     assert wrong == []
+
+
+def test_every_module_imports() -> None:
+    """A name moved without its importers fails here, not in the one e2e test that reaches
+    it (each module in a fresh interpreter, so none is imported by another first)."""
+    import subprocess
+    import sys
+
+    names = sorted(name for name in module_files() if not name.endswith("__main__"))
+    script = ("import importlib, sys\nfailed = []\nfor name in sys.argv[1:]:\n"
+              "    try:\n        importlib.import_module(name)\n"
+              "    except Exception as error:\n        failed.append(f'{name}: {error!r}')\n"
+              "print('\\n'.join(failed))\n")
+    done = subprocess.run([sys.executable, "-c", script, *names], capture_output=True,
+                          text=True, timeout=300, cwd=PACKAGE.parent, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
