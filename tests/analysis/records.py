@@ -7,16 +7,7 @@ from pathlib import Path
 
 from harness.analysis.simulate import simulate_prompts
 from harness.metrics import stats
-from harness.results.record import (
-    BuildInfo,
-    Measurement,
-    Provenance,
-    RequestRow,
-    RunRecord,
-    SuiteInfo,
-    Verdict,
-    new_run_id,
-)
+from harness.results import record as rec
 from harness.results.writer import save_run
 
 SUITE_DOCUMENT = {
@@ -47,7 +38,7 @@ def make_run(
     estimate = stats.accept_length(tokens, steps)
     histogram = [int(steps.sum() * 0.3), int(steps.sum() * 0.3), int(steps.sum() * 0.4)]
     rows = [
-        RequestRow(
+        rec.RequestRow(
             index=i,
             question_index=i + 5,
             completion_tokens=int(t),
@@ -61,14 +52,14 @@ def make_run(
     ]
     document = dict(SUITE_DOCUMENT, name=suite,
                     floors={"accept_length": floor, "metric": "per_request"})
-    record = RunRecord(
-        run_id=new_run_id(),
+    record = rec.RunRecord(
+        run_id=rec.new_run_id(),
         label=label,
         started_at=started_at or datetime.now(UTC),
-        suite=SuiteInfo(name=suite, sha256="0" * 64, document=document),
-        build=BuildInfo(engine="reference", spec=spec),
-        provenance=Provenance(harness_version="0.1.0", python="3.11", platform="test"),
-        measurement=Measurement(
+        suite=rec.SuiteInfo(name=suite, sha256="0" * 64, document=document),
+        build=rec.BuildInfo(engine="reference", spec=spec),
+        provenance=rec.Provenance(harness_version="0.1.0", python="3.11", platform="test"),
+        measurement=rec.Measurement(
             metric="per_request",  # synthetic rows carry no correct-draft counts
             accept_length=estimate,
             accept_length_per_request=estimate,
@@ -80,7 +71,7 @@ def make_run(
             per_position_acceptance=stats.per_position_acceptance(histogram),
             accuracy=sum(bool(i % 3) for i in range(n)) / n,
         ),
-        verdict=Verdict(status="pass" if estimate >= floor else "fail"),
+        verdict=rec.Verdict(status="pass" if estimate >= floor else "fail"),
     )
     return save_run(root, record, rows)
 

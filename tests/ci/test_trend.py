@@ -157,28 +157,21 @@ def _command(argv: list[str]) -> int:
 
 
 def _save_history(root: Path, frame: pd.DataFrame) -> None:
-    from harness.results.record import (
-        BuildInfo,
-        Measurement,
-        Provenance,
-        RunRecord,
-        SuiteInfo,
-        Verdict,
-    )
+    from harness.results import record as rec
     from harness.results.writer import save_run
 
     for i, row in enumerate(frame.itertuples()):
-        record = RunRecord(
+        record = rec.RunRecord(
             run_id=f"{i:08x}", started_at=row.started_at,
-            suite=SuiteInfo(name=row.suite, sha256=row.suite_sha256, document={
+            suite=rec.SuiteInfo(name=row.suite, sha256=row.suite_sha256, document={
                 "floors": {"accept_length": 1.5},
                 "baselines": [{"label": "pre-fix", "accept_length": 1.2, "source": "x"}]}),
-            build=BuildInfo(engine="reference"),
-            provenance=Provenance(harness_version="0", python="3.11", platform="linux"),
-            measurement=Measurement(accept_length=row.accept_length,
+            build=rec.BuildInfo(engine="reference"),
+            provenance=rec.Provenance(harness_version="0", python="3.11", platform="linux"),
+            measurement=rec.Measurement(accept_length=row.accept_length,
                                     accept_length_ci=(row.ci_low, row.ci_high), n_requests=20,
                                     completion_tokens=100, verify_steps=50),
-            verdict=Verdict(status=row.verdict),
+            verdict=rec.Verdict(status=row.verdict),
         )  # fmt: skip
         save_run(root, record)
 
