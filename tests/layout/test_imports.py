@@ -146,8 +146,7 @@ def test_dependencies_point_one_way(folder: str) -> None:
 
 def test_every_module_imports() -> None:
     """A name moved without its importers fails here, not in the one e2e test that reaches
-    it (all of them in one fresh
-    interpreter)."""
+    it (all of them in one fresh interpreter)."""
     import subprocess
     import sys
 
