@@ -212,6 +212,7 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
     from harness.run import preflight
     from harness.suite.model import suite_entries
 
+    planning.check_suite(loaded)  # what `harness validate` checks, before any work
     loaded, chosen = planning.choose_build(loaded, options)
     suite = loaded.suite
     entries = suite_entries(loaded, list(options.entries) if options.entries else None)
