@@ -57,7 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with reporting():  # each unusable file is reported once per command
             return int(commands[args.command].run(args))
     except HarnessError as error:
-        print(f"harness {args.command}: {error.message}", file=sys.stderr)
+        from harness.suite.secrets import redact_url  # a spec's credentials stay hidden
+
+        print(f"harness {args.command}: {redact_url(error.message)}", file=sys.stderr)
         return int(error.exit_code)
     except KeyboardInterrupt as error:  # Ctrl-C, or SIGTERM (errors.Terminated)
         print(f"harness {args.command}: {interruption_text(error)}", file=sys.stderr)

@@ -33,6 +33,7 @@ from harness.results.store import (
     read_requests,
     read_run,
 )
+from harness.suite.secrets import redact_url
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -141,7 +142,7 @@ def run_figure(
     if measurement is not None:
         level = round(measurement.ci_level * 100)
         detail = f"{measurement.n_requests} requests, {level}% CI (bootstrap over prompts)"
-    build = record.build.spec or record.build.version or record.build.engine
+    build = redact_url(record.build.spec or record.build.version or record.build.engine)
     figure.suptitle(f"{record.suite.name}: {status.upper()}  [{build}]", fontsize=11)
     axes.set_title(detail, fontsize=9)
     return figure

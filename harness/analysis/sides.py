@@ -26,6 +26,7 @@ from harness.results.layout import REQUESTS_FILE, RUN_FILE
 from harness.results.rows import METRICS, Skip, is_number, read_record
 from harness.results.skips import report
 from harness.results.store import iter_request_rows, load_runs
+from harness.suite.secrets import redact_url
 
 
 @dataclass
@@ -160,7 +161,7 @@ def _build_name(row: dict[str, Any]) -> str:
     """The spec as given, else the installed engine and its version ("reference 0.1.0")."""
     installed = " ".join(str(part) for part in (row["build.engine"], row["build.version"])
                          if part)
-    return row["build.spec"] or installed or "-"
+    return redact_url(str(row["build.spec"])) if row["build.spec"] else installed or "-"
 
 
 def common_metric(a: Side, b: Side) -> str:
