@@ -6,8 +6,8 @@ must neither hang, nor crash, nor believe an impossible figure. So:
   and only up to a size (`MAX_FILE_BYTES`);
 - JSON is parsed strictly: a duplicate key (which would silently pick one of two
   figures), NaN / Infinity (not JSON) and integers beyond 64 bits are refused;
-- every string is bounded (`MAX_NAME_CHARS` for the names a plot or table prints,
-  `MAX_TEXT_CHARS` for any other), so that a 5 MB label cannot stall a plot;
+- every string is bounded (`MAX_NAME_CHARS` for keys and the names a plot or table
+  prints, `MAX_TEXT_CHARS` for any other), so that a 5 MB label cannot stall a plot;
 - a measurement's figures must be possible: accept length (either definition, its CI,
   per category) >= 1, since each verify step makes at least one token, and <= the block
   size + 1 where the record names the block size; counts non-negative and consistent with
@@ -94,7 +94,7 @@ def _strings(value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, str]]
         yield path, value
     elif isinstance(value, dict):
         for key, item in value.items():
-            yield path, key
+            yield f"{path}.name" if path else "name", key  # a key is a name: bounded as one
             yield from _strings(item, f"{path}.{key}" if path else str(key), depth + 1)
     elif isinstance(value, list):
         for i, item in enumerate(value):
