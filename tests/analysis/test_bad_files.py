@@ -62,8 +62,8 @@ def test_impossible_figures_are_skipped_naming_file_and_field(
     assert len(frame) == 2  # the bad record is not a row
     skipped = frame.attrs["skipped"]
     assert len(skipped) == 1 and str(bad) in skipped[0] and field in skipped[0]
-    for args in (["plot", str(bad), "--results", str(root)], ["plot", SUITE, "--results", str(root)],
-                 ["trend", SUITE, "--results", str(root)],
+    for args in (["plot", str(bad), "--results", str(root)],
+                 ["plot", SUITE, "--results", str(root)], ["trend", SUITE, "--results", str(root)],
                  ["compare", str(runs[0]), str(bad), "--results", str(root)]):
         code, out = _cli(capsys, *args)
         assert "Traceback" not in out and "ValueError" not in out, args
@@ -108,7 +108,7 @@ def test_strict_json(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: s
 
 def test_a_zero_byte_run_json_is_one_line(tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
-    root, runs = _history(tmp_path)
+    _, runs = _history(tmp_path)
     (runs[-1] / RUN_FILE).write_bytes(b"")
     for args in (["plot", str(runs[-1])], ["compare", str(runs[0]), str(runs[-1])]):
         code, out = _cli(capsys, *args)
@@ -120,7 +120,7 @@ def test_a_zero_byte_run_json_is_one_line(tmp_path: Path,
 
 def test_an_empty_requests_file_gives_no_figure(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    root, runs = _history(tmp_path)
+    _, runs = _history(tmp_path)
     (runs[-1] / REQUESTS_FILE).write_bytes(b"")
     code, out = _cli(capsys, "compare", str(runs[0]), str(runs[-1]))
     assert code == 2
