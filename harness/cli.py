@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from harness import __version__
 from harness.commands import COMMANDS, Command
-from harness.errors import ExitCode, HarnessError, interruption_text
+from harness.errors import EXIT_CODE_MEANINGS, ExitCode, HarnessError, interruption_text
 
 
 def load_command(target: str) -> Command | None:
@@ -28,9 +28,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     parser = argparse.ArgumentParser(
         prog="harness",
         description="Acceptance tests and benchmarks for speculative decoding in SGLang.",
-        epilog="Exit codes: 0 pass, 1 below a floor, 2 bad input, 3 engine or "
-        "infrastructure error, 4 skipped (topology does not fit this host), 5 the SGLang "
-        "version's own code rejects the draft, 130 interrupted.",
+        epilog="Exit codes: " + "; ".join(f"{code} {meaning}"
+                                          for code, meaning in EXIT_CODE_MEANINGS.items()) + ".",
     )
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
