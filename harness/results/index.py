@@ -44,7 +44,7 @@ from harness.results.rows import (
     read_record_file,
 )
 
-INDEX_FORMAT = 2
+INDEX_FORMAT = 3  # 3: rows of records that results.checks refuses (issue 20) are not kept
 INDEXED = RUN_COLUMNS[:-1]  # every column but "path", which is the run folder
 TAG = f"{INDEX_FORMAT}:{hashlib.sha256(' '.join(INDEXED).encode()).hexdigest()[:8]}"
 LOG_LIMIT = 256 * 1024  # bytes of log the writer leaves before compacting
