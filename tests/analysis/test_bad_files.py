@@ -147,6 +147,15 @@ def test_a_fifo_never_hangs(tmp_path: Path) -> None:
         done = _run_cli(*args)  # a hang would be a TimeoutExpired
         assert "Traceback" not in done.stderr, done.stderr
         assert "not a regular file" in done.stderr, (args, done.stderr)
+    from harness.results.layout import INDEX_FILE, SNAPSHOT_FILE
+
+    for name in (INDEX_FILE, SNAPSHOT_FILE):  # the loader's own index files, too
+        index = root / "runs" / SUITE / name
+        index.unlink(missing_ok=True)
+        os.mkfifo(index)
+        done = _run_cli("trend", SUITE, "--results", str(root))
+        assert "Traceback" not in done.stderr, done.stderr
+        index.unlink()
 
 
 def test_a_5_mb_label_never_hangs(tmp_path: Path) -> None:
