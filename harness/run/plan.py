@@ -76,7 +76,9 @@ def check_suite(loaded: LoadedSuite) -> None:
     from harness.suite.model import suite_entries
 
     for entry in suite_entries(loaded):
-        adapter_for(entry.loaded.suite.engine.kind).check_flags(entry.loaded.suite)
+        check = getattr(adapter_for(entry.loaded.suite.engine.kind), "check_flags", None)
+        if check is not None:  # an adapter that owns no flag has nothing to check
+            check(entry.loaded.suite)
 
 
 def choose_build(loaded: LoadedSuite, options: Any) -> tuple[LoadedSuite, ChosenBuild]:
@@ -206,12 +208,19 @@ def server_env(suite: Suite, fit: Fit | None) -> dict[str, str]:
 # ---------------------------------------------------------------- what may be written
 
 
+def engine_secret_flags(kind: str) -> frozenset[str]:
+    """The secret flags of an engine's adapter (every known engine's when it names none)."""
+    from harness.suite.secrets import SECRET_FLAGS
+
+    return frozenset(getattr(adapter_for(kind), "secret_flags", SECRET_FLAGS))
+
+
 def secret_values(suite: Suite) -> tuple[str, ...]:
     """The suite's secrets (engine.env credentials, secret flags in extra_args, in every
     form the engine's parser accepts)."""
     from harness.suite.secrets import secret_values as find
 
-    flags = adapter_for(suite.engine.kind).secret_flags
+    flags = engine_secret_flags(suite.engine.kind)
     return find(suite.engine.env, suite.engine.extra_args, flags)
 
 
@@ -219,7 +228,7 @@ def redact_command(command: Sequence[str], suite: Suite) -> list[str]:
     from harness.suite.secrets import redact_text
 
     hidden = secret_values(suite)
-    flags = adapter_for(suite.engine.kind).secret_flags
+    flags = engine_secret_flags(suite.engine.kind)
     return [redact_text(arg, hidden) for arg in redact_argv(command, flags)]
 
 
@@ -228,7 +237,7 @@ def redacted_document(loaded: LoadedSuite) -> dict[str, Any]:
     from harness.suite.secrets import redact_document
 
     return redact_document(json.loads(json.dumps(loaded.document)),
-                           adapter_for(loaded.suite.engine.kind).secret_flags)
+                           engine_secret_flags(loaded.suite.engine.kind))
 
 
 def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequence[GPUInfo],
