@@ -23,11 +23,13 @@ from typing import Any
 
 REDACTED = "<redacted>"
 
-# SGLang 0.5.23 (`sglang/srt/arg_groups/fields/serving.py`, `exec_.py`): --api-key,
-# --admin-api-key, --ssl-keyfile-password, --watermark-key, --watermark-key-b; the hub's
-# --hf-token / --token (vLLM, huggingface-cli). Adapters may add their own.
+# Every known engine's (harness.engines.sglang.launch.SECRET_FLAGS: SGLang's --api-key,
+# --admin-api-key, --ssl-keyfile-password, --watermark-config, --watermark-key[-b]; the
+# hub's --hf-token / --token as vLLM and huggingface-cli take them), for a command line
+# whose engine is not known. Each adapter's own list is the one used for its engine.
 SECRET_FLAGS = frozenset({"--api-key", "--admin-api-key", "--ssl-keyfile-password",
-                          "--watermark-key", "--watermark-key-b", "--hf-token", "--token"})
+                          "--watermark-config", "--watermark-key", "--watermark-key-b",
+                          "--hf-token", "--token"})
 
 # ------------------------------------------------------------------ secret names
 

@@ -32,10 +32,13 @@ RESERVED_FLAGS = frozenset({
     "--speculative-num-steps", "--speculative-eagle-topk",
     "--speculative-draft-attention-backend",
 })
-# SGLang 0.5.23's secret flags (fields/serving.py: api_key, admin_api_key,
-# ssl_keyfile_password; fields/exec_.py: watermark_key, watermark_key_b).
+# SGLang's secret flags: 0.5.23's fields/serving.py api_key, admin_api_key,
+# ssl_keyfile_password; fields/exec_.py watermark_config (a JSON file path or an inline
+# JSON object holding watermark_key and watermark_key_b, which earlier releases took as
+# --watermark-key / --watermark-key-b). tests/sglang_oracle/test_secret_flags.py checks
+# them against SGLang's own parser.
 SECRET_FLAGS = frozenset({"--api-key", "--admin-api-key", "--ssl-keyfile-password",
-                          "--watermark-key", "--watermark-key-b"})
+                          "--watermark-config", "--watermark-key", "--watermark-key-b"})
 RESERVED_WHY = ("use the suite's own field (target/draft model and revision, [speculative], "
                 "topology.tp_size, workload.seed); host is always 127.0.0.1 and the port is "
                 "chosen free")
