@@ -62,11 +62,11 @@ def read_regular(file: Path, limit: int = MAX_FILE_BYTES) -> tuple[bytes, os.sta
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise BadFile(f"duplicate key {key[:40]!r}")
-        seen[key] = value
+    seen = dict(pairs)
+    if len(seen) != len(pairs):  # the rare case: find the key to name it
+        keys = [key for key, _ in pairs]
+        duplicate = next(key for i, key in enumerate(keys) if key in keys[:i])
+        raise BadFile(f"duplicate key {duplicate[:40]!r}")
     return seen
 
 
@@ -101,8 +101,22 @@ def _strings(value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, str]]
             yield from _strings(item, f"{path}[{i}]", depth + 1)
 
 
-def check_sizes(data: Any) -> None:
-    """BadFile naming the first string longer than it may be."""
+def may_hold_long_strings(raw: bytes | str) -> bool:
+    """False when no string of the JSON text `raw` can be longer than MAX_NAME_CHARS: no
+    run of that many characters without a quote, and no escaped quote (which could hide
+    one inside a string). A C-speed scan that spares walking every string of the
+    usual record."""
+    raw = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if len(raw) <= MAX_NAME_CHARS:
+        return False
+    return b'\\"' in raw or max(map(len, raw.split(b'"'))) > MAX_NAME_CHARS
+
+
+def check_sizes(data: Any, raw: bytes | str | None = None) -> None:
+    """BadFile naming the first string longer than it may be (`raw`: the JSON text it
+    was parsed from, for the fast check)."""
+    if raw is not None and not may_hold_long_strings(raw):
+        return
     for path, text in _strings(data, ""):
         leaf = path.rsplit(".", 1)[-1]
         limit = MAX_NAME_CHARS if leaf in NAME_FIELDS else MAX_TEXT_CHARS
@@ -211,8 +225,8 @@ def _check_counts(m: dict[str, Any]) -> None:
                           f"metric's figure accept_length_{metric} {own!r}")
 
 
-def check_record(data: Any) -> None:
+def check_record(data: Any, raw: bytes | str | None = None) -> None:
     """Every check above on a parsed record (BadFile naming the field)."""
-    check_sizes(data)
+    check_sizes(data, raw)
     if isinstance(data, dict):
         check_measurement(data)

@@ -259,7 +259,7 @@ def _parse(text: bytes | str, path: str, validate: bool) -> tuple[dict[str, Any]
         raise Skip("empty file")
     try:
         data = strict_json(text)
-        check_record(data)  # sizes and possible figures, before any reader sees them
+        check_record(data, text)  # sizes and possible figures, before any reader sees them
     except BadFile as error:
         raise Skip(str(error)) from None
     except (ValueError, UnicodeDecodeError, RecursionError) as error:

@@ -239,7 +239,7 @@ def iter_request_rows(file: Path, skipped: list[str]) -> Iterator[dict[str, Any]
             continue
         try:
             row = strict_json(line)
-            check_sizes(row)
+            check_sizes(row, line)
         except BadFile as error:
             report(skipped, f"{file} line {number}", str(error))
             continue
@@ -302,7 +302,7 @@ def read_run(run_dir: Path) -> RunRecord:
         if not text.strip():
             raise BadFile("empty file")
         data = strict_json(text)
-        check_record(data)
+        check_record(data, text)
         return RunRecord.model_validate(data)
     except OSError as error:
         raise BadInput(f"{file}: cannot read run record: {error.strerror or error}") from None
