@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from harness import __version__
 from harness.commands import COMMANDS, Command
-from harness.errors import ExitCode, HarnessError, interruption_text
+from harness.errors import EXIT_CODE_MEANINGS, ExitCode, HarnessError, interruption_text
 
 
 def load_command(target: str) -> Command | None:
@@ -28,9 +28,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     parser = argparse.ArgumentParser(
         prog="harness",
         description="Acceptance tests and benchmarks for speculative decoding in SGLang.",
-        epilog="Exit codes: 0 pass, 1 below a floor, 2 bad input, 3 engine or "
-        "infrastructure error, 4 skipped (topology does not fit this host), 5 the SGLang "
-        "version's own code rejects the draft, 130 interrupted.",
+        epilog="Exit codes: " + "; ".join(f"{code} {meaning}"
+                                          for code, meaning in EXIT_CODE_MEANINGS.items()) + ".",
     )
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -57,7 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with reporting():  # each unusable file is reported once per command
             return int(commands[args.command].run(args))
     except HarnessError as error:
-        print(f"harness {args.command}: {error.message}", file=sys.stderr)
+        from harness.suite.secrets import redact_url  # a spec's credentials stay hidden
+
+        print(f"harness {args.command}: {redact_url(error.message)}", file=sys.stderr)
         return int(error.exit_code)
     except KeyboardInterrupt as error:  # Ctrl-C, or SIGTERM (errors.Terminated)
         print(f"harness {args.command}: {interruption_text(error)}", file=sys.stderr)

@@ -20,6 +20,23 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130
 
 
+# What each exit code means, as `harness --help` prints it and README's table says it
+# (tests/test_cli_startup.py holds the two together). 6 and 7 are `harness bisect`'s own
+# (harness.bisect.EXIT_NO_DIFFERENCE, EXIT_NOT_NARROWED).
+EXIT_CODE_MEANINGS: dict[int, str] = {
+    0: "pass (or a dry run)",
+    1: "below a floor, or the draft's attention contract differs from the suite's",
+    2: "bad input: a malformed suite, a missing file or model, a bad flag or build spec",
+    3: "engine or infrastructure error: launch failed, server died or hung, a metric "
+       "missing, a partial run",
+    4: "skipped: the suite's topology does not fit this host",
+    5: "the SGLang version's own code rejects the draft config (audit, run preflight)",
+    6: "bisect: GOOD and BAD do not differ",
+    7: "bisect: skipped commits leave several candidates",
+    130: "interrupted (Ctrl-C, SIGTERM): the server tree is killed and the record kept",
+}
+
+
 class HarnessError(Exception):
     """An expected failure with a message meant for the user."""
 

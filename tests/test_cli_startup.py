@@ -64,8 +64,9 @@ def test_every_command_is_installed() -> None:
 def test_help_lists_exit_codes() -> None:
     out = subprocess.run([sys.executable, "-m", "harness", "--help"], capture_output=True,
                          text=True, check=True).stdout
+    flat = " ".join(out.split())  # argparse wraps the epilog
     for code in ("0 pass", "1 below a floor", "2 bad input", "3 engine", "4 skipped"):
-        assert code in out
+        assert code in flat
 
 
 def test_argparse_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -94,3 +95,55 @@ def test_list_cache_misses_when_a_suite_changes(tmp_path: Path) -> None:
     (folder / "tiny.toml").write_text(MINIMAL_SUITE.replace("accept_length = 2.0", ""))
     imported, code, out = _imports(*args, cache=tmp_path)
     assert "pydantic" in imported and code == "2" and "INVALID:" in out
+
+
+def _readme_exit_codes() -> dict[int, str]:
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme.split("### Exit codes", 1)[1].split("\n\n", 2)[1]
+    return {int(m.group(1)): m.group(2).strip()
+            for m in re.finditer(r"^\| (\d+) \| (.+) \|$", table, re.M)}
+
+
+def test_help_and_readme_give_the_same_exit_codes() -> None:
+    """Issue 20, case 11: `harness --help` lists every code README lists (6 and 7 too), in
+    README's words; the bisect's own codes are the ones it returns."""
+    from harness.bisect import EXIT_NO_DIFFERENCE, EXIT_NOT_NARROWED
+    from harness.errors import EXIT_CODE_MEANINGS, ExitCode
+
+    out = subprocess.run([sys.executable, "-m", "harness", "--help"], capture_output=True,
+                         text=True, check=True).stdout
+    flat = " ".join(out.split())
+    readme = _readme_exit_codes()
+    assert readme == EXIT_CODE_MEANINGS
+    assert {6, 7, 130} <= set(readme) and {int(c) for c in ExitCode} <= set(readme)
+    assert (EXIT_NO_DIFFERENCE, EXIT_NOT_NARROWED) == (6, 7)
+    for code, meaning in readme.items():
+        assert f"{code} {meaning}" in flat, code
+
+
+def test_run_help_names_every_workload_kind() -> None:
+    from harness.suite.model import WORKLOAD_KINDS
+
+    out = subprocess.run([sys.executable, "-m", "harness", "run", "--help"],
+                         capture_output=True, text=True, check=True).stdout
+    flat = " ".join(out.split()).lower()
+    names = {"gsm8k": "gsm8k", "spec_bench": "spec-bench", "humaneval": "humaneval",
+             "jsonl": "jsonl"}
+    assert set(WORKLOAD_KINDS) == set(names)
+    for kind in WORKLOAD_KINDS:
+        assert names[kind] in flat, kind
+
+
+def test_readme_commands_are_the_cli_s() -> None:
+    import re
+
+    from harness.commands import COMMANDS
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme.split("## Commands", 1)[1].split("\n\n", 2)[1]
+    named = set(re.findall(r"(?:harness |/ )`?(\w+)", table)) | set(
+        re.findall(r"`harness (\w+)", table))
+    assert set(COMMANDS) <= named | {"list", "show", "validate"}
+    assert {name for name in named if name in COMMANDS} == set(COMMANDS)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from harness.analysis.plot_style import (
     FLOOR_COLOUR,
     VERDICT_COLOURS,
+    error_bar,
     figure_in,
     new_figure,
     save_png,
@@ -52,7 +53,8 @@ def categories_figure(record: RunRecord) -> Figure:
         floor = floors.get(name)
         below = floor is not None and (value <= floor if strict else value < floor)
         colour = VERDICT_COLOURS["fail"] if below else "#1f77b4"
-        axes.errorbar(x, value, yerr=[[value - low], [high - value]], fmt="o", ms=8,
+        below_ci, above_ci = error_bar(value, low, high)
+        axes.errorbar(x, value, yerr=[[below_ci], [above_ci]], fmt="o", ms=8,
                       capsize=6, lw=2, color=colour)
         label = f"{value:.3f}" + (f"\nacc {result.accuracy:.2f}" if result.accuracy is not None
                                   else "")

@@ -64,3 +64,31 @@ def figure_in(record: RunRecord, metric: str) -> tuple[float, tuple[float, float
         return measurement.accept_length, measurement.accept_length_ci
     value = getattr(measurement, f"accept_length_{metric}", None)
     return (float(value), None) if isinstance(value, int | float) else None
+
+
+SHOWN_CHARS = 48  # a label, id or spec as a tick or title shows it
+
+
+def shown(text: object, limit: int = SHOWN_CHARS) -> str:
+    """A name as a plot shows it: at most `limit` characters (the record keeps it whole)."""
+    value = str(text)
+    return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
+def error_bar(value: float, low: float, high: float) -> tuple[float, float]:
+    """(below, above) for `errorbar`: never negative, never NaN. A CI that does not hold
+    its own figure (a percentile bootstrap can, rarely; a damaged record can) is drawn
+    up to the figure rather than crashing the plot."""
+    def length(d: float) -> float:
+        return d if d == d and d > 0 else 0.0  # NaN != NaN
+
+    return length(value - low), length(high - value)
+
+
+def error_bars(values: Any, low: Any, high: Any) -> list[Any]:
+    """`error_bar` over arrays (numpy), as `errorbar(yerr=...)` takes them."""
+    import numpy as np
+
+    below = np.nan_to_num(np.clip(values - low, 0, None), nan=0.0)
+    above = np.nan_to_num(np.clip(high - values, 0, None), nan=0.0)
+    return [below, above]

@@ -19,9 +19,12 @@ from harness.analysis.plot_style import (
     FLOOR_COLOUR,
     VERDICT_COLOURS,
     document_metric,
+    error_bar,
+    error_bars,
     figure_in,
     new_figure,
     save_png,
+    shown,
     suite_floor,
     suite_metric,
 )
@@ -33,6 +36,7 @@ from harness.results.store import (
     read_requests,
     read_run,
 )
+from harness.suite.secrets import redact_url
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -100,23 +104,25 @@ def run_figure(
     axes = figure.add_subplot()
     names, values, lows, highs, colours = [], [], [], [], []
     for i, baseline in enumerate(baselines):
-        names.append(f"baseline\n{baseline.label}")
+        names.append(f"baseline\n{shown(baseline.label)}")
         values.append(baseline.accept_length)
         low, high = baseline.ci or (baseline.accept_length, baseline.accept_length)
-        lows.append(baseline.accept_length - low)
-        highs.append(high - baseline.accept_length)
+        below, above = error_bar(baseline.accept_length, low, high)
+        lows.append(below)
+        highs.append(above)
         colours.append(BASELINE_COLOURS[i % len(BASELINE_COLOURS)])
     measurement = record.measurement
     status = record.verdict.status if record.verdict else "external"
     metric = suite_metric(record)
-    shown = figure_in(record, metric)
-    if shown is not None:
-        names.append(f"this run\n{record.label or record.run_id}")
-        value, ci = shown
+    figure_shown = figure_in(record, metric)
+    if figure_shown is not None:
+        names.append(f"this run\n{shown(record.label or record.run_id)}")
+        value, ci = figure_shown
         low, high = ci or (value, value)
         values.append(value)
-        lows.append(value - low)
-        highs.append(high - value)
+        below, above = error_bar(value, low, high)
+        lows.append(below)
+        highs.append(above)
         colours.append(VERDICT_COLOURS.get(status, "black"))
     positions = list(range(len(names)))
     for x, y, below, above, colour in zip(positions, values, lows, highs, colours, strict=True):
@@ -141,8 +147,8 @@ def run_figure(
     if measurement is not None:
         level = round(measurement.ci_level * 100)
         detail = f"{measurement.n_requests} requests, {level}% CI (bootstrap over prompts)"
-    build = record.build.spec or record.build.version or record.build.engine
-    figure.suptitle(f"{record.suite.name}: {status.upper()}  [{build}]", fontsize=11)
+    build = shown(redact_url(record.build.spec or record.build.version or record.build.engine))
+    figure.suptitle(f"{shown(record.suite.name)}: {status.upper()}  [{build}]", fontsize=11)
     axes.set_title(detail, fontsize=9)
     return figure
 
@@ -198,7 +204,7 @@ def history_figure(
         high = runs["ci_high"].fillna(runs["accept_length"]).to_numpy()
         values = runs["accept_length"].to_numpy()
         if len(runs) <= 200:  # few runs: one CI bar each reads better than a band
-            axes.errorbar(times, values, yerr=[values - low, high - values], fmt="none",
+            axes.errorbar(times, values, yerr=error_bars(values, low, high), fmt="none",
                           ecolor="#1f77b4", alpha=0.5, capsize=3, label="CI")  # fmt: skip
             axes.plot(times, values, color="#1f77b4", lw=1)
         elif len(runs) <= PIXEL_BINS:
@@ -299,9 +305,10 @@ def histogram_figure(
     if per_request:
         left.hist(per_request, bins=min(40, max(5, len(per_request) // 5)), color="#1f77b4",
                   alpha=0.8)  # fmt: skip
-    shown = figure_in(record, metric)
-    if shown is not None:
-        left.axvline(shown[0], color="black", lw=1.5, label=f"run {shown[0]:.3f}")
+    run_figure_shown = figure_in(record, metric)
+    if run_figure_shown is not None:
+        value = run_figure_shown[0]
+        left.axvline(value, color="black", lw=1.5, label=f"run {value:.3f}")
     if floor is not None:
         left.axvline(floor, color=FLOOR_COLOUR, ls="--", label=f"floor {floor:g}")
     left.set_xlabel(f"accept length per request ({metric} definition)")
@@ -323,8 +330,8 @@ def histogram_figure(
         cis = record.measurement.per_position_ci if record.measurement else None
         errors = None
         if cis and len(cis) == len(positions):
-            errors = [[p - low for p, (low, _) in zip(positions, cis, strict=True)],
-                      [high - p for p, (_, high) in zip(positions, cis, strict=True)]]
+            bars = [error_bar(p, low, high) for p, (low, high) in zip(positions, cis, strict=True)]
+            errors = [[below for below, _ in bars], [above for _, above in bars]]
         right.bar(ks, positions, color="#2a9d4b", yerr=errors, capsize=3,
                   error_kw={"elinewidth": 1, "ecolor": "#333333"})
         floors = (record.suite.document.get("floors") or {}).get("positions") or []

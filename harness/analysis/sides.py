@@ -26,6 +26,7 @@ from harness.results.layout import REQUESTS_FILE, RUN_FILE
 from harness.results.rows import METRICS, Skip, is_number, read_record
 from harness.results.skips import report
 from harness.results.store import iter_request_rows, load_runs
+from harness.suite.secrets import redact_url
 
 
 @dataclass
@@ -160,7 +161,7 @@ def _build_name(row: dict[str, Any]) -> str:
     """The spec as given, else the installed engine and its version ("reference 0.1.0")."""
     installed = " ".join(str(part) for part in (row["build.engine"], row["build.version"])
                          if part)
-    return row["build.spec"] or installed or "-"
+    return redact_url(str(row["build.spec"])) if row["build.spec"] else installed or "-"
 
 
 def common_metric(a: Side, b: Side) -> str:
@@ -209,6 +210,10 @@ def add_run(side: Side, run_dir: Path) -> None:
 
 
 def _add(side: Side, run_dir: Path, data: dict[str, Any], row: dict[str, Any]) -> None:
+    requests = list(iter_request_rows(run_dir / REQUESTS_FILE, []))
+    if not requests:  # the figures below are computed from the rows, never taken on trust
+        raise UnusableRun(run_dir / REQUESTS_FILE, "no request rows (empty, missing or all "
+                          "unusable): no figure without requests")
     side.records.append(row)
     measurement = data.get("measurement") or {}
     histogram = _list_of(measurement.get("accept_histogram"), (int,))
@@ -222,7 +227,7 @@ def _add(side: Side, run_dir: Path, data: dict[str, Any], row: dict[str, Any]) -
               for metric, values in side.numerators.items()}  # fmt: skip
     if not side.questions:
         pooled = {metric: {} for metric in METRICS}
-    for request in iter_request_rows(run_dir / REQUESTS_FILE, []):
+    for request in requests:
         side.rows.append(request)  # per category / per position breakdowns (compare)
         question = request["question_index"]
         steps[question] = steps.get(question, 0) + request["verify_steps"]
@@ -290,7 +295,10 @@ def _glob_side(selector: str) -> Side:
         if row["accept_length"] is None:
             unmeasured += 1
             continue
-        _add(side, run_dir, data, row)
+        try:
+            _add(side, run_dir, data, row)
+        except UnusableRun as error:
+            report(skipped, error.path, error.reason)
     if not side.records:
         what = "the pattern matches no run folder" if not matched else (
             f"none of the {len(matched)} run folders it matches has a usable accept length")

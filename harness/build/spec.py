@@ -71,7 +71,9 @@ class BuildSpec:
 
 
 def _bad(flag: str, spec: str, why: str) -> BadInput:
-    return BadInput(f"{flag} {spec!r}: {why}\n{GRAMMAR}")
+    from harness.suite.secrets import redact_url
+
+    return BadInput(f"{flag} {redact_url(spec)!r}: {redact_url(why)}\n{GRAMMAR}")
 
 
 def split_git_url(spec: str) -> tuple[str, str | None, str]:
@@ -192,11 +194,14 @@ def parse_build_spec(
 
 def check_engine(build: BuildSpec, engine: EngineKind | None, flag: str = "--sglang") -> None:
     """A build for the other engine is bad input, never silently ignored."""
+    from harness.suite.secrets import redact_url
+
     if engine is None or build.engine in (None, engine):
         return
+    shown = redact_url(build.text or "")
     if engine == "reference":
-        raise BadInput(f"{flag} {build.text!r} is an SGLang build, but this suite runs the "
+        raise BadInput(f"{flag} {shown!r} is an SGLang build, but this suite runs the "
                        "reference engine; its builds are reference:policy=...,noise=... or "
                        f"reference:PATH[@REF]\n{GRAMMAR}")
-    raise BadInput(f"{flag} {build.text!r} is a reference-engine build, but this suite runs "
+    raise BadInput(f"{flag} {shown!r} is a reference-engine build, but this suite runs "
                    f"SGLang; its builds are sglang==X, git+URL@REF or a checkout\n{GRAMMAR}")

@@ -271,9 +271,22 @@ class SuiteItem(pytest.Item):
         pytest.skip(reason)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        if isinstance(excinfo.value, SuiteVerdict):
-            return excinfo.value.describe()
-        return super().repr_failure(excinfo, style=style)
+        """The verdict, or the error's own line; a traceback (a harness bug) without the
+        frames' arguments, which hold the suite and so its secrets. What is printed here
+        goes to the terminal and to JUnit's failure text: secrets redacted."""
+        from harness.errors import HarnessError
+        from harness.run.plan import secret_values
+        from harness.suite.secrets import redact_text
+
+        error = excinfo.value
+        if isinstance(error, SuiteVerdict):
+            text = error.describe()
+        elif isinstance(error, HarnessError):
+            text = f"{type(error).__name__}: {error.message}"
+        else:
+            text = str(excinfo.getrepr(funcargs=False, showlocals=False,
+                                       style=style or "long", truncate_locals=True))
+        return redact_text(text, secret_values(self.loaded.suite))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"suite {self.name}"

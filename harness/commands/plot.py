@@ -28,7 +28,7 @@ class PlotCommand:
         from harness.results.layout import RUN_FILE
 
         target = Path(args.target)
-        is_run = (target / RUN_FILE).is_file() or target.name == RUN_FILE
+        is_run = (target / RUN_FILE).exists() or target.name == RUN_FILE  # FIFO: refused later
         run_dir = target.parent if target.name == RUN_FILE else target
         kind = args.kind or ("run" if is_run else "history")
         if kind in ("run", "histogram") and not is_run:

@@ -10,7 +10,8 @@ from harness.commands import add_results_option
 
 class RunCommand:
     name = "run"
-    help = "run a suite: preflight, launch, GSM8K, accept length, verdict, record"
+    help = ("run a suite: preflight, launch, drive its workloads (GSM8K, Spec-Bench, "
+            "HumanEval or JSONL prompts), accept length, verdict, record")
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("suite", help="suite file or name (see `harness list`)")

@@ -40,10 +40,14 @@ class ShowCommand:
     def run(self, args: argparse.Namespace) -> int:
         import json
 
+        from harness.run.plan import engine_secret_flags
         from harness.suite.model import load_suite
+        from harness.suite.secrets import redact_document
 
         loaded = load_suite(args.suite)
-        data = loaded.suite.model_dump(mode="json")
+        # as validated, with every secret the run would hide hidden here too
+        data = redact_document(loaded.suite.model_dump(mode="json"),
+                               engine_secret_flags(loaded.suite.engine.kind))
         if args.json:
             print(json.dumps({"path": str(loaded.path), "sha256": loaded.sha256, "suite": data},
                              indent=2))
@@ -75,12 +79,15 @@ def _is_scalar_list(value: object) -> bool:
 
 class ValidateCommand:
     name = "validate"
-    help = "validate suite files; exit 2 naming each bad field"
+    help = ("validate suite files as a run's preparation checks them (fields, entries, "
+            "engine flags); exit 2 naming each bad field")
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("paths", nargs="+", type=Path, help="suite files or folders")
 
     def run(self, args: argparse.Namespace) -> int:
+        from harness.errors import BadInput
+        from harness.run.plan import check_suite
         from harness.suite.model import load_suite
 
         files: list[Path] = []
@@ -91,10 +98,13 @@ class ValidateCommand:
         bad = 0
         for file in files:
             try:
-                load_suite(file)
+                check_suite(load_suite(file))
                 print(f"ok       {file}")
             except SuiteError as error:
                 bad += 1
                 print(error.message, file=sys.stderr)
+            except BadInput as error:  # a check of the run's preparation
+                bad += 1
+                print(f"{file}: {error.message}", file=sys.stderr)
         print(f"{len(files) - bad} valid, {bad} invalid")
         return ExitCode.BAD_INPUT if bad else ExitCode.PASS

@@ -38,6 +38,15 @@ class EngineAdapter(Protocol):
     chat_path: str  # renders the target's chat template and returns per-request figures
     flush_path: str
     server_info_paths: tuple[str, ...]  # first that answers 200 wins
+    # The engine's own flags, resolved as its argparse parser resolves them (prefixes
+    # included, harness.suite.secrets.resolve_flag): owned by the harness (refused in
+    # extra_args) and secret (their values redacted in every output).
+    reserved_flags: frozenset[str]
+    secret_flags: frozenset[str]
+
+    def check_flags(self, suite: Suite) -> None:
+        """BadInput when the suite's extra_args set an owned flag or abbreviate a secret
+        one: what a run's preparation checks, and `harness validate` with it."""
 
     def launch_command(self, suite: Suite, python: str, host: str, port: int,
                        models: Models | None = None,

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.engines.flags import check_extra_args
+from harness.engines.flags import check_suite_flags
 from harness.engines.sglang import SGLangAdapter, api
 from harness.errors import BadInput
 from harness.suite.model import Models, ReferenceEngine, Suite
@@ -20,8 +20,14 @@ from harness.suite.model import Models, ReferenceEngine, Suite
 LAUNCH_MODULE = "harness.engines.reference"
 RESERVED_FLAGS = frozenset({"--host", "--port", "--target", "--draft", "--attention-policy",
                             "--draft-noise", "--seed", "--block-size"})
+SECRET_FLAGS = frozenset({"--api-key", "--admin-api-key"})  # reference/__main__.py
 RESERVED_WHY = ("set the suite's engine.attention_policy, engine.draft_noise, "
                 "workload.seed or speculative.block_size instead")
+
+
+def check_flags(suite: Suite) -> None:
+    check_suite_flags(suite.name, suite.engine.extra_args, RESERVED_FLAGS, SECRET_FLAGS,
+                      RESERVED_WHY)
 
 
 def launch_command(suite: Suite, python: str, host: str, port: int,
@@ -29,7 +35,7 @@ def launch_command(suite: Suite, python: str, host: str, port: int,
     engine = suite.engine
     if not isinstance(engine, ReferenceEngine):
         raise BadInput(f"suite {suite.name}: not a reference-engine suite")
-    check_extra_args(suite.name, engine.extra_args, RESERVED_FLAGS, RESERVED_WHY)
+    check_flags(suite)
     command = [
         python, "-m", LAUNCH_MODULE,
         "--target", str(target),
@@ -50,6 +56,11 @@ class ReferenceAdapter(SGLangAdapter):
     its own settings check and the attention table it reports."""
 
     kind = "reference"
+    reserved_flags = RESERVED_FLAGS
+    secret_flags = SECRET_FLAGS
+
+    def check_flags(self, suite: Suite) -> None:
+        check_flags(suite)
 
     def launch_command(self, suite: Suite, python: str, host: str, port: int,
                        models: Models | None = None,

@@ -44,7 +44,8 @@ from harness.results.rows import (
     read_record_file,
 )
 
-INDEX_FORMAT = 2
+INDEX_FORMAT = 3  # 3: rows of records that results.checks refuses (issue 20) are not kept
+INDEX_LIMIT = 2**30  # an index of a long history is larger than one record may be
 INDEXED = RUN_COLUMNS[:-1]  # every column but "path", which is the run folder
 TAG = f"{INDEX_FORMAT}:{hashlib.sha256(' '.join(INDEXED).encode()).hexdigest()[:8]}"
 LOG_LIMIT = 256 * 1024  # bytes of log the writer leaves before compacting
@@ -148,9 +149,11 @@ class _Index:
 
 
 def _read_snapshot(file: Path, report: Report) -> _Index:
+    from harness.results.checks import read_regular
+
     text = b""
     try:
-        text = file.read_bytes()
+        text = read_regular(file, INDEX_LIMIT)[0]  # BadFile (a FIFO...) is a ValueError
         snapshot = json.loads(text)
     except FileNotFoundError:
         return _Index(rewrite=True)
@@ -175,13 +178,15 @@ def _read_snapshot(file: Path, report: Report) -> _Index:
 def _read(folder: Path, report: Report) -> _Index:
     result = _read_snapshot(folder / SNAPSHOT_FILE, report)
     log = folder / INDEX_FILE
+    from harness.results.checks import BadFile, read_regular
+
     try:
-        text = log.read_text(encoding="utf-8")
+        text = read_regular(log, INDEX_LIMIT)[0].decode("utf-8")
         lines = text.splitlines()
         result.log_bytes = len(text)
     except FileNotFoundError:
         return result
-    except (OSError, UnicodeDecodeError):
+    except (OSError, UnicodeDecodeError, BadFile):
         report(log, "unreadable index log (rebuilt from the run folders)")
         result.rewrite = True
         return result

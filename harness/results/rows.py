@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -254,10 +253,15 @@ def parse_record(text: bytes | str, path: str = "", validate: bool = True) -> di
 
 
 def _parse(text: bytes | str, path: str, validate: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    from harness.results.checks import BadFile, check_record, strict_json
+
     if not text.strip():
         raise Skip("empty file")
     try:
-        data = json.loads(text)
+        data = strict_json(text)
+        check_record(data, text)  # sizes and possible figures, before any reader sees them
+    except BadFile as error:
+        raise Skip(str(error)) from None
     except (ValueError, UnicodeDecodeError, RecursionError) as error:
         raise Skip(f"not valid JSON (truncated or corrupt): {error}") from None
     row = flatten_record(data, path)
@@ -273,12 +277,14 @@ def read_record(file: Path, validate: bool = True) -> Parsed:
     """Parse one record file: its JSON, its row, and the stamp [mtime_ns, size] of exactly
     what was read. Raises FileNotFoundError (a run still being written: not an error) or
     Skip."""
+    from harness.results.checks import BadFile, read_regular
+
     try:
-        with open(file, "rb") as handle:
-            status = os.fstat(handle.fileno())
-            text = handle.read()
+        text, status = read_regular(file)
     except FileNotFoundError:
         raise
+    except BadFile as error:
+        raise Skip(str(error)) from None
     except OSError as error:
         raise Skip(f"cannot read: {error.strerror or error}") from None
     owner = file.parent if file.name == "run.json" else file

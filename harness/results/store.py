@@ -10,7 +10,6 @@ load parses only runs it has not seen; the run folders stay the source of truth.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from array import array
@@ -223,9 +222,14 @@ def request_problem(row: Any) -> str | None:
 
 def iter_request_rows(file: Path, skipped: list[str]) -> Iterator[dict[str, Any]]:
     """The usable rows of one requests.jsonl; bad lines reported and skipped."""
+    from harness.results.checks import BadFile, check_sizes, read_regular, strict_json
+
     try:
-        lines = file.read_text(encoding="utf-8").splitlines()
+        lines = read_regular(file)[0].decode("utf-8").splitlines()
     except FileNotFoundError:
+        return
+    except BadFile as error:
+        report(skipped, file, str(error))
         return
     except (OSError, UnicodeDecodeError) as error:
         report(skipped, file, f"cannot read: {error}")
@@ -234,7 +238,11 @@ def iter_request_rows(file: Path, skipped: list[str]) -> Iterator[dict[str, Any]
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = strict_json(line)
+            check_sizes(row, line)
+        except BadFile as error:
+            report(skipped, f"{file} line {number}", str(error))
+            continue
         except (ValueError, RecursionError) as error:
             report(skipped, f"{file} line {number}", f"not valid JSON: {error}")
             continue
@@ -282,16 +290,30 @@ def load_requests(sources: Path | str | Iterable[Path | str]) -> pd.DataFrame:
 
 def read_run(run_dir: Path) -> RunRecord:
     """A run folder's record, validated (for one run: plots, compare)."""
+    from pydantic import ValidationError
+
     from harness.errors import BadInput
+    from harness.results.checks import BadFile, check_record, read_regular, strict_json
     from harness.results.record import RunRecord
 
     file = run_dir / RUN_FILE if run_dir.is_dir() else run_dir
     try:
-        return RunRecord.model_validate_json(file.read_bytes())
+        text, _ = read_regular(file)
+        if not text.strip():
+            raise BadFile("empty file")
+        data = strict_json(text)
+        check_record(data, text)
+        return RunRecord.model_validate(data)
     except OSError as error:
         raise BadInput(f"{file}: cannot read run record: {error.strerror or error}") from None
-    except ValueError as error:
-        raise BadInput(f"{file}: not a valid run record: {error}") from None
+    except BadFile as error:
+        raise BadInput(f"{file}: not a usable run record: {error}") from None
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "record"
+        raise BadInput(f"{file}: not a valid run record: {where}: {first['msg']}") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:
+        raise BadInput(f"{file}: not valid JSON (truncated or corrupt): {error}") from None
 
 
 def read_requests(run_dir: Path) -> list[dict[str, Any]]:

@@ -30,7 +30,7 @@ from harness.suite.model import (
     model_source,
     resolve_models,
 )
-from harness.suite.secrets import redact_argv, redact_env, redact_url
+from harness.suite.secrets import redact_argv, redact_url
 
 PORT_PLACEHOLDER = 30000
 
@@ -66,6 +66,19 @@ class ChosenBuild:
 
     spec: builds.BuildSpec
     reference: builds.ReferenceBuild | None = None
+
+
+def check_suite(loaded: LoadedSuite) -> None:
+    """Every check a run's preparation makes on the suite alone (BadInput naming the first
+    that fails): its workload entries, each entry's engine flags as its adapter checks
+    them. `harness validate` runs it; so does a run, before any work. (The default build
+    is not checked: a run uses it only on a host with no SGLang installed.)"""
+    from harness.suite.model import suite_entries
+
+    for entry in suite_entries(loaded):
+        check = getattr(adapter_for(entry.loaded.suite.engine.kind), "check_flags", None)
+        if check is not None:  # an adapter that owns no flag has nothing to check
+            check(entry.loaded.suite)
 
 
 def choose_build(loaded: LoadedSuite, options: Any) -> tuple[LoadedSuite, ChosenBuild]:
@@ -195,30 +208,36 @@ def server_env(suite: Suite, fit: Fit | None) -> dict[str, str]:
 # ---------------------------------------------------------------- what may be written
 
 
+def engine_secret_flags(kind: str) -> frozenset[str]:
+    """The secret flags of an engine's adapter (every known engine's when it names none)."""
+    from harness.suite.secrets import SECRET_FLAGS
+
+    return frozenset(getattr(adapter_for(kind), "secret_flags", SECRET_FLAGS))
+
+
 def secret_values(suite: Suite) -> tuple[str, ...]:
-    """The suite's secrets (engine.env credentials, secret flags in extra_args)."""
+    """The suite's secrets (engine.env credentials, secret flags in extra_args, in every
+    form the engine's parser accepts)."""
     from harness.suite.secrets import secret_values as find
 
-    return find(suite.engine.env, suite.engine.extra_args)
+    flags = engine_secret_flags(suite.engine.kind)
+    return find(suite.engine.env, suite.engine.extra_args, flags)
 
 
 def redact_command(command: Sequence[str], suite: Suite) -> list[str]:
     from harness.suite.secrets import redact_text
 
     hidden = secret_values(suite)
-    return [redact_text(arg, hidden) for arg in redact_argv(command)]
+    flags = engine_secret_flags(suite.engine.kind)
+    return [redact_text(arg, hidden) for arg in redact_argv(command, flags)]
 
 
 def redacted_document(loaded: LoadedSuite) -> dict[str, Any]:
     """The suite document as recorded: secret env values and flag values replaced."""
-    document = json.loads(json.dumps(loaded.document))
-    engine = document.get("engine")
-    if isinstance(engine, dict):
-        if isinstance(engine.get("env"), dict):
-            engine["env"] = redact_env(engine["env"])
-        if isinstance(engine.get("extra_args"), list):
-            engine["extra_args"] = redact_argv([str(a) for a in engine["extra_args"]])
-    return document
+    from harness.suite.secrets import redact_document
+
+    return redact_document(json.loads(json.dumps(loaded.document)),
+                           engine_secret_flags(loaded.suite.engine.kind))
 
 
 def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequence[GPUInfo],

@@ -94,7 +94,7 @@ def collect(
         data_source=data_source,
         data_sha256=data_sha256,
         seed=seed,
-        argv=redact_argv(sys.argv),
+        argv=redact_argv(sys.argv, abbreviations=False),  # the harness's own flags
         env=safe_env({**os.environ, **server_env}, server_env.keys()),
         **extra,
     )

@@ -51,6 +51,7 @@ from harness.results.writer import RowLog, create_run_dir, write_run
 from harness.run.judge import EXIT_CODES, judge
 from harness.run.launch import LOOPBACK, Server, ServerSpec, free_port
 from harness.suite.model import Entry, LoadedSuite, Suite
+from harness.suite.secrets import redact_text, redact_url
 
 SEVERITY = {"pass": 0, "skipped": 1, "fail": 2, "error": 3}
 
@@ -154,13 +155,15 @@ class _Run:
 
         loaded = self.loaded
         verdict.reasons.extend(self.notes)
+        hidden = planning.secret_values(loaded.suite)  # error texts may quote them
+        verdict.reasons[:] = [redact_text(reason, hidden) for reason in verdict.reasons]
         record = RunRecord(
             run_id=self.run_id, started_at=self.started, finished_at=utc_now(),
             label=self.options.label,
             suite=SuiteInfo(name=loaded.suite.name, path=str(loaded.path), sha256=loaded.sha256,
                             document=planning.redacted_document(loaded), entry=self.entry),
             build=self.build or BuildInfo(engine=loaded.suite.engine.kind,
-                                          spec=self.options.sglang),
+                                          spec=redact_url(self.options.sglang or "") or None),
             provenance=self.provenance or planning.provenance(loaded, None, [], None, None),
             launch=self.launch, attention=self.attention, workload=self.workload,
             measurement=self.measurement, verdict=verdict, stage=self.stage,
@@ -212,6 +215,7 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
     from harness.run import preflight
     from harness.suite.model import suite_entries
 
+    planning.check_suite(loaded)  # what `harness validate` checks, before any work
     loaded, chosen = planning.choose_build(loaded, options)
     suite = loaded.suite
     entries = suite_entries(loaded, list(options.entries) if options.entries else None)

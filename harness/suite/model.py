@@ -312,7 +312,11 @@ def parse_suite(text: str, source: str) -> tuple[Suite, dict[str, Any]]:
     try:
         return Suite.model_validate(document), document
     except ValidationError as error:
-        raise SuiteError(format_validation_error(source, error)) from None
+        # the error quotes the values it rejects: a secret among them stays hidden
+        from harness.suite.secrets import document_secrets, redact_text
+
+        message = redact_text(format_validation_error(source, error), document_secrets(document))
+        raise SuiteError(message) from None
 
 
 def resolve_suite_path(spec: str, suites_dir: Path = SUITES_DIR) -> Path:

@@ -1,59 +1,170 @@
 """Secrets never reach a log, a record, a plot or a summary.
 
-A secret is the value of an environment variable whose name looks like a credential
-(`HF_TOKEN`, `*_API_KEY`, ...), the value of a secret flag on a command line
-(SGLang 0.5.23's `--api-key`, `--admin-api-key`, `--ssl-keyfile-password`,
-`--watermark-key`, `--watermark-key-b`; `--hf-token`, `--token`), or the user part of a
-URL (`git+https://user:TOKEN@host/...`). The server still gets the real values: only
-what the harness writes is redacted.
+A secret is
+- the value of an environment variable whose *name* says it holds a credential
+  (`is_secret_name`: `HF_TOKEN`, `WANDB_API_KEY`, `DB_PASS`, `GITHUB_PAT`; not `AUTHOR`,
+  `KEYBOARD_LAYOUT`, `MONKEY_PATCH`, `MAX_NEW_TOKENS`, `SSL_KEYFILE`);
+- the value of a secret flag on a command line, in every form argparse (and so every
+  engine) accepts: `--api-key V`, `--api-key=V`, and any abbreviation `--api-k V` (argparse
+  takes an unambiguous prefix as the flag). Each engine adapter lists its own secret flags
+  (`secret_flags`); `SECRET_FLAGS` is every known engine's, for where no engine is known;
+- the password of a URL (`https://user:TOKEN@host`), or a user part standing alone in a
+  URL of a scheme that sends it as a credential (`https://TOKEN@host`); an ssh user
+  (`git+ssh://git@host`) is a name and stays.
+
+The server still gets the real values: only what the harness writes is redacted.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 REDACTED = "<redacted>"
-SECRET_WORDS = re.compile(r"TOKEN|SECRET|KEY|PASSWORD|PASSWD|AUTH|CREDENTIAL|COOKIE", re.I)
-# Names that contain a secret word but hold none: a key that is only a file path, and
-# SGLang's many "tokens" settings (counts, not credentials).
-NOT_SECRET_NAMES = re.compile(r"TOKENS|TOKENIZER|KEYFILE$|_KEY_?FILE|MAX_.*TOKEN", re.I)
+
+# Every known engine's (harness.engines.sglang.launch.SECRET_FLAGS: SGLang's --api-key,
+# --admin-api-key, --ssl-keyfile-password, --watermark-config, --watermark-key[-b]; the
+# hub's --hf-token / --token as vLLM and huggingface-cli take them), for a command line
+# whose engine is not known. Each adapter's own list is the one used for its engine.
 SECRET_FLAGS = frozenset({"--api-key", "--admin-api-key", "--ssl-keyfile-password",
-                          "--watermark-key", "--watermark-key-b", "--hf-token", "--token"})
-_URL_USERINFO = re.compile(r"://[^/@\s]+@")
+                          "--watermark-config", "--watermark-key", "--watermark-key-b",
+                          "--hf-token", "--token"})
+
+# ------------------------------------------------------------------ secret names
+
+# A name is read as words: split at anything not a letter or digit and at camelCase
+# boundaries (`githubToken` -> GITHUB TOKEN), upper-cased.
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# Words that name a credential wherever they stand (WANDB_API_KEY, AWS_SECRET_ACCESS_KEY).
+_SECRET_WORDS = frozenset({
+    "TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASSPHRASE", "KEY",
+    "APIKEY", "AUTH", "CREDENTIAL", "CREDENTIALS", "CREDS", "COOKIE", "COOKIES",
+})
+# Short forms that are credentials only as the last word after another (DB_PASS,
+# GITHUB_PAT, MYSQL_PWD); `PWD` alone is the shell's working directory.
+_LAST_WORDS = frozenset({"PASS", "PAT", "PWD"})
+# A word glued to a credential word (HFTOKEN, DBPASSWORD); KEY is not among them, since
+# MONKEY and TURKEY end in it.
+_SECRET_ENDINGS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY", "PASSPHRASE")
+# After a credential word, these make the name one of a place, a kind or a count
+# (SSL_KEY_FILE, HF_TOKEN_PATH, AUTH_TYPE, SPECULATIVE_TOKEN_MAP), not of a value.
+_NOT_A_VALUE_AFTER = frozenset({
+    "FILE", "PATH", "DIR", "FOLDER", "NAME", "TYPE", "KIND", "MODE", "MAP", "SIZE", "LEN",
+    "LENGTH", "COUNT", "LIMIT", "FORMAT", "ALGORITHM", "ENV", "VAR",
+})
+# Before TOKEN, these make it a count of tokens (MAX_TOKEN, NUM_TOKEN), not a credential.
+_COUNT_BEFORE_TOKEN = frozenset({"MAX", "MIN", "NUM", "TOTAL", "PER", "FIRST", "NEW"})
+
+
+def name_words(name: str) -> list[str]:
+    return [word.upper() for word in _WORD.findall(name)]
 
 
 def is_secret_name(name: str) -> bool:
-    return bool(SECRET_WORDS.search(name)) and not NOT_SECRET_NAMES.search(name)
+    """Whether an environment variable (or setting) of this name holds a credential."""
+    words = name_words(name)
+    for i, word in enumerate(words):
+        after = words[i + 1] if i + 1 < len(words) else None
+        before = words[i - 1] if i else None
+        if after in _NOT_A_VALUE_AFTER:
+            continue
+        if word in _SECRET_WORDS:
+            if word == "TOKEN" and before in _COUNT_BEFORE_TOKEN:
+                continue
+            return True
+        if word in _LAST_WORDS and after is None and before is not None:
+            return True
+        if word.endswith(_SECRET_ENDINGS) and word not in _SECRET_WORDS:
+            return True
+    return False
+
+
+# ------------------------------------------------------------------ URLs
+
+# scheme://userinfo@ ; userinfo = user[:password]
+_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<user>[^/@\s:]*)"
+                           r"(?::(?P<password>[^/@\s]*))?@")
+# Schemes whose user part is a login name, never a credential (keys authenticate).
+_NAME_ONLY_SCHEMES = re.compile(r"(^|\+)(ssh|sftp|scp)$", re.I)
+
+
+def _url_secret(match: re.Match[str]) -> str | None:
+    """The secret part of one URL's userinfo, or None when it holds none."""
+    if match.group("password") is not None:
+        return match.group("password") or None
+    if _NAME_ONLY_SCHEMES.search(match.group("scheme")):
+        return None
+    return match.group("user") or None
+
+
+def _url_replacement(match: re.Match[str]) -> str:
+    scheme, user = match.group("scheme"), match.group("user")
+    if match.group("password") is not None:
+        return f"{scheme}://{user}:{REDACTED}@"
+    if _url_secret(match) is None:
+        return match.group(0)
+    return f"{scheme}://{REDACTED}@"
 
 
 def redact_url(text: str) -> str:
-    """`git+https://user:TOKEN@host/...` -> `git+https://<redacted>@host/...`."""
-    return _URL_USERINFO.sub(f"://{REDACTED}@", text)
+    """`https://user:TOKEN@host` -> `https://user:<redacted>@host`; `https://TOKEN@host` ->
+    `https://<redacted>@host`; `git+ssh://git@host` unchanged."""
+    return _URL_USERINFO.sub(_url_replacement, text)
 
 
-def _is_secret_flag(flag: str) -> bool:
-    return flag in SECRET_FLAGS
+# ------------------------------------------------------------------ command lines
 
 
-def secret_values(env: Mapping[str, str] = {}, argv: Sequence[str] = ()) -> tuple[str, ...]:
-    """Every secret value in an environment and a command line (to redact wherever seen)."""
-    found = [value for name, value in env.items() if is_secret_name(name) and value]
-    for i, arg in enumerate(argv):
-        flag, sep, value = arg.partition("=")
-        if _is_secret_flag(flag):
+def resolve_flag(arg: str, flags: Iterable[str]) -> tuple[str, ...]:
+    """The flags of `flags` that a command-line argument may set, as argparse resolves it:
+    the flag itself when listed (`--flag` or `--flag=value`), else every listed flag it
+    abbreviates (argparse takes an unambiguous prefix; an ambiguous one is refused by the
+    engine, and is reported here with all its candidates so that no check misses it)."""
+    if not arg.startswith("--") or arg == "--":
+        return ()
+    flag = arg.split("=", 1)[0]
+    known = frozenset(flags)
+    if flag in known:
+        return (flag,)
+    return tuple(sorted(f for f in known if f.startswith(flag)))
+
+
+def is_secret_flag(arg: str, secret_flags: Iterable[str] = SECRET_FLAGS,
+                   abbreviations: bool = True) -> bool:
+    """Whether `arg` sets a secret flag. `abbreviations=False` for a command line whose
+    parser is not the engine's (the harness's own: its flags abbreviate to `--a`, `--b`)."""
+    if not abbreviations:
+        return arg.split("=", 1)[0] in frozenset(secret_flags)
+    return bool(resolve_flag(arg, secret_flags))
+
+
+def secret_values(env: Mapping[str, Any] = {}, argv: Sequence[Any] = (),
+                  secret_flags: Iterable[str] = SECRET_FLAGS) -> tuple[str, ...]:
+    """Every secret value in an environment and a command line (to redact wherever seen).
+    Tolerant of a document not yet validated: non-string entries are read as text."""
+    secret_flags = frozenset(secret_flags)
+    found = [str(value) for name, value in env.items()
+             if is_secret_name(str(name)) and value is not None and str(value)]
+    args = [str(arg) for arg in argv]
+    for i, arg in enumerate(args):
+        if is_secret_flag(arg, secret_flags):
+            _, sep, value = arg.partition("=")
             if sep and value:
                 found.append(value)
-            elif not sep and i + 1 < len(argv):
-                found.append(argv[i + 1])
-        for match in _URL_USERINFO.finditer(arg):
-            found.append(match.group(0)[3:-1])
+            elif not sep and i + 1 < len(args):
+                found.append(args[i + 1])
+        found += [s for m in _URL_USERINFO.finditer(arg) if (s := _url_secret(m))]
+    found += [s for value in env.values() for m in _URL_USERINFO.finditer(str(value))
+              if (s := _url_secret(m))]
     # Longest first, so a secret containing another is replaced whole.
     return tuple(sorted({v for v in found if len(v) >= 4}, key=len, reverse=True))
 
 
-def redact_argv(argv: Sequence[str]) -> list[str]:
-    """A command line with secret flag values and URL credentials replaced."""
+def redact_argv(argv: Sequence[str], secret_flags: Iterable[str] = SECRET_FLAGS,
+                abbreviations: bool = True) -> list[str]:
+    """A command line with secret flag values (in every form) and URL credentials replaced."""
+    secret_flags = frozenset(secret_flags)
     out: list[str] = []
     hide_next = False
     for arg in argv:
@@ -61,8 +172,8 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
             out.append(REDACTED)
             hide_next = False
             continue
-        flag, sep, _ = arg.partition("=")
-        if _is_secret_flag(flag):
+        if is_secret_flag(arg, secret_flags, abbreviations):
+            flag, sep, _ = arg.partition("=")
             out.append(f"{flag}={REDACTED}" if sep else arg)
             hide_next = not sep
             continue
@@ -70,9 +181,10 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
     return out
 
 
-def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+def redact_env(env: Mapping[str, Any]) -> dict[str, Any]:
     """An environment with secret-looking variables' values replaced (names kept)."""
-    return {name: (REDACTED if is_secret_name(name) else redact_url(value))
+    return {name: (REDACTED if is_secret_name(str(name))
+                   else redact_url(value) if isinstance(value, str) else value)
             for name, value in env.items()}
 
 
@@ -82,3 +194,40 @@ def redact_text(text: str, secrets: Iterable[str]) -> str:
         if secret:
             text = text.replace(secret, REDACTED)
     return redact_url(text)
+
+
+def document_secrets(document: Any, secret_flags: Iterable[str] = SECRET_FLAGS) -> tuple[str, ...]:
+    """The secrets of a suite document (its `engine.env` and `engine.extra_args`), read
+    before validation: a document that fails to validate may still carry them."""
+    engine = document.get("engine") if isinstance(document, Mapping) else None
+    if not isinstance(engine, Mapping):
+        return ()
+    env = engine.get("env")
+    args = engine.get("extra_args")
+    if isinstance(args, str):  # a line instead of a list: read as the words it would be
+        args = args.split()
+    return secret_values(env if isinstance(env, Mapping) else {},
+                         args if isinstance(args, list | tuple) else (), secret_flags)
+
+
+def redact_document(document: Any, secret_flags: Iterable[str] = SECRET_FLAGS) -> Any:
+    """A suite document (or its model dump) as it may be shown or recorded: secret env
+    values and secret flag values replaced, and each such value anywhere else too."""
+    hidden = document_secrets(document, secret_flags)
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {key: walk(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [walk(item) for item in value]
+        return redact_text(value, hidden) if isinstance(value, str) else value
+
+    shown = walk(document)
+    engine = shown.get("engine") if isinstance(shown, dict) else None
+    if isinstance(engine, dict):
+        if isinstance(engine.get("env"), dict):
+            engine["env"] = redact_env(engine["env"])
+        if isinstance(engine.get("extra_args"), list):
+            engine["extra_args"] = redact_argv([str(a) for a in engine["extra_args"]],
+                                               secret_flags)
+    return shown

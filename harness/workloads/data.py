@@ -32,6 +32,7 @@ DATA_ENV = "HARNESS_DATA_DIR"
 MIRROR_ENV = "HARNESS_HF_MIRROR"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OFFLINE_ENVS = ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE")
+HUB_PROBE_TIMEOUT_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -101,15 +102,56 @@ def read_lines(raw: bytes, source: str, what: str) -> list[tuple[int, dict[str, 
     return items
 
 
+def hub_reachable(url: str | None = None, timeout_s: float = HUB_PROBE_TIMEOUT_S) -> bool:
+    """Whether a TCP connection to the hub (or the URL's host) opens within `timeout_s`.
+    `datasets` retries an unreachable hub five times with back-off before it gives up;
+    a host with no network is told so at once instead."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url or os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host = parts.hostname or "huggingface.co"
+    port = parts.port or (80 if parts.scheme == "http" else 443)
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def _offline_names() -> list[str]:
+    return [name for name in OFFLINE_ENVS if os.environ.get(name, "") not in ("", "0")]
+
+
 def load_hub(ref: HubRef) -> list[dict[str, Any]]:
     """The rows of a hub data set (or a JSON-lines URL) through `datasets`."""
+    import sys
+
+    mirror = os.environ.get(MIRROR_ENV)
+    no_network = not (mirror and (Path(mirror) / ref.id).is_dir()) and not _offline_names() \
+        and not hub_reachable(ref.url)
+    saved = {name: os.environ.get(name) for name in OFFLINE_ENVS}
+    if no_network:
+        # `datasets` would retry an unreachable hub for minutes; offline, it reads its cache
+        # only (a data set downloaded before still loads) and fails at once otherwise.
+        # It reads these variables when first imported, so they are set for that only.
+        if "datasets" in sys.modules:
+            print(f"the hub is unreachable: `datasets` retries {ref.describe()} before it "
+                  "gives up", file=sys.stderr, flush=True)
+        else:
+            os.environ.update(dict.fromkeys(OFFLINE_ENVS, "1"))
     try:
         import datasets  # heavy: only when no local copy exists
     except ImportError:
         raise BadInput(f"no local copy of the data and the `datasets` package is not "
                        f"installed (it is a dependency of spec-harness: reinstall it), so "
                        f"{ref.describe()} cannot be loaded") from None
-    mirror = os.environ.get(MIRROR_ENV)
+    finally:
+        for name, value in saved.items():  # the process's own environment, as it was
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     local = Path(mirror) / ref.id if mirror else None
     if local is not None and not local.is_dir():
         local = None
@@ -124,12 +166,33 @@ def load_hub(ref: HubRef) -> list[dict[str, Any]]:
             dataset = datasets.load_dataset(ref.id, ref.config, split=ref.split,
                                             revision=ref.revision)
     except Exception as error:  # the hub raises many kinds; all mean "not available"
-        offline = [name for name in OFFLINE_ENVS if os.environ.get(name, "") not in ("", "0")]
-        hint = (f" ({', '.join(offline)} is set: only the Hugging Face cache is read)"
+        offline = _offline_names()
+        hint = (" (no network: the hub is unreachable, so only the Hugging Face cache is "
+                "read)" if no_network else
+                f" ({', '.join(offline)} is set: only the Hugging Face cache is read)"
                 if offline else "")
+        why = " ".join(f"{type(error).__name__}: {error}".split())  # one line
         raise BadInput(f"cannot load {ref.describe()} with `datasets`{hint}: "
-                       f"{type(error).__name__}: {error}") from None
+                       f"{why[:300]}") from None
     return [dict(row) for row in dataset]
+
+
+def missing_data_help(relative: str) -> str:
+    """The three ways to give a kind its data, for when none worked (one line)."""
+    shared = REPO_ROOT.parent / "shared" / "data"
+    text = (f"give it one of three ways: set {DATA_ENV} to a folder holding {relative} "
+            f"(the layout it expects: $HARNESS_DATA_DIR/{relative}), or put the file at "
+            f"../shared/data/{relative} beside the checkout ({shared / relative}), or let "
+            f"`datasets` fetch it from the Hugging Face hub (network, {' and '.join(OFFLINE_ENVS)}"
+            " unset)")
+    folder = os.environ.get(DATA_ENV)
+    first, _, rest = relative.partition("/")
+    if folder and rest:
+        given = Path(folder)
+        if given.name == first or (given / rest).is_file():
+            text += (f"; note: {DATA_ENV}={folder} looks like the {first} folder itself: "
+                     f"point it at the folder above it ({given.parent})")
+    return text
 
 
 def load(relative: str, explicit: str | None, hub: HubRef | None, what: str,
@@ -153,7 +216,12 @@ def load(relative: str, explicit: str | None, hub: HubRef | None, what: str,
     if hub is None:
         raise BadInput(f"no {relative} found in {', '.join(map(str, candidates))}")
     source = hub.describe()
-    rows = canonical(source, list(enumerate(load_hub(hub), start=1)))
+    try:
+        loaded = load_hub(hub)
+    except BadInput as error:
+        raise BadInput(f"{error.message}; no local copy of {relative} either: "
+                       f"{missing_data_help(relative)}") from None
+    rows = canonical(source, list(enumerate(loaded, start=1)))
     return Dataset(rows, source, canonical_sha256(rows))
 
 

@@ -41,3 +41,23 @@ def test_notebook_executes(results: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert "broken.json" in text
     assert "pre-fix" in text and "paired" in text
     assert (results / "plots" / "tiny_dflash_cpu" / "history.png").is_file()
+
+
+def test_notebook_tables_hide_url_credentials(results: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 20, case 1: a record whose build spec carries URL credentials (written by an
+    older harness) shows in the notebook's tables without them."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    spec = "git+https://oauth2:ghp_PLANTEDnotebook@github.com/org/sglang@main"
+    make_history(results, nights=2)
+    make_run(results, 2.4, label="pre-fix", spec=spec)
+    monkeypatch.setenv("HARNESS_RESULTS", str(results))
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    client = nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3",
+                                     resources={"metadata": {"path": str(NOTEBOOK.parent)}})
+    client.execute(env=dict(os.environ))
+    text = "\n".join(str(output) for cell in notebook.cells if cell.cell_type == "code"
+                     for output in cell.outputs)
+    assert "ghp_PLANTEDnotebook" not in text
+    assert "oauth2:<redacted>" in text or "oauth2:&lt;redacted&gt;" in text  # text or HTML

@@ -321,8 +321,10 @@ def test_version_2_columns(results: Path) -> None:
     data = json.loads((run_dir / RUN_FILE).read_text())
     data["schema_version"] = 2
     measurement = data["measurement"]
+    steps = measurement["verify_steps"]  # figures consistent with the counts (as a run's are)
     measurement.update(metric="server_avg", accept_length=2.4, accept_length_server_avg=2.4,
-                       accept_length_per_request=2.5, correct_drafts=123, n_finished=30,
+                       accept_length_per_request=2.5, completion_tokens=round(2.5 * steps),
+                       correct_drafts=round(1.4 * steps), n_finished=30,
                        n_planned=40, partial=True, server_reported_accept_length=2.41)
     measurement.pop("server_accept_length", None)
     (run_dir / RUN_FILE).write_text(json.dumps(data))
@@ -330,7 +332,8 @@ def test_version_2_columns(results: Path) -> None:
     assert row["metric"] == "server_avg" and row["accept_length"] == 2.4
     assert row["accept_length_server_avg"] == 2.4 and row["accept_length_per_request"] == 2.5
     assert row["partial"] and row["n_finished"] == 30 and row["n_planned"] == 40
-    assert row["correct_drafts"] == 123 and row["server_reported_accept_length"] == 2.41
+    assert row["correct_drafts"] == round(1.4 * steps)
+    assert row["server_reported_accept_length"] == 2.41
 
 
 def test_load_requests_skips_bad_lines(results: Path) -> None:

@@ -274,3 +274,27 @@ def test_plugin_import_is_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+SECRET_SUITE = suite_toml("secretive", gpus=0).replace(
+    'kind = "reference"', 'kind = "reference"\nextra_args = ["--api-key", "sk-PLANTED-junit-2"]'
+) + '[engine.env]\nWANDB_API_KEY = "wb-PLANTED-junit-1"\n'
+
+
+def test_junit_and_terminal_carry_no_secret(pytester: pytest.Pytester,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 20, case 1: a suite failing inside the real runner (a build spec with URL
+    credentials, for the wrong engine) reports in JUnit and on the terminal without the
+    suite's secrets or the spec's token (no traceback with the frames' arguments)."""
+    suites = pytester.mkdir("suites")
+    (suites / "secretive.toml").write_text(SECRET_SUITE)
+    monkeypatch.delenv("HARNESS_GPU_LOCK_DIR", raising=False)
+    junit = pytester.path / "junit.xml"
+    spec = "git+https://oauth2:ghp_PLANTEDjunit3@github.com/x/sglang@main"
+    result = pytester.runpytest("--suites", "suites", "--sglang", spec,
+                                f"--junitxml={junit}", "--results-dir", "results")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str() + junit.read_text()
+    assert "is an SGLang build" in out
+    for planted in ("wb-PLANTED-junit-1", "sk-PLANTED-junit-2", "ghp_PLANTEDjunit3"):
+        assert planted not in out

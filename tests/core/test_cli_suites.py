@@ -126,3 +126,29 @@ def test_list_with_an_invalid_suite(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     assert "usage: harness" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("kind", "arg", "named"), [
+    ("reference", '"--port", "1"', "--port"),
+    ("reference", '"--seed=3"', "--seed"),
+    ("sglang", '"--port", "1"', "--port"),
+    ("sglang", '"--speculative-alg", "EAGLE"', "--speculative-alg (taken as "
+     "--speculative-algorithm)"),
+    ("sglang", '"--api-k", "sk-x1234"', "abbreviates the secret flag --api-key as --api-k"),
+])  # fmt: skip
+def test_validate_runs_the_run_s_flag_checks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, arg: str, named: str
+) -> None:
+    """Issue 20, case 10: what `harness run` refuses (exit 2), `harness validate` refuses."""
+    models = '\n[target]\nmodel = "org/t"\n[draft]\nmodel = "org/d"\n' if kind == "sglang" else ""
+    text = (MINIMAL_SUITE.replace('kind = "reference"', f'kind = "{kind}"\nextra_args = [{arg}]')
+            .replace("gpus = 0", "gpus = 0" if kind == "reference" else "gpus = 1") + models)
+    path = _write(tmp_path, "flags.toml", text)
+    assert main(["validate", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert f"{path}: suite tiny: engine.extra_args" in captured.err and named in captured.err
+    assert "0 valid, 1 invalid" in captured.out
+    results = tmp_path / "results"
+    assert main(["run", str(path), "--results", str(results)]) == 2
+    assert named in capsys.readouterr().err
+    assert not results.exists()  # refused before any run folder

@@ -22,14 +22,17 @@ API_KEY = "sk-PLANTED-api-7f3c"
 ADMIN_KEY = "sk-PLANTED-admin-91be"
 HF_TOKEN = "hf_PLANTED_token_2d4e"
 SHELL_TOKEN = "ghp_PLANTED_shell_c0de"
-SECRETS = (API_KEY, ADMIN_KEY, HF_TOKEN, SHELL_TOKEN)
+WANDB_KEY = "wb-PLANTED-wandb-5a5a"
+DB_PASS = "pw-PLANTED-db-6b6b"
+SECRETS = (API_KEY, ADMIN_KEY, HF_TOKEN, SHELL_TOKEN, WANDB_KEY, DB_PASS)
 
 
 def secretive_suite(folder: Path) -> Path:
     path = folder / "secretive.toml"
     path.write_text(tiny_variant("secretive", floor=1.0, questions=6, engine={
         "extra_args": ["--api-key", API_KEY, f"--admin-api-key={ADMIN_KEY}"],
-        "env": {"HF_TOKEN": HF_TOKEN, "HARNESS_NOTE": "kept"}}))
+        "env": {"HF_TOKEN": HF_TOKEN, "WANDB_API_KEY": WANDB_KEY, "DB_PASS": DB_PASS,
+                "HARNESS_NOTE": "kept"}}))
     return path
 
 

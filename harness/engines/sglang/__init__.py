@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from harness.engines.interface import ParsedResponse
 from harness.engines.sglang import api
-from harness.engines.sglang.launch import RESERVED_FLAGS, api_key, launch_command
+from harness.engines.sglang.launch import (
+    RESERVED_FLAGS,
+    SECRET_FLAGS,
+    api_key,
+    check_flags,
+    launch_command,
+)
 from harness.suite.model import Models
 
 if TYPE_CHECKING:
@@ -41,6 +47,11 @@ class SGLangAdapter:
     chat_path = api.CHAT_PATH
     flush_path = api.FLUSH_PATH
     server_info_paths = api.SERVER_INFO_PATHS
+    reserved_flags = RESERVED_FLAGS
+    secret_flags = SECRET_FLAGS
+
+    def check_flags(self, suite: Suite) -> None:
+        check_flags(suite)
 
     def launch_command(self, suite: Suite, python: str, host: str, port: int,
                        models: Models | None = None,

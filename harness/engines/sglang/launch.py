@@ -10,7 +10,7 @@ every build it may be asked to test.
 
 from __future__ import annotations
 
-from harness.engines.flags import check_extra_args
+from harness.engines.flags import check_suite_flags
 from harness.errors import BadInput
 from harness.suite.model import Models, SGLangEngine, Suite, resolve_models
 
@@ -32,9 +32,22 @@ RESERVED_FLAGS = frozenset({
     "--speculative-num-steps", "--speculative-eagle-topk",
     "--speculative-draft-attention-backend",
 })
+# SGLang's secret flags: 0.5.23's fields/serving.py api_key, admin_api_key,
+# ssl_keyfile_password; fields/exec_.py watermark_config (a JSON file path or an inline
+# JSON object holding watermark_key and watermark_key_b, which earlier releases took as
+# --watermark-key / --watermark-key-b). tests/sglang_oracle/test_secret_flags.py checks
+# them against SGLang's own parser.
+SECRET_FLAGS = frozenset({"--api-key", "--admin-api-key", "--ssl-keyfile-password",
+                          "--watermark-config", "--watermark-key", "--watermark-key-b"})
 RESERVED_WHY = ("use the suite's own field (target/draft model and revision, [speculative], "
                 "topology.tp_size, workload.seed); host is always 127.0.0.1 and the port is "
                 "chosen free")
+
+
+def check_flags(suite: Suite) -> None:
+    """BadInput when extra_args set an owned flag or abbreviate a secret one."""
+    check_suite_flags(suite.name, suite.engine.extra_args, RESERVED_FLAGS, SECRET_FLAGS,
+                      RESERVED_WHY)
 
 
 def launch_command(suite: Suite, python: str, host: str, port: int,
@@ -43,7 +56,7 @@ def launch_command(suite: Suite, python: str, host: str, port: int,
     engine = suite.engine
     if not isinstance(engine, SGLangEngine):
         raise BadInput(f"suite {suite.name}: not an sglang suite")
-    check_extra_args(suite.name, engine.extra_args, RESERVED_FLAGS, RESERVED_WHY)
+    check_flags(suite)
     models = models or resolve_models(suite)
     spec = suite.speculative
     command = [python, "-m", LAUNCH_MODULE, "--model-path", models.target]

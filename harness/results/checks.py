@@ -1,0 +1,232 @@
+"""What a file in a results folder may be before anything reads its figures.
+
+Results folders are copied between machines, synced, hand-edited and damaged; a reader
+must neither hang, nor crash, nor believe an impossible figure. So:
+- only regular files are read (a FIFO in place of run.json would block `open` forever),
+  and only up to a size (`MAX_FILE_BYTES`);
+- JSON is parsed strictly: a duplicate key (which would silently pick one of two
+  figures), NaN / Infinity (not JSON) and integers beyond 64 bits are refused;
+- every string is bounded (`MAX_NAME_CHARS` for keys and the names a plot or table
+  prints, `MAX_TEXT_CHARS` for any other), so that a 5 MB label cannot stall a plot;
+- a measurement's figures must be possible: accept length (either definition, its CI,
+  per category) >= 1, since each verify step makes at least one token, and <= the block
+  size + 1 where the record names the block size; counts non-negative and consistent with
+  each other (completion tokens >= verify steps; each stated figure equal to the one its
+  counts give); accuracy in [0, 1].
+
+Each check raises `Skip` (harness.results.rows) naming the field; callers say which file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+MAX_FILE_BYTES = 64 * 2**20  # a run.json is kilobytes; a requests.jsonl of 10^5 rows ~30 MB
+MAX_NAME_CHARS = 1024  # labels, ids, names, specs, sources: what plots and tables print
+MAX_TEXT_CHARS = 2**20
+MAX_INT = 2**63 - 1
+MAX_DEPTH = 64
+NAME_FIELDS = frozenset({"label", "run_id", "name", "kind", "spec", "source", "entry",
+                         "metric", "version", "engine", "git_sha", "ref"})
+RELATIVE_TOLERANCE = 1e-6  # a stated figure vs the one its counts give (float rounding)
+
+
+class BadFile(ValueError):
+    """A file or document that is not what it may be; the message names the field."""
+
+
+def read_regular(file: Path, limit: int = MAX_FILE_BYTES) -> tuple[bytes, os.stat_result]:
+    """The bytes of a regular file (at most `limit`); BadFile for anything else.
+    FileNotFoundError passes through (a run still being written is no error)."""
+    # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever
+    fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise BadFile("not a regular file")
+        if status.st_size > limit:
+            raise BadFile(f"{status.st_size} bytes, more than the {limit} a record may hold")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise BadFile(f"more than the {limit} bytes a record may hold")
+    return data, status
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen = dict(pairs)
+    if len(seen) != len(pairs):  # the rare case: find the key to name it
+        keys = [key for key, _ in pairs]
+        duplicate = next(key for i, key in enumerate(keys) if key in keys[:i])
+        raise BadFile(f"duplicate key {duplicate[:40]!r}")
+    return seen
+
+
+def _constant(name: str) -> Any:
+    raise BadFile(f"{name} is not a JSON number")
+
+
+def _integer(text: str) -> int:
+    if len(text.lstrip("-")) > 19 or abs(value := int(text)) > MAX_INT:
+        raise BadFile(f"integer {text[:24]}... is beyond 64 bits")
+    return value
+
+
+def strict_json(text: bytes | str) -> Any:
+    """JSON without duplicate keys, NaN/Infinity or integers beyond 64 bits (BadFile);
+    ValueError / RecursionError for text that is not JSON at all."""
+    return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant,
+                      parse_int=_integer)
+
+
+def _strings(value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, str]]:
+    if depth > MAX_DEPTH:
+        raise BadFile(f"{path or 'record'}: nested deeper than {MAX_DEPTH}")
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield f"{path}.name" if path else "name", key  # a key is a name: bounded as one
+            yield from _strings(item, f"{path}.{key}" if path else str(key), depth + 1)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _strings(item, f"{path}[{i}]", depth + 1)
+
+
+def may_hold_long_strings(raw: bytes | str) -> bool:
+    """False when no string of the JSON text `raw` can be longer than MAX_NAME_CHARS: no
+    run of that many characters without a quote, and no escaped quote (which could hide
+    one inside a string). A C-speed scan that spares walking every string of the
+    usual record."""
+    raw = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if len(raw) <= MAX_NAME_CHARS:
+        return False
+    return b'\\"' in raw or max(map(len, raw.split(b'"'))) > MAX_NAME_CHARS
+
+
+def check_sizes(data: Any, raw: bytes | str | None = None) -> None:
+    """BadFile naming the first string longer than it may be (`raw`: the JSON text it
+    was parsed from, for the fast check)."""
+    if raw is not None and not may_hold_long_strings(raw):
+        return
+    for path, text in _strings(data, ""):
+        leaf = path.rsplit(".", 1)[-1]
+        limit = MAX_NAME_CHARS if leaf in NAME_FIELDS else MAX_TEXT_CHARS
+        if len(text) > limit:
+            raise BadFile(f"{path or 'key'}: {len(text)} characters, more than {limit}")
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def block_size(data: dict[str, Any]) -> int | None:
+    """The draft block (tokens per verify step at most) the record names, if any."""
+    suite = data.get("suite")
+    document = suite.get("document") if isinstance(suite, dict) else None
+    spec = document.get("speculative") if isinstance(document, dict) else None
+    build = data.get("build")
+    options = build.get("options") if isinstance(build, dict) else None
+    for source, key in ((spec, "num_draft_tokens"), (spec, "block_size"),
+                        (options, "num_draft_tokens")):
+        value = source.get(key) if isinstance(source, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+ACCEPT_FIGURES = ("accept_length", "accept_length_server_avg", "accept_length_per_request")
+COUNT_FIELDS = ("n_requests", "n_finished", "n_planned", "n_prompts", "n_correct",
+                "completion_tokens", "verify_steps", "correct_drafts")
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=RELATIVE_TOLERANCE, abs_tol=1e-9)
+
+
+def check_measurement(data: dict[str, Any]) -> None:
+    """BadFile naming the first impossible figure of a record's measurement."""
+    m = data.get("measurement")
+    if not isinstance(m, dict) or not m:
+        return
+    block = block_size(data)
+    top = block + 1 if block else None
+    bound = f"between 1 and {top} (block size {block} + 1)" if top else "at least 1"
+
+    def accept(where: str, value: Any) -> None:
+        number = _number(value)
+        if value is None or number is None:
+            return  # types are the record model's and the loader's to check
+        if not math.isfinite(number) or number < 1 or (top is not None and number > top):
+            raise BadFile(f"measurement.{where}: {value!r} is impossible: an accept length "
+                          f"is {bound}")
+
+    for key in ACCEPT_FIGURES:
+        accept(key, m.get(key))
+    ci = m.get("accept_length_ci")
+    if isinstance(ci, list) and len(ci) == 2:
+        accept("accept_length_ci[0]", ci[0])
+        accept("accept_length_ci[1]", ci[1])
+        low, high = _number(ci[0]), _number(ci[1])
+        if low is not None and high is not None and low > high:
+            raise BadFile(f"measurement.accept_length_ci: low {ci[0]!r} above high {ci[1]!r}")
+    categories = m.get("categories")
+    if isinstance(categories, dict):
+        for name, category in categories.items():
+            if isinstance(category, dict):
+                accept(f"categories.{name}.accept_length", category.get("accept_length"))
+    for key in COUNT_FIELDS:
+        value = m.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+            raise BadFile(f"measurement.{key}: {value} is negative")
+    accuracy = _number(m.get("accuracy"))
+    if accuracy is not None and not 0 <= accuracy <= 1:
+        raise BadFile(f"measurement.accuracy: {m['accuracy']!r} is not in [0, 1]")
+    _check_counts(m)
+
+
+def _count(m: dict[str, Any], key: str) -> int | None:
+    value = m.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _check_counts(m: dict[str, Any]) -> None:
+    tokens, steps, correct = (_count(m, k) for k in ("completion_tokens", "verify_steps",
+                                                     "correct_drafts"))
+    if tokens is not None and steps is not None and tokens < steps:
+        raise BadFile(f"measurement.completion_tokens: {tokens} is below verify_steps {steps} "
+                      "(each verify step makes at least one token)")
+    if not steps:
+        return
+    given = {"accept_length_per_request": tokens / steps if tokens is not None else None,
+             "accept_length_server_avg": (correct + steps) / steps if correct is not None
+             else None}
+    for key, expected in given.items():
+        stated = _number(m.get(key))
+        if expected is not None and stated is not None and not _close(stated, expected):
+            raise BadFile(f"measurement.{key}: {m[key]!r} disagrees with its counts "
+                          f"({expected:.6g} from completion_tokens, verify_steps, "
+                          "correct_drafts)")
+    metric = m.get("metric")
+    if metric in ("server_avg", "per_request"):
+        stated, own = _number(m.get("accept_length")), _number(m.get(f"accept_length_{metric}"))
+        if stated is not None and own is not None and not _close(stated, own):
+            raise BadFile(f"measurement.accept_length: {m['accept_length']!r} is not its "
+                          f"metric's figure accept_length_{metric} {own!r}")
+
+
+def check_record(data: Any, raw: bytes | str | None = None) -> None:
+    """Every check above on a parsed record (BadFile naming the field)."""
+    check_sizes(data, raw)
+    if isinstance(data, dict):
+        check_measurement(data)
