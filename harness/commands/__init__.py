@@ -48,4 +48,5 @@ COMMANDS: dict[str, str] = {
     "reference": "harness.commands.reference:ReferenceCommand",
     "bisect": "harness.commands.bisect:BisectCommand",
     "calibrate": "harness.commands.calibrate:CalibrateCommand",
+    "paired": "harness.commands.paired:PairedCommand",
 }
