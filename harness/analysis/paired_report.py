@@ -88,3 +88,30 @@ def markdown(table: list[dict[str, Any]]) -> str:
             f"{r['relative_change']:+.2%} | {r['tolerated_drop']:.4f} = {r['tolerance']} | "
             f"{gate} | {r['floor']} | {r['floors_status'].upper()} |")
     return "\n".join(lines)
+
+
+def stored_finding(side: Any) -> dict[str, Any] | None:
+    """The paired gate's finding stored with a one-run side's record (`harness compare`)."""
+    if len(getattr(side, "records", [])) != 1:
+        return None
+    path = side.records[0].get("path")
+    if not path:
+        return None
+    file = Path(str(path))
+    file = file / RUN_FILE if file.is_dir() else file
+    try:
+        record = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    paired = record.get("paired") if isinstance(record, dict) else None
+    return paired if isinstance(paired, dict) and "result" in paired else None
+
+
+def finding_line(paired: dict[str, Any]) -> str:
+    r = paired["result"]
+    ci = r["difference_ci"]
+    return (f"paired gate {paired['status'].upper()} ({r['decision'].replace('_', ' ')}): "
+            f"B - A = {r['difference']:+.4f} ({r['relative_change']:+.2%}; {r['level']:.0%} CI "
+            f"{ci[0]:+.3f}..{ci[1]:+.3f}) on {r['n']} questions, tolerated drop "
+            f"{r['tolerated_drop']:.4f} = {r['tolerance']}, against run "
+            f"{paired['against']['run_id']} ({paired['against']['spec']})")
