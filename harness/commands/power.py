@@ -150,25 +150,27 @@ def power_report(
 
 
 def recorded_paired_spread(results: Path, series: str, latest_runs: int
-                           ) -> tuple[float, list[str]] | None:
+                           ) -> tuple[float, list[str], float] | None:
     """Pooled per-question sd of B - A over the series' latest paired runs (their record's
-    `paired.result.margin_sd`), and the run ids."""
+    `paired.result.margin_sd`), the run ids, and the latest one's A figure."""
     import json
     import math
 
-    variances, used = [], []
+    variances, used, levels = [], [], []
     for run_dir in sorted((results / "runs" / series).glob("*"), reverse=True):
         try:
             record = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
             sd = float(record["paired"]["result"]["margin_sd"])
+            level = float(record["paired"]["result"]["a"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if math.isfinite(sd):
             variances.append(sd**2)
             used.append(str(record.get("run_id")))
+            levels.append(level)
         if len(used) >= latest_runs:
             break
-    return (math.sqrt(sum(variances) / len(variances)), used) if variances else None
+    return (math.sqrt(sum(variances) / len(variances)), used, levels[0]) if variances else None
 
 
 def paired_power(loaded: LoadedSuite, results: Path, n: int, sd_given: float | None = None,
@@ -183,19 +185,25 @@ def paired_power(loaded: LoadedSuite, results: Path, n: int, sd_given: float | N
     relative = gate.relative_drop is not None
     tolerance = paired_gate.Tolerance(float(gate.relative_drop or gate.absolute_drop or 0),
                                       relative, gate.metric or suite.floors.metric)
-    reference = (suite.baselines[0].accept_length if suite.baselines
-                 else suite.floors.accept_length)
+    # A's level scales a relative tolerance: the latest paired run's A, else the highest
+    # baseline (the healthy level), else the floor
+    reference, reference_source = suite.floors.accept_length, "the floor"
+    if suite.baselines:
+        best = max(suite.baselines, key=lambda b: b.accept_length)
+        reference, reference_source = best.accept_length, f"baseline {best.label!r}"
     if sd_given is not None:
         sd, source = sd_given, "given with --paired-sd"
     elif (found := recorded_paired_spread(results, suite.name, latest_runs)) is not None:
-        sd, ids = found
+        sd, ids, reference = found
         source = f"pooled over {len(ids)} paired run(s): {', '.join(ids)}"
+        reference_source = f"A of paired run {ids[0]}"
     else:
         sd = paired_gate.DEFAULT_PAIRED_SD
         source = f"assumed {sd} (no paired runs under {results}): unpaired-like spread"
     tolerated = tolerance.threshold(reference)
     return {"tolerance": tolerance.describe(), "tolerated_drop": tolerated,
-            "reference": reference, "alpha": gate.alpha, "beta": gate.beta,
+            "reference": reference, "reference_source": reference_source,
+            "alpha": gate.alpha, "beta": gate.beta,
             "inconclusive": gate.inconclusive, "sd": sd, "sd_source": source, "questions": n,
             "questions_for_power": paired_gate.questions_for_power(sd, tolerated, gate.alpha,
                                                                    gate.beta),
@@ -241,7 +249,8 @@ def render_power(report: dict[str, Any]) -> None:
     paired = report.get("paired_gate")
     if paired:
         console.print(f"paired gate: tolerated drop {paired['tolerated_drop']:.4f} = "
-                      f"{paired['tolerance']} at A = {paired['reference']:g}; one-sided alpha "
+                      f"{paired['tolerance']} at A = {paired['reference']:g} "
+                      f"({paired['reference_source']}); one-sided alpha "
                       f"{paired['alpha']:g}; per-question sd of B - A {paired['sd']:.3f}: "
                       f"{paired['sd_source']}")  # fmt: skip
         pt = Table(title=f"paired gate at {paired['questions']} questions (inconclusive "

@@ -84,7 +84,11 @@ def complete(record: dict[str, Any]) -> bool:
 
 
 def reusable(results_dir: Path, series: str, wanted: dict[str, Any]) -> Path | None:
-    """The newest complete run of `series` whose identity is `wanted`, else None."""
+    """The newest complete run of `series` whose identity is `wanted`, else None. A build
+    with uncommitted changes and no hash of its source is never reused: two different
+    edits would look the same."""
+    if wanted.get("git_dirty") and not wanted.get("source_hash"):
+        return None
     folder = results_dir / "runs" / series
     for run_dir in sorted(folder.glob("*"), reverse=True):  # names start with UTC time
         try:

@@ -68,6 +68,15 @@ def test_a_stored_run_that_differs_in_any_identity_field_is_not_reused(
     assert pairing.reusable(tmp_path, "s", WANTED) == same
 
 
+def test_a_dirty_build_without_a_source_hash_is_never_reused(tmp_path: Path) -> None:
+    dirty = record("dirty", build__git_dirty=True)
+    write_run(tmp_path, "20260101T000000Z-dirty", dirty)
+    assert pairing.reusable(tmp_path, "s", pairing.identity(dirty)) is None
+    hashed = record("hashed", build__git_dirty=True, build__source_hash="sha256:ab")
+    folder = write_run(tmp_path, "20260102T000000Z-hashed", hashed)
+    assert pairing.reusable(tmp_path, "s", pairing.identity(hashed)) == folder
+
+
 @pytest.mark.parametrize("change", [
     {"measurement__partial": True}, {"measurement__stopped_early": True},
     {"measurement__n_requests": 3}, {"verdict": {"status": "error"}},
