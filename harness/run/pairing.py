@@ -250,6 +250,12 @@ def run_paired(loaded: LoadedSuite, options: Any, against: str, against_label: s
     options_a = dataclasses.replace(options, sglang=against, patch=None, label=against_label,
                                     sequential=False, stop_rule=None, enforce_contract=False,
                                     pairing=None)
+    from harness.run import preflight
+
+    fit = preflight.check_fit(loaded.suite.topology, preflight.gpu_inventory(),
+                              options.gpu_devices)
+    if not fit.fits:  # skipped (exit 4) before either side is built or measured
+        return run_suite(loaded, options)
     wanted = expected_identities(loaded, options_a) if reuse else {}
     references: dict[str, Reference] = {}
     metric_of = _metrics(loaded, options)
@@ -264,6 +270,8 @@ def run_paired(loaded: LoadedSuite, options: Any, against: str, against_label: s
         entries = [_entry_name(loaded, s) for s in missing]
         _say(f"reference: measuring {against} on this host ({', '.join(missing)})")
         outcome_a = run_suite(loaded, dataclasses.replace(options_a, entries=entries))
+        if outcome_a.status == "skipped":  # the host does not fit the suite: nor B then
+            return outcome_a
         for entry in outcome_a.entries or [outcome_a]:
             record = entry.record
             if record is None or entry.run_dir is None or record.measurement is None \

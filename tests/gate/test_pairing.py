@@ -156,3 +156,22 @@ def test_sequential_stop_rule_settles_on_the_paired_rule(tmp_path: Path) -> None
     assert paired["result"]["alpha"] == pytest.approx(0.05 / 2)  # the early look's level
     assert verdict.status == "pass"
     assert stop.settings()["against"] == "ref"
+
+
+def test_a_suite_this_host_cannot_run_is_skipped_before_either_side(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No GPU here: a 1-GPU suite paired against a release ends skipped (exit 4), with
+    nothing measured and no engine built for either side."""
+    from harness.errors import ExitCode
+    from harness.run.runner import RunOptions
+
+    monkeypatch.delenv("HARNESS_GPU_INVENTORY", raising=False)  # this host: no GPU
+    built: list[str] = []
+    monkeypatch.setattr(pairing, "expected_identities",
+                        lambda loaded, options: built.append(options.sglang) or {})
+    loaded = load_suite("qwen3_8b_dflash")
+    options = RunOptions(results_dir=tmp_path, sglang="sglang==0.5.23", plot=False,
+                         progress=False)
+    outcome = pairing.run_paired(loaded, options, "sglang==0.5.22")
+    assert outcome.status == "skipped" and outcome.exit_code == ExitCode.SKIPPED
+    assert built == [] and not (tmp_path / "runs").exists()
