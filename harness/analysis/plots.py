@@ -114,6 +114,13 @@ def run_figure(
     measurement = record.measurement
     status = record.verdict.status if record.verdict else "external"
     metric = suite_metric(record)
+    paired = (record.paired or {}).get("result") if record.paired else None
+    if paired is not None:  # the reference build this run was paired with (same questions)
+        names.append(f"paired ref\n{shown(record.paired['against']['run_id'])}")  # type: ignore[index]
+        values.append(paired["a"])
+        lows.append(0.0)
+        highs.append(0.0)
+        colours.append("grey")
     figure_shown = figure_in(record, metric)
     if figure_shown is not None:
         names.append(f"this run\n{shown(record.label or record.run_id)}")
@@ -147,6 +154,11 @@ def run_figure(
     if measurement is not None:
         level = round(measurement.ci_level * 100)
         detail = f"{measurement.n_requests} requests, {level}% CI (bootstrap over prompts)"
+    if paired is not None:
+        ci = paired["difference_ci"]
+        detail += (f"\npaired gate {record.paired['status'].upper()}: B - A "  # type: ignore[index]
+                   f"{paired['difference']:+.3f} ({paired['level']:.0%} CI {ci[0]:+.3f}.."
+                   f"{ci[1]:+.3f}), tolerated -{paired['tolerated_drop']:.3f} ({metric})")
     build = shown(redact_url(record.build.spec or record.build.version or record.build.engine))
     figure.suptitle(f"{shown(record.suite.name)}: {status.upper()}  [{build}]", fontsize=11)
     axes.set_title(detail, fontsize=9)

@@ -90,6 +90,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="label recorded with every run (e.g. main, release): one trend line per label",
     )
     group.addoption(
+        "--against",
+        default=None,
+        metavar="SPEC",
+        help="judge each suite also against reference build SPEC, paired by question (the "
+        "suite's [gate]; harness run --against): reused when stored and the same, else run first",
+    )
+    group.addoption(
+        "--against-label",
+        default="against",
+        metavar="LABEL",
+        help="label recorded with the reference runs (e.g. release)",
+    )
+    group.addoption(
         "--harness-runner",
         default=DEFAULT_RUNNER,
         metavar="MODULE",
@@ -245,7 +258,17 @@ class SuiteItem(pytest.Item):
         self.user_properties.append(("worker", _worker_name(config)))
         try:
             options = runner.RunOptions(**_run_options(config, runner.RunOptions, lease.devices))
-            outcome = runner.run_suite(self.loaded, options)
+            against = config.getoption("against")
+            if against:
+                from harness.run.pairing import check_against, run_paired
+
+                outcome = run_paired(self.loaded, options, check_against(self.loaded, against),
+                                     config.getoption("against_label"))
+                record = getattr(outcome, "record", None)
+                if record is not None and record.paired:
+                    self.user_properties.append(("paired", record.paired["status"]))
+            else:
+                outcome = runner.run_suite(self.loaded, options)
         finally:
             allocator.release(lease)
         self._judge(outcome)

@@ -47,4 +47,6 @@ COMMANDS: dict[str, str] = {
     "matrix": "harness.commands.matrix:MatrixCommand",
     "reference": "harness.commands.reference:ReferenceCommand",
     "bisect": "harness.commands.bisect:BisectCommand",
+    "calibrate": "harness.commands.calibrate:CalibrateCommand",
+    "paired": "harness.commands.paired:PairedCommand",
 }

@@ -54,10 +54,18 @@ class CompareCommand:
             if side.note:
                 print(side.note, file=sys.stderr)
         result = compare(*sides, level=args.level)
+        from harness.analysis.paired_report import finding_line, stored_finding
+
+        findings = {name: found for name, side in zip("ab", sides, strict=True)
+                    if (found := stored_finding(side)) is not None}
+        if findings:
+            result["paired_gate"] = findings  # as recorded by `harness run --against`
         if args.json:
             print(json.dumps(result, indent=2, default=str))
         else:
             render(result)
+            for name, found in findings.items():
+                print(f"{name.upper()}'s record: {finding_line(found)}")
         p_drop = result["difference"]["p_drop"]
         if args.fail_on_drop and not math.isnan(p_drop) and p_drop < args.alpha:
             return 1

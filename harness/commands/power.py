@@ -39,6 +39,9 @@ class PowerCommand:
                             "recorded runs, else a documented default, see docs/statistics.md)")
         parser.add_argument("--runs", type=int, default=5, metavar="N",
                             help="how many latest runs to estimate the spread from (default 5)")
+        parser.add_argument("--paired-sd", type=float, metavar="SD",
+                            help="per-question sd of B - A for the paired gate (default: from "
+                            "the suite's latest paired runs, else an assumed 0.75)")
         parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     def run(self, args: argparse.Namespace) -> int:
@@ -51,12 +54,15 @@ class PowerCommand:
             value = getattr(args, name)
             if value is not None and not 0.0 < value < 0.5:
                 raise BadInput(f"--{name} must be in (0, 0.5), got {value}")
+        if args.paired_sd is not None and args.paired_sd < 0:
+            raise BadInput(f"--paired-sd must be >= 0, got {args.paired_sd}")
         if args.sd is not None and args.sd <= 0:
             raise BadInput(f"--sd must be positive, got {args.sd}")
         if args.runs < 1:
             raise BadInput(f"--runs must be >= 1, got {args.runs}")
         report = power_report(load_suite(args.suite), args.results, alpha=args.alpha,
-                              beta=args.beta, sd=args.sd, latest_runs=args.runs)  # fmt: skip
+                              beta=args.beta, sd=args.sd, latest_runs=args.runs,
+                              paired_sd=args.paired_sd)  # fmt: skip
         if args.json:
             print(json.dumps(report, indent=2, default=str))
         else:
@@ -93,6 +99,7 @@ def power_report(
     beta: float | None = None,
     sd: float | None = None,
     latest_runs: int = 5,
+    paired_sd: float | None = None,
 ) -> dict[str, Any]:
     from harness.metrics import stats
     from harness.workloads import planned_questions
@@ -137,7 +144,71 @@ def power_report(
         "table": [row.__dict__ for row in stats.power_table(sd, alpha, beta, counts)],
         "characteristic": characteristic,
         "baselines": baselines,
+        "paired_gate": paired_power(loaded, results, n, sd_given=paired_sd,
+                                    latest_runs=latest_runs),
     }  # fmt: skip
+
+
+def recorded_paired_spread(results: Path, series: str, latest_runs: int
+                           ) -> tuple[float, list[str], float] | None:
+    """Pooled per-question sd of B - A over the series' latest paired runs (their record's
+    `paired.result.margin_sd`), the run ids, and the latest one's A figure."""
+    import json
+    import math
+
+    variances, used, levels = [], [], []
+    for run_dir in sorted((results / "runs" / series).glob("*"), reverse=True):
+        try:
+            record = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+            sd = float(record["paired"]["result"]["margin_sd"])
+            level = float(record["paired"]["result"]["a"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if math.isfinite(sd):
+            variances.append(sd**2)
+            used.append(str(record.get("run_id")))
+            levels.append(level)
+        if len(used) >= latest_runs:
+            break
+    return (math.sqrt(sum(variances) / len(variances)), used, levels[0]) if variances else None
+
+
+def paired_power(loaded: LoadedSuite, results: Path, n: int, sd_given: float | None = None,
+                 latest_runs: int = 5) -> dict[str, Any] | None:
+    """The paired gate's operating characteristic at the suite's question count."""
+    from harness.metrics import paired_gate
+
+    suite = loaded.suite
+    gate = suite.gate
+    if gate is None:
+        return None
+    relative = gate.relative_drop is not None
+    tolerance = paired_gate.Tolerance(float(gate.relative_drop or gate.absolute_drop or 0),
+                                      relative, gate.metric or suite.floors.metric)
+    # A's level scales a relative tolerance: the latest paired run's A, else the highest
+    # baseline (the healthy level), else the floor
+    reference, reference_source = suite.floors.accept_length, "the floor"
+    if suite.baselines:
+        best = max(suite.baselines, key=lambda b: b.accept_length)
+        reference, reference_source = best.accept_length, f"baseline {best.label!r}"
+    if sd_given is not None:
+        sd, source = sd_given, "given with --paired-sd"
+    elif (found := recorded_paired_spread(results, suite.name, latest_runs)) is not None:
+        sd, ids, reference = found
+        source = f"pooled over {len(ids)} paired run(s): {', '.join(ids)}"
+        reference_source = f"A of paired run {ids[0]}"
+    else:
+        sd = paired_gate.DEFAULT_PAIRED_SD
+        source = f"assumed {sd} (no paired runs under {results}): unpaired-like spread"
+    tolerated = tolerance.threshold(reference)
+    return {"tolerance": tolerance.describe(), "tolerated_drop": tolerated,
+            "reference": reference, "reference_source": reference_source,
+            "alpha": gate.alpha, "beta": gate.beta,
+            "inconclusive": gate.inconclusive, "sd": sd, "sd_source": source, "questions": n,
+            "questions_for_power": paired_gate.questions_for_power(sd, tolerated, gate.alpha,
+                                                                   gate.beta),
+            "characteristic": paired_gate.operating_characteristic(
+                reference, tolerance, sd, n, gate.alpha, gate.inconclusive)}
 
 
 def render_power(report: dict[str, Any]) -> None:
@@ -175,3 +246,22 @@ def render_power(report: dict[str, Any]) -> None:
                       f"the floor): P(fail) {b['p_fail_fixed']:.3f}{extra}")  # fmt: skip
     console.print("sequential: alpha/beta bound only an early fail/pass; the last look is "
                   "the fixed gate (normal model, docs/statistics.md)")
+    paired = report.get("paired_gate")
+    if paired:
+        console.print(f"paired gate: tolerated drop {paired['tolerated_drop']:.4f} = "
+                      f"{paired['tolerance']} at A = {paired['reference']:g} "
+                      f"({paired['reference_source']}); one-sided alpha "
+                      f"{paired['alpha']:g}; per-question sd of B - A {paired['sd']:.3f}: "
+                      f"{paired['sd_source']}")  # fmt: skip
+        pt = Table(title=f"paired gate at {paired['questions']} questions (inconclusive "
+                         f"judged {paired['inconclusive']})")
+        for column in ("true B - A", "relative", "P(not worse)", "P(worse)",
+                       "P(inconclusive)", "P(gate fails)"):
+            pt.add_column(column, justify="right")
+        for row in paired["characteristic"]:
+            pt.add_row(f"{row['b_minus_a']:+.4f}", f"{row['relative_change']:+.2%}",
+                       f"{row['p_not_worse']:.3f}", f"{row['p_worse']:.3f}",
+                       f"{row['p_inconclusive']:.3f}", f"{row['p_gate_fails']:.3f}")
+        console.print(pt)
+        console.print(f"questions for P(not worse | B = A) >= {1 - paired['beta']:.2f}: "
+                      f"{paired['questions_for_power']}")

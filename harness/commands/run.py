@@ -40,6 +40,18 @@ class RunCommand:
         parser.add_argument("--sequential", action="store_true",
                             help="stop as soon as the verdict is settled at the suite's "
                             "alpha/beta (fewer requests)")
+        parser.add_argument("--against", nargs="?", const="", metavar="SPEC",
+                            help="also judge the build against reference build SPEC, paired by "
+                            "question (the suite's [gate]: tolerated drop, alpha); bare: the "
+                            "suite's gate.against. A stored run of SPEC is reused when it is "
+                            "the same measurement, else SPEC runs first on this host")
+        parser.add_argument("--against-label", default="against", metavar="LABEL",
+                            help="label recorded with the reference run (default: against)")
+        parser.add_argument("--no-reuse", action="store_true",
+                            help="with --against: always measure the reference in this job")
+        parser.add_argument("--no-enforce-contract", action="store_true",
+                            help="measure a build whose draft attention differs from the "
+                            "suite's expected_layers (noted in the record) instead of failing it")
         parser.add_argument("--no-plot", action="store_true", help="do not draw the run's plot")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -53,14 +65,32 @@ class RunCommand:
             dry_run=args.dry_run, engine_python=args.engine_python, label=args.label,
             plot=not args.no_plot, sequential=args.sequential, progress=not args.no_progress,
             target_model=args.target_model, draft_model=args.draft_model,
-            entries=args.entries,
+            entries=args.entries, enforce_contract=not args.no_enforce_contract,
         )
         if args.patch is not None or args.sglang is not None:
             from harness.build import parse_build_spec
 
             # bad specs, and specs for the other engine, end here before any work
             parse_build_spec(args.sglang, args.patch, engine=loaded.suite.engine.kind)
-        outcome = run_suite(loaded, options)
+        against = None
+        if args.against is not None:
+            from harness.errors import BadInput
+            from harness.run.pairing import check_against
+
+            against = check_against(loaded, args.against or None)
+            if against is None:
+                raise BadInput(f"--against: suite {loaded.suite.name} declares no "
+                               "gate.against; give a build SPEC")
+        if against is not None and not args.dry_run:
+            from harness.run.pairing import run_paired
+
+            outcome = run_paired(loaded, options, against, args.against_label,
+                                 reuse=not args.no_reuse)
+        else:
+            outcome = run_suite(loaded, options)
+        if against is not None and args.dry_run:
+            outcome.plan.append(f"paired against: {against} (reused when a stored run is the "
+                                "same measurement, else measured first on this host)")
         if outcome.plan:
             print("\n".join(outcome.plan))
         if args.dry_run:

@@ -36,10 +36,14 @@ class ShowCommand:
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("suite", help="suite file or name")
         parser.add_argument("--json", action="store_true", help="print JSON")
+        from harness.commands import add_results_option
+
+        add_results_option(parser, "where calibration records are looked for")
 
     def run(self, args: argparse.Namespace) -> int:
         import json
 
+        from harness.run.calibrate import calibration_lines
         from harness.run.plan import engine_secret_flags
         from harness.suite.model import load_suite
         from harness.suite.secrets import redact_document
@@ -54,6 +58,8 @@ class ShowCommand:
             return ExitCode.PASS
         print(f"# {loaded.path}  sha256 {loaded.sha256}")
         _print_tree(data)
+        for line in calibration_lines(loaded, args.results):
+            print(line)
         return ExitCode.PASS
 
 

@@ -8,6 +8,7 @@ One definition for every command: `--results DIR`, else `$HARNESS_RESULTS`, else
     results/runs/<suite>/.index.jsonl, .index-snapshot.json  the loader's index (a copy)
     results/baselines/<suite>--<label>.json                  baseline records
     results/plots/<suite>/                                   history plots
+    results/calibrations/<suite>/<UTC time>-<id>.json        calibration records
 
 This module is imported at CLI start-up: keep it free of third-party imports.
 """
@@ -24,6 +25,7 @@ RESULTS_DIR = Path("results")
 RUNS_DIR = "runs"
 BASELINES_DIR = "baselines"
 PLOTS_DIR = "plots"
+CALIBRATIONS_DIR = "calibrations"  # <suite>/<UTC time>-<id>.json: `harness calibrate`
 RUN_FILE = "run.json"
 REQUESTS_FILE = "requests.jsonl"
 INDEX_FILE = ".index.jsonl"  # per suite folder: the loader's index log (harness.results.index)

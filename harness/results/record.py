@@ -216,6 +216,9 @@ class RunRecord(_Record):
     measurement: Measurement | None = None
     verdict: Verdict | None
     stage: str | None = None  # the stage a run reached: preparation .. recording
+    # `harness run --against`: the paired gate's finding and the run it paired against
+    # (harness.run.pairing)
+    paired: dict[str, Any] | None = None
 
 
 class RequestRow(_Record):

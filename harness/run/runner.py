@@ -76,6 +76,9 @@ class RunOptions:
     # with a `settings() -> dict`), e.g. bisect's paired comparison with a reference build:
     # its decision and settings go to measurement.sequential; the floors are judged as usual.
     stop_rule: Any = None
+    # `harness run --against`: the paired gate's judge (harness.run.pairing.PairedJudge);
+    # each entry is also judged against the reference build's run, paired by question.
+    pairing: Any = None
 
 
 @dataclass
@@ -149,6 +152,8 @@ class _Run:
     rows: list[RequestRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     record: RunRecord | None = None  # once written, run.json is never rewritten
+    paired: dict[str, Any] | None = None  # the paired gate's finding (RunOptions.pairing)
+    rule: Any = None  # the stop rule the driver used
 
     def finish(self, verdict: Verdict) -> RunRecord:
         from harness.run import plan as planning
@@ -167,6 +172,7 @@ class _Run:
             provenance=self.provenance or planning.provenance(loaded, None, [], None, None),
             launch=self.launch, attention=self.attention, workload=self.workload,
             measurement=self.measurement, verdict=verdict, stage=self.stage,
+            paired=self.paired,
         )
         # kept before the write: a Ctrl-C during or after it keeps this verdict, never "error"
         self.record = record
@@ -374,15 +380,18 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
                                     planned=result.planned)
     run.workload.rendered_sha256 = rendered_sha256(result.rows, len(prompts))
     run.measurement.stopped_early = result.stopped_early
-    custom = options.stop_rule
+    custom = options.stop_rule or (run.rule if options.pairing is not None else None)
     if options.sequential or custom is not None:
         settings = (custom.settings() if custom is not None
                     else _rule_settings(suite, len(prompts)))
         run.measurement.sequential = {"looks": result.looks, "settled": result.settled_as,
                                       **settings}
-    return judge(run.measurement, suite.floors,
-                 sequential=result.settled_as if options.sequential and custom is None
-                 else None)
+    verdict = judge(run.measurement, suite.floors,
+                    sequential=result.settled_as if options.sequential and custom is None
+                    else None)
+    if options.pairing is not None and verdict.status != "error":
+        verdict, run.paired = options.pairing.judge(suite, result.rows, verdict)
+    return verdict
 
 
 def _rule_settings(suite: Suite, max_n: int) -> dict[str, Any]:
@@ -445,6 +454,8 @@ async def _drive(run: _Run, engine: Any, server: Server, workload_plan: Any,
     run.stage = "measurement"
     rule = options.stop_rule or (_stop_rule(suite, len(prompts)) if options.sequential
                                  else None)
+    if options.pairing is not None and options.sequential and options.stop_rule is None:
+        rule = run.rule = options.pairing.stop_rule(suite, len(prompts))
     with _progress(run.planned or len(prompts), options.progress) as advance:
         def on_row(row: RequestRow) -> None:
             keep(row)

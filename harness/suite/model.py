@@ -39,6 +39,7 @@ from harness.suite.entries import (
     WorkloadEntry,
     known_categories,
 )
+from harness.suite.gate import Gate
 
 __all__ = [
     "METRIC_DEFINITIONS",
@@ -47,6 +48,7 @@ __all__ = [
     "Entry",
     "Floors",
     "GSM8KWorkload",
+    "Gate",
     "HumanEvalWorkload",
     "JsonlWorkload",
     "LoadedSuite",
@@ -169,6 +171,8 @@ class Suite(_Strict):
     workload: Workload = GSM8KWorkload()
     floors: Floors
     baselines: list[Baseline] = Field(default_factory=list)
+    # The paired relative gate against a reference build (harness.suite.gate).
+    gate: Gate | None = None
     # Further workloads on the same server (e.g. the same prompts at temperature 0.6),
     # each with its own floors; each is recorded as its own series `<name>.<entry>`.
     workloads: list[WorkloadEntry] = Field(default_factory=list)
@@ -221,6 +225,19 @@ class Suite(_Strict):
                         f"baseline {baseline.label!r} is in metric {baseline.metric!r} but "
                         f"the floors use {floors.metric!r}; give its figure in the floors' "
                         "definition")
+        return self
+
+    @model_validator(mode="after")
+    def _gate_in_the_floors_metric(self) -> Suite:
+        # A tolerance means something only in the definition of the figure it came from.
+        if self.gate is None or self.gate.metric is None:
+            return self
+        for floors, where in [(self.floors, "floors"),
+                              *((e.floors, f"workloads.{e.name}.floors") for e in self.workloads)]:
+            if floors.metric != self.gate.metric:
+                raise ValueError(f"gate.metric {self.gate.metric!r} differs from {where}.metric "
+                                 f"{floors.metric!r}: the tolerated drop is taken in the "
+                                 "floors' definition")
         return self
 
     @model_validator(mode="after")

@@ -73,7 +73,7 @@ def _run_scripts(workflow: dict) -> str:
                      for step in job.get("steps", []))  # fmt: skip
 
 
-@pytest.mark.parametrize("name", ["nightly.yml", "ci.yml"])
+@pytest.mark.parametrize("name", ["nightly.yml", "ci.yml", "pr-gate.yml"])
 def test_commands_the_workflows_call_exist(name: str) -> None:
     scripts = _run_scripts(load(name))
     for subcommand in re.findall(r"harness (\w+)", scripts):
@@ -105,9 +105,11 @@ def test_nightly_tests_sglang_main_and_the_release_as_two_labelled_lines() -> No
     # main is resolved to the commit tested tonight, and that commit is the build spec
     assert "git ls-remote" in plan and "refs/heads/main" in plan
     assert '--build "main=git+$SGLANG_REPO@$main_sha#subdirectory=python"' in plan
-    assert '--build "release=$RELEASE_SPEC"' in plan
+    # the release is measured in main's own job, on the same runner, as its paired reference
+    assert '--build "release=$RELEASE_SPEC"' not in plan and 'labels="main release"' in plan
     suite = "\n".join(step.get("run", "") for step in workflow["jobs"]["suite"]["steps"])
     assert "--require-fit" in suite and '--label "$BUILD_LABEL"' in suite
+    assert '--against "$RELEASE_SPEC" --against-label release' in suite
 
 
 def test_nightly_report_judges_tonight_only_and_keeps_tokens_out_of_urls() -> None:

@@ -1,0 +1,311 @@
+"""`harness run SUITE --build B --against A`: B judged against reference build A, paired.
+
+A (the reference) is measured first on the suite's prompts, on this host, or a stored run
+of A is reused when it is truly the same measurement (`reusable`: suite hash, data hash,
+engine identity, GPU model, driver, TP size, harness version, a complete run). Then B runs
+with the gate's judge in its options: each workload entry's rows are paired with A's by
+question, the non-inferiority test (`harness.metrics.paired_gate`) gives "not worse",
+"worse" or "inconclusive", and B's verdict is the worse of the floors' and the gate's.
+B's record keeps the paired finding and names the run it paired against (`paired`).
+
+With `--sequential`, B stops on the paired rule (looks every 50 questions, alpha split
+over the early looks); A is measured on every question (it is the reference every look
+compares with, and the run a later pair reuses).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import BadInput, EngineError
+from harness.metrics.breakdown import question_pairs
+from harness.metrics.paired_gate import (
+    PairedResult,
+    PairedRule,
+    Tolerance,
+    describe,
+    paired_test,
+    status_of,
+)
+from harness.results.layout import RUN_FILE
+from harness.results.record import RequestRow, Verdict
+from harness.suite.gate import Gate
+from harness.suite.model import LoadedSuite, Suite
+
+# The identity of a measurement: a stored run of A is reused only when all of these match.
+IDENTITY_FIELDS = ("suite_sha256", "data_sha256", "engine", "git_sha", "git_dirty",
+                   "source_hash", "patch_sha256", "freeze_sha256", "build_options",
+                   "weights_sha256", "gpus", "driver", "tp_size", "harness_version",
+                   "cuda", "torch")
+
+
+def tolerance_of(gate: Gate, suite: Suite) -> Tolerance:
+    relative = gate.relative_drop is not None
+    drop = gate.relative_drop if relative else gate.absolute_drop
+    return Tolerance(float(drop), relative, gate.metric or suite.floors.metric)  # type: ignore[arg-type]
+
+
+def identity(record: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a run record (run.json as a dict) that make two measurements the same."""
+    build = record.get("build") or {}
+    provenance = record.get("provenance") or {}
+    suite = record.get("suite") or {}
+    document = suite.get("document") or {}
+    workload = record.get("workload") or {}
+    return {
+        "suite_sha256": suite.get("sha256"),
+        "data_sha256": workload.get("data_sha256") or provenance.get("data_sha256"),
+        "engine": build.get("engine"), "git_sha": build.get("git_sha"),
+        "git_dirty": build.get("git_dirty"), "source_hash": build.get("source_hash"),
+        "patch_sha256": build.get("patch_sha256"), "freeze_sha256": build.get("freeze_sha256"),
+        "build_options": build.get("options") or {},
+        "weights_sha256": provenance.get("weights_sha256"),
+        "gpus": sorted(str(g.get("name")) for g in provenance.get("gpus") or []),
+        "driver": provenance.get("driver"),
+        "tp_size": (document.get("topology") or {}).get("tp_size", 1),
+        "harness_version": provenance.get("harness_version"),
+        "cuda": provenance.get("cuda"), "torch": provenance.get("torch"),
+    }
+
+
+def complete(record: dict[str, Any]) -> bool:
+    """A measured run that asked every planned request (never partial, never stopped early)."""
+    m = record.get("measurement") or {}
+    verdict = (record.get("verdict") or {}).get("status")
+    return (record.get("kind", "run") == "run" and verdict in ("pass", "fail")
+            and m.get("accept_length") is not None and not m.get("partial")
+            and not m.get("stopped_early") and m.get("n_requests") == m.get("n_planned"))
+
+
+def reusable(results_dir: Path, series: str, wanted: dict[str, Any]) -> Path | None:
+    """The newest complete run of `series` whose identity is `wanted`, else None. A build
+    with uncommitted changes and no hash of its source is never reused: two different
+    edits would look the same."""
+    if wanted.get("git_dirty") and not wanted.get("source_hash"):
+        return None
+    folder = results_dir / "runs" / series
+    for run_dir in sorted(folder.glob("*"), reverse=True):  # names start with UTC time
+        try:
+            record = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict) and complete(record) and identity(record) == wanted:
+            return run_dir
+    return None
+
+
+@dataclass
+class Reference:
+    """A's side of one series: its run and its per-question (numerator, steps)."""
+
+    series: str
+    run_dir: Path
+    run_id: str
+    spec: str | None
+    reused: bool
+    pairs: dict[Any, tuple[int, int]] = field(default_factory=dict)
+
+
+def reference_from(run_dir: Path, series: str, metric: str, spec: str | None,
+                   reused: bool) -> Reference:
+    from harness.results.store import read_requests
+
+    record = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+    keys, tokens, steps = question_pairs(read_requests(run_dir), metric)
+    return Reference(series, run_dir, str(record.get("run_id")), spec, reused,
+                     {key: (t, s) for key, t, s in zip(keys, tokens, steps, strict=True)})
+
+
+@dataclass
+class _PairedStop:
+    """The paired rule as the driver's StopRule (harness.run.drive)."""
+
+    rule: PairedRule
+    reference: Reference
+    metric: str
+    last: PairedResult | None = None
+
+    def looks(self, max_n: int) -> list[int]:
+        return self.rule.looks()
+
+    def decide_rows(self, rows: Sequence[RequestRow]) -> str | None:
+        a, b, _ = aligned(self.reference, rows, self.metric)
+        self.last = self.rule.decide(a, b)
+        return None if self.last is None else self.last.decision
+
+    def settings(self) -> dict[str, Any]:
+        return {"rule": "paired non-inferiority (harness.metrics.paired_gate.PairedRule)",
+                "alpha": self.rule.alpha, "early_alpha": self.rule.early_alpha(),
+                "wave": self.rule.wave, "tolerance": self.rule.tolerance.describe(),
+                "against": self.reference.run_id, "metric": self.metric}
+
+
+def aligned(reference: Reference, rows: Sequence[Any], metric: str
+            ) -> tuple[tuple[list[int], list[int]], tuple[list[int], list[int]], list[Any]]:
+    """(A's pairs, B's pairs, questions) on B's questions, in B's order; BadInput-free:
+    a question A did not answer is an EngineError (the sides are not the same prompts)."""
+    keys, tokens, steps = question_pairs(rows, metric)
+    missing = [k for k in keys if k not in reference.pairs]
+    if missing:
+        raise EngineError(f"{reference.series}: B asked {len(missing)} question(s) the "
+                          f"reference run {reference.run_id} did not (first: {missing[0]}): "
+                          "not the same prompts")
+    a = ([reference.pairs[k][0] for k in keys], [reference.pairs[k][1] for k in keys])
+    return a, (list(tokens), list(steps)), keys
+
+
+@dataclass
+class PairedJudge:
+    """What B's run needs (RunOptions.pairing): the references and the gate."""
+
+    gate: Gate
+    references: dict[str, Reference]
+    stops: dict[str, _PairedStop] = field(default_factory=dict)
+
+    def stop_rule(self, suite: Suite, max_n: int) -> _PairedStop:
+        tolerance = tolerance_of(self.gate, suite)
+        stop = _PairedStop(PairedRule(tolerance, self.gate.alpha, max_n),
+                           self._reference(suite.name), tolerance.metric)
+        self.stops[suite.name] = stop
+        return stop
+
+    def _reference(self, series: str) -> Reference:
+        if series not in self.references:
+            raise EngineError(f"{series}: no reference run to pair with")
+        return self.references[series]
+
+    def judge(self, suite: Suite, rows: Sequence[Any], verdict: Verdict
+              ) -> tuple[Verdict, dict[str, Any]]:
+        """B's verdict with the gate's finding added; the record's `paired` section."""
+        reference = self._reference(suite.name)
+        tolerance = tolerance_of(self.gate, suite)
+        a, b, _ = aligned(reference, rows, tolerance.metric)
+        stop = self.stops.get(suite.name)
+        if stop is not None and stop.last is not None and stop.last.n == len(b[0]):
+            result = stop.last  # the look that settled it (early: at alpha / K)
+        else:
+            result = paired_test(a, b, tolerance, self.gate.alpha)
+        status = status_of(result.decision, self.gate.inconclusive)
+        line = f"relative gate {status.upper()}: {describe(result, status)}"
+        floors = verdict.status
+        reasons = [f"floors: {floors.upper()}", *verdict.reasons, line,
+                   f"paired against run {reference.run_id} ({reference.spec or 'as installed'}"
+                   f", {'reused' if reference.reused else 'measured in this job'}): "
+                   f"{reference.run_dir}"]
+        worst = floors if floors in ("error", "fail") else status
+        paired = {"against": {"run_id": reference.run_id, "path": str(reference.run_dir),
+                              "spec": reference.spec, "reused": reference.reused},
+                  "gate": self.gate.model_dump(), "status": status,
+                  "floors_status": floors, "result": result.to_dict()}
+        return Verdict(status=worst, reasons=reasons), paired  # type: ignore[arg-type]
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def expected_identities(loaded: LoadedSuite, options: Any) -> dict[str, dict[str, Any]]:
+    """Per series, the identity a run of A made now would have: A's engine is prepared
+    (its environment built or found in the cache, nothing launched) to know its commit
+    and dependency hash."""
+    from harness.run import plan as planning
+    from harness.run import preflight
+    from harness.suite.model import suite_entries
+
+    loaded_a, chosen = planning.choose_build(loaded, options)
+    suite = loaded_a.suite
+    engine = planning.prepare_engine(suite, options, planning.models(suite, options), chosen)
+    engine.build.options.update(planning.build_options(suite))
+    gpus = preflight.gpu_inventory()
+    fit = preflight.check_fit(suite.topology, gpus, options.gpu_devices)
+    provenance = planning.provenance(loaded_a, engine, gpus, fit, None)
+    out = {}
+    for entry in suite_entries(loaded_a, list(options.entries) if options.entries else None):
+        from harness.workloads import prepare
+
+        data = prepare(entry.loaded.suite.workload)
+        record = {"suite": {"sha256": entry.loaded.sha256, "document": entry.loaded.document},
+                  "build": engine.build.model_dump(mode="json"),
+                  "provenance": {**provenance.model_dump(mode="json"),
+                                 "data_sha256": getattr(data, "sha256", None)},
+                  "workload": {"data_sha256": getattr(data, "sha256", None)}}
+        out[entry.series] = identity(record)
+    return out
+
+
+def run_paired(loaded: LoadedSuite, options: Any, against: str, against_label: str = "against",
+               reuse: bool = True) -> Any:
+    """Measure (or reuse) A, then run B judged by floors and the paired gate."""
+    from harness.run.runner import run_suite
+
+    gate = loaded.suite.gate or Gate(relative_drop=0.02)  # a pair needs a tolerance
+    if loaded.suite.gate is None:
+        _say("note: the suite has no [gate]: default tolerated drop 2% of A, alpha 0.05")
+    options_a = dataclasses.replace(options, sglang=against, patch=None, label=against_label,
+                                    sequential=False, stop_rule=None, enforce_contract=False,
+                                    pairing=None)
+    from harness.run import preflight
+
+    fit = preflight.check_fit(loaded.suite.topology, preflight.gpu_inventory(),
+                              options.gpu_devices)
+    if not fit.fits:  # skipped (exit 4) before either side is built or measured
+        return run_suite(loaded, options)
+    wanted = expected_identities(loaded, options_a) if reuse else {}
+    references: dict[str, Reference] = {}
+    metric_of = _metrics(loaded, options)
+    for series, ident in wanted.items():
+        found = reusable(options.results_dir, series, ident)
+        if found is not None:
+            _say(f"reference {series}: reusing run {found.name} of {against} (same suite, "
+                 "data, engine, GPU, driver, TP size and harness version)")
+            references[series] = reference_from(found, series, metric_of[series], against, True)
+    missing = [s for s in metric_of if s not in references]
+    if missing:
+        entries = [_entry_name(loaded, s) for s in missing]
+        _say(f"reference: measuring {against} on this host ({', '.join(missing)})")
+        outcome_a = run_suite(loaded, dataclasses.replace(options_a, entries=entries))
+        if outcome_a.status == "skipped":  # the host does not fit the suite: nor B then
+            return outcome_a
+        for entry in outcome_a.entries or [outcome_a]:
+            record = entry.record
+            if record is None or entry.run_dir is None or record.measurement is None \
+                    or record.verdict.status == "error":
+                reasons = "; ".join(record.verdict.reasons) if record else "no record"
+                raise EngineError(f"the reference build {against} measured nothing: {reasons}")
+            series = record.suite.name
+            references[series] = reference_from(Path(entry.run_dir), series, metric_of[series],
+                                                against, False)
+    judge = PairedJudge(gate, references)
+    return run_suite(loaded, dataclasses.replace(options, pairing=judge))
+
+
+def _metrics(loaded: LoadedSuite, options: Any) -> dict[str, str]:
+    from harness.suite.model import suite_entries
+
+    gate = loaded.suite.gate
+    return {e.series: (gate.metric if gate and gate.metric else e.loaded.suite.floors.metric)
+            for e in suite_entries(loaded, list(options.entries) if options.entries else None)}
+
+
+def _entry_name(loaded: LoadedSuite, series: str) -> str:
+    return "main" if series == loaded.suite.name else series.removeprefix(loaded.suite.name + ".")
+
+
+def check_against(loaded: LoadedSuite, against: str | None) -> str | None:
+    """The reference build a run pairs against: --against, else the suite's gate.against."""
+    from harness.build import parse_build_spec
+
+    spec = against or (loaded.suite.gate.against if loaded.suite.gate else None)
+    if spec is not None:
+        parse_build_spec(spec, engine=loaded.suite.engine.kind, flag="--against")
+    return spec
+
+
+__all__ = ["BadInput", "PairedJudge", "Reference", "check_against", "identity", "reusable",
+           "run_paired", "tolerance_of"]

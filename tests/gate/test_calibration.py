@@ -1,0 +1,58 @@
+"""Calibration statistics and the seeds of the repeats."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.analysis.simulate import simulate_prompts
+from harness.metrics.calibration import summarise_repeats
+from harness.run.calibrate import SEED_STRIDE, calibration_lines, with_seeds
+from harness.suite.model import LoadedSuite, document_sha256, load_suite, parse_suite
+from tests.tiny_variants import tiny_variant
+
+
+def test_identical_repeats_have_no_spread_and_keep_the_sampling_error_in_the_floor() -> None:
+    tokens, steps = simulate_prompts(100, 3.8, 1.2, seed=1)
+    run = (list(tokens), list(steps))
+    s = summarise_repeats([run, run, run])
+    assert s["run_sd"] == 0 and s["paired_sd"] == 0 and s["identical_answers"]
+    assert s["suggested_floor"] < s["mean"] - 1.6 * s["within_se"]
+    assert s["suggested_relative_drop"] == 0.005
+    assert "z(1-alpha)" in s["floor_rule"] and "paired sd" in s["tolerance_rule"]
+
+
+def test_noisy_repeats_widen_floor_and_tolerance() -> None:
+    runs = [tuple(map(list, simulate_prompts(100, 3.8, 1.2, seed=s))) for s in range(4)]
+    s = summarise_repeats(runs)
+    assert s["run_sd"] > 0 and s["paired_sd"] > 0 and not s["identical_answers"]
+    assert s["suggested_relative_drop"] > 0.005
+    with pytest.raises(ValueError):
+        summarise_repeats(runs[:1])
+
+
+def test_repeats_move_only_sampled_workloads_seeds() -> None:
+    text = tiny_variant("cal") + """
+[[workloads]]
+name = "t06"
+kind = "gsm8k"
+questions = 10
+temperature = 0.6
+sampling_seed = 7
+[workloads.floors]
+accept_length = 1.2
+"""
+    suite, document = parse_suite(text, "cal.toml")
+    loaded = LoadedSuite(suite=suite, path="cal.toml", sha256=document_sha256(document),
+                         document=document)
+    assert with_seeds(loaded, 0) is loaded
+    second = with_seeds(loaded, 2)
+    assert second.suite.workload.sampling_seed is None  # greedy: the same prompts again
+    assert second.suite.workloads[0].sampling_seed == 7 + 2 * SEED_STRIDE
+    assert second.sha256 != loaded.sha256
+
+
+def test_show_says_where_floors_came_from(tmp_path) -> None:
+    lines = calibration_lines(load_suite("tiny_dflash_cpu"), tmp_path)
+    assert lines[0].startswith("floors and tolerance: external")
+    lines = calibration_lines(load_suite("gemma4_dflash_31b"), tmp_path)
+    assert any("external" in line for line in lines)
