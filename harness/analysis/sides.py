@@ -250,8 +250,9 @@ def _baseline_side(selector: str, root: Path, suite: str, label: str) -> Side:
     raise BadInput(f"{selector}: no baseline {label!r} for suite {suite}; known: {known}")
 
 
-def resolve_side(selector: str, results: Path) -> Side:
-    """Turn a selector into a loaded side; BadInput if nothing usable matches."""
+def resolve_side(selector: str, results: Path, include_incomplete: bool = False) -> Side:
+    """Turn a selector into a loaded side; BadInput if nothing usable matches.
+    `include_incomplete`: SUITE selectors also take runs that errored or are partial."""
     if selector.startswith("baseline:"):
         suite, _, label = selector.removeprefix("baseline:").partition("@")
         return _baseline_side(selector, results, suite, label)
@@ -271,7 +272,7 @@ def resolve_side(selector: str, results: Path) -> Side:
         return side
     if any(c in selector for c in "*?["):
         return _glob_side(selector)
-    return _suite_side(selector, results)
+    return _suite_side(selector, results, include_incomplete)
 
 
 def _glob_side(selector: str) -> Side:
@@ -302,26 +303,34 @@ def _glob_side(selector: str) -> Side:
 
 
 def _describe(row: Any) -> str:
-    partial = ", partial" if row["partial"] is True else ""
+    # the frame's flag is a pandas boolean (True, False or NA), never the `True` object
+    partial = ", partial" if str(row["partial"]) == "True" else ""
     return (f"run {row['run_id']} of {row['started_at']:%Y-%m-%d %H:%M} UTC ({row['verdict']}, "
             f"accept length {row['accept_length']:.3f} {row['metric']}{partial}) {row['path']}")
 
 
-def _suite_side(selector: str, results: Path) -> Side:
-    """SUITE, SUITE@latest, SUITE@previous: the latest / the one before among runs with a
-    figure (runs that errored before measuring are passed over); SUITE@LABEL: every run of
-    that label with a figure, pooled."""
+def _suite_side(selector: str, results: Path, include_incomplete: bool = False) -> Side:
+    """SUITE, SUITE@latest, SUITE@previous: the latest / the one before among complete runs
+    with a figure (runs that errored, or ended before their plan with a partial figure,
+    are passed over unless `include_incomplete`); SUITE@LABEL: every such run of that
+    label, pooled."""
+    from harness.analysis.trend import incomplete
+
     suite, _, which = selector.partition("@")
     runs = load_runs(results, suite=suite, kind="run")
     if runs.empty:
         raise BadInput(f"{selector}: no runs of suite {suite!r} under {results}")
-    measured = runs[runs["accept_length"].notna()]
+    usable = runs["accept_length"].notna()
+    if not include_incomplete:
+        usable &= ~incomplete(runs)
+    measured = runs[usable]
     passed_over = len(runs) - len(measured)
     if which in ("", "latest", "previous"):
         position = -2 if which == "previous" else -1
         if len(measured) < -position:
             raise BadInput(f"{selector}: suite {suite} has {len(measured)} run(s) with an accept "
-                           f"length ({passed_over} without one: errored or not measured)")
+                           f"length ({passed_over} without one, errored or partial; "
+                           "--include-incomplete takes those with a figure)")
         chosen = [measured.iloc[position]]
     else:
         chosen = [row for _, row in measured[measured["label"] == which].iterrows()]
@@ -334,6 +343,7 @@ def _suite_side(selector: str, results: Path) -> Side:
         add_run(side, Path(row["path"]))
     notes = [_describe(row) for row in chosen[:3]] + (
         [f"... and {len(chosen) - 3} more"] if len(chosen) > 3 else [])
-    skipped = f" ({passed_over} run(s) without an accept length passed over)" if passed_over else ""
+    skipped = (f" ({passed_over} run(s) errored, partial or without an accept length passed "
+               "over)" if passed_over else "")
     side.note = f"{selector}: " + "; ".join(notes) + skipped
     return side
