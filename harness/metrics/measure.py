@@ -10,7 +10,8 @@ The two definitions (suite `floors.metric`; `harness.suite.model.METRIC_DEFINITI
   from per-request meta_info over the flushed measured window, so it does not depend on
   SGLang folding its figure in every `--decode-log-interval` iterations.
 - `per_request`: Σ completion_tokens / Σ spec_verify_ct: SGLang's per-request
-  `meta_info.spec_accept_length`, pooled. Per request, completion_tokens - 1 = correct
+  `meta_info.spec_accept_length`, pooled over the requests that have it (a request with
+  0 verify steps gets no spec fields from SGLang and counts in neither sum). Per request, completion_tokens - 1 = correct
   drafts + verify steps - cut, where `cut` counts the tokens a verify step accepted after
   the stop string, EOS or max_new_tokens that ended the request (SGLang counts the whole
   last step, but the output stops at the stop): so `per_request` may sit above or below

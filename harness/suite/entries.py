@@ -174,7 +174,8 @@ METRIC_DEFINITIONS: dict[str, str] = {
                   "/server_info avg_spec_accept_length computed exactly per request",
     "per_request": "completion tokens per verify step, the prefill token included: "
                    "sum completion_tokens / sum spec_verify_ct, SGLang's per-request "
-                   "meta_info.spec_accept_length pooled over requests",
+                   "meta_info.spec_accept_length pooled over the requests that have it "
+                   "(a request with 0 verify steps has no spec fields and is left out)",
 }
 
 
