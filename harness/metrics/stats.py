@@ -76,7 +76,8 @@ def numerator(row: Mapping[str, Any], metric: Metric) -> int | None:
     if metric == "per_request":
         return None if tokens is None else int(tokens)
     if drafts is not None and steps is not None:
-        return int(drafts) + int(steps)
+        # each step makes its correct drafts and k more (SGLang's num_non_draft_tokens_per_req)
+        return int(drafts) + int(row.get("non_draft_tokens_per_step") or 1) * int(steps)
     return None if tokens is None else max(int(tokens) - 1, 0)
 
 

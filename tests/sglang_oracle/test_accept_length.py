@@ -175,3 +175,58 @@ def test_harness_figures_equal_sglang(make_sglang: Callable[..., SGLang]) -> Non
     pooled = (sum(r["spec_accept_length"] * r["spec_verify_ct"] for r in with_spec)
               / sum(r["spec_verify_ct"] for r in with_spec))
     assert figures["per_request"] == pytest.approx(pooled, rel=1e-12)
+
+
+@pytest.mark.parametrize(("version", "uno"), [("0.5.17", None), ("0.5.20", 2), ("0.5.23", 2)])
+def test_non_draft_tokens_per_step_is_each_releases_own(version: str, uno: int | None) -> None:
+    """SGLang's num_non_draft_tokens_per_req, read from each release's code, is what the
+    harness's table says: 1 for DFLASH everywhere, 2 for UNO from 0.5.20 (issue 19, 10)."""
+    from harness.engines.sglang import api
+
+    from .extract import OracleError, OracleUnavailable
+    from .sglang_code import non_draft_tokens_per_req
+
+    try:
+        assert non_draft_tokens_per_req(version, "DFLASH") == 1
+    except OracleUnavailable as missing:
+        pytest.skip(str(missing))
+    assert api.non_draft_tokens_per_step("DFLASH", version) == 1
+    if uno is None:
+        with pytest.raises(OracleError, match="no UNO worker"):
+            non_draft_tokens_per_req(version, "UNO")
+        assert api.non_draft_tokens_per_step("UNO", version) == 1
+        return
+    assert non_draft_tokens_per_req(version, "UNO") == uno
+    assert api.non_draft_tokens_per_step("UNO", version) == uno
+    info = {"version": version, "speculative_algorithm": "UNO"}
+    assert api.server_non_draft_tokens(info, "DFLASH") == uno  # the server's word wins
+
+
+@pytest.mark.parametrize("version", ["0.5.20", "0.5.23"])
+def test_harness_server_avg_equals_sglang_under_uno(version: str) -> None:
+    """UNO's server figure is (Σcorrect + 2 Σverify) / Σverify: the harness's rows carry the
+    server's constant, and its figure equals SGLang's, 1.0 above the bonus-only one."""
+    from harness.engines.sglang import api
+    from harness.metrics import definitions
+
+    from .extract import OracleUnavailable
+
+    try:
+        sglang = SGLang(version, 16, 1, algorithm="UNO")
+    except OracleUnavailable as missing:
+        pytest.skip(str(missing))
+    items = Scheduler(sglang, overlap=False).run(gsm8k_like())
+    per_step = api.server_non_draft_tokens({"version": version,
+                                            "speculative_algorithm": "UNO"}, "UNO")
+    rows = [dict(dataclasses.asdict(api.parse_generate(
+        {"text": item.result["text"], "meta_info": item.result}, f"request {item.plan.rid}")),
+        non_draft_tokens_per_step=per_step) for item in items]
+    figures = definitions.accept_lengths(rows)
+    assert figures["server_avg"] == pytest.approx(sglang.server_average(), rel=1e-12)
+    bonus_only = definitions.accept_lengths([dict(r, non_draft_tokens_per_step=1)
+                                             for r in rows])
+    assert figures["server_avg"] - bonus_only["server_avg"] == pytest.approx(1.0, rel=1e-12)
+    with_spec = spec_rows(metas(items))
+    pooled = (sum(r["spec_accept_length"] * r["spec_verify_ct"] for r in with_spec)
+              / sum(r["spec_verify_ct"] for r in with_spec))
+    assert figures["per_request"] == pytest.approx(pooled, rel=1e-12)
