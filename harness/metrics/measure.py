@@ -18,8 +18,9 @@ The two definitions (suite `floors.metric`; `harness.suite.model.METRIC_DEFINITI
   0 verify steps gets no spec fields from SGLang and counts in neither sum). Per request,
   completion_tokens - 1 = correct drafts + verify steps - cut, where `cut` counts the
   tokens a verify step accepted after the stop string, EOS or max_new_tokens that ended
-  the request (SGLang counts the whole last step, but the output stops at the stop): so `per_request` may sit above or below
-  `server_avg` (tests/sglang_oracle pins both against SGLang's own code).
+  the request (SGLang counts the whole last step, but the output stops at the stop): so
+  `per_request` may sit above or below `server_avg` (tests/sglang_oracle pins both
+  against SGLang's own code).
 Every statistic takes (numerator_i, verify_steps_i) per request; `definitions.numerators`
 gives the numerators of a definition. The server's own figure is recorded as a cross-check
 only. A missing figure is an error, never a pass.
