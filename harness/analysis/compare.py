@@ -1,18 +1,21 @@
 """Compare two runs, two sets of runs, or a run and a baseline (`harness compare`).
 
 Both sides (`harness.analysis.sides`) are compared under one accept-length definition, the one
-both can give (`sides.common_metric`). When both sides asked the same questions the
-difference is paired (prompt difficulty cancels); otherwise the two sides are
-independent samples; against a baseline figure (no per-request data) the difference
-carries only the run's uncertainty.
+both can give (`sides.common_metric`). The difference is paired on the questions both
+sides asked (prompt difficulty cancels), and says how many (`sides.pairing`); sides whose
+runs asked them differently (another data hash, protocol, template, shots or sampling)
+are never paired, and the result carries loud `warnings`; with fewer than two shared
+questions the two sides are independent samples; against a baseline figure (no
+per-request data) the difference carries only the run's uncertainty.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
-from harness.analysis.sides import Side, add_run, common_metric, resolve_side
+from harness.analysis.sides import Side, add_run, common_metric, pairing, resolve_side
 from harness.metrics import stats
 
 __all__ = ["Side", "add_run", "compare", "render", "resolve_side"]
@@ -26,9 +29,20 @@ def compare(a: Side, b: Side, level: float = 0.95) -> dict[str, Any]:
     b.use_metric(metric)
     result: dict[str, Any] = {"a": a.summary(level), "b": b.summary(level), "level": level,
                               "metric": metric}  # fmt: skip
+    matched = None
     if a.has_requests and b.has_requests:
-        d = stats.ratio_difference(a.tokens, a.steps, b.tokens, b.steps,
-                                   paired=a.questions == b.questions, level=level)  # fmt: skip
+        matched = pairing(a, b)
+        if matched.paired:
+            tokens_a, steps_a = a.restricted(matched.shared)
+            tokens_b, steps_b = b.restricted(matched.shared)
+            d = stats.ratio_difference(tokens_a, steps_a, tokens_b, steps_b, paired=True,
+                                       level=level)
+            if len(matched.shared) < max(matched.n_a, matched.n_b):
+                d = dataclasses.replace(d, method=f"{d.method}, on the {len(matched.shared)} "
+                                        "questions both sides asked")
+        else:
+            d = stats.ratio_difference(a.tokens, a.steps, b.tokens, b.steps, paired=False,
+                                       level=level)
     elif a.has_requests or b.has_requests:
         run = b if b.has_requests else a
         d = stats.difference_to_figure(run.tokens, run.steps,
@@ -39,21 +53,28 @@ def compare(a: Side, b: Side, level: float = 0.95) -> dict[str, Any]:
                        "figures only: no per-request data on either side")  # fmt: skip
     result["difference"] = {"b_minus_a": d.estimate, "ci": d.ci, "p_value": d.p_value,
                             "p_drop": d.p_drop, "method": d.method}  # fmt: skip
-    result.update(breakdowns(a, b, result.get("metric") or "per_request", level))
+    if matched is not None:
+        result["pairing"] = {"paired": matched.paired, "shared_questions": len(matched.shared),
+                             "n_a": matched.n_a, "n_b": matched.n_b,
+                             "description": matched.describe()}
+        result["warnings"] = list(matched.warnings)
+    result.update(breakdowns(a, b, result.get("metric") or "per_request", level,
+                             pair=matched.paired if matched is not None else True))
     return result
 
 
-def breakdowns(a: Any, b: Any, metric: str, level: float = 0.95) -> dict[str, Any]:
+def breakdowns(a: Any, b: Any, metric: str, level: float = 0.95,
+               pair: bool = True) -> dict[str, Any]:
     """Per category and per draft position: both sides and B - A with CI and p-values,
-    paired by question where both asked the same ones (harness.metrics.breakdown). Empty when a
-    side has no request rows."""
+    paired on the questions both asked (harness.metrics.breakdown) unless `pair` is
+    False (the sides asked them differently). Empty when a side has no request rows."""
     from harness.metrics import breakdown
 
     rows_a, rows_b = a.rows, b.rows  # none for a baseline figure
     if not rows_a or not rows_b:
         return {}
-    return {"categories": breakdown.compare_categories(rows_a, rows_b, metric, level),
-            "positions": breakdown.compare_positions(rows_a, rows_b, level)}
+    return {"categories": breakdown.compare_categories(rows_a, rows_b, metric, level, pair),
+            "positions": breakdown.compare_positions(rows_a, rows_b, level, pair)}
 
 
 def render(result: dict[str, Any]) -> None:
@@ -98,6 +119,10 @@ def render(result: dict[str, Any]) -> None:
     table.add_row("verdicts", " ".join(a["verdicts"]) or "-", " ".join(b["verdicts"]) or "-", "")
     console = Console()
     console.print(table)
+    if result.get("pairing"):
+        console.print(f"pairing: {result['pairing']['description']}")
+    for warning in result.get("warnings") or []:
+        console.print(f"[bold red]WARNING[/bold red]: {warning}")
     console.print(f"difference: {d['method']}")
     for title, rows in (("by category", _category_rows(result)),
                         ("by draft position: P(position k accepted)", _position_rows(result))):

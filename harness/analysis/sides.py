@@ -45,6 +45,9 @@ class Side:
     histograms: list[list[int]] = field(default_factory=list)
     positions: list[list[float]] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)  # its runs' request rows
+    # what identifies its prompts, per run (`protocol_of`): pairing needs one on each side
+    protocols: list[dict[str, Any]] = field(default_factory=list)
+    prompt_hashes: dict[Any, str] = field(default_factory=dict)  # question -> prompt sha256
 
     @property
     def declared(self) -> str | None:
@@ -86,6 +89,12 @@ class Side:
     @property
     def has_requests(self) -> bool:
         return len(self.tokens) > 0 and sum(self.steps) > 0
+
+    def restricted(self, questions: Any) -> tuple[list[int], list[int]]:
+        """(numerators, steps) of the compared metric over `questions` only, in order."""
+        where = {q: i for i, q in enumerate(self.questions)}
+        keep = [where[q] for q in questions]
+        return [self.tokens[i] for i in keep], [self.steps[i] for i in keep]
 
     def accept_length(self) -> float:
         if self.has_requests:
@@ -208,8 +217,32 @@ def add_run(side: Side, run_dir: Path) -> None:
     _add(side, run_dir, *_read(run_dir))
 
 
+# The workload fields that make question i the same prompt in two runs (WorkloadInfo):
+# the data rows, the kind and protocol, the template and sampling. Counts, routes and the
+# planned-prompts hash are left out: a run of 50 and one of 480 of one suite share them.
+PROTOCOL_FIELDS = ("kind", "protocol", "data_sha256", "chat_template_sha256",
+                   "system_prompt_sha256", "chat_template_kwargs", "stop", "temperature",
+                   "top_p", "top_k", "sampling_seed")
+
+
+def protocol_of(data: dict[str, Any]) -> dict[str, Any]:
+    """What identifies a run's prompts, from its record (None for what it does not say;
+    the data hash falls back to the provenance's)."""
+    workload = data.get("workload") if isinstance(data.get("workload"), dict) else {}
+    provenance = data.get("provenance") if isinstance(data.get("provenance"), dict) else {}
+    found = {name: workload.get(name) for name in PROTOCOL_FIELDS}
+    found["data_sha256"] = found["data_sha256"] or provenance.get("data_sha256")
+    document = (data.get("suite") or {}).get("document") if isinstance(
+        data.get("suite"), dict) else None
+    shots = ((document or {}).get("workload") or {}).get("shots") if isinstance(
+        document, dict) else None
+    found["shots"] = shots
+    return found
+
+
 def _add(side: Side, run_dir: Path, data: dict[str, Any], row: dict[str, Any]) -> None:
     side.records.append(row)
+    side.protocols.append(protocol_of(data))
     measurement = data.get("measurement") or {}
     histogram = _list_of(measurement.get("accept_histogram"), (int,))
     positions = _list_of(measurement.get("per_position_acceptance"), (int, float))
@@ -225,6 +258,8 @@ def _add(side: Side, run_dir: Path, data: dict[str, Any], row: dict[str, Any]) -
     for request in iter_request_rows(run_dir / REQUESTS_FILE, []):
         side.rows.append(request)  # per category / per position breakdowns (compare)
         question = request["question_index"]
+        if request.get("prompt_sha256") and not request.get("turn"):
+            side.prompt_hashes.setdefault(question, str(request["prompt_sha256"]))
         steps[question] = steps.get(question, 0) + request["verify_steps"]
         for metric in list(pooled):
             value = stats.numerator(request, metric)  # type: ignore[arg-type]
@@ -347,3 +382,57 @@ def _suite_side(selector: str, results: Path, include_incomplete: bool = False) 
                "over)" if passed_over else "")
     side.note = f"{selector}: " + "; ".join(notes) + skipped
     return side
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """How two sides' questions are matched: `shared` questions asked on both sides are
+    paired when both sides asked them the same way; `warnings` say loudly why not."""
+
+    paired: bool
+    shared: tuple[Any, ...]
+    n_a: int
+    n_b: int
+    warnings: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        if self.paired:
+            whole = self.n_a == self.n_b == len(self.shared)
+            return (f"paired on {len(self.shared)} shared questions"
+                    + ("" if whole else f" (A asked {self.n_a}, B {self.n_b})"))
+        return (f"not paired: {len(self.shared)} shared questions (A asked {self.n_a}, "
+                f"B {self.n_b})")
+
+
+def _differences(a: Side, b: Side) -> list[str]:
+    """Fields on which the two sides' runs say different things (each side's runs must
+    agree among themselves too)."""
+    out = []
+    for name in (*PROTOCOL_FIELDS, "shots"):
+        values_a = {repr(p.get(name)) for p in a.protocols if p.get(name) is not None}
+        values_b = {repr(p.get(name)) for p in b.protocols if p.get(name) is not None}
+        if len(values_a) > 1 or len(values_b) > 1 or (values_a and values_b
+                                                       and values_a != values_b):
+            shown_a = ", ".join(sorted(values_a)) or "-"
+            shown_b = ", ".join(sorted(values_b)) or "-"
+            out.append(f"{name} differs (A {shown_a}; B {shown_b})")
+    return out
+
+
+def pairing(a: Side, b: Side) -> Pairing:
+    """Pair on the questions both sides asked, when both asked them the same way: the
+    same data rows (`data_sha256`), kind, protocol, template, shots and sampling, and, where
+    the server returned them, the same prompt token ids question by question. Runs on
+    different data are never paired row by row (question i is another question there)."""
+    shared = tuple(sorted(set(a.questions) & set(b.questions), key=str))
+    warnings = _differences(a, b)
+    prompts = [q for q in shared if q in a.prompt_hashes and q in b.prompt_hashes
+               and a.prompt_hashes[q] != b.prompt_hashes[q]]
+    if prompts:
+        warnings.append(f"{len(prompts)} of the {len(shared)} shared questions were sent as "
+                        "different prompt tokens")
+    if warnings:
+        warnings = [*warnings, "the sides are compared as independent samples, not paired: "
+                    "check that they measure the same workload"]
+    paired = not warnings and len(shared) >= 2
+    return Pairing(paired, shared, len(a.questions), len(b.questions), tuple(warnings))
