@@ -211,6 +211,20 @@ def ratio_difference(
     return wald(estimate, se, level, "independent samples (delta method)")
 
 
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (family-wise error at most the level for any
+    dependence between the tests): sorted ascending, p_(i) * (m - i + 1), made monotone,
+    capped at 1. NaN (a test that could not be made) stays NaN and is not counted in m."""
+    known = sorted((p, i) for i, p in enumerate(p_values) if not math.isnan(p))
+    m = len(known)
+    adjusted = [math.nan] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(known):
+        running = max(running, min(1.0, (m - rank) * p))
+        adjusted[i] = running
+    return adjusted
+
+
 def difference_to_figure(
     tokens: Sequence[float], steps: Sequence[float], figure: float, run_is_b: bool,
     level: float = 0.95,
