@@ -140,7 +140,7 @@ def _position_floors(measurement: Measurement, floors: Floors,
     for k, floor in enumerate(floors.positions, start=1):
         if k > len(rates):
             # no verify step accepted k drafts: SGLang's histogram stops before position k
-            rate, ci = 0.0, f" (no verify step accepted {k} drafts)"
+            rate, ci = 0.0, f" (no verify step reached position {k})"
         else:
             rate = rates[k - 1]
             ci = (f" (95% CI {cis[k - 1][0]:.3f}-{cis[k - 1][1]:.3f})" if k <= len(cis)

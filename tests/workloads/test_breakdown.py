@@ -180,7 +180,7 @@ def test_positions_a_draft_never_reached_have_rate_0_and_fail() -> None:
     assert len(measurement.per_position_acceptance) == 4
     verdict = judge(measurement, Floors(accept_length=1.0, positions=[0.1] * 6))
     assert verdict.status == "fail"
-    assert any(r.startswith("P(position 5 accepted) 0.000 (no verify step accepted 5 drafts)")
+    assert any(r.startswith("P(position 5 accepted) 0.000 (no verify step reached position 5)")
                and "below its floor" in r for r in verdict.reasons)
     broken = _measured(_rows(10, 3, [0.0], "qa"))  # noise = 1.0: histogram [steps]
     assert broken.accept_length == 1.0 and not broken.per_position_acceptance
