@@ -137,7 +137,36 @@ def power_report(
         "table": [row.__dict__ for row in stats.power_table(sd, alpha, beta, counts)],
         "characteristic": characteristic,
         "baselines": baselines,
+        "sequential_floors": sequential_floors(suite, n, alpha, beta),
     }  # fmt: skip
+
+
+def sequential_floors(suite: Any, n: int, alpha: float, beta: float) -> dict[str, Any]:
+    """What `--sequential` settles and the error rates it guarantees, per floor and for
+    the verdict (harness.run.sequential): each floor's early fail <= alpha when the floor
+    is met and its early pass <= beta when it is not; the run's early fail of a build that
+    meets all F floors <= F alpha (any floor may fail it), its early pass of a build that
+    misses one <= beta (a pass needs every floor to pass early)."""
+    from dataclasses import replace
+
+    from harness.run.runner import _stop_rule
+
+    rule = _stop_rule(suite, n)
+    rule = replace(rule, rule=replace(rule.rule, alpha=alpha, beta=beta))
+    names = rule.tested_floors()
+    return {
+        "floors": [{"floor": name, "p_early_fail_if_met": alpha,
+                    "p_early_pass_if_missed": beta} for name in names],
+        "p_early_fail_if_all_met": min(1.0, len(names) * alpha),
+        "p_early_pass_if_one_missed": beta,
+        "min_questions_per_floor": _min_group(),
+    }
+
+
+def _min_group() -> int:
+    from harness.run.sequential import MIN_GROUP
+
+    return MIN_GROUP
 
 
 def render_power(report: dict[str, Any]) -> None:
@@ -175,3 +204,18 @@ def render_power(report: dict[str, Any]) -> None:
                       f"the floor): P(fail) {b['p_fail_fixed']:.3f}{extra}")  # fmt: skip
     console.print("sequential: alpha/beta bound only an early fail/pass; the last look is "
                   "the fixed gate (normal model, docs/statistics.md)")
+    floors = report.get("sequential_floors")
+    if floors:
+        table = Table(title="--sequential settles every floor before it stops (waves "
+                            "stratified by category)")
+        for column in ("floor", "P(early fail | met)", "P(early pass | missed)"):
+            table.add_column(column, justify="right")
+        for row in floors["floors"]:
+            table.add_row(row["floor"], f"<= {row['p_early_fail_if_met']:g}",
+                          f"<= {row['p_early_pass_if_missed']:g}")
+        console.print(table)
+        console.print(f"verdict: P(early fail | every floor met) <= "
+                      f"{floors['p_early_fail_if_all_met']:g} ({len(floors['floors'])} "
+                      f"floors x alpha); P(early pass | a floor missed) <= "
+                      f"{floors['p_early_pass_if_one_missed']:g}; a floor settles only with "
+                      f">= {floors['min_questions_per_floor']} questions at a look")

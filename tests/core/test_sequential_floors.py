@@ -120,3 +120,22 @@ def test_category_and_position_floors_are_settled_too(floors: dict[str, object])
         row.accept_histogram = [0, 0, 0, row.verify_steps]
     assert rule.decide_rows(rows[:50]) == "pass"
     assert set(rule.decisions) == set(names) and set(rule.decisions.values()) == {"pass"}
+
+
+def test_power_states_the_error_rates_per_floor(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from harness.cli import main
+
+    assert main(["power", "qwen3_8b_dflash", "--json"]) == 0
+    floors = json.loads(capsys.readouterr().out)["sequential_floors"]
+    assert [row["floor"] for row in floors["floors"]] == ["accept length", "accuracy"]
+    assert floors["floors"][1] == {"floor": "accuracy", "p_early_fail_if_met": 0.05,
+                                   "p_early_pass_if_missed": 0.2}
+    assert floors["p_early_fail_if_all_met"] == pytest.approx(0.1)
+    assert main(["power", "tiny_spec_bench_cpu", "--json"]) == 0
+    names = [row["floor"] for row in
+             json.loads(capsys.readouterr().out)["sequential_floors"]["floors"]]
+    assert "position 3" in names and "category summarization accept length" in names
+    assert main(["power", "tiny_spec_bench_cpu"]) == 0
+    assert "floors x alpha" in " ".join(capsys.readouterr().out.split())
