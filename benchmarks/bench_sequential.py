@@ -123,7 +123,13 @@ def main(argv: list[str] | None = None) -> int:
           f"floor {FLOOR}; sequential: looks every 50, alpha 0.05 (early fail), beta 0.2 "
           f"(early pass); {args.reps} replays per case. tokens: mean share of the fixed "
           "protocol's tokens (p90: 90th percentile); wall: mean time / fixed protocol's time; "
-          "agree: same verdict as the fixed protocol.")  # fmt: skip
+          "agree: same verdict as the fixed protocol.\nlatency model: a request takes as "
+          "many time units as it makes tokens (one token per unit, batching ignored), at "
+          f"most {CONCURRENCY} in flight; wall = the time the last request a protocol needs "
+          "ends. Tokens and wall are separate costs: waiting for a whole wave leaves slots "
+          "idle, so wall can exceed the fixed protocol's while tokens are saved. The rule "
+          "here settles the accept-length floor only (a suite with accuracy, category or "
+          "position floors keeps sending until each settles: harness.run.sequential).")  # fmt: skip
     worst = {}
     for sd in (0.75, 1.0, 1.29):
         print(f"\nwaves of 50 at concurrency {CONCURRENCY}, per-prompt sd {sd}")

@@ -1,18 +1,21 @@
 """Compare two runs, two sets of runs, or a run and a baseline (`harness compare`).
 
 Both sides (`harness.analysis.sides`) are compared under one accept-length definition, the one
-both can give (`sides.common_metric`). When both sides asked the same questions the
-difference is paired (prompt difficulty cancels); otherwise the two sides are
-independent samples; against a baseline figure (no per-request data) the difference
-carries only the run's uncertainty.
+both can give (`sides.common_metric`). The difference is paired on the questions both
+sides asked (prompt difficulty cancels), and says how many (`sides.pairing`); sides whose
+runs asked them differently (another data hash, protocol, template, shots or sampling)
+are never paired, and the result carries loud `warnings`; with fewer than two shared
+questions the two sides are independent samples; against a baseline figure (no
+per-request data) the difference carries only the run's uncertainty.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
-from harness.analysis.sides import Side, add_run, common_metric, resolve_side
+from harness.analysis.sides import Side, add_run, common_metric, pairing, resolve_side
 from harness.metrics import stats
 
 __all__ = ["Side", "add_run", "compare", "render", "resolve_side"]
@@ -26,9 +29,20 @@ def compare(a: Side, b: Side, level: float = 0.95) -> dict[str, Any]:
     b.use_metric(metric)
     result: dict[str, Any] = {"a": a.summary(level), "b": b.summary(level), "level": level,
                               "metric": metric}  # fmt: skip
+    matched = None
     if a.has_requests and b.has_requests:
-        d = stats.ratio_difference(a.tokens, a.steps, b.tokens, b.steps,
-                                   paired=a.questions == b.questions, level=level)  # fmt: skip
+        matched = pairing(a, b)
+        if matched.paired:
+            tokens_a, steps_a = a.restricted(matched.shared)
+            tokens_b, steps_b = b.restricted(matched.shared)
+            d = stats.ratio_difference(tokens_a, steps_a, tokens_b, steps_b, paired=True,
+                                       level=level)
+            if len(matched.shared) < max(matched.n_a, matched.n_b):
+                d = dataclasses.replace(d, method=f"{d.method}, on the {len(matched.shared)} "
+                                        "questions both sides asked")
+        else:
+            d = stats.ratio_difference(a.tokens, a.steps, b.tokens, b.steps, paired=False,
+                                       level=level)
     elif a.has_requests or b.has_requests:
         run = b if b.has_requests else a
         d = stats.difference_to_figure(run.tokens, run.steps,
@@ -39,21 +53,50 @@ def compare(a: Side, b: Side, level: float = 0.95) -> dict[str, Any]:
                        "figures only: no per-request data on either side")  # fmt: skip
     result["difference"] = {"b_minus_a": d.estimate, "ci": d.ci, "p_value": d.p_value,
                             "p_drop": d.p_drop, "method": d.method}  # fmt: skip
-    result.update(breakdowns(a, b, result.get("metric") or "per_request", level))
+    if matched is not None:
+        result["pairing"] = {"paired": matched.paired, "shared_questions": len(matched.shared),
+                             "n_a": matched.n_a, "n_b": matched.n_b,
+                             "description": matched.describe()}
+        result["warnings"] = list(matched.warnings)
+    result.update(breakdowns(a, b, result.get("metric") or "per_request", level,
+                             pair=matched.paired if matched is not None else True))
     return result
 
 
-def breakdowns(a: Any, b: Any, metric: str, level: float = 0.95) -> dict[str, Any]:
+def breakdowns(a: Any, b: Any, metric: str, level: float = 0.95,
+               pair: bool = True) -> dict[str, Any]:
     """Per category and per draft position: both sides and B - A with CI and p-values,
-    paired by question where both asked the same ones (harness.metrics.breakdown). Empty when a
-    side has no request rows."""
+    paired on the questions both asked (harness.metrics.breakdown) unless `pair` is
+    False (the sides asked them differently). Empty when a side has no request rows."""
     from harness.metrics import breakdown
 
     rows_a, rows_b = a.rows, b.rows  # none for a baseline figure
     if not rows_a or not rows_b:
         return {}
-    return {"categories": breakdown.compare_categories(rows_a, rows_b, metric, level),
-            "positions": breakdown.compare_positions(rows_a, rows_b, level)}
+    found = {"categories": breakdown.compare_categories(rows_a, rows_b, metric, level, pair),
+             "positions": breakdown.compare_positions(rows_a, rows_b, level, pair)}
+    found["multiple_comparisons"] = adjust(found)
+    return found
+
+
+def adjust(found: dict[str, Any]) -> dict[str, Any]:
+    """Holm's correction over every per-category and per-position row together: each row
+    gets `p_adjusted`, which the significance marks use. An A/A comparison of 6 categories
+    and 7 positions marked at least one row in 41% of comparisons unadjusted; Holm holds
+    the chance of any mark to the level (tests/analysis/test_multiple_comparisons.py)."""
+    rows = [*found["categories"].values(), *found["positions"]]
+    p_values = [_p(row.get("p_value")) for row in rows]
+    for row, adjusted in zip(rows, stats.holm(p_values), strict=True):
+        row["p_adjusted"] = None if math.isnan(adjusted) else adjusted
+    tests = sum(not math.isnan(p) for p in p_values)
+    return {"method": "holm", "tests": tests,
+            "categories": sum(row.get("p_value") is not None for row in found["categories"]
+                              .values()),
+            "positions": sum(row.get("p_value") is not None for row in found["positions"])}
+
+
+def _p(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) else math.nan
 
 
 def render(result: dict[str, Any]) -> None:
@@ -96,13 +139,25 @@ def render(result: dict[str, Any]) -> None:
         change = f"{pb - pa:+.3f}" if pa is not None and pb is not None else ""
         table.add_row(f"P(position {k + 1} accepted)", fmt(pa), fmt(pb), change)
     table.add_row("verdicts", " ".join(a["verdicts"]) or "-", " ".join(b["verdicts"]) or "-", "")
-    console = Console()
+    import sys
+
+    # a pipe or a log gets the tables whole (rich would squeeze them to 80 columns)
+    console = Console() if sys.stdout.isatty() else Console(width=120)
     console.print(table)
+    if result.get("pairing"):
+        console.print(f"pairing: {result['pairing']['description']}")
+    for warning in result.get("warnings") or []:
+        console.print(f"[bold red]WARNING[/bold red]: {warning}")
     console.print(f"difference: {d['method']}")
     for title, rows in (("by category", _category_rows(result)),
                         ("by draft position: P(position k accepted)", _position_rows(result))):
         if rows:
             console.print(_breakdown_table(f"{title} (B - A, {level}% CI, p two-sided)", rows))
+    family = result.get("multiple_comparisons")
+    if family and family["tests"]:
+        console.print(f"marks: * p < 0.05, ** p < 0.01 after Holm's correction over "
+                      f"{family['tests']} tests ({family['categories']} categories, "
+                      f"{family['positions']} positions); 'Holm' is the adjusted p-value")
 
 
 def _fmt(value: Any, digits: int = 3, sign: bool = False) -> str:
@@ -112,8 +167,8 @@ def _fmt(value: Any, digits: int = 3, sign: bool = False) -> str:
 
 
 def _flag(p_value: Any) -> str:
-    """Significance marks: * p < 0.05, ** p < 0.01 (two-sided; no correction for the
-    number of categories or positions shown)."""
+    """Significance marks: * p < 0.05, ** p < 0.01 (two-sided; the caller passes the
+    Holm-adjusted p-value of a breakdown row)."""
     if p_value is None or (isinstance(p_value, float) and math.isnan(p_value)):
         return ""
     return "**" if p_value < 0.01 else "*" if p_value < 0.05 else ""
@@ -121,9 +176,11 @@ def _flag(p_value: Any) -> str:
 
 def _difference_row(name: str, d: dict[str, Any]) -> list[str]:
     ci = d.get("ci")
+    adjusted = d.get("p_adjusted", d["p_value"])
     return [name, f"{d['n_a']}/{d['n_b']}", _fmt(d["a"]), _fmt(d["b"]),
-            _fmt(d["b_minus_a"], sign=True) + _flag(d["p_value"]),
-            f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "-", _fmt(d["p_value"], 4)]
+            _fmt(d["b_minus_a"], sign=True) + _flag(adjusted),
+            f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "-", _fmt(d["p_value"], 4),
+            _fmt(adjusted, 4)]
 
 
 def _category_rows(result: dict[str, Any]) -> list[list[str]]:
@@ -138,7 +195,7 @@ def _breakdown_table(title: str, rows: list[list[str]]) -> Any:
     from rich.table import Table
 
     table = Table(title=title)
-    for column in ("", "prompts A/B", "A", "B", "B - A", "CI", "p"):
+    for column in ("", "prompts A/B", "A", "B", "B - A", "CI", "p", "Holm"):
         table.add_column(column, justify="left" if not column else "right")
     for row in rows:
         table.add_row(*row)

@@ -42,7 +42,8 @@ def categories_figure(record: RunRecord) -> Figure:
     measurement = record.measurement
     results = measurement.categories or {}
     floors = category_floors(record)
-    strict = bool((record.suite.document.get("floors") or {}).get("strict"))
+    # each category floor has its own strictness (its `strict`, default `>=`)
+    declared = (record.suite.document.get("floors") or {}).get("categories") or {}
     names = list(results)
     for x, name in enumerate(names):
         result = results[name]
@@ -51,6 +52,7 @@ def categories_figure(record: RunRecord) -> Figure:
         value = result.accept_length
         low, high = result.accept_length_ci or (value, value)
         floor = floors.get(name)
+        strict = bool(isinstance(declared.get(name), dict) and declared[name].get("strict"))
         below = floor is not None and (value <= floor if strict else value < floor)
         colour = VERDICT_COLOURS["fail"] if below else "#1f77b4"
         below_ci, above_ci = error_bar(value, low, high)

@@ -46,6 +46,9 @@ class Side:
     histograms: list[list[int]] = field(default_factory=list)
     positions: list[list[float]] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)  # its runs' request rows
+    # what identifies its prompts, per run (`protocol_of`): pairing needs one on each side
+    protocols: list[dict[str, Any]] = field(default_factory=list)
+    prompt_hashes: dict[Any, str] = field(default_factory=dict)  # question -> prompt sha256
 
     @property
     def declared(self) -> str | None:
@@ -87,6 +90,12 @@ class Side:
     @property
     def has_requests(self) -> bool:
         return len(self.tokens) > 0 and sum(self.steps) > 0
+
+    def restricted(self, questions: Any) -> tuple[list[int], list[int]]:
+        """(numerators, steps) of the compared metric over `questions` only, in order."""
+        where = {q: i for i, q in enumerate(self.questions)}
+        keep = [where[q] for q in questions]
+        return [self.tokens[i] for i in keep], [self.steps[i] for i in keep]
 
     def accept_length(self) -> float:
         if self.has_requests:
@@ -209,12 +218,36 @@ def add_run(side: Side, run_dir: Path) -> None:
     _add(side, run_dir, *_read(run_dir))
 
 
+# The workload fields that make question i the same prompt in two runs (WorkloadInfo):
+# the data rows, the kind and protocol, the template and sampling. Counts, routes and the
+# planned-prompts hash are left out: a run of 50 and one of 480 of one suite share them.
+PROTOCOL_FIELDS = ("kind", "protocol", "data_sha256", "chat_template_sha256",
+                   "system_prompt_sha256", "chat_template_kwargs", "stop", "temperature",
+                   "top_p", "top_k", "sampling_seed")
+
+
+def protocol_of(data: dict[str, Any]) -> dict[str, Any]:
+    """What identifies a run's prompts, from its record (None for what it does not say;
+    the data hash falls back to the provenance's)."""
+    workload = data.get("workload") if isinstance(data.get("workload"), dict) else {}
+    provenance = data.get("provenance") if isinstance(data.get("provenance"), dict) else {}
+    found = {name: workload.get(name) for name in PROTOCOL_FIELDS}
+    found["data_sha256"] = found["data_sha256"] or provenance.get("data_sha256")
+    document = (data.get("suite") or {}).get("document") if isinstance(
+        data.get("suite"), dict) else None
+    shots = ((document or {}).get("workload") or {}).get("shots") if isinstance(
+        document, dict) else None
+    found["shots"] = shots
+    return found
+
+
 def _add(side: Side, run_dir: Path, data: dict[str, Any], row: dict[str, Any]) -> None:
     requests = list(iter_request_rows(run_dir / REQUESTS_FILE, []))
     if not requests:  # the figures below are computed from the rows, never taken on trust
         raise UnusableRun(run_dir / REQUESTS_FILE, "no request rows (empty, missing or all "
                           "unusable): no figure without requests")
     side.records.append(row)
+    side.protocols.append(protocol_of(data))
     measurement = data.get("measurement") or {}
     histogram = _list_of(measurement.get("accept_histogram"), (int,))
     positions = _list_of(measurement.get("per_position_acceptance"), (int, float))
@@ -230,6 +263,8 @@ def _add(side: Side, run_dir: Path, data: dict[str, Any], row: dict[str, Any]) -
     for request in requests:
         side.rows.append(request)  # per category / per position breakdowns (compare)
         question = request["question_index"]
+        if request.get("prompt_sha256") and not request.get("turn"):
+            side.prompt_hashes.setdefault(question, str(request["prompt_sha256"]))
         steps[question] = steps.get(question, 0) + request["verify_steps"]
         for metric in list(pooled):
             value = stats.numerator(request, metric)  # type: ignore[arg-type]
@@ -255,8 +290,9 @@ def _baseline_side(selector: str, root: Path, suite: str, label: str) -> Side:
     raise BadInput(f"{selector}: no baseline {label!r} for suite {suite}; known: {known}")
 
 
-def resolve_side(selector: str, results: Path) -> Side:
-    """Turn a selector into a loaded side; BadInput if nothing usable matches."""
+def resolve_side(selector: str, results: Path, include_incomplete: bool = False) -> Side:
+    """Turn a selector into a loaded side; BadInput if nothing usable matches.
+    `include_incomplete`: SUITE selectors also take runs that errored or are partial."""
     if selector.startswith("baseline:"):
         suite, _, label = selector.removeprefix("baseline:").partition("@")
         return _baseline_side(selector, results, suite, label)
@@ -276,7 +312,7 @@ def resolve_side(selector: str, results: Path) -> Side:
         return side
     if any(c in selector for c in "*?["):
         return _glob_side(selector)
-    return _suite_side(selector, results)
+    return _suite_side(selector, results, include_incomplete)
 
 
 def _glob_side(selector: str) -> Side:
@@ -310,26 +346,34 @@ def _glob_side(selector: str) -> Side:
 
 
 def _describe(row: Any) -> str:
-    partial = ", partial" if row["partial"] is True else ""
+    # the frame's flag is a pandas boolean (True, False or NA), never the `True` object
+    partial = ", partial" if str(row["partial"]) == "True" else ""
     return (f"run {row['run_id']} of {row['started_at']:%Y-%m-%d %H:%M} UTC ({row['verdict']}, "
             f"accept length {row['accept_length']:.3f} {row['metric']}{partial}) {row['path']}")
 
 
-def _suite_side(selector: str, results: Path) -> Side:
-    """SUITE, SUITE@latest, SUITE@previous: the latest / the one before among runs with a
-    figure (runs that errored before measuring are passed over); SUITE@LABEL: every run of
-    that label with a figure, pooled."""
+def _suite_side(selector: str, results: Path, include_incomplete: bool = False) -> Side:
+    """SUITE, SUITE@latest, SUITE@previous: the latest / the one before among complete runs
+    with a figure (runs that errored, or ended before their plan with a partial figure,
+    are passed over unless `include_incomplete`); SUITE@LABEL: every such run of that
+    label, pooled."""
+    from harness.analysis.trend import incomplete
+
     suite, _, which = selector.partition("@")
     runs = load_runs(results, suite=suite, kind="run")
     if runs.empty:
         raise BadInput(f"{selector}: no runs of suite {suite!r} under {results}")
-    measured = runs[runs["accept_length"].notna()]
+    usable = runs["accept_length"].notna()
+    if not include_incomplete:
+        usable &= ~incomplete(runs)
+    measured = runs[usable]
     passed_over = len(runs) - len(measured)
     if which in ("", "latest", "previous"):
         position = -2 if which == "previous" else -1
         if len(measured) < -position:
             raise BadInput(f"{selector}: suite {suite} has {len(measured)} run(s) with an accept "
-                           f"length ({passed_over} without one: errored or not measured)")
+                           f"length ({passed_over} without one, errored or partial; "
+                           "--include-incomplete takes those with a figure)")
         chosen = [measured.iloc[position]]
     else:
         chosen = [row for _, row in measured[measured["label"] == which].iterrows()]
@@ -342,6 +386,61 @@ def _suite_side(selector: str, results: Path) -> Side:
         add_run(side, Path(row["path"]))
     notes = [_describe(row) for row in chosen[:3]] + (
         [f"... and {len(chosen) - 3} more"] if len(chosen) > 3 else [])
-    skipped = f" ({passed_over} run(s) without an accept length passed over)" if passed_over else ""
+    skipped = (f" ({passed_over} run(s) errored, partial or without an accept length passed "
+               "over)" if passed_over else "")
     side.note = f"{selector}: " + "; ".join(notes) + skipped
     return side
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """How two sides' questions are matched: `shared` questions asked on both sides are
+    paired when both sides asked them the same way; `warnings` say loudly why not."""
+
+    paired: bool
+    shared: tuple[Any, ...]
+    n_a: int
+    n_b: int
+    warnings: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        if self.paired:
+            whole = self.n_a == self.n_b == len(self.shared)
+            return (f"paired on {len(self.shared)} shared questions"
+                    + ("" if whole else f" (A asked {self.n_a}, B {self.n_b})"))
+        return (f"not paired: {len(self.shared)} shared questions (A asked {self.n_a}, "
+                f"B {self.n_b})")
+
+
+def _differences(a: Side, b: Side) -> list[str]:
+    """Fields on which the two sides' runs say different things (each side's runs must
+    agree among themselves too)."""
+    out = []
+    for name in (*PROTOCOL_FIELDS, "shots"):
+        values_a = {repr(p.get(name)) for p in a.protocols if p.get(name) is not None}
+        values_b = {repr(p.get(name)) for p in b.protocols if p.get(name) is not None}
+        if len(values_a) > 1 or len(values_b) > 1 or (values_a and values_b
+                                                       and values_a != values_b):
+            shown_a = ", ".join(sorted(values_a)) or "-"
+            shown_b = ", ".join(sorted(values_b)) or "-"
+            out.append(f"{name} differs (A {shown_a}; B {shown_b})")
+    return out
+
+
+def pairing(a: Side, b: Side) -> Pairing:
+    """Pair on the questions both sides asked, when both asked them the same way: the
+    same data rows (`data_sha256`), kind, protocol, template, shots and sampling, and, where
+    the server returned them, the same prompt token ids question by question. Runs on
+    different data are never paired row by row (question i is another question there)."""
+    shared = tuple(sorted(set(a.questions) & set(b.questions), key=str))
+    warnings = _differences(a, b)
+    prompts = [q for q in shared if q in a.prompt_hashes and q in b.prompt_hashes
+               and a.prompt_hashes[q] != b.prompt_hashes[q]]
+    if prompts:
+        warnings.append(f"{len(prompts)} of the {len(shared)} shared questions were sent as "
+                        "different prompt tokens")
+    if warnings:
+        warnings = [*warnings, "the sides are compared as independent samples, not paired: "
+                    "check that they measure the same workload"]
+    paired = not warnings and len(shared) >= 2
+    return Pairing(paired, shared, len(a.questions), len(b.questions), tuple(warnings))

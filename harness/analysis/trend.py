@@ -20,7 +20,9 @@ heteroscedastic variances, written as segment means so each step carries its
 before/after levels. A drop alarms while it is open: the latest segment is still at
 least `min_shift` under the level before the drop. Only runs of the latest suite
 document (`suite_sha256`) form a history, so editing a suite on purpose starts afresh,
-and only the last `window` runs are looked at, so an accepted drop ages out.
+and only the last `window` runs are looked at, so an accepted drop ages out. Runs that
+errored or are partial stay out of the history (`TrendParams.include_incomplete` brings
+them in, marked).
 Kept over ruptures and apache-otava after `benchmarks/bench_trend.py` (docs/nightly-ci.md).
 The nightly summary table is `harness.analysis.trend_report`.
 """
@@ -51,6 +53,9 @@ class TrendParams:
     min_shift: float = 0.1  # accept-length units
     window: int = 60  # most recent runs considered
     clip_sd: float = 3.0  # winsorize at this many SDs from the running median (0: off)
+    # Runs that errored or ended before their plan (a server that died keeps a partial
+    # figure) stay out of the history unless asked for; then they are marked `incomplete`.
+    include_incomplete: bool = False
 
 
 @dataclass(frozen=True)
@@ -218,10 +223,25 @@ def open_drop(steps: Sequence[Step], min_shift: float) -> Step | None:
     return None
 
 
-def suite_history(runs: pd.DataFrame, suite: str, window: int | None = 60) -> pd.DataFrame:
-    """The suite's measured runs (kind "run"), oldest first, of its latest suite document."""
+def incomplete(rows: pd.DataFrame) -> pd.Series:
+    """True for a run whose verdict is an error or that ended before its plan (partial):
+    its figure, if any, is not a night's measurement of the build."""
+    import pandas as pd
+
+    verdict = rows["verdict"] if "verdict" in rows else pd.Series("", index=rows.index)
+    partial = rows["partial"] if "partial" in rows else pd.Series(False, index=rows.index)
+    return (verdict == "error") | (partial.astype("boolean").fillna(False).astype(bool))
+
+
+def suite_history(runs: pd.DataFrame, suite: str, window: int | None = 60,
+                  include_incomplete: bool = False) -> pd.DataFrame:
+    """The suite's measured runs (kind "run"), oldest first, of its latest suite document.
+    Errored and partial runs are left out unless `include_incomplete`; the column
+    `incomplete` marks them then."""
     rows = runs[(runs["suite"] == suite) & (runs["kind"].fillna("run") == "run")]
     rows = rows.dropna(subset=["accept_length"]).sort_values("started_at", kind="stable")
+    marked = incomplete(rows)
+    rows = rows.assign(incomplete=marked) if include_incomplete else rows[~marked]
     if "suite_sha256" in rows and len(rows) and rows["suite_sha256"].notna().any():
         latest = rows["suite_sha256"].dropna().iloc[-1]
         rows = rows[rows["suite_sha256"] == latest]
@@ -267,4 +287,5 @@ def analyse_all(
     runs: pd.DataFrame, suites: Sequence[str] | None = None, params: TrendParams = TrendParams()
 ) -> dict[str, Trend]:
     names = list(suites) if suites else sorted(runs.loc[runs["kind"] == "run", "suite"].unique())
-    return {name: analyse(suite_history(runs, name, params.window), name, params) for name in names}
+    return {name: analyse(suite_history(runs, name, params.window, params.include_incomplete),
+                          name, params) for name in names}

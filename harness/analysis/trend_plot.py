@@ -18,13 +18,15 @@ RISE_COLOUR = "#2a9d4b"
 
 
 def trend_figure(
-    runs: pd.DataFrame, suite: str, trend: Trend | None = None, floor: float | None = None
+    runs: pd.DataFrame, suite: str, trend: Trend | None = None, floor: float | None = None,
+    params: TrendParams | None = None,
 ) -> Figure:
-    """History (runs, CIs, floor) with each segment's level and each step marked."""
+    """History (runs, CIs, floor) with each segment's level and each step marked; errored
+    and partial runs only with `params.include_incomplete`, drawn as hollow red rings."""
     from harness.analysis.plots import history_figure
 
-    params = TrendParams()
-    history = suite_history(runs, suite, params.window)
+    params = params or TrendParams()
+    history = suite_history(runs, suite, params.window, params.include_incomplete)
     trend = trend or analyse(history, suite, params)
     # draw only the analysed window, so marks and points share one time axis
     figure = history_figure(history.assign(suite=suite, kind="run"), suite, floor=floor)
@@ -32,6 +34,11 @@ def trend_figure(
     if len(history) == 0:
         return figure
     times = history["started_at"].dt.tz_localize(None).to_numpy()
+    if params.include_incomplete and history["incomplete"].any():
+        marked = history["incomplete"].to_numpy(dtype=bool)
+        axes.scatter(times[marked], history["accept_length"].to_numpy()[marked], s=140,
+                     facecolors="none", edgecolors="#d62728", lw=1.5, zorder=5,
+                     label="errored or partial run")
     edges = [0, *(step.index for step in trend.steps), len(history)]
     # with no step there is one segment and nothing to mark
     levels = [trend.steps[0].before, *(step.after for step in trend.steps)] if trend.steps else []
@@ -52,8 +59,9 @@ def plot_trend(
     out: Path,
     trend: Trend | None = None,
     floor: float | None = None,
+    params: TrendParams | None = None,
 ) -> Path:
     """Write the trend PNG (e.g. results/plots/<suite>/trend.png) and return its path."""
     from harness.analysis.plot_style import save_png
 
-    return save_png(trend_figure(runs, suite, trend, floor), Path(out))
+    return save_png(trend_figure(runs, suite, trend, floor, params), Path(out))

@@ -32,6 +32,7 @@ class SuiteSummary:
     change: float | None  # since the run before (last night)
     change_ci: float | None  # 95% half-width of that change
     stale: bool = False  # its latest run is older than `since`: tonight it has none
+    incomplete_runs: int = 0  # errored or partial runs in the history (when brought in)
 
     @property
     def failing(self) -> bool:
@@ -67,12 +68,15 @@ def _suite_document(latest: Any) -> dict[str, Any]:
 
 
 def summarize(runs: pd.DataFrame, trends: dict[str, Trend], window: int = 60,
-              since: Any = None) -> list[SuiteSummary]:
+              since: Any = None, include_incomplete: bool = False) -> list[SuiteSummary]:
     """One summary per suite. `since` (a UTC timestamp): only a run started at or after it
-    is tonight's; a suite whose latest run is older has no verdict tonight (an error)."""
+    is tonight's; a suite whose latest run is older has no verdict tonight (an error).
+    The figure and "change since last night" come from complete runs only, unless
+    `include_incomplete` (then `incomplete_runs` counts the errored or partial ones used);
+    the verdict is always the latest run's, so a crashed night is still an error."""
     summaries = []
     for suite, trend in trends.items():
-        history = suite_history(runs, suite, window)
+        history = suite_history(runs, suite, window, include_incomplete)
         every = runs[(runs["suite"] == suite) & (runs["kind"].fillna("run") == "run")]
         latest = every.sort_values("started_at").iloc[-1] if len(every) else None
         accept = ci = change = change_ci = None
@@ -95,6 +99,7 @@ def summarize(runs: pd.DataFrame, trends: dict[str, Trend], window: int = 60,
             baselines=_baselines(runs, suite, latest),
             verdict=None if latest is None or stale else latest["verdict"],
             change=change, change_ci=change_ci, stale=stale,
+            incomplete_runs=int(history["incomplete"].sum()) if include_incomplete else 0,
         ))  # fmt: skip
     return summaries
 
@@ -118,6 +123,8 @@ def markdown_table(summaries: Sequence[SuiteSummary]) -> str:
         change = _cell(s.change, "{:+.3f}")
         if s.change is not None and s.change_ci is not None:
             change += f" (±{s.change_ci:.3f})"
+        if s.incomplete_runs:
+            change += f" (history incl. {s.incomplete_runs} partial/error run(s))"
         verdict = s.verdict or ("no run tonight" if s.stale else "no run")
         mark = "❌ " if s.failing else ""
         trend = ("⚠️ " if s.trend.alarm else "") + s.trend.describe()

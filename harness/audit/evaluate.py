@@ -58,10 +58,19 @@ class VersionError:
 
     @property
     def short(self) -> str:
-        """Type and the message's first line (a table note; --json has it whole)."""
-        lines = self.message.strip().splitlines() or [""]
-        first = lines[0] if len(lines[0]) <= 200 else lines[0][:199] + "…"
-        return f"{self.type}: {first}" + (" […]" if len(lines) > 1 or first != lines[0] else "")
+        """Type and the message on one line (a table note; --json has it verbatim). A
+        wrapped error's reason is on its last line (pydantic, huggingface_hub's strict
+        dataclasses: "Class validation error for validator ...:\n ValueError: <why>"),
+        so a long message keeps its first and last lines."""
+        lines = [line.strip() for line in self.message.strip().splitlines() if line.strip()]
+        text = " ".join(lines)
+        if len(text) > 300 and len(lines) > 1:
+            head = lines[0] if len(lines[0]) <= 120 else lines[0][:119] + "…"
+            tail = lines[-1] if len(lines[-1]) <= 170 else lines[-1][:169] + "…"
+            text = f"{head} … {tail}"
+        elif len(text) > 300:
+            text = text[:299] + "…"
+        return f"{self.type}: {text}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"stage": self.stage, "type": self.type, "message": self.message,
@@ -97,7 +106,8 @@ class VersionResult:
             "config_class": self.config_class, "built_by": self.built_by,
             "behaves_as": list(self.behaves_as),
             "accepts_plain_dict": self.accepts_plain_dict, "is_causal": self.is_causal,
-            "layers": None if self.layers is None else [layer.to_dict() for layer in self.layers],
+            "layers": None if self.layers is None
+            else [layer.audit_dict() for layer in self.layers],
             "error": None if self.error is None else self.error.to_dict(),
         }  # fmt: skip
 

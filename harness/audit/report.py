@@ -12,7 +12,7 @@ from typing import Any
 from harness.audit.contract import check_contract
 from harness.suite.attention import Behaviour, LayerAttention, read_fields, resolve_all
 
-JSON_SCHEMA_VERSION = 1
+JSON_SCHEMA_VERSION = 2  # 2: a layer's `window` is `window_tokens` + `sglang_window_left`
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class AuditReport:
             "config": self.config_origin,
             "is_causal": self.is_causal,
             "behaviours": {
-                name: [layer.to_dict() for layer in layers]
+                name: [layer.audit_dict() for layer in layers]
                 for name, layers in self.behaviours.items()
             },
             "checked_against": self.checked_against,

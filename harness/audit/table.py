@@ -17,7 +17,7 @@ from harness.audit.contract import check_contract
 from harness.audit.evaluate import VersionResult
 from harness.suite.attention import LayerAttention
 
-JSON_SCHEMA_VERSION = 2
+JSON_SCHEMA_VERSION = 3  # 3: a layer's `window` is `window_tokens` + `sglang_window_left`
 
 
 def cell(layer: LayerAttention) -> str:

@@ -153,10 +153,14 @@ def measure(loaded: LoadedSuite, spec: str, label: str, prompts: int, rule: Bise
     entry["run_id"] = record.run_id if record else None
     measurement = record.measurement if record else None
     entry["requests"] = (measurement.n_requests or 0) if measurement else 0
-    if outcome.status == "error" or measurement is None or measurement.partial:
+    settled = (measurement.sequential or {}).get("settled") if measurement else None
+    # A step the rule settled on complete requests counts, even when a suite floor (a
+    # category not yet asked) could not be judged on that prefix: the bisect verdict is
+    # the rule's, not the suite's.
+    if measurement is None or measurement.partial or (outcome.status == "error"
+                                                      and settled is None):
         reason = "; ".join(outcome.reasons) or "no measurement"
         return {**entry, "verdict": "skip", "reason": reason}
-    settled = (measurement.sequential or {}).get("settled")
     return {**entry, "verdict": settled, "reason": "",
             "accept_length": measurement.accept_length,
             "ci": list(measurement.accept_length_ci) if measurement.accept_length_ci else None,

@@ -1,7 +1,9 @@
 """`harness ab SUITE --a SPEC --b SPEC`: run two engine builds one after the other, compare.
 
 Each workload entry of the suite is compared on its own (its series), overall, per
-category and per draft position, paired by question.
+category and per draft position, paired by question. A side that ended in an error or
+before its plan (a crashed server keeps a partial measurement) is no comparison: exit 3,
+naming the side and its reasons, before any table (README, exit codes).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class ABCommand:
         for spec, flag in ((args.a, "--a"), (args.b, "--b")):  # both parse before either runs
             parse_build_spec(spec, engine=loaded.suite.engine.kind, flag=flag)
         sides: list[dict[str, Any]] = []  # per build: series -> side
+        broken: list[str] = []
         for spec, label in ((args.a, args.label_a), (args.b, args.label_b)):
             # Both sides are measured even when one breaks the draft's attention contract
             # (pre-fix builds do): the record notes the differences.
@@ -54,6 +57,9 @@ class ABCommand:
                                  enforce_contract=False)  # fmt: skip
             outcome = run_suite(loaded, options)
             sides.append({series: side for series, side in _sides(outcome, label, spec)})
+            broken += _broken(outcome, label, spec)
+        if broken:
+            raise EngineError("no comparison of a crashed or partial run: " + "; ".join(broken))
         results = {}
         for series, side_a in sides[0].items():
             if series in sides[1]:
@@ -101,6 +107,21 @@ def _sides(outcome: Any, label: str, spec: str) -> list[tuple[str, Any]]:
         side.rows = read_requests(Path(entry.run_dir))  # type: ignore[attr-defined]
         sides.append((record.suite.name, side))
     return sides
+
+
+def _broken(outcome: Any, label: str, spec: str) -> list[str]:
+    """One line per workload entry of a build whose run ended in an error or is partial."""
+    lines = []
+    for entry in getattr(outcome, "entries", None) or [outcome]:
+        record = entry.record
+        measurement = record.measurement
+        if record.verdict.status == "error" or measurement.partial:
+            done = (f", {measurement.n_requests} of {measurement.n_planned} requests"
+                    if measurement.partial else "")
+            lines.append(f"build {label} ({spec}) {record.suite.name}: "
+                         f"{record.verdict.status}{done} ("
+                         + "; ".join(record.verdict.reasons[:1]) + ")")
+    return lines
 
 
 def _alpha(loaded: Any, series: str) -> float:

@@ -73,6 +73,18 @@ class AuditCommand:
         parser.add_argument("--json", action="store_true", help="print the audit as JSON")
 
     def run(self, args: argparse.Namespace) -> int:
+        from harness.errors import HarnessError
+
+        try:
+            return self._run(args)
+        except HarnessError as error:
+            if args.json:  # a JSON reader gets JSON on stdout, whatever went wrong
+                _print({"schema_version": 1, "error": {"type": type(error).__name__,
+                                                      "message": str(error)},
+                        "exit_code": int(error.exit_code)})
+            raise  # the CLI prints the one-line message on stderr and exits with its code
+
+    def _run(self, args: argparse.Namespace) -> int:
         # Imported here so that `harness --help` stays fast.
         from harness.audit.config import locate_draft_config, parse_config_text
 

@@ -11,8 +11,9 @@ A side is one of:
   RUN_DIR or RUN_DIR/run.json     one run folder
   'results/runs/SUITE/2025*'      a glob of run folders (quote it): a pooled set;
                                   unusable folders are reported and skipped
-  SUITE or SUITE@latest           the latest run of SUITE in --results that has a figure
-  SUITE@previous                  the one before it (runs without a figure are passed over)
+  SUITE or SUITE@latest           the latest complete run of SUITE in --results with a figure
+  SUITE@previous                  the one before it (errored, partial and unmeasured
+                                  runs passed over; see --include-incomplete)
   SUITE@LABEL                     every run of SUITE labelled LABEL (a pooled set)
   baseline:SUITE@LABEL            a baseline record (a fixed figure, no per-request data)
   FILE.json                       a baseline record file"""
@@ -38,6 +39,10 @@ class CompareCommand:
                             help="exit 1 when B's accept length is significantly below A's")
         parser.add_argument("--alpha", type=float, default=0.05,
                             help="level of the drop test for --fail-on-drop (default 0.05)")
+        parser.add_argument("--include-incomplete", action="store_true",
+                            help="SUITE selectors also take runs that errored or ended before "
+                            "their plan (partial; marked in the note); by default they are "
+                            "passed over")
 
     def run(self, args: argparse.Namespace) -> int:
         import json
@@ -49,7 +54,8 @@ class CompareCommand:
 
         if not 0.0 < args.level < 1.0:
             raise BadInput(f"--level must be in (0, 1), got {args.level}")
-        sides = [resolve_side(args.a, args.results), resolve_side(args.b, args.results)]
+        sides = [resolve_side(selector, args.results, args.include_incomplete)
+                 for selector in (args.a, args.b)]
         for side in sides:
             if side.note:
                 print(side.note, file=sys.stderr)

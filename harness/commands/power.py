@@ -146,6 +146,7 @@ def power_report(
         "baselines": baselines,
         "paired_gate": paired_power(loaded, results, n, sd_given=paired_sd,
                                     latest_runs=latest_runs),
+        "sequential_floors": sequential_floors(suite, n, alpha, beta),
     }  # fmt: skip
 
 
@@ -211,6 +212,34 @@ def paired_power(loaded: LoadedSuite, results: Path, n: int, sd_given: float | N
                 reference, tolerance, sd, n, gate.alpha, gate.inconclusive)}
 
 
+def sequential_floors(suite: Any, n: int, alpha: float, beta: float) -> dict[str, Any]:
+    """What `--sequential` settles and the error rates it guarantees, per floor and for
+    the verdict (harness.run.sequential): each floor's early fail <= alpha when the floor
+    is met and its early pass <= beta when it is not; the run's early fail of a build that
+    meets all F floors <= F alpha (any floor may fail it), its early pass of a build that
+    misses one <= beta (a pass needs every floor to pass early)."""
+    from dataclasses import replace
+
+    from harness.run.runner import _stop_rule
+
+    rule = _stop_rule(suite, n)
+    rule = replace(rule, rule=replace(rule.rule, alpha=alpha, beta=beta))
+    names = rule.tested_floors()
+    return {
+        "floors": [{"floor": name, "p_early_fail_if_met": alpha,
+                    "p_early_pass_if_missed": beta} for name in names],
+        "p_early_fail_if_all_met": min(1.0, len(names) * alpha),
+        "p_early_pass_if_one_missed": beta,
+        "min_questions_per_floor": _min_group(),
+    }
+
+
+def _min_group() -> int:
+    from harness.run.sequential import MIN_GROUP
+
+    return MIN_GROUP
+
+
 def render_power(report: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -265,3 +294,18 @@ def render_power(report: dict[str, Any]) -> None:
         console.print(pt)
         console.print(f"questions for P(not worse | B = A) >= {1 - paired['beta']:.2f}: "
                       f"{paired['questions_for_power']}")
+    floors = report.get("sequential_floors")
+    if floors:
+        table = Table(title="--sequential settles every floor before it stops (waves "
+                            "stratified by category)")
+        for column in ("floor", "P(early fail | met)", "P(early pass | missed)"):
+            table.add_column(column, justify="right")
+        for row in floors["floors"]:
+            table.add_row(row["floor"], f"<= {row['p_early_fail_if_met']:g}",
+                          f"<= {row['p_early_pass_if_missed']:g}")
+        console.print(table)
+        console.print(f"verdict: P(early fail | every floor met) <= "
+                      f"{floors['p_early_fail_if_all_met']:g} ({len(floors['floors'])} "
+                      f"floors x alpha); P(early pass | a floor missed) <= "
+                      f"{floors['p_early_pass_if_one_missed']:g}; a floor settles only with "
+                      f">= {floors['min_questions_per_floor']} questions at a look")

@@ -59,6 +59,12 @@ class TrendCommand:
             help="only runs with this label (e.g. main or release: one trend line each)",
         )
         parser.add_argument(
+            "--include-incomplete",
+            action="store_true",
+            help="bring runs that errored or ended before their plan (partial) into the "
+            "history and the change since the last run, marked; by default they are left out",
+        )
+        parser.add_argument(
             "--alpha",
             type=float,
             default=0.01,
@@ -77,18 +83,20 @@ class TrendCommand:
             raise BadInput(f"{root}: no results folder")
         if args.window < 2 or not 0 < args.alpha < 1:
             raise BadInput("--window must be >= 2 and --alpha in (0, 1)")
-        params = TrendParams(alpha=args.alpha, min_shift=args.min_shift, window=args.window)
+        params = TrendParams(alpha=args.alpha, min_shift=args.min_shift, window=args.window,
+                             include_incomplete=args.include_incomplete)
         runs = load_runs(root)
         if args.label is not None:  # baselines stay: they carry their own labels
             runs = runs[(runs["kind"] == "baseline") | (runs["label"] == args.label)]
         trends = analyse_all(runs, _with_entries(args.suites, runs) or None, params)
-        summaries = summarize(runs, trends, params.window, _since(args.since))
+        summaries = summarize(runs, trends, params.window, _since(args.since),
+                              params.include_incomplete)
         if args.plot:
             from harness.analysis.trend_plot import TREND_PNG, plot_trend
 
             for item in summaries:
                 plot_trend(runs, item.suite, root / PLOTS_DIR / item.suite / TREND_PNG,
-                           item.trend, item.floor)  # fmt: skip
+                           item.trend, item.floor, params)  # fmt: skip
         if args.json:
             print(json.dumps([_as_json(item) for item in summaries], indent=2, default=str))
         elif args.markdown:
@@ -143,6 +151,7 @@ def _as_json(item: object) -> dict[str, object]:
         "baselines": dict(item.baselines),
         "verdict": item.verdict,
         "stale": item.stale,
+        "incomplete_runs": item.incomplete_runs,
         "change": item.change,
         "change_ci": item.change_ci,
         "excess_sd": item.trend.excess_sd,
@@ -175,7 +184,9 @@ def _print_table(summaries: list) -> None:
             last += f" [{item.ci[0]:.3f}, {item.ci[1]:.3f}]"
         change = "–" if item.change is None else f"{item.change:+.3f}"
         style = "red" if item.failing else None
-        table.add_row(item.suite, str(item.trend.n_runs), last,
+        runs = str(item.trend.n_runs) + (f" ({item.incomplete_runs} partial/error)"
+                                         if item.incomplete_runs else "")
+        table.add_row(item.suite, runs, last,
                       "–" if item.floor is None else f"{item.floor:g}",
                       item.verdict or "–", change, item.trend.describe(), style=style)  # fmt: skip
     Console().print(table)

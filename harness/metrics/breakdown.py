@@ -138,45 +138,61 @@ def categories(rows: Sequence[Any], metric: str, seed: int = 0) -> dict[str, dic
 # ---------------------------------------------------------------- two sides
 
 
+def _subset(side: tuple[list[Any], list[int], list[int]], keys: Sequence[Any]
+            ) -> tuple[list[Any], list[int], list[int]]:
+    where = {key: i for i, key in enumerate(side[0])}
+    picked = [where[key] for key in keys]
+    return list(keys), [side[1][i] for i in picked], [side[2][i] for i in picked]
+
+
 def _difference(a: tuple[list[Any], list[int], list[int]],
-                b: tuple[list[Any], list[int], list[int]], level: float) -> dict[str, Any]:
-    """B - A of two (questions, numerators, steps) samples: paired when both asked the
-    same questions (in the same order after sorting), else independent."""
+                b: tuple[list[Any], list[int], list[int]], level: float,
+                pair: bool = True) -> dict[str, Any]:
+    """B - A of two (questions, numerators, steps) samples: paired on the questions both
+    asked when there are at least two and `pair` (the caller knows both sides asked them
+    the same way), else independent. `n_shared`: the questions the paired figure used."""
     if not a[0] or not b[0] or sum(a[2]) <= 0 or sum(b[2]) <= 0:
         return {"a": None, "b": None, "b_minus_a": None, "ci": None, "p_value": None,
                 "p_drop": None, "method": "no data on one side", "n_a": len(a[0]),
-                "n_b": len(b[0])}
-    paired = sorted(a[0], key=str) == sorted(b[0], key=str)
+                "n_b": len(b[0]), "n_shared": 0}
+    figures = {"a": stats.accept_length(a[1], a[2]), "b": stats.accept_length(b[1], b[2])}
+    shared = sorted(set(a[0]) & set(b[0]), key=str)
+    paired = pair and len(shared) >= 2
+    n_a, n_b = len(a[0]), len(b[0])
     if paired:
-        order_a = sorted(range(len(a[0])), key=lambda i: str(a[0][i]))
-        order_b = sorted(range(len(b[0])), key=lambda i: str(b[0][i]))
-        a = (a[0], [a[1][i] for i in order_a], [a[2][i] for i in order_a])
-        b = (b[0], [b[1][i] for i in order_b], [b[2][i] for i in order_b])
+        sub_a, sub_b = _subset(a, shared), _subset(b, shared)
+        if sum(sub_a[2]) > 0 and sum(sub_b[2]) > 0:
+            a, b = sub_a, sub_b
+        else:  # the shared questions made no verify step: nothing to pair
+            paired = False
     d = stats.ratio_difference(a[1], a[2], b[1], b[2], paired=paired, level=level)
-    return {"a": stats.accept_length(a[1], a[2]), "b": stats.accept_length(b[1], b[2]),
-            "b_minus_a": d.estimate, "ci": d.ci, "p_value": d.p_value, "p_drop": d.p_drop,
-            "method": d.method, "n_a": len(a[0]), "n_b": len(b[0])}
+    method = d.method + (f", on the {len(shared)} questions both asked"
+                         if paired and len(shared) < max(n_a, n_b) else "")
+    return {**figures, "b_minus_a": d.estimate, "ci": d.ci, "p_value": d.p_value,
+            "p_drop": d.p_drop, "method": method, "n_a": n_a, "n_b": n_b,
+            "n_shared": len(shared) if paired else 0}
 
 
 def compare_categories(rows_a: Sequence[Any], rows_b: Sequence[Any], metric: str,
-                       level: float = 0.95) -> dict[str, dict[str, Any]]:
-    """Per category present on either side: both figures and B - A with CI and p-values."""
+                       level: float = 0.95, pair: bool = True) -> dict[str, dict[str, Any]]:
+    """Per category present on either side: both figures and B - A with CI and p-values
+    (paired on the shared questions unless `pair` is False)."""
     groups_a, groups_b = by_category(rows_a), by_category(rows_b)
     names = list(dict.fromkeys([*groups_a, *groups_b]))
     return {name: _difference(question_pairs(groups_a.get(name, []), metric),
-                              question_pairs(groups_b.get(name, []), metric), level)
+                              question_pairs(groups_b.get(name, []), metric), level, pair)
             for name in names}
 
 
 def compare_positions(rows_a: Sequence[Any], rows_b: Sequence[Any],
-                      level: float = 0.95) -> list[dict[str, Any]]:
-    """Per draft position k = 1..: P(k accepted) on both sides and B - A, paired by
-    question when both asked the same questions."""
+                      level: float = 0.95, pair: bool = True) -> list[dict[str, Any]]:
+    """Per draft position k = 1..: P(k accepted) on both sides and B - A, paired on the
+    questions both asked unless `pair` is False."""
     keys_a, tails_a, totals_a = position_counts(rows_a)
     keys_b, tails_b, totals_b = position_counts(rows_b)
     out = []
     for k in range(max(len(tails_a), len(tails_b))):
         side_a = (keys_a, tails_a[k] if k < len(tails_a) else [0] * len(keys_a), totals_a)
         side_b = (keys_b, tails_b[k] if k < len(tails_b) else [0] * len(keys_b), totals_b)
-        out.append({"position": k + 1, **_difference(side_a, side_b, level)})
+        out.append({"position": k + 1, **_difference(side_a, side_b, level, pair)})
     return out

@@ -5,16 +5,22 @@ The two definitions (suite `floors.metric`; `harness.suite.model.METRIC_DEFINITI
   `/server_info` `avg_spec_accept_length` adds, per decode batch, the correct drafts plus
   one bonus token per request (`batch_result_processor.py` -> `update_spec_metrics(...,
   num_accept_tokens=num_correct_drafts + bs)`); per request that is its correct drafts plus
-  its verify steps. The token sampled at prefill is in no verify step. SGLang's gates
-  (gemma-4 >= 5.4, Qwen3-8B > 2.8, Muse > 2.5) assert this figure. Computed here exactly
-  from per-request meta_info over the flushed measured window, so it does not depend on
-  SGLang folding its figure in every `--decode-log-interval` iterations.
+  its verify steps. The token sampled at prefill is in no verify step. An algorithm whose
+  step makes k tokens besides its correct drafts (SGLang's `num_non_draft_tokens_per_req`:
+  UNO from 0.5.20 has k = 2) counts k per step: each row carries the server's k
+  (`non_draft_tokens_per_step`, `harness.engines.sglang.api.NON_DRAFT_TOKENS_PER_STEP`).
+  SGLang's gates (gemma-4 >= 5.4, Qwen3-8B > 2.8, Muse > 2.5) assert this figure.
+  Computed here exactly from per-request meta_info over the flushed measured window, so
+  it does not depend on SGLang folding its figure in every `--decode-log-interval`
+  iterations.
 - `per_request`: Σ completion_tokens / Σ spec_verify_ct: SGLang's per-request
-  `meta_info.spec_accept_length`, pooled. Per request, completion_tokens - 1 = correct
-  drafts + verify steps - cut, where `cut` counts the tokens a verify step accepted after
-  the stop string, EOS or max_new_tokens that ended the request (SGLang counts the whole
-  last step, but the output stops at the stop): so `per_request` may sit above or below
-  `server_avg` (tests/sglang_oracle pins both against SGLang's own code).
+  `meta_info.spec_accept_length`, pooled over the requests that have it (a request with
+  0 verify steps gets no spec fields from SGLang and counts in neither sum). Per request,
+  completion_tokens - 1 = correct drafts + verify steps - cut, where `cut` counts the
+  tokens a verify step accepted after the stop string, EOS or max_new_tokens that ended
+  the request (SGLang counts the whole last step, but the output stops at the stop): so
+  `per_request` may sit above or below `server_avg` (tests/sglang_oracle pins both
+  against SGLang's own code).
 Every statistic takes (numerator_i, verify_steps_i) per request; `definitions.numerators`
 gives the numerators of a definition. The server's own figure is recorded as a cross-check
 only. A missing figure is an error, never a pass.

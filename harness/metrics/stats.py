@@ -62,18 +62,22 @@ def numerator(row: Mapping[str, Any], metric: Metric) -> int | None:
     server_avg (SGLang's /server_info avg_spec_accept_length): correct drafts + verify
     steps; a v1 row without `correct_drafts` falls back to completion_tokens - 1 (the
     prefill token left out). per_request (meta_info spec_accept_length): completion_tokens.
+    A request that ended with 0 verify steps counts in neither: the server counted no step
+    of it, and SGLang gives it no spec fields (`_calculate_spec_decoding_metrics` writes
+    them only when spec_verify_ct > 0), so its prefill token is in no pooled figure.
     None when the row lacks what the metric needs.
     """
-    tokens = row.get("completion_tokens")
+    if metric not in ("server_avg", "per_request"):
+        raise ValueError(f"unknown metric {metric!r} (server_avg or per_request)")
+    tokens, drafts, steps = (row.get("completion_tokens"), row.get("correct_drafts"),
+                             row.get("verify_steps"))
+    if steps == 0:
+        return 0  # ended at prefill: no verify step, no spec field, nothing pooled
     if metric == "per_request":
         return None if tokens is None else int(tokens)
-    if metric != "server_avg":
-        raise ValueError(f"unknown metric {metric!r} (server_avg or per_request)")
-    drafts, steps = row.get("correct_drafts"), row.get("verify_steps")
-    if steps == 0:
-        return 0  # ended at prefill: no verify step, nothing counted by the server
     if drafts is not None and steps is not None:
-        return int(drafts) + int(steps)
+        # each step makes its correct drafts and k more (SGLang's num_non_draft_tokens_per_req)
+        return int(drafts) + int(row.get("non_draft_tokens_per_step") or 1) * int(steps)
     return None if tokens is None else max(int(tokens) - 1, 0)
 
 
@@ -205,6 +209,20 @@ def ratio_difference(
         return wald(estimate, se, level, "paired by question (delta method)")
     se = math.hypot(standard_error(tokens_a, steps_a), standard_error(tokens_b, steps_b))
     return wald(estimate, se, level, "independent samples (delta method)")
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (family-wise error at most the level for any
+    dependence between the tests): sorted ascending, p_(i) * (m - i + 1), made monotone,
+    capped at 1. NaN (a test that could not be made) stays NaN and is not counted in m."""
+    known = sorted((p, i) for i, p in enumerate(p_values) if not math.isnan(p))
+    m = len(known)
+    adjusted = [math.nan] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(known):
+        running = max(running, min(1.0, (m - rank) * p))
+        adjusted[i] = running
+    return adjusted
 
 
 def difference_to_figure(

@@ -145,6 +145,7 @@ def block_size(data: dict[str, Any]) -> int | None:
     return None
 
 
+NON_DRAFT_TOKENS = (1, 2)  # per verify step besides the correct drafts, by algorithm
 ACCEPT_FIGURES = ("accept_length", "accept_length_server_avg", "accept_length_per_request")
 COUNT_FIELDS = ("n_requests", "n_finished", "n_planned", "n_prompts", "n_correct",
                 "completion_tokens", "verify_steps", "correct_drafts")
@@ -208,15 +209,21 @@ def _check_counts(m: dict[str, Any]) -> None:
                       "(each verify step makes at least one token)")
     if not steps:
         return
-    given = {"accept_length_per_request": tokens / steps if tokens is not None else None,
-             "accept_length_server_avg": (correct + steps) / steps if correct is not None
-             else None}
-    for key, expected in given.items():
-        stated = _number(m.get(key))
-        if expected is not None and stated is not None and not _close(stated, expected):
-            raise BadFile(f"measurement.{key}: {m[key]!r} disagrees with its counts "
-                          f"({expected:.6g} from completion_tokens, verify_steps, "
-                          "correct_drafts)")
+    # per_request pools only requests with a verify step (a prefill-only request is in no
+    # spec figure, as in SGLang), while completion_tokens counts every token: at most equal.
+    per_request = _number(m.get("accept_length_per_request"))
+    if tokens is not None and per_request is not None and per_request > tokens / steps + 1e-6:
+        raise BadFile(f"measurement.accept_length_per_request: {m['accept_length_per_request']!r}"
+                      f" is above its counts' {tokens / steps:.6g} (completion_tokens / "
+                      "verify_steps)")
+    # server_avg: each step makes its correct drafts and k more tokens (SGLang's
+    # num_non_draft_tokens_per_req: 1, or 2 for UNO)
+    server_avg = _number(m.get("accept_length_server_avg"))
+    if correct is not None and server_avg is not None and not any(
+            _close(server_avg, (correct + k * steps) / steps) for k in NON_DRAFT_TOKENS):
+        raise BadFile(f"measurement.accept_length_server_avg: "
+                      f"{m['accept_length_server_avg']!r} disagrees with its counts "
+                      f"({(correct + steps) / steps:.6g} from correct_drafts and verify_steps)")
     metric = m.get("metric")
     if metric in ("server_avg", "per_request"):
         stated, own = _number(m.get("accept_length")), _number(m.get(f"accept_length_{metric}"))

@@ -234,6 +234,10 @@ class RequestRow(_Record):
     completion_tokens: int
     verify_steps: int
     correct_drafts: int | None = None  # accepted draft tokens (bonus excluded); None in v1
+    # Tokens each verify step makes besides its correct drafts: SGLang's
+    # num_non_draft_tokens_per_req for the server's algorithm and version (1: the bonus
+    # token; UNO from 0.5.20: 2). server_avg's numerator is correct_drafts + this x steps.
+    non_draft_tokens_per_step: int = 1
     spec_accept_length: float  # completion_tokens / verify_steps (SGLang's meta_info figure)
     accept_histogram: list[int] | None = None
     prompt_tokens: int | None = None

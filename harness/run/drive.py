@@ -104,7 +104,7 @@ def first_turn(workload: Any, prompt: Prompt) -> str | list[dict[str, str]]:
 
 
 def _row(index: int, prompt: Prompt, turn: int, parsed: ParsedResponse,
-         latency: float) -> RequestRow:
+         latency: float, non_draft_tokens: int = 1) -> RequestRow:
     predicted, correct = grade(prompt, parsed.text) if turn == len(prompt.turns) - 1 \
         else (None, None)
     return RequestRow(
@@ -118,6 +118,7 @@ def _row(index: int, prompt: Prompt, turn: int, parsed: ParsedResponse,
         completion_tokens=parsed.completion_tokens,
         verify_steps=parsed.verify_steps,
         correct_drafts=parsed.correct_drafts,
+        non_draft_tokens_per_step=non_draft_tokens,
         spec_accept_length=(parsed.completion_tokens / parsed.verify_steps
                             if parsed.verify_steps else 0.0),
         accept_histogram=parsed.histogram,
@@ -149,6 +150,8 @@ class Driver:
     def __init__(self, endpoint: Endpoint, workload: Any, stop: Sequence[str] = ()) -> None:
         self.endpoint, self.workload, self.stop = endpoint, workload, tuple(stop)
         self.adapter = endpoint.adapter
+        # tokens a verify step makes besides its correct drafts (set from /server_info)
+        self.non_draft_tokens = 1
         self.chat = workload.protocol == "chat"
 
     @property
@@ -307,7 +310,8 @@ class Driver:
 
             async def one(index: int, prompt: Prompt) -> None:
                 def finished(turn: int, parsed: ParsedResponse, latency: float) -> None:
-                    row = _row(first_row[index] + turn, prompt, turn, parsed, latency)
+                    row = _row(first_row[index] + turn, prompt, turn, parsed, latency,
+                               self.non_draft_tokens)
                     rows[row.index] = row
                     last_finish[0] = time.monotonic()
                     if on_row is not None:

@@ -334,7 +334,9 @@ def _describe_entry(loaded: LoadedSuite, load_data: bool) -> list[str]:
 
     suite, workload = loaded.suite, loaded.suite.workload
     floors = suite.floors
-    relation = ">" if floors.strict else ">="
+    def relation(strict: bool) -> str:
+        return ">" if strict else ">="
+
     adapter = adapter_for(suite.engine.kind)
     chat = workload.protocol == "chat"
     route = adapter.chat_path if chat else adapter.generate_path
@@ -362,17 +364,20 @@ def _describe_entry(loaded: LoadedSuite, load_data: bool) -> list[str]:
                      f"{len(plan.prompts)} prompts, {requests} requests")
     lines += [
         f"metric     {floors.metric}: {METRIC_DEFINITIONS[floors.metric]}",
-        f"floors     accept length ({floors.metric}) {relation} {floors.accept_length:g}"
-        + (f", accuracy {relation} {floors.accuracy:g}" if floors.accuracy is not None else ""),
+        f"floors     accept length ({floors.metric}) {relation(floors.strict)} "
+        f"{floors.accept_length:g}"
+        + (f", accuracy {relation(floors.accuracy_strict)} {floors.accuracy:g}"
+           if floors.accuracy is not None else ""),
     ]
     lines += [f"           category {name}: "
-              + ", ".join(f"{what} {relation} {value:g}" for what, value in
+              + ", ".join(f"{what} {relation(floor.strict)} {value:g}" for what, value in
                           (("accept length", floor.accept_length), ("accuracy", floor.accuracy))
                           if value is not None)
               for name, floor in floors.categories.items()]
     if floors.positions:
         lines.append("           P(position k accepted): " + ", ".join(
-            f"k={k} {relation} {value:g}" for k, value in enumerate(floors.positions, start=1)))
+            f"k={k} {relation(floors.positions_strict)} {value:g}"
+            for k, value in enumerate(floors.positions, start=1)))
     lines += [f"baseline   {b.label}: {b.accept_length:g} ({b.metric or floors.metric}, "
               f"{'external' if b.external else 'measured here'}) {redact_url(b.source)}"
               for b in suite.baselines]

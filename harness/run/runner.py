@@ -153,7 +153,7 @@ class _Run:
     notes: list[str] = field(default_factory=list)
     record: RunRecord | None = None  # once written, run.json is never rewritten
     paired: dict[str, Any] | None = None  # the paired gate's finding (RunOptions.pairing)
-    rule: Any = None  # the stop rule the driver used
+    stop_rule: Any = None  # the stop rule the measurement ran under, if any
 
     def finish(self, verdict: Verdict) -> RunRecord:
         from harness.run import plan as planning
@@ -380,53 +380,48 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
                                     planned=result.planned)
     run.workload.rendered_sha256 = rendered_sha256(result.rows, len(prompts))
     run.measurement.stopped_early = result.stopped_early
-    custom = options.stop_rule or (run.rule if options.pairing is not None else None)
+    custom = options.stop_rule or (run.stop_rule if options.pairing is not None else None)
     if options.sequential or custom is not None:
         settings = (custom.settings() if custom is not None
                     else _rule_settings(suite, len(prompts)))
-        run.measurement.sequential = {"looks": result.looks, "settled": result.settled_as,
-                                      **settings}
+        run.measurement.sequential = {
+            "looks": result.looks, "settled": result.settled_as,
+            "order": f"stratified by category, seeded {suite.workload.seed} "
+                     "(one category: the data's order)", **settings}
+        if custom is None:
+            run.measurement.sequential["floors"] = dict(rule_decisions(run))
     verdict = judge(run.measurement, suite.floors,
-                    sequential=result.settled_as if options.sequential and custom is None
-                    else None)
+                    sequential=rule_decisions(run).get("accept length")
+                    if options.sequential and custom is None else None)
     if options.pairing is not None and verdict.status != "error":
         verdict, run.paired = options.pairing.judge(suite, result.rows, verdict)
     return verdict
 
 
+def rule_decisions(run: Any) -> dict[str, str | None]:
+    """Each floor's decision at the stop (`run/sequential.FloorsRule`), {} without one."""
+    return dict(getattr(getattr(run, "stop_rule", None), "decisions", None) or {})
+
+
 def _rule_settings(suite: Suite, max_n: int) -> dict[str, Any]:
-    floors, rule = suite.floors, _stop_rule(suite, max_n).rule
+    floors, rule = suite.floors, _stop_rule(suite, max_n)
     return {"alpha": floors.alpha, "beta": floors.beta, "floor": floors.accept_length,
-            "metric": floors.metric, "wave": rule.wave,
+            "metric": floors.metric, "wave": rule.rule.wave,
             # requests in flight: the suite's concurrency, at most one wave
-            "in_flight": min(rule.wave, suite.workload.concurrency)}
+            "in_flight": min(rule.rule.wave, suite.workload.concurrency),
+            "settles": rule.tested_floors()}
 
 
-@dataclass
-class _Sequential:
-    """The suite's sequential rule on the numerators of its accept-length definition."""
-
-    rule: Any
-    metric: str
-
-    def looks(self, max_n: int) -> list[int]:
-        return list(self.rule.looks(max_n))
-
-    def decide_rows(self, rows: Sequence[RequestRow]) -> str | None:
-        from harness.metrics.breakdown import question_pairs
-
-        _, tokens, steps = question_pairs(rows, self.metric)  # a question's turns together
-        return self.rule.decide(tokens, steps)
-
-
-def _stop_rule(suite: Suite, max_n: int) -> _Sequential:
-    """`max_n`: the questions the workload plans (the rule looks at question counts)."""
+def _stop_rule(suite: Suite, max_n: int) -> Any:
+    """`max_n`: the questions the workload plans (the rule looks at question counts);
+    the rule settles every floor of the suite (`harness.run.sequential`)."""
     from harness.metrics import stats
+    from harness.run.sequential import FloorsRule
 
     floors = suite.floors
     rule = stats.SequentialRule(floor=floors.accept_length, alpha=floors.alpha,
                                 beta=floors.beta, max_n=max_n, strict=floors.strict)
-    return _Sequential(rule, floors.metric)
+    return FloorsRule(rule, floors.metric, floors)
 
 
 async def _drive(run: _Run, engine: Any, server: Server, workload_plan: Any,
@@ -441,8 +436,11 @@ async def _drive(run: _Run, engine: Any, server: Server, workload_plan: Any,
                         engine.adapter.auth_headers(suite, admin=True), server.death)
     driver = Driver(endpoint, suite.workload, workload_plan.stop)
     run.stage = "settings check"
-    mismatches = engine.adapter.settings_mismatches(await driver.server_info(), suite,
-                                                    engine.models)
+    info = await driver.server_info()
+    mismatches = engine.adapter.settings_mismatches(info, suite, engine.models)
+    # an adapter without the method (the reference engine, DFlash only) makes 1 per step
+    per_step = getattr(engine.adapter, "non_draft_tokens_per_step", None)
+    driver.non_draft_tokens = per_step(info, suite) if per_step else 1
     if mismatches:
         raise EngineError("the server does not run what the suite declares: "
                           + "; ".join(mismatches))
@@ -455,7 +453,13 @@ async def _drive(run: _Run, engine: Any, server: Server, workload_plan: Any,
     rule = options.stop_rule or (_stop_rule(suite, len(prompts)) if options.sequential
                                  else None)
     if options.pairing is not None and options.sequential and options.stop_rule is None:
-        rule = run.rule = options.pairing.stop_rule(suite, len(prompts))
+        rule = options.pairing.stop_rule(suite, len(prompts))
+    run.stop_rule = rule
+    if rule is not None:
+        # every look sees each category in proportion (seeded, the same for every build)
+        from harness.run.sequential import stratified_order
+
+        prompts = stratified_order(prompts, suite.workload.seed)
     with _progress(run.planned or len(prompts), options.progress) as advance:
         def on_row(row: RequestRow) -> None:
             keep(row)

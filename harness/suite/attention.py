@@ -49,6 +49,16 @@ class LayerAttention:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def audit_dict(self) -> dict[str, Any]:
+        """The layer as `harness audit --json` prints it: the window under names that say
+        its unit. `window_tokens` is the config's `sliding_window` (the tokens a query
+        sees, itself included); SGLang stores one less (`window_left`, the tokens to the
+        left: `sglang_window_left`). Both None for full attention."""
+        return {"index": self.index, "layer_type": self.layer_type,
+                "window_tokens": self.window,
+                "sglang_window_left": None if self.window is None else self.window - 1,
+                "causal": self.causal, "explicit": self.explicit}
+
     @property
     def attention(self) -> str:
         """`causal` or `bidirectional`, the word the reports use."""

@@ -174,7 +174,8 @@ METRIC_DEFINITIONS: dict[str, str] = {
                   "/server_info avg_spec_accept_length computed exactly per request",
     "per_request": "completion tokens per verify step, the prefill token included: "
                    "sum completion_tokens / sum spec_verify_ct, SGLang's per-request "
-                   "meta_info.spec_accept_length pooled over requests",
+                   "meta_info.spec_accept_length pooled over the requests that have it "
+                   "(a request with 0 verify steps has no spec fields and is left out)",
 }
 
 
@@ -183,6 +184,8 @@ class CategoryFloor(_Strict):
 
     accept_length: float | None = Field(default=None, ge=1.0)
     accuracy: float | None = Field(default=None, ge=0.0, le=1.0)
+    # True: this category's figures must exceed its floors (`>`); default `>=`.
+    strict: bool = False
 
     @model_validator(mode="after")
     def _something(self) -> CategoryFloor:
@@ -196,7 +199,14 @@ class Floors(_Strict):
     # The definition the floor and the baselines were taken in; the gate judges that one.
     metric: Metric = "server_avg"
     accuracy: float | None = Field(default=None, ge=0.0, le=1.0)
-    strict: bool = False  # True: the figure must exceed the floor (SGLang's `>`)
+    # Strictness per floor, as the gate each floor was taken from states it: SGLang's
+    # Qwen3-8B gate is "accept length > 2.8" but "score >= 0.75", so one flag for every
+    # floor would fail exactly 150/200 correct. `strict`: the accept-length floor (`>`);
+    # `accuracy_strict`: the accuracy floor; `positions_strict`: the position floors;
+    # a category floor carries its own `strict`.
+    strict: bool = False
+    accuracy_strict: bool = False
+    positions_strict: bool = False
     # False-fail / false-pass rates: bounds on the sequential rule's early verdicts and the
     # rates `harness power` sizes margins for (docs/statistics.md). The fixed gate itself is
     # the point estimate against the floor; these never change its verdict.

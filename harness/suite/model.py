@@ -123,7 +123,8 @@ Engine = Annotated[SGLangEngine | ReferenceEngine, Field(discriminator="kind")]
 
 
 class Speculative(_Strict):
-    algorithm: Literal["DFLASH", "EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"] = "DFLASH"
+    algorithm: Literal["DFLASH", "EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM",
+                       "UNO"] = "DFLASH"
     num_draft_tokens: int | None = Field(default=None, ge=1, le=64)
     block_size: int | None = Field(default=None, ge=1, le=64)
     num_steps: int | None = Field(default=None, ge=1)

@@ -80,7 +80,38 @@ def test_latest_and_previous_pass_over_runs_without_a_figure(
     assert result["a"]["runs"] == [ids[-2]] and result["b"]["runs"] == [ids[-1]]
     assert f"{SUITE}@previous: run {ids[-2]} of 2025-01-03 00:00 UTC (pass" in captured.err
     assert f"{SUITE}@latest: run {ids[-1]} of 2025-01-04 00:00 UTC" in captured.err
-    assert "1 run(s) without an accept length passed over" in captured.err
+    assert "1 run(s) errored, partial or without an accept length passed over" in captured.err
+
+
+def test_latest_and_previous_pass_over_partial_and_errored_runs_unless_asked(
+    results: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A night whose server died after 30 requests keeps a partial figure; an errored run
+    may keep one too. Neither is SUITE@latest / @previous by default (issue 19, case 8)."""
+    dirs = make_history(results, nights=3)
+    ids = [json.loads((d / RUN_FILE).read_text())["run_id"] for d in dirs]
+    crashed = []
+    for day, change in ((10, {"partial": True, "n_planned": 100}), (11, {})):
+        run_dir = make_run(results, 1.2, n=30, seed=day, label="nightly",
+                           started_at=datetime(2025, 1, day, tzinfo=UTC))
+        record = json.loads((run_dir / RUN_FILE).read_text())
+        record["measurement"].update(change)
+        record["verdict"] = {"status": "error", "reasons": ["server died: exit -9"]}
+        (run_dir / RUN_FILE).write_text(json.dumps(record))
+        crashed.append(record["run_id"])
+    argv = ["compare", f"{SUITE}@previous", f"{SUITE}@latest", "--results", str(results),
+            "--json", "--fail-on-drop"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    assert result["a"]["runs"] == [ids[-2]] and result["b"]["runs"] == [ids[-1]]
+    assert "2 run(s) errored, partial or without an accept length passed over" in captured.err
+    assert main([*argv, "--include-incomplete"]) in (0, 1)  # the crashed nights, marked
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    assert result["a"]["runs"] == [crashed[0]] and result["b"]["runs"] == [crashed[1]]
+    assert f"run {crashed[0]} of 2025-01-10 00:00 UTC (error, " in captured.err
+    assert "partial)" in captured.err
 
 
 def test_a_glob_skips_bad_folders_and_says_so(

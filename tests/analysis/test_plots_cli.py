@@ -148,3 +148,36 @@ def test_cli_ab_without_a_record_is_an_engine_error(
                                                                 record=None))  # fmt: skip
     assert main(["ab", "gemma4_dflash_31b", "--a", "sglang==0.5.17", "--b", "sglang==0.5.23",
                  "--results", str(results)]) == 3  # fmt: skip
+
+
+@pytest.mark.parametrize("broken", ["a", "b"])
+@pytest.mark.parametrize("how", ["partial", "error"])
+def test_cli_ab_with_a_crashed_or_partial_side_is_exit_3(
+    results: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    broken: str, how: str,
+) -> None:
+    """B's server killed after 30 of 100 requests keeps a partial measurement: no table,
+    no exit 0 (not even with --fail-on-drop), but exit 3 naming the side (issue 19, 4)."""
+    import harness.run.runner
+    from harness.results.record import Verdict
+
+    def fake_run_suite(loaded, options):
+        run_dir = make_run(options.results_dir, 5.5, n=60 if options.label != broken else 30,
+                           seed=1, suite=loaded.suite.name, floor=5.4, label=options.label)
+        record = plots.read_run(run_dir)
+        if options.label == broken:
+            measurement = record.measurement.model_copy(
+                update={"partial": how == "partial", "n_planned": 100})
+            reasons = ["server died: exit -9"] if how == "error" else ["partial run"]
+            record = record.model_copy(update={"measurement": measurement, "verdict": Verdict(
+                status="error", reasons=reasons)})
+        return SimpleNamespace(run_dir=run_dir, exit_code=0, record=record)
+
+    monkeypatch.setattr(harness.run.runner, "run_suite", fake_run_suite)
+    code = main(["ab", "gemma4_dflash_31b", "--a", "sglang==0.5.17", "--b", "sglang==0.5.23",
+                 "--results", str(results), "--fail-on-drop"])
+    captured = capsys.readouterr()
+    assert code == 3
+    assert f"build {broken} (sglang==0.5.{17 if broken == 'a' else 23})" in captured.err
+    assert ("30 of 100 requests" in captured.err) == (how == "partial")
+    assert "questions" not in captured.out  # no comparison table

@@ -178,3 +178,56 @@ def test_python_dash_m_harness_audit(gemma4: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["verdict"] == "nothing_expected"
+
+
+def test_text_mode_shows_the_reason_of_a_versions_error(write_config, capsys) -> None:
+    """huggingface_hub's strict dataclasses put the reason on a second line: the text
+    table's note shows it, not `[…]` (issue 19, case 11)."""
+    release_sources("0.5.23")
+    config = write_config({**nemotron_35_draft(), "num_hidden_layers": 5,
+                           "layer_types": ["full_attention"] * 3})
+    argv = ["audit", str(config), "--sglang", str(wheel_for("0.5.23"))]
+    assert cli.main(argv) == VERSION_REJECTS
+    out = capsys.readouterr().out
+    note = next(line for line in out.splitlines() if line.startswith("[a] 0.5.23: "))
+    assert "[…]" not in note
+    assert "(5) must be equal to the number of `layer_types` (3)" in note
+
+
+def test_error_note_keeps_first_and_last_lines() -> None:
+    from harness.audit.evaluate import VersionError
+
+    wrapped = VersionError("load", "StrictDataclassClassValidationError",
+                           "Class validation error for validator 'v':\n    ValueError: why")
+    assert wrapped.short == ("StrictDataclassClassValidationError: Class validation error "
+                             "for validator 'v': ValueError: why")
+    long = VersionError("load", "E", "head\n" + "x" * 400 + "\nthe reason")
+    assert long.short == "E: head … the reason" and len(long.short) < 300
+
+
+@pytest.mark.parametrize("argv", [["/nonexistent/config.json"], ["{bad"],
+                                  ["gemma4", "--expect", "/nonexistent/contract.toml"]])
+def test_json_mode_prints_json_on_bad_input(write_config, gemma4: Path, capsys,
+                                            argv: list[str]) -> None:
+    if argv[0] == "{bad":
+        argv = [str(write_config("{bad"))]
+    elif argv[0] == "gemma4":
+        argv = [str(gemma4), *argv[1:]]
+    code = cli.main(["audit", *argv, "--json"])
+    captured = capsys.readouterr()
+    assert code == 2
+    report = json.loads(captured.out)
+    assert report["exit_code"] == 2 and report["error"]["message"]
+    assert captured.err.startswith("harness audit: ")  # the one-line message as ever
+    assert report["error"]["message"] in captured.err
+
+
+def test_json_window_names_its_unit(gemma4: Path, capsys) -> None:
+    """The config's sliding_window (tokens a query sees) and SGLang's window_left (one less),
+    each under a name that says which."""
+    assert cli.main(["audit", str(gemma4), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    layers = report["behaviours"]["fixed"]
+    assert "window" not in layers[0]
+    assert (layers[0]["window_tokens"], layers[0]["sglang_window_left"]) == (2048, 2047)
+    assert (layers[-1]["window_tokens"], layers[-1]["sglang_window_left"]) == (None, None)

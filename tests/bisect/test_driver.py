@@ -158,3 +158,28 @@ def test_rows_are_paired_by_question(tmp_path: Path) -> None:
     with pytest.raises(EngineError, match="questions differ from GOOD's"):
         rule.decide_rows(rows)
     assert np.isfinite(rule.looks(40)[-1])
+
+
+class PrefixFloorErrors(FakeRuns):
+    """A suite with a category floor: a step that settles on a prefix ends `error`
+    ("category ... has a floor but no measured request"), as the runner's judge says."""
+
+    def __call__(self, loaded: Any, options: Any) -> Any:
+        outcome = super().__call__(loaded, options)
+        if outcome.record.measurement.n_requests < loaded.suite.workload.questions:
+            outcome.status = "error"
+            outcome.reasons = ["category 'translation' has a floor but no measured request"]
+        return outcome
+
+
+def test_a_settled_step_is_never_skipped_for_a_floor_its_prefix_cannot_judge(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """issue 19, case 1: such steps were turned into skips (exit 7, several candidates)."""
+    layout = [GOOD] * 5 + [BAD] * 11
+    session, accepts, shas = start(tmp_path, layout)
+    monkeypatch.setattr("harness.run.runner.run_suite", PrefixFloorErrors(accepts))
+    result = report.summarise(Bisect(session, load_suite(TINY), lambda _: None).run())
+    journal = session.journal()
+    assert not [e for e in journal if e["verdict"] == "skip"]
+    assert any(e["requests"] < 200 for e in journal if e["role"] not in ("good", "bad"))
+    assert result["status"] == "found" and result["first_bad"]["sha"] == shas[6]

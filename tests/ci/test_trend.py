@@ -223,3 +223,31 @@ def test_label_keeps_one_line_per_build(tmp_path: Path) -> None:
     _save_history(tmp_path, frame)
     # no run is labelled "main": that line has no run, an error
     assert _command(["tiny", "--results", str(tmp_path), "--label", "main"]) == 3
+
+
+def test_partial_and_errored_runs_stay_out_of_the_history_unless_asked() -> None:
+    """A night whose server died keeps a partial figure far below the others: by default it
+    enters neither the history nor "change since last night" (issue 19, case 8); asked
+    for, it is in and marked; the latest run's verdict is still reported (an error)."""
+    frame = nightly(7)
+    frame["partial"] = False
+    crashed = frame.iloc[[-1]].assign(started_at=START + timedelta(days=NIGHTS),
+                                      accept_length=0.9, ci_low=0.5, ci_high=1.3,
+                                      partial=True, verdict="error")
+    errored = crashed.assign(started_at=START + timedelta(days=NIGHTS + 1), partial=False)
+    frame = pd.concat([frame, crashed, errored], ignore_index=True)
+    history = suite_history(frame, "tiny")
+    assert len(history) == NIGHTS and history["accept_length"].min() > 0.9
+    [summary] = summarize(frame, analyse_all(frame, ["tiny"]), NIGHTS)
+    assert summary.verdict == "error"
+    assert summary.change == pytest.approx(frame["accept_length"][NIGHTS - 1]
+                                           - frame["accept_length"][NIGHTS - 2])
+    assert summary.incomplete_runs == 0
+    with_them = suite_history(frame, "tiny", window=None, include_incomplete=True)
+    assert len(with_them) == NIGHTS + 2
+    assert with_them["incomplete"].tolist() == [False] * NIGHTS + [True, True]
+    params = TrendParams(window=NIGHTS + 2, include_incomplete=True)
+    [summary] = summarize(frame, analyse_all(frame, ["tiny"], params), NIGHTS + 2,
+                          include_incomplete=True)
+    assert summary.incomplete_runs == 2 and summary.change == pytest.approx(0.0)
+    assert "incl. 2 partial/error run(s)" in markdown_table([summary])

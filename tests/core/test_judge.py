@@ -62,9 +62,39 @@ def test_exact_ratio_at_the_floor_passes_non_strict() -> None:
 )
 def test_accuracy_floor(accuracy: float, strict: bool, status: str) -> None:
     verdict = judge(_m(6.0, accuracy=accuracy), Floors(accept_length=5.4, accuracy=0.75,
-                                                       strict=strict))
+                                                       accuracy_strict=strict))
     assert verdict.status == status
     assert any("accuracy" in reason for reason in verdict.reasons)
+
+
+def test_strictness_is_per_floor_as_sglangs_gate_states_it() -> None:
+    """SGLang's Qwen3-8B gate: accept length > 2.8 but score >= 0.75. Exactly 150/200
+    correct passes the accuracy floor even though the accept-length floor is strict
+    (issue 19, case 5)."""
+    qwen = Floors(accept_length=2.8, accuracy=0.75, strict=True)
+    verdict = judge(_m(3.1, accuracy=150 / 200), qwen)
+    assert verdict.status == "pass", verdict.reasons
+    assert "accuracy 0.750 >= floor 0.75" in verdict.reasons[1]
+    assert judge(_m(2.8, accuracy=0.9), qwen).status == "fail"  # still > for accept length
+    t06 = Floors(accept_length=2.0, accuracy=0.6, strict=True, accuracy_strict=True)
+    verdict = judge(_m(2.5, accuracy=120 / 200), t06)
+    assert verdict.status == "fail" and "needs > 0.6" in verdict.reasons[1]
+
+
+@pytest.mark.parametrize(("suite", "entry", "accept_strict", "accuracy_strict"), [
+    ("qwen3_8b_dflash", None, True, False),    # test_dflash.py: > 2.8, score >= 0.75
+    ("qwen3_8b_dflash", "t06", True, True),    # TestDFlashServerGraphPoolBorrow: > 2.0, > 0.60
+    ("muse_glimmer_dflash_gsm8k", None, True, False),  # > 2.5, score >= 0.85
+    ("gemma4_dflash_31b", None, False, False),  # >= 5.4, >= 0.75
+])
+def test_shipped_suites_state_each_floors_strictness(
+        suite: str, entry: str | None, accept_strict: bool, accuracy_strict: bool) -> None:
+    from harness.suite.model import load_suite
+
+    loaded = load_suite(suite)
+    floors = (loaded.suite.floors if entry is None else
+              next(e.floors for e in loaded.suite.workloads if e.name == entry))
+    assert (floors.strict, floors.accuracy_strict) == (accept_strict, accuracy_strict)
 
 
 def test_both_floors_fail_gives_both_reasons() -> None:

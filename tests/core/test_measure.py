@@ -50,12 +50,14 @@ def test_two_definitions() -> None:
     # a last step cut by a stop string: SGLang's server counter still counts its drafts
     cut = _row(1, 50, 10, drafts=46)
     assert numerator(cut, "server_avg") == 56
-    # a request that ended at prefill contributes nothing to either ratio's steps
+    # a request that ended at prefill contributes nothing to either ratio: SGLang gives
+    # it no spec fields, so its token is in no pooled spec_accept_length (issue 19, 9)
     prefill_only = _row(2, 1, 0)
     assert numerators([prefill_only], "server_avg") == [0]
+    assert numerators([prefill_only], "per_request") == [0]
     figures = accept_lengths([row, cut, prefill_only])
     assert figures["server_avg"] == pytest.approx(112 / 20)
-    assert figures["per_request"] == pytest.approx(108 / 20)
+    assert figures["per_request"] == pytest.approx(107 / 20)
     # v1 rows (no correct drafts): the prefill token left out
     assert numerator({"completion_tokens": 57, "verify_steps": 10}, "server_avg") == 56
     with pytest.raises(ValueError, match="unknown metric"):
@@ -98,7 +100,7 @@ def test_summarise_from_parsed_responses() -> None:
                  drafts=p.correct_drafts)
             for i, p in enumerate(parsed)]
     measurement = summarise(rows, "per_request", 2.0, server_figure=5.6)
-    assert measurement.accept_length == pytest.approx((57 + 57 + 1) / 20)
+    assert measurement.accept_length == pytest.approx((57 + 57) / 20)  # the 1-token one: 0
     assert measurement.accept_length_ci is not None
     assert measurement.accept_histogram == [2 * v for v in HISTOGRAM_16]
     assert measurement.per_position_acceptance[:3] == pytest.approx([1.0, 1.0, 0.9])

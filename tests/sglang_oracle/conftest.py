@@ -9,7 +9,7 @@ import pytest
 from .extract import OracleUnavailable
 from .sglang_code import SGLang
 
-VERSIONS = ("0.5.17", "0.5.23")
+VERSIONS = ("0.5.17", "0.5.20", "0.5.23")  # 0.5.20 added UNO (two non-draft tokens a step)
 
 
 @pytest.fixture(params=VERSIONS)

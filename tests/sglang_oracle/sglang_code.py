@@ -36,6 +36,8 @@ INTERNAL_STATE = MANAGERS + "scheduler_components/internal_state.py"
 SCHEDULER = MANAGERS + "scheduler.py"
 UTILS = MANAGERS + "utils.py"
 RAGGED_VERIFY = "sglang/srt/speculative/ragged_verify.py"
+UNO_WORKER = "sglang/srt/speculative/uno_worker_v2.py"
+NON_DRAFT_FIELD = "num_non_draft_tokens_per_req"
 FINISH_CLASSES = ("BaseFinishReason", "FINISH_MATCHED_TOKEN", "FINISH_MATCHED_STR",
                   "FINISHED_MATCHED_REGEX", "FINISH_LENGTH", "FINISH_ABORT")
 SERVER_KEY = "avg_spec_accept_length"
@@ -90,6 +92,29 @@ def _ragged_verify_module(version: str) -> ModuleType:
     return module
 
 
+def non_draft_tokens_per_req(version: str, algorithm: str) -> int:
+    """The release's own tokens-per-verify-step besides the correct drafts for `algorithm`:
+    the value its worker passes as `GenerationBatchResult(num_non_draft_tokens_per_req=)`
+    (UNO: speculative/uno_worker_v2.py), else the field's default in managers/utils.py
+    (1 where the field exists; a release without the field makes the bonus token only).
+    Raises OracleError when the release has no such algorithm."""
+    utils = x.source(version, UTILS).cls("GenerationBatchResult")
+    default = x.class_defaults(utils).get(NON_DRAFT_FIELD, 1)
+    if algorithm != "UNO":
+        return int(default)
+    if not x.has_member(version, UNO_WORKER):
+        raise x.OracleError(f"sglang {version} has no UNO worker ({UNO_WORKER})")
+    tree = x.source(version, UNO_WORKER).tree
+    values = {node.value.value for call in ast.walk(tree) if isinstance(call, ast.Call)
+              and getattr(call.func, "id", None) == "GenerationBatchResult"
+              for node in call.keywords
+              if node.arg == NON_DRAFT_FIELD and isinstance(node.value, ast.Constant)}
+    if len(values) != 1:
+        raise x.OracleError(f"sglang {version}: {UNO_WORKER} passes {NON_DRAFT_FIELD} as "
+                            f"{sorted(values) or 'nothing constant'}")
+    return int(values.pop())
+
+
 def _is_return_gate(stmt: ast.stmt) -> bool:
     return (isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1
             and isinstance(stmt.body[0], ast.Return))
@@ -98,11 +123,13 @@ def _is_return_gate(stmt: ast.stmt) -> bool:
 class SGLang:
     """SGLang `version`'s bookkeeping for one server: a block size and a log interval."""
 
-    def __init__(self, version: str, num_draft_tokens: int, decode_log_interval: int = 40
-                 ) -> None:
+    def __init__(self, version: str, num_draft_tokens: int, decode_log_interval: int = 40,
+                 algorithm: str = "DFLASH") -> None:
         self.version = version
         self.num_draft_tokens = num_draft_tokens
-        self.spec = SimpleNamespace(speculative_algorithm="DFLASH", speculative_num_steps=1,
+        # tokens each verify step makes besides its correct drafts, from the release's code
+        self.non_draft = non_draft_tokens_per_req(version, algorithm)
+        self.spec = SimpleNamespace(speculative_algorithm=algorithm, speculative_num_steps=1,
                                     speculative_num_draft_tokens=num_draft_tokens)
         self.algorithm = SimpleNamespace(is_none=lambda: False, is_dspark=lambda: False)
         self._modules = {"sglang.srt.speculative.ragged_verify": _ragged_verify_module(version)}
@@ -259,18 +286,25 @@ class SGLang:
         req.update_finish_state(1)
 
     def decode_batch(self, reqs: Sequence[Any], runs: Sequence[Sequence[int]]) -> None:
-        """One verify step of a decode batch; `runs[i]`: the correct drafts + bonus of row i.
+        """One verify step of a decode batch; `runs[i]`: the correct drafts + the step's
+        `non_draft` tokens (the bonus; UNO: two) of row i.
 
         Rows of requests that already finished (an overlap-scheduler overshoot) are verified
         like the others: SGLang's code decides what counts them.
         """
-        stride = self.num_draft_tokens
+        # a row holds the block's drafts and the non-draft tokens (UNO: forward width + 1)
+        stride = self.num_draft_tokens + self.non_draft - 1
         padded = [token for run in runs for token in [*run, *[0] * (stride - len(run))]]
         fields = {**self._result_defaults, "num_correct_drafts": 0,
                   "accept_lens": Rows(len(run) for run in runs), "next_token_ids": Rows(padded),
                   "block_accept_lens": None, "cap_lens": None, "speculative_output_stride": None,
-                  "speculative_num_draft_tokens": stride, "grammar_retained_tokens": None,
+                  "speculative_num_draft_tokens": self.num_draft_tokens,
+                  "grammar_retained_tokens": None,
                   "logits_output": None, "can_run_cuda_graph": False}
+        if NON_DRAFT_FIELD in self._result_defaults:
+            fields[NON_DRAFT_FIELD] = self.non_draft
+        if stride != self.num_draft_tokens:
+            fields["speculative_output_stride"] = stride
         if self._result_class is not None:
             result = x.instance(self._result_class, **fields)
         else:

@@ -124,7 +124,7 @@ class Scheduler:
             correct = min(item.plan.correct[min(item.rows, len(item.plan.correct) - 1)],
                           block - 1)
             start = len(item.req.output_ids)
-            runs.append(item.ids[start:start + correct + 1])
+            runs.append(item.ids[start:start + correct + self.sglang.non_draft])
             item.rows += 1
         self.sglang.decode_batch([item.req for item in batch], runs)
         self.decode_iterations += 1

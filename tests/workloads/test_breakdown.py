@@ -143,8 +143,17 @@ def test_category_and_position_floors() -> None:
     failing = Floors(accept_length=1.0, positions=[rates[0] + 0.01])
     verdict = judge(measurement, failing)
     assert verdict.status == "fail" and "P(position 1 accepted)" in verdict.reasons[-2]
-    strict = Floors(accept_length=1.0, strict=True, positions=[rates[0]])
-    assert judge(measurement, strict).status == "fail"  # needs > with strict floors
+    strict = Floors(accept_length=1.0, positions_strict=True, positions=[rates[0]])
+    assert judge(measurement, strict).status == "fail"  # needs > with strict position floors
+    # the accept-length floor's strictness is its own: positions stay >=
+    assert judge(measurement, Floors(accept_length=1.0, strict=True,
+                                     positions=[rates[0]])).status == "pass"
+    at_qa = Floors(accept_length=1.0, categories={"qa": {"accept_length": qa}})
+    assert judge(measurement, at_qa).status == "pass"
+    strict_qa = Floors(accept_length=1.0, categories={"qa": {"accept_length": qa,
+                                                              "strict": True}})
+    verdict = judge(measurement, strict_qa)
+    assert verdict.status == "fail" and any("needs > " in r for r in verdict.reasons)
 
 
 def test_a_floor_on_what_was_not_measured_is_an_error() -> None:
@@ -153,9 +162,31 @@ def test_a_floor_on_what_was_not_measured_is_an_error() -> None:
                                         categories={"rag": {"accept_length": 1.0}}))
     assert verdict.status == "error"
     assert verdict.reasons[0].startswith("category 'rag' has a floor but no measured request")
-    verdict = judge(measurement, Floors(accept_length=1.0, positions=[0.1] * 9))
-    assert verdict.status == "error" and "position 5 has a floor" in verdict.reasons[0]
+    no_histogram = _measured([r.model_copy(update={"accept_histogram": None})
+                              for r in _rows(10, 3, RATES, "qa")])
+    verdict = judge(no_histogram, Floors(accept_length=1.0, positions=[0.1]))
+    assert verdict.status == "error" and "no request carries" in verdict.reasons[0]
     graded_not = _measured([r.model_copy(update={"correct": None})
                             for r in _rows(10, 3, RATES, "qa")])
     verdict = judge(graded_not, Floors(accept_length=1.0, categories={"qa": {"accuracy": 0.1}}))
     assert verdict.status == "error" and "is not graded" in verdict.reasons[0]
+
+
+def test_positions_a_draft_never_reached_have_rate_0_and_fail() -> None:
+    """SGLang sizes each histogram by the largest accepted count: positions past it were
+    never accepted. A broken draft (nothing ever accepted) fails its position floors, exit
+    1, instead of being an engine error (issue 19, case 3)."""
+    measurement = _measured(_rows(10, 3, RATES, "qa"))
+    assert len(measurement.per_position_acceptance) == 4
+    verdict = judge(measurement, Floors(accept_length=1.0, positions=[0.1] * 6))
+    assert verdict.status == "fail"
+    assert any(r.startswith("P(position 5 accepted) 0.000 (no verify step reached position 5)")
+               and "below its floor" in r for r in verdict.reasons)
+    broken = _measured(_rows(10, 3, [0.0], "qa"))  # noise = 1.0: histogram [steps]
+    assert broken.accept_length == 1.0 and not broken.per_position_acceptance
+    verdict = judge(broken, Floors(accept_length=2.0, positions=[0.5, 0.3]))
+    assert verdict.status == "fail"
+    assert "is below the floor" in verdict.reasons[0]
+    assert sum("P(position" in r and "below its floor" in r for r in verdict.reasons) == 2
+    # a floor of 0 at a never-reached position holds (0 >= 0)
+    assert judge(broken, Floors(accept_length=1.0, positions=[0.0])).status == "pass"

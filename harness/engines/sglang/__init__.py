@@ -85,6 +85,10 @@ class SGLangAdapter:
         return api.settings_mismatches(
             info, expected_settings(suite, models or resolve_models(suite)), reason)
 
+    def non_draft_tokens_per_step(self, info: Any, suite: Suite) -> int:
+        """Tokens each verify step makes besides its correct drafts (UNO: 2)."""
+        return api.server_non_draft_tokens(info, suite.speculative.algorithm)
+
     def attention_from_server(self, info: Any) -> list[dict[str, Any]] | None:
         return None  # SGLang does not report the draft's per-layer attention
 

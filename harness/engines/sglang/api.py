@@ -266,3 +266,44 @@ def settings_mismatches(info: Any, expected: Mapping[str, Any],
         if not same:
             problems.append(f"{key} is {reported!r}, the suite declares {value!r}")
     return problems
+
+
+# Tokens a verify step makes besides its correct drafts, per algorithm, from the release
+# that introduced the value (SGLang's `GenerationBatchResult.num_non_draft_tokens_per_req`,
+# managers/utils.py, default 1: the bonus token; 0.5.20 added UNO, whose worker
+# speculative/uno_worker_v2.py returns `num_non_draft_tokens_per_req=2`). The server's
+# counter adds `num_correct_drafts + batch_size * num_non_draft_tokens_per_req` per batch
+# (`get_num_generated_tokens`), so server_avg is (Σcorrect + k Σverify) / Σverify.
+# tests/sglang_oracle reads the constant from each release's wheel and pins this table.
+NON_DRAFT_TOKENS_PER_STEP: dict[str, tuple[tuple[str, int], ...]] = {
+    "UNO": (("0.5.20", 2),),
+}
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    import re
+
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+
+
+def non_draft_tokens_per_step(algorithm: str | None, version: str | None) -> int:
+    """SGLang `version`'s `num_non_draft_tokens_per_req` for `algorithm` (1 unless the
+    table says otherwise; an unknown version takes the newest entry at or below it, and
+    a missing one the newest entry)."""
+    entries = NON_DRAFT_TOKENS_PER_STEP.get(str(algorithm or "").upper(), ())
+    if not entries:
+        return 1
+    if not version or not _version_key(version):
+        return entries[-1][1]
+    key = _version_key(version)
+    chosen = [value for since, value in entries if _version_key(since) <= key]
+    return chosen[-1] if chosen else 1
+
+
+def server_non_draft_tokens(info: Any, declared_algorithm: str | None) -> int:
+    """The constant for the server `/server_info` describes (its `version` and resolved
+    `speculative_algorithm`; the suite's algorithm when the server does not say)."""
+    mapping = info if isinstance(info, Mapping) else {}
+    algorithm = mapping.get("speculative_algorithm") or declared_algorithm
+    version = mapping.get("version")
+    return non_draft_tokens_per_step(algorithm, version if isinstance(version, str) else None)

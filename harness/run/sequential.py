@@ -1,0 +1,153 @@
+"""`--sequential` (and bisect) with every floor: stratified waves, and a rule that settles
+every floor the verdict uses before it stops.
+
+Waves: prompts of a workload with several categories go out in a seeded, stratified
+order (`stratified_order`), so every prefix the rule looks at holds each category in
+proportion (Spec-Bench's file order put MT-Bench's 80 questions first: a wave of 50 saw
+nothing else). A single-category workload (GSM8K) keeps its order.
+
+Rule (`FloorsRule`): at an early look each floor is tested on its own, at the accept-length
+rule's thresholds (K early looks, Bonferroni: `stats.SequentialRule.critical_values`):
+- accept length, overall and per floored category: the skew-corrected t of
+  tokens_i - floor * steps_i over questions (`stats.SequentialRule`);
+- a draft position k: the same statistic on (steps accepting >= k drafts, steps);
+- accuracy, overall and per category: the score statistic (p - floor) / sqrt(floor (1 -
+  floor) / n) over graded questions (defined at 0 and 1 correct alike).
+A floor with fewer than `MIN_GROUP` questions at a look stays open. The run stops early
+with "fail" as soon as any floor settles below (a failed floor stands), and with "pass"
+only when every floor settles above; else it keeps sending. Error rates, per floor: P(an
+early "fail" of a floor | that floor is met) <= alpha and P(an early "pass" of a floor |
+it is not met) <= beta; so P(an early fail of a build meeting all F floors) <= F alpha and
+P(an early pass of a build missing any floor) <= beta (`harness power` prints both).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+MIN_GROUP = 20  # questions a floor needs at a look before it may settle (the t approximation)
+
+
+def stratified_order(prompts: Sequence[Any], seed: int) -> list[Any]:
+    """The prompts reordered so that every prefix holds each category in proportion:
+    within a category a seeded shuffle, across categories the largest-remainder
+    interleaving (the category furthest behind its share goes next). One category: as is."""
+    groups: dict[str, list[Any]] = {}
+    for prompt in prompts:
+        groups.setdefault(str(prompt.category), []).append(prompt)
+    if len(groups) < 2:
+        return list(prompts)
+    draws = random.Random(seed)
+    for members in groups.values():
+        draws.shuffle(members)
+    total = len(prompts)
+    taken = dict.fromkeys(groups, 0)
+    order: list[Any] = []
+    for position in range(1, total + 1):
+        name = max(groups, key=lambda g: (len(groups[g]) * position / total - taken[g],
+                                          -list(groups).index(g)))
+        order.append(groups[name][taken[name]])
+        taken[name] += 1
+    return order
+
+
+@dataclass
+class FloorsRule:
+    """The runner's stop rule for `--sequential`: every floor the verdict uses."""
+
+    rule: Any  # stats.SequentialRule of the accept-length floor
+    metric: str
+    floors: Any  # suite.model.Floors
+    decisions: dict[str, str | None] = field(default_factory=dict)  # floor -> at the stop
+
+    def looks(self, max_n: int) -> list[int]:
+        return list(self.rule.looks(max_n))
+
+    def tested_floors(self) -> list[str]:
+        """The floors the rule settles, by name (as `decisions` keys them)."""
+        floors = self.floors
+        names = ["accept length"]
+        if floors.accuracy is not None:
+            names.append("accuracy")
+        for name, floor in floors.categories.items():
+            if floor.accept_length is not None:
+                names.append(f"category {name} accept length")
+            if floor.accuracy is not None:
+                names.append(f"category {name} accuracy")
+        names += [f"position {k}" for k in range(1, len(floors.positions) + 1)]
+        return names
+
+    def decide_rows(self, rows: Sequence[Any]) -> str | None:
+        from harness.metrics.breakdown import question_pairs
+
+        _, tokens, steps = question_pairs(rows, self.metric)
+        n = len(tokens)
+        if n >= self.rule.max_n or n not in self.rule.looks():
+            self.decisions = {"accept length": self.rule.decide(tokens, steps)}
+            return self.decisions["accept length"]
+        self.decisions = self._early(rows, tokens, steps)
+        found = list(self.decisions.values())
+        if "fail" in found:
+            return "fail"
+        return "pass" if all(d == "pass" for d in found) else None
+
+    # ------------------------------------------------------------------ early looks
+
+    def _early(self, rows: Sequence[Any], tokens: list[int], steps: list[int]
+               ) -> dict[str, str | None]:
+        from harness.metrics import breakdown
+
+        floors, rule = self.floors, self.rule
+        out: dict[str, str | None] = {"accept length": rule.decide(tokens, steps)}
+        if floors.accuracy is not None:
+            out["accuracy"] = _accuracy(rule, rows, floors.accuracy)
+        groups = breakdown.by_category(rows)
+        for name, floor in floors.categories.items():
+            group = groups.get(name, [])
+            if floor.accept_length is not None:
+                _, t, s = breakdown.question_pairs(group, self.metric)
+                out[f"category {name} accept length"] = _ratio(rule, t, s, floor.accept_length)
+            if floor.accuracy is not None:
+                out[f"category {name} accuracy"] = _accuracy(rule, group, floor.accuracy)
+        if floors.positions:
+            _, tails, totals = breakdown.position_counts(rows)
+            for k, floor in enumerate(floors.positions, start=1):
+                tail = tails[k - 1] if k <= len(tails) else [0] * len(totals)
+                out[f"position {k}"] = _ratio(rule, tail, totals, floor)
+        return out
+
+
+def _accuracy(rule: Any, rows: Sequence[Any], floor: float) -> str | None:
+    """An accuracy floor at an early look: the score statistic over graded questions."""
+    graded = [row for row in rows if _get(row, "correct") is not None]
+    n = len(graded)
+    if n < MIN_GROUP or not 0.0 < floor < 1.0:
+        return None
+    fail_at, pass_at = rule.critical_values(n)
+    share = sum(1 for row in graded if _get(row, "correct")) / n
+    z = (share - floor) / math.sqrt(floor * (1.0 - floor) / n)
+    return "fail" if z < -fail_at else "pass" if z > pass_at else None
+
+
+def _ratio(rule: Any, tokens: Sequence[int], steps: Sequence[int], floor: float
+           ) -> str | None:
+    """A ratio floor at an early look: the skew-corrected t of tokens_i - floor steps_i
+    over the group's questions, at the thresholds for its own size."""
+    import numpy as np
+
+    from harness.metrics.stats import skew_corrected_z
+
+    if len(tokens) < MIN_GROUP or sum(steps) <= 0:
+        return None
+    fail_at, pass_at = rule.critical_values(len(tokens))
+    excess = np.asarray(tokens, dtype=float) - floor * np.asarray(steps, dtype=float)
+    z = float(skew_corrected_z(excess))
+    return "fail" if z < -fail_at else "pass" if z > pass_at else None
+
+
+def _get(row: Any, key: str) -> Any:
+    return row.get(key) if isinstance(row, dict) else getattr(row, key, None)
