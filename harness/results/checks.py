@@ -209,13 +209,17 @@ def _check_counts(m: dict[str, Any]) -> None:
                       "(each verify step makes at least one token)")
     if not steps:
         return
-    # per_request pools only requests with a verify step (a prefill-only request is in no
-    # spec figure, as in SGLang), while completion_tokens counts every token: at most equal.
+    # per_request pools only requests with a verify step: a prefill-only request (its one
+    # token, no step) is in no spec figure, as in SGLang, while completion_tokens counts
+    # every token. So tokens - n_requests <= pooled tokens <= tokens.
     per_request = _number(m.get("accept_length_per_request"))
-    if tokens is not None and per_request is not None and per_request > tokens / steps + 1e-6:
-        raise BadFile(f"measurement.accept_length_per_request: {m['accept_length_per_request']!r}"
-                      f" is above its counts' {tokens / steps:.6g} (completion_tokens / "
-                      "verify_steps)")
+    if tokens is not None and per_request is not None:
+        requests = _count(m, "n_requests") or 0
+        low, high = max(tokens - requests, 0) / steps, tokens / steps
+        if not low - 1e-6 <= per_request <= high + 1e-6:
+            raise BadFile(f"measurement.accept_length_per_request: "
+                          f"{m['accept_length_per_request']!r} disagrees with its counts "
+                          f"({high:.6g} from completion_tokens / verify_steps)")
     # server_avg: each step makes its correct drafts and k more tokens (SGLang's
     # num_non_draft_tokens_per_req: 1, or 2 for UNO)
     server_avg = _number(m.get("accept_length_server_avg"))

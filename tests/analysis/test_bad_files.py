@@ -179,3 +179,21 @@ def test_a_ci_that_misses_its_figure_is_drawn(tmp_path: Path) -> None:
     _measurement(run_dir, accept_length_ci=[value + 0.1, value + 0.2])
     assert plots.plot_run(run_dir).is_file()
     assert plots.plot_history(tmp_path / "results", SUITE).is_file()
+
+
+@pytest.mark.parametrize("changes", [
+    # UNO (SGLang 0.5.20+): each verify step makes its correct drafts and 2 more tokens
+    {"correct_drafts": 1000, "verify_steps": 500, "completion_tokens": 2000,
+     "accept_length_server_avg": 4.0, "accept_length_per_request": 4.0},
+    # two prefill-only requests: their tokens are in completion_tokens, in no pooled figure
+    {"correct_drafts": 1000, "verify_steps": 500, "completion_tokens": 1502,
+     "accept_length_server_avg": 3.0, "accept_length_per_request": 3.0},
+])
+def test_possible_figures_are_kept(tmp_path: Path, changes: dict[str, Any]) -> None:
+    root, runs = _history(tmp_path)
+    data = json.loads((runs[-1] / RUN_FILE).read_text())
+    metric = data["measurement"]["metric"]
+    _measurement(runs[-1], **changes, accept_length=changes[f"accept_length_{metric}"],
+                 accept_length_ci=None)
+    frame = store.load_runs(root)
+    assert len(frame) == 3 and frame.attrs["skipped"] == []
