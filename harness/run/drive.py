@@ -150,6 +150,9 @@ class Driver:
         self.endpoint, self.workload, self.stop = endpoint, workload, tuple(stop)
         self.adapter = endpoint.adapter
         self.chat = workload.protocol == "chat"
+        # An engine whose counters cannot be reset (vLLM): the reading the measured window
+        # starts from, taken where the flush would be.
+        self.window_start: Any = None
 
     @property
     def route(self) -> str:
@@ -226,8 +229,12 @@ class Driver:
                 self.conversation(client, p, f"warmup-{i}") for i, p in enumerate(prompts)]))
 
     async def flush(self) -> None:
-        """Reset the server's counters; SGLang refuses while requests run, so retry."""
+        """Reset the server's counters; SGLang refuses while requests run, so retry. An
+        engine with no reset (`flush_path` None) has its counters read here instead."""
         path, last = self.adapter.flush_path, ""
+        if path is None:
+            self.window_start = await self.server_info()
+            return
         async with self.client(1, timeout=30.0) as client:
             for _ in range(FLUSH_ATTEMPTS):
                 try:
@@ -247,6 +254,13 @@ class Driver:
                           f"{FLUSH_ATTEMPTS * FLUSH_RETRY_S:g} s; the server never became idle")
 
     async def server_info(self) -> Any:
+        read = getattr(self.adapter, "read_server_info", None)
+        if read is not None:  # an engine that reads its own (e.g. /metrics, a window)
+            async with self.client(1, timeout=30.0) as client:
+                try:
+                    return await read(client, self.window_start)
+                except httpx.HTTPError as error:
+                    raise await self._failed("reading the server's figures", error) from None
         async with self.client(1, timeout=30.0) as client:
             for path in self.adapter.server_info_paths:
                 try:

@@ -26,6 +26,7 @@ from harness.suite.model import (
     ReferenceEngine,
     SGLangEngine,
     Suite,
+    VLLMEngine,
     document_sha256,
     model_source,
     resolve_models,
@@ -79,6 +80,13 @@ def choose_build(loaded: LoadedSuite, options: Any) -> tuple[LoadedSuite, Chosen
                 builds.probe_environment(sys.executable).sglang_version is None:
             spec = suite.engine.default_build  # nothing installed here: the suite's default
         return loaded, ChosenBuild(builds.parse_build_spec(spec, options.patch, engine="sglang"))
+    if isinstance(suite.engine, VLLMEngine):
+        spec = options.sglang
+        if spec is None and options.patch is None and \
+                builds.vllm_version(builds.probe_environment(sys.executable).versions) is None:
+            spec = suite.engine.default_build
+        return loaded, ChosenBuild(builds.parse_build_spec(spec, options.patch, engine="vllm",
+                                                           flag="--build"))
     build = builds.parse_build_spec(options.sglang, options.patch, engine="reference")
     reference = builds.resolve_reference_build(build)
     if not reference.overrides:
@@ -122,6 +130,11 @@ def prepare_engine(suite: Suite, options: Any, models: Models | None,
         prepared = builds.prepare(chosen.spec)
         return PreparedEngine(suite, prepared.info, prepared.python, adapter, models,
                               facts=prepared.facts)
+    if isinstance(suite.engine, VLLMEngine):
+        prepared = builds.prepare_vllm(chosen.spec)
+        served = models or vllm_tiny_models(suite.engine)
+        return PreparedEngine(suite, prepared.info, prepared.python, adapter, served,
+                              facts=prepared.facts)
     from harness.engines.reference.checkpoints import ensure_checkpoints
 
     prepared = builds.prepare_reference_env(options.engine_python, chosen.reference)
@@ -130,6 +143,14 @@ def prepare_engine(suite: Suite, options: Any, models: Models | None,
     return PreparedEngine(suite, prepared.info, prepared.python, adapter,
                           Models(str(checkpoints[0]), str(checkpoints[1])), checkpoints,
                           prepared.facts)
+
+
+def vllm_tiny_models(engine: VLLMEngine) -> Models:
+    """The shipped tiny target and the uniform-layer copy of its DFlash draft."""
+    from harness.engines.reference.checkpoints import uniform_draft
+
+    target, draft = uniform_draft(engine.tiny_draft)
+    return Models(str(target), str(draft))
 
 
 def attention_table(loaded: LoadedSuite, engine: PreparedEngine) -> list[LayerRow] | None:
@@ -186,7 +207,9 @@ def contract_differences(suite: Suite, attention: Sequence[LayerRow] | None) -> 
 
 
 def server_env(suite: Suite, fit: Fit | None) -> dict[str, str]:
-    env = dict(suite.engine.env)
+    # What the adapter needs the server to have (vLLM: its /server_info route), then the
+    # suite's own variables.
+    env = {**getattr(adapter_for(suite.engine.kind), "launch_env", {}), **suite.engine.env}
     if fit is not None and fit.devices:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(d) for d in fit.devices)
     return env
@@ -231,6 +254,14 @@ def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequenc
         from harness.engines.reference.checkpoints import served_weights_sha256
 
         weights = served_weights_sha256(*engine.checkpoints)
+    elif engine is not None and engine.models is not None and \
+            (Path(engine.models.draft) / "model.safetensors").is_file() and \
+            (Path(engine.models.target) / "model.safetensors").is_file():
+        from harness.engines.reference.checkpoints import draft_files_sha256, file_sha256
+
+        # local folders (vLLM's tiny suite): the weights and the draft config it serves
+        weights = {"target": file_sha256(Path(engine.models.target) / "model.safetensors"),
+                   **draft_files_sha256(Path(engine.models.draft))}
     return collect.collect(engine.facts if engine else None, used,
                            server_env(loaded.suite, fit),
                            getattr(data, "source", None), getattr(data, "sha256", None),
@@ -255,6 +286,14 @@ def draw_plot(run_dir: Path, results_dir: Path) -> Path | None:
 
 def _dry_run_command(suite: Suite, options: Any, chosen: ChosenBuild) -> list[str]:
     adapter = adapter_for(suite.engine.kind)
+    if isinstance(suite.engine, VLLMEngine):
+        python = builds.planned_vllm_python(chosen.spec)
+        try:
+            chosen_models = models(suite, options) or vllm_tiny_models(suite.engine)
+        except BadInput:
+            chosen_models = Models(_placeholder(suite.target), _placeholder(suite.draft))
+        return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER,
+                                      chosen_models)
     if isinstance(suite.engine, SGLangEngine):
         python = builds.planned_python(chosen.spec)
         try:
@@ -292,7 +331,7 @@ def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
         f"launch     {shlex.join(redact_command(_dry_run_command(suite, options, chosen), suite))}",
         f"           (port {PORT_PLACEHOLDER} stands for a free port chosen at launch)",
     ]
-    if suite.engine.kind == "sglang":
+    if suite.engine.kind in ("sglang", "vllm"):
         lines += [f"target     {model_source(suite.target)}",
                   f"draft      {model_source(suite.draft)}"]
     entries = entries if entries is not None else suite_entries(loaded)
