@@ -67,20 +67,23 @@ from transformers import Qwen3Config
 from vllm.config import VllmConfig, set_current_vllm_config
 from vllm.model_executor.models import qwen3_dflash
 config = Qwen3Config(**json.loads(open(sys.argv[1]).read()))
-rows, error = [], None
-vllm_config = VllmConfig()
+
+
+def resolve():
+    with set_current_vllm_config(VllmConfig()):
+        return [dict(zip(("window", "causal"),
+                         qwen3_dflash._resolve_layer_attention(config, i), strict=True),
+                     index=i, layer_type=(config.layer_types or [None] * 99)[i])
+                for i in range(config.num_hidden_layers)]
+
+
+error = None
 try:
-    with set_current_vllm_config(vllm_config):
-        for i in range(config.num_hidden_layers):
-            window, causal = qwen3_dflash._resolve_layer_attention(config, i)
-            rows.append({"index": i, "layer_type": config.layer_types[i] if config.layer_types else None,
-                         "window": window, "causal": causal})
-except NotImplementedError as refused:
+    rows = resolve()
+except NotImplementedError as refused:  # the V1 runner's refusal; V2 (GPU) resolves it
     error = str(refused)
-    rows = [{"index": i, "layer_type": (config.layer_types or [None] * config.num_hidden_layers)[i],
-             "window": (config.sliding_window if (config.layer_types or [""])[i] == "sliding_attention" else None),
-             "causal": qwen3_dflash._dflash_layer_causal(config, i)}
-            for i in range(config.num_hidden_layers)]
+    VllmConfig.use_v2_model_runner = property(lambda self: True)
+    rows = resolve()
 print(json.dumps({"layers": rows, "v1_refuses": error}))
 """
 
