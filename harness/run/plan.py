@@ -168,6 +168,17 @@ def attention_table(loaded: LoadedSuite, engine: PreparedEngine) -> list[LayerRo
     if engine.draft_config is None:
         return None
     try:
+        if isinstance(suite.engine, VLLMEngine):
+            from harness.audit.config import locate_draft_config
+            from harness.engines.vllm.audit import vllm_layers
+
+            # vLLM's own resolver (model_executor/models/qwen3_dflash.py) in its environment
+            path, _ = locate_draft_config(engine.draft_config, engine.draft_revision)
+            resolved = vllm_layers(engine.python, Path(path))
+            explicit = _explicit_causality(Path(path))
+            return [LayerRow(index=row["index"], layer_type=row["layer_type"],
+                             window=row["window"], causal=row["causal"], explicit=explicit)
+                    for row in resolved["layers"]]
         if isinstance(suite.engine, ReferenceEngine):
             from harness.audit import load_draft_config
             from harness.suite.attention import resolve_layers
@@ -191,6 +202,17 @@ def attention_table(loaded: LoadedSuite, engine: PreparedEngine) -> list[LayerRo
             raise
         return None
     return [LayerRow.model_validate(layer.to_dict()) for layer in layers]
+
+
+def _explicit_causality(config_json: Path) -> bool:
+    """Whether the draft declares its causality (`is_causal` or `dflash_config.causal`)."""
+    try:
+        config = json.loads(config_json.read_text())
+    except (OSError, ValueError):
+        return False
+    dflash = config.get("dflash_config") if isinstance(config.get("dflash_config"), dict) \
+        else {}
+    return config.get("is_causal") is not None or dflash.get("causal") is not None
 
 
 def contract_differences(suite: Suite, attention: Sequence[LayerRow] | None) -> list[str]:

@@ -102,8 +102,6 @@ def speculative_config(suite: Suite, models: Models) -> dict[str, Any]:
         config["model"] = models.draft
         if models.draft_revision:
             config["revision"] = models.draft_revision
-    if suite.topology.tp_size > 1 and spec.algorithm != "NGRAM":
-        config["draft_tensor_parallel_size"] = suite.topology.tp_size
     return config
 
 
