@@ -87,7 +87,9 @@ class VLLMAdapter:
         """/server_info (the resolved config) and /metrics (the counters, and over the
         window since `start`, a reading taken by this method)."""
         info: dict[str, Any] = {"server_info": None, "counters": {}, "window": {}}
-        response = await client.get(api.SERVER_INFO_PATH)
+        # The first /server_info collects the system's facts (collect_env: pip list, lscpu,
+        # ...), cached after: it may take longer than an ordinary read.
+        response = await client.get(api.SERVER_INFO_PATH, timeout=api.SERVER_INFO_TIMEOUT_S)
         if response.status_code == 200:
             with contextlib.suppress(ValueError):
                 info["server_info"] = response.json()

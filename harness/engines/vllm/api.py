@@ -44,6 +44,7 @@ GENERATE_PATH = "/v1/completions"
 CHAT_PATH = "/v1/chat/completions"
 METRICS_PATH = "/metrics"
 SERVER_INFO_PATH = "/server_info?config_format=json"
+SERVER_INFO_TIMEOUT_S = 300.0
 DEV_MODE_ENV = {"VLLM_SERVER_DEV_MODE": "1"}  # serves /server_info (bound to 127.0.0.1)
 
 DRAFTS = "vllm:spec_decode_num_drafts_total"
