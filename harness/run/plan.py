@@ -140,6 +140,10 @@ def prepare_engine(suite: Suite, options: Any, models: Models | None,
     prepared = builds.prepare_reference_env(options.engine_python, chosen.reference)
     checkpoints = ((Path(models.target), Path(models.draft)) if models
                    else ensure_checkpoints(prepared.python, builds.cache_root()))
+    if not models and suite.engine.tiny_draft != "shipped":
+        from harness.engines.reference.checkpoints import uniform_draft
+
+        checkpoints = uniform_draft(suite.engine.tiny_draft)
     return PreparedEngine(suite, prepared.info, prepared.python, adapter,
                           Models(str(checkpoints[0]), str(checkpoints[1])), checkpoints,
                           prepared.facts)
@@ -329,6 +333,11 @@ def _dry_run_command(suite: Suite, options: Any, chosen: ChosenBuild) -> list[st
     chosen_models = models(suite, options)
     dirs = ((Path(chosen_models.target), Path(chosen_models.draft)) if chosen_models
             else _reference_dirs())
+    if not chosen_models and isinstance(suite.engine, ReferenceEngine) and \
+            suite.engine.tiny_draft != "shipped":
+        from harness.engines.reference.checkpoints import uniform_draft
+
+        dirs = uniform_draft(suite.engine.tiny_draft)
     python = options.engine_python or sys.executable
     return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER, None, dirs)
 

@@ -113,6 +113,9 @@ class ReferenceEngine(_Strict):
     kind: Literal["reference"]
     attention_policy: Literal["fixed", "legacy", "regressed"] = "fixed"
     draft_noise: float = Field(default=0.0, ge=0.0, le=1.0)
+    # Without models: the shipped draft, or a uniform-layer copy of it (the draft vLLM's
+    # CPU suite serves, for cross-engine comparisons on the same checkpoints)
+    tiny_draft: Literal["shipped", "sliding", "full"] = "shipped"
     launch_timeout_s: float = Field(default=300.0, gt=0)
     extra_args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
