@@ -210,3 +210,16 @@ def test_other_engines_builds_are_refused_for_a_vllm_suite(text: str) -> None:
 def test_a_local_checkout_is_a_vllm_build(tmp_path: Path) -> None:
     build = parse_build_spec(str(tmp_path), engine="vllm", flag="--build")
     assert (build.kind, build.engine) == ("local", "vllm")
+
+
+def test_counts_from_the_counter_rise_over_one_request() -> None:
+    before = {api.DRAFTS: 10, api.DRAFT_TOKENS: 70, api.ACCEPTED: 20,
+              api.PER_POSITION: [8, 6, 4, 2, 0, 0, 0]}
+    # one request: 3 steps accepting 0, 2 and 5 drafts
+    after = {api.DRAFTS: 13, api.DRAFT_TOKENS: 91, api.ACCEPTED: 27,
+             api.PER_POSITION: [10, 8, 5, 3, 1, 0, 0]}
+    payload = response(steps=3, accepted=7, tokens=11)
+    del payload["metrics"]
+    parsed = api.parse_generate(payload, counters=(before, after))
+    assert (parsed.verify_steps, parsed.correct_drafts) == (3, 7)
+    assert parsed.histogram == [1, 0, 1, 0, 0, 1, 0, 0]

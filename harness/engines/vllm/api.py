@@ -45,6 +45,7 @@ CHAT_PATH = "/v1/chat/completions"
 METRICS_PATH = "/metrics"
 SERVER_INFO_PATH = "/server_info?config_format=json"
 SERVER_INFO_TIMEOUT_S = 300.0
+SETTLE_S, SETTLE_READS = 0.25, 40  # counters read until two readings agree
 DEV_MODE_ENV = {"VLLM_SERVER_DEV_MODE": "1"}  # serves /server_info (bound to 127.0.0.1)
 
 DRAFTS = "vllm:spec_decode_num_drafts_total"
@@ -157,7 +158,26 @@ def _count(value: Any, field: str, where: str) -> int:
     return value
 
 
-def _parse(payload: Any, where: str, chat: bool) -> ParsedResponse:
+def counts_from_counters(before: Mapping[str, Any], after: Mapping[str, Any]
+                         ) -> dict[str, Any] | None:
+    """One request's counts from the /metrics rise over it (nothing else running): its
+    verify steps, accepted drafts and histogram (steps accepting exactly j drafts =
+    per-position count j-1 minus count j: position i counts steps accepting more than i,
+    `SpecDecodingStats.observe_draft`)."""
+    delta = window(after, before)
+    steps, accepted = delta.get(DRAFTS), delta.get(ACCEPTED)
+    if not isinstance(steps, int) or not isinstance(accepted, int):
+        return None
+    positions = list(delta.get(PER_POSITION) or [])
+    reached = [steps, *positions, 0]
+    histogram = [reached[j] - reached[j + 1] for j in range(len(reached) - 1)]
+    return {"num_spec_steps": steps, "num_accepted_draft_tokens": accepted,
+            "acceptance_histogram": histogram if positions else None, "from_counters": True}
+
+
+def _parse(payload: Any, where: str, chat: bool,
+           counters: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None
+           ) -> ParsedResponse:
     if not isinstance(payload, Mapping):
         raise MissingMetric(f"{where}: expected a JSON object, got {type(payload).__name__}")
     choices = payload.get("choices")
@@ -170,10 +190,14 @@ def _parse(payload: Any, where: str, chat: bool) -> ParsedResponse:
         raise MissingMetric(f"{where}: the response has no usage.completion_tokens")
     metrics = payload.get("metrics")
     spec = metrics.get("speculative_decoding") if isinstance(metrics, Mapping) else None
+    if not isinstance(spec, Mapping) and counters is not None:
+        spec = counts_from_counters(*counters)
     if not isinstance(spec, Mapping):
         raise MissingMetric(f"{where}: the response has no metrics.speculative_decoding (the "
                             "server runs without --per-request-spec-decode-metrics, or "
-                            "without speculative decoding; vLLM 0.32.0 and later send it)")
+                            "without speculative decoding, or the request ended on a stop "
+                            "string, for which vLLM 0.32.0 sends none: run such a workload at "
+                            "concurrency 1, where the counters give each request's counts)")
     completion = _count(usage["completion_tokens"], "usage.completion_tokens", where)
     steps = _count(spec.get("num_spec_steps"), "speculative_decoding.num_spec_steps", where)
     accepted = _count(spec.get("num_accepted_draft_tokens"),
@@ -205,12 +229,14 @@ def _parse(payload: Any, where: str, chat: bool) -> ParsedResponse:
         prompt_sha256=_ids_sha256(ids))
 
 
-def parse_generate(payload: Any, where: str = GENERATE_PATH) -> ParsedResponse:
-    return _parse(payload, where, chat=False)
+def parse_generate(payload: Any, where: str = GENERATE_PATH,
+                   counters: tuple[Any, Any] | None = None) -> ParsedResponse:
+    return _parse(payload, where, chat=False, counters=counters)
 
 
-def parse_chat(payload: Any, where: str = CHAT_PATH) -> ParsedResponse:
-    return _parse(payload, where, chat=True)
+def parse_chat(payload: Any, where: str = CHAT_PATH,
+               counters: tuple[Any, Any] | None = None) -> ParsedResponse:
+    return _parse(payload, where, chat=True, counters=counters)
 
 
 def server_figure(info: Any) -> float | None:
