@@ -31,8 +31,11 @@ from vllm.model_executor.models import qwen3_dflash
 config = Qwen3Config(**json.loads(open(sys.argv[1]).read()))
 
 
+VLLM_CONFIG = VllmConfig()  # made once: made again with V2 forced, it asks for Triton
+
+
 def resolve():
-    with set_current_vllm_config(VllmConfig()):
+    with set_current_vllm_config(VLLM_CONFIG):
         return [dict(zip(("window", "causal"),
                          qwen3_dflash._resolve_layer_attention(config, i), strict=True),
                      index=i, layer_type=(config.layer_types or [None] * 999)[i])
