@@ -280,7 +280,8 @@ def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequenc
         from harness.engines.reference.checkpoints import served_weights_sha256
 
         weights = served_weights_sha256(*engine.checkpoints)
-    elif engine is not None and engine.models is not None and \
+    elif engine is not None and isinstance(engine.suite.engine, VLLMEngine) and \
+            engine.models is not None and \
             (Path(engine.models.draft) / "model.safetensors").is_file() and \
             (Path(engine.models.target) / "model.safetensors").is_file():
         from harness.engines.reference.checkpoints import draft_files_sha256, file_sha256
