@@ -60,6 +60,11 @@ def compare(a: Side, b: Side, level: float = 0.95) -> dict[str, Any]:
         result["warnings"] = list(matched.warnings)
     result.update(breakdowns(a, b, result.get("metric") or "per_request", level,
                              pair=matched.paired if matched is not None else True))
+    engines = (result["a"].get("engines") or [], result["b"].get("engines") or [])
+    if engines[0] and engines[1] and engines[0] != engines[1]:
+        # Never silent: both engines' figures are in `metric`'s definition, from each
+        # engine's own counts (harness.engines.*), and the comparison names both.
+        result["engines"] = {"a": engines[0], "b": engines[1]}
     return result
 
 
@@ -123,6 +128,10 @@ def render(result: dict[str, Any]) -> None:
     table.add_row("runs / baseline", str(len(a["runs"])) if a["runs"] else a["baseline"],
                   str(len(b["runs"])) if b["runs"] else b["baseline"], "")  # fmt: skip
     table.add_row("build", ", ".join(a["builds"]) or "-", ", ".join(b["builds"]) or "-", "")
+    if a.get("engines") or b.get("engines"):
+        table.add_row("engine", ", ".join(a.get("engines") or []) or "-",
+                      ", ".join(b.get("engines") or []) or "-",
+                      "different engines" if "engines" in result else "")
     table.add_row("questions", str(a["n_questions"]), str(b["n_questions"]), "")
     table.add_row(f"accept length ({result.get('metric', '-')})", fmt(a["accept_length"]),
                   fmt(b["accept_length"]), f"{d['b_minus_a']:+.3f}")  # fmt: skip

@@ -140,6 +140,9 @@ class Side:
             "name": self.name,
             "runs": [row["run_id"] for row in self.records],
             "builds": sorted({_build_name(row) for row in self.records}),
+            # which engine measured it: a comparison across engines says so (compare)
+            "engines": sorted({str(row["build.engine"]) for row in self.records
+                               if row["build.engine"]}),
             "verdicts": [row["verdict"] for row in self.records],
             "baseline": self.baseline.label if self.baseline else None,
             "source": self.baseline.source if self.baseline else None,

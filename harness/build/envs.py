@@ -36,11 +36,13 @@ def is_complete(env_dir: Path) -> bool:
 def ensure_env(
     env_dir: Path, what: str, install_args: Callable[[Path], Sequence[str]],
     note: dict[str, Any], pip_args: Sequence[str] = (),
+    after: Callable[[str], None] | None = None,
 ) -> str:
     """The interpreter of `env_dir`, made first if needed: a virtual environment into
     which `pip install <pip_args> <install_args(scratch)>` is run. `install_args` may
     write files into `scratch` (a snapshot to install from); `note` is written into the
-    environment as harness-build.json, where the probe reads it back."""
+    environment as harness-build.json, where the probe reads it back. `after(python)` runs
+    once the install is done, before the environment is marked complete."""
     python = env_dir / "bin" / "python"
     sweep_stale(env_dir.parent)
     with bounded_lock(env_dir.with_name(env_dir.name + ".lock"), what):
@@ -52,6 +54,8 @@ def ensure_env(
         try:
             args = list(install_args(scratch))
             _make_env(env_dir, python, [*pip_args, *args], what)
+            if after is not None:
+                after(str(python))
             (env_dir / BUILD_NOTE).write_text(json.dumps(note, indent=1, default=str))
             (env_dir / COMPLETE).write_text(json.dumps(args))
         except BaseException:
@@ -74,3 +78,10 @@ def _make_env(env_dir: Path, python: Path, args: list[str], what: str) -> None:
                 f"pip install ({what}) into {env_dir}", timeout_s=install_timeout(),
                 env={**gitrepo.git_env(), "PIP_NO_INPUT": "1"},
                 timeout_hint="HARNESS_INSTALL_TIMEOUT_S sets the limit")
+
+
+def pip_command(python: str) -> list[str]:
+    """`pip` acting on the environment of `python` (as `_make_env` installs into it)."""
+    if importlib.util.find_spec("pip") is None:
+        return [python, "-m", "pip"]
+    return [sys.executable, "-m", "pip", "--python", python]

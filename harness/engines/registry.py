@@ -15,4 +15,8 @@ def adapter_for(kind: str) -> EngineAdapter:
         from harness.engines.reference_adapter import ADAPTER as REFERENCE
 
         return REFERENCE
+    if kind == "vllm":
+        from harness.engines.vllm import ADAPTER as VLLM
+
+        return VLLM
     raise ValueError(f"no engine adapter for kind {kind!r}")

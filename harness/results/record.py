@@ -42,7 +42,7 @@ class SuiteInfo(_Record):
 class BuildInfo(_Record):
     """The engine build under test."""
 
-    engine: Literal["sglang", "reference"]
+    engine: Literal["sglang", "reference", "vllm"]
     spec: str | None = None  # pip requirement, git URL@ref, local path; None = as installed
     version: str | None = None
     git_sha: str | None = None
@@ -179,6 +179,8 @@ class Measurement(_Record):
     categories: dict[str, CategoryResult] | None = None  # per category, when known
     server_reported_accept_length: float | None = None  # /server_info, a cross-check
     server_disagreement: float | None = None  # (reported - server_avg) / server_avg
+    # The engine's own per-position counters over the window (vLLM's /metrics), a cross-check
+    server_per_position_acceptance: list[float] | None = None
     accuracy: float | None = None
     n_correct: int | None = None
     output_throughput_tok_s: float | None = None

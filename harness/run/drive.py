@@ -153,6 +153,9 @@ class Driver:
         # tokens a verify step makes besides its correct drafts (set from /server_info)
         self.non_draft_tokens = 1
         self.chat = workload.protocol == "chat"
+        # An engine whose counters cannot be reset (vLLM): the reading the measured window
+        # starts from, taken where the flush would be.
+        self.window_start: Any = None
 
     @property
     def route(self) -> str:
@@ -190,6 +193,12 @@ class Driver:
                        answers: Sequence[str] = ()) -> tuple[ParsedResponse, float]:
         path = self.route
         body = self.body(prompt, answers, rid)
+        # An engine that may leave a response without its counts (vLLM, for a request
+        # ended by a stop string) gives them exactly from its counters when requests go
+        # one at a time: a reading before, and a settled reading after.
+        read_counters = getattr(self.adapter, "read_counters", None)
+        serial = read_counters is not None and self.workload.concurrency == 1
+        before = await read_counters(client) if serial else None
         started = time.perf_counter()
         try:
             response = await client.post(path, json=body)
@@ -205,6 +214,9 @@ class Driver:
             raise EngineError(f"{path} answered non-JSON for {rid}: "
                               f"{response.text[:200]!r}") from None
         parse = self.adapter.parse_chat if self.chat else self.adapter.parse_generate
+        if serial:
+            after = await self.adapter.settled_counters(client)
+            return parse(payload, f"{path} ({rid})", counters=(before, after)), latency
         return parse(payload, f"{path} ({rid})"), latency
 
     async def conversation(self, client: httpx.AsyncClient, prompt: Prompt, rid: str,
@@ -229,8 +241,12 @@ class Driver:
                 self.conversation(client, p, f"warmup-{i}") for i, p in enumerate(prompts)]))
 
     async def flush(self) -> None:
-        """Reset the server's counters; SGLang refuses while requests run, so retry."""
+        """Reset the server's counters; SGLang refuses while requests run, so retry. An
+        engine with no reset (`flush_path` None) has its counters read here instead."""
         path, last = self.adapter.flush_path, ""
+        if path is None:
+            self.window_start = await self.server_info()
+            return
         async with self.client(1, timeout=30.0) as client:
             for _ in range(FLUSH_ATTEMPTS):
                 try:
@@ -250,6 +266,13 @@ class Driver:
                           f"{FLUSH_ATTEMPTS * FLUSH_RETRY_S:g} s; the server never became idle")
 
     async def server_info(self) -> Any:
+        read = getattr(self.adapter, "read_server_info", None)
+        if read is not None:  # an engine that reads its own (e.g. /metrics, a window)
+            async with self.client(1, timeout=30.0) as client:
+                try:
+                    return await read(client, self.window_start)
+                except httpx.HTTPError as error:
+                    raise await self._failed("reading the server's figures", error) from None
         async with self.client(1, timeout=30.0) as client:
             for path in self.adapter.server_info_paths:
                 try:

@@ -26,6 +26,7 @@ from harness.suite.model import (
     ReferenceEngine,
     SGLangEngine,
     Suite,
+    VLLMEngine,
     document_sha256,
     model_source,
     resolve_models,
@@ -92,6 +93,13 @@ def choose_build(loaded: LoadedSuite, options: Any) -> tuple[LoadedSuite, Chosen
                 builds.probe_environment(sys.executable).sglang_version is None:
             spec = suite.engine.default_build  # nothing installed here: the suite's default
         return loaded, ChosenBuild(builds.parse_build_spec(spec, options.patch, engine="sglang"))
+    if isinstance(suite.engine, VLLMEngine):
+        spec = options.sglang
+        if spec is None and options.patch is None and \
+                builds.vllm_version(builds.probe_environment(sys.executable).versions) is None:
+            spec = suite.engine.default_build
+        return loaded, ChosenBuild(builds.parse_build_spec(spec, options.patch, engine="vllm",
+                                                           flag="--build"))
     build = builds.parse_build_spec(options.sglang, options.patch, engine="reference")
     reference = builds.resolve_reference_build(build)
     if not reference.overrides:
@@ -135,14 +143,31 @@ def prepare_engine(suite: Suite, options: Any, models: Models | None,
         prepared = builds.prepare(chosen.spec)
         return PreparedEngine(suite, prepared.info, prepared.python, adapter, models,
                               facts=prepared.facts)
+    if isinstance(suite.engine, VLLMEngine):
+        prepared = builds.prepare_vllm(chosen.spec)
+        served = models or vllm_tiny_models(suite.engine)
+        return PreparedEngine(suite, prepared.info, prepared.python, adapter, served,
+                              facts=prepared.facts)
     from harness.engines.reference.checkpoints import ensure_checkpoints
 
     prepared = builds.prepare_reference_env(options.engine_python, chosen.reference)
     checkpoints = ((Path(models.target), Path(models.draft)) if models
                    else ensure_checkpoints(prepared.python, builds.cache_root()))
+    if not models and suite.engine.tiny_draft != "shipped":
+        from harness.engines.reference.checkpoints import uniform_draft
+
+        checkpoints = uniform_draft(suite.engine.tiny_draft)
     return PreparedEngine(suite, prepared.info, prepared.python, adapter,
                           Models(str(checkpoints[0]), str(checkpoints[1])), checkpoints,
                           prepared.facts)
+
+
+def vllm_tiny_models(engine: VLLMEngine) -> Models:
+    """The shipped tiny target and the uniform-layer copy of its DFlash draft."""
+    from harness.engines.reference.checkpoints import uniform_draft
+
+    target, draft = uniform_draft(engine.tiny_draft)
+    return Models(str(target), str(draft))
 
 
 def attention_table(loaded: LoadedSuite, engine: PreparedEngine) -> list[LayerRow] | None:
@@ -160,6 +185,17 @@ def attention_table(loaded: LoadedSuite, engine: PreparedEngine) -> list[LayerRo
     if engine.draft_config is None:
         return None
     try:
+        if isinstance(suite.engine, VLLMEngine):
+            from harness.audit.config import locate_draft_config
+            from harness.engines.vllm.audit import vllm_layers
+
+            # vLLM's own resolver (model_executor/models/qwen3_dflash.py) in its environment
+            path, _ = locate_draft_config(engine.draft_config, engine.draft_revision)
+            resolved = vllm_layers(engine.python, Path(path))
+            explicit = _explicit_causality(Path(path))
+            return [LayerRow(index=row["index"], layer_type=row["layer_type"],
+                             window=row["window"], causal=row["causal"], explicit=explicit)
+                    for row in resolved["layers"]]
         if isinstance(suite.engine, ReferenceEngine):
             from harness.audit import load_draft_config
             from harness.suite.attention import resolve_layers
@@ -185,6 +221,17 @@ def attention_table(loaded: LoadedSuite, engine: PreparedEngine) -> list[LayerRo
     return [LayerRow.model_validate(layer.to_dict()) for layer in layers]
 
 
+def _explicit_causality(config_json: Path) -> bool:
+    """Whether the draft declares its causality (`is_causal` or `dflash_config.causal`)."""
+    try:
+        config = json.loads(config_json.read_text())
+    except (OSError, ValueError):
+        return False
+    dflash = config.get("dflash_config") if isinstance(config.get("dflash_config"), dict) \
+        else {}
+    return config.get("is_causal") is not None or dflash.get("causal") is not None
+
+
 def contract_differences(suite: Suite, attention: Sequence[LayerRow] | None) -> list[str]:
     expected = suite.draft.expected_layers if suite.draft else None
     if expected is None or attention is None:
@@ -199,7 +246,9 @@ def contract_differences(suite: Suite, attention: Sequence[LayerRow] | None) -> 
 
 
 def server_env(suite: Suite, fit: Fit | None) -> dict[str, str]:
-    env = dict(suite.engine.env)
+    # What the adapter needs the server to have (vLLM: its /server_info route), then the
+    # suite's own variables.
+    env = {**getattr(adapter_for(suite.engine.kind), "launch_env", {}), **suite.engine.env}
     if fit is not None and fit.devices:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(d) for d in fit.devices)
     return env
@@ -250,6 +299,15 @@ def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequenc
         from harness.engines.reference.checkpoints import served_weights_sha256
 
         weights = served_weights_sha256(*engine.checkpoints)
+    elif engine is not None and isinstance(engine.suite.engine, VLLMEngine) and \
+            engine.models is not None and \
+            (Path(engine.models.draft) / "model.safetensors").is_file() and \
+            (Path(engine.models.target) / "model.safetensors").is_file():
+        from harness.engines.reference.checkpoints import draft_files_sha256, file_sha256
+
+        # local folders (vLLM's tiny suite): the weights and the draft config it serves
+        weights = {"target": file_sha256(Path(engine.models.target) / "model.safetensors"),
+                   **draft_files_sha256(Path(engine.models.draft))}
     return collect.collect(engine.facts if engine else None, used,
                            server_env(loaded.suite, fit),
                            getattr(data, "source", None), getattr(data, "sha256", None),
@@ -274,6 +332,14 @@ def draw_plot(run_dir: Path, results_dir: Path) -> Path | None:
 
 def _dry_run_command(suite: Suite, options: Any, chosen: ChosenBuild) -> list[str]:
     adapter = adapter_for(suite.engine.kind)
+    if isinstance(suite.engine, VLLMEngine):
+        python = builds.planned_vllm_python(chosen.spec)
+        try:
+            chosen_models = models(suite, options) or vllm_tiny_models(suite.engine)
+        except BadInput:
+            chosen_models = Models(_placeholder(suite.target), _placeholder(suite.draft))
+        return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER,
+                                      chosen_models)
     if isinstance(suite.engine, SGLangEngine):
         python = builds.planned_python(chosen.spec)
         try:
@@ -287,6 +353,11 @@ def _dry_run_command(suite: Suite, options: Any, chosen: ChosenBuild) -> list[st
     chosen_models = models(suite, options)
     dirs = ((Path(chosen_models.target), Path(chosen_models.draft)) if chosen_models
             else _reference_dirs())
+    if not chosen_models and isinstance(suite.engine, ReferenceEngine) and \
+            suite.engine.tiny_draft != "shipped":
+        from harness.engines.reference.checkpoints import uniform_draft
+
+        dirs = uniform_draft(suite.engine.tiny_draft)
     python = options.engine_python or sys.executable
     return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER, None, dirs)
 
@@ -311,7 +382,7 @@ def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
         f"launch     {shlex.join(redact_command(_dry_run_command(suite, options, chosen), suite))}",
         f"           (port {PORT_PLACEHOLDER} stands for a free port chosen at launch)",
     ]
-    if suite.engine.kind == "sglang":
+    if suite.engine.kind in ("sglang", "vllm"):
         lines += [f"target     {model_source(suite.target)}",
                   f"draft      {model_source(suite.draft)}"]
     entries = entries if entries is not None else suite_entries(loaded)

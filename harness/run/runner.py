@@ -380,6 +380,7 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
                                     planned=result.planned)
     run.workload.rendered_sha256 = rendered_sha256(result.rows, len(prompts))
     run.measurement.stopped_early = result.stopped_early
+    _check_window(engine.adapter, result, info, run.measurement)
     custom = options.stop_rule or (run.stop_rule if options.pairing is not None else None)
     if options.sequential or custom is not None:
         settings = (custom.settings() if custom is not None
@@ -401,6 +402,24 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
 def rule_decisions(run: Any) -> dict[str, str | None]:
     """Each floor's decision at the stop (`run/sequential.FloorsRule`), {} without one."""
     return dict(getattr(getattr(run, "stop_rule", None), "decisions", None) or {})
+
+
+def _check_window(adapter: Any, result: Any, info: Any, measurement: Any) -> None:
+    """An engine whose server-wide counters cover exactly the measured window (vLLM):
+    their rise must equal the responses' own counts, or neither figure can be trusted."""
+    check = getattr(adapter, "window_mismatches", None)
+    if check is None:
+        return
+    rates = getattr(adapter, "position_rates", lambda _: None)(info)
+    measurement.server_per_position_acceptance = rates
+    if result.stopped_early:  # requests cut off mid-way leave counts no response has
+        return
+    steps = sum(row.verify_steps for row in result.rows)
+    accepted = sum(row.correct_drafts or 0 for row in result.rows)
+    problems = check(steps, accepted, info)
+    if problems:
+        raise EngineError("the server's counters disagree with its responses: "
+                          + "; ".join(problems))
 
 
 def _rule_settings(suite: Suite, max_n: int) -> dict[str, Any]:

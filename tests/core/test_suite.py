@@ -194,13 +194,13 @@ def test_unknown_section_is_rejected() -> None:
 
 
 def test_unknown_engine_kind_lists_the_allowed_kinds() -> None:
-    message = _error(_replace(FULL_SGLANG_SUITE, 'kind = "sglang"', 'kind = "vllm"'))
-    assert "engine: got 'vllm'; allowed: 'sglang', 'reference'" in message
+    message = _error(_replace(FULL_SGLANG_SUITE, 'kind = "sglang"', 'kind = "tgi"'))
+    assert "engine: got 'tgi'; allowed: 'sglang', 'reference', 'vllm'" in message
 
 
 def test_missing_engine_kind_lists_the_allowed_kinds() -> None:
     message = _error(_replace(MINIMAL_SUITE, 'kind = "reference"\n', ""))
-    assert "engine: missing" in message and "'sglang', 'reference'" in message
+    assert "engine: missing" in message and "'sglang', 'reference', 'vllm'" in message
 
 
 def test_unknown_algorithm_and_policy() -> None:

