@@ -23,8 +23,8 @@ from harness.engines.vllm import api
 from harness.engines.vllm.launch import (
     RESERVED_FLAGS,
     SECRET_FLAGS,
-    check_flags,
     api_key,
+    check_flags,
     launch_command,
     num_speculative_tokens,
 )
