@@ -36,6 +36,7 @@ from harness.build.reference import (
 from harness.build.sglang_env import (
     PreparedBuild,
     ResolvedBuild,
+    folder_sha256,
     planned_python,
     prepare,
     resolve_build,
@@ -57,7 +58,7 @@ __all__ = [
     "BUILD_NOTE", "CACHE_ENV", "FREEZE_FILE", "GRAMMAR", "INSTALL_TIMEOUT_S",
     "REFERENCE_MODULES", "REPO_ROOT", "BuildKind", "BuildSpec", "EngineKind",
     "EnvironmentFacts", "PreparedBuild", "ReferenceBuild", "ResolvedBuild", "bounded_lock",
-    "cache_root", "check_engine", "copy_freeze", "error_text", "file_sha256",
+    "cache_root", "check_engine", "copy_freeze", "error_text", "file_sha256", "folder_sha256",
     "has_reference_dependencies", "head_state", "parse_build_spec",
     "pid_alive", "planned_python", "prepare", "prepare_reference_env",
     "probe_environment", "resolve_build", "resolve_reference_build",
