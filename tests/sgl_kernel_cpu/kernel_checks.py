@@ -17,8 +17,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import sgl_kernel  # noqa: E402  (the stand-in beside this file)
-from sgl_kernel import speculative  # noqa: E402
+import sgl_kernel
+from sgl_kernel import speculative
 
 CHECKS: dict[str, Callable[[], None]] = {}
 

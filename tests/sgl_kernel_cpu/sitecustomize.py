@@ -24,7 +24,7 @@ _MODULE = "sglang.srt.runtime_context"
 
 
 class _AnswerAmxProbe(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):  # noqa: ANN001, ANN201
+    def find_spec(self, name, path=None, target=None):
         if name != _MODULE:
             return None
         sys.meta_path.remove(self)
@@ -33,7 +33,7 @@ class _AnswerAmxProbe(importlib.abc.MetaPathFinder):
             return spec
         original = spec.loader.exec_module
 
-        def exec_module(module):  # noqa: ANN001, ANN202
+        def exec_module(module):
             original(module)
             module.override_platform(has_amx=True).install()
 

@@ -15,12 +15,10 @@ rather than guessed.
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 
 
-def _refuse(sliding_window: int, sinks: Optional[torch.Tensor], is_cross: bool) -> None:
+def _refuse(sliding_window: int, sinks: torch.Tensor | None, is_cross: bool) -> None:
     if sliding_window > 0 or sinks is not None or is_cross:
         raise NotImplementedError(
             "sgl_kernel stand-in: sliding windows, sinks and cross-attention are not "
@@ -43,11 +41,11 @@ def _attend(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, visible: 
 
 def decode_attention_cpu(
     query: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, k_scale: float,
-    v_scale: float, output: torch.Tensor, key: Optional[torch.Tensor],
-    value: Optional[torch.Tensor], loc: torch.Tensor, attn_logits: torch.Tensor,
+    v_scale: float, output: torch.Tensor, key: torch.Tensor | None,
+    value: torch.Tensor | None, loc: torch.Tensor, attn_logits: torch.Tensor,
     req_to_token: torch.Tensor, req_pool_indices: torch.Tensor, seq_lens: torch.Tensor,
     sm_scale: float, logit_cap: float, is_cross_attention: bool, sliding_window: int,
-    encoder_lens: Optional[torch.Tensor], sinks: Optional[torch.Tensor],
+    encoder_lens: torch.Tensor | None, sinks: torch.Tensor | None,
 ) -> None:
     _refuse(sliding_window, sinks, is_cross_attention)
     if key is not None and value is not None:
@@ -62,13 +60,13 @@ def decode_attention_cpu(
 
 
 def extend_attention_cpu(
-    q_extend: torch.Tensor, k_extend: Optional[torch.Tensor], v_extend: Optional[torch.Tensor],
+    q_extend: torch.Tensor, k_extend: torch.Tensor | None, v_extend: torch.Tensor | None,
     o_extend: torch.Tensor, k_buffer: torch.Tensor, v_buffer: torch.Tensor, k_scale: float,
     v_scale: float, req_to_token: torch.Tensor, req_pool_indices: torch.Tensor,
     seq_lens: torch.Tensor, extend_seq_lens: torch.Tensor, extend_start_loc: torch.Tensor,
     max_len_extend: int, sm_scale: float, logit_cap: float, is_cross_attention: bool,
-    sliding_window: int, encoder_lens: Optional[torch.Tensor], sinks: Optional[torch.Tensor],
-    tree_mask: Optional[torch.Tensor], is_causal: bool,
+    sliding_window: int, encoder_lens: torch.Tensor | None, sinks: torch.Tensor | None,
+    tree_mask: torch.Tensor | None, is_causal: bool,
 ) -> None:
     """Prefill or verify: request b's extend_seq_lens[b] new tokens (from
     extend_start_loc[b]) attend to its first seq_lens[b] - extend tokens and to each

@@ -56,8 +56,7 @@ def build_tree_kernel_efficient_cpu(
     flat_positions = positions.view(-1)
     flat_index, flat_next = retrieve_index.view(-1), retrieve_next_token.view(-1)
     flat_sibling = retrieve_next_sibling.view(-1)
-    parents_2d = parent_list.view(len(seq_lens), -1) if parent_list.dim() > 1 else \
-        parent_list.view(len(seq_lens), -1)
+    parents_2d = parent_list.reshape(len(seq_lens), -1)  # one row of parents per request
     for b, seq_len in enumerate(seq_lens):
         selected = [int(x) for x in selected_index[b].tolist()]
         parents = [int(x) for x in parents_2d[b].tolist()]
@@ -110,7 +109,7 @@ def verify_tree_greedy_cpu(*, predicts: torch.Tensor, accept_index: torch.Tensor
     """Greedy verification: from the root, follow the child whose draft token equals the
     target's prediction at the last accepted node; record the accepted path, the accepted
     count (bonus not included) and the target's tokens at the accepted nodes."""
-    batch, n = candidates.shape
+    batch = candidates.shape[0]
     steps = accept_index.shape[1]
     flat_target, flat_predicts = target_predict.reshape(-1), predicts.view(-1)
     for b in range(batch):
