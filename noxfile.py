@@ -98,8 +98,10 @@ def tests(session: nox.Session) -> None:
         env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
     # SGLang's own argument parser needs torch and sglang installed: `nox -s sglang_args`
     # runs those tests in an environment that has them.
+    # The real SGLang server on CPU has its own session too (`nox -s sglang_cpu`).
     args = session.posargs or ["-n", "2", "--durations=15",
-                               "--ignore", "tests/sglang_oracle/test_server_args.py"]
+                               "--ignore", "tests/sglang_oracle/test_server_args.py",
+                               "--ignore", "tests/sglang_cpu"]
     session.run("pytest", *args, env=env)
 
 
@@ -147,3 +149,20 @@ def sglang_args(session: nox.Session) -> None:
                 "tests/sglang_oracle/test_server_args.py", *session.posargs,
                 env={"HARNESS_REQUIRE_SGLANG": "1", "PYTHONPATH": str(ROOT)})
 
+
+
+# The real SGLang 0.5.23 server on CPU under the harness (tests/sglang_cpu): the harness
+# builds SGLang's CPU engine environment itself (harness/build/sglang_cpu.py; about 8 min
+# the first time, then cached under HARNESS_CACHE), checks the sgl_kernel stand-in
+# (tests/cpu_stand_ins) against plain torch, runs both CPU suites through the SGLang
+# adapter to PASS, the fault table against the real process tree, and SGLang's own
+# clients (run_eval, its test kit) against the same server.
+@nox.session(python=PYTHON)
+def sglang_cpu(session: nox.Session) -> None:
+    """The real SGLang 0.5.23 on CPU: NGRAM and STANDALONE suites, faults, SGLang's clients."""
+    session.install("-e", ".[test]")
+    env = {"HARNESS_SGLANG_DEVICE": "cpu", "HARNESS_STRICT_SKIPS": "1"}
+    if "HARNESS_CACHE" in os.environ:
+        env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
+    session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "--durations=10",
+                "tests/sglang_cpu", *session.posargs, env=env)

@@ -16,7 +16,7 @@ from harness import build as builds
 
 SPEC = "sglang==0.5.23"
 REPO = builds.REPO_ROOT
-STAND_IN = REPO / "tests" / "sgl_kernel_cpu"
+STAND_IN = REPO / "tests" / "cpu_stand_ins"
 
 
 @pytest.fixture(scope="session")

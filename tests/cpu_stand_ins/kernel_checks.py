@@ -1,7 +1,7 @@
 """Checks of the sgl_kernel stand-in, each op against a plain torch computation.
 
 Run by the SGLang CPU engine's interpreter (it has torch; the harness's does not):
-`python tests/sgl_kernel_cpu/kernel_checks.py [NAME ...]` prints one JSON object,
+`python tests/cpu_stand_ins/kernel_checks.py [NAME ...]` prints one JSON object,
 check name -> "ok" or the failure. tests/sglang_cpu/test_kernel_stand_in.py runs it.
 """
 
