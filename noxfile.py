@@ -73,13 +73,13 @@ def suite(session: nox.Session) -> None:
     _run_suite(session, session.posargs[0], reference=True)
 
 
-def _fetch_sglang_wheels(session: nox.Session) -> None:
+def _fetch_sglang_wheels(session: nox.Session, versions: list[str] = AUDITED_SGLANG) -> None:
     """The audit tests read SGLang's resolver from these wheels; PyPI is reachable in CI."""
     try:
         session.run("python", "-c",
                     "import sys; from harness.audit.source import fetch_wheels; "
                     "fetch_wheels(sys.argv[2:], sys.argv[1])",
-                    str(SGLANG_WHEELS), *AUDITED_SGLANG)
+                    str(SGLANG_WHEELS), *versions)
     except nox.command.CommandFailed:
         session.warn("could not download SGLang wheels; the audit's source tests will skip")
 
@@ -161,7 +161,9 @@ def sglang_args(session: nox.Session) -> None:
 def sglang_cpu(session: nox.Session) -> None:
     """The real SGLang 0.5.23 on CPU: NGRAM and STANDALONE suites, faults, SGLang's clients."""
     session.install("-e", ".[test]")
-    env = {"HARNESS_SGLANG_DEVICE": "cpu", "HARNESS_STRICT_SKIPS": "1"}
+    _fetch_sglang_wheels(session, ["0.5.23"])  # the test double runs SGLang's own code
+    env = {"HARNESS_SGLANG_DEVICE": "cpu", "HARNESS_STRICT_SKIPS": "1",
+           "HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS)}
     if "HARNESS_CACHE" in os.environ:
         env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
     session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "--durations=10",

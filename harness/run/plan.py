@@ -153,6 +153,11 @@ def attention_table(loaded: LoadedSuite, engine: PreparedEngine) -> list[LayerRo
     expected = suite.draft.expected_layers if suite.draft else None
     if engine.draft_config is None:
         return None
+    if isinstance(suite.engine, SGLangEngine) and suite.speculative.algorithm != "DFLASH" \
+            and expected is None:
+        # The audit resolves a DFlash draft's attention; a STANDALONE or EAGLE draft is
+        # the model's own causal stack, which it would misreport as bidirectional.
+        return None
     try:
         if isinstance(suite.engine, ReferenceEngine):
             from harness.audit import load_draft_config

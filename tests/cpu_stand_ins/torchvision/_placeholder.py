@@ -28,7 +28,7 @@ class Placeholder:
         return f"<torchvision stand-in {self._name}>"
 
 
-def module_getattr(module: str):  # noqa: ANN201 - a module's __getattr__
+def module_getattr(module: str) -> Any:  # a module's __getattr__
     def __getattr__(name: str) -> Placeholder:
         if name.startswith("__"):
             raise AttributeError(name)
