@@ -48,15 +48,21 @@ def _suite(tmp: Path) -> Path:
 
 
 def _tree(job: subprocess.Popen[str]) -> list[psutil.Process]:
+    """Every process the harness started: the server's main process (tokenizer manager,
+    HTTP server) and what it spawned (`sglang::scheduler_0`, `sglang::detokenizer`)."""
     with contextlib.suppress(psutil.Error):
-        return [p for p in psutil.Process(job.pid).children(recursive=True)
-                if "sglang" in " ".join(p.cmdline()) or p.name().startswith("sglang")]
+        return psutil.Process(job.pid).children(recursive=True)
     return []
 
 
+def _title(process: psutil.Process) -> str:
+    with contextlib.suppress(psutil.Error):
+        return f"{process.name()} {' '.join(process.cmdline())}"
+    return ""
+
+
 def _server(job: subprocess.Popen[str]) -> psutil.Process | None:
-    return next((p for p in _tree(job) if "sglang.launch_server" in " ".join(p.cmdline())),
-                None)
+    return next((p for p in _tree(job) if "sglang.launch_server" in _title(p)), None)
 
 
 def _rows(results: Path) -> int:
@@ -97,6 +103,8 @@ def test_fault_on_the_real_tree(stage: str, fault: str, tmp_path: Path, sglang_c
         else:
             _wait(lambda: any(results.glob("runs/*/*/run.json")), "the record", job)
         members = _tree(job)
+        if stage != "recording":  # the real tree: main process, scheduler, detokenizer
+            assert len(members) >= (1 if stage == "launch" else 3), [_title(m) for m in members]
         finished = _rows(results)
         server = _server(job)
         started = time.monotonic()
@@ -105,7 +113,7 @@ def test_fault_on_the_real_tree(stage: str, fault: str, tmp_path: Path, sglang_c
             target = server
             if fault == "kill -9 scheduler":
                 target = next(p for p in server.children(recursive=True)
-                              if "scheduler" in p.name() or "scheduler" in " ".join(p.cmdline()))
+                              if "sglang::scheduler" in _title(p))
             target.send_signal(signal.SIGSTOP if fault == "SIGSTOP server" else signal.SIGKILL)
         else:
             job.send_signal(signal.SIGINT if fault == "SIGINT harness" else signal.SIGTERM)
