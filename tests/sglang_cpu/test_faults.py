@@ -40,6 +40,8 @@ def _suite(tmp: Path) -> Path:
     text = (REPO / "suites" / "tiny_ngram_sglang_cpu.toml").read_text()
     text = text.replace('name = "tiny_ngram_sglang_cpu"', 'name = "faults_sglang_cpu"')
     text = text.replace("questions = 20", f"questions = 40\nprogress_timeout_s = {WATCHDOG_S}")
+    # two waves of warm-up requests (concurrency 4): a fault lands inside the warm-up
+    text = text.replace("warmup_requests = 2", "warmup_requests = 8")
     text = text.replace('stand_ins = ["tests/cpu_stand_ins"]',
                         f'stand_ins = ["{REPO / "tests" / "cpu_stand_ins"}"]')
     path = tmp / "faults_sglang_cpu.toml"
@@ -70,6 +72,11 @@ def _rows(results: Path) -> int:
     return len(files[0].read_text().splitlines()) if files else 0
 
 
+def _log_has(results: Path, text: str) -> bool:
+    logs = list(results.glob("runs/*/*/server.log"))
+    return bool(logs) and text in logs[0].read_text(errors="replace")
+
+
 def _wait(condition, what: str, job: subprocess.Popen[str], timeout: float = 900.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -97,7 +104,9 @@ def test_fault_on_the_real_tree(stage: str, fault: str, tmp_path: Path, sglang_c
             _wait(lambda: _server(job) is not None, "the server's start", job)
             time.sleep(3.0)  # loading: SGLang is importing and spawning its scheduler
         elif stage == "warm-up":
-            _wait(lambda: any("server ready" in line for line in lines), "readiness", job)
+            # after readiness and the settings check: the first warm-up request answered
+            # (SGLang's access log), the second still running, no measured row yet
+            _wait(lambda: _log_has(results, '"POST /generate HTTP/1.1" 200'), "warm-up", job)
         elif stage == "measurement":
             _wait(lambda: _rows(results) >= 4, "4 measured rows", job)
         else:
