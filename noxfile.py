@@ -73,13 +73,13 @@ def suite(session: nox.Session) -> None:
     _run_suite(session, session.posargs[0], reference=True)
 
 
-def _fetch_sglang_wheels(session: nox.Session) -> None:
+def _fetch_sglang_wheels(session: nox.Session, versions: list[str] = AUDITED_SGLANG) -> None:
     """The audit tests read SGLang's resolver from these wheels; PyPI is reachable in CI."""
     try:
         session.run("python", "-c",
                     "import sys; from harness.audit.source import fetch_wheels; "
                     "fetch_wheels(sys.argv[2:], sys.argv[1])",
-                    str(SGLANG_WHEELS), *AUDITED_SGLANG)
+                    str(SGLANG_WHEELS), *versions)
     except nox.command.CommandFailed:
         session.warn("could not download SGLang wheels; the audit's source tests will skip")
 
@@ -99,10 +99,12 @@ def tests(session: nox.Session) -> None:
     # SGLang's own argument parser needs torch and sglang installed: `nox -s sglang_args`
     # runs those tests in an environment that has them.
     # vLLM's own code and the cross-engine parity need vLLM's environment: `nox -s vllm_cpu`.
+    # The real SGLang server on CPU has its own session too (`nox -s sglang_cpu`).
     args = session.posargs or ["-n", "2", "--durations=15",
                                "--ignore", "tests/sglang_oracle/test_server_args.py",
                                "--ignore", "tests/sglang_oracle/test_secret_flags.py",
-                               "--ignore", "tests/vllm_oracle"]
+                               "--ignore", "tests/vllm_oracle",
+                               "--ignore", "tests/sglang_cpu"]
     session.run("pytest", *args, env=env)
 
 
@@ -171,3 +173,22 @@ def vllm_cpu(session: nox.Session) -> None:
     if "HARNESS_CACHE" in os.environ:
         env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
     session.run("pytest", "-p", "no:cacheprovider", "-q", "-s", "tests/vllm_oracle", env=env)
+
+
+# The real SGLang 0.5.23 server on CPU under the harness (tests/sglang_cpu): the harness
+# builds SGLang's CPU engine environment itself (harness/build/sglang_cpu.py; about 8 min
+# the first time, then cached under HARNESS_CACHE), checks the sgl_kernel stand-in
+# (tests/cpu_stand_ins) against plain torch, runs both CPU suites through the SGLang
+# adapter to PASS, the fault table against the real process tree, and SGLang's own
+# clients (run_eval, its test kit) against the same server.
+@nox.session(python=PYTHON)
+def sglang_cpu(session: nox.Session) -> None:
+    """The real SGLang 0.5.23 on CPU: NGRAM and STANDALONE suites, faults, SGLang's clients."""
+    session.install("-e", ".[test]")
+    _fetch_sglang_wheels(session, ["0.5.23"])  # the test double runs SGLang's own code
+    env = {"HARNESS_SGLANG_DEVICE": "cpu", "HARNESS_STRICT_SKIPS": "1",
+           "HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS)}
+    if "HARNESS_CACHE" in os.environ:
+        env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
+    session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "--durations=10",
+                "tests/sglang_cpu", *session.posargs, env=env)

@@ -36,6 +36,7 @@ from harness.build.reference import (
 from harness.build.sglang_env import (
     PreparedBuild,
     ResolvedBuild,
+    folder_sha256,
     planned_python,
     prepare,
     resolve_build,
@@ -77,6 +78,7 @@ __all__ = [
     "copy_freeze",
     "error_text",
     "file_sha256",
+    "folder_sha256",
     "has_reference_dependencies",
     "head_state",
     "parse_build_spec",

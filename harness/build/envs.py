@@ -27,6 +27,8 @@ from harness.build.common import (
 from harness.build.probe import BUILD_NOTE
 
 COMPLETE = ".harness-complete"
+# (pip command, the new interpreter, install_args' result, scratch) -> what was installed
+Installer = Callable[[list[str], Path, list[str], Path], dict[str, Any]]
 
 
 def is_complete(env_dir: Path) -> bool:
@@ -37,12 +39,15 @@ def ensure_env(
     env_dir: Path, what: str, install_args: Callable[[Path], Sequence[str]],
     note: dict[str, Any], pip_args: Sequence[str] = (),
     after: Callable[[str], None] | None = None,
+    installer: Installer | None = None,
 ) -> str:
     """The interpreter of `env_dir`, made first if needed: a virtual environment into
     which `pip install <pip_args> <install_args(scratch)>` is run. `install_args` may
     write files into `scratch` (a snapshot to install from); `note` is written into the
-    environment as harness-build.json, where the probe reads it back. `after(python)` runs
-    once the install is done, before the environment is marked complete."""
+    environment as harness-build.json, where the probe reads it back. `installer`, when
+    given, replaces that one `pip install` (a recipe of several steps, such as SGLang's
+    CPU build); what it returns is added to the note. `after(python)` runs once the install
+    is done, before the environment is marked complete."""
     python = env_dir / "bin" / "python"
     sweep_stale(env_dir.parent)
     with bounded_lock(env_dir.with_name(env_dir.name + ".lock"), what):
@@ -53,7 +58,11 @@ def ensure_env(
         scratch = staging_dir(env_dir)
         try:
             args = list(install_args(scratch))
-            _make_env(env_dir, python, [*pip_args, *args], what)
+            if installer is None:
+                _make_env(env_dir, python, [*pip_args, *args], what)
+            else:
+                pip = _make_venv(env_dir, python)
+                note = {**note, "installed": installer(pip, python, args, scratch)}
             if after is not None:
                 after(str(python))
             (env_dir / BUILD_NOTE).write_text(json.dumps(note, indent=1, default=str))
@@ -66,14 +75,19 @@ def ensure_env(
     return str(python)
 
 
-def _make_env(env_dir: Path, python: Path, args: list[str], what: str) -> None:
+def _make_venv(env_dir: Path, python: Path) -> list[str]:
+    """A new virtual environment; the pip command that installs into it."""
     # With pip here, this interpreter's pip installs into the new environment
     # (`pip --python`), which saves bootstrapping pip into every environment.
     with_pip = importlib.util.find_spec("pip") is None
     run_command([sys.executable, "-m", "venv", *([] if with_pip else ["--without-pip"]),
                  str(env_dir)], f"creating {env_dir}", timeout_s=VENV_TIMEOUT_S)
-    pip = ([str(python), "-m", "pip"] if with_pip
-           else [sys.executable, "-m", "pip", "--python", str(python)])
+    return ([str(python), "-m", "pip"] if with_pip
+            else [sys.executable, "-m", "pip", "--python", str(python)])
+
+
+def _make_env(env_dir: Path, python: Path, args: list[str], what: str) -> None:
+    pip = _make_venv(env_dir, python)
     run_command([*pip, "install", "--quiet", "--no-input", "--disable-pip-version-check", *args],
                 f"pip install ({what}) into {env_dir}", timeout_s=install_timeout(),
                 env={**gitrepo.git_env(), "PIP_NO_INPUT": "1"},

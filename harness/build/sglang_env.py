@@ -25,6 +25,13 @@ from harness.build import gitrepo
 from harness.build.common import file_sha256, run_command
 from harness.build.envs import ensure_env
 from harness.build.probe import EnvironmentFacts, probe_environment, save_freeze
+from harness.build.sglang_cpu import (
+    CPU_TORCH,
+    CPU_TRITON,
+    RECIPE,
+    host_device,
+    install_cpu_sglang,
+)
 from harness.build.spec import BuildSpec, split_git_url
 from harness.errors import BadInput, EngineError
 from harness.results.layout import cache_root
@@ -53,6 +60,11 @@ class ResolvedBuild:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @property
+    def device(self) -> str:
+        """"cpu" for a release installed by the CPU recipe, else "cuda"."""
+        return str(self.identity.get("device", "cuda"))
+
+    @property
     def env_dir(self) -> Path:
         return cache_root() / "envs" / f"sglang-{self.key}"
 
@@ -68,6 +80,11 @@ def _package_subdirectory(exists: Callable[[str], bool], where: str) -> str:
     if exists("pyproject.toml") or exists("setup.py"):
         return ""
     raise BadInput(f"--sglang {where}: no pyproject.toml in it or in its python/ folder")
+
+
+def folder_sha256(folder: Path) -> str:
+    """sha256 over a folder's files (names and contents; caches and .git left out)."""
+    return _folder_sha256(folder)
 
 
 def _folder_sha256(folder: Path) -> str:
@@ -87,8 +104,11 @@ def resolve_build(build: BuildSpec, *, offline: bool = False) -> ResolvedBuild:
     extra = pip_args()
     base: dict[str, Any] = {"kind": build.kind, "pip_args": list(extra)}
     if build.kind == "pip":
-        return ResolvedBuild(build, build.spec, pip_args=extra,
-                             identity={**base, "requirement": build.spec})
+        identity = {**base, "requirement": build.spec}
+        if host_device() == "cpu":  # a release's CUDA pins cannot start here: the CPU recipe
+            identity |= {"device": "cpu", "recipe": RECIPE, "torch": CPU_TORCH,
+                         "triton": CPU_TRITON}
+        return ResolvedBuild(build, build.spec, pip_args=extra, identity=identity)
     if build.kind == "git":
         return _resolve_git(build, extra, base, offline)
     if build.kind == "local":
@@ -190,9 +210,14 @@ def _install(resolved: ResolvedBuild) -> str:
             "requirement": resolved.requirement, "commit": resolved.commit,
             "ref": resolved.build.ref, "dirty": resolved.dirty,
             "source_hash": resolved.source_hash, "patch_sha256": resolved.patch_sha256,
-            "key": resolved.key, "identity": resolved.identity}
-    return ensure_env(resolved.env_dir, f"building {resolved.build.text}", install_args, note,
-                      resolved.pip_args)
+            "key": resolved.key, "identity": resolved.identity, "device": resolved.device}
+    what = f"building {resolved.build.text}"
+    installer = None
+    if resolved.device == "cpu":
+        def installer(pip: list[str], python: Path, args: list[str],
+                      scratch: Path) -> dict[str, Any]:
+            return install_cpu_sglang(pip, python, args[0], scratch, resolved.pip_args, what)
+    return ensure_env(resolved.env_dir, what, install_args, note, resolved.pip_args, installer)
 
 
 def planned_python(build: BuildSpec) -> str:
@@ -214,11 +239,17 @@ class PreparedBuild:
     resolved: ResolvedBuild | None = None
 
 
-def prepare(build: BuildSpec) -> PreparedBuild:
+def prepare(build: BuildSpec, python: str | None = None) -> PreparedBuild:
     """An interpreter that can run `python -m sglang.launch_server` for this build, and
-    the build's provenance as read back from that interpreter's environment."""
+    the build's provenance as read back from that interpreter's environment. `python`
+    (`--engine-python`): the interpreter of an installed SGLang (an "installed" build)."""
     resolved = None if build.kind == "installed" else resolve_build(build)
-    python = sys.executable if resolved is None else _install(resolved)
+    if resolved is None:
+        python = python or sys.executable
+        if not Path(python).exists():
+            raise BadInput(f"--engine-python {python}: no such interpreter")
+    else:
+        python = _install(resolved)
     facts = probe_environment(python)
     if facts.sglang_version is None:
         raise EngineError(f"sglang is not installed in {python}; pass --sglang SPEC "

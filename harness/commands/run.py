@@ -27,7 +27,8 @@ class RunCommand:
                             help="diff applied to a copy of the local checkout given by --sglang")
         add_results_option(parser)
         parser.add_argument("--engine-python", metavar="PATH",
-                            help="interpreter of the reference engine's environment")
+                            help="interpreter of the engine's environment (the reference "
+                            "engine's, or an installed SGLang's for an SGLang suite)")
         parser.add_argument("--target-model", metavar="ID_OR_PATH",
                             help="serve this target instead of the suite's (required when the "
                             "suite's target has no public id and its variable is unset)")

@@ -85,6 +85,8 @@ class Provenance(_Record):
     # sha256 of each checkpoint file the engine served (the reference engine's weights;
     # hub checkpoints are named by id and revision instead)
     weights_sha256: dict[str, str] | None = None
+    # Test-only stand-ins on the server's Python path (engine.stand_ins): folder -> sha256
+    stand_ins_sha256: dict[str, str] | None = None
     seed: int | None = None
     argv: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)  # only allow-listed, never secrets

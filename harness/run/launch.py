@@ -156,6 +156,13 @@ def _kill_family(pid: int, grace_s: float) -> list[int]:
     return [p.pid for p in alive]
 
 
+# SGLang's main process reports its scheduler and detokenizer, stopped by this SIGTERM,
+# as "Subprocess ... crashed with exit code -15"; the note says whose signal that was.
+SHUTDOWN_NOTE = ("[harness] stopping the server: SIGTERM to its process group. "
+                 "Lines below that report a subprocess exiting or crashing with exit code "
+                 "-15 (SIGTERM) are this shutdown, not a failure")
+
+
 class Server:
     """A running engine server; use as a context manager so it always dies."""
 
@@ -231,12 +238,26 @@ class Server:
 
     def stop(self) -> None:
         if self.process is not None:
+            running = self.process.poll() is None
+            if running:  # what follows in the log is this shutdown, not a failure
+                self._note(SHUTDOWN_NOTE)
             kill_tree(self.process.pid)  # whole, whatever signal arrives meanwhile
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=TERMINATE_GRACE_S)
+            if running:
+                code = self.process.poll()
+                self._note(f"[harness] server stopped by the harness ("
+                           f"{describe_exit(code) if code is not None else 'still exiting'})")
         if self._pump is not None:
             self._pump.join(timeout=TERMINATE_GRACE_S)  # the pipe closed with the tree
         self._close_log()
+
+    def _note(self, line: str) -> None:
+        """A line of the harness's own in the server log (the server writes there too)."""
+        if self._log is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._log.write(f"{line}\n".encode())
+                self._log.flush()
 
     def _close_log(self) -> None:
         if self._log is not None:

@@ -21,6 +21,7 @@ from harness.errors import BadInput, EngineError, HarnessError, error_text
 from harness.results.record import BuildInfo, GPUInfo, LayerRow, Provenance
 from harness.run.preflight import Fit
 from harness.suite.model import (
+    DRAFTLESS,
     LoadedSuite,
     Models,
     ReferenceEngine,
@@ -89,6 +90,12 @@ def choose_build(loaded: LoadedSuite, options: Any) -> tuple[LoadedSuite, Chosen
     suite = loaded.suite
     if isinstance(suite.engine, SGLangEngine):
         spec = options.sglang
+        engine_python = getattr(options, "engine_python", None)
+        if engine_python is not None:
+            if spec is not None or options.patch is not None:
+                raise BadInput("--engine-python names an installed SGLang; it does not go "
+                               "with --sglang or --patch (they name a build to make)")
+            return loaded, ChosenBuild(builds.parse_build_spec(None, engine="sglang"))
         if spec is None and options.patch is None and \
                 builds.probe_environment(sys.executable).sglang_version is None:
             spec = suite.engine.default_build  # nothing installed here: the suite's default
@@ -140,7 +147,7 @@ def prepare_engine(suite: Suite, options: Any, models: Models | None,
     """Make (or find) the engine's environment and checkpoints; the heavy part of a run."""
     adapter = adapter_for(suite.engine.kind)
     if isinstance(suite.engine, SGLangEngine):
-        prepared = builds.prepare(chosen.spec)
+        prepared = builds.prepare(chosen.spec, python=options.engine_python)
         return PreparedEngine(suite, prepared.info, prepared.python, adapter, models,
                               facts=prepared.facts)
     if isinstance(suite.engine, VLLMEngine):
@@ -183,6 +190,11 @@ def attention_table(loaded: LoadedSuite, engine: PreparedEngine) -> list[LayerRo
     suite = loaded.suite
     expected = suite.draft.expected_layers if suite.draft else None
     if engine.draft_config is None:
+        return None
+    if isinstance(suite.engine, SGLangEngine) and suite.speculative.algorithm != "DFLASH" \
+            and expected is None:
+        # The audit resolves a DFlash draft's attention; a STANDALONE or EAGLE draft is
+        # the model's own causal stack, which it would misreport as bidirectional.
         return None
     try:
         if isinstance(suite.engine, VLLMEngine):
@@ -245,10 +257,31 @@ def contract_differences(suite: Suite, attention: Sequence[LayerRow] | None) -> 
     return check_contract([layer.model_dump() for layer in expected], actual)
 
 
-def server_env(suite: Suite, fit: Fit | None) -> dict[str, str]:
-    # What the adapter needs the server to have (vLLM: its /server_info route), then the
-    # suite's own variables.
-    env = {**getattr(adapter_for(suite.engine.kind), "launch_env", {}), **suite.engine.env}
+def stand_in_folders(suite: Suite) -> list[Path]:
+    """The suite's stand-in folders, absolute (relative ones from the repository root)."""
+    folders = [Path(f) if Path(f).is_absolute() else builds.REPO_ROOT / f
+               for f in getattr(suite.engine, "stand_ins", [])]
+    missing = [str(f) for f in folders if not f.is_dir()]
+    if missing:
+        raise BadInput(f"suite {suite.name}: engine.stand_ins: no such folder "
+                       f"{', '.join(missing)}")
+    return folders
+
+
+def server_env(suite: Suite, fit: Fit | None,
+               facts: builds.EnvironmentFacts | None = None) -> dict[str, str]:
+    """The server's environment: what its adapter and its build need (SGLang's CPU engine
+    switch, from the build note), then the suite's engine.env, then the stand-ins first on
+    PYTHONPATH."""
+    installed = ((facts.build_note or {}).get("installed") or {}) if facts else {}
+    # what the adapter needs the server to have (vLLM: its /server_info route), what the
+    # build needs, then the suite's own variables
+    env = {**getattr(adapter_for(suite.engine.kind), "launch_env", {}),
+           **installed.get("engine_env", {}), **suite.engine.env}
+    folders = [str(f) for f in stand_in_folders(suite)] if isinstance(
+        suite.engine, SGLangEngine) else []
+    if folders:
+        env["PYTHONPATH"] = ":".join([*folders, *filter(None, [env.get("PYTHONPATH")])])
     if fit is not None and fit.devices:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(d) for d in fit.devices)
     return env
@@ -308,10 +341,14 @@ def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequenc
         # local folders (vLLM's tiny suite): the weights and the draft config it serves
         weights = {"target": file_sha256(Path(engine.models.target) / "model.safetensors"),
                    **draft_files_sha256(Path(engine.models.draft))}
+    stand_ins = None
+    if isinstance(loaded.suite.engine, SGLangEngine) and loaded.suite.engine.stand_ins:
+        stand_ins = {str(f): builds.folder_sha256(f) for f in stand_in_folders(loaded.suite)}
     return collect.collect(engine.facts if engine else None, used,
-                           server_env(loaded.suite, fit),
+                           server_env(loaded.suite, fit, engine.facts if engine else None),
                            getattr(data, "source", None), getattr(data, "sha256", None),
-                           loaded.suite.workload.seed, weights_sha256=weights)
+                           loaded.suite.workload.seed, weights_sha256=weights,
+                           stand_ins_sha256=stand_ins)
 
 
 def draw_plot(run_dir: Path, results_dir: Path) -> Path | None:
@@ -341,11 +378,13 @@ def _dry_run_command(suite: Suite, options: Any, chosen: ChosenBuild) -> list[st
         return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER,
                                       chosen_models)
     if isinstance(suite.engine, SGLangEngine):
-        python = builds.planned_python(chosen.spec)
+        python = options.engine_python or builds.planned_python(chosen.spec)
         try:
             chosen_models = models(suite, options)
         except BadInput:  # a model from an unset variable: show where it would come from
-            chosen_models = Models(_placeholder(suite.target), _placeholder(suite.draft),
+            draft = None if suite.speculative.algorithm in DRAFTLESS else suite.draft
+            chosen_models = Models(_placeholder(suite.target),
+                                   _placeholder(draft) if draft else None,
                                    suite.target.revision if suite.target else None,
                                    suite.draft.revision if suite.draft else None)
         return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER,
@@ -383,8 +422,10 @@ def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
         f"           (port {PORT_PLACEHOLDER} stands for a free port chosen at launch)",
     ]
     if suite.engine.kind in ("sglang", "vllm"):
+        draftless = suite.speculative.algorithm in DRAFTLESS
         lines += [f"target     {model_source(suite.target)}",
-                  f"draft      {model_source(suite.draft)}"]
+                  "draft      " + (f"none ({suite.speculative.algorithm} drafts without a "
+                                   "model)" if draftless else model_source(suite.draft))]
     entries = entries if entries is not None else suite_entries(loaded)
     for entry in entries:
         if len(entries) > 1 or entry.name is not None:

@@ -331,7 +331,7 @@ def _launch_and_measure(runs: list[_Run], engine: Any, gpus: Any, fit: Any) -> N
     port = free_port()
     command = engine.command(LOOPBACK, port)
     spec = ServerSpec(command=command, log_path=first.run_dir / SERVER_LOG, port=port,
-                      env=planning.server_env(suite, fit),
+                      env=planning.server_env(suite, fit, engine.facts),
                       launch_timeout_s=suite.engine.launch_timeout_s,
                       ready_paths=engine.adapter.ready_paths,
                       secrets=planning.secret_values(suite))

@@ -106,6 +106,10 @@ class SGLangEngine(_Strict):
     launch_timeout_s: float = Field(default=1800.0, gt=0)
     extra_args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
+    # Folders put first on the server's Python path: test-only stand-ins for libraries
+    # that cannot be installed on this host (the CPU suites' `sgl_kernel`), relative to
+    # the repository root. The record names each with the sha256 of its files.
+    stand_ins: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     # A reason to accept a server whose /server_info does not report the speculative
     # settings (an older build, a fork); without it such a server is an error.
     unreported_settings_ok: str | None = Field(default=None, min_length=1)
@@ -262,6 +266,14 @@ class Suite(_Strict):
     @model_validator(mode="after")
     def _models_for_engine(self) -> Suite:
         models = [ref.model if ref else None for ref in (self.target, self.draft)]
+        if self.engine.kind == "sglang" and self.speculative.algorithm in DRAFTLESS:
+            # NGRAM drafts from the prompt's own n-grams (sglang/srt/speculative/ngram_worker.py)
+            if models[0] is None:
+                raise ValueError("an sglang suite needs [target] with `model`")
+            if models[1] is not None:
+                raise ValueError(f"speculative.algorithm {self.speculative.algorithm} uses no "
+                                 "draft model: remove [draft].model")
+            return self
         if self.engine.kind == "sglang" and None in models:
             raise ValueError("an sglang suite needs [target] and [draft] with `model`")
         if self.engine.kind in ("reference", "vllm") and models.count(None) == 1:
@@ -390,6 +402,10 @@ def shipped_suites(suites_dir: Path = SUITES_DIR) -> list[Path]:
     return sorted(suites_dir.glob("*.toml"))
 
 
+# Speculative algorithms that load no draft model.
+DRAFTLESS = frozenset({"NGRAM"})
+
+
 def model_source(ref: ModelRef | None) -> str:
     """How a suite names a checkpoint, for `harness show` and the dry run."""
     if ref is None or ref.model is None:
@@ -421,7 +437,7 @@ class Models:
     """The target and draft a run serves, after environment/command-line overrides."""
 
     target: str
-    draft: str
+    draft: str | None  # None: an algorithm without a draft model (NGRAM)
     target_revision: str | None = None
     draft_revision: str | None = None
 
@@ -434,6 +450,13 @@ def resolve_models(suite: Suite, target: str | None = None, draft: str | None = 
     environ = os.environ if environ is None else environ
     target_id = _resolve_one(suite.target, "target", target, environ, suite.name)
     draft_id = _resolve_one(suite.draft, "draft", draft, environ, suite.name)
+    if suite.engine.kind == "sglang" and suite.speculative.algorithm in DRAFTLESS:
+        if draft_id is not None:
+            raise BadInput(f"suite {suite.name}: {suite.speculative.algorithm} uses no draft "
+                           "model; --draft-model does not apply")
+        if target_id is None:
+            raise BadInput(f"suite {suite.name}: give --target-model")
+        return Models(target_id, None, suite.target.revision if suite.target else None)
     if target_id is None or draft_id is None:
         if suite.engine.kind == "sglang" or (target_id or draft_id):
             raise BadInput(f"suite {suite.name}: give both --target-model and --draft-model")

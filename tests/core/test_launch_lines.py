@@ -98,11 +98,39 @@ SGLANG_GEMMA_OTHER_ARGS = [
 GOLDEN["qwen3_8b_dflash_spec_bench"] = list(GOLDEN["qwen3_8b_dflash"])
 
 
+# The real SGLang on CPU (docs/sglang-on-cpu.md): NGRAM loads no draft model, so no
+# --speculative-draft-model-path; STANDALONE's tiny causal draft comes from the environment.
+CPU_FLAGS = [
+    "--host", "127.0.0.1", "--port", "30000",
+    "--device", "cpu", "--attention-backend", "intel_amx", "--sampling-backend", "pytorch",
+    "--grammar-backend", "none", "--mem-fraction-static", "0.4", "--max-total-tokens", "4096",
+    "--skip-server-warmup", "--decode-log-interval", "1",
+]
+GOLDEN["tiny_ngram_sglang_cpu"] = [
+    "python", "-m", "sglang.launch_server",
+    "--model-path", "harness/engines/reference/tiny/target",
+    "--speculative-algorithm", "NGRAM",
+    "--speculative-num-draft-tokens", "4",
+    "--tp-size", "1", "--random-seed", "0", *CPU_FLAGS,
+]
+GOLDEN["tiny_standalone_sglang_cpu"] = [
+    "python", "-m", "sglang.launch_server",
+    "--model-path", "harness/engines/reference/tiny/target",
+    "--speculative-algorithm", "STANDALONE",
+    "--speculative-draft-model-path", "/models/tiny-causal-draft",
+    "--speculative-num-draft-tokens", "4",
+    "--speculative-num-steps", "3",
+    "--speculative-eagle-topk", "1",
+    "--tp-size", "1", "--random-seed", "0", *CPU_FLAGS,
+]
+
+
 @pytest.fixture
 def muse_weights(monkeypatch: pytest.MonkeyPatch) -> None:
     """The Muse suite's weights have no public id: they come from the environment."""
     monkeypatch.setenv("MUSE_GLIMMER_TARGET", "/models/muse-glimmer")
     monkeypatch.setenv("MUSE_GLIMMER_DRAFT", "/models/muse-glimmer-assistant")
+    monkeypatch.setenv("HARNESS_TINY_CAUSAL_DRAFT", "/models/tiny-causal-draft")
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN))

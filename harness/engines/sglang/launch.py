@@ -62,11 +62,10 @@ def launch_command(suite: Suite, python: str, host: str, port: int,
     command = [python, "-m", LAUNCH_MODULE, "--model-path", models.target]
     if models.target_revision:
         command += ["--revision", models.target_revision]
-    command += [
-        "--speculative-algorithm", spec.algorithm,
-        "--speculative-draft-model-path", models.draft,
-    ]
-    if models.draft_revision:
+    command += ["--speculative-algorithm", spec.algorithm]
+    if models.draft is not None:  # NGRAM has none; SGLang would load the path's config
+        command += ["--speculative-draft-model-path", models.draft]
+    if models.draft is not None and models.draft_revision:
         command += ["--speculative-draft-model-revision", models.draft_revision]
     # DFLASH aliases: pass the one the suite names (SGLang rejects them if they differ).
     if spec.num_draft_tokens is not None:

@@ -160,7 +160,11 @@ def response(rid: str, text: str, result: dict[str, Any]) -> dict[str, Any]:
         "reasoning_tokens": 0,
         "completion_tokens": result["completion_tokens"],
         "cached_tokens": 0,
+        "cached_tokens_details": None,
+        "dp_rank": None,
         "e2e_latency": GENERATE_DELAY_S,
+        "response_sent_to_client_ts": time.time(),
+        "weight_versions": WEIGHT_VERSIONS,
     }
     if MODE != "no_meta":
         meta |= {k: v for k, v in result.items() if k.startswith("spec_")}
@@ -168,16 +172,49 @@ def response(rid: str, text: str, result: dict[str, Any]) -> dict[str, Any]:
             "meta_info": meta}
 
 
+# What SGLang 0.5.23 answers next to its figures (compared with the real server on CPU:
+# tests/sglang_cpu/test_sglang_clients.py).
+WEIGHT_VERSIONS = [{"start": 0, "end": 0, "version": "default"}]
+
+
+def chat_response(rid: str, model: str, prompt: str, result: dict[str, Any],
+                  body: dict[str, Any]) -> dict[str, Any]:
+    """`/v1/chat/completions` as SGLang's `serving_chat.py` shapes it (non-streaming); the
+    double has no tokenizer or chat template: the prompt is the messages' contents."""
+    meta = response(rid, prompt, result)["meta_info"]
+    choice: dict[str, Any] = {
+        "index": 0, "message": {"role": "assistant", "content": result["text"],
+                                "reasoning_content": None},
+        "logprobs": None, "finish_reason": meta["finish_reason"]["type"], "matched_stop": None}
+    if body.get("return_meta_info"):
+        choice["meta_info"] = meta
+    if body.get("return_prompt_token_ids"):
+        choice["prompt_token_ids"] = list(range(meta["prompt_tokens"]))
+    completion = meta["completion_tokens"]
+    return {"id": rid, "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [choice],
+            "usage": {"prompt_tokens": meta["prompt_tokens"], "completion_tokens": completion,
+                      "total_tokens": meta["prompt_tokens"] + completion,
+                      "prompt_tokens_details": None, "reasoning_tokens": 0,
+                      "completion_tokens_details": None},
+            "metadata": {"weight_version": "default", "weight_versions": WEIGHT_VERSIONS}}
+
+
 def make_handler(engine: Engine, ready: threading.Event) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # uvicorn's
+
         def log_message(self, fmt: str, *args: object) -> None:
             sys.stderr.write("fake-sglang: " + fmt % args + "\n")
 
-        def _send(self, code: int, body: object, content_type: str = "application/json") -> None:
+        def _send(self, code: int, body: object,
+                  content_type: str | None = "application/json") -> None:
+            # SGLang's health and flush routes answer with a bare Response: no content type.
             data = (json.dumps(body) if content_type == "application/json" else str(body))
             raw = data.encode()
             self.send_response(code)
-            self.send_header("Content-Type", content_type)
+            if content_type is not None:
+                self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(raw)))
             self.end_headers()
             self.wfile.write(raw)
@@ -185,7 +222,7 @@ def make_handler(engine: Engine, ready: threading.Event) -> type[BaseHTTPRequest
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path in ("/health", "/health_generate"):
-                self._send(200 if ready.is_set() else 503, "", "text/plain")
+                self._send(200 if ready.is_set() else 503, "", None)
             elif path in ("/server_info", "/get_server_info"):
                 internal: dict[str, Any] = {"last_gen_throughput": 0.0}
                 average = engine.server_average()
@@ -211,9 +248,9 @@ def make_handler(engine: Engine, ready: threading.Event) -> type[BaseHTTPRequest
 
         def _flush(self) -> None:
             if engine.flush():
-                self._send(200, "Cache flushed.\n", "text/plain")
+                self._send(200, "Cache flushed.\n", None)
             else:
-                self._send(400, "Flush cache failed.\n", "text/plain")
+                self._send(400, "Flush cache failed.\n", None)
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
@@ -221,7 +258,8 @@ def make_handler(engine: Engine, ready: threading.Event) -> type[BaseHTTPRequest
             if self.path.split("?", 1)[0] == "/flush_cache":
                 self._flush()
                 return
-            if self.path != "/generate":
+            route = self.path.split("?", 1)[0]
+            if route not in ("/generate", "/v1/chat/completions"):
                 self._send(404, {"detail": "Not Found"})
                 return
             with engine.cond:
@@ -234,10 +272,18 @@ def make_handler(engine: Engine, ready: threading.Event) -> type[BaseHTTPRequest
                     sys.stderr.flush()
                     os._exit(1)  # children stay behind, as after a real scheduler crash
                 time.sleep(GENERATE_DELAY_S)
-                text = str(body.get("text", ""))
                 rid = str(body.get("rid") or f"req-{served}")
-                result = engine.generate(rid, text, dict(body.get("sampling_params") or {}))
-                self._send(200, response(rid, text, result))
+                if route == "/generate":
+                    text = str(body.get("text", ""))
+                    result = engine.generate(rid, text, dict(body.get("sampling_params") or {}))
+                    self._send(200, response(rid, text, result))
+                else:
+                    text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+                    params = {"max_new_tokens": body.get("max_tokens") or 128,
+                              "stop": body.get("stop") or []}
+                    result = engine.generate(rid, text, params)
+                    self._send(200, chat_response(rid, engine.args.model_path, text, result,
+                                                  body))
                 if EVENTS_FILE:
                     with open(EVENTS_FILE, "a") as events:
                         events.write(f"sent {rid}\n")

@@ -1,0 +1,156 @@
+"""The fault table against the real SGLang process tree (the server's main process with
+its tokenizer manager, and the scheduler and detokenizer processes it spawns).
+
+kill -9 and SIGSTOP of the server's main process, SIGINT and SIGTERM of the harness, at
+launch (the server loading), warm-up, measurement and recording; plus kill -9 of the
+scheduler alone during the measurement. Every case must end in seconds with exit 3
+(engine error) or 130 (interrupted), keep every finished row, write run.json with the
+stage reached, and leave no process of the tree behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.lifecycle.conftest import alive
+from tests.sglang_cpu.conftest import REPO, SPEC
+
+WATCHDOG_S = 15.0  # the suite's progress_timeout_s: a stopped server is noticed after it
+EXIT = {"kill -9 server": 3, "SIGSTOP server": 3, "kill -9 scheduler": 3,
+        "SIGINT harness": 130, "SIGTERM harness": 130}
+CASES = [(stage, fault) for stage in ("launch", "warm-up", "measurement")
+         for fault in ("kill -9 server", "SIGSTOP server", "SIGINT harness",
+                       "SIGTERM harness")]
+CASES += [("measurement", "kill -9 scheduler"), ("recording", "SIGINT harness"),
+          ("recording", "SIGTERM harness")]
+
+
+def _suite(tmp: Path) -> Path:
+    text = (REPO / "suites" / "tiny_ngram_sglang_cpu.toml").read_text()
+    text = text.replace('name = "tiny_ngram_sglang_cpu"', 'name = "faults_sglang_cpu"')
+    text = text.replace("questions = 20", f"questions = 40\nprogress_timeout_s = {WATCHDOG_S}")
+    # two waves of warm-up requests (concurrency 4): a fault lands inside the warm-up
+    text = text.replace("warmup_requests = 2", "warmup_requests = 8")
+    text = text.replace('stand_ins = ["tests/cpu_stand_ins"]',
+                        f'stand_ins = ["{REPO / "tests" / "cpu_stand_ins"}"]')
+    path = tmp / "faults_sglang_cpu.toml"
+    path.write_text(text)
+    return path
+
+
+def _tree(job: subprocess.Popen[str]) -> list[psutil.Process]:
+    """Every process the harness started: the server's main process (tokenizer manager,
+    HTTP server) and what it spawned (`sglang::scheduler_0`, `sglang::detokenizer`)."""
+    with contextlib.suppress(psutil.Error):
+        return psutil.Process(job.pid).children(recursive=True)
+    return []
+
+
+def _title(process: psutil.Process) -> str:
+    with contextlib.suppress(psutil.Error):
+        return f"{process.name()} {' '.join(process.cmdline())}"
+    return ""
+
+
+def _server(job: subprocess.Popen[str]) -> psutil.Process | None:
+    return next((p for p in _tree(job) if "sglang.launch_server" in _title(p)), None)
+
+
+def _rows(results: Path) -> int:
+    files = list(results.glob("runs/*/*/requests.jsonl"))
+    return len(files[0].read_text().splitlines()) if files else 0
+
+
+def _log_has(results: Path, text: str) -> bool:
+    logs = list(results.glob("runs/*/*/server.log"))
+    return bool(logs) and text in logs[0].read_text(errors="replace")
+
+
+def _wait(condition, what: str, job: subprocess.Popen[str], timeout: float = 900.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert job.poll() is None, f"the harness ended before {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize(("stage", "fault"), CASES, ids=lambda v: v.replace(" ", "_"))
+def test_fault_on_the_real_tree(stage: str, fault: str, tmp_path: Path, sglang_cpu) -> None:
+    results = tmp_path / "results"
+    job = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", str(_suite(tmp_path)), "--sglang", SPEC,
+         "--results", str(results), "--no-progress", *([] if stage == "recording"
+                                                       else ["--no-plot"])],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(job.stderr.readline, "")),
+                              daemon=True)
+    reader.start()
+    members: list[psutil.Process] = []
+    try:
+        if stage == "launch":
+            _wait(lambda: _server(job) is not None, "the server's start", job)
+            time.sleep(3.0)  # loading: SGLang is importing and spawning its scheduler
+        elif stage == "warm-up":
+            # after readiness and the settings check: the first warm-up request answered
+            # (SGLang's access log), the second still running, no measured row yet
+            _wait(lambda: _log_has(results, '"POST /generate HTTP/1.1" 200'), "warm-up", job)
+        elif stage == "measurement":
+            _wait(lambda: _rows(results) >= 4, "4 measured rows", job)
+        else:
+            _wait(lambda: any(results.glob("runs/*/*/run.json")), "the record", job)
+        members = _tree(job)
+        if stage != "recording":  # the real tree: main process, scheduler, detokenizer
+            assert len(members) >= (1 if stage == "launch" else 3), [_title(m) for m in members]
+        finished = _rows(results)
+        server = _server(job)
+        started = time.monotonic()
+        if fault.endswith("server") or fault.endswith("scheduler"):
+            assert server is not None, "no server process"
+            target = server
+            if fault == "kill -9 scheduler":
+                target = next(p for p in server.children(recursive=True)
+                              if "sglang::scheduler" in _title(p))
+            target.send_signal(signal.SIGSTOP if fault == "SIGSTOP server" else signal.SIGKILL)
+        else:
+            job.send_signal(signal.SIGINT if fault == "SIGINT harness" else signal.SIGTERM)
+        job.wait(timeout=WATCHDOG_S + 60)
+        elapsed = time.monotonic() - started
+    finally:
+        if job.poll() is None:
+            job.kill()
+        for member in members:  # a stopped process is resumed so it can be reaped
+            with contextlib.suppress(psutil.Error):
+                member.resume()
+    reader.join(timeout=5)
+    stderr = "".join(lines)
+    where = f"{stage} / {fault}:\n{stderr[-3000:]}"
+    records = list(results.glob("runs/*/*/run.json"))
+    assert records, where
+    record = json.loads(records[0].read_text())
+    bound = WATCHDOG_S + 10 if fault == "SIGSTOP server" and stage != "launch" else 15
+    assert elapsed < bound, where
+    if stage == "recording":
+        assert job.returncode in (0, 130), where
+        assert record["verdict"]["status"] == "pass", where
+    else:
+        assert job.returncode == EXIT[fault], where
+        assert record["verdict"]["status"] == "error", where
+        assert record["stage"] == stage, where
+        assert _rows(results) >= finished, where  # every finished row kept
+        if stage == "measurement":
+            assert record["measurement"]["n_requests"] == _rows(results), where
+    time.sleep(1.0)
+    assert alive([m.pid for m in members]) == [], where  # 0 orphans of the real tree
