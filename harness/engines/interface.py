@@ -5,6 +5,8 @@ Light to import: no third-party package is imported here.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -27,6 +29,15 @@ class ParsedResponse:
     prompt_tokens: int | None
     finish_reason: str | None
     prompt_sha256: str | None = None  # of the server's prompt token ids, when it returns them
+
+
+def prompt_ids_sha256(ids: Any) -> str | None:
+    """`ParsedResponse.prompt_sha256`: sha256 of a prompt's token ids as the server returns
+    them (compact JSON list), None if they are not ids."""
+    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool)
+                                            for i in ids):
+        return None
+    return hashlib.sha256(json.dumps(ids, separators=(",", ":")).encode()).hexdigest()
 
 
 class EngineAdapter(Protocol):

@@ -10,8 +10,9 @@ import pytest
 
 from harness.engines.registry import adapter_for
 from harness.engines.vllm import api
+from harness.engines.vllm.audit import vllm_layers
 from harness.suite.model import Models, load_suite
-from tests.vllm_oracle.vllm_code import LAYERS, METRICS, PARSE, run_vllm
+from tests.vllm_oracle.vllm_code import METRICS, PARSE, run_vllm, vllm_python
 
 SUITES = Path(__file__).resolve().parents[2] / "suites"
 VLLM_SUITES = sorted(p for p in SUITES.glob("*.toml") if 'kind = "vllm"' in p.read_text())
@@ -80,13 +81,13 @@ def test_vllms_metrics_code_gives_the_counts_the_adapter_reads() -> None:
 def test_vllms_resolver_on_the_shipped_draft_shape(tmp_path: Path) -> None:
     """The gemma-4 shape (4 sliding + 1 full): vLLM's V1 runner refuses it; its per-layer
     rule makes sliding layers causal with the window and the full layer bidirectional."""
-    out = run_vllm(LAYERS, str(DRAFT / "config.json"))
+    out = vllm_layers(vllm_python(), DRAFT / "config.json")  # vLLM's own resolver
     assert out["v1_refuses"] and "mixed sliding/full" in out["v1_refuses"]
     assert [(r["window"], r["causal"]) for r in out["layers"]] == [(16, True)] * 4 + \
         [(None, False)]
     config = json.loads((DRAFT / "config.json").read_text())
     config["layer_types"] = ["sliding_attention"] * 5
     (tmp_path / "config.json").write_text(json.dumps(config))
-    uniform = run_vllm(LAYERS, str(tmp_path / "config.json"))
+    uniform = vllm_layers(vllm_python(), tmp_path / "config.json")
     assert uniform["v1_refuses"] is None
     assert [(r["window"], r["causal"]) for r in uniform["layers"]] == [(16, True)] * 5

@@ -60,36 +60,6 @@ out["server"] = {"num_drafts": stats.num_drafts, "num_draft_tokens": stats.num_d
 print(json.dumps(out))
 """
 
-# a draft config.json -> vLLM's per-layer (window, causal) for its DFlash Qwen3 draft
-LAYERS = r"""
-import json, sys
-from transformers import Qwen3Config
-from vllm.config import VllmConfig, set_current_vllm_config
-from vllm.model_executor.models import qwen3_dflash
-config = Qwen3Config(**json.loads(open(sys.argv[1]).read()))
-
-
-VLLM_CONFIG = VllmConfig()  # made once: made again with V2 forced, it asks for Triton
-
-
-def resolve():
-    with set_current_vllm_config(VLLM_CONFIG):
-        return [dict(zip(("window", "causal"),
-                         qwen3_dflash._resolve_layer_attention(config, i), strict=True),
-                     index=i, layer_type=(config.layer_types or [None] * 99)[i])
-                for i in range(config.num_hidden_layers)]
-
-
-error = None
-try:
-    rows = resolve()
-except NotImplementedError as refused:  # the V1 runner's refusal; V2 (GPU) resolves it
-    error = str(refused)
-    VllmConfig.use_v2_model_runner = property(lambda self: True)
-    rows = resolve()
-print(json.dumps({"layers": rows, "v1_refuses": error}))
-"""
-
 
 def vllm_python() -> str:
     given = os.environ.get("HARNESS_VLLM_PYTHON")

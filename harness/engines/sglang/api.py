@@ -28,15 +28,13 @@ Facts read in SGLang 0.5.23's source (and 0.5.17's where they differ):
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-from harness.engines.interface import ParsedResponse
+from harness.engines.interface import ParsedResponse, prompt_ids_sha256
+from harness.engines.settings import mismatches
 from harness.errors import MissingMetric
 
 READY_PATHS = ("/health_generate",)
@@ -124,14 +122,6 @@ def chat_template_flag(extra_args: Sequence[str]) -> str | None:
         if arg.startswith("--chat-template="):
             return arg.split("=", 1)[1]
     return None
-
-
-def prompt_ids_sha256(ids: Any) -> str | None:
-    """sha256 of a prompt's token ids (compact JSON list), None if they are not ids."""
-    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool)
-                                            for i in ids):
-        return None
-    return hashlib.sha256(json.dumps(ids, separators=(",", ":")).encode()).hexdigest()
 
 
 def parse_chat(payload: Any, where: str = CHAT_PATH) -> ParsedResponse:
@@ -224,21 +214,6 @@ def server_figure(info: Any) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _same_model(reported: Any, declared: str) -> bool:
-    """A hub id stays as given in SGLang's resolved args, or becomes a hub-cache snapshot
-    path (`models--org--name/snapshots/...`); a local folder may be reported resolved."""
-    if not isinstance(reported, str):
-        return False
-    if reported == declared:
-        return True
-    if "/" in declared and f"models--{declared.replace('/', '--')}" in reported:
-        return True
-    try:
-        return Path(reported).resolve() == Path(declared).resolve()
-    except OSError:
-        return False
-
-
 def settings_mismatches(info: Any, expected: Mapping[str, Any],
                         unreported_ok: str | None) -> list[str]:
     """Settings `/server_info` reports that differ from the suite's, or does not report.
@@ -249,23 +224,9 @@ def settings_mismatches(info: Any, expected: Mapping[str, Any],
     """
     if not isinstance(info, Mapping):
         return ["/server_info did not answer with a JSON object"]
-    problems = []
-    for key, value in expected.items():
-        if value is None:
-            continue
-        if key not in info or info[key] is None:
-            if unreported_ok is None:
-                problems.append(f"/server_info does not report {key} (the suite declares "
-                                f"{value!r}); the server cannot be shown to run the suite's "
-                                "settings (set engine.unreported_settings_ok to a reason to "
-                                "skip this check)")
-            continue
-        reported = info[key]
-        same = (_same_model(reported, str(value)) if key.endswith("model_path")
-                else str(reported).upper() == str(value).upper())
-        if not same:
-            problems.append(f"{key} is {reported!r}, the suite declares {value!r}")
-    return problems
+    return mismatches(info, expected, unreported_ok, source="/server_info",
+                      is_model=lambda key: key.endswith("model_path"),
+                      equal=lambda got, value: str(got).upper() == str(value).upper())
 
 
 # Tokens a verify step makes besides its correct drafts, per algorithm, from the release

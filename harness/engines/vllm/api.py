@@ -28,15 +28,13 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from harness.engines.interface import ParsedResponse
+from harness.engines.interface import ParsedResponse, prompt_ids_sha256
+from harness.engines.settings import UNREPORTED_HINT, mismatches
 from harness.errors import MissingMetric
 
 READY_PATHS = ("/health",)
@@ -145,13 +143,6 @@ def chat_body(messages: Sequence[Mapping[str, str]], params: Mapping[str, Any], 
     return body
 
 
-def _ids_sha256(ids: Any) -> str | None:
-    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool)
-                                            for i in ids):
-        return None
-    return hashlib.sha256(json.dumps(ids, separators=(",", ":")).encode()).hexdigest()
-
-
 def _count(value: Any, field: str, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise MissingMetric(f"{where}: {field} is not a count: {value!r}")
@@ -226,7 +217,7 @@ def _parse(payload: Any, where: str, chat: bool,
         correct_drafts=accepted, histogram=histogram,
         prompt_tokens=prompt if isinstance(prompt, int) else None,
         finish_reason=None if reason is None else str(reason),
-        prompt_sha256=_ids_sha256(ids))
+        prompt_sha256=prompt_ids_sha256(ids))
 
 
 def parse_generate(payload: Any, where: str = GENERATE_PATH,
@@ -246,17 +237,6 @@ def server_figure(info: Any) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-def _same_model(reported: Any, declared: str) -> bool:
-    if not isinstance(reported, str):
-        return False
-    if reported == declared:
-        return True
-    try:
-        return Path(reported).resolve() == Path(declared).resolve()
-    except OSError:
-        return False
-
-
 def settings_mismatches(info: Any, expected: Mapping[str, Any],
                         unreported_ok: str | None) -> list[str]:
     """What `vllm_config.speculative_config` reports that differs from the suite, or does
@@ -268,24 +248,10 @@ def settings_mismatches(info: Any, expected: Mapping[str, Any],
         if unreported_ok is not None:
             return []
         return [f"{SERVER_INFO_PATH} does not report vllm_config.speculative_config (is "
-                "VLLM_SERVER_DEV_MODE=1 set for the server?); the server cannot be shown to "
-                "run the suite's settings (set engine.unreported_settings_ok to a reason to "
-                "skip this check)"]
-    problems = []
-    for key, value in expected.items():
-        if value is None:
-            continue
-        reported = spec.get(key)
-        if reported is None:
-            if unreported_ok is None:
-                problems.append(f"speculative_config does not report {key} (the suite "
-                                f"declares {value!r})")
-            continue
-        same = _same_model(reported, str(value)) if key == "model" else reported == value
-        if not same:
-            problems.append(f"speculative_config.{key} is {reported!r}, the suite declares "
-                            f"{value!r}")
-    return problems
+                f"VLLM_SERVER_DEV_MODE=1 set for the server?); {UNREPORTED_HINT}"]
+    return mismatches(spec, expected, unreported_ok, source="speculative_config",
+                      prefix="speculative_config.", is_model=lambda key: key == "model",
+                      equal=lambda got, value: got == value)
 
 
 def window_mismatches(rows_steps: int, rows_accepted: int, counters: Any) -> list[str]:
