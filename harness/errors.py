@@ -25,7 +25,8 @@ class ExitCode(IntEnum):
 # (harness.bisect.EXIT_NO_DIFFERENCE, EXIT_NOT_NARROWED).
 EXIT_CODE_MEANINGS: dict[int, str] = {
     0: "pass (or a dry run)",
-    1: "below a floor, or the draft's attention contract differs from the suite's",
+    1: "below a floor, the draft's attention contract differs from the suite's, or "
+       "(`--against`) the paired gate fails",
     2: "bad input: a malformed suite, a missing file or model, a bad flag or build spec",
     3: "engine or infrastructure error: launch failed, server died or hung, a metric "
        "missing, a partial run",

@@ -79,7 +79,9 @@ def test_show_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", "qwen3_8b_dflash", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["suite"]["name"] == "qwen3_8b_dflash"
+    # SGLang's gate: accept length > 2.8 (strict), score >= 0.75 (not strict)
     assert data["suite"]["floors"] == {"accept_length": 2.8, "accuracy": 0.75, "strict": True,
+                                       "accuracy_strict": False, "positions_strict": False,
                                        "alpha": 0.05, "beta": 0.2,
                                        "metric": "server_avg", "categories": {},
                                        "positions": []}
