@@ -7,10 +7,18 @@ extra missing), which CI must not report as green. Locally, skips stay skips and
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Generator
 from typing import Any
 
 import pytest
+
+# A non-interactive shell starts its background jobs with SIGINT ignored, and a child
+# inherits an ignored signal across exec: the harness processes the tests signal with
+# SIGINT (Ctrl-C) would never see it. A Python handler is reset to the default on exec, so
+# with one installed here every child starts with Ctrl-C's usual meaning.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(hookwrapper=True)
