@@ -37,7 +37,7 @@ def is_complete(env_dir: Path) -> bool:
 
 def ensure_env(
     env_dir: Path, what: str, install_args: Callable[[Path], Sequence[str]],
-    note: dict[str, Any], pip_args: Sequence[str] = (),
+    note: dict[str, Any], pip_args: Sequence[str] = (), *,
     after: Callable[[str], None] | None = None,
     installer: Installer | None = None,
 ) -> str:

@@ -217,7 +217,8 @@ def _install(resolved: ResolvedBuild) -> str:
         def installer(pip: list[str], python: Path, args: list[str],
                       scratch: Path) -> dict[str, Any]:
             return install_cpu_sglang(pip, python, args[0], scratch, resolved.pip_args, what)
-    return ensure_env(resolved.env_dir, what, install_args, note, resolved.pip_args, installer)
+    return ensure_env(resolved.env_dir, what, install_args, note, resolved.pip_args,
+                      installer=installer)
 
 
 def planned_python(build: BuildSpec) -> str:
