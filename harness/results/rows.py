@@ -231,6 +231,13 @@ def _measurement(m: _Section, version: int) -> dict[str, Any]:
     }
 
 
+def validation_reason(error: Any) -> str:
+    """A pydantic ValidationError as one line: the first bad field and what is wrong."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "record"
+    return f"{where}: {first['msg']}"
+
+
 def check_model(data: dict[str, Any]) -> None:
     """Validate against the record model (pydantic, imported here); Skip naming the field."""
     from pydantic import ValidationError
@@ -240,9 +247,7 @@ def check_model(data: dict[str, Any]) -> None:
     try:
         RunRecord.model_validate(data)
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "record"
-        raise Skip(f"not a valid run record: {where}: {first['msg']}") from None
+        raise Skip(f"not a valid run record: {validation_reason(error)}") from None
     except (ValueError, TypeError, RecursionError) as error:
         raise Skip(f"not a valid run record: {error}") from None
 

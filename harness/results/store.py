@@ -36,6 +36,7 @@ from harness.results.rows import (
     flatten_record,
     is_number,
     read_record_file,
+    validation_reason,
 )
 from harness.results.skips import report, reporting
 
@@ -309,9 +310,7 @@ def read_run(run_dir: Path) -> RunRecord:
     except BadFile as error:
         raise BadInput(f"{file}: not a usable run record: {error}") from None
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "record"
-        raise BadInput(f"{file}: not a valid run record: {where}: {first['msg']}") from None
+        raise BadInput(f"{file}: not a valid run record: {validation_reason(error)}") from None
     except (ValueError, UnicodeDecodeError, RecursionError) as error:
         raise BadInput(f"{file}: not valid JSON (truncated or corrupt): {error}") from None
 
