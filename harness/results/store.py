@@ -69,7 +69,7 @@ def _runs(root: Path, suite: str | None, skipped: list[str], use_index: bool) ->
     if suite is not None:
         folders = [runs / suite] if (runs / suite).is_dir() else []
     elif runs.is_dir():
-        for entry in sorted(os.scandir(runs), key=lambda e: e.name):
+        for entry in sorted(_listing(runs, note), key=lambda e: e.name):
             if entry.name.startswith("."):
                 continue
             if entry.is_dir():
@@ -79,7 +79,11 @@ def _runs(root: Path, suite: str | None, skipped: list[str], use_index: bool) ->
     chunks: Chunks = [[] for _ in RUN_COLUMNS]
     suite_at = INDEXED.index("suite")
     for folder in folders:
-        found = scan_suite(folder, note, use_index)
+        try:
+            found = scan_suite(folder, note, use_index)
+        except OSError as error:  # an unreadable suite folder: one line, the rest loads
+            note(folder, f"cannot read: {error.strerror or error}")
+            continue
         columns, own = found.columns, folder.name
         misplaced = [i for i, name in enumerate(columns[suite_at]) if name != own]
         for i in misplaced:
@@ -95,10 +99,23 @@ def _runs(root: Path, suite: str | None, skipped: list[str], use_index: bool) ->
     return chunks
 
 
+def _listing(folder: Path, note: Any) -> list[os.DirEntry[str]]:
+    """A folder's entries; none (and one line) when it cannot be read."""
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except FileNotFoundError:
+        return []
+    except OSError as error:
+        note(folder, f"cannot read: {error.strerror or error}")
+        return []
+
+
 def _baselines(root: Path, skipped: list[str]) -> Chunks:
     folder = root / BASELINES_DIR
     rows = []
-    for entry in sorted(os.scandir(folder), key=lambda e: e.name) if folder.is_dir() else []:
+    listing = _listing(folder, lambda path, reason: report(skipped, path, reason))
+    for entry in sorted(listing, key=lambda e: e.name) if folder.is_dir() else []:
         if entry.name.startswith("."):
             continue
         if not entry.name.endswith(".json") or not entry.is_file():

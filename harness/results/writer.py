@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.results.index import note_written  # the loader's index: a copy, never fails
-from harness.results.layout import REQUESTS_FILE, RUN_FILE, RUNS_DIR, atomic_write_text
+from harness.results.layout import (
+    REQUESTS_FILE,
+    RUN_FILE,
+    RUNS_DIR,
+    atomic_write_text,
+    check_inside,
+)
 from harness.results.record import RequestRow, RunRecord
 
 
@@ -27,6 +33,7 @@ def create_run_dir(root: Path, suite: str, started_at: datetime, run_id: str) ->
     """Create a run's folder exclusively: two writers can never share one."""
     folder = Path(root) / RUNS_DIR / suite / run_dir_name(started_at, run_id)
     folder.parent.mkdir(parents=True, exist_ok=True)
+    check_inside(folder.parent, root)  # a suite folder linked to /etc gets nothing
     folder.mkdir()  # FileExistsError on a (practically impossible) id collision: never merge
     return folder
 
