@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.mask import mask
 from harness.results.index_rows import bad_rows
 from harness.results.layout import (
     INDEX_FILE,
@@ -113,6 +114,7 @@ def _append(log: Path, text: str) -> int:
     """Append lines in one write; returns the log's size after it. Never through a
     symbolic link (O_NOFOLLOW), nor in a suite folder that leads out of the results."""
     check_inside(log.parent, log.parent.parent.parent)
+    text = mask(text)
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0),
                  0o644)
     try:

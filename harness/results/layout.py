@@ -61,10 +61,14 @@ def check_inside(path: Path | str, root: Path | str) -> None:
 
 
 def atomic_write_text(path: Path, text: str, root: Path | str | None = None) -> None:
-    """Write via a temp file and rename, so readers never see half a file. With `root`
-    (the results folder), refuse (OutsideResults) when the file's folder leads out of it."""
+    """Write via a temp file and rename, so readers never see half a file; secrets masked
+    (harness.mask). With `root` (the results folder), refuse (OutsideResults) when the
+    file's folder leads out of it."""
     import tempfile
 
+    from harness.mask import mask
+
+    text = mask(text)  # every registered secret, in every file the harness writes
     path.parent.mkdir(parents=True, exist_ok=True)
     if root is not None:
         check_inside(path.parent, root)

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from harness.mask import mask
 from harness.results.index import note_written  # the loader's index: a copy, never fails
 from harness.results.layout import (
     REQUESTS_FILE,
@@ -51,7 +52,7 @@ class RowLog:
         return self
 
     def append(self, row: RequestRow) -> None:
-        self._file.write(json.dumps(row.model_dump(mode="json")) + "\n")
+        self._file.write(mask(json.dumps(row.model_dump(mode="json"))) + "\n")
         self._file.flush()
 
     def __exit__(self, *exc: object) -> None:
@@ -66,7 +67,7 @@ def write_run(folder: Path, record: RunRecord, rows: list[RequestRow] | None = N
     if rows is not None:
         lines = "".join(json.dumps(row.model_dump(mode="json")) + "\n" for row in rows)
         atomic_write_text(folder / REQUESTS_FILE, lines)
-    text = record.model_dump_json(indent=2) + "\n"
+    text = mask(record.model_dump_json(indent=2)) + "\n"  # as written: the index's copy too
     atomic_write_text(folder / RUN_FILE, text)
     note_written(folder / RUN_FILE, text)
     return folder / RUN_FILE
