@@ -28,7 +28,8 @@ from contextlib import contextmanager, suppress
 from typing import Any, TextIO
 
 REDACTED = "<redacted>"
-MIN_SECRET = 4  # shorter values are masked by name and pattern only, never by value
+MIN_SECRET = 6  # shorter values are masked by name and pattern only, never by value
+_NOT_SECRETS = frozenset({"true", "false", "none", "null", "enabled", "disabled"})
 
 _registered: set[str] = set()
 _ordered: tuple[str, ...] = ()
@@ -41,7 +42,7 @@ def register(values: Iterable[Any]) -> None:
     for value in values:
         text = str(value) if value is not None else ""
         if len(text.strip()) < MIN_SECRET or text in _registered or REDACTED in text \
-                or text in REDACTED:
+                or text in REDACTED or text.lower() in _NOT_SECRETS or text.isdigit():
             continue
         _registered.add(text)
         escaped = json.dumps(text, ensure_ascii=False)[1:-1]

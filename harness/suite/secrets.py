@@ -135,6 +135,8 @@ def is_secret_flag(arg: str, secret_flags: Iterable[str] = SECRET_FLAGS,
     """Whether `arg` sets a secret flag. `abbreviations=False` for a command line whose
     parser is not the engine's (the harness's own: its flags abbreviate to `--a`, `--b`)."""
     spellings = {arg, _dashed(arg)}  # vLLM takes --api_key and --hf_token= as its flags
+    if any(s.split("=", 1)[0] in SECRET_FLAGS for s in spellings):
+        return True  # any known engine's secret flag, written in full, is one everywhere
     if not abbreviations:
         return any(s.split("=", 1)[0] in frozenset(secret_flags) for s in spellings)
     return any(resolve_flag(s, secret_flags) for s in spellings)
