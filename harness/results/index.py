@@ -186,7 +186,7 @@ def _read_snapshot(file: Path, report: Report) -> _Index:
     except (ValueError, TypeError, KeyError, AttributeError):
         report(file, "corrupt index snapshot (rebuilt from the run folders)")
         return _Index(rewrite=True)
-    bad = bad_rows(dict(zip(INDEXED, result.table, strict=True)), n)
+    bad = bad_rows(dict(zip(INDEXED, result.table, strict=True)), n, file.parent.name)
     if bad:  # forged or damaged: never believed; those runs are re-read from their folders
         first = min(bad)
         report(file, f"{len(bad)} index rows no record could give, the first "
@@ -242,7 +242,7 @@ def _drop_impossible(result: _Index, log: Path, report: Report) -> None:
         return
     rows = [result.log[name][2:] for name in names]
     table = {column: [row[i] for row in rows] for i, column in enumerate(INDEXED)}
-    bad = bad_rows(table, len(names))
+    bad = bad_rows(table, len(names), log.parent.name)
     for count, i in enumerate(sorted(bad)):
         if count < MAX_REPORTED_LINES:
             report(log, f"index row of {names[i]!r:.80}: {bad[i]} (dropped; the run is re-read)")

@@ -49,9 +49,10 @@ def _time_ok(text: str) -> bool:
         return False
 
 
-def bad_rows(table: Mapping[str, Sequence[Any]], n: int) -> dict[int, str]:
+def bad_rows(table: Mapping[str, Sequence[Any]], n: int,
+             suite: str | None = None) -> dict[int, str]:
     """Positions of the rows of `table` (column name -> n values) that no record could
-    have given, each with the first reason found."""
+    have given (in the folder of `suite`, when given), each with the first reason found."""
     import numpy as np
 
     bad: dict[int, str] = {}
@@ -75,7 +76,7 @@ def bad_rows(table: Mapping[str, Sequence[Any]], n: int) -> dict[int, str]:
             floats[name] = np.array([v if type(v) in (float, int) else math.nan
                                      for v in column], dtype=float)
         elif name in COUNTS:
-            values = {v for v in set(column) if type(v) is int}
+            values = {v for v in column if type(v) is int}
             wrong = {v for v in values if not 0 <= v < 2**63}
             if wrong:
                 mark([i for i, v in enumerate(column) if v in wrong and type(v) is int],
@@ -87,12 +88,15 @@ def bad_rows(table: Mapping[str, Sequence[Any]], n: int) -> dict[int, str]:
     for name in REQUIRED:
         if name in table:
             mark([i for i, v in enumerate(table[name]) if v is None], f"{name}: missing")
+    if suite is not None and "suite" in table:  # a record lives in its suite's folder
+        mark([i for i, v in enumerate(table["suite"]) if v != suite],
+             f"suite: not its folder's ({suite!r:.80})")
     _check_figures(floats, table, n, mark)
     return bad
 
 
 def _check_text(name: str, column: Sequence[Any], mark: Any) -> None:
-    distinct = {v for v in set(column) if isinstance(v, str)}
+    distinct = {v for v in column if isinstance(v, str)}
     limit = MAX_TEXT_CHARS if name in LONG_TEXT else MAX_NAME_CHARS
     wrong = {v for v in distinct if len(v) > limit}
     if name in CHOICES:
