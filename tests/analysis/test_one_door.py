@@ -422,3 +422,20 @@ def test_an_unreadable_suite_folder_is_one_line(tmp_path: Path,
     assert frame.empty and "Permission denied" in frame.attrs["skipped"][0]
     assert main(["plot", SUITE, "--results", str(root)]) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_compare_takes_no_impossible_row(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """`correct_drafts` 1000 on a block of 8 gave an accept length of 120.9 in `compare`."""
+    root = tmp_path / "results"
+    a, b = make_run(root, n=6, seed=1), make_run(root, n=6, seed=2)
+    for run_dir in (a, b):
+        _edit(run_dir, _block(8))
+    rows = [json.loads(line) for line in (b / REQUESTS_FILE).read_text().splitlines()]
+    for row in rows:
+        row.update(correct_drafts=1000, verify_steps=10, completion_tokens=1210,
+                   spec_accept_length=121.0)
+    (b / REQUESTS_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code = main(["compare", str(a), str(b)])
+    captured = capsys.readouterr()
+    assert code == 2 and "no request rows" in captured.err and "120.9" not in captured.out
