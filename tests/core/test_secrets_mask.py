@@ -270,3 +270,15 @@ def test_the_guarded_stream_keeps_a_terminal_s_styling_only() -> None:
     stream.write(SECRET[:5])
     stream.write(SECRET[5:] + "\n")  # split over two writes
     assert SECRET not in stream.stream.getvalue()
+
+
+def test_loading_a_suite_registers_its_secrets(tmp_path: Path) -> None:
+    """What the engine's server logs later (its model path, a flag's value) is masked by
+    value from the moment the suite is loaded: the server log's filter gets them too."""
+    from harness.run.plan import secret_values
+
+    document = _plant(_plant(TINY.document, "model_url", SECRET), "arg:--api_key", SECRET + "k")
+    loaded = load_suite(_suite(tmp_path, document))
+    assert SECRET in mask.registered() and SECRET + "k" in mask.registered()
+    assert SECRET in secret_values(loaded.suite)  # the server.log pump's list
+    assert SECRET not in mask.mask(f"loading https:/user:{SECRET}@host/x failed: {SECRET}")
