@@ -439,3 +439,15 @@ def test_compare_takes_no_impossible_row(tmp_path: Path,
     code = main(["compare", str(a), str(b)])
     captured = capsys.readouterr()
     assert code == 2 and "no request rows" in captured.err and "120.9" not in captured.out
+
+
+def test_a_command_prints_a_bounded_number_of_skip_lines(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from harness.results import skips
+
+    with skips.reporting():
+        for i in range(skips.MAX_PRINTED + 50):
+            skips.report([], f"file{i}", "bad")
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == skips.MAX_PRINTED + 1 and "50 more skipped" in lines[-1]
