@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -200,7 +201,8 @@ class GuardedStream(io.TextIOBase):
 
     def _emit(self, text: str) -> None:
         if text:
-            terminal = self.isatty()
+            # a terminal, or a log that asked for the terminal's colours (rich honours it)
+            terminal = self.isatty() or bool(os.environ.get("FORCE_COLOR"))
             self.stream.write(_escape_stream(mask(text), terminal))
 
     def flush(self) -> None:
