@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 _printed: set[str] | None = None
-MAX_PRINTED = 200  # lines one command prints about skipped files; the rest are counted
+MAX_PRINTED = 10_000  # lines one command prints about skipped files; the rest are counted
 _count = 0
 
 
