@@ -45,6 +45,17 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from harness.mask import guarded_streams
+    from harness.suite.secrets import register_process
+
+    # every secret the process knows is masked in all it prints (and every file it writes);
+    # control characters of record text are escaped (harness.mask)
+    register_process(os.environ, list(sys.argv[1:] if argv is None else argv))
+    with guarded_streams():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     parser, commands = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

@@ -30,3 +30,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, A
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
         report.longrepr = f"skipped in a strict run (HARNESS_STRICT_SKIPS=1): {reason}"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_secret_mask() -> Generator[None, None, None]:
+    """Each test starts with no registered secret (harness.mask): the CLI registers what
+    it learns for its process, and a test is a process of its own here."""
+    from harness import mask
+
+    mask.forget()
+    yield
+    mask.forget()

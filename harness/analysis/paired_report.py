@@ -3,13 +3,13 @@ nightly report): per series, the latest run that was paired against a reference 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from harness.results.layout import RUN_FILE, RUNS_DIR
+from harness.results.readers import read_run_data
 
 
 def _started(record: dict[str, Any]) -> datetime | None:
@@ -30,7 +30,7 @@ def latest_paired(results: Path, series: Sequence[str] | None = None,
         found = None
         for run_dir in sorted((root / name).glob("*"), reverse=True):
             try:
-                record = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+                record = read_run_data(run_dir)  # the checked door (harness.results.readers)
             except (OSError, ValueError):
                 continue
             if not isinstance(record, dict) or not isinstance(record.get("paired"), dict):
@@ -100,7 +100,7 @@ def stored_finding(side: Any) -> dict[str, Any] | None:
     file = Path(str(path))
     file = file / RUN_FILE if file.is_dir() else file
     try:
-        record = json.loads(file.read_text(encoding="utf-8"))
+        record = read_run_data(file)
     except (OSError, ValueError):
         return None
     paired = record.get("paired") if isinstance(record, dict) else None

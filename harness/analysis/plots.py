@@ -8,7 +8,7 @@ Figure that Jupyter displays). `plot_*` write PNGs and return their paths.
 
 from __future__ import annotations
 
-import json
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +29,7 @@ from harness.analysis.plot_style import (
     suite_metric,
 )
 from harness.results.baselines import BaselineFigure, load_baselines
-from harness.results.layout import RUN_FILE
+from harness.results.readers import read_run_data
 from harness.results.store import (
     PLOTS_DIR,
     load_runs,
@@ -286,9 +286,11 @@ def plot_history(
     floors = suite_runs["floor"].dropna()
     floor = float(floors.iloc[-1]) if len(floors) else None
     metric = None
+    latest = None
     if len(suite_runs):  # the latest run's suite document also names baselines
-        # the latest record's suite document, read as plain JSON (the loader checked it)
-        latest = json.loads((Path(suite_runs["path"].iloc[-1]) / RUN_FILE).read_bytes())
+        with contextlib.suppress(OSError, ValueError):  # checked again: it may have changed
+            latest = read_run_data(Path(suite_runs["path"].iloc[-1]))
+    if latest is not None:
         version = latest.get("schema_version", 1)
         metric = document_metric(latest["suite"]["document"], version)
         baselines = suite_baselines(suite, latest["suite"]["document"], version, results_root)

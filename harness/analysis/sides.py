@@ -25,7 +25,7 @@ from harness.results.baselines import BaselineFigure, figure_of, load_baselines
 from harness.results.layout import REQUESTS_FILE, RUN_FILE
 from harness.results.rows import METRICS, Skip, is_number, read_record
 from harness.results.skips import report
-from harness.results.store import iter_request_rows, load_runs
+from harness.results.store import block_size, iter_request_rows, load_runs
 from harness.suite.secrets import redact_url
 
 
@@ -245,7 +245,7 @@ def protocol_of(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _add(side: Side, run_dir: Path, data: dict[str, Any], row: dict[str, Any]) -> None:
-    requests = list(iter_request_rows(run_dir / REQUESTS_FILE, []))
+    requests = list(iter_request_rows(run_dir / REQUESTS_FILE, [], block_size(data)))
     if not requests:  # the figures below are computed from the rows, never taken on trust
         raise UnusableRun(run_dir / REQUESTS_FILE, "no request rows (empty, missing or all "
                           "unusable): no figure without requests")

@@ -54,15 +54,13 @@ def _baselines(runs: pd.DataFrame, suite: str, latest: Any) -> list[tuple[str, f
 
 
 def _suite_document(latest: Any) -> dict[str, Any]:
-    import json
-    from pathlib import Path
+    from harness.results.readers import read_run_data
 
     path = getattr(latest, "path", None) if latest is not None else None
     if not isinstance(path, str):
         return {}
-    run_file = Path(path) / "run.json" if Path(path).is_dir() else Path(path)
-    try:
-        return json.loads(run_file.read_text()).get("suite", {}).get("document", {}) or {}
+    try:  # the checked door: the record may have changed since the loader read it
+        return read_run_data(path).get("suite", {}).get("document", {}) or {}
     except (OSError, ValueError, AttributeError):
         return {}
 

@@ -154,13 +154,14 @@ def recorded_paired_spread(results: Path, series: str, latest_runs: int
                            ) -> tuple[float, list[str], float] | None:
     """Pooled per-question sd of B - A over the series' latest paired runs (their record's
     `paired.result.margin_sd`), the run ids, and the latest one's A figure."""
-    import json
     import math
+
+    from harness.results.readers import read_run_data
 
     variances, used, levels = [], [], []
     for run_dir in sorted((results / "runs" / series).glob("*"), reverse=True):
         try:
-            record = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+            record = read_run_data(run_dir)  # the checked door
             sd = float(record["paired"]["result"]["margin_sd"])
             level = float(record["paired"]["result"]["a"])
         except (OSError, ValueError, KeyError, TypeError):

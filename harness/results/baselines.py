@@ -29,7 +29,7 @@ def save_baseline(root: Path, record: RunRecord) -> Path:
     if record.kind != "baseline" or not record.label:
         raise ValueError("a baseline record needs kind='baseline' and a label")
     path = baseline_path(root, record.suite.name, record.label)
-    atomic_write_text(path, record.model_dump_json(indent=2, exclude_none=True) + "\n")
+    atomic_write_text(path, record.model_dump_json(indent=2, exclude_none=True) + "\n", root)
     return path
 
 
@@ -73,7 +73,11 @@ def load_baselines(root: Path | str | None, suite_name: str) -> list[BaselineFig
     skipped: list[str] = []
     figures = []
     with reporting():
-        names = sorted(os.listdir(folder)) if folder.is_dir() else []
+        try:
+            names = sorted(os.listdir(folder)) if folder.is_dir() else []
+        except OSError as error:  # unreadable: one line, no baselines
+            report(skipped, folder, f"cannot read: {error.strerror or error}")
+            names = []
         for name in names:
             file = folder / name
             if name.startswith(".") or not name.endswith(".json") or not file.is_file():

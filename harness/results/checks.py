@@ -35,6 +35,7 @@ MAX_DEPTH = 64
 NAME_FIELDS = frozenset({"label", "run_id", "name", "kind", "spec", "source", "entry",
                          "metric", "version", "engine", "git_sha", "ref"})
 RELATIVE_TOLERANCE = 1e-6  # a stated figure vs the one its counts give (float rounding)
+MAX_BLOCK = 64  # the suite model's bound on num_draft_tokens / block_size
 
 
 class BadFile(ValueError):
@@ -161,14 +162,14 @@ def check_measurement(data: dict[str, Any]) -> None:
     if not isinstance(m, dict) or not m:
         return
     block = block_size(data)
-    top = block + 1 if block else None
-    bound = f"between 1 and {top} (block size {block} + 1)" if top else "at least 1"
+    top = (block or MAX_BLOCK) + 1
+    bound = f"between 1 and {top} (block size {block or MAX_BLOCK} + 1)"
 
     def accept(where: str, value: Any) -> None:
         number = _number(value)
         if value is None or number is None:
             return  # types are the record model's and the loader's to check
-        if not math.isfinite(number) or number < 1 or (top is not None and number > top):
+        if not math.isfinite(number) or number < 1 or number > top:
             raise BadFile(f"measurement.{where}: {value!r} is impossible: an accept length "
                           f"is {bound}")
 
@@ -234,10 +235,3 @@ def _check_counts(m: dict[str, Any]) -> None:
         if stated is not None and own is not None and not _close(stated, own):
             raise BadFile(f"measurement.accept_length: {m['accept_length']!r} is not its "
                           f"metric's figure accept_length_{metric} {own!r}")
-
-
-def check_record(data: Any, raw: bytes | str | None = None) -> None:
-    """Every check above on a parsed record (BadFile naming the field)."""
-    check_sizes(data, raw)
-    if isinstance(data, dict):
-        check_measurement(data)

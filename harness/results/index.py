@@ -24,6 +24,7 @@ Deleting both files loses nothing.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import logging
@@ -35,7 +36,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.results.layout import INDEX_FILE, RUN_FILE, SNAPSHOT_FILE, atomic_write_text
+from harness.mask import mask
+from harness.results.index_rows import bad_rows
+from harness.results.layout import (
+    INDEX_FILE,
+    RUN_FILE,
+    SNAPSHOT_FILE,
+    atomic_write_text,
+    check_inside,
+)
 from harness.results.rows import (
     FLOATS,
     RUN_COLUMNS,
@@ -45,7 +54,8 @@ from harness.results.rows import (
 )
 
 INDEX_FORMAT = 3  # 3: rows of records that results.checks refuses (issue 20) are not kept
-INDEX_LIMIT = 2**30  # an index of a long history is larger than one record may be
+INDEX_LIMIT = 64 * 2**20  # a snapshot of 100,000 runs is ~25 MB; larger: rebuilt
+MAX_REPORTED_LINES = 20  # bad index lines named one by one; the rest counted
 INDEXED = RUN_COLUMNS[:-1]  # every column but "path", which is the run folder
 TAG = f"{INDEX_FORMAT}:{hashlib.sha256(' '.join(INDEXED).encode()).hexdigest()[:8]}"
 LOG_LIMIT = 256 * 1024  # bytes of log the writer leaves before compacting
@@ -101,8 +111,12 @@ def _line(name: str, stamp: list[int], row: dict[str, Any]) -> str:
 
 
 def _append(log: Path, text: str) -> int:
-    """Append lines in one write; returns the log's size after it."""
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    """Append lines in one write; returns the log's size after it. Never through a
+    symbolic link (O_NOFOLLOW), nor in a suite folder that leads out of the results."""
+    check_inside(log.parent, log.parent.parent.parent)
+    text = mask(text)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0),
+                 0o644)
     try:
         os.write(fd, text.encode())
         return os.fstat(fd).st_size
@@ -169,10 +183,21 @@ def _read_snapshot(file: Path, report: Report) -> _Index:
         if len(result.table) != len(INDEXED) or not set(map(type, names)) <= {str}:
             raise ValueError("table")
         result.snapshot_bytes = len(text)
-        return result
     except (ValueError, TypeError, KeyError, AttributeError):
         report(file, "corrupt index snapshot (rebuilt from the run folders)")
         return _Index(rewrite=True)
+    bad = bad_rows(dict(zip(INDEXED, result.table, strict=True)), n, file.parent.name)
+    if bad:  # forged or damaged: never believed; those runs are re-read from their folders
+        first = min(bad)
+        report(file, f"{len(bad)} index rows no record could give, the first "
+                     f"{names[first]!r:.80}: {bad[first]} (dropped; the runs are re-read)")
+        keep = [i for i in range(n) if i not in bad]
+        result.names = [names[i] for i in keep]
+        result.mtimes = [result.mtimes[i] for i in keep]
+        result.sizes = [result.sizes[i] for i in keep]
+        result.table = [_take(column, keep) for column in result.table]
+        result.rewrite = True
+    return result
 
 
 def _read(folder: Path, report: Report) -> _Index:
@@ -205,7 +230,27 @@ def _read(folder: Path, report: Report) -> _Index:
             continue
         result.log[entry[1]] = entry[2:]
         result.log_lines += 1
+    _drop_impossible(result, log, report)
     return result
+
+
+def _drop_impossible(result: _Index, log: Path, report: Report) -> None:
+    """Drop the log's rows that no record could give (checked like records); their runs
+    are re-read from their folders."""
+    names = list(result.log)
+    if not names:
+        return
+    rows = [result.log[name][2:] for name in names]
+    table = {column: [row[i] for row in rows] for i, column in enumerate(INDEXED)}
+    bad = bad_rows(table, len(names), log.parent.name)
+    for count, i in enumerate(sorted(bad)):
+        if count < MAX_REPORTED_LINES:
+            report(log, f"index row of {names[i]!r:.80}: {bad[i]} (dropped; the run is re-read)")
+        del result.log[names[i]]
+    if len(bad) > MAX_REPORTED_LINES:
+        report(log, f"{len(bad) - MAX_REPORTED_LINES} more impossible index rows (dropped)")
+    if bad:
+        result.rewrite = True
 
 
 def _parse_line(line: str) -> Any:
@@ -307,7 +352,8 @@ def scan_suite(folder: Path, report: Report, use_index: bool = True,
                 _long_log(known.log_bytes, known.snapshot_bytes):
             _write_snapshot(folder, known, keep, stamps, runs)
         elif fresh:
-            _append(folder / INDEX_FILE, "".join(fresh))
+            with contextlib.suppress(OSError):  # read-only, or a link out: still loads
+                _append(folder / INDEX_FILE, "".join(fresh))
     return runs
 
 
@@ -320,8 +366,9 @@ def _write_snapshot(folder: Path, known: _Index, keep: list[int], stamps: dict[s
                 "mtimes": _encode(mtimes, "q"), "sizes": _encode(sizes, "q"),
                 "table": [_encode(column, code)
                           for column, code in zip(runs.columns, BINARY, strict=True)]}  # fmt: skip
+    root = folder.parent.parent  # results/runs/<suite>: never written through a link out
     try:
-        atomic_write_text(folder / SNAPSHOT_FILE, json.dumps(snapshot))
-        atomic_write_text(folder / INDEX_FILE, "")
+        atomic_write_text(folder / SNAPSHOT_FILE, json.dumps(snapshot), root)
+        atomic_write_text(folder / INDEX_FILE, "", root)
     except OSError:
         pass  # a read-only results folder: loading still works, only slower

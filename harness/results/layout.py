@@ -43,11 +43,35 @@ def cache_root() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "spec-harness")
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write via a temp file and rename, so readers never see half a file."""
+def inside(path: Path | str, root: Path | str) -> bool:
+    """Whether `path`, its symbolic links resolved, is `root` or under it (resolved too):
+    a results folder may itself be a link, but nothing below it may lead out."""
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+
+class OutsideResults(OSError):
+    """A write that would follow a symbolic link out of the results folder."""
+
+
+def check_inside(path: Path | str, root: Path | str) -> None:
+    if not inside(path, root):
+        raise OutsideResults(f"{path} leads out of the results folder {root} (a symbolic "
+                             "link): nothing is written there")
+
+
+def atomic_write_text(path: Path, text: str, root: Path | str | None = None) -> None:
+    """Write via a temp file and rename, so readers never see half a file; secrets masked
+    (harness.mask). With `root` (the results folder), refuse (OutsideResults) when the
+    file's folder leads out of it."""
     import tempfile
 
+    from harness.mask import mask
+
+    text = mask(text)  # every registered secret, in every file the harness writes
     path.parent.mkdir(parents=True, exist_ok=True)
+    if root is not None:
+        check_inside(path.parent, root)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -238,14 +238,18 @@ def validation_reason(error: Any) -> str:
     return f"{where}: {first['msg']}"
 
 
-def check_model(data: dict[str, Any]) -> None:
-    """Validate against the record model (pydantic, imported here); Skip naming the field."""
+def check_model(data: dict[str, Any], text: bytes | str | None = None) -> None:
+    """Validate against the record model (pydantic, imported here); Skip naming the field.
+    With the JSON `text` it was parsed from, strictly: no string becomes a number."""
     from pydantic import ValidationError
 
     from harness.results.record import RunRecord
 
     try:
-        RunRecord.model_validate(data)
+        if text is None:
+            RunRecord.model_validate(data)
+        else:
+            RunRecord.model_validate_json(text, strict=True)
     except ValidationError as error:
         raise Skip(f"not a valid run record: {validation_reason(error)}") from None
     except (ValueError, TypeError, RecursionError) as error:
@@ -258,7 +262,8 @@ def parse_record(text: bytes | str, path: str = "", validate: bool = True) -> di
 
 
 def _parse(text: bytes | str, path: str, validate: bool) -> tuple[dict[str, Any], dict[str, Any]]:
-    from harness.results.checks import BadFile, check_record, strict_json
+    from harness.results.checks import BadFile, strict_json
+    from harness.results.possible import check_record
 
     if not text.strip():
         raise Skip("empty file")
@@ -271,7 +276,7 @@ def _parse(text: bytes | str, path: str, validate: bool) -> tuple[dict[str, Any]
         raise Skip(f"not valid JSON (truncated or corrupt): {error}") from None
     row = flatten_record(data, path)
     if validate:
-        check_model(data)
+        check_model(data, text)
     return data, row
 
 

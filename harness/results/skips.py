@@ -14,29 +14,40 @@ from contextlib import contextmanager
 from pathlib import Path
 
 _printed: set[str] | None = None
+MAX_PRINTED = 10_000  # lines one command prints about skipped files; the rest are counted
+_count = 0
 
 
 @contextmanager
 def reporting() -> Iterator[None]:
     """One command's scope: each skip message is printed at most once inside it."""
-    global _printed
+    global _printed, _count
     outer = _printed
     if outer is None:
-        _printed = set()
+        _printed, _count = set(), 0
     try:
         yield
     finally:
+        if outer is None and _count > MAX_PRINTED:
+            import logging
+
+            logging.getLogger("harness.results.store").warning(
+                "%d more skipped files or lines not printed", _count - MAX_PRINTED)
         _printed = outer
 
 
 def report(skipped: list[str], path: Path | str, reason: str) -> None:
     """Note an unusable file in `skipped` (always) and print it (once per scope)."""
+    global _count
     message = f"skipped {path}: {reason}"
     skipped.append(message)
     if _printed is not None:
         if message in _printed:
             return
         _printed.add(message)
+        _count += 1
+        if _count > MAX_PRINTED:
+            return
     import logging
 
     logging.getLogger("harness.results.store").warning(message)

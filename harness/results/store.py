@@ -10,6 +10,7 @@ load parses only runs it has not seen; the run folders stay the source of truth.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from array import array
@@ -35,6 +36,7 @@ from harness.results.rows import (
     Skip,
     flatten_record,
     is_number,
+    read_record,
     read_record_file,
     validation_reason,
 )
@@ -67,7 +69,7 @@ def _runs(root: Path, suite: str | None, skipped: list[str], use_index: bool) ->
     if suite is not None:
         folders = [runs / suite] if (runs / suite).is_dir() else []
     elif runs.is_dir():
-        for entry in sorted(os.scandir(runs), key=lambda e: e.name):
+        for entry in sorted(_listing(runs, note), key=lambda e: e.name):
             if entry.name.startswith("."):
                 continue
             if entry.is_dir():
@@ -77,7 +79,11 @@ def _runs(root: Path, suite: str | None, skipped: list[str], use_index: bool) ->
     chunks: Chunks = [[] for _ in RUN_COLUMNS]
     suite_at = INDEXED.index("suite")
     for folder in folders:
-        found = scan_suite(folder, note, use_index)
+        try:
+            found = scan_suite(folder, note, use_index)
+        except OSError as error:  # an unreadable suite folder: one line, the rest loads
+            note(folder, f"cannot read: {error.strerror or error}")
+            continue
         columns, own = found.columns, folder.name
         misplaced = [i for i, name in enumerate(columns[suite_at]) if name != own]
         for i in misplaced:
@@ -93,10 +99,23 @@ def _runs(root: Path, suite: str | None, skipped: list[str], use_index: bool) ->
     return chunks
 
 
+def _listing(folder: Path, note: Any) -> list[os.DirEntry[str]]:
+    """A folder's entries; none (and one line) when it cannot be read."""
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except FileNotFoundError:
+        return []
+    except OSError as error:
+        note(folder, f"cannot read: {error.strerror or error}")
+        return []
+
+
 def _baselines(root: Path, skipped: list[str]) -> Chunks:
     folder = root / BASELINES_DIR
     rows = []
-    for entry in sorted(os.scandir(folder), key=lambda e: e.name) if folder.is_dir() else []:
+    listing = _listing(folder, lambda path, reason: report(skipped, path, reason))
+    for entry in sorted(listing, key=lambda e: e.name) if folder.is_dir() else []:
         if entry.name.startswith("."):
             continue
         if not entry.name.endswith(".json") or not entry.is_file():
@@ -197,6 +216,12 @@ def _request_files(sources: Path | str | Iterable[Path | str]) -> Iterator[Path]
             yield from sorted((path / RUNS_DIR).glob(f"*/*/{REQUESTS_FILE}"))
 
 
+def block_size(data: Any) -> int | None:
+    from harness.results.checks import block_size as named
+
+    return named(data) if isinstance(data, dict) else None
+
+
 def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
@@ -221,9 +246,17 @@ def request_problem(row: Any) -> str | None:
     return None
 
 
-def iter_request_rows(file: Path, skipped: list[str]) -> Iterator[dict[str, Any]]:
-    """The usable rows of one requests.jsonl; bad lines reported and skipped."""
+MAX_LINE_REPORTS = 20  # bad lines of one file reported one by one; the rest summed up
+MAX_REQUEST_LINES = 1_000_000  # a run plans at most 10^5 requests
+
+
+def iter_request_rows(file: Path, skipped: list[str],
+                      block: int | None = None) -> Iterator[dict[str, Any]]:
+    """The usable rows of one requests.jsonl (impossible for a draft block of `block`
+    tokens, when known, included); bad lines reported (the first `MAX_LINE_REPORTS`
+    one by one, the rest in one line) and skipped."""
     from harness.results.checks import BadFile, check_sizes, read_regular, strict_json
+    from harness.results.possible import check_request_row
 
     try:
         lines = read_regular(file)[0].decode("utf-8").splitlines()
@@ -235,6 +268,18 @@ def iter_request_rows(file: Path, skipped: list[str]) -> Iterator[dict[str, Any]
     except (OSError, UnicodeDecodeError) as error:
         report(skipped, file, f"cannot read: {error}")
         return
+    if len(lines) > MAX_REQUEST_LINES:
+        report(skipped, file, f"{len(lines)} lines, more than the {MAX_REQUEST_LINES} a run's "
+                              "requests may hold")
+        return
+    bad = 0
+
+    def skip(number: int, reason: str) -> None:
+        nonlocal bad
+        bad += 1
+        if bad <= MAX_LINE_REPORTS:
+            report(skipped, f"{file} line {number}", reason)
+
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -242,20 +287,23 @@ def iter_request_rows(file: Path, skipped: list[str]) -> Iterator[dict[str, Any]
             row = strict_json(line)
             check_sizes(row, line)
         except BadFile as error:
-            report(skipped, f"{file} line {number}", str(error))
+            skip(number, str(error))
             continue
         except (ValueError, RecursionError) as error:
-            report(skipped, f"{file} line {number}", f"not valid JSON: {error}")
+            skip(number, f"not valid JSON: {error}")
             continue
-        problem = request_problem(row)
+        problem = request_problem(row) or check_request_row(row, block)
         if problem:
-            report(skipped, f"{file} line {number}", problem)
+            skip(number, problem)
             continue
         if row.get("accept_length") is None:  # v2 names SGLang's per-request figure
             steps = row["verify_steps"]
             row["accept_length"] = row.get("spec_accept_length") or (
                 row["completion_tokens"] / steps if steps else None)
         yield row
+    if bad > MAX_LINE_REPORTS:
+        report(skipped, file, f"{bad - MAX_LINE_REPORTS} more bad lines (skipped; "
+                              f"{bad} in all)")
 
 
 def load_requests(sources: Path | str | Iterable[Path | str]) -> pd.DataFrame:
@@ -272,12 +320,12 @@ def load_requests(sources: Path | str | Iterable[Path | str]) -> pd.DataFrame:
         for file in _request_files(sources):
             run_dir = file.parent
             try:
-                identity, _ = read_record_file(run_dir / RUN_FILE, validate=False)
+                data, identity, _ = read_record(run_dir / RUN_FILE, validate=False)
             except (FileNotFoundError, Skip) as why:
                 reason = why if isinstance(why, Skip) else "missing"
                 report(skipped, run_dir / RUN_FILE, f"{reason}: its requests are skipped")
                 continue
-            for row in iter_request_rows(file, skipped):
+            for row in iter_request_rows(file, skipped, block_size(data)):
                 row.update(suite=identity["suite"], run_id=identity["run_id"],
                            run_dir=str(run_dir))  # fmt: skip
                 rows.append(row)
@@ -294,7 +342,8 @@ def read_run(run_dir: Path) -> RunRecord:
     from pydantic import ValidationError
 
     from harness.errors import BadInput
-    from harness.results.checks import BadFile, check_record, read_regular, strict_json
+    from harness.results.checks import BadFile, read_regular, strict_json
+    from harness.results.possible import check_record
     from harness.results.record import RunRecord
 
     file = run_dir / RUN_FILE if run_dir.is_dir() else run_dir
@@ -304,7 +353,7 @@ def read_run(run_dir: Path) -> RunRecord:
             raise BadFile("empty file")
         data = strict_json(text)
         check_record(data, text)
-        return RunRecord.model_validate(data)
+        return RunRecord.model_validate_json(text, strict=True)  # no string becomes a number
     except OSError as error:
         raise BadInput(f"{file}: cannot read run record: {error.strerror or error}") from None
     except BadFile as error:
@@ -316,7 +365,13 @@ def read_run(run_dir: Path) -> RunRecord:
 
 
 def read_requests(run_dir: Path) -> list[dict[str, Any]]:
-    """A run's usable request rows as dicts (bad lines reported and skipped)."""
+    """A run's usable request rows as dicts (bad lines reported and skipped), checked
+    against the draft block its run.json names (when that record is readable)."""
+    from harness.results.checks import BadFile, read_regular, strict_json
+
     skipped: list[str] = []
+    block = None  # else the rows are still checked against the largest block
+    with contextlib.suppress(OSError, BadFile, ValueError, RecursionError):
+        block = block_size(strict_json(read_regular(Path(run_dir) / RUN_FILE)[0]))
     with reporting():
-        return list(iter_request_rows(Path(run_dir) / REQUESTS_FILE, skipped))
+        return list(iter_request_rows(Path(run_dir) / REQUESTS_FILE, skipped, block))

@@ -14,8 +14,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from harness.mask import mask
 from harness.results.index import note_written  # the loader's index: a copy, never fails
-from harness.results.layout import REQUESTS_FILE, RUN_FILE, RUNS_DIR, atomic_write_text
+from harness.results.layout import (
+    REQUESTS_FILE,
+    RUN_FILE,
+    RUNS_DIR,
+    atomic_write_text,
+    check_inside,
+)
 from harness.results.record import RequestRow, RunRecord
 
 
@@ -27,6 +34,7 @@ def create_run_dir(root: Path, suite: str, started_at: datetime, run_id: str) ->
     """Create a run's folder exclusively: two writers can never share one."""
     folder = Path(root) / RUNS_DIR / suite / run_dir_name(started_at, run_id)
     folder.parent.mkdir(parents=True, exist_ok=True)
+    check_inside(folder.parent, root)  # a suite folder linked to /etc gets nothing
     folder.mkdir()  # FileExistsError on a (practically impossible) id collision: never merge
     return folder
 
@@ -44,7 +52,7 @@ class RowLog:
         return self
 
     def append(self, row: RequestRow) -> None:
-        self._file.write(json.dumps(row.model_dump(mode="json")) + "\n")
+        self._file.write(mask(json.dumps(row.model_dump(mode="json"))) + "\n")
         self._file.flush()
 
     def __exit__(self, *exc: object) -> None:
@@ -59,7 +67,7 @@ def write_run(folder: Path, record: RunRecord, rows: list[RequestRow] | None = N
     if rows is not None:
         lines = "".join(json.dumps(row.model_dump(mode="json")) + "\n" for row in rows)
         atomic_write_text(folder / REQUESTS_FILE, lines)
-    text = record.model_dump_json(indent=2) + "\n"
+    text = mask(record.model_dump_json(indent=2)) + "\n"  # as written: the index's copy too
     atomic_write_text(folder / RUN_FILE, text)
     note_written(folder / RUN_FILE, text)
     return folder / RUN_FILE

@@ -20,7 +20,8 @@ from typing import Any
 from harness.errors import BadInput, EngineError
 from harness.metrics.breakdown import question_pairs
 from harness.metrics.calibration import summarise_repeats
-from harness.results.layout import CALIBRATIONS_DIR, RUN_FILE, atomic_write_text
+from harness.results.layout import CALIBRATIONS_DIR, atomic_write_text
+from harness.results.readers import read_calibration, read_run_data
 from harness.results.record import new_run_id, utc_now
 from harness.suite.model import LoadedSuite, Suite, document_sha256
 
@@ -75,7 +76,7 @@ def calibrate(loaded: LoadedSuite, options: Any, runs: int) -> tuple[Path, dict[
                 question_pairs(read_requests(Path(entry.run_dir)), metric))
             run_ids.setdefault(series, []).append(record.run_id)
             if not first:
-                first = json.loads((Path(entry.run_dir) / RUN_FILE).read_text())
+                first = read_run_data(Path(entry.run_dir))
     gate = loaded.suite.gate
     alpha = gate.alpha if gate else loaded.suite.floors.alpha
     beta = gate.beta if gate else loaded.suite.floors.beta
@@ -118,7 +119,7 @@ def find_calibration(results: Path, suite: str, calibration_id: str | None = Non
     folder = Path(results) / CALIBRATIONS_DIR / suite
     for path in sorted(folder.glob("*.json"), reverse=True):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = read_calibration(path)  # the checked door (harness.results.readers)
         except (OSError, ValueError):
             continue
         if not isinstance(data, dict) or data.get("kind") != CALIBRATION_FILE_KIND:

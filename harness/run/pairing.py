@@ -16,7 +16,6 @@ compares with, and the run a later pair reuses).
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from harness.metrics.paired_gate import (
     paired_test,
     status_of,
 )
-from harness.results.layout import RUN_FILE
+from harness.results.readers import read_run_data
 from harness.results.record import RequestRow, Verdict
 from harness.suite.gate import Gate
 from harness.suite.model import LoadedSuite, Suite
@@ -92,7 +91,7 @@ def reusable(results_dir: Path, series: str, wanted: dict[str, Any]) -> Path | N
     folder = results_dir / "runs" / series
     for run_dir in sorted(folder.glob("*"), reverse=True):  # names start with UTC time
         try:
-            record = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+            record = read_run_data(run_dir)  # the checked door (harness.results.readers)
         except (OSError, ValueError):
             continue
         if isinstance(record, dict) and complete(record) and identity(record) == wanted:
@@ -116,7 +115,7 @@ def reference_from(run_dir: Path, series: str, metric: str, spec: str | None,
                    reused: bool) -> Reference:
     from harness.results.store import read_requests
 
-    record = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+    record = read_run_data(run_dir)
     keys, tokens, steps = question_pairs(read_requests(run_dir), metric)
     return Reference(series, run_dir, str(record.get("run_id")), spec, reused,
                      {key: (t, s) for key, t, s in zip(keys, tokens, steps, strict=True)})

@@ -358,6 +358,9 @@ def parse_suite(text: str, source: str) -> tuple[Suite, dict[str, Any]]:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise SuiteError(f"{source}: not valid TOML: {error}") from None
+    from harness.suite.secrets import document_secrets
+
+    document_secrets(document)  # registered at load: masked in every output (harness.mask)
     try:
         return Suite.model_validate(document), document
     except ValidationError as error:

@@ -8,11 +8,18 @@ A secret is
   engine) accepts: `--api-key V`, `--api-key=V`, and any abbreviation `--api-k V` (argparse
   takes an unambiguous prefix as the flag). Each engine adapter lists its own secret flags
   (`secret_flags`); `SECRET_FLAGS` is every known engine's, for where no engine is known;
-- the password of a URL (`https://user:TOKEN@host`), or a user part standing alone in a
-  URL of a scheme that sends it as a credential (`https://TOKEN@host`); an ssh user
-  (`git+ssh://git@host`) is a name and stays.
+- the password of a URL (`https://user:TOKEN@host`, a password may hold '@'), or a user
+  part standing alone in a URL of a scheme that sends it as a credential
+  (`https://TOKEN@host`); an ssh user (`git+ssh://git@host`) is a name and stays; a query
+  parameter that names a credential (`?token=V`);
+- a value that is a credential whatever its name (`Bearer V`, a JWT, a hub token:
+  `harness.mask.looks_secret`).
 
-The server still gets the real values: only what the harness writes is redacted.
+These name rules are the first net. Every value they find is also registered with
+`harness.mask` (`register`), which masks it by value in every output stream and every file
+the harness writes, wherever it turns up later (a model URL joined into a path, an error
+line quoting it). The server still gets the real values: only what the harness writes is
+redacted.
 """
 
 from __future__ import annotations
@@ -21,7 +28,12 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-REDACTED = "<redacted>"
+from harness import mask
+from harness.mask import REDACTED, redact_url
+
+__all__ = ["REDACTED", "SECRET_FLAGS", "document_secrets", "is_secret_flag", "is_secret_name",
+           "redact_argv", "redact_document", "redact_env", "redact_text", "redact_url",
+           "register_process", "resolve_flag", "secret_values"]
 
 # Every known engine's (harness.engines.sglang.launch.SECRET_FLAGS: SGLang's --api-key,
 # --admin-api-key, --ssl-keyfile-password, --watermark-config, --watermark-key[-b]; the
@@ -39,8 +51,15 @@ _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # Words that name a credential wherever they stand (WANDB_API_KEY, AWS_SECRET_ACCESS_KEY).
 _SECRET_WORDS = frozenset({
     "TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASSPHRASE", "KEY",
-    "APIKEY", "AUTH", "CREDENTIAL", "CREDENTIALS", "CREDS", "COOKIE", "COOKIES",
+    "APIKEY", "APIKEYS", "AUTH", "AUTHORIZATION", "CREDENTIAL", "CREDENTIALS", "CREDS",
+    "COOKIE", "COOKIES", "JWT", "BEARER",
 })
+# Plurals that name credentials only after a word saying whose (API_TOKENS, VLLM_API_KEYS;
+# not SORT_KEYS, NUM_SPECULATIVE_TOKENS)
+_PLURALS = frozenset({"TOKENS", "KEYS"})
+_CREDENTIAL_OWNERS = frozenset({"API", "ACCESS", "AUTH", "SECRET", "PRIVATE", "SIGNING",
+                                "BEARER", "HF", "HUB", "GITHUB", "GH", "REFRESH", "SESSION",
+                                "ID", "ADMIN", "CLIENT", "SERVICE", "USER"})
 # Short forms that are credentials only as the last word after another (DB_PASS,
 # GITHUB_PAT, MYSQL_PWD); `PWD` alone is the shell's working directory.
 _LAST_WORDS = frozenset({"PASS", "PAT", "PWD"})
@@ -75,6 +94,8 @@ def is_secret_name(name: str) -> bool:
             return True
         if word in _LAST_WORDS and after is None and before is not None:
             return True
+        if word in _PLURALS and before in _CREDENTIAL_OWNERS:
+            return True
         if word.endswith(_SECRET_ENDINGS) and word not in _SECRET_WORDS:
             return True
     return False
@@ -82,38 +103,17 @@ def is_secret_name(name: str) -> bool:
 
 # ------------------------------------------------------------------ URLs
 
-# scheme://userinfo@ ; userinfo = user[:password]
-_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<user>[^/@\s:]*)"
-                           r"(?::(?P<password>[^/@\s]*))?@")
-# Schemes whose user part is a login name, never a credential (keys authenticate).
-_NAME_ONLY_SCHEMES = re.compile(r"(^|\+)(ssh|sftp|scp)$", re.I)
-
-
-def _url_secret(match: re.Match[str]) -> str | None:
-    """The secret part of one URL's userinfo, or None when it holds none."""
-    if match.group("password") is not None:
-        return match.group("password") or None
-    if _NAME_ONLY_SCHEMES.search(match.group("scheme")):
-        return None
-    return match.group("user") or None
-
-
-def _url_replacement(match: re.Match[str]) -> str:
-    scheme, user = match.group("scheme"), match.group("user")
-    if match.group("password") is not None:
-        return f"{scheme}://{user}:{REDACTED}@"
-    if _url_secret(match) is None:
-        return match.group(0)
-    return f"{scheme}://{REDACTED}@"
-
-
-def redact_url(text: str) -> str:
-    """`https://user:TOKEN@host` -> `https://user:<redacted>@host`; `https://TOKEN@host` ->
-    `https://<redacted>@host`; `git+ssh://git@host` unchanged."""
-    return _URL_USERINFO.sub(_url_replacement, text)
+# The patterns (URL userinfo, query tokens, `Bearer` values) are harness.mask's: one home
+# for what a secret looks like, shared with the mask that every output passes through.
 
 
 # ------------------------------------------------------------------ command lines
+
+
+def _dashed(arg: str) -> str:
+    """`--api_key=V` as vLLM's parser reads it: underscores in a flag's name are dashes."""
+    flag, sep, value = arg.partition("=")
+    return "--" + flag[2:].replace("_", "-") + sep + value if flag.startswith("--") else arg
 
 
 def resolve_flag(arg: str, flags: Iterable[str]) -> tuple[str, ...]:
@@ -134,9 +134,12 @@ def is_secret_flag(arg: str, secret_flags: Iterable[str] = SECRET_FLAGS,
                    abbreviations: bool = True) -> bool:
     """Whether `arg` sets a secret flag. `abbreviations=False` for a command line whose
     parser is not the engine's (the harness's own: its flags abbreviate to `--a`, `--b`)."""
+    spellings = {arg, _dashed(arg)}  # vLLM takes --api_key and --hf_token= as its flags
+    if any(s.split("=", 1)[0] in SECRET_FLAGS for s in spellings):
+        return True  # any known engine's secret flag, written in full, is one everywhere
     if not abbreviations:
-        return arg.split("=", 1)[0] in frozenset(secret_flags)
-    return bool(resolve_flag(arg, secret_flags))
+        return any(s.split("=", 1)[0] in frozenset(secret_flags) for s in spellings)
+    return any(resolve_flag(s, secret_flags) for s in spellings)
 
 
 def secret_values(env: Mapping[str, Any] = {}, argv: Sequence[Any] = (),
@@ -145,7 +148,8 @@ def secret_values(env: Mapping[str, Any] = {}, argv: Sequence[Any] = (),
     Tolerant of a document not yet validated: non-string entries are read as text."""
     secret_flags = frozenset(secret_flags)
     found = [str(value) for name, value in env.items()
-             if is_secret_name(str(name)) and value is not None and str(value)]
+             if value is not None and str(value)
+             and (is_secret_name(str(name)) or mask.looks_secret(str(value)))]
     args = [str(arg) for arg in argv]
     for i, arg in enumerate(args):
         if is_secret_flag(arg, secret_flags):
@@ -154,11 +158,13 @@ def secret_values(env: Mapping[str, Any] = {}, argv: Sequence[Any] = (),
                 found.append(value)
             elif not sep and i + 1 < len(args):
                 found.append(args[i + 1])
-        found += [s for m in _URL_USERINFO.finditer(arg) if (s := _url_secret(m))]
-    found += [s for value in env.values() for m in _URL_USERINFO.finditer(str(value))
-              if (s := _url_secret(m))]
-    # Longest first, so a secret containing another is replaced whole.
-    return tuple(sorted({v for v in found if len(v) >= 4}, key=len, reverse=True))
+        found += mask.pattern_secrets(arg)
+    found += [s for value in env.values() for s in mask.pattern_secrets(str(value))]
+    mask.register(found)  # masked by value in every output from now on
+    # Longest first, so a secret containing another is replaced whole; with every value
+    # registered before (a server log filtered with these hides those too).
+    return tuple(sorted({v for v in [*found, *mask.registered()] if len(v) >= 4},
+                        key=len, reverse=True))
 
 
 def redact_argv(argv: Sequence[str], secret_flags: Iterable[str] = SECRET_FLAGS,
@@ -177,14 +183,15 @@ def redact_argv(argv: Sequence[str], secret_flags: Iterable[str] = SECRET_FLAGS,
             out.append(f"{flag}={REDACTED}" if sep else arg)
             hide_next = not sep
             continue
-        out.append(redact_url(arg))
+        out.append(mask.mask(arg))
     return out
 
 
 def redact_env(env: Mapping[str, Any]) -> dict[str, Any]:
     """An environment with secret-looking variables' values replaced (names kept)."""
     return {name: (REDACTED if is_secret_name(str(name))
-                   else redact_url(value) if isinstance(value, str) else value)
+                   or (isinstance(value, str) and mask.looks_secret(value))
+                   else mask.mask(value) if isinstance(value, str) else value)
             for name, value in env.items()}
 
 
@@ -193,21 +200,53 @@ def redact_text(text: str, secrets: Iterable[str]) -> str:
     for secret in secrets:
         if secret:
             text = text.replace(secret, REDACTED)
-    return redact_url(text)
+    return mask.mask(text)  # every registered value, and the patterns
 
 
 def document_secrets(document: Any, secret_flags: Iterable[str] = SECRET_FLAGS) -> tuple[str, ...]:
     """The secrets of a suite document (its `engine.env` and `engine.extra_args`), read
     before validation: a document that fails to validate may still carry them."""
+    # any string of the document may carry one (`target.model = "https://u:pw@host/x"`)
+    anywhere = [s for text in _strings(document) for s in mask.pattern_secrets(text)]
     engine = document.get("engine") if isinstance(document, Mapping) else None
     if not isinstance(engine, Mapping):
-        return ()
+        mask.register(anywhere)
+        return tuple(sorted(set(anywhere), key=len, reverse=True))
     env = engine.get("env")
     args = engine.get("extra_args")
     if isinstance(args, str):  # a line instead of a list: read as the words it would be
         args = args.split()
-    return secret_values(env if isinstance(env, Mapping) else {},
-                         args if isinstance(args, list | tuple) else (), secret_flags)
+    found = secret_values(env if isinstance(env, Mapping) else {},
+                          args if isinstance(args, list | tuple) else (), secret_flags)
+    mask.register(anywhere)
+    return tuple(sorted({*found, *(s for s in anywhere if len(s) >= 4)}, key=len,
+                        reverse=True))
+
+
+def _strings(value: Any, depth: int = 0) -> list[str]:
+    if depth > 64:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [s for key, item in value.items()
+                for s in (*_strings(key, depth + 1), *_strings(item, depth + 1))]
+    if isinstance(value, list | tuple):
+        return [s for item in value for s in _strings(item, depth + 1)]
+    return []
+
+
+def register_process(environ: Mapping[str, str], argv: Sequence[str]) -> None:
+    """Register the secrets of the harness's own environment and command line (the CLI
+    does at start-up): its flags are the harness's, so no abbreviation is read; a
+    variable counts by name or by value; a build spec's URL credentials by pattern."""
+    mask.register(str(value) for name, value in environ.items()
+                  if value and (is_secret_name(name) or mask.looks_secret(value)))
+    for i, arg in enumerate(argv):
+        mask.register(mask.pattern_secrets(arg))
+        if is_secret_flag(arg, SECRET_FLAGS, abbreviations=False):
+            _, sep, value = arg.partition("=")
+            mask.register([value] if sep else argv[i + 1:i + 2])
 
 
 def redact_document(document: Any, secret_flags: Iterable[str] = SECRET_FLAGS) -> Any:

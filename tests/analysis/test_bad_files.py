@@ -169,16 +169,22 @@ def test_a_5_mb_label_never_hangs(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
-def test_a_ci_that_misses_its_figure_is_drawn(tmp_path: Path) -> None:
-    """A percentile bootstrap CI may (rarely) not hold its figure: the plot draws it."""
+def test_a_ci_that_misses_its_figure_is_refused(tmp_path: Path) -> None:
+    """Issue 29: a figure outside its own interval is a forged or damaged record (the
+    harness's percentile bootstrap of a ratio of sums holds its figure): refused by the
+    single-run reader, skipped by the loader, with the field named."""
     from harness.analysis import plots
+    from harness.errors import BadInput
 
     run_dir = make_run(tmp_path / "results")
     data = json.loads((run_dir / RUN_FILE).read_text())
     value = data["measurement"]["accept_length"]
     _measurement(run_dir, accept_length_ci=[value + 0.1, value + 0.2])
-    assert plots.plot_run(run_dir).is_file()
-    assert plots.plot_history(tmp_path / "results", SUITE).is_file()
+    with pytest.raises(BadInput, match="outside its own interval"):
+        plots.plot_run(run_dir)
+    frame = store.load_runs(tmp_path / "results")
+    assert frame.empty
+    assert any("measurement.accept_length_ci" in line for line in frame.attrs["skipped"])
 
 
 @pytest.mark.parametrize("changes", [

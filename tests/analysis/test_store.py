@@ -325,7 +325,8 @@ def test_version_2_columns(results: Path) -> None:
     measurement.update(metric="server_avg", accept_length=2.4, accept_length_server_avg=2.4,
                        accept_length_per_request=2.5, completion_tokens=round(2.5 * steps),
                        correct_drafts=round(1.4 * steps), n_finished=30,
-                       n_planned=40, partial=True, server_reported_accept_length=2.41)
+                       n_planned=40, partial=True, server_reported_accept_length=2.41,
+                       accept_length_ci=[2.3, 2.5])  # the CI of the metric's figure
     measurement.pop("server_accept_length", None)
     (run_dir / RUN_FILE).write_text(json.dumps(data))
     row = store.load_runs(results).iloc[0]

@@ -24,7 +24,13 @@ HF_TOKEN = "hf_PLANTED_token_2d4e"
 SHELL_TOKEN = "ghp_PLANTED_shell_c0de"
 WANDB_KEY = "wb-PLANTED-wandb-5a5a"
 DB_PASS = "pw-PLANTED-db-6b6b"
-SECRETS = (API_KEY, ADMIN_KEY, HF_TOKEN, SHELL_TOKEN, WANDB_KEY, DB_PASS)
+# issue 29: names and values the name rules missed, masked by value from load on
+AUTHORIZATION = "PLANTED-authz-3e3e"
+VLLM_KEYS = "PLANTED-vllm-keys-4f4f"
+BEARER = "PLANTEDbearer5a5a"
+URL_PASSWORD = "PLANTED@url-6c6c"
+SECRETS = (API_KEY, ADMIN_KEY, HF_TOKEN, SHELL_TOKEN, WANDB_KEY, DB_PASS, AUTHORIZATION,
+           VLLM_KEYS, BEARER, URL_PASSWORD)
 
 
 def secretive_suite(folder: Path) -> Path:
@@ -32,7 +38,9 @@ def secretive_suite(folder: Path) -> Path:
     path.write_text(tiny_variant("secretive", floor=1.0, questions=6, engine={
         "extra_args": ["--api-key", API_KEY, f"--admin-api-key={ADMIN_KEY}"],
         "env": {"HF_TOKEN": HF_TOKEN, "WANDB_API_KEY": WANDB_KEY, "DB_PASS": DB_PASS,
-                "HARNESS_NOTE": "kept"}}))
+                "HARNESS_NOTE": "kept", "AUTHORIZATION": AUTHORIZATION,
+                "VLLM_API_KEYS": VLLM_KEYS, "X_FORWARDED": f"Bearer {BEARER}",
+                "MIRROR": f"https://me:{URL_PASSWORD}@mirror.example/x"}}))
     return path
 
 

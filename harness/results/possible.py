@@ -1,0 +1,307 @@
+"""Which figures a record may hold beyond its measurement's totals (`checks.check_measurement`):
+entry counts, probabilities, categories, intervals, the suite's floors and baselines, the
+paired gate's finding, a request row, an index row, a calibration record.
+
+Each rule is one an honest record always meets, so a record that breaks one was damaged or
+forged: a reader skips it (one line naming the file and field) rather than plot it.
+- Entry counts are bounded (a draft block is at most `MAX_BLOCK` tokens, so there are at
+  most that many positions; `MAX_CATEGORIES` categories; `MAX_BASELINES` baselines), so a
+  record of 10^5 positions cannot stall a plot.
+- A figure is a JSON number, never a string (`"-3"`, `"NaN"`), and finite.
+- Probabilities (per-position acceptance and its CI, accuracy) lie in [0, 1]; counts are
+  non-negative; an interval's low is not above its high, and the figure lies inside it.
+- Accept length (a figure, a floor, a baseline) lies in [1, block + 1], the block being
+  the record's or, when it names none, `MAX_BLOCK`.
+Each check raises `BadFile` naming the field.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from harness.results.checks import (
+    MAX_BLOCK,
+    BadFile,
+    block_size,
+    check_measurement,
+    check_sizes,
+)
+
+MAX_POSITIONS = MAX_BLOCK + 2  # per-position entries, histogram bins (0..block accepted)
+MAX_CATEGORIES = 256  # Spec-Bench has 13; a plot of 256 bars takes seconds
+MAX_BASELINES = 256
+MAX_REASONS = 4096
+CI_TOLERANCE = 1e-6  # a figure vs its own interval (float rounding)
+PRINTED = 1e-3  # a stated difference vs the one its figures give (as rounded in print)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def number(where: str, value: Any, low: float | None = None, high: float | None = None,
+           what: str = "") -> float | None:
+    """A JSON number (None stays None) that is finite and within [low, high]; BadFile
+    for a string, a boolean, or anything out of bounds."""
+    if value is None:
+        return None
+    if not _is_number(value):
+        raise BadFile(f"{where}: expected a number, got {type(value).__name__} {value!r:.40}")
+    figure = float(value)
+    if not math.isfinite(figure) or (low is not None and figure < low) or \
+            (high is not None and figure > high):
+        bounds = f" ({what})" if what else ""
+        raise BadFile(f"{where}: {value!r:.40} is impossible{bounds}")
+    return figure
+
+
+def count(where: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if not _is_number(value) or not isinstance(value, int) or value < 0:
+        raise BadFile(f"{where}: expected a non-negative integer, got {value!r:.40}")
+    return value
+
+
+def entries(where: str, value: Any, limit: int) -> None:
+    if isinstance(value, list | dict) and len(value) > limit:
+        raise BadFile(f"{where}: {len(value)} entries, more than the {limit} it may hold")
+
+
+def top_of(block: int | None) -> float:
+    """The largest possible accept length: the block + 1 (the block's drafts, all
+    accepted, and the bonus token)."""
+    return (block or MAX_BLOCK) + 1
+
+
+def accept(where: str, value: Any, top: float) -> float | None:
+    return number(where, value, 1.0, top, f"an accept length is between 1 and {top:g}")
+
+
+def probability(where: str, value: Any) -> float | None:
+    return number(where, value, 0.0, 1.0, "a share is in [0, 1]")
+
+
+def interval(where: str, value: Any, low: float, high: float, figure: float | None,
+             figure_name: str) -> None:
+    """[lo, hi] within [low, high], lo <= hi, and `figure` (when given) inside it."""
+    if value is None:
+        return
+    if not isinstance(value, list) or len(value) != 2 or None in value:
+        raise BadFile(f"{where}: expected [low, high]")
+    lo = number(f"{where}[0]", value[0], low, high, f"between {low:g} and {high:g}") or low
+    hi = number(f"{where}[1]", value[1], low, high, f"between {low:g} and {high:g}") or low
+    if lo > hi:
+        raise BadFile(f"{where}: low {value[0]!r} above high {value[1]!r}")
+    slack = CI_TOLERANCE * max(1.0, abs(lo), abs(hi))
+    if figure is not None and not lo - slack <= figure <= hi + slack:
+        raise BadFile(f"{where}: {figure_name} {figure!r} is outside its own interval "
+                      f"[{lo!r}, {hi!r}]")
+
+
+def positions(where: str, values: Any, cis: Any) -> None:
+    entries(where, values, MAX_POSITIONS)
+    if isinstance(values, list):
+        for i, value in enumerate(values):
+            probability(f"{where}[{i}]", value)
+    ci_where = where.replace("acceptance", "ci")
+    entries(ci_where, cis, MAX_POSITIONS)
+    if isinstance(cis, list):
+        for i, pair in enumerate(cis):
+            own = values[i] if isinstance(values, list) and i < len(values) else None
+            interval(f"{ci_where}[{i}]", pair, 0.0, 1.0, own, "the position's rate")
+
+
+def _category(where: str, category: Any, top: float) -> None:
+    if not isinstance(category, Mapping):
+        return  # the record model's to refuse
+    figure = accept(f"{where}.accept_length", category.get("accept_length"), top)
+    for key in ("accept_length_server_avg", "accept_length_per_request"):
+        accept(f"{where}.{key}", category.get(key), top)
+    interval(f"{where}.accept_length_ci", category.get("accept_length_ci"), 1.0, top, figure,
+             "accept_length")
+    probability(f"{where}.accuracy", category.get("accuracy"))
+    for key in ("n_prompts", "n_requests", "completion_tokens", "verify_steps", "n_correct"):
+        count(f"{where}.{key}", category.get(key))
+    tokens, steps = category.get("completion_tokens"), category.get("verify_steps")
+    if isinstance(tokens, int) and isinstance(steps, int) and tokens < steps:
+        raise BadFile(f"{where}.completion_tokens: {tokens} is below verify_steps {steps}")
+    correct, prompts = category.get("n_correct"), category.get("n_prompts")
+    if isinstance(correct, int) and isinstance(prompts, int) and correct > prompts:
+        raise BadFile(f"{where}.n_correct: {correct} is more than n_prompts {prompts}")
+    positions(f"{where}.per_position_acceptance", category.get("per_position_acceptance"),
+              category.get("per_position_ci"))
+
+
+def check_figures(data: dict[str, Any]) -> None:
+    """Every rule above on a parsed run record (the measurement's totals are
+    `checks.check_measurement`'s)."""
+    top = top_of(block_size(data))
+    m = data.get("measurement")
+    if isinstance(m, Mapping):
+        figure = number("measurement.accept_length", m.get("accept_length"))
+        interval("measurement.accept_length_ci", m.get("accept_length_ci"), 1.0, top, figure,
+                 "accept_length")
+        probability("measurement.ci_level", m.get("ci_level"))
+        for key in ("n_prompts", "n_correct", "n_planned", "n_finished"):
+            count(f"measurement.{key}", m.get(key))
+        positions("measurement.per_position_acceptance", m.get("per_position_acceptance"),
+                  m.get("per_position_ci"))
+        positions("measurement.server_per_position_acceptance",
+                  m.get("server_per_position_acceptance"), None)
+        entries("measurement.accept_histogram", m.get("accept_histogram"), MAX_POSITIONS)
+        categories = m.get("categories")
+        entries("measurement.categories", categories, MAX_CATEGORIES)
+        if isinstance(categories, Mapping):
+            for name, category in categories.items():
+                _category(f"measurement.categories.{name}", category, top)
+    workload = data.get("workload")
+    if isinstance(workload, Mapping):
+        entries("workload.categories", workload.get("categories"), MAX_CATEGORIES)
+        count("workload.n_prompts", workload.get("n_prompts"))
+    verdict = data.get("verdict")
+    if isinstance(verdict, Mapping):
+        entries("verdict.reasons", verdict.get("reasons"), MAX_REASONS)
+    suite = data.get("suite")
+    document = suite.get("document") if isinstance(suite, Mapping) else None
+    if isinstance(document, Mapping):
+        check_document(document, top)
+    paired = data.get("paired")
+    if paired is not None:
+        check_paired(paired, top)
+
+
+def check_floors(where: str, floors: Any, top: float) -> None:
+    if not isinstance(floors, Mapping):
+        return
+    accept(f"{where}.accept_length", floors.get("accept_length"), top)
+    probability(f"{where}.accuracy", floors.get("accuracy"))
+    entries(f"{where}.positions", floors.get("positions"), MAX_POSITIONS)
+    for i, value in enumerate(floors.get("positions") or []):
+        probability(f"{where}.positions[{i}]", value)
+    categories = floors.get("categories")
+    entries(f"{where}.categories", categories, MAX_CATEGORIES)
+    if isinstance(categories, Mapping):
+        for name, floor in categories.items():
+            if isinstance(floor, Mapping):
+                accept(f"{where}.categories.{name}.accept_length", floor.get("accept_length"), top)
+                probability(f"{where}.categories.{name}.accuracy", floor.get("accuracy"))
+
+
+def check_document(document: Mapping[str, Any], top: float,
+                   where: str = "suite.document") -> None:
+    """A suite document's floors and baselines (as a record keeps it): finite, possible,
+    bounded in number."""
+    check_floors(f"{where}.floors", document.get("floors"), top)
+    baselines = document.get("baselines")
+    entries(f"{where}.baselines", baselines, MAX_BASELINES)
+    for i, baseline in enumerate(baselines if isinstance(baselines, list) else []):
+        if isinstance(baseline, Mapping):
+            accept(f"{where}.baselines[{i}].accept_length", baseline.get("accept_length"), top)
+            probability(f"{where}.baselines[{i}].accuracy", baseline.get("accuracy"))
+    workloads = document.get("workloads")
+    entries(f"{where}.workloads", workloads, MAX_CATEGORIES)
+    for i, entry in enumerate(workloads if isinstance(workloads, list) else []):
+        if isinstance(entry, Mapping):
+            check_floors(f"{where}.workloads[{i}].floors", entry.get("floors"), top)
+
+
+PAIRED_STATUSES = ("pass", "fail")
+DECISIONS = ("not_worse", "worse", "inconclusive")
+VERDICTS = ("pass", "fail", "error", "skipped")
+
+
+def _text(where: str, value: Any, required: bool = True) -> None:
+    if value is None and not required:
+        return
+    if not isinstance(value, str):
+        raise BadFile(f"{where}: expected a string, got {value!r:.40}")
+
+
+def _choice(where: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise BadFile(f"{where}: {value!r:.40} is not one of {', '.join(allowed)}")
+
+
+def check_paired(paired: Any, top: float) -> None:
+    """The paired gate's finding (`harness.run.pairing`) as every reader prints it."""
+    if not isinstance(paired, Mapping):
+        raise BadFile("paired: expected an object")
+    _choice("paired.status", paired.get("status"), PAIRED_STATUSES)
+    _choice("paired.floors_status", paired.get("floors_status"), VERDICTS)
+    against = paired.get("against")
+    if not isinstance(against, Mapping):
+        raise BadFile("paired.against: expected an object")
+    _text("paired.against.run_id", against.get("run_id"))
+    _text("paired.against.spec", against.get("spec"), required=False)
+    _text("paired.against.path", against.get("path"), required=False)
+    if not isinstance(against.get("reused"), bool):
+        raise BadFile("paired.against.reused: expected true or false")
+    r = paired.get("result")
+    if not isinstance(r, Mapping):
+        raise BadFile("paired.result: expected an object")
+    _choice("paired.result.decision", r.get("decision"), DECISIONS)
+    if count("paired.result.n", r.get("n")) is None:
+        raise BadFile("paired.result.n: missing")
+    a = accept("paired.result.a", r.get("a"), top)
+    b = accept("paired.result.b", r.get("b"), top)
+    if a is None or b is None:
+        raise BadFile("paired.result: a and b are required")
+    # stated figures agree with a and b (to the 4 decimals every reader prints)
+    difference = number("paired.result.difference", r.get("difference"), -top, top)
+    if difference is None or not math.isclose(difference, b - a, abs_tol=PRINTED):
+        raise BadFile(f"paired.result.difference: {r.get('difference')!r:.40} is not b - a "
+                      f"({b - a:.6g})")
+    interval("paired.result.difference_ci", r.get("difference_ci"), -top, top, difference,
+             "difference")
+    relative = number("paired.result.relative_change", r.get("relative_change"), -1.0, top)
+    if relative is None or not math.isclose(relative, difference / a, abs_tol=PRINTED):
+        raise BadFile(f"paired.result.relative_change: {r.get('relative_change')!r:.40} is "
+                      f"not (b - a) / a ({(b - a) / a:.6g})")
+    if number("paired.result.tolerated_drop", r.get("tolerated_drop"), 0.0, top) is None:
+        raise BadFile("paired.result.tolerated_drop: missing")
+    for key in ("margin", "margin_se", "margin_sd", "lower", "upper"):
+        number(f"paired.result.{key}", r.get(key))
+    number("paired.result.alpha", r.get("alpha"), 0.0, 1.0, "in (0, 1)")
+    if number("paired.result.level", r.get("level"), 0.0, 1.0, "in (0, 1)") is None:
+        raise BadFile("paired.result.level: missing")
+    _text("paired.result.tolerance", r.get("tolerance"))
+
+
+def check_request_row(row: Mapping[str, Any], block: int | None) -> str | None:
+    """Why a request row's counts are impossible for a block of `block` tokens, or None
+    (types are `store.request_problem`'s)."""
+    tokens, steps = row["completion_tokens"], row["verify_steps"]
+    block = block or MAX_BLOCK
+    correct = row.get("correct_drafts")
+    if correct is not None and correct > steps * block:
+        return (f"correct_drafts: {correct} is more than verify_steps {steps} x block size "
+                f"{block}")
+    if tokens < steps:
+        return (f"completion_tokens: {tokens} is below verify_steps {steps} (each verify "
+                "step makes at least one token)")
+    if tokens > steps * (block + 1) + 1:
+        return (f"completion_tokens: {tokens} is more than verify_steps {steps} can make "
+                f"(block size {block}: at most {block + 1} a step, and the prefill token)")
+    for key in ("accept_length", "spec_accept_length"):
+        value = row.get(key)
+        if value is None:
+            continue
+        own = tokens / steps if steps else 0.0
+        if not math.isfinite(value) or not math.isclose(value, own, rel_tol=1e-6, abs_tol=1e-9):
+            return f"{key}: {value!r:.40} is not completion_tokens / verify_steps ({own:.6g})"
+    histogram = row.get("accept_histogram")
+    if isinstance(histogram, list) and len(histogram) > MAX_POSITIONS:
+        return f"accept_histogram: {len(histogram)} entries, more than {MAX_POSITIONS}"
+    return None
+
+
+def check_record(data: Any, raw: bytes | str | None = None) -> None:
+    """Every check on a parsed run record: sizes (checks.check_sizes), the measurement's
+    totals (checks.check_measurement), then every rule above (BadFile naming the field)."""
+    check_sizes(data, raw)
+    if isinstance(data, dict):
+        check_measurement(data)
+        check_figures(data)
