@@ -490,8 +490,16 @@ def _describe_entry(loaded: LoadedSuite, load_data: bool) -> list[str]:
         lines.append("           P(position k accepted): " + ", ".join(
             f"k={k} {relation(floors.positions_strict)} {value:g}"
             for k, value in enumerate(floors.positions, start=1)))
-    lines += [f"baseline   {b.label}: {b.accept_length:g} ({b.metric or floors.metric}, "
-              f"{'external' if b.external else 'measured here'}) {redact_url(b.source)}"
-              for b in suite.baselines]
+    lines += [baseline_line(b, floors.metric) for b in suite.baselines]
     return lines
 
+
+
+def baseline_line(baseline: Any, metric: str) -> str:
+    """A baseline in the plan: its figure, definition, where it was measured, its source;
+    "measured here" said once when the source already says it."""
+    where = "external" if baseline.external else "measured here"
+    source = redact_url(baseline.source)
+    said = source.lower().startswith(where)
+    return (f"baseline   {baseline.label}: {baseline.accept_length:g} "
+            f"({baseline.metric or metric}{'' if said else ', ' + where}) {source}")
