@@ -154,6 +154,7 @@ class _Run:
     record: RunRecord | None = None  # once written, run.json is never rewritten
     paired: dict[str, Any] | None = None  # the paired gate's finding (RunOptions.pairing)
     stop_rule: Any = None  # the stop rule the measurement ran under, if any
+    data: Any = None  # the workload's prompts (workloads.prepare), loaded before any build
 
     def finish(self, verdict: Verdict) -> RunRecord:
         from harness.run import plan as planning
@@ -235,7 +236,13 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
         return RunOutcome("skipped", ExitCode.SKIPPED, [fit.reason],
                           plan=planning.describe(loaded, options, fit, chosen, entries))
     models = planning.models(suite, options)  # bad input ends here, before a run folder
+    # each entry's data too, before any build or launch: missing data costs seconds
+    from harness.workloads import prepare
+
+    data = [prepare(entry.loaded.suite.workload) for entry in entries]
     runs = [_new_run(entry, options) for entry in entries]
+    for run, workload_plan in zip(runs, data, strict=True):
+        run.data = workload_plan
     try:
         with sigterm_as_interrupt():
             return _prepare_and_measure(runs, models, chosen, gpus, fit)
@@ -322,7 +329,7 @@ def _launch_and_measure(runs: list[_Run], engine: Any, gpus: Any, fit: Any) -> N
     suite = first.loaded.suite
     plans = []
     for run in runs:  # every entry's data before the launch: bad data costs no GPU time
-        workload_plan = prepare(run.loaded.suite.workload)
+        workload_plan = run.data if run.data is not None else prepare(run.loaded.suite.workload)
         run.planned = sum(len(prompt.turns) for prompt in workload_plan.prompts)
         run.provenance = planning.provenance(run.loaded, engine, gpus, fit, workload_plan)
         run.workload = described.workload_info(run.loaded.suite, run.entry, workload_plan,
