@@ -48,6 +48,7 @@ from harness.results.record import (
     utc_now,
 )
 from harness.results.writer import RowLog, create_run_dir, write_run
+from harness.run.heartbeat import heartbeat
 from harness.run.judge import EXIT_CODES, judge
 from harness.run.launch import LOOPBACK, Server, ServerSpec, free_port
 from harness.suite.model import Entry, LoadedSuite, Suite
@@ -111,6 +112,29 @@ def combined(outcomes: list[RunOutcome]) -> RunOutcome:
 
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def _preparing(elapsed: float) -> str:
+    from harness.build.common import current_step
+
+    step = current_step()
+    return (f"preparing the engine: {redact_url(step) if step else 'its environment and models'}"
+            f" ({elapsed:.0f} s)")
+
+
+def _launching(elapsed: float, log: Path) -> str:
+    from harness.run.heartbeat import last_log_line
+
+    said = last_log_line(log)
+    return f"launching ({elapsed:.0f} s): " + (f"log: {said}" if said else "log still empty")
+
+
+def _driving(run: _Run, elapsed: float, bar: bool) -> str | None:
+    if run.stage == "measurement" and bar:
+        return None  # the progress bar says it
+    done = f", {len(run.rows)}/{run.planned} requests done" if run.stage == "measurement" \
+        else ""
+    return f"{run.loaded.suite.name}: {run.stage}{done} ({elapsed:.0f} s)"
 
 
 @contextlib.contextmanager
@@ -291,7 +315,8 @@ def _prepare_and_measure(runs: list[_Run], models: Any, chosen: Any, gpus: Any, 
     suite = first.loaded.suite
     for run in runs:
         run.provenance = planning.provenance(run.loaded, None, gpus, fit, None)
-    engine = planning.prepare_engine(suite, options, models, chosen)
+    with heartbeat(_preparing):
+        engine = planning.prepare_engine(suite, options, models, chosen)
     engine.build.options.update(planning.build_options(suite))
     attention = planning.attention_table(first.loaded, engine)
     contract = planning.contract_differences(suite, attention)
@@ -350,7 +375,8 @@ def _launch_and_measure(runs: list[_Run], engine: Any, gpus: Any, fit: Any) -> N
     try:
         with Server(spec) as server:
             _say(f"launching {suite.name}: log {spec.log_path}")
-            launch.ready_after_s = server.wait_ready()
+            with heartbeat(lambda elapsed: _launching(elapsed, spec.log_path)):
+                launch.ready_after_s = server.wait_ready()
             _say(f"server ready after {launch.ready_after_s:.1f} s")
             for run in runs:
                 run.stage = "queued"  # waiting for the entries before it
@@ -377,7 +403,10 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
             log.append(row)
             run.rows.append(row)
 
-        result, info = asyncio.run(_drive(run, engine, server, workload_plan, keep))
+        # the bar shows the measured phase on a terminal; the beat covers the rest
+        bar = options.progress and sys.stderr.isatty()
+        with heartbeat(lambda elapsed: _driving(run, elapsed, bar)):
+            result, info = asyncio.run(_drive(run, engine, server, workload_plan, keep))
         run.stage = "recording"
         attention = engine.adapter.attention_from_server(info)
         if run.attention is None and attention:
