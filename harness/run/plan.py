@@ -269,15 +269,16 @@ def stand_in_folders(suite: Suite) -> list[Path]:
 
 
 def server_env(suite: Suite, fit: Fit | None,
-               facts: builds.EnvironmentFacts | None = None) -> dict[str, str]:
+               facts: builds.EnvironmentFacts | None = None,
+               build_env: dict[str, str] | None = None) -> dict[str, str]:
     """The server's environment: what its adapter and its build need (SGLang's CPU engine
-    switch, from the build note), then the suite's engine.env, then the stand-ins first on
-    PYTHONPATH."""
+    switch, from the build note; `build_env` for a build not made yet), then the suite's
+    engine.env, then the stand-ins first on PYTHONPATH."""
     installed = ((facts.build_note or {}).get("installed") or {}) if facts else {}
     # what the adapter needs the server to have (vLLM: its /server_info route), what the
     # build needs, then the suite's own variables
     env = {**getattr(adapter_for(suite.engine.kind), "launch_env", {}),
-           **installed.get("engine_env", {}), **suite.engine.env}
+           **installed.get("engine_env", build_env or {}), **suite.engine.env}
     folders = [str(f) for f in stand_in_folders(suite)] if isinstance(
         suite.engine, SGLangEngine) else []
     if folders:
@@ -401,6 +402,39 @@ def _dry_run_command(suite: Suite, options: Any, chosen: ChosenBuild) -> list[st
     return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER, None, dirs)
 
 
+def dry_run_line(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | None) -> str:
+    """The launch as a shell line that runs when pasted: `env` with the server's whole
+    environment (the stand-ins on PYTHONPATH, SGLang's CPU engine switch, the suite's
+    engine.env), then the command; secrets redacted as everywhere."""
+    command = redact_command(_dry_run_command(suite, options, chosen), suite)
+    env = _dry_run_env(suite, options, chosen, fit)
+    if not env:
+        return shlex.join(command)
+    from harness.suite.secrets import redact_env, redact_text
+
+    hidden = secret_values(suite)
+    shown = {name: redact_text(str(value), hidden) for name, value in redact_env(env).items()}
+    return shlex.join(["env", *(f"{name}={value}" for name, value in shown.items()),
+                       *command])
+
+
+def _dry_run_env(suite: Suite, options: Any, chosen: ChosenBuild,
+                 fit: Fit | None) -> dict[str, str]:
+    """The server's environment as a run would set it: read from the build's environment
+    when it exists (its build note), else what the build will record (the CPU recipe's
+    engine switch for a release built on a host without a GPU)."""
+    facts, build_env = None, None
+    if isinstance(suite.engine, SGLangEngine):
+        python = options.engine_python or builds.planned_python(chosen.spec)
+        if Path(python).is_file():
+            facts = builds.probe_environment(python)
+        elif chosen.spec.kind == "pip":
+            from harness.build.sglang_cpu import CPU_ENGINE_ENV, host_device
+
+            build_env = dict(CPU_ENGINE_ENV) if host_device() == "cpu" else None
+    return server_env(suite, fit, facts, build_env)
+
+
 def _placeholder(ref: Any) -> str:
     model = getattr(ref, "model", None)
     return f"${model.env}" if hasattr(model, "env") else str(model)
@@ -418,8 +452,9 @@ def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
         f"suite      {suite.name} ({loaded.path}, sha256 {loaded.sha256[:12]})",
         f"topology   {fit.reason}",
         f"build      {redact_url(chosen.spec.text or 'as installed')}",
-        f"launch     {shlex.join(redact_command(_dry_run_command(suite, options, chosen), suite))}",
-        f"           (port {PORT_PLACEHOLDER} stands for a free port chosen at launch)",
+        f"launch     {dry_run_line(suite, options, chosen, fit)}",
+        f"           (port {PORT_PLACEHOLDER} stands for a free port chosen at launch; "
+        "the line runs as printed, in a shell)",
     ]
     if suite.engine.kind in ("sglang", "vllm"):
         draftless = suite.speculative.algorithm in DRAFTLESS
