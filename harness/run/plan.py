@@ -6,10 +6,11 @@ Engine facts stay in the adapters (harness.engines); this module only asks them.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,12 @@ def check_suite(loaded: LoadedSuite) -> None:
     is not checked: a run uses it only on a host with no SGLang installed.)"""
     from harness.suite.model import suite_entries
 
+    for ref in (loaded.suite.target, loaded.suite.draft):
+        model = getattr(ref, "model", None)
+        name = getattr(model, "default", None) or (model if isinstance(model, str) else "")
+        if name.startswith("tiny:") and name not in TINY_MODELS:
+            raise BadInput(f"suite {loaded.suite.name}: model {name!r}: the harness makes no "
+                           f"such checkpoint; known: {', '.join(sorted(TINY_MODELS))}")
     for entry in suite_entries(loaded):
         check = getattr(adapter_for(entry.loaded.suite.engine.kind), "check_flags", None)
         if check is not None:  # an adapter that owns no flag has nothing to check
@@ -122,8 +129,35 @@ def choose_build(loaded: LoadedSuite, options: Any) -> tuple[LoadedSuite, Chosen
 
 
 def models(suite: Suite, options: Any) -> Models | None:
-    """The models the run serves (exit 2 when a model with no public id is not given)."""
-    return resolve_models(suite, options.target_model, options.draft_model)
+    """The models the run serves (exit 2 when a model with no public id is not given).
+    A checkpoint the harness makes itself (`tiny:causal`) is made into the cache here
+    (milliseconds; a dry run makes it too, so that its printed line runs as pasted)."""
+    chosen = resolve_models(suite, options.target_model, options.draft_model)
+    if chosen is None:
+        return None
+    return dataclasses.replace(chosen, target=tiny_model(chosen.target),
+                               draft=tiny_model(chosen.draft) if chosen.draft else None)
+
+
+def _causal() -> Path:
+    from harness.engines.reference.causal_draft import causal_draft
+
+    return causal_draft()
+
+
+# Checkpoints the harness makes bit for bit into its cache, by the name a suite gives
+# them (`model = { env = "VAR", default = "tiny:causal" }`): name -> maker -> folder
+TINY_MODELS: dict[str, Callable[[], Path]] = {"tiny:causal": _causal}
+
+
+def tiny_model(name: str) -> str:
+    """`name` itself, or for a `tiny:` name the folder of the checkpoint it names."""
+    if not name.startswith("tiny:"):
+        return name
+    if name not in TINY_MODELS:
+        raise BadInput(f"no checkpoint the harness makes is called {name!r}; known: "
+                       f"{', '.join(sorted(TINY_MODELS))}")
+    return str(TINY_MODELS[name]())
 
 
 def build_options(suite: Suite) -> dict[str, Any]:
