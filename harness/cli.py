@@ -7,6 +7,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from harness import __version__
 from harness.commands import COMMANDS, Command
@@ -39,6 +40,19 @@ class SubcommandParser(argparse.ArgumentParser):
                        + (f" (did you mean {hint}?)" if hint else ""))
         return parsed, extras
 
+    def error(self, message: str) -> NoReturn:
+        """argparse's message, with the nearest choice for a mistyped one (`rnu` -> `run`)."""
+        import difflib
+        import re
+
+        found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if found:
+            choices = re.findall(r"'([^']*)'", found.group(2))
+            close = difflib.get_close_matches(found.group(1), choices, n=1)
+            if close:
+                message += f" (did you mean {close[0]}?)"
+        super().error(message)
+
 
 def nearest_flag(extras: Sequence[str], parser: argparse.ArgumentParser) -> str | None:
     """The parser's flag closest to the first unknown one (`--dry_run` -> `--dry-run`)."""
@@ -60,7 +74,7 @@ def nearest_flag(extras: Sequence[str], parser: argparse.ArgumentParser) -> str 
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
-    parser = argparse.ArgumentParser(
+    parser = SubcommandParser(
         prog="harness",
         description="Acceptance tests and benchmarks for speculative decoding in SGLang.",
         epilog="Exit codes: " + "; ".join(f"{code} {meaning}"

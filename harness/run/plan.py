@@ -135,8 +135,35 @@ def models(suite: Suite, options: Any) -> Models | None:
     chosen = resolve_models(suite, options.target_model, options.draft_model)
     if chosen is None:
         return None
-    return dataclasses.replace(chosen, target=tiny_model(chosen.target),
-                               draft=tiny_model(chosen.draft) if chosen.draft else None)
+    return dataclasses.replace(
+        chosen, target=local_model(tiny_model(chosen.target)),
+        draft=local_model(tiny_model(chosen.draft)) if chosen.draft else None)
+
+
+def _named_as_path(name: str) -> bool:
+    """A hub id is `org/name` (or a bare name); a path starts with / . ~ or has more parts."""
+    return name.startswith(("/", "./", "../", "~")) or name.count("/") >= 2
+
+
+def local_model(name: str) -> str:
+    """A relative folder made absolute, found from the working folder, else from the
+    repository root (as stand-ins are), so the server and a pasted dry-run line find it
+    from anywhere; anything else as given (a hub id, or a path `check_models` refuses)."""
+    if _named_as_path(name) or "/" in name:
+        path = Path(name).expanduser()
+        for candidate in (path, builds.REPO_ROOT / path):
+            if candidate.exists():
+                return str(candidate.resolve())
+    return name
+
+
+def check_models(chosen: Models | None) -> None:
+    """A model named as a local path must exist (exit 2 before any build or download)."""
+    for role, name in (("target", chosen.target if chosen else None),
+                       ("draft", chosen.draft if chosen else None)):
+        if name and _named_as_path(name) and not Path(name).expanduser().exists():
+            raise BadInput(f"the {role} model {name}: no such file or folder (a local path; "
+                           f"a hub id is org/name); give --{role}-model or fix the suite")
 
 
 def _causal() -> Path:

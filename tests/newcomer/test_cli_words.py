@@ -186,3 +186,18 @@ def test_a_run_names_the_pngs_it_drew(tmp_path: Path) -> None:
     plots.plot_run(main_dir)
     plots.plot_run(entry_dir)
     assert drawn_plots(outcome) == [main_dir / plots.RUN_PNG, entry_dir / plots.RUN_PNG]
+
+
+@pytest.mark.parametrize(("argv", "typed", "usage", "meant"), [
+    (["rnu", "tiny_dflash_cpu"], "rnu", "usage: harness [", "run"),
+    (["reference", "biuld"], "biuld", "usage: harness reference ", "build"),
+])
+def test_a_mistyped_command_gets_the_nearest_one(argv: list[str], typed: str, usage: str,
+                                                 meant: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as end:
+        main(argv)
+    assert end.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(usage) and f"invalid choice: '{typed}'" in err
+    assert err.rstrip().endswith(f"(did you mean {meant}?)")
