@@ -242,8 +242,8 @@ class _Run:
 
 def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
     """Run one suite; user errors raise `HarnessError`, everything else ends in an outcome."""
+    from harness.run import dry_run, preflight
     from harness.run import plan as planning
-    from harness.run import preflight
     from harness.suite.model import suite_entries
 
     planning.check_suite(loaded)  # what `harness validate` checks, before any work
@@ -254,11 +254,11 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
     fit = preflight.check_fit(suite.topology, gpus, options.gpu_devices)
     if options.dry_run:
         return RunOutcome("skipped" if not fit.fits else "pass", ExitCode.PASS,
-                          [fit.reason], plan=planning.describe(loaded, options, fit, chosen,
+                          [fit.reason], plan=dry_run.describe(loaded, options, fit, chosen,
                                                                entries))
     if not fit.fits:
         return RunOutcome("skipped", ExitCode.SKIPPED, [fit.reason],
-                          plan=planning.describe(loaded, options, fit, chosen, entries))
+                          plan=dry_run.describe(loaded, options, fit, chosen, entries))
     models = planning.models(suite, options)  # bad input ends here, before a run folder
     planning.check_models(models)
     # each entry's data too, before any build or launch: missing data costs seconds

@@ -122,7 +122,7 @@ def test_shipped_list_columns_line_up(capsys: pytest.CaptureFixture[str]) -> Non
 def test_the_dry_run_says_measured_here_once() -> None:
     from types import SimpleNamespace
 
-    from harness.run.plan import baseline_line
+    from harness.run.dry_run import baseline_line
 
     said = SimpleNamespace(label="a", accept_length=3.8, metric=None, external=False,
                            source="measured here: the reference engine")
