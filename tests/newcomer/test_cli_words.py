@@ -73,9 +73,12 @@ def test_an_ambiguous_short_id_lists_the_runs(tmp_path: Path,
         run_by_id("abcd", results)
     assert run_by_id("abcd5", results) == second
     assert run_by_id("0123beef", results) == third
-    assert run_by_id("ffff", results) is None  # no such run: the selector's other meanings
+    with pytest.raises(BadInput, match="ffff: no run with that id under"):
+        run_by_id("ffff", results)
     assert run_by_id("tiny_dflash_cpu", results) is None  # a suite name is no id
     assert run_by_id(str(first), results) is None  # a path is a path
+    (results / "runs" / "cafe").mkdir()
+    assert run_by_id("cafe", results) is None  # a suite of that name: the suite
 
 
 def test_show_prints_toml_that_loads_back_as_the_same_suite(
