@@ -100,12 +100,25 @@ def tests(session: nox.Session) -> None:
     # runs those tests in an environment that has them.
     # vLLM's own code and the cross-engine parity need vLLM's environment: `nox -s vllm_cpu`.
     # The real SGLang server on CPU has its own session too (`nox -s sglang_cpu`).
-    args = session.posargs or ["-n", "2", "--durations=15",
-                               "--ignore", "tests/sglang_oracle/test_server_args.py",
-                               "--ignore", "tests/sglang_oracle/test_secret_flags.py",
-                               "--ignore", "tests/vllm_oracle",
-                               "--ignore", "tests/sglang_cpu"]
-    session.run("pytest", *args, env=env)
+    session.run("pytest", *tests_args(session.posargs), env=env)
+
+
+# The tests session's own arguments; `nox -s tests -- ARGS` adds ARGS after them (a later
+# `-n 0` or `-p no:xdist` wins over `-n 2`; a path narrows the run to it).
+TESTS_ARGS = ("-n", "2", "--durations=15",
+              "--ignore", "tests/sglang_oracle/test_server_args.py",
+              "--ignore", "tests/sglang_oracle/test_secret_flags.py",
+              "--ignore", "tests/vllm_oracle",
+              "--ignore", "tests/sglang_cpu")
+
+
+def tests_args(posargs: list[str]) -> list[str]:
+    """The default arguments, then the caller's. `-p no:xdist` would leave `-n 2` to an
+    unknown option, so the xdist flags go when the caller turns xdist off."""
+    args = list(TESTS_ARGS)
+    if any(arg in ("no:xdist", "-pno:xdist") for arg in posargs):
+        args = args[2:]
+    return [*args, *posargs]
 
 
 @nox.session(python=PYTHON)

@@ -7,6 +7,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from harness import __version__
 from harness.commands import COMMANDS, Command
@@ -24,15 +25,64 @@ def load_command(target: str) -> Command | None:
     return getattr(module, class_name)()
 
 
+class SubcommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: an argument it does not know is its own error (its usage,
+    and the nearest flag it has), not the top-level parser's bare "unrecognized
+    arguments"."""
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None,
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            hint = nearest_flag(extras, self)
+            self.error(f"unrecognized arguments: {' '.join(extras)}"
+                       + (f" (did you mean {hint}?)" if hint else ""))
+        return parsed, extras
+
+    def error(self, message: str) -> NoReturn:
+        """argparse's message, with the nearest choice for a mistyped one (`rnu` -> `run`)."""
+        import difflib
+        import re
+
+        found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if found:
+            choices = re.findall(r"'([^']*)'", found.group(2))
+            close = difflib.get_close_matches(found.group(1), choices, n=1)
+            if close:
+                message += f" (did you mean {close[0]}?)"
+        super().error(message)
+
+
+def nearest_flag(extras: Sequence[str], parser: argparse.ArgumentParser) -> str | None:
+    """The parser's flag closest to the first unknown one (`--dry_run` -> `--dry-run`)."""
+    import difflib
+
+    flags = [flag for action in parser._actions for flag in action.option_strings
+             if flag.startswith("--")]
+    for extra in extras:
+        if not extra.startswith("-"):
+            continue
+        word = extra.split("=", 1)[0]
+        normal = "--" + word.lstrip("-").replace("_", "-").lower()
+        if normal in flags:
+            return normal
+        close = difflib.get_close_matches(normal, flags, n=1, cutoff=0.6)
+        if close:
+            return close[0]
+    return None
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
-    parser = argparse.ArgumentParser(
+    parser = SubcommandParser(
         prog="harness",
         description="Acceptance tests and benchmarks for speculative decoding in SGLang.",
         epilog="Exit codes: " + "; ".join(f"{code} {meaning}"
                                           for code, meaning in EXIT_CODE_MEANINGS.items()) + ".",
     )
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                       parser_class=SubcommandParser)
     commands: dict[str, Command] = {}
     for name, target in COMMANDS.items():
         command = load_command(target)

@@ -27,6 +27,12 @@ if TYPE_CHECKING:
 CATEGORIES_PNG = "categories.png"
 
 
+def categories_key(dashed: bool) -> str:
+    """The figure's key: the dashed line named only where one is drawn."""
+    return ("95% CI per category (bootstrap over its prompts)"
+            + ("; dashed: category floor" if dashed else ""))
+
+
 def category_floors(record: RunRecord) -> dict[str, float]:
     floors = (record.suite.document.get("floors") or {}).get("categories") or {}
     return {name: float(floor["accept_length"]) for name, floor in floors.items()
@@ -45,6 +51,7 @@ def categories_figure(record: RunRecord) -> Figure:
     # each category floor has its own strictness (its `strict`, default `>=`)
     declared = (record.suite.document.get("floors") or {}).get("categories") or {}
     names = list(results)
+    dashed = False  # whether a category floor line is drawn (the title's key says so)
     for x, name in enumerate(names):
         result = results[name]
         if result.accept_length is None:
@@ -64,6 +71,7 @@ def categories_figure(record: RunRecord) -> Figure:
                       va="center", fontsize=8)
         if floor is not None:
             axes.hlines(floor, x - 0.3, x + 0.3, colors=FLOOR_COLOUR, linestyles="--", lw=1.5)
+            dashed = True
     overall = figure_in(record, suite_metric(record))
     if overall is not None:
         axes.axhline(overall[0], color="black", lw=1, alpha=0.6,
@@ -76,8 +84,7 @@ def categories_figure(record: RunRecord) -> Figure:
     axes.grid(axis="y", alpha=0.3)
     status = record.verdict.status if record.verdict else "external"
     figure.suptitle(f"{record.suite.name} by category: {status.upper()}", fontsize=11)
-    axes.set_title("95% CI per category (bootstrap over its prompts); dashed: category floor",
-                   fontsize=9)
+    axes.set_title(categories_key(dashed), fontsize=9)
     return figure
 
 

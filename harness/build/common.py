@@ -64,6 +64,24 @@ def run_command(
     stopped with all its descendants, so no pip or git child outlives the wait; it stays
     in the harness's process group, so a signal to the group (Ctrl-C, a CI job being
     cancelled) reaches it too."""
+    _STEPS.append(what)  # what a heartbeat says the build is doing (`current_step`)
+    try:
+        return _run(command, what, timeout_s=timeout_s, cwd=cwd, env=env,
+                    timeout_hint=timeout_hint)
+    finally:
+        _STEPS.remove(what)
+
+
+_STEPS: list[str] = []  # the commands running now, oldest first
+
+
+def current_step() -> str | None:
+    """What the build is running now (a pip install, a git clone), for progress lines."""
+    return _STEPS[-1] if _STEPS else None
+
+
+def _run(command: Sequence[str], what: str, *, timeout_s: float, cwd: Path | None,
+         env: Mapping[str, str] | None, timeout_hint: str) -> str:
     try:
         process = subprocess.Popen(list(command), cwd=cwd, env=None if env is None else dict(env),
                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -36,6 +36,31 @@ CPU_TORCH = "torch==2.13.0"
 CPU_TRITON = "triton==3.9.0"
 RECIPE = "sglang-cpu-1"  # part of the build's identity: a changed recipe is a new env
 CPU_ENGINE_ENV = {"SGLANG_USE_CPU_ENGINE": "1"}
+# Where the CPU torch wheel comes from: a package index (https://download.pytorch.org/whl/cpu)
+# or a local folder of wheels. Unset, pip's own configuration decides; on a host whose pip
+# knows only PyPI, `torch==2.13.0` is then PyPI's CUDA build with its NVIDIA runtime
+# wheels (several GB), which runs on a CPU but costs that download and disk.
+TORCH_INDEX_ENV = "HARNESS_TORCH_INDEX"
+
+
+def torch_source() -> str | None:
+    """The CPU torch wheel's source (`HARNESS_TORCH_INDEX`), None for pip's own."""
+    return os.environ.get(TORCH_INDEX_ENV, "").strip() or None
+
+
+def torch_source_args(source: str | None = None) -> list[str]:
+    """pip arguments that make `source` (an index URL, or a folder of wheels) offer the
+    CPU torch: an extra index or find-links. PEP 440 ranks `2.13.0+cpu` above `2.13.0`,
+    so with both offered pip takes the CPU build."""
+    source = source if source is not None else torch_source()
+    if not source:
+        return []
+    if "://" not in source or source.startswith("file://"):
+        folder = Path(source.removeprefix("file://")).expanduser()
+        if folder.is_dir() and not (folder / "index.html").exists() and \
+                not (folder / "torch").is_dir():
+            return ["--find-links", str(folder)]
+    return ["--extra-index-url", source]
 
 # The CUDA-only rule. A requirement is left out when its distribution is
 # - the torch family (torch is the CPU pin above; torchvision/torchaudio/torchcodec
@@ -136,7 +161,7 @@ def install_cpu_sglang(pip: Sequence[str], python: Path, requirement: str, scrat
     constraints = scratch / "cpu-constraints.txt"
     constraints.write_text(f"{CPU_TORCH}\n")
     run_command([*pip, "install", *quiet, "--constraint", str(constraints), *pip_args,
-                 CPU_TORCH, CPU_TRITON, *kept],
+                 *torch_source_args(), CPU_TORCH, CPU_TRITON, *kept],
                 f"pip install (CPU torch and sglang's non-CUDA dependencies, {what})",
                 timeout_s=timeout, env=env, timeout_hint=hint)
     run_command([*pip, "install", *quiet, "--no-deps", *pip_args, str(wheels[0])],
@@ -148,6 +173,7 @@ def install_cpu_sglang(pip: Sequence[str], python: Path, requirement: str, scrat
                     f"removing CUDA builds of {', '.join(pulled)} ({what})",
                     timeout_s=300, env=env)
     return {"recipe": RECIPE, "wheel": wheels[0].name, "torch": CPU_TORCH,
+            "torch_source": torch_source() or "pip's configuration",
             "triton": CPU_TRITON, "dependencies": kept, "left_out_cuda_only": left_out,
             "removed_after_install": pulled, "engine_env": CPU_ENGINE_ENV}
 

@@ -31,6 +31,7 @@ from harness.build.sglang_cpu import (
     RECIPE,
     host_device,
     install_cpu_sglang,
+    torch_source,
 )
 from harness.build.spec import BuildSpec, split_git_url
 from harness.errors import BadInput, EngineError
@@ -108,6 +109,8 @@ def resolve_build(build: BuildSpec, *, offline: bool = False) -> ResolvedBuild:
         if host_device() == "cpu":  # a release's CUDA pins cannot start here: the CPU recipe
             identity |= {"device": "cpu", "recipe": RECIPE, "torch": CPU_TORCH,
                          "triton": CPU_TRITON}
+            if torch_source():  # another torch build: another environment
+                identity["torch_source"] = torch_source()
         return ResolvedBuild(build, build.spec, pip_args=extra, identity=identity)
     if build.kind == "git":
         return _resolve_git(build, extra, base, offline)

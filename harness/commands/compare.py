@@ -9,6 +9,8 @@ from harness.commands import add_results_option
 SELECTOR_HELP = """\
 A side is one of:
   RUN_DIR or RUN_DIR/run.json     one run folder
+  RUN_ID                          the run with that id in --results (e6cf2e4b, the
+                                  folder name's end; a unique prefix of 4+ digits will do)
   'results/runs/SUITE/2025*'      a glob of run folders (quote it): a pooled set;
                                   unusable folders are reported and skipped
   SUITE or SUITE@latest           the latest complete run of SUITE in --results with a figure
@@ -54,8 +56,16 @@ class CompareCommand:
 
         if not 0.0 < args.level < 1.0:
             raise BadInput(f"--level must be in (0, 1), got {args.level}")
-        sides = [resolve_side(selector, args.results, args.include_incomplete)
-                 for selector in (args.a, args.b)]
+        from harness.commands import run_by_id
+
+        sides = []
+        for selector in (args.a, args.b):
+            folder = run_by_id(selector, args.results)
+            side = resolve_side(str(folder) if folder else selector, args.results,
+                                args.include_incomplete)
+            if folder is not None:
+                side.name = selector  # the id the user gave names the side
+            sides.append(side)
         for side in sides:
             if side.note:
                 print(side.note, file=sys.stderr)

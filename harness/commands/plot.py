@@ -13,7 +13,8 @@ class PlotCommand:
     help = "draw PNGs: a run against baselines and floor, its histograms, or a suite's history"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("target", help="a run folder (results/runs/SUITE/RUN) or a suite name")
+        parser.add_argument("target", help="a run folder (results/runs/SUITE/RUN), a run's id "
+                            "(e6cf2e4b, a unique prefix will do) or a suite name")
         add_results_option(parser)
         parser.add_argument("--kind", choices=("run", "history", "histogram"),
                             help="run: accept length vs baselines and floor (default for a run "
@@ -24,10 +25,11 @@ class PlotCommand:
         parser.add_argument("--out", type=Path, metavar="PNG", help="write here instead")
 
     def run(self, args: argparse.Namespace) -> int:
+        from harness.commands import run_by_id
         from harness.errors import BadInput
         from harness.results.layout import RUN_FILE
 
-        target = Path(args.target)
+        target = run_by_id(args.target, args.results) or Path(args.target)
         is_run = (target / RUN_FILE).exists() or target.name == RUN_FILE  # FIFO: refused later
         run_dir = target.parent if target.name == RUN_FILE else target
         kind = args.kind or ("run" if is_run else "history")

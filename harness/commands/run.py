@@ -101,4 +101,17 @@ class RunCommand:
             print(f"  {reason}")
         if outcome.run_dir is not None:
             print(f"record: {outcome.run_dir}")
+        for png in drawn_plots(outcome):
+            print(f"plot:   {png}")
         return int(outcome.exit_code)
+
+
+def drawn_plots(outcome: object) -> list[Path]:
+    """The PNGs the run drew, each entry's (the run figure, then its categories)."""
+    from harness.analysis.plot_categories import CATEGORIES_PNG
+    from harness.analysis.plots import RUN_PNG
+
+    entries = getattr(outcome, "entries", None) or [outcome]
+    folders = [entry.run_dir for entry in entries if entry.run_dir is not None]
+    return [folder / name for folder in folders for name in (RUN_PNG, CATEGORIES_PNG)
+            if (folder / name).is_file()]

@@ -18,15 +18,18 @@ class ListCommand:
                             help="folder of suite TOML files (default: the shipped suites/)")
 
     def run(self, args: argparse.Namespace) -> int:
+        import shutil
+
         from harness.results.layout import SUITES_DIR
-        from harness.suite.listing import listing
+        from harness.suite.listing import format_rows, listing
 
         folder = args.suites_dir or SUITES_DIR
-        failed = False
-        for line, invalid in listing(sorted(folder.glob("*.toml")), folder):
+        entries = listing(sorted(folder.glob("*.toml")), folder)
+        # a terminal's width wraps the description; a pipe gets one line per suite
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+        for line in format_rows(entries, width):
             print(line)
-            failed = failed or invalid
-        return ExitCode.BAD_INPUT if failed else ExitCode.PASS
+        return ExitCode.BAD_INPUT if any(bad for _, bad in entries) else ExitCode.PASS
 
 
 class ShowCommand:
@@ -57,30 +60,27 @@ class ShowCommand:
                              indent=2))
             return ExitCode.PASS
         print(f"# {loaded.path}  sha256 {loaded.sha256}")
-        _print_tree(data)
+        print(toml_text(data), end="")
         for line in calibration_lines(loaded, args.results):
-            print(line)
+            print(f"# {line}")  # comments: the output stays valid TOML
         return ExitCode.PASS
 
 
-def _print_tree(data: object, indent: str = "") -> None:
-    if isinstance(data, dict):
-        for key, value in data.items():
-            if isinstance(value, dict | list) and value and not _is_scalar_list(value):
-                print(f"{indent}{key}:")
-                _print_tree(value, indent + "  ")
-            else:
-                print(f"{indent}{key}: {value}")
-    elif isinstance(data, list):
-        for item in data:
-            print(f"{indent}-")
-            _print_tree(item, indent + "  ")
-    else:
-        print(f"{indent}{data}")
+def toml_text(data: dict[str, object]) -> str:
+    """The suite as TOML writes it (`true`/`false`, quoted strings, `[tables]` and
+    `[[arrays of tables]]`): it loads back as the same suite. A field left unset (None,
+    which TOML has no word for) is left out, as in the file."""
+    import tomli_w
+
+    return tomli_w.dumps(_without_none(data))
 
 
-def _is_scalar_list(value: object) -> bool:
-    return isinstance(value, list) and all(not isinstance(v, dict | list) for v in value)
+def _without_none(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(v) for v in value if v is not None]
+    return value
 
 
 class ValidateCommand:

@@ -1,15 +1,16 @@
 """The run plan: the build and models a run uses, the engine it prepares, the attention
-contract it checks, what it may write (secrets redacted), and the `--dry-run` text.
+contract it checks, and what it may write (secrets redacted); the `--dry-run` text is
+`harness.run.dry_run`'s.
 
 Engine facts stay in the adapters (harness.engines); this module only asks them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,6 @@ from harness.errors import BadInput, EngineError, HarnessError, error_text
 from harness.results.record import BuildInfo, GPUInfo, LayerRow, Provenance
 from harness.run.preflight import Fit
 from harness.suite.model import (
-    DRAFTLESS,
     LoadedSuite,
     Models,
     ReferenceEngine,
@@ -29,12 +29,9 @@ from harness.suite.model import (
     Suite,
     VLLMEngine,
     document_sha256,
-    model_source,
     resolve_models,
 )
-from harness.suite.secrets import redact_argv, redact_url
-
-PORT_PLACEHOLDER = 30000
+from harness.suite.secrets import redact_argv
 
 
 @dataclass
@@ -77,6 +74,12 @@ def check_suite(loaded: LoadedSuite) -> None:
     is not checked: a run uses it only on a host with no SGLang installed.)"""
     from harness.suite.model import suite_entries
 
+    for ref in (loaded.suite.target, loaded.suite.draft):
+        model = getattr(ref, "model", None)
+        name = getattr(model, "default", None) or (model if isinstance(model, str) else "")
+        if name.startswith("tiny:") and name not in TINY_MODELS:
+            raise BadInput(f"suite {loaded.suite.name}: model {name!r}: the harness makes no "
+                           f"such checkpoint; known: {', '.join(sorted(TINY_MODELS))}")
     for entry in suite_entries(loaded):
         check = getattr(adapter_for(entry.loaded.suite.engine.kind), "check_flags", None)
         if check is not None:  # an adapter that owns no flag has nothing to check
@@ -122,8 +125,62 @@ def choose_build(loaded: LoadedSuite, options: Any) -> tuple[LoadedSuite, Chosen
 
 
 def models(suite: Suite, options: Any) -> Models | None:
-    """The models the run serves (exit 2 when a model with no public id is not given)."""
-    return resolve_models(suite, options.target_model, options.draft_model)
+    """The models the run serves (exit 2 when a model with no public id is not given).
+    A checkpoint the harness makes itself (`tiny:causal`) is made into the cache here
+    (milliseconds; a dry run makes it too, so that its printed line runs as pasted)."""
+    chosen = resolve_models(suite, options.target_model, options.draft_model)
+    if chosen is None:
+        return None
+    return dataclasses.replace(
+        chosen, target=local_model(tiny_model(chosen.target)),
+        draft=local_model(tiny_model(chosen.draft)) if chosen.draft else None)
+
+
+def _named_as_path(name: str) -> bool:
+    """A hub id is `org/name` (or a bare name); a path starts with / . ~ or has more parts."""
+    return name.startswith(("/", "./", "../", "~")) or name.count("/") >= 2
+
+
+def local_model(name: str) -> str:
+    """A relative folder made absolute, found from the working folder, else from the
+    repository root (as stand-ins are), so the server and a pasted dry-run line find it
+    from anywhere; anything else as given (a hub id, or a path `check_models` refuses)."""
+    if _named_as_path(name) or "/" in name:
+        path = Path(name).expanduser()
+        for candidate in (path, builds.REPO_ROOT / path):
+            if candidate.exists():
+                return str(candidate.resolve())
+    return name
+
+
+def check_models(chosen: Models | None) -> None:
+    """A model named as a local path must exist (exit 2 before any build or download)."""
+    for role, name in (("target", chosen.target if chosen else None),
+                       ("draft", chosen.draft if chosen else None)):
+        if name and _named_as_path(name) and not Path(name).expanduser().exists():
+            raise BadInput(f"the {role} model {name}: no such file or folder (a local path; "
+                           f"a hub id is org/name); give --{role}-model or fix the suite")
+
+
+def _causal() -> Path:
+    from harness.engines.reference.causal_draft import causal_draft
+
+    return causal_draft()
+
+
+# Checkpoints the harness makes bit for bit into its cache, by the name a suite gives
+# them (`model = { env = "VAR", default = "tiny:causal" }`): name -> maker -> folder
+TINY_MODELS: dict[str, Callable[[], Path]] = {"tiny:causal": _causal}
+
+
+def tiny_model(name: str) -> str:
+    """`name` itself, or for a `tiny:` name the folder of the checkpoint it names."""
+    if not name.startswith("tiny:"):
+        return name
+    if name not in TINY_MODELS:
+        raise BadInput(f"no checkpoint the harness makes is called {name!r}; known: "
+                       f"{', '.join(sorted(TINY_MODELS))}")
+    return str(TINY_MODELS[name]())
 
 
 def build_options(suite: Suite) -> dict[str, Any]:
@@ -136,7 +193,7 @@ def build_options(suite: Suite) -> dict[str, Any]:
     return options
 
 
-def _reference_dirs() -> tuple[Path, Path]:
+def reference_dirs() -> tuple[Path, Path]:
     from harness.engines.reference.checkpoints import default_dirs
 
     return default_dirs(builds.cache_root())
@@ -269,15 +326,16 @@ def stand_in_folders(suite: Suite) -> list[Path]:
 
 
 def server_env(suite: Suite, fit: Fit | None,
-               facts: builds.EnvironmentFacts | None = None) -> dict[str, str]:
+               facts: builds.EnvironmentFacts | None = None,
+               build_env: dict[str, str] | None = None) -> dict[str, str]:
     """The server's environment: what its adapter and its build need (SGLang's CPU engine
-    switch, from the build note), then the suite's engine.env, then the stand-ins first on
-    PYTHONPATH."""
+    switch, from the build note; `build_env` for a build not made yet), then the suite's
+    engine.env, then the stand-ins first on PYTHONPATH."""
     installed = ((facts.build_note or {}).get("installed") or {}) if facts else {}
     # what the adapter needs the server to have (vLLM: its /server_info route), what the
     # build needs, then the suite's own variables
     env = {**getattr(adapter_for(suite.engine.kind), "launch_env", {}),
-           **installed.get("engine_env", {}), **suite.engine.env}
+           **installed.get("engine_env", build_env or {}), **suite.engine.env}
     folders = [str(f) for f in stand_in_folders(suite)] if isinstance(
         suite.engine, SGLangEngine) else []
     if folders:
@@ -362,136 +420,3 @@ def draw_plot(run_dir: Path, results_dir: Path) -> Path | None:
         print(f"warning: could not draw the plot for {run_dir}: {error_text(error)}",
               file=sys.stderr)
         return None
-
-
-# ---------------------------------------------------------------- the dry run
-
-
-def _dry_run_command(suite: Suite, options: Any, chosen: ChosenBuild) -> list[str]:
-    adapter = adapter_for(suite.engine.kind)
-    if isinstance(suite.engine, VLLMEngine):
-        python = builds.planned_vllm_python(chosen.spec)
-        try:
-            chosen_models = models(suite, options) or vllm_tiny_models(suite.engine)
-        except BadInput:
-            chosen_models = Models(_placeholder(suite.target), _placeholder(suite.draft))
-        return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER,
-                                      chosen_models)
-    if isinstance(suite.engine, SGLangEngine):
-        python = options.engine_python or builds.planned_python(chosen.spec)
-        try:
-            chosen_models = models(suite, options)
-        except BadInput:  # a model from an unset variable: show where it would come from
-            draft = None if suite.speculative.algorithm in DRAFTLESS else suite.draft
-            chosen_models = Models(_placeholder(suite.target),
-                                   _placeholder(draft) if draft else None,
-                                   suite.target.revision if suite.target else None,
-                                   suite.draft.revision if suite.draft else None)
-        return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER,
-                                      chosen_models)
-    chosen_models = models(suite, options)
-    dirs = ((Path(chosen_models.target), Path(chosen_models.draft)) if chosen_models
-            else _reference_dirs())
-    if not chosen_models and isinstance(suite.engine, ReferenceEngine) and \
-            suite.engine.tiny_draft != "shipped":
-        from harness.engines.reference.checkpoints import uniform_draft
-
-        dirs = uniform_draft(suite.engine.tiny_draft)
-    python = options.engine_python or sys.executable
-    return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER, None, dirs)
-
-
-def _placeholder(ref: Any) -> str:
-    model = getattr(ref, "model", None)
-    return f"${model.env}" if hasattr(model, "env") else str(model)
-
-
-def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
-             entries: Sequence[Any] | None = None) -> list[str]:
-    """What a run of this suite does, for `--dry-run` and for a skipped run. A dry run
-    also loads each workload's data (exit 2 when it cannot), so the plan shows the data
-    hash the run will record; a skipped run does not."""
-    from harness.suite.model import suite_entries
-
-    suite = loaded.suite
-    lines = [
-        f"suite      {suite.name} ({loaded.path}, sha256 {loaded.sha256[:12]})",
-        f"topology   {fit.reason}",
-        f"build      {redact_url(chosen.spec.text or 'as installed')}",
-        f"launch     {shlex.join(redact_command(_dry_run_command(suite, options, chosen), suite))}",
-        f"           (port {PORT_PLACEHOLDER} stands for a free port chosen at launch)",
-    ]
-    if suite.engine.kind in ("sglang", "vllm"):
-        draftless = suite.speculative.algorithm in DRAFTLESS
-        lines += [f"target     {model_source(suite.target)}",
-                  "draft      " + (f"none ({suite.speculative.algorithm} drafts without a "
-                                   "model)" if draftless else model_source(suite.draft))]
-    entries = entries if entries is not None else suite_entries(loaded)
-    for entry in entries:
-        if len(entries) > 1 or entry.name is not None:
-            lines.append(f"entry      {entry.series} (its own record and floors)")
-        lines += _describe_entry(entry.loaded, load_data=bool(options.dry_run))
-    if suite.draft and suite.draft.expected_layers:
-        contract = ", ".join(
-            ("causal" if layer.causal else "bidirectional")
-            + (f"/w{layer.window}" if layer.window else "")
-            for layer in suite.draft.expected_layers)
-        lines.append(f"contract   draft layers: {contract}")
-    return lines
-
-
-def _describe_entry(loaded: LoadedSuite, load_data: bool) -> list[str]:
-    from harness.suite.model import METRIC_DEFINITIONS
-    from harness.workloads import describe as describe_workload
-
-    suite, workload = loaded.suite, loaded.suite.workload
-    floors = suite.floors
-    def relation(strict: bool) -> str:
-        return ">" if strict else ">="
-
-    adapter = adapter_for(suite.engine.kind)
-    chat = workload.protocol == "chat"
-    route = adapter.chat_path if chat else adapter.generate_path
-    options = ", ".join(f"{k}={v}" for k, v in workload.chat_template_kwargs.items())
-    how = ("completion (the text as is)" if not chat
-           else f"chat template ({options})" if options else "chat template")
-    sampling = (f"max_tokens {workload.max_tokens}, temperature {workload.temperature:g}, "
-                f"top_p {workload.top_p:g}"
-                + (f", top_k {workload.top_k}" if workload.top_k != -1 else "")
-                + (f", per-request seeds from {workload.seed_base}"
-                   if workload.temperature > 0 else ""))
-    lines = [
-        f"workload   {describe_workload(workload)}",
-        f"           {how}; {sampling}, concurrency {workload.concurrency}, "
-        f"seed {workload.seed}",
-        f"           {workload.warmup_requests} warm-up requests, then /flush_cache, "
-        f"then POST {route} per request",
-    ]
-    if load_data:
-        from harness.workloads import prepare
-
-        plan = prepare(workload)
-        requests = sum(len(p.turns) for p in plan.prompts)
-        lines.append(f"data       {plan.source} (rows sha256 {plan.sha256}); "
-                     f"{len(plan.prompts)} prompts, {requests} requests")
-    lines += [
-        f"metric     {floors.metric}: {METRIC_DEFINITIONS[floors.metric]}",
-        f"floors     accept length ({floors.metric}) {relation(floors.strict)} "
-        f"{floors.accept_length:g}"
-        + (f", accuracy {relation(floors.accuracy_strict)} {floors.accuracy:g}"
-           if floors.accuracy is not None else ""),
-    ]
-    lines += [f"           category {name}: "
-              + ", ".join(f"{what} {relation(floor.strict)} {value:g}" for what, value in
-                          (("accept length", floor.accept_length), ("accuracy", floor.accuracy))
-                          if value is not None)
-              for name, floor in floors.categories.items()]
-    if floors.positions:
-        lines.append("           P(position k accepted): " + ", ".join(
-            f"k={k} {relation(floors.positions_strict)} {value:g}"
-            for k, value in enumerate(floors.positions, start=1)))
-    lines += [f"baseline   {b.label}: {b.accept_length:g} ({b.metric or floors.metric}, "
-              f"{'external' if b.external else 'measured here'}) {redact_url(b.source)}"
-              for b in suite.baselines]
-    return lines
-

@@ -48,6 +48,7 @@ from harness.results.record import (
     utc_now,
 )
 from harness.results.writer import RowLog, create_run_dir, write_run
+from harness.run.heartbeat import heartbeat
 from harness.run.judge import EXIT_CODES, judge
 from harness.run.launch import LOOPBACK, Server, ServerSpec, free_port
 from harness.suite.model import Entry, LoadedSuite, Suite
@@ -113,6 +114,29 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _preparing(elapsed: float) -> str:
+    from harness.build.common import current_step
+
+    step = current_step()
+    return (f"preparing the engine: {redact_url(step) if step else 'its environment and models'}"
+            f" ({elapsed:.0f} s)")
+
+
+def _launching(elapsed: float, log: Path) -> str:
+    from harness.run.heartbeat import last_log_line
+
+    said = last_log_line(log)
+    return f"launching ({elapsed:.0f} s): " + (f"log: {said}" if said else "log still empty")
+
+
+def _driving(run: _Run, elapsed: float, bar: bool) -> str | None:
+    if run.stage == "measurement" and bar:
+        return None  # the progress bar says it
+    done = f", {len(run.rows)}/{run.planned} requests done" if run.stage == "measurement" \
+        else ""
+    return f"{run.loaded.suite.name}: {run.stage}{done} ({elapsed:.0f} s)"
+
+
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (CI cancelling a job) unwinds like Ctrl-C, so cleanup always runs."""
@@ -154,6 +178,7 @@ class _Run:
     record: RunRecord | None = None  # once written, run.json is never rewritten
     paired: dict[str, Any] | None = None  # the paired gate's finding (RunOptions.pairing)
     stop_rule: Any = None  # the stop rule the measurement ran under, if any
+    data: Any = None  # the workload's prompts (workloads.prepare), loaded before any build
 
     def finish(self, verdict: Verdict) -> RunRecord:
         from harness.run import plan as planning
@@ -217,8 +242,8 @@ class _Run:
 
 def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
     """Run one suite; user errors raise `HarnessError`, everything else ends in an outcome."""
+    from harness.run import dry_run, preflight
     from harness.run import plan as planning
-    from harness.run import preflight
     from harness.suite.model import suite_entries
 
     planning.check_suite(loaded)  # what `harness validate` checks, before any work
@@ -229,13 +254,20 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
     fit = preflight.check_fit(suite.topology, gpus, options.gpu_devices)
     if options.dry_run:
         return RunOutcome("skipped" if not fit.fits else "pass", ExitCode.PASS,
-                          [fit.reason], plan=planning.describe(loaded, options, fit, chosen,
+                          [fit.reason], plan=dry_run.describe(loaded, options, fit, chosen,
                                                                entries))
     if not fit.fits:
         return RunOutcome("skipped", ExitCode.SKIPPED, [fit.reason],
-                          plan=planning.describe(loaded, options, fit, chosen, entries))
+                          plan=dry_run.describe(loaded, options, fit, chosen, entries))
     models = planning.models(suite, options)  # bad input ends here, before a run folder
+    planning.check_models(models)
+    # each entry's data too, before any build or launch: missing data costs seconds
+    from harness.workloads import prepare
+
+    data = [prepare(entry.loaded.suite.workload) for entry in entries]
     runs = [_new_run(entry, options) for entry in entries]
+    for run, workload_plan in zip(runs, data, strict=True):
+        run.data = workload_plan
     try:
         with sigterm_as_interrupt():
             return _prepare_and_measure(runs, models, chosen, gpus, fit)
@@ -284,7 +316,8 @@ def _prepare_and_measure(runs: list[_Run], models: Any, chosen: Any, gpus: Any, 
     suite = first.loaded.suite
     for run in runs:
         run.provenance = planning.provenance(run.loaded, None, gpus, fit, None)
-    engine = planning.prepare_engine(suite, options, models, chosen)
+    with heartbeat(_preparing):
+        engine = planning.prepare_engine(suite, options, models, chosen)
     engine.build.options.update(planning.build_options(suite))
     attention = planning.attention_table(first.loaded, engine)
     contract = planning.contract_differences(suite, attention)
@@ -322,7 +355,7 @@ def _launch_and_measure(runs: list[_Run], engine: Any, gpus: Any, fit: Any) -> N
     suite = first.loaded.suite
     plans = []
     for run in runs:  # every entry's data before the launch: bad data costs no GPU time
-        workload_plan = prepare(run.loaded.suite.workload)
+        workload_plan = run.data if run.data is not None else prepare(run.loaded.suite.workload)
         run.planned = sum(len(prompt.turns) for prompt in workload_plan.prompts)
         run.provenance = planning.provenance(run.loaded, engine, gpus, fit, workload_plan)
         run.workload = described.workload_info(run.loaded.suite, run.entry, workload_plan,
@@ -343,7 +376,8 @@ def _launch_and_measure(runs: list[_Run], engine: Any, gpus: Any, fit: Any) -> N
     try:
         with Server(spec) as server:
             _say(f"launching {suite.name}: log {spec.log_path}")
-            launch.ready_after_s = server.wait_ready()
+            with heartbeat(lambda elapsed: _launching(elapsed, spec.log_path)):
+                launch.ready_after_s = server.wait_ready()
             _say(f"server ready after {launch.ready_after_s:.1f} s")
             for run in runs:
                 run.stage = "queued"  # waiting for the entries before it
@@ -370,7 +404,10 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
             log.append(row)
             run.rows.append(row)
 
-        result, info = asyncio.run(_drive(run, engine, server, workload_plan, keep))
+        # the bar shows the measured phase on a terminal; the beat covers the rest
+        bar = options.progress and sys.stderr.isatty()
+        with heartbeat(lambda elapsed: _driving(run, elapsed, bar)):
+            result, info = asyncio.run(_drive(run, engine, server, workload_plan, keep))
         run.stage = "recording"
         attention = engine.adapter.attention_from_server(info)
         if run.attention is None and attention:

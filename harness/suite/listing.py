@@ -38,24 +38,48 @@ def _validator_key() -> bytes:
     return digest.digest()
 
 
-def _describe(path: Path, folder: Path) -> tuple[str, bool]:
-    """The listing line of one suite (validated: imports pydantic), and whether invalid."""
+Row = list[str]  # name, engine, topology, "nightly" or "", description
+
+
+def _describe(path: Path, folder: Path) -> tuple[Row | str, bool]:
+    """The listing row of one suite (validated: imports pydantic), or the line saying why
+    it is invalid, and whether invalid."""
     from harness.errors import SuiteError
     from harness.suite.model import load_suite
 
     try:
         suite = load_suite(path, folder).suite
     except SuiteError as error:
-        return f"{path.stem:32} INVALID: {error.message.splitlines()[0]}", True
+        return f"{path.stem} INVALID: {error.message.splitlines()[0]}", True
     topology = suite.topology
     gpus = f"{topology.gpus} x {'/'.join(topology.gpu_types) or 'GPU'}" if topology.gpus else "CPU"
-    nightly = " nightly" if suite.nightly else ""
-    return (f"{suite.name:32} {suite.engine.kind:9} {gpus:18}{nightly}  "
-            f"{suite.description}"), False  # fmt: skip
+    return [suite.name, suite.engine.kind, gpus, "nightly" if suite.nightly else "",
+            suite.description], False
 
 
-def listing(paths: list[Path], folder: Path) -> list[tuple[str, bool]]:
-    """One (line, invalid) per suite file, from the cache where it is current."""
+def format_rows(entries: list[tuple[Row | str, bool]], width: int | None = None) -> list[str]:
+    """Aligned lines: each column as wide as its widest cell, so no name runs into the
+    next column; with `width` (a terminal's), the description wraps under itself."""
+    import textwrap
+
+    rows = [row for row, _ in entries if isinstance(row, list)]
+    widths = [max((len(row[i]) for row in rows), default=0) for i in range(4)]
+    lines = []
+    for row, _ in entries:
+        if isinstance(row, str):
+            lines.append(row)
+            continue
+        head = "  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths, strict=True)) + "  "
+        room = (width or 0) - len(head)
+        parts = textwrap.wrap(row[4], room) if width and room >= 30 else [row[4]]
+        lines.append(head + (parts[0] if parts else ""))
+        lines += [" " * len(head) + part for part in parts[1:]]
+    return lines
+
+
+def listing(paths: list[Path], folder: Path) -> list[tuple[Row | str, bool]]:
+    """One (row or invalid line, invalid) per suite file, from the cache where it is
+    current (`format_rows` lays them out)."""
     file = cache_root() / CACHE_NAME
     try:
         cache = json.loads(file.read_bytes())
@@ -73,7 +97,9 @@ def listing(paths: list[Path], folder: Path) -> list[tuple[str, bool]]:
         if content is not None:
             digest = hashlib.sha256(key + str(path).encode() + b"\0" + content).hexdigest()
             entry = cache.get(digest)
-        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)):
+        if not (isinstance(entry, list) and len(entry) == 2 and (
+                isinstance(entry[0], str) or (isinstance(entry[0], list) and len(entry[0]) == 5
+                                              and all(isinstance(c, str) for c in entry[0])))):
             entry = list(_describe(path, folder))
         if content is not None:
             used[digest] = entry

@@ -76,6 +76,9 @@ class EnvModel(_Strict):
     variable (or `harness run --target-model/--draft-model`)."""
 
     env: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    # What is served when the variable is unset: a hub id, a path, or a checkpoint the
+    # harness makes itself (`tiny:causal`, harness.run.plan.TINY_MODELS)
+    default: str | None = Field(default=None, min_length=1)
 
 
 class ModelRef(_Strict):
@@ -413,6 +416,8 @@ def model_source(ref: ModelRef | None) -> str:
     """How a suite names a checkpoint, for `harness show` and the dry run."""
     if ref is None or ref.model is None:
         return "the reference engine's tiny checkpoints"
+    if isinstance(ref.model, EnvModel) and ref.model.default:
+        return f"${ref.model.env} when set, else {ref.model.default}"
     if isinstance(ref.model, EnvModel):
         return f"${ref.model.env} (no public id: set it, or pass --target-model/--draft-model)"
     return ref.model
@@ -425,7 +430,7 @@ def _resolve_one(ref: ModelRef | None, role: str, override: str | None,
     if ref is None or ref.model is None:
         return None
     if isinstance(ref.model, EnvModel):
-        value = environ.get(ref.model.env, "").strip()
+        value = environ.get(ref.model.env, "").strip() or (ref.model.default or "")
         if not value:
             raise BadInput(
                 f"suite {suite_name}: the {role} model has no public id; it comes from "

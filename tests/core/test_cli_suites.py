@@ -70,9 +70,9 @@ def test_show_by_name(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", "gemma4_dflash_31b"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"# {SUITES_DIR / 'gemma4_dflash_31b.toml'}  sha256 ")
-    assert "name: gemma4_dflash_31b" in out
-    assert "  num_draft_tokens: 16" in out
-    assert "  request_timeout_s: 600.0" in out  # defaults are filled in
+    assert 'name = "gemma4_dflash_31b"' in out  # TOML's own words (issue 31)
+    assert "\nnum_draft_tokens = 16\n" in out
+    assert "\nrequest_timeout_s = 600.0\n" in out  # defaults are filled in
 
 
 def test_show_json(capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,6 +17,13 @@ seeded number of correct drafts per verify step around `FAKE_SGLANG_ACCEPT`; up 
 scheduler (off with `--disable-overlap-schedule`) a request finished by a stop string is
 verified once more, as SGLang does. Without the wheel the server refuses to start, saying so.
 
+Every field the harness sends is honoured as SGLang reads it: `/generate`'s
+`sampling_params`; a chat request's fields through SGLang's own
+`ChatCompletionRequest.to_sampling_params` from the wheel (`max_completion_tokens` first,
+then `max_tokens`; `stop`; a sampled request's `seed` picks its continuation, greedy ones
+ignore it); `return_meta_info`, `return_prompt_token_ids`, `rid`. Compared with the real
+server's recorded answers: tests/fake_sglang/recorded-0.5.23.json.
+
 Failure modes for lifecycle tests (env `FAKE_SGLANG_MODE`): `ok`, `hang` (never
 ready), `crash_start` (exits during start-up with an error in the log),
 `crash_mid` (dies after `FAKE_SGLANG_CRASH_AFTER` requests, leaving its
@@ -26,6 +33,7 @@ children), `no_meta` (a build whose /generate carries no spec figures).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -105,6 +113,7 @@ class Engine:
             sys.exit(f"fake-sglang: cannot run SGLang {VERSION}'s own metrics code: {error}")
         self.args = args
         self.block = block
+        self.chat_params = chat_sampling_params()
         self.scheduler = self.simulate.Scheduler(
             self.sglang, overlap=not args.disable_overlap_schedule,
             max_running=args.max_running_requests or 48)
@@ -116,7 +125,10 @@ class Engine:
 
     def generate(self, rid: str, text: str, params: dict[str, Any]) -> dict[str, Any]:
         stop = params.get("stop") or []
-        plan = self.simulate.plan_for(rid, text, int(params.get("max_new_tokens", 128)),
+        # Greedy decoding ignores the seed; sampling repeats with the same seed only
+        seeded = text if not params.get("temperature") else \
+            f"{text}\0seed={params.get('sampling_seed')}"
+        plan = self.simulate.plan_for(rid, seeded, int(params.get("max_new_tokens", 128)),
                                       [stop] if isinstance(stop, str) else list(stop),
                                       ACCEPT, self.block)
         done = threading.Event()
@@ -200,6 +212,75 @@ def chat_response(rid: str, model: str, prompt: str, result: dict[str, Any],
             "metadata": {"weight_version": "default", "weight_versions": WEIGHT_VERSIONS}}
 
 
+CHAT_PROTOCOL = "sglang/srt/entrypoints/openai/protocol.py"
+# The sampling fields of a chat request that the double acts on or reports (the GPU's
+# part, which tokens are sampled, stays the seeded plan's).
+CHAT_SAMPLING = ("max_new_tokens", "stop", "temperature", "top_p", "top_k", "min_p",
+                 "repetition_penalty", "sampling_seed")
+
+
+def chat_sampling_params(version: str = VERSION) -> Any:
+    """SGLang's own `ChatCompletionRequest.to_sampling_params` (its wheel's protocol.py),
+    reduced to the entries `CHAT_SAMPLING` names: a function of the request body. So
+    `max_completion_tokens` and the deprecated `max_tokens` count exactly as the release
+    counts them (0.5.23: `self.max_completion_tokens or self.max_tokens`), and unset
+    fields take the request's defaults (the model's generation_config plays no part: the
+    double has none)."""
+    import ast
+    from types import SimpleNamespace
+
+    import_oracle()  # puts tests/ on the path
+    extract = importlib.import_module("tests.sglang_oracle.extract")
+    src = extract.source(version, CHAT_PROTOCOL)
+    cls = src.cls("ChatCompletionRequest")
+    defaults = {}
+    for stmt in cls.body:
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) else getattr(stmt, "target", None)
+        if isinstance(target, ast.Name) and stmt.value is not None:
+            try:
+                defaults[target.id] = ast.literal_eval(stmt.value)
+            except ValueError:
+                if isinstance(stmt.value, ast.Call):  # Field(default=...)
+                    for keyword in stmt.value.keywords:
+                        if keyword.arg == "default":
+                            with contextlib.suppress(ValueError):
+                                defaults[target.id] = ast.literal_eval(keyword.value)
+    method = src.method("ChatCompletionRequest", "to_sampling_params")
+    literal = next(node.value for node in ast.walk(method)
+                   if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+                   and any(getattr(t, "id", None) == "sampling_params" for t in node.targets))
+    keys, values = [], []
+    for key, value in zip(literal.keys, literal.values, strict=True):
+        if isinstance(key, ast.Constant) and key.value in CHAT_SAMPLING:
+            keys.append(key)
+            values.append(value)
+    missing = set(CHAT_SAMPLING) - {k.value for k in keys}
+    if missing:
+        sys.exit(f"fake-sglang: sglang {version} {CHAT_PROTOCOL}: to_sampling_params has no "
+                 f"{', '.join(sorted(missing))}")
+    function = ast.Expression(ast.Lambda(
+        args=ast.arguments(posonlyargs=[], args=[ast.arg("self"), ast.arg("stop"),
+                                                 ast.arg("get_param")],
+                           kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=ast.Dict(keys=keys, values=values)))
+    ast.fix_missing_locations(function)
+    evaluate = eval(compile(function, src.filename, "eval"), {})
+    sampling_defaults = defaults.get("_DEFAULT_SAMPLING_PARAMS", {})
+
+    def params(body: dict[str, Any]) -> dict[str, Any]:
+        fields = {name: value for name, value in defaults.items() if not name.startswith("_")}
+        request = SimpleNamespace(**{**fields, **body})
+
+        def get_param(name: str) -> Any:
+            value = getattr(request, name, None)
+            return sampling_defaults.get(name) if value is None else value
+
+        stop = body.get("stop") or []
+        return evaluate(request, [stop] if isinstance(stop, str) else list(stop), get_param)
+
+    return params
+
+
 def make_handler(engine: Engine, ready: threading.Event) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # uvicorn's
@@ -279,8 +360,9 @@ def make_handler(engine: Engine, ready: threading.Event) -> type[BaseHTTPRequest
                     self._send(200, response(rid, text, result))
                 else:
                     text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
-                    params = {"max_new_tokens": body.get("max_tokens") or 128,
-                              "stop": body.get("stop") or []}
+                    params = engine.chat_params(body)
+                    # unset, SGLang generates up to the context; the double stops at 128
+                    params["max_new_tokens"] = params["max_new_tokens"] or 128
                     result = engine.generate(rid, text, params)
                     self._send(200, chat_response(rid, engine.args.model_path, text, result,
                                                   body))

@@ -1,0 +1,209 @@
+"""The `--dry-run` text (also a skipped run's plan): what a run of a suite would do, with
+the launch as a shell line that runs when pasted (the server's environment included,
+secrets redacted), the data each workload entry would read, floors and baselines."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness import build as builds
+from harness.engines.registry import adapter_for
+from harness.errors import BadInput
+from harness.run.plan import (
+    ChosenBuild,
+    models,
+    redact_command,
+    reference_dirs,
+    secret_values,
+    server_env,
+    vllm_tiny_models,
+)
+from harness.run.preflight import Fit
+from harness.suite.model import (
+    DRAFTLESS,
+    LoadedSuite,
+    Models,
+    ReferenceEngine,
+    SGLangEngine,
+    Suite,
+    VLLMEngine,
+    model_source,
+)
+from harness.suite.secrets import redact_url
+
+PORT_PLACEHOLDER = 30000
+
+def _dry_run_command(suite: Suite, options: Any, chosen: ChosenBuild) -> list[str]:
+    adapter = adapter_for(suite.engine.kind)
+    if isinstance(suite.engine, VLLMEngine):
+        python = builds.planned_vllm_python(chosen.spec)
+        try:
+            chosen_models = models(suite, options) or vllm_tiny_models(suite.engine)
+        except BadInput:
+            chosen_models = Models(_placeholder(suite.target), _placeholder(suite.draft))
+        return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER,
+                                      chosen_models)
+    if isinstance(suite.engine, SGLangEngine):
+        python = options.engine_python or builds.planned_python(chosen.spec)
+        try:
+            chosen_models = models(suite, options)
+        except BadInput:  # a model from an unset variable: show where it would come from
+            draft = None if suite.speculative.algorithm in DRAFTLESS else suite.draft
+            chosen_models = Models(_placeholder(suite.target),
+                                   _placeholder(draft) if draft else None,
+                                   suite.target.revision if suite.target else None,
+                                   suite.draft.revision if suite.draft else None)
+        return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER,
+                                      chosen_models)
+    chosen_models = models(suite, options)
+    dirs = ((Path(chosen_models.target), Path(chosen_models.draft)) if chosen_models
+            else reference_dirs())
+    if not chosen_models and isinstance(suite.engine, ReferenceEngine) and \
+            suite.engine.tiny_draft != "shipped":
+        from harness.engines.reference.checkpoints import uniform_draft
+
+        dirs = uniform_draft(suite.engine.tiny_draft)
+    python = options.engine_python or sys.executable
+    return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER, None, dirs)
+
+
+def dry_run_line(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | None) -> str:
+    """The launch as a shell line that runs when pasted: `env` with the server's whole
+    environment (the stand-ins on PYTHONPATH, SGLang's CPU engine switch, the suite's
+    engine.env), then the command; secrets redacted as everywhere."""
+    command = redact_command(_dry_run_command(suite, options, chosen), suite)
+    env = _dry_run_env(suite, options, chosen, fit)
+    if not env:
+        return shlex.join(command)
+    from harness.suite.secrets import redact_env, redact_text
+
+    hidden = secret_values(suite)
+    shown = {name: redact_text(str(value), hidden) for name, value in redact_env(env).items()}
+    return shlex.join(["env", *(f"{name}={value}" for name, value in shown.items()),
+                       *command])
+
+
+def _dry_run_env(suite: Suite, options: Any, chosen: ChosenBuild,
+                 fit: Fit | None) -> dict[str, str]:
+    """The server's environment as a run would set it: read from the build's environment
+    when it exists (its build note), else what the build will record (the CPU recipe's
+    engine switch for a release built on a host without a GPU)."""
+    facts, build_env = None, None
+    if isinstance(suite.engine, SGLangEngine):
+        python = options.engine_python or builds.planned_python(chosen.spec)
+        if Path(python).is_file():
+            facts = builds.probe_environment(python)
+        elif chosen.spec.kind == "pip":
+            from harness.build.sglang_cpu import CPU_ENGINE_ENV, host_device
+
+            build_env = dict(CPU_ENGINE_ENV) if host_device() == "cpu" else None
+    return server_env(suite, fit, facts, build_env)
+
+
+def _placeholder(ref: Any) -> str:
+    model = getattr(ref, "model", None)
+    return f"${model.env}" if hasattr(model, "env") else str(model)
+
+
+def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
+             entries: Sequence[Any] | None = None) -> list[str]:
+    """What a run of this suite does, for `--dry-run` and for a skipped run. A dry run
+    also loads each workload's data (exit 2 when it cannot), so the plan shows the data
+    hash the run will record; a skipped run does not."""
+    from harness.suite.model import suite_entries
+
+    suite = loaded.suite
+    lines = [
+        f"suite      {suite.name} ({loaded.path}, sha256 {loaded.sha256[:12]})",
+        f"topology   {fit.reason}",
+        f"build      {redact_url(chosen.spec.text or 'as installed')}",
+        f"launch     {dry_run_line(suite, options, chosen, fit)}",
+        f"           (port {PORT_PLACEHOLDER} stands for a free port chosen at launch; "
+        "the line runs as printed, in a shell)",
+    ]
+    if suite.engine.kind in ("sglang", "vllm"):
+        draftless = suite.speculative.algorithm in DRAFTLESS
+        lines += [f"target     {model_source(suite.target)}",
+                  "draft      " + (f"none ({suite.speculative.algorithm} drafts without a "
+                                   "model)" if draftless else model_source(suite.draft))]
+    entries = entries if entries is not None else suite_entries(loaded)
+    for entry in entries:
+        if len(entries) > 1 or entry.name is not None:
+            lines.append(f"entry      {entry.series} (its own record and floors)")
+        lines += _describe_entry(entry.loaded, load_data=bool(options.dry_run))
+    if suite.draft and suite.draft.expected_layers:
+        contract = ", ".join(
+            ("causal" if layer.causal else "bidirectional")
+            + (f"/w{layer.window}" if layer.window else "")
+            for layer in suite.draft.expected_layers)
+        lines.append(f"contract   draft layers: {contract}")
+    return lines
+
+
+def _describe_entry(loaded: LoadedSuite, load_data: bool) -> list[str]:
+    from harness.suite.model import METRIC_DEFINITIONS
+    from harness.workloads import describe as describe_workload
+
+    suite, workload = loaded.suite, loaded.suite.workload
+    floors = suite.floors
+    def relation(strict: bool) -> str:
+        return ">" if strict else ">="
+
+    adapter = adapter_for(suite.engine.kind)
+    chat = workload.protocol == "chat"
+    route = adapter.chat_path if chat else adapter.generate_path
+    options = ", ".join(f"{k}={v}" for k, v in workload.chat_template_kwargs.items())
+    how = ("completion (the text as is)" if not chat
+           else f"chat template ({options})" if options else "chat template")
+    sampling = (f"max_tokens {workload.max_tokens}, temperature {workload.temperature:g}, "
+                f"top_p {workload.top_p:g}"
+                + (f", top_k {workload.top_k}" if workload.top_k != -1 else "")
+                + (f", per-request seeds from {workload.seed_base}"
+                   if workload.temperature > 0 else ""))
+    lines = [
+        f"workload   {describe_workload(workload)}",
+        f"           {how}; {sampling}, concurrency {workload.concurrency}, "
+        f"seed {workload.seed}",
+        f"           {workload.warmup_requests} warm-up requests, then /flush_cache, "
+        f"then POST {route} per request",
+    ]
+    if load_data:
+        from harness.workloads import prepare
+
+        plan = prepare(workload)
+        requests = sum(len(p.turns) for p in plan.prompts)
+        lines.append(f"data       {plan.source} (rows sha256 {plan.sha256}); "
+                     f"{len(plan.prompts)} prompts, {requests} requests")
+    lines += [
+        f"metric     {floors.metric}: {METRIC_DEFINITIONS[floors.metric]}",
+        f"floors     accept length ({floors.metric}) {relation(floors.strict)} "
+        f"{floors.accept_length:g}"
+        + (f", accuracy {relation(floors.accuracy_strict)} {floors.accuracy:g}"
+           if floors.accuracy is not None else ""),
+    ]
+    lines += [f"           category {name}: "
+              + ", ".join(f"{what} {relation(floor.strict)} {value:g}" for what, value in
+                          (("accept length", floor.accept_length), ("accuracy", floor.accuracy))
+                          if value is not None)
+              for name, floor in floors.categories.items()]
+    if floors.positions:
+        lines.append("           P(position k accepted): " + ", ".join(
+            f"k={k} {relation(floors.positions_strict)} {value:g}"
+            for k, value in enumerate(floors.positions, start=1)))
+    lines += [baseline_line(b, floors.metric) for b in suite.baselines]
+    return lines
+
+
+
+def baseline_line(baseline: Any, metric: str) -> str:
+    """A baseline in the plan: its figure, definition, where it was measured, its source;
+    "measured here" said once when the source already says it."""
+    where = "external" if baseline.external else "measured here"
+    source = redact_url(baseline.source)
+    said = source.lower().startswith(where)
+    return (f"baseline   {baseline.label}: {baseline.accept_length:g} "
+            f"({baseline.metric or metric}{'' if said else ', ' + where}) {source}")
