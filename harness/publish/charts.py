@@ -54,7 +54,8 @@ def to_svg(figure: Figure) -> str:
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", metadata={"Date": None})
     text = buffer.getvalue()
-    return text[text.index("<svg"):]
+    # a point's link opens its run page in place, as every other link of the site
+    return text[text.index("<svg"):].replace(' target="_blank"', "")
 
 
 def _drawn(series: SeriesView, line: LineView) -> Any:
@@ -83,12 +84,13 @@ def history_svg(series: SeriesView, pages: dict[str, str], prefix: str = "../") 
             axes.fill_between(times, low, high, color=colour, alpha=0.18, lw=0)
         axes.plot(times, values, color=colour, lw=1, label=f"{shown(line.name)} ({len(runs)} runs, "
                   "95% CI)")  # fmt: skip
-        urls = [prefix + pages[path] if path in pages else None for path in runs["path"]]
-        linked = [url is not None for url in urls]
-        if any(linked) or len(runs) <= BAND_ABOVE:
-            dots = axes.scatter(times, values, s=[16 if hit else 4 for hit in linked],
-                                color=colour, zorder=4)  # fmt: skip
-            dots.set_urls(urls)
+        linked = runs["path"].isin(list(pages)).to_numpy()
+        if len(runs) <= BAND_ABOVE and not linked.all():  # one shared marker each: small
+            axes.plot(times[~linked], values[~linked], ls="none", marker="o", ms=2.5,
+                      color=colour, zorder=4)  # fmt: skip
+        if linked.any():  # each its own link to its run page
+            dots = axes.scatter(times[linked], values[linked], s=18, color=colour, zorder=4)
+            dots.set_urls([prefix + pages[path] for path in runs["path"][linked]])
         bad = (runs["verdict"].isin(["fail", "error"])).to_numpy()
         if bad.any():
             axes.scatter(times[bad], values[bad], marker="x", s=30, color=DROP_COLOUR,
