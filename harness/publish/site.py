@@ -176,7 +176,10 @@ def _facts(record: RunRecord) -> list[tuple[str, list[tuple[str, str]]]]:
         ("workload", text(f"{work.kind} ({work.protocol})" if work else None)),
         ("suite", record.suite.name), ("suite sha256", record.suite.sha256),
         ("seed", text(prov.seed)), ("weights sha256", text(prov.weights_sha256))]))
-    return sections
+    return [(heading, [(name, value) for name, value in rows if value != "–"]
+             + ([("not recorded", ", ".join(name for name, value in rows if value == "–"))]
+                if any(value == "–" for _, value in rows) else []))
+            for heading, rows in sections]  # fmt: skip
 
 
 def _argv(argv: Sequence[str]) -> list[str]:
@@ -238,7 +241,7 @@ def _run_context(site: Site, series: SeriesView, record: RunRecord, path: str, p
 
 
 def build_site(results: Path, out: Path, *, params: TrendParams | None = None,
-               run_pages: int = 30, labels: Sequence[str] | None = None,
+               run_pages: int = 20, labels: Sequence[str] | None = None,
                files_url: str | None = None, command: str = "harness publish") -> Built:
     """Write the site for `results` to `out` (replacing a site this command wrote there)."""
     from harness import __version__
