@@ -135,6 +135,22 @@ def test_overview_shows_the_records_figures(browser: Any, site: Path, results: P
     assert alarm["trend"].startswith("drop")
 
 
+def test_a_drop_names_its_commits_and_the_bisect_line(browser: Any, site: Path,
+                                                      results: Path, shots: Path) -> None:
+    browser.goto((site / "index.html").as_uri())
+    browser.locator('#overview a:text-is("suite_a")').click()
+    browser.screenshot(path=shots / "suite-drop.png", full_page=True)
+    drop = browser.locator("#steps tr.drop")
+    assert drop.count() == 1
+    command = drop.locator("code.command").inner_text()
+    runs = load_runs(results, suite="suite_a")
+    main_runs = runs[runs["label"] == "main"].reset_index(drop=True)
+    shas = list(main_runs["build.git_sha"])
+    first_bad = next(i for i, value in enumerate(main_runs["accept_length"]) if value < 2.3)
+    assert command.startswith("harness bisect suite_a --good ")
+    assert f"@{shas[first_bad - 1]}#" in command and f"@{shas[first_bad]}#" in command
+
+
 def test_crafted_label_shows_as_text(browser: Any, site: Path, shots: Path) -> None:
     browser.goto((site / "index.html").as_uri())
     assert browser.title() == "all suites · accept length"  # no script ran
