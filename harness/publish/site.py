@@ -197,8 +197,11 @@ def _files(run_dir: Path, page: Path, files_url: str | None, results: Path) -> l
     for entry in entries:
         if entry.name.startswith(".") or not entry.is_file(follow_symlinks=False):
             continue
-        if files_url:
+        try:
             relative = Path(entry.path).resolve().relative_to(results.resolve())
+        except ValueError:  # a run folder linked in from elsewhere: only a local link
+            relative = None
+        if files_url and relative is not None:
             href = files_url.rstrip("/") + "/" + "/".join(quote(part) for part in relative.parts)
         else:
             href = "/".join(quote(part) for part in
@@ -292,8 +295,8 @@ def _write(site: Site, root: Path, final: Path, env: jinja2.Environment,
             history = Markup(charts.history_svg(series, site.pages))
             categories = charts.categories_svg(series)
             positions = charts.positions_svg(series)
-        listed = [row for line in series.lines for row in line.runs.to_dict("records")
-                  if row["path"] in site.pages]
+        listed = [{**row, "line": line.name} for line in series.lines
+                  for row in line.runs.to_dict("records") if row["path"] in site.pages]
         listed.sort(key=lambda row: row["started_at"], reverse=True)
         write(f"suites/{series.slug}.html", "suite.html", series=series, history_svg=history,
               categories_svg=Markup(categories) if categories else None,
