@@ -202,3 +202,17 @@ def test_slug_is_safe_and_distinct() -> None:
     assert len(names) == 6
     assert all(re.fullmatch(r"[A-Za-z0-9._-]+", name) and len(name) <= 69 for name in names)
     assert not any(name.startswith(".") for name in names)
+
+
+def test_a_long_history_is_binned_and_stays_small(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    for day in range(260):
+        night(root, day=day, accept=2.5 - 0.6 * (day in (100, 200, 201, 202)))
+    out = tmp_path / "site"
+    build_site(root, out, run_pages=5)
+    page = (out / "suites" / "suite_a.html").read_text()
+    pages = len(list((out / "runs" / "suite_a").glob("*.html")))
+    assert pages < 12 and len(re.findall(r'<a xlink:href="', page)) == pages  # only those
+    assert "260 runs, 95% CI" in page and "bins" in page
+    assert "main: fail/error" in page  # failing nights still shown when binned
+    assert len(page) < 120_000, len(page)
