@@ -20,9 +20,9 @@ class PublishCommand:
         parser.add_argument("--label", action="append", dest="labels", metavar="LABEL",
                             help="only runs with this label, one line each (repeat: main, "
                             "release; default: every label)")
-        parser.add_argument("--run-pages", type=int, default=20, metavar="N",
+        parser.add_argument("--run-pages", type=int, default=10, metavar="N",
                             help="a page for the latest N runs of each line (and for the runs "
-                            "either side of each step); default 20")
+                            "either side of each step); default 10")
         parser.add_argument("--files-url", metavar="URL",
                             help="where the run folders are served (e.g. the history branch on "
                             "GitHub); default: links relative to the site into --results")

@@ -173,7 +173,7 @@ def _page_runs(line_runs: pd.DataFrame, steps: Sequence[StepView], keep: int) ->
     return list(dict.fromkeys(paths))
 
 
-def gather(results: Path, params: TrendParams | None = None, run_pages: int = 20,
+def gather(results: Path, params: TrendParams | None = None, run_pages: int = 10,
            labels: Sequence[str] | None = None) -> Site:  # fmt: skip
     """The site's content: every series and line of `results` (runs labelled `labels`
     only, when given), each line's latest `run_pages` runs and its step ends with pages."""

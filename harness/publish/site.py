@@ -244,7 +244,7 @@ def _run_context(site: Site, series: SeriesView, record: RunRecord, path: str, p
 
 
 def build_site(results: Path, out: Path, *, params: TrendParams | None = None,
-               run_pages: int = 20, labels: Sequence[str] | None = None,
+               run_pages: int = 10, labels: Sequence[str] | None = None,
                files_url: str | None = None, command: str = "harness publish") -> Built:
     """Write the site for `results` to `out` (replacing a site this command wrote there)."""
     from harness import __version__
