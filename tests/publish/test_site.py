@@ -216,3 +216,12 @@ def test_a_long_history_is_binned_and_stays_small(tmp_path: Path) -> None:
     assert "260 runs, 95% CI" in page and "bins" in page
     assert "main: fail/error" in page  # failing nights still shown when binned
     assert len(page) < 120_000, len(page)
+
+
+def test_label_keeps_only_those_lines(history, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    assert main(["publish", "--results", str(history[0]), "--out", str(out), "--label",
+                 "release"]) == 0
+    page = (out / "index.html").read_text()
+    assert set(re.findall(r'data-line="([^"]+)"', page)) == {"release"}
+    assert 'data-series="suite_a.t06"' not in page  # it has no release run
