@@ -260,13 +260,19 @@ def build_site(results: Path, out: Path, *, params: TrendParams | None = None,
     common = {"version": __version__, "command": command, "n_runs": site.n_runs,
               "built_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "params": params,
               "pages": site.pages, "run_pages": run_pages}  # fmt: skip
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    except OSError as error:
+        raise BadInput(f"{out}: cannot write the site here: {error.strerror or error}") from None
     try:
         count = _write(site, staging, out, env, common, files_url, charts)
         (staging / MARKER).write_text("written by harness publish; replaced on the next run\n")
         total = sum(f.stat().st_size for f in staging.rglob("*") if f.is_file())
         _swap(staging, out)
+    except OSError as error:  # a full disk, a folder turned read-only: nothing half-written
+        shutil.rmtree(staging, ignore_errors=True)
+        raise BadInput(f"{out}: cannot write the site: {error}") from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

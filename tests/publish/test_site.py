@@ -177,6 +177,11 @@ def test_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert (taken / "notes.txt").read_text() == "mine" and len(list(taken.iterdir())) == 1
     assert main(["publish", "--results", str(tmp_path / "results"), "--out",
                  str(tmp_path / "s"), "--files-url", "javascript:alert(1)"]) == 2
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main(["publish", "--results", str(tmp_path / "results"), "--out",
+                 str(blocker / "site")]) == 2
+    assert "cannot write the site" in capsys.readouterr().err
 
 
 def test_rebuild_replaces_its_own_site(history, tmp_path: Path) -> None:
