@@ -106,6 +106,7 @@ def tests(session: nox.Session) -> None:
 # The tests session's own arguments; `nox -s tests -- ARGS` adds ARGS after them (a later
 # `-n 0` or `-p no:xdist` wins over `-n 2`; a path narrows the run to it).
 TESTS_ARGS = ("-n", "2", "--durations=15",
+              "--ignore", "tests/publish_browser",  # nox -s publish_browser
               "--ignore", "tests/sglang_oracle/test_server_args.py",
               "--ignore", "tests/sglang_oracle/test_secret_flags.py",
               "--ignore", "tests/vllm_oracle",
@@ -205,3 +206,25 @@ def sglang_cpu(session: nox.Session) -> None:
         env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
     session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "--durations=10",
                 "tests/sglang_cpu", *session.posargs, env=env)
+
+
+# `harness publish` in a real browser: Debian's headless Chromium (installed here with
+# apt-get; Playwright's own browser download cannot work offline) driven by Playwright,
+# on a history of real reference-engine runs; screenshots in .cache/publish-browser/.
+@nox.session(python=PYTHON)
+def publish_browser(session: nox.Session) -> None:
+    """The published site, loaded from file:// in headless Chromium, read back figure for figure."""
+    if not Path("/usr/bin/chromium").exists():
+        sudo = [] if os.geteuid() == 0 else ["sudo"]
+        session.run(*sudo, "apt-get", "update", "-q", external=True)
+        session.run(*sudo, "apt-get", "install", "-y", "-q", "chromium", external=True,
+                    env={"DEBIAN_FRONTEND": "noninteractive"})
+    session.install("-e", ".[test,reference]", "playwright>=1.40")
+    shots = ROOT / ".cache" / "publish-browser"
+    env = {"HARNESS_PUBLISH_SHOTS": str(shots), "HARNESS_REFERENCE_WORKERS": "1",
+           "HARNESS_STRICT_SKIPS": "1"}
+    if "HARNESS_CACHE" in os.environ:
+        env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
+    session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "--durations=5",
+                "tests/publish_browser", *session.posargs, env=env)
+    session.log(f"screenshots: {shots}")

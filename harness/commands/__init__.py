@@ -83,4 +83,5 @@ COMMANDS: dict[str, str] = {
     "bisect": "harness.commands.bisect:BisectCommand",
     "calibrate": "harness.commands.calibrate:CalibrateCommand",
     "paired": "harness.commands.paired:PairedCommand",
+    "publish": "harness.commands.publish:PublishCommand",
 }

@@ -23,6 +23,7 @@ ROWS: tuple[tuple[str, ...], ...] = (
     ("analysis",),
     ("run",),
     ("bisect", "ci"),
+    ("publish",),
     ("commands",),
     ("cli", "__main__"),
 )

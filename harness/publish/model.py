@@ -1,0 +1,225 @@
+"""What the site shows, gathered from the checked loader and the trend detector.
+
+Every figure comes from `harness.results.store` (`load_runs` for the rows, `read_run` for
+the records a page shows in full: provenance, categories, positions, the paired finding);
+nothing here opens a run.json. Steps are `harness.analysis.trend`'s, on the same history
+`harness trend` analyses (per series and line, the latest suite document, its window).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.analysis.plot_style import document_metric
+from harness.analysis.trend import Step, Trend, TrendParams, analyse, suite_history
+from harness.errors import BadInput
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from harness.results.baselines import BaselineFigure
+    from harness.results.record import RunRecord
+
+UNLABELLED = "(no label)"
+LINE_ORDER = ("main", "release")  # the nightly's two builds first, then others by name
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def slug(text: str, limit: int = 60) -> str:
+    """A file name for any text: safe characters only, distinct texts distinct names."""
+    safe = _UNSAFE.sub("_", text).strip("._") or "_"
+    if safe == text and len(safe) <= limit:
+        return safe
+    return f"{safe[:limit]}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+
+
+def line_of(label: Any) -> str:
+    return label if isinstance(label, str) and label else UNLABELLED
+
+
+def _line_key(name: str) -> tuple[int, str]:
+    return (LINE_ORDER.index(name) if name in LINE_ORDER else len(LINE_ORDER)
+            + (name == UNLABELLED), name)  # fmt: skip
+
+
+def spec_at(spec: str | None, sha: str | None) -> str | None:
+    """A build spec pinned to the commit a run resolved (what `harness bisect` takes)."""
+    from harness.build.spec import RELEASE, split_git_url
+
+    if not spec or not sha or "==" in spec or RELEASE.fullmatch(spec):
+        return spec  # a release names no commit of a repository
+    if spec.startswith("git+"):
+        url, _ref, fragment = split_git_url(spec)
+        return f"git+{url}@{sha}{fragment}"
+    if spec.startswith("reference:") and "=" in spec:
+        return spec  # engine settings, no repository
+    base = spec.rpartition("@")[0] if "@" in spec else spec
+    return f"{base}@{sha}"
+
+
+@dataclass
+class StepView:
+    """A step the detector found in one line, with the runs either side."""
+
+    step: Step
+    before: dict[str, Any]  # the loader's row of the last run before the step
+    after: dict[str, Any]  # and of the first run after it
+    is_open: bool  # the drop that raises the alarm
+    bisect: str | None  # the command to find the commit (drops between two commits)
+
+    @property
+    def is_drop(self) -> bool:
+        return self.step.is_drop
+
+
+@dataclass
+class LineView:
+    """One line of a series (a build label: main, release, ...)."""
+
+    name: str
+    runs: pd.DataFrame  # every run of the line, oldest first
+    history: pd.DataFrame  # what the trend analyses
+    trend: Trend
+    steps: list[StepView]
+    latest: dict[str, Any]  # the latest run's row (whatever its verdict)
+    change: float | None  # since the run before, complete runs only
+    paired: dict[str, Any] | None  # the latest run's paired finding (paired_report row)
+
+
+@dataclass
+class SeriesView:
+    """A suite or a workload entry (`<suite>.<entry>`), with its lines."""
+
+    name: str
+    suite: str  # the suite to name on a command line (an entry's suite)
+    entry: str | None
+    slug: str
+    metric: str  # the definition the floors and baselines are in
+    floor: float | None
+    baselines: list[BaselineFigure]
+    lines: list[LineView]
+    latest: RunRecord | None  # the latest record (its document names floors, baselines)
+    records: dict[str, RunRecord] = field(default_factory=dict)  # run path -> record
+
+    def latest_record(self, line: LineView) -> RunRecord | None:
+        return self.records.get(str(line.latest["path"]))
+
+
+@dataclass
+class Site:
+    results: Path
+    series: list[SeriesView]
+    pages: dict[str, str]  # run path -> its page, relative to the site root
+    skipped: list[str]  # what the loader skipped (path: reason)
+    params: TrendParams
+    n_runs: int
+
+
+def _read(path: str, records: dict[str, RunRecord], skipped: list[str]) -> RunRecord | None:
+    from harness.results.store import read_run
+
+    if path not in records:
+        try:
+            records[path] = read_run(Path(path))
+        except BadInput as error:  # changed since it was loaded: shown without a page
+            skipped.append(str(error))
+            return None
+    return records[path]
+
+
+def _paired(record: RunRecord | None) -> dict[str, Any] | None:
+    from harness.analysis.paired_report import rows
+
+    if record is None or not isinstance(record.paired, dict):
+        return None
+    try:
+        row = rows({record.suite.name: record.model_dump(mode="json")})[0]
+    except (KeyError, TypeError, AttributeError, IndexError):
+        return {"status": "unreadable paired section"}
+    return row
+
+
+def _steps(series: str, suite: str, history: pd.DataFrame, trend: Trend) -> list[StepView]:
+    views = []
+    for step in trend.steps:
+        before = history.iloc[step.index - 1].to_dict()
+        after = history.iloc[step.index].to_dict()
+        good = spec_at(_text(before["build.spec"]), _text(before["build.git_sha"]))
+        bad = spec_at(_text(after["build.spec"]), _text(after["build.git_sha"]))
+        command = None
+        if step.is_drop and good and bad and good != bad:
+            from harness.suite.secrets import redact_url
+
+            command = "harness bisect " + " ".join(
+                shlex.quote(redact_url(part)) for part in (suite, "--good", good, "--bad", bad))
+        views.append(StepView(step, before, after, step is trend.open_drop, command))
+    return views
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _page_runs(line_runs: pd.DataFrame, steps: Sequence[StepView], keep: int) -> list[str]:
+    paths = list(line_runs["path"].tail(keep)) if keep else []
+    for view in steps:
+        paths += [view.before["path"], view.after["path"]]
+    return list(dict.fromkeys(paths))
+
+
+def gather(results: Path, params: TrendParams | None = None, run_pages: int = 10,
+           labels: Sequence[str] | None = None) -> Site:  # fmt: skip
+    """The site's content: every series and line of `results` (runs labelled `labels`
+    only, when given), each line's latest `run_pages` runs and its step ends with pages."""
+    from harness.analysis.plots import suite_baselines
+    from harness.results.store import load_runs
+
+    params = params or TrendParams()
+    runs = load_runs(results)
+    skipped = list(runs.attrs.get("skipped", []))
+    measured = runs[runs["kind"] == "run"]
+    if labels:
+        measured = measured[measured["label"].isin(list(labels))]
+    pages: dict[str, str] = {}
+    views = []
+    for name in sorted(measured["suite"].unique()):
+        rows = measured[measured["suite"] == name]
+        records: dict[str, RunRecord] = {}
+        latest = _read(str(rows["path"].iloc[-1]), records, skipped)
+        document = latest.suite.document if latest is not None else {}
+        version = latest.schema_version if latest is not None else 2
+        base = document.get("name") if isinstance(document.get("name"), str) else name
+        metric = document_metric(document, version)
+        floors = rows["floor"].dropna()
+        series = SeriesView(
+            name=name, suite=base, entry=latest.suite.entry if latest is not None else None,
+            slug=slug(name), metric=metric,
+            floor=float(floors.iloc[-1]) if len(floors) else None,
+            baselines=suite_baselines(name, document, version, results), lines=[],
+            latest=latest, records=records)  # fmt: skip
+        line_names = sorted({line_of(label) for label in rows["label"]}, key=_line_key)
+        for line in line_names:
+            line_runs = rows[[line_of(label) == line for label in rows["label"]]]
+            history = suite_history(line_runs, name, params.window, params.include_incomplete)
+            trend = analyse(history, name, params)
+            steps = _steps(name, base, history, trend)
+            change = None
+            if len(history) >= 2:
+                change = float(history["accept_length"].iloc[-1]
+                               - history["accept_length"].iloc[-2])  # fmt: skip
+            last = line_runs.iloc[-1].to_dict()
+            view = LineView(line, line_runs, history, trend, steps, last, change,
+                            _paired(_read(str(last["path"]), records, skipped)))
+            series.lines.append(view)
+            for path in _page_runs(line_runs, steps, run_pages):
+                if _read(str(path), records, skipped) is not None:
+                    folder = Path(str(path)).name
+                    pages[str(path)] = f"runs/{series.slug}/{slug(folder)}.html"
+        views.append(series)
+    return Site(Path(results), views, pages, skipped, params, len(measured))
