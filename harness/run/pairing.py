@@ -141,7 +141,8 @@ class _PairedStop:
 
     def settings(self) -> dict[str, Any]:
         return {"rule": "paired non-inferiority (harness.metrics.paired_gate.PairedRule)",
-                "alpha": self.rule.alpha, "early_alpha": self.rule.early_alpha(),
+                "alpha": self.rule.alpha, "spending": self.rule.spending,
+                "nominal_alphas": self.rule.nominal_alphas(),
                 "wave": self.rule.wave, "tolerance": self.rule.tolerance.describe(),
                 "against": self.reference.run_id, "metric": self.metric}
 
