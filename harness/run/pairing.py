@@ -6,11 +6,13 @@ engine identity, GPU model, driver, TP size, harness version, a complete run). T
 with the gate's judge in its options: each workload entry's rows are paired with A's by
 question, the non-inferiority test (`harness.metrics.paired_gate`) gives "not worse",
 "worse" or "inconclusive", and B's verdict is the worse of the floors' and the gate's.
-B's record keeps the paired finding and names the run it paired against (`paired`).
+B's record keeps the paired finding and names the run it paired against (`paired`);
+the verdict comes from the one judge (`harness.run.judge.decide`).
 
-With `--sequential`, B stops on the paired rule (looks every 50 questions, alpha split
-over the early looks); A is measured on every question (it is the reference every look
-compares with, and the run a later pair reuses).
+With `--sequential`, B stops on the floors' rule carrying the paired rule
+(`run/sequential.FloorsRule.paired`): only when every floor and the gate have settled
+(looks every 50 questions, the gate's alpha spent over the looks); A is measured on every
+question (it is the reference every look compares with, and the run a later pair reuses).
 """
 
 from __future__ import annotations
@@ -25,16 +27,10 @@ from typing import Any
 
 from harness.errors import BadInput, EngineError
 from harness.metrics.breakdown import question_pairs
-from harness.metrics.paired_gate import (
-    PairedResult,
-    PairedRule,
-    Tolerance,
-    describe,
-    paired_test,
-    status_of,
-)
+from harness.metrics.paired_gate import PairedResult, PairedRule, Tolerance, paired_test
 from harness.results.layout import RUN_FILE
-from harness.results.record import RequestRow, Verdict
+from harness.results.record import RequestRow
+from harness.run.judge import PairedEvidence
 from harness.suite.gate import Gate
 from harness.suite.model import LoadedSuite, Suite
 
@@ -181,30 +177,21 @@ class PairedJudge:
             raise EngineError(f"{series}: no reference run to pair with")
         return self.references[series]
 
-    def judge(self, suite: Suite, rows: Sequence[Any], verdict: Verdict
-              ) -> tuple[Verdict, dict[str, Any]]:
-        """B's verdict with the gate's finding added; the record's `paired` section."""
+    def evidence(self, suite: Suite, rows: Sequence[Any]) -> PairedEvidence:
+        """The gate's finding on B's rows, for the judge (`harness.run.judge.decide`): the
+        look that settled a sequential run (at that look's spent level), else the fixed
+        test on every question B answered."""
         reference = self._reference(suite.name)
         tolerance = tolerance_of(self.gate, suite)
         a, b, _ = aligned(reference, rows, tolerance.metric)
         stop = self.stops.get(suite.name)
         if stop is not None and stop.last is not None and stop.last.n == len(b[0]):
-            result = stop.last  # the look that settled it (early: at alpha / K)
+            result = stop.last
         else:
             result = paired_test(a, b, tolerance, self.gate.alpha)
-        status = status_of(result.decision, self.gate.inconclusive)
-        line = f"relative gate {status.upper()}: {describe(result, status)}"
-        floors = verdict.status
-        reasons = [f"floors: {floors.upper()}", *verdict.reasons, line,
-                   f"paired against run {reference.run_id} ({reference.spec or 'as installed'}"
-                   f", {'reused' if reference.reused else 'measured in this job'}): "
-                   f"{reference.run_dir}"]
-        worst = floors if floors in ("error", "fail") else status
-        paired = {"against": {"run_id": reference.run_id, "path": str(reference.run_dir),
-                              "spec": reference.spec, "reused": reference.reused},
-                  "gate": self.gate.model_dump(), "status": status,
-                  "floors_status": floors, "result": result.to_dict()}
-        return Verdict(status=worst, reasons=reasons), paired  # type: ignore[arg-type]
+        against = {"run_id": reference.run_id, "path": str(reference.run_dir),
+                   "spec": reference.spec, "reused": reference.reused}
+        return PairedEvidence(result, self.gate, against)
 
 
 def _say(message: str) -> None:

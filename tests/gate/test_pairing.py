@@ -108,22 +108,37 @@ def judge_with(tmp_path: Path, a_tokens: list[int], gate: Gate) -> pairing.Paire
     return pairing.PairedJudge(gate, {SUITE.name: reference})
 
 
+def judged(judge: pairing.PairedJudge, b_rows: list[dict], floor: float = 1.0,
+           settled: dict | None = None) -> tuple[Verdict, dict]:
+    """B's verdict as the runner forms it: the one judge on B's measurement (against a
+    floor of `floor`) and the gate's evidence."""
+    from harness.metrics.measure import summarise
+    from harness.results.record import RequestRow
+    from harness.run.judge import Evidence, decide
+    from harness.suite.model import Floors
+
+    requests = [RequestRow(**row, spec_accept_length=row["completion_tokens"]
+                           / row["verify_steps"], latency_s=1.0) for row in b_rows]
+    measurement = summarise(requests, "server_avg", 1.0, None)
+    found = decide(Evidence(measurement, Floors(accept_length=floor), settled,
+                            paired=judge.evidence(SUITE, b_rows)))
+    return found.verdict, found.paired
+
+
 def test_verdict_is_the_worse_of_floors_and_gate_and_names_the_reference(
         tmp_path: Path) -> None:
     a = [40, 50, 45, 38, 60, 42]
     judge = judge_with(tmp_path, a, Gate(relative_drop=0.02))
-    floors_pass = Verdict(status="pass", reasons=["accept length ... >= floor"])
-    verdict, paired = judge.judge(SUITE, rows(a), floors_pass)
+    verdict, paired = judged(judge, rows(a))
     assert verdict.status == "pass" and paired["result"]["decision"] == "not_worse"
     assert paired["against"] == {"run_id": "ref", "path": str(judge.references[SUITE.name].run_dir),
                                  "spec": "reference:x", "reused": True}
     assert any("paired against run ref" in r for r in verdict.reasons)
     dropped = [t - 4 for t in a]  # -10% on every question: worse with certainty
-    verdict, paired = judge.judge(SUITE, rows(dropped), floors_pass)
+    verdict, paired = judged(judge, rows(dropped))
     assert verdict.status == "fail" and paired["floors_status"] == "pass"
     assert any(r.startswith("relative gate FAIL") for r in verdict.reasons)
-    floors_fail = Verdict(status="fail", reasons=["below the floor"])
-    verdict, _ = judge.judge(SUITE, rows(a), floors_fail)
+    verdict, _ = judged(judge, rows(a), floor=9.0)
     assert verdict.status == "fail"  # the floor is a backstop the gate cannot lift
 
 
@@ -133,7 +148,7 @@ def test_inconclusive_is_judged_by_the_gate_setting(tmp_path: Path, inconclusive
     a = [40, 50, 45, 38, 60, 42]
     b = [44, 45, 47, 36, 55, 43]  # noisy, about -2%
     judge = judge_with(tmp_path, a, Gate(relative_drop=0.02, inconclusive=inconclusive))
-    verdict, paired = judge.judge(SUITE, rows(b), Verdict(status="pass"))
+    verdict, paired = judged(judge, rows(b))
     assert paired["result"]["decision"] == "inconclusive"
     assert verdict.status == status
     assert any("inconclusive (judged" in r for r in verdict.reasons)
@@ -143,7 +158,7 @@ def test_b_asking_a_question_the_reference_did_not_is_an_engine_error(tmp_path: 
     judge = judge_with(tmp_path, [40, 50, 45], Gate(relative_drop=0.02))
     extra = rows([40, 50, 45, 41])
     with pytest.raises(EngineError, match="not the same prompts"):
-        judge.judge(SUITE, extra, Verdict(status="pass"))
+        judge.evidence(SUITE, extra)
 
 
 def test_sequential_stop_rule_settles_on_the_paired_rule(tmp_path: Path) -> None:
@@ -152,8 +167,8 @@ def test_sequential_stop_rule_settles_on_the_paired_rule(tmp_path: Path) -> None
     stop = judge.stop_rule(SUITE, 120)
     assert stop.looks(120) == [50, 100, 120]
     assert stop.decide_rows(rows(a[:50])) == "not_worse"  # identical: settled at 50
-    verdict, paired = judge.judge(SUITE, rows(a[:50]), Verdict(status="pass"))
-    assert paired["result"]["alpha"] == pytest.approx(0.05 / 2)  # the early look's level
+    verdict, paired = judged(judge, rows(a[:50]), settled={"accept length": "pass"})
+    assert paired["result"]["alpha"] == pytest.approx(stop.rule.nominal_alphas()[0])
     assert verdict.status == "pass"
     assert stop.settings()["against"] == "ref"
 
