@@ -34,10 +34,16 @@ from harness.run.judge import PairedEvidence
 from harness.suite.gate import Gate
 from harness.suite.model import LoadedSuite, Suite
 
-# The identity of a measurement: a stored run of A is reused only when all of these match.
-IDENTITY_FIELDS = ("suite_sha256", "data_sha256", "engine", "git_sha", "git_dirty",
-                   "source_hash", "patch_sha256", "freeze_sha256", "build_options",
-                   "weights_sha256", "gpus", "driver", "tp_size", "harness_version",
+# The identity of a measurement: a stored run of A is reused only when all of these match:
+# everything that changes the figure (issue 27, case 4) -- the suite, the data and the
+# prompts as the harness sends them, the harness's own commit and dirty state (its
+# prompt rendering, its grading), the engine build, the served target and draft (paths,
+# ids, revisions) and their weights' hashes where computable, the GPUs, driver, TP size,
+# and for a CPU engine (no GPU) the host CPU model and its vector instructions.
+IDENTITY_FIELDS = ("suite_sha256", "data_sha256", "prompts_sha256", "engine", "git_sha",
+                   "git_dirty", "source_hash", "patch_sha256", "freeze_sha256",
+                   "build_options", "served", "weights_sha256", "gpus", "driver", "tp_size",
+                   "harness_version", "harness_git_sha", "harness_git_dirty", "cpu",
                    "cuda", "torch")
 
 
@@ -54,20 +60,43 @@ def identity(record: dict[str, Any]) -> dict[str, Any]:
     suite = record.get("suite") or {}
     document = suite.get("document") or {}
     workload = record.get("workload") or {}
+    gpus = sorted(str(g.get("name")) for g in provenance.get("gpus") or [])
+    options = dict(build.get("options") or {})
+    served = options.pop(SERVED_KEY, None)
     return {
         "suite_sha256": suite.get("sha256"),
         "data_sha256": workload.get("data_sha256") or provenance.get("data_sha256"),
+        "prompts_sha256": workload.get("prompts_sha256"),
         "engine": build.get("engine"), "git_sha": build.get("git_sha"),
         "git_dirty": build.get("git_dirty"), "source_hash": build.get("source_hash"),
         "patch_sha256": build.get("patch_sha256"), "freeze_sha256": build.get("freeze_sha256"),
-        "build_options": build.get("options") or {},
+        "build_options": options, "served": served,
         "weights_sha256": provenance.get("weights_sha256"),
-        "gpus": sorted(str(g.get("name")) for g in provenance.get("gpus") or []),
+        "gpus": gpus,
         "driver": provenance.get("driver"),
         "tp_size": (document.get("topology") or {}).get("tp_size", 1),
         "harness_version": provenance.get("harness_version"),
+        "harness_git_sha": provenance.get("harness_git_sha"),
+        "harness_git_dirty": provenance.get("harness_git_dirty"),
+        # a CPU engine's figures depend on the CPU's kernels (its vector instructions)
+        "cpu": None if gpus else [provenance.get("cpu"), sorted(provenance.get("cpu_isa")
+                                                                  or [])],
         "cuda": provenance.get("cuda"), "torch": provenance.get("torch"),
     }
+
+
+SERVED_KEY = "served"  # build.options key: the target and draft the server was given
+
+
+def served(models: Any, checkpoints: Any = None) -> dict[str, Any] | None:
+    """The served target and draft (paths or hub ids, revisions) as a build option, so a
+    record names them and a reuse compares them."""
+    if checkpoints is not None:
+        return {"target": str(checkpoints[0]), "draft": str(checkpoints[1])}
+    if models is None:
+        return None
+    return {"target": models.target, "target_revision": models.target_revision,
+            "draft": models.draft, "draft_revision": models.draft_revision}
 
 
 def complete(record: dict[str, Any]) -> bool:
@@ -85,6 +114,8 @@ def reusable(results_dir: Path, series: str, wanted: dict[str, Any]) -> Path | N
     edits would look the same."""
     if wanted.get("git_dirty") and not wanted.get("source_hash"):
         return None
+    if wanted.get("harness_git_dirty") or not wanted.get("prompts_sha256"):
+        return None  # an edited harness (or prompts not hashed): never the same measurement
     folder = results_dir / "runs" / series
     for run_dir in sorted(folder.glob("*"), reverse=True):  # names start with UTC time
         try:
@@ -106,6 +137,8 @@ class Reference:
     spec: str | None
     reused: bool
     pairs: dict[Any, tuple[int, int]] = field(default_factory=dict)
+    prompts_sha256: str | None = None  # A's workload.prompts_sha256
+    prompt_hashes: dict[Any, str] = field(default_factory=dict)  # question -> server's hash
 
 
 def reference_from(run_dir: Path, series: str, metric: str, spec: str | None,
@@ -113,9 +146,22 @@ def reference_from(run_dir: Path, series: str, metric: str, spec: str | None,
     from harness.results.store import read_requests
 
     record = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
-    keys, tokens, steps = question_pairs(read_requests(run_dir), metric)
+    rows = read_requests(run_dir)
+    keys, tokens, steps = question_pairs(rows, metric)
     return Reference(series, run_dir, str(record.get("run_id")), spec, reused,
-                     {key: (t, s) for key, t, s in zip(keys, tokens, steps, strict=True)})
+                     {key: (t, s) for key, t, s in zip(keys, tokens, steps, strict=True)},
+                     (record.get("workload") or {}).get("prompts_sha256"),
+                     _prompt_hashes(rows))
+
+
+def _prompt_hashes(rows: Sequence[Any]) -> dict[Any, str]:
+    """Question -> the server's hash of its first turn's prompt token ids, where given."""
+    out = {}
+    for row in rows:
+        get = row.get if isinstance(row, dict) else lambda k, r=row: getattr(r, k, None)
+        if not get("turn") and get("prompt_sha256"):
+            out[get("question_index")] = get("prompt_sha256")
+    return out
 
 
 @dataclass
@@ -153,6 +199,12 @@ def aligned(reference: Reference, rows: Sequence[Any], metric: str
         raise EngineError(f"{reference.series}: B asked {len(missing)} question(s) the "
                           f"reference run {reference.run_id} did not (first: {missing[0]}): "
                           "not the same prompts")
+    ours = _prompt_hashes(rows)
+    differ = [q for q, h in ours.items() if reference.prompt_hashes.get(q, h) != h]
+    if differ:
+        raise EngineError(f"{reference.series}: the server saw different prompt tokens for "
+                          f"{len(differ)} question(s) in B and in the reference run "
+                          f"{reference.run_id} (first: {differ[0]}): not the same prompts")
     a = ([reference.pairs[k][0] for k in keys], [reference.pairs[k][1] for k in keys])
     return a, (list(tokens), list(steps)), keys
 
@@ -177,11 +229,19 @@ class PairedJudge:
             raise EngineError(f"{series}: no reference run to pair with")
         return self.references[series]
 
-    def evidence(self, suite: Suite, rows: Sequence[Any]) -> PairedEvidence:
+    def evidence(self, suite: Suite, rows: Sequence[Any],
+                 prompts_sha256: str | None = None) -> PairedEvidence:
         """The gate's finding on B's rows, for the judge (`harness.run.judge.decide`): the
         look that settled a sequential run (at that look's spent level), else the fixed
-        test on every question B answered."""
+        test on every question B answered. `prompts_sha256`: B's workload hash; a
+        reference whose prompts differ is refused (never paired)."""
         reference = self._reference(suite.name)
+        if prompts_sha256 and reference.prompts_sha256 \
+                and prompts_sha256 != reference.prompts_sha256:
+            raise EngineError(f"{suite.name}: the reference run {reference.run_id} sent "
+                              "other prompts (workload.prompts_sha256 "
+                              f"{reference.prompts_sha256[:12]} vs B's {prompts_sha256[:12]}):"
+                              " not the same measurement, never paired")
         tolerance = tolerance_of(self.gate, suite)
         a, b, _ = aligned(reference, rows, tolerance.metric)
         stop = self.stops.get(suite.name)
@@ -210,19 +270,23 @@ def expected_identities(loaded: LoadedSuite, options: Any) -> dict[str, dict[str
     suite = loaded_a.suite
     engine = planning.prepare_engine(suite, options, planning.models(suite, options), chosen)
     engine.build.options.update(planning.build_options(suite))
+    engine.build.options[SERVED_KEY] = served(engine.models, engine.checkpoints)
     gpus = preflight.gpu_inventory()
     fit = preflight.check_fit(suite.topology, gpus, options.gpu_devices)
     provenance = planning.provenance(loaded_a, engine, gpus, fit, None)
     out = {}
     for entry in suite_entries(loaded_a, list(options.entries) if options.entries else None):
+        from harness.run.workload_record import workload_info
         from harness.workloads import prepare
 
         data = prepare(entry.loaded.suite.workload)
+        sent = workload_info(entry.loaded.suite, entry.name, data, engine)
         record = {"suite": {"sha256": entry.loaded.sha256, "document": entry.loaded.document},
                   "build": engine.build.model_dump(mode="json"),
                   "provenance": {**provenance.model_dump(mode="json"),
                                  "data_sha256": getattr(data, "sha256", None)},
-                  "workload": {"data_sha256": getattr(data, "sha256", None)}}
+                  "workload": {"data_sha256": getattr(data, "sha256", None),
+                               "prompts_sha256": sent.prompts_sha256}}
         out[entry.series] = identity(record)
     return out
 

@@ -287,6 +287,9 @@ def _prepare_and_measure(runs: list[_Run], models: Any, chosen: Any, gpus: Any, 
         run.provenance = planning.provenance(run.loaded, None, gpus, fit, None)
     engine = planning.prepare_engine(suite, options, models, chosen)
     engine.build.options.update(planning.build_options(suite))
+    from harness.run.pairing import SERVED_KEY, served
+
+    engine.build.options[SERVED_KEY] = served(engine.models, engine.checkpoints)
     attention = planning.attention_table(first.loaded, engine)
     contract = planning.contract_differences(suite, attention)
     for run in runs:
@@ -391,14 +394,14 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
         if custom is None:
             run.measurement.sequential["floors"] = dict(rule_decisions(run))
     judged = judge_entry(suite, options, run.measurement, result.rows, run.stop_rule,
-                         run.contract)
+                         run.contract, run.workload.prompts_sha256 if run.workload else None)
     run.paired = judged.paired
     return judged.verdict
 
 
 def judge_entry(suite: Suite, options: RunOptions, measurement: Measurement | None,
                 rows: Sequence[RequestRow], stop_rule: Any = None,
-                contract: Sequence[str] = ()) -> Any:
+                contract: Sequence[str] = (), prompts_sha256: str | None = None) -> Any:
     """The evidence of one measured entry, judged (`harness.run.judge.decide`): its
     floors (each as the sequential rule settled it, when the run's own rule stopped
     it), the contract, and the paired gate's finding on the same rows."""
@@ -408,7 +411,7 @@ def judge_entry(suite: Suite, options: RunOptions, measurement: Measurement | No
                         options.enforce_contract)
     if options.pairing is not None and judge(measurement, suite.floors,
                                              settled=settled).status != "error":
-        evidence.paired = options.pairing.evidence(suite, rows)
+        evidence.paired = options.pairing.evidence(suite, rows, prompts_sha256)
     return decide(evidence)
 
 

@@ -24,8 +24,9 @@ def record(run_id: str, **changes: object) -> dict:
         "build": {"engine": "sglang", "git_sha": "abc", "git_dirty": False,
                   "freeze_sha256": "deps-1", "options": {"algorithm": "DFLASH"}},
         "provenance": {"harness_version": "0.1.0", "driver": "550.1", "cuda": "12.4",
+                       "harness_git_sha": "h1", "harness_git_dirty": False,
                        "gpus": [{"name": "H100"}, {"name": "H100"}]},
-        "workload": {"data_sha256": "data-1"},
+        "workload": {"data_sha256": "data-1", "prompts_sha256": "prompts-1"},
         "measurement": {"accept_length": 5.6, "n_requests": 4, "n_planned": 4},
         "verdict": {"status": "pass"},
     }
@@ -59,6 +60,12 @@ WANTED = pairing.identity(record("x"))
     {"provenance__gpus": [{"name": "H200"}, {"name": "H200"}]},
     {"suite__document": {"topology": {"tp_size": 1}}},
     {"provenance__harness_version": "0.2.0"}, {"build__options": {"algorithm": "EAGLE"}},
+    # issue 27, case 4: what else changes the measurement
+    {"workload__prompts_sha256": "prompts-2"}, {"provenance__harness_git_sha": "h2"},
+    {"build__options": {"algorithm": "DFLASH",
+                        "served": {"target": "org/t", "target_revision": "r2",
+                                   "draft": "org/d", "draft_revision": None}}},
+    {"provenance__weights_sha256": {"target": "w2"}},
 ])
 def test_a_stored_run_that_differs_in_any_identity_field_is_not_reused(
         tmp_path: Path, change: dict) -> None:
@@ -66,6 +73,42 @@ def test_a_stored_run_that_differs_in_any_identity_field_is_not_reused(
     assert pairing.reusable(tmp_path, "s", WANTED) is None
     same = write_run(tmp_path, "20250101T000000Z-same", record("same"))
     assert pairing.reusable(tmp_path, "s", WANTED) == same
+
+
+def test_a_cpu_engine_is_reused_only_on_the_same_cpu(tmp_path: Path) -> None:
+    cpu = record("cpu", provenance__gpus=[], provenance__cpu="Xeon 8480",
+                 provenance__cpu_isa=["avx512f"])
+    wanted = pairing.identity(cpu)
+    write_run(tmp_path, "20260101T000000Z-other", record(
+        "other", provenance__gpus=[], provenance__cpu="EPYC 9654",
+        provenance__cpu_isa=["avx512f"]))
+    assert pairing.reusable(tmp_path, "s", wanted) is None
+    same = write_run(tmp_path, "20250101T000000Z-same", cpu)
+    assert pairing.reusable(tmp_path, "s", wanted) == same
+
+
+def test_an_edited_harness_or_unhashed_prompts_are_never_reused(tmp_path: Path) -> None:
+    for name, changed in (("dirty", record("d", provenance__harness_git_dirty=True)),
+                          ("unhashed", record("u", workload__prompts_sha256=None))):
+        write_run(tmp_path, f"20260101T000000Z-{name}", changed)
+        assert pairing.reusable(tmp_path, "s", pairing.identity(changed)) is None
+
+
+def test_pairing_refuses_a_reference_that_sent_other_prompts(tmp_path: Path) -> None:
+    """Case 4: the harness's GSM8K prompt text changed, A reused: B was judged "worse by
+    -10.85%". Now the prompts hash (workload) and the server's per-question prompt hash
+    (rows) must agree, else no pairing."""
+    a = [40, 50, 45]
+    judge = judge_with(tmp_path, a, Gate(relative_drop=0.02))
+    judge.references[SUITE.name].prompts_sha256 = "prompts-1"
+    with pytest.raises(EngineError, match="other prompts"):
+        judge.evidence(SUITE, rows(a), "prompts-2")
+    assert judge.evidence(SUITE, rows(a), "prompts-1").result.decision == "not_worse"
+    judge.references[SUITE.name].prompt_hashes = {0: "tok-a", 1: "tok-b"}
+    b = rows(a)
+    b[1]["prompt_sha256"] = "tok-other"
+    with pytest.raises(EngineError, match="different prompt tokens"):
+        judge.evidence(SUITE, b)
 
 
 def test_a_dirty_build_without_a_source_hash_is_never_reused(tmp_path: Path) -> None:
