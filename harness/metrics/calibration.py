@@ -65,7 +65,18 @@ def summarise_repeats(runs: Sequence[tuple[Sequence[float], Sequence[float]]],
     floor = prediction_floor(figures, within_se, alpha)
     raw = (z_a + z_b) * paired_sd / (math.sqrt(n) * mean)
     tolerance = max(TOLERANCE_STEP, math.ceil(raw / TOLERANCE_STEP - 1e-9) * TOLERANCE_STEP)
+    from harness.metrics.paired_gate import aa_false_alarm
+
+    tolerated = round(tolerance, 4) * mean
+    suggested_sd = math.ceil(paired_sd * 1000 - 1e-9) / 1000
     return {"n_runs": len(runs), "n_questions": n, "figures": figures, "mean": mean,
+            # the [gate] block to declare: sized for the measured spread; inconclusive
+            # "pass" keeps P(fail | B = A) <= alpha whatever the spread (suite/gate.py)
+            "suggested_gate": {"relative_drop": round(tolerance, 4),
+                               "paired_sd": suggested_sd, "inconclusive": "pass",
+                               "alpha": alpha, "beta": beta},
+            "p_fail_if_equal": {s: aa_false_alarm(paired_sd, tolerated, n, alpha, s)
+                                for s in ("pass", "fail")},
             "min": min(figures), "max": max(figures), "run_sd": run_sd,
             "within_se": within_se, "paired_sd": paired_sd,
             "identical_answers": all(p == 0 for p in paired),

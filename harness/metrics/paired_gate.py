@@ -224,6 +224,53 @@ class PairedRule:
 
 
 DEFAULT_PAIRED_SD = 0.75  # assumed per-question sd of B - A without recorded pairs
+
+
+def aa_false_alarm(sd: float, tolerated: float, n: int, alpha: float, inconclusive: str
+                   ) -> float:
+    """P(the gate fails | B = A): "worse", plus "inconclusive" when it is judged fail."""
+    not_worse, worse = pass_probabilities(tolerated, sd, n, alpha)
+    return worse + (max(0.0, 1.0 - not_worse - worse) if inconclusive == "fail" else 0.0)
+
+
+def questions_needed(sd: float, tolerated: float, alpha: float, beta: float,
+                     inconclusive: str) -> int:
+    """The questions a gate needs at its spread. Both settings need the power count
+    (`questions_for_power`: P(not worse | B = A) >= 1 - beta, equally P(worse | B = A -
+    twice the tolerance) >= 1 - beta); "fail" also needs P(fail | B = A) <= 2 alpha:
+    ((z(1 - alpha) + z(1 - 2 alpha)) sd / tolerance)^2."""
+    needed = questions_for_power(sd, tolerated, alpha, beta)
+    if inconclusive == "fail" and sd > 0:
+        z = stats.normal_quantile(1 - alpha) + stats.normal_quantile(1 - 2 * alpha)
+        needed = max(needed, math.ceil((z * sd / tolerated) ** 2))
+    return needed
+
+
+def sizing(gate: Any, tolerated: float, n: int, sd: float | None = None,
+           sd_source: str = "[gate] paired_sd") -> dict[str, Any]:
+    """Is the gate sized for its question count? `sd`: the paired spread (default: the
+    gate's declared `paired_sd`). The run prints `message` before it measures anything."""
+    sd = gate.paired_sd if sd is None else sd
+    if sd is None:
+        warn = (" With inconclusive = \"fail\" its A/A false-alarm rate is unknown and can be"
+                " most runs on an engine that is not bit-reproducible."
+                if gate.inconclusive == "fail" else "")
+        return {"sized": False, "sd": None, "underpowered": None,
+                "message": "gate not sized: [gate] declares no paired_sd (run `harness "
+                           f"calibrate` and declare its paired_sd).{warn}"}
+    needed = questions_needed(sd, tolerated, gate.alpha, gate.beta, gate.inconclusive)
+    false_alarm = aa_false_alarm(sd, tolerated, n, gate.alpha, gate.inconclusive)
+    out = {"sized": True, "sd": sd, "sd_source": sd_source, "questions_needed": needed,
+           "questions": n, "underpowered": n < needed, "p_fail_if_equal": false_alarm}
+    if n < needed:
+        out["message"] = (f"underpowered: {needed} questions needed, the suite plans {n} "
+                          f"(paired sd {sd:g} from {sd_source}, tolerated drop "
+                          f"{tolerated:.4f}); P(gate fails | B = A) = {false_alarm:.3f} "
+                          f"with inconclusive = {gate.inconclusive!r}")
+    else:
+        out["message"] = (f"gate sized: {n} questions >= {needed} needed (paired sd {sd:g} "
+                          f"from {sd_source}); P(gate fails | B = A) = {false_alarm:.3f}")
+    return out
 RELATIVE_CHANGES = (0.0, -0.5, -1.0, -1.5, -2.0, -3.0)  # in units of the tolerance
 
 

@@ -308,6 +308,8 @@ def run_paired(loaded: LoadedSuite, options: Any, against: str, against_label: s
                               options.gpu_devices)
     if not fit.fits:  # skipped (exit 4) before either side is built or measured
         return run_suite(loaded, options)
+    for line in sizing_lines(loaded, options):  # before a GPU hour is spent
+        _say(line)
     wanted = expected_identities(loaded, options_a) if reuse else {}
     references: dict[str, Reference] = {}
     metric_of = _metrics(loaded, options)
@@ -335,6 +337,28 @@ def run_paired(loaded: LoadedSuite, options: Any, against: str, against_label: s
                                                 against, False)
     judge = PairedJudge(gate, references)
     return run_suite(loaded, dataclasses.replace(options, pairing=judge))
+
+
+def sizing_lines(loaded: LoadedSuite, options: Any) -> list[str]:
+    """Per series: is the gate sized for its question count ("underpowered: N questions
+    needed" when not), from the declared `[gate] paired_sd`. A's level for a relative
+    tolerance: the highest baseline, else the floor (the run's A is not measured yet)."""
+    from harness.metrics.paired_gate import sizing
+    from harness.suite.model import suite_entries
+    from harness.workloads import planned_questions
+
+    gate = loaded.suite.gate
+    if gate is None:
+        return []
+    lines = []
+    for entry in suite_entries(loaded, list(options.entries) if options.entries else None):
+        suite = entry.loaded.suite
+        level = max([b.accept_length for b in suite.baselines], default=suite.floors
+                    .accept_length)
+        tolerated = tolerance_of(gate, suite).threshold(level)
+        found = sizing(gate, tolerated, planned_questions(suite.workload))
+        lines.append(f"{entry.series}: {found['message']}")
+    return lines
 
 
 def _metrics(loaded: LoadedSuite, options: Any) -> dict[str, str]:
