@@ -195,7 +195,7 @@ def paired_power(loaded: LoadedSuite, results: Path, n: int, sd_given: float | N
     if sd_given is not None:
         sd, source = sd_given, "given with --paired-sd"
     elif gate.paired_sd is not None:  # what the gate was sized for (the run checks this)
-        sd, source = gate.paired_sd, "declared in [gate] paired_sd (the gate is sized for it)"
+        sd, source = gate.paired_sd, "declared as gate.paired_sd (the gate is sized for it)"
     elif (found := recorded_paired_spread(results, suite.name, latest_runs)) is not None:
         sd, ids, reference = found
         source = f"pooled over {len(ids)} paired run(s): {', '.join(ids)}"

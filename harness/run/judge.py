@@ -97,9 +97,10 @@ def decide(evidence: Evidence) -> Judgement:
     floors, only_open = _floors(evidence.measurement, evidence.floors, settled)
     status: VerdictStatus = floors.status
     reasons = list(floors.reasons)
+    first: list[str] = []
     if contract:  # measured anyway (an A/B of a build known to break it): still a failure
-        reasons.insert(0, "draft attention contract differs (not enforced: measured anyway): "
-                       + "; ".join(contract))
+        first.append("draft attention contract differs (not enforced: measured anyway): "
+                     + "; ".join(contract))
         status = "error" if status == "error" else "fail"
     paired = None
     if evidence.paired is not None:
@@ -117,7 +118,7 @@ def decide(evidence: Evidence) -> Judgement:
         floors_status = "open" if only_open else floors.status
         paired = {"against": dict(against), "gate": gate.model_dump(), "status": gate_status,
                   "floors_status": floors_status, "result": found.result.to_dict()}
-    return Judgement(Verdict(status=status, reasons=reasons), EXIT_CODES[status],
+    return Judgement(Verdict(status=status, reasons=[*first, *reasons]), EXIT_CODES[status],
                      floors.status, paired)
 
 

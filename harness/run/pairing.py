@@ -316,8 +316,9 @@ def run_paired(loaded: LoadedSuite, options: Any, against: str, against_label: s
     for series, ident in wanted.items():
         found = reusable(options.results_dir, series, ident)
         if found is not None:
-            _say(f"reference {series}: reusing run {found.name} of {against} (same suite, "
-                 "data, engine, GPU, driver, TP size and harness version)")
+            _say(f"reference {series}: reusing run {found.name} of {against} (the same "
+                 "measurement: suite, data and prompts, harness commit, engine build, served "
+                 "models and weights, GPU or CPU, driver, TP size)")
             references[series] = reference_from(found, series, metric_of[series], against, True)
     missing = [s for s in metric_of if s not in references]
     if missing:

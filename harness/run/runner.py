@@ -404,9 +404,17 @@ def judge_entry(suite: Suite, options: RunOptions, measurement: Measurement | No
                 contract: Sequence[str] = (), prompts_sha256: str | None = None) -> Any:
     """The evidence of one measured entry, judged (`harness.run.judge.decide`): its
     floors (each as the sequential rule settled it, when the run's own rule stopped
-    it), the contract, and the paired gate's finding on the same rows."""
+    it; left open when a caller's rule stopped it early), the contract, and the paired
+    gate's finding on the same rows."""
+    from harness.run.sequential import FloorsRule
+
     own_rule = options.sequential and options.stop_rule is None
     settled = dict(getattr(stop_rule, "decisions", None) or {}) if own_rule else None
+    if options.stop_rule is not None and measurement is not None \
+            and measurement.stopped_early:
+        # a caller's rule (bisect) chose the prefix: no floor is judged on it, none passes
+        floors = FloorsRule(None, suite.floors.metric, suite.floors)
+        settled = dict.fromkeys(floors.tested_floors())
     evidence = Evidence(measurement, suite.floors, settled, list(contract),
                         options.enforce_contract)
     if options.pairing is not None and judge(measurement, suite.floors,

@@ -109,7 +109,7 @@ def test_power_uses_the_spread_the_gate_was_sized_for(tmp_path: Path) -> None:
     from harness.commands.power import power_report
 
     report = power_report(load_suite("tiny_dflash_cpu"), tmp_path)["paired_gate"]
-    assert report["sd"] == 0.0 and "declared in [gate] paired_sd" in report["sd_source"]
+    assert report["sd"] == 0.0 and "declared as gate.paired_sd" in report["sd_source"]
     assert report["p_fail_if_equal"] == {"pass": 0.0, "fail": 0.0}
     assert report["characteristic"][0]["p_gate_fails"] == 0.0  # B = A
 

@@ -63,3 +63,23 @@ def test_a_contract_that_differs_fails_even_when_measured_anyway() -> None:
     assert enforced.verdict.status == "fail"
     clean, _ = replay(suite, rows, sequential=False, enforce_contract=False)
     assert clean.verdict.status == "pass"
+
+
+def test_floors_are_never_judged_on_a_prefix_a_callers_rule_chose() -> None:
+    """A bisect step's rule stops its run early: the floors on that prefix stay open (the
+    record never passes on them), whatever its point estimate says."""
+    from pathlib import Path
+
+    from harness.metrics.measure import summarise
+    from harness.run.runner import RunOptions, judge_entry
+
+    rows = rows_of(Truth(accept=4.0), 100, 4)
+    suite = suite_with(Floors(accept_length=2.0))
+    measurement = summarise(rows[:50], "server_avg", 1.0, None, planned=100)
+    measurement.stopped_early = True
+    options = RunOptions(results_dir=Path("/nonexistent"), stop_rule=object())
+    judged = judge_entry(suite, options, measurement, rows[:50])
+    assert judged.verdict.status == "fail"
+    assert any("still open" in reason for reason in judged.verdict.reasons)
+    measurement = summarise(rows, "server_avg", 1.0, None, planned=100)  # ran to the end
+    assert judge_entry(suite, options, measurement, rows).verdict.status == "pass"
