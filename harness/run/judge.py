@@ -99,7 +99,7 @@ def decide(evidence: Evidence) -> Judgement:
     reasons = list(floors.reasons)
     first: list[str] = []
     if contract:  # measured anyway (an A/B of a build known to break it): still a failure
-        first.append("draft attention contract differs (not enforced: measured anyway): "
+        first.append("draft attention contract differs (not enforced), measured anyway: "
                      + "; ".join(contract))
         status = "error" if status == "error" else "fail"
     paired = None
