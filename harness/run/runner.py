@@ -287,7 +287,7 @@ def _prepare_and_measure(runs: list[_Run], models: Any, chosen: Any, gpus: Any, 
         run.provenance = planning.provenance(run.loaded, None, gpus, fit, None)
     engine = planning.prepare_engine(suite, options, models, chosen)
     engine.build.options.update(planning.build_options(suite))
-    from harness.run.pairing import SERVED_KEY, served
+    from harness.run.identity import SERVED_KEY, served
 
     engine.build.options[SERVED_KEY] = served(engine.models, engine.checkpoints)
     attention = planning.attention_table(first.loaded, engine)
