@@ -112,12 +112,21 @@ def _extra_requirements() -> list[str]:
         return []
 
 
+def reference_env_dir(requirements: list[str], checkout: Path) -> Path:
+    """The cached environment of the reference engine for one checkout. It is an
+    editable install of that checkout, so its key holds the checkout's path beside the
+    extra's requirements: a second checkout gets its own environment and runs its own
+    engine code, the code its record's commit names (issue 27, case 10)."""
+    text = "\n".join([*requirements, f"checkout={Path(checkout).resolve()}"])
+    return cache_root() / "envs" / f"reference-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
 def prepare_reference_env(
     engine_python: str | None = None, reference: ReferenceBuild | None = None,
 ) -> PreparedBuild:
     """The reference engine's environment (this one if it has torch & co, else one made
-    with the harness installed editable, keyed by the `reference` extra's requirements)
-    and the build's provenance."""
+    with this checkout installed editable, keyed by the `reference` extra's requirements
+    and the checkout, `reference_env_dir`) and the build's provenance."""
     python = engine_python or sys.executable
     facts = probe_environment(python)
     if not facts.reference_ready:
@@ -128,10 +137,12 @@ def prepare_reference_env(
             raise EngineError("the reference engine needs spec-harness[reference] installed "
                               "(pip install 'spec-harness[reference]')")
         requirements = _extra_requirements()
-        key = hashlib.sha256("\n".join(requirements).encode()).hexdigest()[:16]
-        python = ensure_env(cache_root() / "envs" / f"reference-{key}", "the reference engine",
+        env_dir = reference_env_dir(requirements, REPO_ROOT)
+        key = env_dir.name.removeprefix("reference-")
+        python = ensure_env(env_dir, "the reference engine",
                             lambda _: ["--editable", f"{REPO_ROOT}[reference]"],
-                            {"kind": "reference-env", "requirements": requirements, "key": key})
+                            {"kind": "reference-env", "requirements": requirements, "key": key,
+                             "checkout": str(REPO_ROOT)})
         facts = probe_environment(python)
     return PreparedBuild(python, reference_info(facts, reference), facts)
 

@@ -63,6 +63,10 @@ class ABCommand:
                                  engine_python=args.engine_python,
                                  enforce_contract=False)  # fmt: skip
             outcome = run_suite(side_suite, options)
+            if outcome.status == "skipped":  # the host does not fit: exit 4, as `run` says
+                from harness.errors import TopologySkip
+
+                raise TopologySkip(f"build {label} ({spec}): " + "; ".join(outcome.reasons))
             sides.append({series: side for series, side in _sides(outcome, label, spec)})
             broken += _broken(outcome, label, spec)
         if broken:

@@ -98,17 +98,28 @@ class AuditCommand:
         config = parse_config_text(_read(path), origin)  # the harness's only checks
         transformers = _requirement(args.transformers)
         if args.vllm:
-            return _both_engines(args, path, config)
-        if args.bisect:
-            return _bisect(args, path, transformers)
-        if args.sglang or args.sglang_source:
-            return _versions(args, path, origin, transformers)
-        return _behaviours(args, config, origin)
+            return _both_engines(args, path, config, origin, transformers)
+        return _sglang_side(args, path, config, origin, transformers, _print)
 
 
-def _both_engines(args: argparse.Namespace, path: Any, config: Any) -> int:
-    """SGLang's per-layer attention (the harness's model of the --behaviour) beside vLLM's
-    (its own code), one row per layer, disagreements flagged."""
+def _sglang_side(args: argparse.Namespace, path: Any, config: Any, origin: str,
+                 transformers: str | None, emit: Any) -> int:
+    """The SGLang audit the options ask for (--bisect, --sglang/--sglang-source, else the
+    behaviours), checked against --expect; `emit` prints (or collects) its JSON."""
+    if args.bisect:
+        return _bisect(args, path, transformers, emit)
+    if args.sglang or args.sglang_source:
+        return _versions(args, path, origin, transformers, emit)
+    return _behaviours(args, config, origin, emit)
+
+
+def _both_engines(args: argparse.Namespace, path: Any, config: Any, origin: str,
+                  transformers: str | None) -> int:
+    """Everything the same command without --vllm does (the SGLang audit with --expect,
+    --sglang, --bisect), then SGLang's per-layer attention (the harness's model of the
+    --behaviour) beside vLLM's (its own code), one row per layer, disagreements flagged,
+    and vLLM's layers against --expect. The exit code is the worst of them (5 over 1
+    over 0)."""
     from pathlib import Path
 
     from harness.build import parse_build_spec, prepare_vllm
@@ -116,19 +127,41 @@ def _both_engines(args: argparse.Namespace, path: Any, config: Any) -> int:
     from harness.suite.attention import resolve_layers
 
     build = parse_build_spec(args.vllm, engine="vllm", flag="--vllm")
+    expected, expected_origin = _expected(args)  # bad --expect ends here, before any build
+    collected: dict[str, Any] = {}
+    sglang_code = _sglang_side(args, path, config, origin, transformers, collected.update)
     python = prepare_vllm(build).python
     vllm = vllm_layers(python, Path(path))
     sglang = resolve_layers(config, args.behaviour)
     rows = cross_engine_rows(sglang, vllm["layers"])
+    against = _vllm_against_expected(vllm["layers"], expected) if expected else []
     if args.json:
         _print({"config": str(path), "sglang_behaviour": args.behaviour, "vllm": args.vllm,
-                "layers": rows, "vllm_v1_refuses": vllm["v1_refuses"]})
+                "layers": rows, "vllm_v1_refuses": vllm["v1_refuses"], "sglang": collected,
+                "expected_origin": expected_origin, "vllm_expect_differences": against})
     else:
-        print(f"draft {path}: SGLang ({args.behaviour}, harness model) vs vLLM ({args.vllm})")
+        print(f"\ndraft {path}: SGLang ({args.behaviour}, harness model) vs vLLM "
+              f"({args.vllm})")
         for line in render_rows(rows, vllm["v1_refuses"]):
             print(line)
-    differs = any(row["causal_differs"] for row in rows)
-    return ExitCode.BELOW_FLOOR if differs else ExitCode.PASS
+        for line in against:
+            print(f"vLLM differs from {expected_origin}: {line}")
+    differs = any(row["causal_differs"] for row in rows) or bool(against)
+    return max(int(sglang_code), int(ExitCode.BELOW_FLOOR if differs else ExitCode.PASS))
+
+
+def _vllm_against_expected(layers: list[dict[str, Any]], expected: list[dict[str, Any]]
+                           ) -> list[str]:
+    """vLLM's layers against the expected contract: one line per difference."""
+    lines = []
+    if len(layers) != len(expected):
+        lines.append(f"{len(layers)} layers, expected {len(expected)}")
+    for i, (layer, want) in enumerate(zip(layers, expected, strict=False)):
+        if layer.get("causal") != want["causal"]:
+            lines.append(f"layer {i}: causal={layer.get('causal')}, expected {want['causal']}")
+        if want.get("window") is not None and layer.get("window") != want["window"]:
+            lines.append(f"layer {i}: window={layer.get('window')}, expected {want['window']}")
+    return lines
 
 
 def _read(path: Any) -> str:
@@ -179,7 +212,8 @@ def _sources(args: argparse.Namespace) -> list[Any]:
     return [spec_source(version) for version in versions]
 
 
-def _versions(args: argparse.Namespace, path: Any, origin: str, transformers: str | None) -> int:
+def _versions(args: argparse.Namespace, path: Any, origin: str, transformers: str | None,
+              emit: Any = _print) -> int:
     from harness.audit.evaluate import evaluate_sources
     from harness.audit.table import build_versions_report, render
 
@@ -187,7 +221,7 @@ def _versions(args: argparse.Namespace, path: Any, origin: str, transformers: st
     results = evaluate_sources(path, _sources(args), transformers, use_cache=not args.no_cache)
     report = build_versions_report(origin, results, expected, expected_origin)
     if args.json:
-        _print(report.to_dict())
+        emit(report.to_dict())
     else:
         render(report, _console(len(results)))
     if report.rejected:
@@ -195,7 +229,8 @@ def _versions(args: argparse.Namespace, path: Any, origin: str, transformers: st
     return ExitCode.BELOW_FLOOR if any(report.differences.values()) else ExitCode.PASS
 
 
-def _bisect(args: argparse.Namespace, path: Any, transformers: str | None) -> int:
+def _bisect(args: argparse.Namespace, path: Any, transformers: str | None,
+            emit: Any = _print) -> int:
     from pathlib import Path
 
     from harness.audit.history import bisect, render
@@ -206,19 +241,19 @@ def _bisect(args: argparse.Namespace, path: Any, transformers: str | None) -> in
     good, bad = args.bisect
     result = bisect(path, Path(args.repo), good, bad, transformers)
     if args.json:
-        _print(result.to_dict())
+        emit(result.to_dict())
     else:
         render(result, _console(), good, bad)
     return ExitCode.PASS if result.first is not None else ExitCode.BELOW_FLOOR
 
 
-def _behaviours(args: argparse.Namespace, config: Any, origin: str) -> int:
+def _behaviours(args: argparse.Namespace, config: Any, origin: str, emit: Any = _print) -> int:
     from harness.audit.report import build_report, render
 
     expected, expected_origin = _expected(args)
     report = build_report(config, origin, expected, expected_origin, args.behaviour)
     if args.json:
-        _print(report.to_dict())
+        emit(report.to_dict())
     else:
         render(report, _console())
     # Exit 1 is the CLI's "below the contract" code, shared with floors.

@@ -57,7 +57,14 @@ class CalibrateCommand:
             print(f"    suggested floor {s['suggested_floor']:g}: {s['floor_rule']}")
             print(f"    suggested relative_drop {s['suggested_relative_drop']:g}: "
                   f"{s['tolerance_rule']}")
+            aa = s["p_fail_if_equal"]
+            print(f"    P(gate fails | B = A) at {s['n_questions']} questions: "
+                  f"{aa['pass']:.3f} with inconclusive = 'pass', {aa['fail']:.3f} with 'fail'")
         print(f"record: {path}")
-        print(f"declare it in the suite: [gate] calibration = \"calibration: "
-              f"{record['calibration_id']}\"")
+        print("declare it in the suite (per series, its suggested_gate):")
+        for series, s in record["series"].items():
+            g = s["suggested_gate"]
+            print(f"  {series}: [gate] relative_drop = {g['relative_drop']:g}, paired_sd = "
+                  f"{g['paired_sd']:g}, inconclusive = \"{g['inconclusive']}\", "
+                  f"calibration = \"calibration: {record['calibration_id']}\"")
         return 0

@@ -20,7 +20,9 @@ class PairedCommand:
         parser.add_argument("--label", help="only runs with this label (e.g. main)")
         parser.add_argument("--markdown", action="store_true", help="a Markdown table")
         parser.add_argument("--json", action="store_true", help="JSON rows")
-        parser.epilog = ("Exit codes: 0 every paired gate passed; 1 one failed; 3 a named "
+        parser.epilog = ("Judges only the latest run of each series (a suite expands to its "
+                         "workload entries). Exit codes: 0 every latest run passed; 1 one "
+                         "failed (floors or paired gate); else 3 a latest run errored, or a named "
                          "series has no paired run that matches.")
 
     def run(self, args: argparse.Namespace) -> int:
@@ -42,6 +44,10 @@ class PairedCommand:
             print(json.dumps(table, indent=2, default=str))
         else:
             print(markdown(table))
-        if any(r["status"] == "no paired run" for r in table) and args.suites:
+        if any(r["status"] == "fail" for r in table):
+            return 1  # as `trend`: a failure first, then errors
+        if any(r["status"] == "error" for r in table):
+            return 3  # an errored latest run is never hidden behind an older pass
+        if any(r["status"] in ("no paired run", "not paired") for r in table) and args.suites:
             return 3
-        return 1 if any(r["status"] == "fail" for r in table) else 0
+        return 0

@@ -195,13 +195,16 @@ def paired_power(loaded: LoadedSuite, results: Path, n: int, sd_given: float | N
         reference, reference_source = best.accept_length, f"baseline {best.label!r}"
     if sd_given is not None:
         sd, source = sd_given, "given with --paired-sd"
+    elif gate.paired_sd is not None:  # what the gate was sized for (the run checks this)
+        sd, source = gate.paired_sd, "declared as gate.paired_sd (the gate is sized for it)"
     elif (found := recorded_paired_spread(results, suite.name, latest_runs)) is not None:
         sd, ids, reference = found
         source = f"pooled over {len(ids)} paired run(s): {', '.join(ids)}"
         reference_source = f"A of paired run {ids[0]}"
     else:
         sd = paired_gate.DEFAULT_PAIRED_SD
-        source = f"assumed {sd} (no paired runs under {results}): unpaired-like spread"
+        source = (f"assumed {sd} (no [gate] paired_sd, no paired runs under {results}): the "
+                  "gate is not sized; run `harness calibrate`")
     tolerated = tolerance.threshold(reference)
     return {"tolerance": tolerance.describe(), "tolerated_drop": tolerated,
             "reference": reference, "reference_source": reference_source,
@@ -209,6 +212,12 @@ def paired_power(loaded: LoadedSuite, results: Path, n: int, sd_given: float | N
             "inconclusive": gate.inconclusive, "sd": sd, "sd_source": source, "questions": n,
             "questions_for_power": paired_gate.questions_for_power(sd, tolerated, gate.alpha,
                                                                    gate.beta),
+            "questions_needed": paired_gate.questions_needed(sd, tolerated, gate.alpha,
+                                                             gate.beta, gate.inconclusive),
+            # P(gate fails | B = A) under either setting: what an A/A pair would do
+            "p_fail_if_equal": {setting: paired_gate.aa_false_alarm(sd, tolerated, n,
+                                                                    gate.alpha, setting)
+                                for setting in ("pass", "fail")},
             "characteristic": paired_gate.operating_characteristic(
                 reference, tolerance, sd, n, gate.alpha, gate.inconclusive)}
 
@@ -294,7 +303,14 @@ def render_power(report: dict[str, Any]) -> None:
                        f"{row['p_inconclusive']:.3f}", f"{row['p_gate_fails']:.3f}")
         console.print(pt)
         console.print(f"questions for P(not worse | B = A) >= {1 - paired['beta']:.2f}: "
-                      f"{paired['questions_for_power']}")
+                      f"{paired['questions_for_power']}; needed with inconclusive = "
+                      f"{paired['inconclusive']!r}: {paired['questions_needed']}"
+                      + (" (UNDERPOWERED at the suite's count)"
+                         if paired["questions"] < paired["questions_needed"] else ""))
+        aa = paired["p_fail_if_equal"]
+        console.print(f"P(gate fails | B = A) at {paired['questions']} questions: "
+                      f"{aa['pass']:.3f} with inconclusive = 'pass', {aa['fail']:.3f} with "
+                      f"'fail' (this suite: {paired['inconclusive']!r})")
     floors = report.get("sequential_floors")
     if floors:
         table = Table(title="--sequential settles every floor before it stops (waves "

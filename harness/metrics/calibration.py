@@ -12,10 +12,15 @@ per-request seeds) give, per series:
 
 Suggestions, each with its rule named in the record:
 
-- floor = mean - z_{1-alpha} * max(run_sd, within_se): a healthy build's figure falls
-  below it with probability about alpha, whichever of the two spreads dominates (zero
-  run-to-run spread, the exactly repeatable greedy case, still keeps the sampling error
-  of the suite's questions);
+- floor: a one-sided prediction bound for the NEXT run of the same build (issue 27,
+  case 6). The mean and the sd both come from the N runs, so the next run's figure
+  minus the mean has sd sigma sqrt(1 + 1/N), and sigma's estimate has N - 1 degrees of
+  freedom: floor = mean - t(1-alpha, N-1) * run_sd * sqrt(1 + 1/N). A healthy next run
+  falls below it with probability alpha exactly (normal figures); the earlier mean -
+  z * sd put 10% of healthy runs below a 5% floor at N = 3. When the within-run standard
+  error is the larger spread (the exactly repeatable greedy case has run_sd = 0), it is
+  estimated over the questions, not the runs: floor = mean - z(1-alpha) * within_se *
+  sqrt(1 + 1/N), so the sampling error of the suite's questions is still kept;
 - relative tolerance = (z_{1-alpha} + z_{1-beta}) * paired_sd / (sqrt(n) * mean),
   rounded up to 0.5% and at least 0.5%: the smallest tolerance at which a second launch
   of the same build is shown "not worse" with probability >= 1 - beta by the paired gate.
@@ -23,6 +28,7 @@ Suggestions, each with its rule named in the record:
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Sequence
@@ -30,7 +36,9 @@ from typing import Any
 
 from harness.metrics import stats
 
-FLOOR_RULE = "floor = mean - z(1-alpha) * max(run-to-run sd, within-run se)"
+FLOOR_RULE = ("floor = mean - t(1-alpha, N-1) * run-to-run sd * sqrt(1 + 1/N) (a prediction "
+              "bound for the next run; z(1-alpha) * within-run se * sqrt(1 + 1/N) when "
+              "that is larger)")
 TOLERANCE_RULE = ("relative_drop = (z(1-alpha) + z(1-beta)) * paired sd / (sqrt(n) * mean), "
                   "rounded up to 0.5%, at least 0.5%")
 TOLERANCE_STEP = 0.005
@@ -54,13 +62,70 @@ def summarise_repeats(runs: Sequence[tuple[Sequence[float], Sequence[float]]],
               for i in range(len(runs) - 1)]
     paired_sd = math.sqrt(statistics.fmean([sd**2 for sd in paired]))
     z_a, z_b = stats.normal_quantile(1 - alpha), stats.normal_quantile(1 - beta)
-    floor = mean - z_a * max(run_sd, within_se)
+    floor = prediction_floor(figures, within_se, alpha)
     raw = (z_a + z_b) * paired_sd / (math.sqrt(n) * mean)
     tolerance = max(TOLERANCE_STEP, math.ceil(raw / TOLERANCE_STEP - 1e-9) * TOLERANCE_STEP)
+    from harness.metrics.paired_gate import aa_false_alarm
+
+    tolerated = round(tolerance, 4) * mean
+    suggested_sd = math.ceil(paired_sd * 1000 - 1e-9) / 1000
     return {"n_runs": len(runs), "n_questions": n, "figures": figures, "mean": mean,
+            # the [gate] block to declare: sized for the measured spread; inconclusive
+            # "pass" keeps P(fail | B = A) <= alpha whatever the spread (suite/gate.py)
+            "suggested_gate": {"relative_drop": round(tolerance, 4),
+                               "paired_sd": suggested_sd, "inconclusive": "pass",
+                               "alpha": alpha, "beta": beta},
+            "p_fail_if_equal": {s: aa_false_alarm(paired_sd, tolerated, n, alpha, s)
+                                for s in ("pass", "fail")},
             "min": min(figures), "max": max(figures), "run_sd": run_sd,
             "within_se": within_se, "paired_sd": paired_sd,
             "identical_answers": all(p == 0 for p in paired),
             "suggested_floor": math.floor(floor * 1000) / 1000, "floor_rule": FLOOR_RULE,
             "suggested_relative_drop": round(tolerance, 4), "tolerance_rule": TOLERANCE_RULE,
             "alpha": alpha, "beta": beta}
+
+
+def prediction_floor(figures: Sequence[float], within_se: float, alpha: float) -> float:
+    """The one-sided 1 - alpha prediction bound for the next run's figure (module doc)."""
+    n = len(figures)
+    mean, run_sd = statistics.fmean(figures), statistics.stdev(figures)
+    inflate = math.sqrt(1.0 + 1.0 / n)
+    by_runs = t_quantile_exact(1.0 - alpha, n - 1) * run_sd * inflate
+    by_questions = stats.normal_quantile(1.0 - alpha) * within_se * inflate
+    return mean - max(by_runs, by_questions)
+
+
+@functools.lru_cache(maxsize=64)
+def t_quantile_exact(p: float, df: int) -> float:
+    """Student-t quantile for any df >= 1 (the Cornish-Fisher `stats.t_quantile` is for
+    df >= 10; a calibration has N - 1 = 2 at N = 3): the density integrated by Simpson's
+    rule on tan-spaced points, inverted by bisection."""
+    if not 0.5 <= p < 1.0 or df < 1:
+        raise ValueError(f"need 0.5 <= p < 1 and df >= 1, got p={p}, df={df}")
+    if df == 1:
+        return math.tan(math.pi * (p - 0.5))
+    if df == 2:
+        return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
+    log_c = (math.lgamma((df + 1) / 2) - math.lgamma(df / 2)
+             - 0.5 * math.log(df * math.pi))
+
+    def upper_tail(x: float) -> float:  # P(T > x) = 0.5 - integral_0^x density
+        steps = 2000  # even, for Simpson
+        h = x / steps
+        total = 0.0
+        for i in range(steps + 1):
+            u = i * h
+            weight = 1 if i in (0, steps) else (4 if i % 2 else 2)
+            total += weight * math.exp(log_c - (df + 1) / 2 * math.log1p(u * u / df))
+        return 0.5 - total * h / 3
+
+    low, high = 0.0, 1.0
+    while upper_tail(high) > 1 - p:
+        high *= 2
+    for _ in range(60):
+        middle = (low + high) / 2
+        if upper_tail(middle) > 1 - p:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2

@@ -25,8 +25,9 @@ n - 1 degrees of freedom):
 A pair with zero spread (identical greedy builds give identical answers) has se = 0: the
 sign of M decides with certainty (identical answers: M = d or r R_A > 0, a pass); a
 near-zero spread with a drop smaller than the tolerance has a lower bound above 0: a
-pass. Sequential looks (`PairedRule`) split alpha over the early looks (Bonferroni, as
-`stats.SequentialRule`); the last look is the fixed paired test. See docs/statistics.md.
+pass. Sequential looks (`PairedRule`) spend alpha over the looks (Lan-DeMets,
+`harness.metrics.spending`): every look together keeps the stated alpha. See
+docs/statistics.md.
 """
 
 from __future__ import annotations
@@ -180,34 +181,96 @@ def questions_for_power(sd: float, tolerated: float, alpha: float, beta: float) 
 
 @dataclass(frozen=True)
 class PairedRule:
-    """Sequential stopping on the paired test: looks every `wave` questions and at
-    `max_n`; at an early look the test runs at alpha / K (K early looks, Bonferroni), and
-    settles when it is not inconclusive; at `max_n` the fixed test decides."""
+    """Sequential stopping on the paired test, with its alpha spent, not reused: looks
+    every `wave` questions and at `max_n` (information fraction n / max_n); look k tests
+    at the nominal level of the Lan-DeMets group-sequential boundary c_k
+    (`harness.metrics.spending`, O'Brien-Fleming type by default), on both sides (not
+    worse: M's t statistic above c_k; worse: below -c_k; each boundary non-binding). So
+    P(a "not worse" at any look | B worse by exactly the tolerance) <= alpha and P(a
+    "worse" at any look | B exactly at the tolerance) <= alpha, over all looks together.
+    An early look settles when it is not inconclusive; the last look decides, and may be
+    inconclusive (judged by the gate's `inconclusive` setting)."""
 
     tolerance: Tolerance
     alpha: float = 0.05
     max_n: int = 200
     wave: int = 50
+    spending: str = "obrien_fleming"
 
     def looks(self) -> list[int]:
         return [*range(self.wave, self.max_n, self.wave), self.max_n]
 
-    def early_alpha(self) -> float:
-        return self.alpha / max(1, len(self.looks()) - 1)
+    def nominal_alphas(self) -> list[float]:
+        """The one-sided level each look tests at (the last close to alpha)."""
+        from harness.metrics.spending import nominal_alphas
+
+        return nominal_alphas([n / self.max_n for n in self.looks()], self.alpha,
+                              self.spending)
 
     def decide(self, a: tuple[Sequence[float], Sequence[float]],
                b: tuple[Sequence[float], Sequence[float]]) -> PairedResult | None:
         """The result when settled at this count (always at max_n), else None."""
         n = len(b[0])
+        looks = self.looks()
         if n >= self.max_n:
-            return paired_test(a, b, self.tolerance, self.alpha)
-        if n not in self.looks() or n < MIN_QUESTIONS:
+            return paired_test(a, b, self.tolerance, self.nominal_alphas()[-1])
+        if n not in looks or n < MIN_QUESTIONS:
             return None
-        result = paired_test(a, b, self.tolerance, self.early_alpha())
+        level = self.nominal_alphas()[looks.index(n)]
+        if level <= 0.0:  # nothing spent at this look
+            return None
+        result = paired_test(a, b, self.tolerance, level)
         return None if result.decision == "inconclusive" else result
 
 
 DEFAULT_PAIRED_SD = 0.75  # assumed per-question sd of B - A without recorded pairs
+
+
+def aa_false_alarm(sd: float, tolerated: float, n: int, alpha: float, inconclusive: str
+                   ) -> float:
+    """P(the gate fails | B = A): "worse", plus "inconclusive" when it is judged fail."""
+    not_worse, worse = pass_probabilities(tolerated, sd, n, alpha)
+    return worse + (max(0.0, 1.0 - not_worse - worse) if inconclusive == "fail" else 0.0)
+
+
+def questions_needed(sd: float, tolerated: float, alpha: float, beta: float,
+                     inconclusive: str) -> int:
+    """The questions a gate needs at its spread. Both settings need the power count
+    (`questions_for_power`: P(not worse | B = A) >= 1 - beta, equally P(worse | B = A -
+    twice the tolerance) >= 1 - beta); "fail" also needs P(fail | B = A) <= 2 alpha:
+    ((z(1 - alpha) + z(1 - 2 alpha)) sd / tolerance)^2."""
+    needed = questions_for_power(sd, tolerated, alpha, beta)
+    if inconclusive == "fail" and sd > 0:
+        z = stats.normal_quantile(1 - alpha) + stats.normal_quantile(1 - 2 * alpha)
+        needed = max(needed, math.ceil((z * sd / tolerated) ** 2))
+    return needed
+
+
+def sizing(gate: Any, tolerated: float, n: int, sd: float | None = None,
+           sd_source: str = "[gate] paired_sd") -> dict[str, Any]:
+    """Is the gate sized for its question count? `sd`: the paired spread (default: the
+    gate's declared `paired_sd`). The run prints `message` before it measures anything."""
+    sd = gate.paired_sd if sd is None else sd
+    if sd is None:
+        warn = (" With inconclusive = \"fail\" its A/A false-alarm rate is unknown and can be"
+                " most runs on an engine that is not bit-reproducible."
+                if gate.inconclusive == "fail" else "")
+        return {"sized": False, "sd": None, "underpowered": None,
+                "message": "gate not sized: [gate] declares no paired_sd (run `harness "
+                           f"calibrate` and declare its paired_sd).{warn}"}
+    needed = questions_needed(sd, tolerated, gate.alpha, gate.beta, gate.inconclusive)
+    false_alarm = aa_false_alarm(sd, tolerated, n, gate.alpha, gate.inconclusive)
+    out = {"sized": True, "sd": sd, "sd_source": sd_source, "questions_needed": needed,
+           "questions": n, "underpowered": n < needed, "p_fail_if_equal": false_alarm}
+    if n < needed:
+        out["message"] = (f"underpowered: {needed} questions needed, the suite plans {n} "
+                          f"(paired sd {sd:g} from {sd_source}, tolerated drop "
+                          f"{tolerated:.4f}); P(gate fails | B = A) = {false_alarm:.3f} "
+                          f"with inconclusive = {gate.inconclusive!r}")
+    else:
+        out["message"] = (f"gate sized: {n} questions >= {needed} needed (paired sd {sd:g} "
+                          f"from {sd_source}); P(gate fails | B = A) = {false_alarm:.3f}")
+    return out
 RELATIVE_CHANGES = (0.0, -0.5, -1.0, -1.5, -2.0, -3.0)  # in units of the tolerance
 
 

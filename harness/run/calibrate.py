@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.errors import BadInput, EngineError
+from harness.errors import BadInput, EngineError, TopologySkip
 from harness.metrics.breakdown import question_pairs
 from harness.metrics.calibration import summarise_repeats
 from harness.results.layout import CALIBRATIONS_DIR, atomic_write_text
@@ -62,6 +62,8 @@ def calibrate(loaded: LoadedSuite, options: Any, runs: int) -> tuple[Path, dict[
     first: dict[str, Any] = {}
     for repeat in range(runs):
         outcome = run_suite(with_seeds(loaded, repeat), dataclasses.replace(options, label=label))
+        if outcome.status == "skipped":  # the host does not fit: exit 4, as `run` says
+            raise TopologySkip("; ".join(outcome.reasons))
         for entry in outcome.entries or [outcome]:
             record = entry.record
             if record is None or entry.run_dir is None or record.measurement is None \

@@ -1,4 +1,12 @@
-"""Judge: a measurement against the suite's floors gives a verdict with reasons.
+"""Judge: the one home of every verdict. `decide` turns the evidence of a run (its
+measurement against every floor, the sequential rule's decision on each floor when one
+stopped the run, the draft-attention contract, and the paired gate's finding against a
+reference build) into the verdict, its reasons and the exit code. Every path that
+judges (`run` fixed or sequential, `--against`, nightly lines, and through the runner
+`ab`, `bisect` and the pytest plugin) calls it; reports (`paired`, `trend`) read the
+verdict it recorded.
+
+Floors (`judge`):
 
 Every floor is checked and a failed floor of any kind stands: the accept-length check is
 the point estimate against the floor, or, when a run stopped sequentially, the
@@ -18,6 +26,10 @@ the reasons name it. A partial run (it ended before its plan) is never a pass.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
 from harness.errors import ExitCode
 from harness.metrics.measure import DISAGREEMENT_TOLERANCE
 from harness.results.record import Measurement, Verdict, VerdictStatus
@@ -35,32 +47,120 @@ def _meets(value: float, floor: float, strict: bool) -> bool:
     return value > floor if strict else value >= floor
 
 
+@dataclass
+class PairedEvidence:
+    """The paired gate's finding on B's rows (`harness.run.pairing.PairedJudge.evidence`)."""
+
+    result: Any  # metrics.paired_gate.PairedResult
+    gate: Any  # suite.gate.Gate (its `inconclusive` setting, its tolerance)
+    against: dict[str, Any]  # run_id, path, spec, reused of the reference run
+
+
+@dataclass
+class Evidence:
+    """Everything a verdict depends on. `settled`: each floor's decision when a
+    sequential rule stopped the run (`run/sequential.FloorsRule.decisions`: "pass",
+    "fail", or None for a floor still open when another floor or the gate settled
+    the stop); a floor it does not name is judged on its point estimate (the fixed
+    protocol, as at the last look). None: a fixed run."""
+
+    measurement: Measurement | None
+    floors: Floors
+    settled: Mapping[str, str | None] | None = None
+    contract: Sequence[str] = ()  # draft-attention differences from expected_layers
+    contract_enforced: bool = True  # False: measured anyway, the verdict still fails
+    paired: PairedEvidence | None = None
+
+
+@dataclass
+class Judgement:
+    verdict: Verdict
+    exit_code: ExitCode
+    floors_status: VerdictStatus
+    paired: dict[str, Any] | None = None  # the record's `paired` section
+    notes: list[str] = field(default_factory=list)
+
+
+def decide(evidence: Evidence) -> Judgement:
+    """The verdict: the worst of the floors', the contract's and the paired gate's. An
+    error (no or partial measurement, mixed definitions, an unjudgeable floor) stands
+    over everything; a failed floor is a backstop the gate cannot lift; the gate's
+    inconclusive finding is judged by its `inconclusive` setting."""
+    from harness.metrics.paired_gate import describe, status_of
+
+    contract = list(evidence.contract)
+    if contract and (evidence.contract_enforced or evidence.measurement is None):
+        verdict = Verdict(status="fail", reasons=[
+            "draft attention contract differs from the suite's expected_layers:", *contract])
+        return Judgement(verdict, EXIT_CODES["fail"], "fail")
+    settled = dict(evidence.settled) if evidence.settled is not None else None
+    floors, only_open = _floors(evidence.measurement, evidence.floors, settled)
+    status: VerdictStatus = floors.status
+    reasons = list(floors.reasons)
+    first: list[str] = []
+    if contract:  # measured anyway (an A/B of a build known to break it): still a failure
+        first.append("draft attention contract differs (not enforced), measured anyway: "
+                     + "; ".join(contract))
+        status = "error" if status == "error" else "fail"
+    paired = None
+    if evidence.paired is not None:
+        found, gate = evidence.paired, evidence.paired.gate
+        gate_status = status_of(found.result.decision, gate.inconclusive)
+        against = found.against
+        spec = against.get("spec") or "as installed"
+        how = "reused" if against.get("reused") else "measured in this job"
+        reasons = [f"floors: {floors.status.upper()}", *reasons,
+                   f"relative gate {gate_status.upper()}: {describe(found.result, gate_status)}",
+                   f"paired against run {against.get('run_id')} ({spec}, {how}): "
+                   f"{against.get('path')}"]
+        if status not in ("error", "fail"):
+            status = gate_status  # type: ignore[assignment]
+        floors_status = "open" if only_open else floors.status
+        paired = {"against": dict(against), "gate": gate.model_dump(), "status": gate_status,
+                  "floors_status": floors_status, "result": found.result.to_dict()}
+    return Judgement(Verdict(status=status, reasons=[*first, *reasons]), EXIT_CODES[status],
+                     floors.status, paired)
+
+
 def judge(measurement: Measurement | None, floors: Floors,
-          sequential: str | None = None) -> Verdict:
-    """`sequential`: the sequential rule's decision on the measured requests, if one ran."""
+          sequential: str | None = None,
+          settled: Mapping[str, str | None] | None = None) -> Verdict:
+    """The floors' verdict. `settled`: each floor's decision when a sequential rule
+    stopped the run (see `Evidence`); `sequential`: the accept-length decision alone
+    (the same as settled={"accept length": sequential})."""
+    if sequential is not None and settled is None:
+        settled = {"accept length": sequential}
+    return _floors(measurement, floors, dict(settled) if settled is not None else None)[0]
+
+
+def _floors(measurement: Measurement | None, floors: Floors,
+            settled: dict[str, str | None] | None) -> tuple[Verdict, bool]:
+    """(the floors' verdict, whether it is "fail" only because floors were left open)."""
     if measurement is None:
-        return Verdict(status="error", reasons=["no measurement: accept length is missing"])
+        return Verdict(status="error", reasons=["no measurement: accept length is missing"]), False
     if measurement.partial:
         return Verdict(status="error", reasons=[
             f"partial run: {measurement.n_requests} of {measurement.n_planned} requests "
-            "finished; a partial run is never judged"])
+            "finished; a partial run is never judged"]), False
     if measurement.metric != floors.metric:
         return Verdict(status="error", reasons=[
             f"measured in metric {measurement.metric!r} but the floors use "
-            f"{floors.metric!r}: definitions are never mixed"])
+            f"{floors.metric!r}: definitions are never mixed"]), False
     if floors.accuracy is not None and measurement.accuracy is None:
-        return Verdict(status="error", reasons=["accuracy floor set but no accuracy measured"])
+        return Verdict(status="error",
+                       reasons=["accuracy floor set but no accuracy measured"]), False
     relation = _relation(floors.strict)
     ci = measurement.accept_length_ci
     shown = (f"accept length ({floors.metric}) {measurement.accept_length:.4f}"
              + (f" (95% CI {ci[0]:.3f}-{ci[1]:.3f})" if ci else ""))
     reasons: list[str] = []
     failed = False
-    if sequential is not None:
-        failed = sequential != "pass"
-        word = "settles above" if not failed else "settles below"
-        reasons.append(f"{shown}: the sequential rule {word} the floor {floors.accept_length:g} "
-                       f"after {measurement.n_requests} of {measurement.n_planned} requests")
+    after = f"after {measurement.n_requests} of {measurement.n_planned} requests"
+    if settled is not None and "accept length" in settled:
+        decision = settled["accept length"]
+        failed = decision == "fail"
+        reasons.append(f"{shown}: {_settled_words(decision)} the floor "
+                       f"{floors.accept_length:g} {after}")
     elif _meets(measurement.accept_length, floors.accept_length, floors.strict):
         reasons.append(f"{shown} {relation} floor {floors.accept_length:g}")
     else:
@@ -69,30 +169,63 @@ def judge(measurement: Measurement | None, floors: Floors,
     if floors.accuracy is not None and measurement.accuracy is not None:
         shown_accuracy = f"accuracy {measurement.accuracy:.3f}"
         accuracy_relation = _relation(floors.accuracy_strict)
-        if _meets(measurement.accuracy, floors.accuracy, floors.accuracy_strict):
+        if settled is not None and "accuracy" in settled:
+            failed = failed or settled["accuracy"] == "fail"
+            reasons.append(f"{shown_accuracy}: {_settled_words(settled['accuracy'])} the "
+                           f"floor {floors.accuracy:g} {after}")
+        elif _meets(measurement.accuracy, floors.accuracy, floors.accuracy_strict):
             reasons.append(f"{shown_accuracy} {accuracy_relation} floor {floors.accuracy:g}")
         else:
             failed = True
             reasons.append(f"{shown_accuracy} is below the floor: needs "
                            f"{accuracy_relation} {floors.accuracy:g}")
     missing: list[str] = []
-    for judged in (_category_floors(measurement, floors, missing),
-                   _position_floors(measurement, floors, missing)):
+    for judged in (_category_floors(measurement, floors, missing, settled),
+                   _position_floors(measurement, floors, missing, settled)):
         for ok, reason in judged:
             failed = failed or not ok
             reasons.append(reason)
     if missing:
-        return Verdict(status="error", reasons=[*missing, *reasons])
+        return Verdict(status="error", reasons=[*missing, *reasons]), False
+    still_open = open_floors(settled)
+    only_open = bool(still_open) and not failed
+    if only_open:  # never a pass on floors the rule did not settle
+        failed = True
+        reasons.append(f"not a pass: {', '.join(still_open)} still open when the run "
+                       "stopped (an early stop passes only when every floor settled above)")
     reasons.extend(_cross_check_notes(measurement))
-    return Verdict(status="fail" if failed else "pass", reasons=reasons)
+    return Verdict(status="fail" if failed else "pass", reasons=reasons), only_open
+
+
+def open_floors(settled: Mapping[str, str | None] | None) -> list[str]:
+    """The floors a sequential rule left open at its stop."""
+    return [name for name, decision in (settled or {}).items() if decision is None]
 
 
 def _relation(strict: bool) -> str:
     return ">" if strict else ">="
 
 
-def _category_floors(measurement: Measurement, floors: Floors,
-                     missing: list[str]) -> list[tuple[bool, str]]:
+def _settled_words(decision: str | None) -> str:
+    return {"pass": "the sequential rule settles above",
+            "fail": "the sequential rule settles below"}.get(
+        str(decision), "still open (not judged on this prefix: the run stopped on another "
+                       "floor's or the gate's failure) against")
+
+
+def _by_rule(settled: Mapping[str, str | None] | None, name: str, ok: bool, shown: str,
+             line: str) -> tuple[bool, str]:
+    """A floor's (ok, reason): the sequential rule's decision when it settled this floor
+    at the stop, else the point estimate's (`line`)."""
+    if settled is None or name not in settled:
+        return ok, line
+    decision = settled[name]
+    return decision != "fail", f"{shown}: {_settled_words(decision)} its floor"
+
+
+def _category_floors(measurement: Measurement, floors: Floors, missing: list[str],
+                     settled: Mapping[str, str | None] | None = None
+                     ) -> list[tuple[bool, str]]:
     judged = []
     results = measurement.categories or {}
     for name, floor in floors.categories.items():
@@ -111,22 +244,28 @@ def _category_floors(measurement: Measurement, floors: Floors,
                          + (f" (95% CI {ci[0]:.3f}-{ci[1]:.3f})" if ci else "")
                          + f", {result.n_prompts} prompts")
                 ok = _meets(result.accept_length, floor.accept_length, floor.strict)
-                judged.append((ok, f"{shown} {relation} floor {floor.accept_length:g}" if ok
-                               else f"{shown} is below its floor: needs {relation} "
-                                    f"{floor.accept_length:g}"))
+                judged.append(_by_rule(
+                    settled, f"category {name} accept length", ok, shown,
+                    f"{shown} {relation} floor {floor.accept_length:g}" if ok
+                    else f"{shown} is below its floor: needs {relation} "
+                         f"{floor.accept_length:g}"))
         if floor.accuracy is not None:
             if result.accuracy is None:
                 missing.append(f"category {name!r} has an accuracy floor but is not graded")
             else:
                 ok = _meets(result.accuracy, floor.accuracy, floor.strict)
-                judged.append((ok, f"category {name} accuracy {result.accuracy:.3f} "
-                               + (f"{relation} floor {floor.accuracy:g}" if ok else
-                                  f"is below its floor: needs {relation} {floor.accuracy:g}")))
+                judged.append(_by_rule(
+                    settled, f"category {name} accuracy", ok,
+                    f"category {name} accuracy {result.accuracy:.3f}",
+                    f"category {name} accuracy {result.accuracy:.3f} "
+                    + (f"{relation} floor {floor.accuracy:g}" if ok else
+                       f"is below its floor: needs {relation} {floor.accuracy:g}")))
     return judged
 
 
-def _position_floors(measurement: Measurement, floors: Floors,
-                     missing: list[str]) -> list[tuple[bool, str]]:
+def _position_floors(measurement: Measurement, floors: Floors, missing: list[str],
+                     settled: Mapping[str, str | None] | None = None
+                     ) -> list[tuple[bool, str]]:
     if not floors.positions:
         return []
     if not sum(measurement.accept_histogram or []):
@@ -146,9 +285,11 @@ def _position_floors(measurement: Measurement, floors: Floors,
             ci = (f" (95% CI {cis[k - 1][0]:.3f}-{cis[k - 1][1]:.3f})" if k <= len(cis)
                   else "")
         ok = _meets(rate, floor, floors.positions_strict)
-        judged.append((ok, f"P(position {k} accepted) {rate:.3f}{ci} "
-                       + (f"{relation} floor {floor:g}" if ok
-                          else f"is below its floor: needs {relation} {floor:g}")))
+        judged.append(_by_rule(settled, f"position {k}", ok,
+                               f"P(position {k} accepted) {rate:.3f}{ci}",
+                               f"P(position {k} accepted) {rate:.3f}{ci} "
+                               + (f"{relation} floor {floor:g}" if ok
+                                  else f"is below its floor: needs {relation} {floor:g}")))
     return judged
 
 

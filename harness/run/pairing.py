@@ -6,11 +6,13 @@ engine identity, GPU model, driver, TP size, harness version, a complete run). T
 with the gate's judge in its options: each workload entry's rows are paired with A's by
 question, the non-inferiority test (`harness.metrics.paired_gate`) gives "not worse",
 "worse" or "inconclusive", and B's verdict is the worse of the floors' and the gate's.
-B's record keeps the paired finding and names the run it paired against (`paired`).
+B's record keeps the paired finding and names the run it paired against (`paired`);
+the verdict comes from the one judge (`harness.run.judge.decide`).
 
-With `--sequential`, B stops on the paired rule (looks every 50 questions, alpha split
-over the early looks); A is measured on every question (it is the reference every look
-compares with, and the run a later pair reuses).
+With `--sequential`, B stops on the floors' rule carrying the paired rule
+(`run/sequential.FloorsRule.paired`): only when every floor and the gate have settled
+(looks every 50 questions, the gate's alpha spent over the looks); A is measured on every
+question (it is the reference every look compares with, and the run a later pair reuses).
 """
 
 from __future__ import annotations
@@ -24,53 +26,19 @@ from typing import Any
 
 from harness.errors import BadInput, EngineError
 from harness.metrics.breakdown import question_pairs
-from harness.metrics.paired_gate import (
-    PairedResult,
-    PairedRule,
-    Tolerance,
-    describe,
-    paired_test,
-    status_of,
-)
+from harness.metrics.paired_gate import PairedResult, PairedRule, Tolerance, paired_test
 from harness.results.readers import read_run_data
-from harness.results.record import RequestRow, Verdict
+from harness.results.record import RequestRow
+from harness.run.identity import IDENTITY_FIELDS, SERVED_KEY, identity, served
+from harness.run.judge import PairedEvidence
 from harness.suite.gate import Gate
 from harness.suite.model import LoadedSuite, Suite
-
-# The identity of a measurement: a stored run of A is reused only when all of these match.
-IDENTITY_FIELDS = ("suite_sha256", "data_sha256", "engine", "git_sha", "git_dirty",
-                   "source_hash", "patch_sha256", "freeze_sha256", "build_options",
-                   "weights_sha256", "gpus", "driver", "tp_size", "harness_version",
-                   "cuda", "torch")
 
 
 def tolerance_of(gate: Gate, suite: Suite) -> Tolerance:
     relative = gate.relative_drop is not None
     drop = gate.relative_drop if relative else gate.absolute_drop
     return Tolerance(float(drop), relative, gate.metric or suite.floors.metric)  # type: ignore[arg-type]
-
-
-def identity(record: dict[str, Any]) -> dict[str, Any]:
-    """The fields of a run record (run.json as a dict) that make two measurements the same."""
-    build = record.get("build") or {}
-    provenance = record.get("provenance") or {}
-    suite = record.get("suite") or {}
-    document = suite.get("document") or {}
-    workload = record.get("workload") or {}
-    return {
-        "suite_sha256": suite.get("sha256"),
-        "data_sha256": workload.get("data_sha256") or provenance.get("data_sha256"),
-        "engine": build.get("engine"), "git_sha": build.get("git_sha"),
-        "git_dirty": build.get("git_dirty"), "source_hash": build.get("source_hash"),
-        "patch_sha256": build.get("patch_sha256"), "freeze_sha256": build.get("freeze_sha256"),
-        "build_options": build.get("options") or {},
-        "weights_sha256": provenance.get("weights_sha256"),
-        "gpus": sorted(str(g.get("name")) for g in provenance.get("gpus") or []),
-        "driver": provenance.get("driver"),
-        "tp_size": (document.get("topology") or {}).get("tp_size", 1),
-        "harness_version": provenance.get("harness_version"),
-        "cuda": provenance.get("cuda"), "torch": provenance.get("torch"),
-    }
 
 
 def complete(record: dict[str, Any]) -> bool:
@@ -88,6 +56,8 @@ def reusable(results_dir: Path, series: str, wanted: dict[str, Any]) -> Path | N
     edits would look the same."""
     if wanted.get("git_dirty") and not wanted.get("source_hash"):
         return None
+    if wanted.get("harness_git_dirty") or not wanted.get("prompts_sha256"):
+        return None  # an edited harness (or prompts not hashed): never the same measurement
     folder = results_dir / "runs" / series
     for run_dir in sorted(folder.glob("*"), reverse=True):  # names start with UTC time
         try:
@@ -109,6 +79,8 @@ class Reference:
     spec: str | None
     reused: bool
     pairs: dict[Any, tuple[int, int]] = field(default_factory=dict)
+    prompts_sha256: str | None = None  # A's workload.prompts_sha256
+    prompt_hashes: dict[Any, str] = field(default_factory=dict)  # question -> server's hash
 
 
 def reference_from(run_dir: Path, series: str, metric: str, spec: str | None,
@@ -116,9 +88,22 @@ def reference_from(run_dir: Path, series: str, metric: str, spec: str | None,
     from harness.results.store import read_requests
 
     record = read_run_data(run_dir)
-    keys, tokens, steps = question_pairs(read_requests(run_dir), metric)
+    rows = read_requests(run_dir)
+    keys, tokens, steps = question_pairs(rows, metric)
     return Reference(series, run_dir, str(record.get("run_id")), spec, reused,
-                     {key: (t, s) for key, t, s in zip(keys, tokens, steps, strict=True)})
+                     {key: (t, s) for key, t, s in zip(keys, tokens, steps, strict=True)},
+                     (record.get("workload") or {}).get("prompts_sha256"),
+                     _prompt_hashes(rows))
+
+
+def _prompt_hashes(rows: Sequence[Any]) -> dict[Any, str]:
+    """Question -> the server's hash of its first turn's prompt token ids, where given."""
+    out = {}
+    for row in rows:
+        get = row.get if isinstance(row, dict) else lambda k, r=row: getattr(r, k, None)
+        if not get("turn") and get("prompt_sha256"):
+            out[get("question_index")] = get("prompt_sha256")
+    return out
 
 
 @dataclass
@@ -140,7 +125,8 @@ class _PairedStop:
 
     def settings(self) -> dict[str, Any]:
         return {"rule": "paired non-inferiority (harness.metrics.paired_gate.PairedRule)",
-                "alpha": self.rule.alpha, "early_alpha": self.rule.early_alpha(),
+                "alpha": self.rule.alpha, "spending": self.rule.spending,
+                "nominal_alphas": self.rule.nominal_alphas(),
                 "wave": self.rule.wave, "tolerance": self.rule.tolerance.describe(),
                 "against": self.reference.run_id, "metric": self.metric}
 
@@ -155,6 +141,12 @@ def aligned(reference: Reference, rows: Sequence[Any], metric: str
         raise EngineError(f"{reference.series}: B asked {len(missing)} question(s) the "
                           f"reference run {reference.run_id} did not (first: {missing[0]}): "
                           "not the same prompts")
+    ours = _prompt_hashes(rows)
+    differ = [q for q, h in ours.items() if reference.prompt_hashes.get(q, h) != h]
+    if differ:
+        raise EngineError(f"{reference.series}: the server saw different prompt tokens for "
+                          f"{len(differ)} question(s) in B and in the reference run "
+                          f"{reference.run_id} (first: {differ[0]}): not the same prompts")
     a = ([reference.pairs[k][0] for k in keys], [reference.pairs[k][1] for k in keys])
     return a, (list(tokens), list(steps)), keys
 
@@ -179,30 +171,29 @@ class PairedJudge:
             raise EngineError(f"{series}: no reference run to pair with")
         return self.references[series]
 
-    def judge(self, suite: Suite, rows: Sequence[Any], verdict: Verdict
-              ) -> tuple[Verdict, dict[str, Any]]:
-        """B's verdict with the gate's finding added; the record's `paired` section."""
+    def evidence(self, suite: Suite, rows: Sequence[Any],
+                 prompts_sha256: str | None = None) -> PairedEvidence:
+        """The gate's finding on B's rows, for the judge (`harness.run.judge.decide`): the
+        look that settled a sequential run (at that look's spent level), else the fixed
+        test on every question B answered. `prompts_sha256`: B's workload hash; a
+        reference whose prompts differ is refused (never paired)."""
         reference = self._reference(suite.name)
+        if prompts_sha256 and reference.prompts_sha256 \
+                and prompts_sha256 != reference.prompts_sha256:
+            raise EngineError(f"{suite.name}: the reference run {reference.run_id} sent "
+                              "other prompts (workload.prompts_sha256 "
+                              f"{reference.prompts_sha256[:12]} vs B's {prompts_sha256[:12]}):"
+                              " not the same measurement, never paired")
         tolerance = tolerance_of(self.gate, suite)
         a, b, _ = aligned(reference, rows, tolerance.metric)
         stop = self.stops.get(suite.name)
         if stop is not None and stop.last is not None and stop.last.n == len(b[0]):
-            result = stop.last  # the look that settled it (early: at alpha / K)
+            result = stop.last
         else:
             result = paired_test(a, b, tolerance, self.gate.alpha)
-        status = status_of(result.decision, self.gate.inconclusive)
-        line = f"relative gate {status.upper()}: {describe(result, status)}"
-        floors = verdict.status
-        reasons = [f"floors: {floors.upper()}", *verdict.reasons, line,
-                   f"paired against run {reference.run_id} ({reference.spec or 'as installed'}"
-                   f", {'reused' if reference.reused else 'measured in this job'}): "
-                   f"{reference.run_dir}"]
-        worst = floors if floors in ("error", "fail") else status
-        paired = {"against": {"run_id": reference.run_id, "path": str(reference.run_dir),
-                              "spec": reference.spec, "reused": reference.reused},
-                  "gate": self.gate.model_dump(), "status": status,
-                  "floors_status": floors, "result": result.to_dict()}
-        return Verdict(status=worst, reasons=reasons), paired  # type: ignore[arg-type]
+        against = {"run_id": reference.run_id, "path": str(reference.run_dir),
+                   "spec": reference.spec, "reused": reference.reused}
+        return PairedEvidence(result, self.gate, against)
 
 
 def _say(message: str) -> None:
@@ -221,19 +212,23 @@ def expected_identities(loaded: LoadedSuite, options: Any) -> dict[str, dict[str
     suite = loaded_a.suite
     engine = planning.prepare_engine(suite, options, planning.models(suite, options), chosen)
     engine.build.options.update(planning.build_options(suite))
+    engine.build.options[SERVED_KEY] = served(engine.models, engine.checkpoints)
     gpus = preflight.gpu_inventory()
     fit = preflight.check_fit(suite.topology, gpus, options.gpu_devices)
     provenance = planning.provenance(loaded_a, engine, gpus, fit, None)
     out = {}
     for entry in suite_entries(loaded_a, list(options.entries) if options.entries else None):
+        from harness.run.workload_record import workload_info
         from harness.workloads import prepare
 
         data = prepare(entry.loaded.suite.workload)
+        sent = workload_info(entry.loaded.suite, entry.name, data, engine)
         record = {"suite": {"sha256": entry.loaded.sha256, "document": entry.loaded.document},
                   "build": engine.build.model_dump(mode="json"),
                   "provenance": {**provenance.model_dump(mode="json"),
                                  "data_sha256": getattr(data, "sha256", None)},
-                  "workload": {"data_sha256": getattr(data, "sha256", None)}}
+                  "workload": {"data_sha256": getattr(data, "sha256", None),
+                               "prompts_sha256": sent.prompts_sha256}}
         out[entry.series] = identity(record)
     return out
 
@@ -255,14 +250,17 @@ def run_paired(loaded: LoadedSuite, options: Any, against: str, against_label: s
                               options.gpu_devices)
     if not fit.fits:  # skipped (exit 4) before either side is built or measured
         return run_suite(loaded, options)
+    for line in sizing_lines(loaded, options):  # before a GPU hour is spent
+        _say(line)
     wanted = expected_identities(loaded, options_a) if reuse else {}
     references: dict[str, Reference] = {}
     metric_of = _metrics(loaded, options)
     for series, ident in wanted.items():
         found = reusable(options.results_dir, series, ident)
         if found is not None:
-            _say(f"reference {series}: reusing run {found.name} of {against} (same suite, "
-                 "data, engine, GPU, driver, TP size and harness version)")
+            _say(f"reference {series}: reusing run {found.name} of {against} (the same "
+                 "measurement: suite, data and prompts, harness commit, engine build, served "
+                 "models and weights, GPU or CPU, driver, TP size)")
             references[series] = reference_from(found, series, metric_of[series], against, True)
     missing = [s for s in metric_of if s not in references]
     if missing:
@@ -282,6 +280,28 @@ def run_paired(loaded: LoadedSuite, options: Any, against: str, against_label: s
                                                 against, False)
     judge = PairedJudge(gate, references)
     return run_suite(loaded, dataclasses.replace(options, pairing=judge))
+
+
+def sizing_lines(loaded: LoadedSuite, options: Any) -> list[str]:
+    """Per series: is the gate sized for its question count ("underpowered: N questions
+    needed" when not), from the declared `[gate] paired_sd`. A's level for a relative
+    tolerance: the highest baseline, else the floor (the run's A is not measured yet)."""
+    from harness.metrics.paired_gate import sizing
+    from harness.suite.model import suite_entries
+    from harness.workloads import planned_questions
+
+    gate = loaded.suite.gate
+    if gate is None:
+        return []
+    lines = []
+    for entry in suite_entries(loaded, list(options.entries) if options.entries else None):
+        suite = entry.loaded.suite
+        level = max([b.accept_length for b in suite.baselines], default=suite.floors
+                    .accept_length)
+        tolerated = tolerance_of(gate, suite).threshold(level)
+        found = sizing(gate, tolerated, planned_questions(suite.workload))
+        lines.append(f"{entry.series}: {found['message']}")
+    return lines
 
 
 def _metrics(loaded: LoadedSuite, options: Any) -> dict[str, str]:
@@ -306,5 +326,5 @@ def check_against(loaded: LoadedSuite, against: str | None) -> str | None:
     return spec
 
 
-__all__ = ["BadInput", "PairedJudge", "Reference", "check_against", "identity", "reusable",
-           "run_paired", "tolerance_of"]
+__all__ = ["IDENTITY_FIELDS", "SERVED_KEY", "BadInput", "PairedJudge", "Reference",
+           "check_against", "identity", "reusable", "run_paired", "served", "tolerance_of"]

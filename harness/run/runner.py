@@ -49,7 +49,7 @@ from harness.results.record import (
 )
 from harness.results.writer import RowLog, create_run_dir, write_run
 from harness.run.heartbeat import heartbeat
-from harness.run.judge import EXIT_CODES, judge
+from harness.run.judge import EXIT_CODES, Evidence, decide, judge
 from harness.run.launch import LOOPBACK, Server, ServerSpec, free_port
 from harness.suite.model import Entry, LoadedSuite, Suite
 from harness.suite.secrets import redact_text, redact_url
@@ -179,6 +179,7 @@ class _Run:
     paired: dict[str, Any] | None = None  # the paired gate's finding (RunOptions.pairing)
     stop_rule: Any = None  # the stop rule the measurement ran under, if any
     data: Any = None  # the workload's prompts (workloads.prepare), loaded before any build
+    contract: list[str] = field(default_factory=list)  # attention contract differences
 
     def finish(self, verdict: Verdict) -> RunRecord:
         from harness.run import plan as planning
@@ -319,6 +320,9 @@ def _prepare_and_measure(runs: list[_Run], models: Any, chosen: Any, gpus: Any, 
     with heartbeat(_preparing):
         engine = planning.prepare_engine(suite, options, models, chosen)
     engine.build.options.update(planning.build_options(suite))
+    from harness.run.identity import SERVED_KEY, served
+
+    engine.build.options[SERVED_KEY] = served(engine.models, engine.checkpoints)
     attention = planning.attention_table(first.loaded, engine)
     contract = planning.contract_differences(suite, attention)
     for run in runs:
@@ -328,17 +332,15 @@ def _prepare_and_measure(runs: list[_Run], models: Any, chosen: Any, gpus: Any, 
             run.build.freeze_path = builds.FREEZE_FILE
         run.provenance = planning.provenance(run.loaded, engine, gpus, fit, None)
         run.attention = attention
+    for run in runs:
+        run.contract = list(contract)
     if contract and options.enforce_contract:
         for run in runs:
-            run.finish(Verdict(status="fail", reasons=[
-                "draft attention contract differs from the suite's expected_layers:",
-                *contract]))
+            run.finish(decide(Evidence(None, run.loaded.suite.floors,
+                                       contract=contract)).verdict)
         return combined([run.outcome() for run in runs])
-    if contract:
-        # Measured anyway (an A/B of a build known to break the contract): say so.
-        for run in runs:
-            run.notes.append("note: draft attention contract differs (not enforced): "
-                             + "; ".join(contract))
+    # Not enforced (an A/B of a build known to break the contract, a reference build):
+    # measured anyway, and the judge still records the contract's failure.
     _launch_and_measure(runs, engine, gpus, fit)
     if options.plot:
         for run in runs:
@@ -418,22 +420,54 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
     run.workload.rendered_sha256 = rendered_sha256(result.rows, len(prompts))
     run.measurement.stopped_early = result.stopped_early
     _check_window(engine.adapter, result, info, run.measurement)
-    custom = options.stop_rule or (run.stop_rule if options.pairing is not None else None)
+    custom = options.stop_rule  # a caller's rule (bisect): its decision is not the verdict's
     if options.sequential or custom is not None:
         settings = (custom.settings() if custom is not None
-                    else _rule_settings(suite, len(prompts)))
+                    else _rule_settings(suite, len(prompts), run.stop_rule))
         run.measurement.sequential = {
             "looks": result.looks, "settled": result.settled_as,
             "order": f"stratified by category, seeded {suite.workload.seed} "
                      "(one category: the data's order)", **settings}
         if custom is None:
             run.measurement.sequential["floors"] = dict(rule_decisions(run))
-    verdict = judge(run.measurement, suite.floors,
-                    sequential=rule_decisions(run).get("accept length")
-                    if options.sequential and custom is None else None)
-    if options.pairing is not None and verdict.status != "error":
-        verdict, run.paired = options.pairing.judge(suite, result.rows, verdict)
-    return verdict
+    judged = judge_entry(suite, options, run.measurement, result.rows, run.stop_rule,
+                         run.contract, run.workload.prompts_sha256 if run.workload else None)
+    run.paired = judged.paired
+    return judged.verdict
+
+
+def judge_entry(suite: Suite, options: RunOptions, measurement: Measurement | None,
+                rows: Sequence[RequestRow], stop_rule: Any = None,
+                contract: Sequence[str] = (), prompts_sha256: str | None = None) -> Any:
+    """The evidence of one measured entry, judged (`harness.run.judge.decide`): its
+    floors (each as the sequential rule settled it, when the run's own rule stopped
+    it; left open when a caller's rule stopped it early), the contract, and the paired
+    gate's finding on the same rows."""
+    from harness.run.sequential import FloorsRule
+
+    own_rule = options.sequential and options.stop_rule is None
+    settled = dict(getattr(stop_rule, "decisions", None) or {}) if own_rule else None
+    if options.stop_rule is not None and measurement is not None \
+            and measurement.stopped_early:
+        # a caller's rule (bisect) chose the prefix: no floor is judged on it, none passes
+        floors = FloorsRule(None, suite.floors.metric, suite.floors)
+        settled = dict.fromkeys(floors.tested_floors())
+    evidence = Evidence(measurement, suite.floors, settled, list(contract),
+                        options.enforce_contract)
+    if options.pairing is not None and judge(measurement, suite.floors,
+                                             settled=settled).status != "error":
+        evidence.paired = options.pairing.evidence(suite, rows, prompts_sha256)
+    return decide(evidence)
+
+
+def sequential_rule(suite: Suite, options: RunOptions, max_n: int) -> Any:
+    """The stop rule of a run: the caller's (bisect), or with --sequential the floors'
+    rule, carrying the paired gate's with --against (B stops only when every floor and
+    the gate have settled); None for a fixed run."""
+    rule = options.stop_rule or (_stop_rule(suite, max_n) if options.sequential else None)
+    if options.pairing is not None and options.sequential and options.stop_rule is None:
+        rule.paired = options.pairing.stop_rule(suite, max_n)
+    return rule
 
 
 def rule_decisions(run: Any) -> dict[str, str | None]:
@@ -459,13 +493,19 @@ def _check_window(adapter: Any, result: Any, info: Any, measurement: Any) -> Non
                           + "; ".join(problems))
 
 
-def _rule_settings(suite: Suite, max_n: int) -> dict[str, Any]:
+def _rule_settings(suite: Suite, max_n: int, used: Any = None) -> dict[str, Any]:
     floors, rule = suite.floors, _stop_rule(suite, max_n)
-    return {"alpha": floors.alpha, "beta": floors.beta, "floor": floors.accept_length,
-            "metric": floors.metric, "wave": rule.rule.wave,
-            # requests in flight: the suite's concurrency, at most one wave
-            "in_flight": min(rule.rule.wave, suite.workload.concurrency),
-            "settles": rule.tested_floors()}
+    settings = {"alpha": floors.alpha, "beta": floors.beta, "floor": floors.accept_length,
+                "metric": floors.metric, "wave": rule.rule.wave,
+                # requests in flight: the suite's concurrency, at most one wave
+                "in_flight": min(rule.rule.wave, suite.workload.concurrency),
+                "settles": rule.tested_floors()}
+    paired = getattr(used, "paired", None)
+    if paired is not None:  # --against: the gate settles with the floors
+        settings["settles"] = [*settings["settles"], "paired gate"]
+        settings["gate"] = {**paired.settings(),
+                            "decision": getattr(used, "gate_decision", None)}
+    return settings
 
 
 def _stop_rule(suite: Suite, max_n: int) -> Any:
@@ -506,10 +546,7 @@ async def _drive(run: _Run, engine: Any, server: Server, workload_plan: Any,
         await driver.warm_up(warm)
     await driver.flush()
     run.stage = "measurement"
-    rule = options.stop_rule or (_stop_rule(suite, len(prompts)) if options.sequential
-                                 else None)
-    if options.pairing is not None and options.sequential and options.stop_rule is None:
-        rule = options.pairing.stop_rule(suite, len(prompts))
+    rule = sequential_rule(suite, options, len(prompts))
     run.stop_rule = rule
     if rule is not None:
         # every look sees each category in proportion (seeded, the same for every build)

@@ -19,6 +19,17 @@ only when every floor settles above; else it keeps sending. Error rates, per flo
 early "fail" of a floor | that floor is met) <= alpha and P(an early "pass" of a floor |
 it is not met) <= beta; so P(an early fail of a build meeting all F floors) <= F alpha and
 P(an early pass of a build missing any floor) <= beta (`harness power` prints both).
+
+With `--against` the same rule also carries the paired gate's rule (`paired`, a
+`pairing._PairedStop` over `paired_gate.PairedRule`, alpha spent over the looks): the
+run stops early with "fail" when a floor settles below or the gate finds B worse, and
+with "pass" only when every floor settles above AND the gate finds B not worse. So no
+floor is ever judged on a prefix the gate alone chose (issue 27, case 1). At the last
+look the floors get the fixed protocol's verdict and the gate its last boundary.
+
+The driver's interface (`harness.run.drive.StopRule`) is unchanged: `looks(max_n)` and
+`decide_rows(rows) -> "pass" | "fail" | None` (at the last look also "inconclusive",
+when every floor passed and the gate did not settle).
 """
 
 from __future__ import annotations
@@ -63,6 +74,8 @@ class FloorsRule:
     metric: str
     floors: Any  # suite.model.Floors
     decisions: dict[str, str | None] = field(default_factory=dict)  # floor -> at the stop
+    paired: Any = None  # the paired gate's stop rule (`--against`), settled with the floors
+    gate_decision: str | None = None  # its decision at the stop (not_worse/worse/...)
 
     def looks(self, max_n: int) -> list[int]:
         return list(self.rule.looks(max_n))
@@ -82,6 +95,23 @@ class FloorsRule:
         return names
 
     def decide_rows(self, rows: Sequence[Any]) -> str | None:
+        floors = self._floors_decision(rows)
+        if self.paired is None:
+            return floors
+        self.gate_decision = self.paired.decide_rows(rows)
+        last = self._questions(rows) >= self.rule.max_n
+        if floors == "fail" or self.gate_decision == "worse":
+            return "fail"
+        if floors == "pass" and self.gate_decision == "not_worse":
+            return "pass"
+        return "inconclusive" if last else None
+
+    def _questions(self, rows: Sequence[Any]) -> int:
+        from harness.metrics.breakdown import question_pairs
+
+        return len(question_pairs(rows, self.metric)[0])
+
+    def _floors_decision(self, rows: Sequence[Any]) -> str | None:
         from harness.metrics.breakdown import question_pairs
 
         _, tokens, steps = question_pairs(rows, self.metric)

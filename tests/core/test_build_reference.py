@@ -180,3 +180,17 @@ def test_probe_of_a_missing_interpreter(tmp_path: Path) -> None:
     with pytest.raises(EngineError) as caught:
         probe_environment(str(tmp_path / "nope"))
     assert caught.value.message.startswith(f"cannot inspect the engine environment {tmp_path}")
+
+
+def test_each_checkout_gets_its_own_reference_environment(tmp_path: Path) -> None:
+    """Issue 27, case 10: the environment was an editable install of whichever checkout
+    built it first, keyed by the requirements alone: a second checkout ran the first
+    one's engine code under its own commit. The key now holds the checkout."""
+    from harness.build.reference import REPO_ROOT, reference_env_dir
+
+    requirements = ["torch==2.13.0", "safetensors>=0.4"]
+    here = reference_env_dir(requirements, REPO_ROOT)
+    assert here == reference_env_dir(list(requirements), REPO_ROOT)  # stable
+    assert here != reference_env_dir(requirements, tmp_path / "another-checkout")
+    assert here != reference_env_dir([*requirements, "numpy>=2"], REPO_ROOT)
+    assert here.name.startswith("reference-")

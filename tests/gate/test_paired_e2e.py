@@ -49,7 +49,11 @@ def test_pairs_reuse_and_the_relative_gate(tmp_path: Path) -> None:
     assert paired["result"]["difference"] == 0 and paired["result"]["margin_se"] == 0
     assert paired["against"]["reused"] is False and paired["against"]["spec"] == "reference:noise=0"
     assert record["measurement"]["stopped_early"] and record["measurement"]["n_requests"] == 50
-    assert record["measurement"]["sequential"]["against"] == paired["against"]["run_id"]
+    # one rule settled the floors and the gate (issue 27, case 1)
+    sequential = record["measurement"]["sequential"]
+    assert sequential["gate"]["against"] == paired["against"]["run_id"]
+    assert sequential["floors"] == {"accept length": "pass"} and sequential["settled"] == "pass"
+    assert "paired gate" in sequential["settles"]
     assert "relative gate PASS" in same.stdout
 
     degraded = harness("run", str(suite), "--build", "reference:noise=0.1", "--against",

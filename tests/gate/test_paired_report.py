@@ -52,7 +52,7 @@ def test_latest_paired_run_per_series_by_time_and_label(tmp_path: Path) -> None:
     write(tmp_path, "g", "20260102T000000Z-new", paired_record("new", day(2), "fail"))
     write(tmp_path, "g", "20260103T000000Z-rel", paired_record("rel", day(3),
                                                                "pass", label="release"))
-    write(tmp_path, "g", "20260104T000000Z-plain", {"run_id": "plain", "label": "main",
+    write(tmp_path, "g", "20260104T000000Z-plain", {"run_id": "plain", "label": "other",
                                                      "started_at": day(4)})
     found = latest_paired(tmp_path, ["g", "h"], label="main")
     assert found["g"]["run_id"] == "new" and found["h"] is None
@@ -61,7 +61,7 @@ def test_latest_paired_run_per_series_by_time_and_label(tmp_path: Path) -> None:
     table = rows(found)
     text = markdown(table)
     assert "FAIL (worse)" in text and "-0.2200 (90% CI -0.300..-0.140)" in text
-    assert "2.0% of A (server_avg)" in text and "| 5.4 | PASS |" in text
+    assert "2.0% of A (server_avg)" in text and "| 5.4 | PASS | FAIL |" in text
     assert "no paired run" in text
 
 
@@ -90,3 +90,40 @@ def test_compare_shows_the_finding_stored_with_a_one_run_side(tmp_path: Path) ->
     line = finding_line(found)
     assert "paired gate FAIL (worse)" in line and "against run ref1 (sglang==0.5.23)" in line
     assert stored_finding(Side(name="two", records=[{"path": str(folder)}] * 2)) is None
+
+
+def errored(run_id: str, started: str, label: str = "main") -> dict:
+    return {"run_id": run_id, "started_at": started, "label": label,
+            "verdict": {"status": "error", "reasons": ["launch: server exited with 1"]},
+            "measurement": None}
+
+
+def test_only_the_latest_run_of_each_series_and_entry_is_judged(tmp_path: Path) -> None:
+    """Issue 27, case 5: entries expanded (`q` covers `q.t06`), a latest run that errored
+    is an error (exit 3), never the night before's pass; `--since` without names keeps an
+    errored suite."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def paired(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "harness", "paired", "--results",
+                               str(tmp_path), *args], capture_output=True, text=True, env=env,
+                              timeout=120)
+
+    write(tmp_path, "q", "20260101T000000Z-a", paired_record("a", day(1), "pass"))
+    failed_entry = {**paired_record("t", day(1), "fail"), "verdict": {"status": "fail"}}
+    write(tmp_path, "q.t06", "20260101T000000Z-t", failed_entry)
+    found = latest_paired(tmp_path, ["q"])
+    assert list(found) == ["q", "q.t06"]
+    assert paired("q").returncode == 1  # the entry's failure counts
+    write(tmp_path, "g", "20260101T000000Z-a", paired_record("a", day(1), "pass"))
+    write(tmp_path, "g", "20260102T000000Z-e", errored("e", day(2)))
+    assert paired("g").returncode == 3
+    assert "**error** (launch: server exited with 1)" in paired("g", "--markdown").stdout
+    # --since without names: the errored suite is tonight's, the older ones are left out
+    shown = paired("--since", day(2), "--json")
+    assert shown.returncode == 3
+    assert [r["series"] for r in json.loads(shown.stdout)] == ["g"]
+    # a verdict the judge recorded stands over the gate's own status (floors failed)
+    floors_failed = {**paired_record("f", day(3), "pass"), "verdict": {"status": "fail"}}
+    write(tmp_path, "g", "20260103T000000Z-f", floors_failed)
+    assert paired("g").returncode == 1

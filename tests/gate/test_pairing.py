@@ -24,8 +24,9 @@ def record(run_id: str, **changes: object) -> dict:
         "build": {"engine": "sglang", "git_sha": "abc", "git_dirty": False,
                   "freeze_sha256": "deps-1", "options": {"algorithm": "DFLASH"}},
         "provenance": {"harness_version": "0.1.0", "driver": "550.1", "cuda": "12.4",
+                       "harness_git_sha": "h1", "harness_git_dirty": False,
                        "gpus": [{"name": "H100"}, {"name": "H100"}]},
-        "workload": {"data_sha256": "data-1"},
+        "workload": {"data_sha256": "data-1", "prompts_sha256": "prompts-1"},
         "measurement": {"accept_length": 5.6, "n_requests": 4, "n_planned": 4},
         "verdict": {"status": "pass"},
     }
@@ -59,6 +60,12 @@ WANTED = pairing.identity(record("x"))
     {"provenance__gpus": [{"name": "H200"}, {"name": "H200"}]},
     {"suite__document": {"topology": {"tp_size": 1}}},
     {"provenance__harness_version": "0.2.0"}, {"build__options": {"algorithm": "EAGLE"}},
+    # issue 27, case 4: what else changes the measurement
+    {"workload__prompts_sha256": "prompts-2"}, {"provenance__harness_git_sha": "h2"},
+    {"build__options": {"algorithm": "DFLASH",
+                        "served": {"target": "org/t", "target_revision": "r2",
+                                   "draft": "org/d", "draft_revision": None}}},
+    {"provenance__weights_sha256": {"target": "w2"}},
 ])
 def test_a_stored_run_that_differs_in_any_identity_field_is_not_reused(
         tmp_path: Path, change: dict) -> None:
@@ -66,6 +73,42 @@ def test_a_stored_run_that_differs_in_any_identity_field_is_not_reused(
     assert pairing.reusable(tmp_path, "s", WANTED) is None
     same = write_run(tmp_path, "20250101T000000Z-same", record("same"))
     assert pairing.reusable(tmp_path, "s", WANTED) == same
+
+
+def test_a_cpu_engine_is_reused_only_on_the_same_cpu(tmp_path: Path) -> None:
+    cpu = record("cpu", provenance__gpus=[], provenance__cpu="Xeon 8480",
+                 provenance__cpu_isa=["avx512f"])
+    wanted = pairing.identity(cpu)
+    write_run(tmp_path, "20260101T000000Z-other", record(
+        "other", provenance__gpus=[], provenance__cpu="EPYC 9654",
+        provenance__cpu_isa=["avx512f"]))
+    assert pairing.reusable(tmp_path, "s", wanted) is None
+    same = write_run(tmp_path, "20250101T000000Z-same", cpu)
+    assert pairing.reusable(tmp_path, "s", wanted) == same
+
+
+def test_an_edited_harness_or_unhashed_prompts_are_never_reused(tmp_path: Path) -> None:
+    for name, changed in (("dirty", record("d", provenance__harness_git_dirty=True)),
+                          ("unhashed", record("u", workload__prompts_sha256=None))):
+        write_run(tmp_path, f"20260101T000000Z-{name}", changed)
+        assert pairing.reusable(tmp_path, "s", pairing.identity(changed)) is None
+
+
+def test_pairing_refuses_a_reference_that_sent_other_prompts(tmp_path: Path) -> None:
+    """Case 4: the harness's GSM8K prompt text changed, A reused: B was judged "worse by
+    -10.85%". Now the prompts hash (workload) and the server's per-question prompt hash
+    (rows) must agree, else no pairing."""
+    a = [40, 50, 45]
+    judge = judge_with(tmp_path, a, Gate(relative_drop=0.02))
+    judge.references[SUITE.name].prompts_sha256 = "prompts-1"
+    with pytest.raises(EngineError, match="other prompts"):
+        judge.evidence(SUITE, rows(a), "prompts-2")
+    assert judge.evidence(SUITE, rows(a), "prompts-1").result.decision == "not_worse"
+    judge.references[SUITE.name].prompt_hashes = {0: "tok-a", 1: "tok-b"}
+    b = rows(a)
+    b[1]["prompt_sha256"] = "tok-other"
+    with pytest.raises(EngineError, match="different prompt tokens"):
+        judge.evidence(SUITE, b)
 
 
 def test_a_dirty_build_without_a_source_hash_is_never_reused(tmp_path: Path) -> None:
@@ -108,22 +151,37 @@ def judge_with(tmp_path: Path, a_tokens: list[int], gate: Gate) -> pairing.Paire
     return pairing.PairedJudge(gate, {SUITE.name: reference})
 
 
+def judged(judge: pairing.PairedJudge, b_rows: list[dict], floor: float = 1.0,
+           settled: dict | None = None) -> tuple[Verdict, dict]:
+    """B's verdict as the runner forms it: the one judge on B's measurement (against a
+    floor of `floor`) and the gate's evidence."""
+    from harness.metrics.measure import summarise
+    from harness.results.record import RequestRow
+    from harness.run.judge import Evidence, decide
+    from harness.suite.model import Floors
+
+    requests = [RequestRow(**row, spec_accept_length=row["completion_tokens"]
+                           / row["verify_steps"], latency_s=1.0) for row in b_rows]
+    measurement = summarise(requests, "server_avg", 1.0, None)
+    found = decide(Evidence(measurement, Floors(accept_length=floor), settled,
+                            paired=judge.evidence(SUITE, b_rows)))
+    return found.verdict, found.paired
+
+
 def test_verdict_is_the_worse_of_floors_and_gate_and_names_the_reference(
         tmp_path: Path) -> None:
     a = [40, 50, 45, 38, 60, 42]
     judge = judge_with(tmp_path, a, Gate(relative_drop=0.02))
-    floors_pass = Verdict(status="pass", reasons=["accept length ... >= floor"])
-    verdict, paired = judge.judge(SUITE, rows(a), floors_pass)
+    verdict, paired = judged(judge, rows(a))
     assert verdict.status == "pass" and paired["result"]["decision"] == "not_worse"
     assert paired["against"] == {"run_id": "ref", "path": str(judge.references[SUITE.name].run_dir),
                                  "spec": "reference:x", "reused": True}
     assert any("paired against run ref" in r for r in verdict.reasons)
     dropped = [t - 4 for t in a]  # -10% on every question: worse with certainty
-    verdict, paired = judge.judge(SUITE, rows(dropped), floors_pass)
+    verdict, paired = judged(judge, rows(dropped))
     assert verdict.status == "fail" and paired["floors_status"] == "pass"
     assert any(r.startswith("relative gate FAIL") for r in verdict.reasons)
-    floors_fail = Verdict(status="fail", reasons=["below the floor"])
-    verdict, _ = judge.judge(SUITE, rows(a), floors_fail)
+    verdict, _ = judged(judge, rows(a), floor=9.0)
     assert verdict.status == "fail"  # the floor is a backstop the gate cannot lift
 
 
@@ -133,7 +191,7 @@ def test_inconclusive_is_judged_by_the_gate_setting(tmp_path: Path, inconclusive
     a = [40, 50, 45, 38, 60, 42]
     b = [44, 45, 47, 36, 55, 43]  # noisy, about -2%
     judge = judge_with(tmp_path, a, Gate(relative_drop=0.02, inconclusive=inconclusive))
-    verdict, paired = judge.judge(SUITE, rows(b), Verdict(status="pass"))
+    verdict, paired = judged(judge, rows(b))
     assert paired["result"]["decision"] == "inconclusive"
     assert verdict.status == status
     assert any("inconclusive (judged" in r for r in verdict.reasons)
@@ -143,7 +201,7 @@ def test_b_asking_a_question_the_reference_did_not_is_an_engine_error(tmp_path: 
     judge = judge_with(tmp_path, [40, 50, 45], Gate(relative_drop=0.02))
     extra = rows([40, 50, 45, 41])
     with pytest.raises(EngineError, match="not the same prompts"):
-        judge.judge(SUITE, extra, Verdict(status="pass"))
+        judge.evidence(SUITE, extra)
 
 
 def test_sequential_stop_rule_settles_on_the_paired_rule(tmp_path: Path) -> None:
@@ -152,8 +210,8 @@ def test_sequential_stop_rule_settles_on_the_paired_rule(tmp_path: Path) -> None
     stop = judge.stop_rule(SUITE, 120)
     assert stop.looks(120) == [50, 100, 120]
     assert stop.decide_rows(rows(a[:50])) == "not_worse"  # identical: settled at 50
-    verdict, paired = judge.judge(SUITE, rows(a[:50]), Verdict(status="pass"))
-    assert paired["result"]["alpha"] == pytest.approx(0.05 / 2)  # the early look's level
+    verdict, paired = judged(judge, rows(a[:50]), settled={"accept length": "pass"})
+    assert paired["result"]["alpha"] == pytest.approx(stop.rule.nominal_alphas()[0])
     assert verdict.status == "pass"
     assert stop.settings()["against"] == "ref"
 
