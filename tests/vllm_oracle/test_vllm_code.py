@@ -81,13 +81,14 @@ def test_vllms_metrics_code_gives_the_counts_the_adapter_reads() -> None:
 def test_vllms_resolver_on_the_shipped_draft_shape(tmp_path: Path) -> None:
     """The gemma-4 shape (4 sliding + 1 full): vLLM's V1 runner refuses it; its per-layer
     rule makes sliding layers causal with the window and the full layer bidirectional."""
-    out = vllm_layers(vllm_python(), DRAFT / "config.json")  # vLLM's own resolver
+    out = vllm_layers(vllm_python(), DRAFT / "config.json")  # vLLM's own loader, resolver
+    assert out["config_class"] == "Qwen3Config"  # what vLLM's get_config made of it
     assert out["v1_refuses"] and "mixed sliding/full" in out["v1_refuses"]
     assert [(r["window"], r["causal"]) for r in out["layers"]] == [(16, True)] * 4 + \
         [(None, False)]
     config = json.loads((DRAFT / "config.json").read_text())
     config["layer_types"] = ["sliding_attention"] * 5
-    (tmp_path / "config.json").write_text(json.dumps(config))
-    uniform = vllm_layers(vllm_python(), tmp_path / "config.json")
+    (tmp_path / "draft.json").write_text(json.dumps(config))  # any file name
+    uniform = vllm_layers(vllm_python(), tmp_path / "draft.json")
     assert uniform["v1_refuses"] is None
     assert [(r["window"], r["causal"]) for r in uniform["layers"]] == [(16, True)] * 5
