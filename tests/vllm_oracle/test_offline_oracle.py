@@ -34,7 +34,8 @@ parsed = job["engine"]
 llm = LLM(model=job["target"], speculative_config=parsed["speculative_config"],
           seed=parsed["seed"], tensor_parallel_size=parsed["tp"],
           max_model_len=parsed["max_model_len"], dtype=job["dtype"],
-          max_num_seqs=parsed["max_num_seqs"], enforce_eager=parsed["enforce_eager"])
+          max_num_seqs=parsed["max_num_seqs"], enforce_eager=parsed["enforce_eager"],
+          disable_log_stats=False)  # get_metrics() needs the stat loggers
 params = SamplingParams(temperature=0.0, max_tokens=job["max_tokens"], stop=job["stop"])
 outputs = llm.generate(job["prompts"], params, use_tqdm=False)
 totals = {}
@@ -79,7 +80,7 @@ def test_the_runs_figure_is_vllms_offline_figure() -> None:
     job = {"target": target, "engine": engine, "dtype": engine["dtype"],
            "max_tokens": suite.workload.max_tokens, "stop": list(workload.stop),
            "prompts": [by_index[row["question_index"]] for row in rows]}
-    offline = run_vllm(OFFLINE, json.dumps(job))
+    offline = run_vllm(OFFLINE, json.dumps(job), env=dict(suite.engine.env))
     drafts = offline["totals"]["vllm:spec_decode_num_drafts"]
     accepted = offline["totals"]["vllm:spec_decode_num_accepted_tokens"]
     measured = record["measurement"]

