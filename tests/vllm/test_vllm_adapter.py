@@ -216,3 +216,33 @@ def test_other_engines_builds_are_refused_for_a_vllm_suite(text: str) -> None:
 def test_a_local_checkout_is_a_vllm_build(tmp_path: Path) -> None:
     build = parse_build_spec(str(tmp_path), engine="vllm", flag="--build")
     assert (build.kind, build.engine) == ("local", "vllm")
+
+
+def test_a_window_past_the_stop_strings_drops_the_servers_figure_not_the_run() -> None:
+    """The engine generates past the stop strings the harness applies: its /metrics window
+    counts more than the responses, so its own figure is no cross-check of theirs."""
+    from types import SimpleNamespace
+
+    from harness.errors import EngineError
+    from harness.run.runner import _check_window
+
+    adapter = adapter_for("vllm")
+    window = {api.DRAFTS: 50, api.ACCEPTED: 200, api.PER_POSITION: [40, 30]}
+
+    def check(steps: int, accepted: int) -> SimpleNamespace:
+        rows = [SimpleNamespace(verify_steps=steps, correct_drafts=accepted)]
+        measurement = SimpleNamespace(server_reported_accept_length=5.0,
+                                      server_disagreement=0.1,
+                                      server_per_position_acceptance=None)
+        _check_window(adapter, SimpleNamespace(rows=rows, stopped_early=False),
+                      {"window": window}, measurement)
+        return measurement
+
+    exact = check(50, 200)
+    assert exact.server_reported_accept_length == 5.0
+    assert exact.server_per_position_acceptance == pytest.approx([0.8, 0.6])
+    beyond = check(45, 180)
+    assert beyond.server_reported_accept_length is None and beyond.server_disagreement is None
+    assert beyond.server_per_position_acceptance is None
+    with pytest.raises(EngineError, match="disagree"):
+        check(51, 200)

@@ -126,6 +126,13 @@ class VLLMAdapter:
         window = info.get("window") if isinstance(info, Mapping) else None
         return api.window_mismatches(rows_steps, rows_accepted, window)
 
+    def window_beyond_rows(self, rows_steps: int, rows_accepted: int, info: Any) -> bool:
+        """Whether the /metrics window counts steps the responses do not (those past the
+        stop strings the harness applied): vLLM's own figure then covers more."""
+        window = info.get("window") if isinstance(info, Mapping) else None
+        return isinstance(window, Mapping) and (
+            window.get(api.DRAFTS, 0) > rows_steps or window.get(api.ACCEPTED, 0) > rows_accepted)
+
     def chat_template_override(self, suite: Suite) -> str | None:
         from harness.engines.sglang.api import chat_template_flag
 
