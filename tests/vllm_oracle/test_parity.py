@@ -35,7 +35,9 @@ PARITY_QUESTIONS = int(os.environ.get("HARNESS_PARITY_QUESTIONS", "100"))
 CONCURRENCY = 4
 # Measured (README, "vLLM"): the largest share of requests whose verify steps, or accepted
 # drafts, differ between the engines, and the largest relative difference of the totals.
-MAX_STEPS_DIFFER, MAX_ACCEPTED_DIFFER, MAX_TOTAL_REL = 0.25, 0.35, 0.03
+# Measured on 100 questions: steps differ on 17, accepted drafts on 29, totals 815 / 2090
+# (vLLM) vs 823 / 2111 (reference): 1.0% apart.
+MAX_STEPS_DIFFER, MAX_ACCEPTED_DIFFER, MAX_TOTAL_REL = 0.2, 0.35, 0.02
 
 
 def reference_python() -> str:
@@ -123,6 +125,12 @@ def test_reference_engine_and_vllm_agree(tmp_path: Path) -> None:
     print(f"parity on {n} prompts: texts and tokens equal on {n}/{n}; verify steps equal on "
           f"{n - len(steps_differ)}/{n}, accepted drafts on {n - len(accepted_differ)}/{n}; "
           f"totals (steps, accepted) {totals}; differing steps at {steps_differ}")
+    # Accepted drafts past the stop string: the step that completed it made its accepted
+    # drafts + 1 tokens (the prefill one more), the text kept fewer; the last is the bonus.
+    past = [max(1 + r.verify_steps + (r.correct_drafts or 0) - r.completion_tokens - 1, 0)
+            for r in vllm_rows if r.finish_reason == "stop"]
+    print(f"vLLM: {sum(past)} of {totals['vLLM'][1]} accepted drafts lie past the stop "
+          f"string, in {sum(1 for p in past if p)} of {len(past)} requests ended by one")
     (vllm_steps, vllm_accepted), (ref_steps, ref_accepted) = totals["vLLM"], totals["reference"]
     assert vllm_steps > 0 and vllm_accepted > 0
     assert len(steps_differ) <= MAX_STEPS_DIFFER * n
