@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.engines.registry import adapter_for
@@ -88,6 +88,7 @@ def test_a_character_split_over_tokens_arrives_with_its_last_byte() -> None:
     assert token_ends(["a", "<s>", "b"], "ab") == [1, 1, 2]
 
 
+@settings(deadline=None)  # timing is no property here; the machine is shared
 @given(st.lists(st.sampled_from(["a", "b", " Q", "Question", "\n", "é", "12", ":"]),
                 min_size=1, max_size=30),
        st.lists(st.integers(0, 7), min_size=0, max_size=30))
@@ -151,3 +152,26 @@ def test_requests_carry_no_stop_but_ask_for_token_texts() -> None:
     assert "stop" not in chat and chat["logprobs"] is True and chat["top_logprobs"] == 0
     plain = adapter.generate_body("q", {"max_new_tokens": 8}, "r1")
     assert "logprobs" not in plain and "stop" not in plain
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 70) | st.text(max_size=6),
+                    lambda inner: st.lists(inner, max_size=5)
+                    | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=20)
+
+
+@settings(deadline=None)
+@given(st.dictionaries(st.sampled_from(["per_step_accepted", "num_spec_steps"]), JSON),
+       st.dictionaries(st.sampled_from(["tokens", "content"]), JSON), st.booleans())
+def test_damaged_counts_or_token_texts_are_refused_cleanly(spec: dict, logprobs: dict,
+                                                           chat: bool) -> None:
+    data = copy.deepcopy(payload(chat=chat))
+    data["metrics"]["speculative_decoding"].update(spec)
+    data["choices"][0]["logprobs"] = logprobs
+    parse = api.parse_chat if chat else api.parse_generate
+    parsed = parse(payload(chat=chat), "w")
+    try:
+        cut = cut_at_stop(parsed, data, STOPS, "w", chat=chat)
+    except MissingMetric:
+        return
+    assert cut.completion_tokens <= parsed.completion_tokens
+    assert cut.verify_steps <= parsed.verify_steps

@@ -12,7 +12,7 @@ from harness.engines.registry import adapter_for
 from harness.engines.vllm import api
 from harness.engines.vllm.audit import vllm_layers
 from harness.suite.model import Models, load_suite
-from tests.vllm_oracle.vllm_code import METRICS, PARSE, run_vllm, vllm_python
+from tests.vllm_oracle.vllm_code import METRICS, PARSE, STOP_CHECK, run_vllm, vllm_python
 
 SUITES = Path(__file__).resolve().parents[2] / "suites"
 VLLM_SUITES = sorted(p for p in SUITES.glob("*.toml") if 'kind = "vllm"' in p.read_text())
@@ -92,3 +92,29 @@ def test_vllms_resolver_on_the_shipped_draft_shape(tmp_path: Path) -> None:
     uniform = vllm_layers(vllm_python(), tmp_path / "draft.json")
     assert uniform["v1_refuses"] is None
     assert [(r["window"], r["causal"]) for r in uniform["layers"]] == [(16, True)] * 5
+
+
+def test_the_harness_finds_the_stop_string_vllms_detokenizer_finds() -> None:
+    """harness.engines.vllm.stops.first_stop against vLLM's own check_stop_strings on
+    random texts and stop lists (overlapping, repeated, nested stop strings)."""
+    import random
+
+    from harness.engines.vllm.stops import first_stop
+
+    rng = random.Random(0)
+    alphabet = ["a", "b", "Q", "Question", ":", "\n", " ", "é"]
+    cases = []
+    for _ in range(400):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 25)))
+        stops = ["".join(rng.choice(alphabet[:5]) for _ in range(rng.randint(1, 3)))
+                 for _ in range(rng.randint(1, 3))] + rng.choice([[], ["Question"], [":"]])
+        cases.append([text, stops])
+    theirs = run_vllm(STOP_CHECK, json.dumps(cases))
+    for (text, stops), found in zip(cases, theirs, strict=True):
+        ours = first_stop(text, stops)
+        if found is None:
+            assert ours is None, (text, stops)
+        else:
+            stop, start = found
+            assert ours is not None and ours[0] == start, (text, stops, found, ours)
+            assert text[start:start + len(stop)] == stop and ours[1] == start + len(stop)

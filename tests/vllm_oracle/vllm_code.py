@@ -91,3 +91,16 @@ def run_vllm(script: str, *args: str, env: dict[str, str] | None = None) -> Any:
     if done.returncode != 0:
         raise AssertionError(f"vLLM's code failed: {done.stderr[-6000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# [(text, stops)] -> vLLM's detokenizer stop check on each whole text
+# (v1/engine/detokenizer.py check_stop_strings: the stop string that completes earliest)
+STOP_CHECK = r"""
+import json, sys
+from vllm.v1.engine.detokenizer import check_stop_strings
+out = []
+for text, stops in json.loads(sys.argv[1]):
+    found = check_stop_strings(text, len(text), stops, include_in_output=False)
+    out.append(None if found is None else [found[0], found[1]])
+print(json.dumps(out))
+"""
