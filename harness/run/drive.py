@@ -193,12 +193,6 @@ class Driver:
                        answers: Sequence[str] = ()) -> tuple[ParsedResponse, float]:
         path = self.route
         body = self.body(prompt, answers, rid)
-        # An engine that may leave a response without its counts (vLLM, for a request
-        # ended by a stop string) gives them exactly from its counters when requests go
-        # one at a time: a reading before, and a settled reading after.
-        read_counters = getattr(self.adapter, "read_counters", None)
-        serial = read_counters is not None and self.workload.concurrency == 1
-        before = await read_counters(client) if serial else None
         started = time.perf_counter()
         try:
             response = await client.post(path, json=body)
@@ -214,10 +208,12 @@ class Driver:
             raise EngineError(f"{path} answered non-JSON for {rid}: "
                               f"{response.text[:200]!r}") from None
         parse = self.adapter.parse_chat if self.chat else self.adapter.parse_generate
-        if serial:
-            after = await self.adapter.settled_counters(client)
-            return parse(payload, f"{path} ({rid})", counters=(before, after)), latency
-        return parse(payload, f"{path} ({rid})"), latency
+        parsed = parse(payload, f"{path} ({rid})")
+        # An engine whose stop strings the harness applies (vLLM: harness.engines.vllm.stops)
+        cut = getattr(self.adapter, "cut_at_stop", None)
+        if cut is not None:
+            parsed = cut(parsed, payload, self.stop, f"{path} ({rid})", chat=self.chat)
+        return parsed, latency
 
     async def conversation(self, client: httpx.AsyncClient, prompt: Prompt, rid: str,
                            on_turn: Callable[[int, ParsedResponse, float], None] | None = None

@@ -57,7 +57,8 @@ def test_gpu_vllm_suites_print_their_command_and_skip_here(suite: str, tmp_path:
     env = {"PYTHONPATH": str(ROOT), "HARNESS_CACHE": str(tmp_path), "PATH": "/usr/bin:/bin"}
     dry = subprocess.run([sys.executable, "-m", "harness", "run", suite, "--dry-run"],
                          capture_output=True, text=True, env=env, timeout=120, check=False)
-    assert "-m vllm.entrypoints.openai.api_server --model" in dry.stdout
+    assert "/bin/vllm serve " in dry.stdout and "--per-request-spec-decode-metrics detailed" \
+        in dry.stdout
     assert '"method":"dflash"' in dry.stdout
     run = subprocess.run([sys.executable, "-m", "harness", "run", suite, "--results",
                           str(tmp_path / "results")], capture_output=True, text=True, env=env,

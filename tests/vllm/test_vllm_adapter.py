@@ -33,14 +33,17 @@ def spec_config(command: list[str]) -> dict:
     return json.loads(command[command.index("--speculative-config") + 1])
 
 
-def test_launch_line_is_the_module_with_the_speculative_config_json() -> None:
+def test_launch_line_is_vllm_serve_with_the_speculative_config_json() -> None:
     suite = load_suite(SUITE).suite
-    command = adapter_for("vllm").launch_command(suite, "py", "127.0.0.1", 8123, MODELS)
-    assert command[:5] == ["py", "-m", "vllm.entrypoints.openai.api_server", "--model",
-                           "/m/target"]
+    command = adapter_for("vllm").launch_command(suite, "/env/bin/python", "127.0.0.1", 8123,
+                                                 MODELS)
+    assert command[:3] == ["/env/bin/vllm", "serve", "/m/target"]
+    assert command[command.index("--per-request-spec-decode-metrics") + 1] == "detailed"
     assert spec_config(command) == {"method": "dflash", "model": "/m/draft",
                                     "num_speculative_tokens": 7}
-    assert command[command.index("--per-request-spec-decode-metrics") + 1] == "summary"
+    assert spec_config(command) == {"method": "dflash", "model": "/m/draft",
+                                    "num_speculative_tokens": 7}
+    assert command[command.index("--per-request-spec-decode-metrics") + 1] == "detailed"
     assert command[command.index("--port") + 1] == "8123"
     assert command[-7:] == ["--max-model-len", "512", "--dtype", "float32", "--max-num-seqs",
                             "4", "--enforce-eager"]
@@ -170,7 +173,10 @@ def test_prometheus_counters_and_their_window() -> None:
     assert api.server_figure({"window": delta}) == pytest.approx(1 + 200 / 50)
     assert api.position_rates(delta) == pytest.approx([0.8, 0.6, 0.68])
     assert api.window_mismatches(50, 200, delta) == []
-    assert len(api.window_mismatches(51, 199, delta)) == 2
+    # the counters also count the steps past each stop string: more is right, fewer is not
+    assert api.window_mismatches(40, 150, delta) == []
+    assert len(api.window_mismatches(51, 201, delta)) == 2
+    assert len(api.window_mismatches(51, 199, delta)) == 1
     assert api.window_mismatches(50, 200, {}) != []
 
 
@@ -212,14 +218,31 @@ def test_a_local_checkout_is_a_vllm_build(tmp_path: Path) -> None:
     assert (build.kind, build.engine) == ("local", "vllm")
 
 
-def test_counts_from_the_counter_rise_over_one_request() -> None:
-    before = {api.DRAFTS: 10, api.DRAFT_TOKENS: 70, api.ACCEPTED: 20,
-              api.PER_POSITION: [8, 6, 4, 2, 0, 0, 0]}
-    # one request: 3 steps accepting 0, 2 and 5 drafts
-    after = {api.DRAFTS: 13, api.DRAFT_TOKENS: 91, api.ACCEPTED: 27,
-             api.PER_POSITION: [10, 8, 5, 3, 1, 0, 0]}
-    payload = response(steps=3, accepted=7, tokens=11)
-    del payload["metrics"]
-    parsed = api.parse_generate(payload, counters=(before, after))
-    assert (parsed.verify_steps, parsed.correct_drafts) == (3, 7)
-    assert parsed.histogram == [1, 0, 1, 0, 0, 1, 0, 0]
+def test_a_window_past_the_stop_strings_drops_the_servers_figure_not_the_run() -> None:
+    """The engine generates past the stop strings the harness applies: its /metrics window
+    counts more than the responses, so its own figure is no cross-check of theirs."""
+    from types import SimpleNamespace
+
+    from harness.errors import EngineError
+    from harness.run.runner import _check_window
+
+    adapter = adapter_for("vllm")
+    window = {api.DRAFTS: 50, api.ACCEPTED: 200, api.PER_POSITION: [40, 30]}
+
+    def check(steps: int, accepted: int) -> SimpleNamespace:
+        rows = [SimpleNamespace(verify_steps=steps, correct_drafts=accepted)]
+        measurement = SimpleNamespace(server_reported_accept_length=5.0,
+                                      server_disagreement=0.1,
+                                      server_per_position_acceptance=None)
+        _check_window(adapter, SimpleNamespace(rows=rows, stopped_early=False),
+                      {"window": window}, measurement)
+        return measurement
+
+    exact = check(50, 200)
+    assert exact.server_reported_accept_length == 5.0
+    assert exact.server_per_position_acceptance == pytest.approx([0.8, 0.6])
+    beyond = check(45, 180)
+    assert beyond.server_reported_accept_length is None and beyond.server_disagreement is None
+    assert beyond.server_per_position_acceptance is None
+    with pytest.raises(EngineError, match="disagree"):
+        check(51, 200)

