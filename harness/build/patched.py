@@ -31,6 +31,7 @@ from harness.results.layout import cache_root
 
 PACKAGE = "python/sglang"
 NOTE = "harness-patched.json"
+LAYOUT = 3  # of the patched tree (its dist-info beside it, its hash in the note); in the key
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,8 @@ class Patch:
 
 
 def tree_key(base: str, patches: Sequence[Patch]) -> str:
-    text = json.dumps({"base": base, "patches": [p.sha256 for p in patches]})
+    text = json.dumps({"base": base, "patches": [p.sha256 for p in patches],
+                       "layout": LAYOUT})
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -67,16 +69,30 @@ def patched_tree(package_parent: Path, base: str, patches: Sequence[Patch]) -> P
         try:
             shutil.copytree(package_parent / "sglang", staging / PACKAGE,
                             ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            # its metadata too: the version, and the pins the audit reads (transformers)
+            for info in package_parent.glob("sglang-*.dist-info"):
+                shutil.copytree(info, staging / "python" / info.name)
+            from harness.build.sglang_env import folder_sha256
+
             applied = [_apply(staging, patch) for patch in patches]
             (staging / NOTE).write_text(json.dumps(
-                {"base": base, "package_parent": str(package_parent), "patches": applied},
-                indent=2) + "\n")
+                {"base": base, "package_parent": str(package_parent), "patches": applied,
+                 "tree_sha256": folder_sha256(staging / PACKAGE)}, indent=2) + "\n")
             if out.exists():
                 shutil.rmtree(out)
             staging.rename(out)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return out / "python"
+
+
+def tree_sha256(tree: Path) -> str:
+    """`sha256:<hex>` of the patched package's files (as `folder_sha256` hashes a local
+    source): what runs, so two trees with the same hash ran the same code."""
+    from harness.build.sglang_env import folder_sha256
+
+    note = json.loads((tree.parent / NOTE).read_text())
+    return f"sha256:{note.get('tree_sha256') or folder_sha256(tree / 'sglang')}"
 
 
 def _apply(tree: Path, patch: Patch) -> dict[str, object]:

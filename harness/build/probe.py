@@ -106,6 +106,7 @@ class EnvironmentFacts:
     # puts first on PYTHONPATH; sglang_parent then names it too (the audit reads it).
     patched_tree: str | None = None
     patches: tuple[dict[str, Any], ...] = ()  # role, path, sha256 of each applied patch
+    patched_source: str | None = None  # "sha256:<hex>" of the patched package's files
 
     @property
     def sglang_version(self) -> str | None:

@@ -267,7 +267,7 @@ def _with_patches(build: BuildSpec, facts: EnvironmentFacts, resolved: ResolvedB
                   test_patches: Sequence[Path]) -> EnvironmentFacts:
     """The facts of the patched tree when there is anything to patch (a local build's
     `--patch` was applied to its snapshot before installing: not again)."""
-    from harness.build.patched import Patch, patched_tree
+    from harness.build.patched import Patch, patched_tree, tree_sha256
 
     patches = [Patch(build.patch, "--patch")] if build.patch and build.kind != "local" \
         else []
@@ -281,7 +281,7 @@ def _with_patches(build: BuildSpec, facts: EnvironmentFacts, resolved: ResolvedB
     applied = tuple({"role": p.role, "path": str(p.path), "sha256": p.sha256}
                     for p in patches)
     return dataclasses.replace(facts, sglang_parent=str(tree), patched_tree=str(tree),
-                               patches=applied)
+                               patches=applied, patched_source=tree_sha256(tree))
 
 
 def build_info(build: BuildSpec, facts: EnvironmentFacts) -> Any:
@@ -291,6 +291,7 @@ def build_info(build: BuildSpec, facts: EnvironmentFacts) -> Any:
 
     note = facts.build_note or {}
     commit, dirty, source_hash = note.get("commit"), note.get("dirty"), note.get("source_hash")
+    source_hash = facts.patched_source or source_hash  # a patched tree is what runs
     if not note and facts.editable_folder is not None:
         # An editable install runs its source folder's code: that folder is what is installed.
         commit, dirty = gitrepo.head_state(facts.editable_folder)

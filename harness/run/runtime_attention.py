@@ -41,7 +41,8 @@ def read_runtime(path: Path) -> list[RuntimeLayerRow]:
     if not path.is_file():
         return []
     rows: set[tuple[int, str, bool, int | None]] = set()
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    text = path.read_text(encoding="utf-8", errors="replace")
+    for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
