@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +31,7 @@ from harness.results.layout import cache_root
 
 PACKAGE = "python/sglang"
 NOTE = "harness-patched.json"
-LAYOUT = 3  # of the patched tree (its dist-info beside it, its hash in the note); in the key
+LAYOUT = 4  # of the patched tree (its dist-info beside it, its hash in the note); in the key
 
 
 @dataclass(frozen=True)
@@ -50,9 +50,11 @@ def tree_key(base: str, patches: Sequence[Patch]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def patched_tree(package_parent: Path, base: str, patches: Sequence[Patch]) -> Path:
+def patched_tree(package_parent: Path, base: str, patches: Sequence[Patch],
+                 digest: Callable[[Path], str]) -> Path:
     """The folder (to put first on PYTHONPATH) holding `sglang/` = the package under
-    `package_parent` with `patches` applied in order; made once per key, under a lock."""
+    `package_parent` with `patches` applied in order; made once per key, under a lock.
+    `digest` hashes the patched package folder (the build's `folder_sha256`), once."""
     if not (package_parent / "sglang" / "__init__.py").is_file():
         raise EngineError(f"no sglang package in {package_parent} to patch")
     root = cache_root() / "patched"
@@ -72,12 +74,10 @@ def patched_tree(package_parent: Path, base: str, patches: Sequence[Patch]) -> P
             # its metadata too: the version, and the pins the audit reads (transformers)
             for info in package_parent.glob("sglang-*.dist-info"):
                 shutil.copytree(info, staging / "python" / info.name)
-            from harness.build.sglang_env import folder_sha256
-
             applied = [_apply(staging, patch) for patch in patches]
             (staging / NOTE).write_text(json.dumps(
                 {"base": base, "package_parent": str(package_parent), "patches": applied,
-                 "tree_sha256": folder_sha256(staging / PACKAGE)}, indent=2) + "\n")
+                 "tree_sha256": digest(staging / PACKAGE)}, indent=2) + "\n")
             if out.exists():
                 shutil.rmtree(out)
             staging.rename(out)
@@ -89,10 +89,8 @@ def patched_tree(package_parent: Path, base: str, patches: Sequence[Patch]) -> P
 def tree_sha256(tree: Path) -> str:
     """`sha256:<hex>` of the patched package's files (as `folder_sha256` hashes a local
     source): what runs, so two trees with the same hash ran the same code."""
-    from harness.build.sglang_env import folder_sha256
-
     note = json.loads((tree.parent / NOTE).read_text())
-    return f"sha256:{note.get('tree_sha256') or folder_sha256(tree / 'sglang')}"
+    return f"sha256:{note['tree_sha256']}"
 
 
 def _apply(tree: Path, patch: Patch) -> dict[str, object]:

@@ -277,7 +277,7 @@ def _with_patches(build: BuildSpec, facts: EnvironmentFacts, resolved: ResolvedB
     if facts.sglang_parent is None:
         raise EngineError(f"cannot locate sglang's package folder in {facts.python}")
     base = resolved.key if resolved is not None else f"{facts.python}:{facts.freeze_sha256}"
-    tree = patched_tree(Path(facts.sglang_parent), base, patches)
+    tree = patched_tree(Path(facts.sglang_parent), base, patches, folder_sha256)
     applied = tuple({"role": p.role, "path": str(p.path), "sha256": p.sha256}
                     for p in patches)
     return dataclasses.replace(facts, sglang_parent=str(tree), patched_tree=str(tree),

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.build import folder_sha256
 from harness.build.patched import NOTE, Patch, patched_tree, tree_key, tree_sha256
 from harness.errors import BadInput, EngineError
 
@@ -45,6 +46,10 @@ def _diff(tmp_path: Path, name: str, path: str, old: str, new: str) -> Path:
     return out
 
 
+def make(site: Path, base: str, patches: list[Patch]) -> Path:
+    return patched_tree(site, base, patches, folder_sha256)
+
+
 ORIGINAL = "def default():\n    return 'DECODER'\n\n\ndef other():\n    return 1\n"
 
 
@@ -60,7 +65,7 @@ def test_user_patch_then_test_patch_compose(tmp_path: Path, cache: Path) -> None
                    ORIGINAL.replace("'DECODER'", "'ENCODER_ONLY'"))
     cpu = _diff(tmp_path, "cpu", "python/sglang/srt/dflash.py", ORIGINAL,
                 ORIGINAL.replace("return 1", "return 2"))
-    tree = patched_tree(site, "base", [Patch(revert, "--patch"),
+    tree = make(site, "base", [Patch(revert, "--patch"),
                                        Patch(cpu, "engine.test_patches")])
     text = (tree / "sglang" / "srt" / "dflash.py").read_text()
     assert "'ENCODER_ONLY'" in text and "return 2" in text
@@ -71,12 +76,12 @@ def test_user_patch_then_test_patch_compose(tmp_path: Path, cache: Path) -> None
     assert note["patches"][0]["files"] == ["python/sglang/srt/dflash.py"]
     assert tree_sha256(tree).startswith("sha256:")
     # the same inputs: the same tree, reused; another patch order or content: another one
-    again = patched_tree(site, "base", [Patch(revert, "--patch"),
+    again = make(site, "base", [Patch(revert, "--patch"),
                                         Patch(cpu, "engine.test_patches")])
     assert again == tree
     assert tree_key("base", [Patch(cpu, "x")]) != tree_key("base", [Patch(revert, "x")])
     assert tree_key("base", [Patch(cpu, "x")]) != tree_key("other", [Patch(cpu, "x")])
-    assert tree_sha256(patched_tree(site, "base", [Patch(cpu, "x")])) != tree_sha256(tree)
+    assert tree_sha256(make(site, "base", [Patch(cpu, "x")])) != tree_sha256(tree)
 
 
 def test_parts_outside_the_package_are_left_out_and_listed(tmp_path: Path, cache: Path) -> None:
@@ -85,12 +90,12 @@ def test_parts_outside_the_package_are_left_out_and_listed(tmp_path: Path, cache
     docs = _diff(tmp_path, "docs", "docs/notes.md", "a\n", "b\n")
     both = tmp_path / "both.diff"
     both.write_text(pr.read_text() + docs.read_text())
-    tree = patched_tree(site, "base", [Patch(both, "--patch")])
+    tree = make(site, "base", [Patch(both, "--patch")])
     assert (tree / "sglang" / "srt" / "dflash.py").read_text().endswith("# pr\n")
     [applied] = json.loads((tree.parent / NOTE).read_text())["patches"]
     assert applied["left_out"] == ["docs/notes.md"]
     with pytest.raises(BadInput, match=r"changes no file under python/sglang/.*docs/notes\.md"):
-        patched_tree(site, "base", [Patch(docs, "--patch")])
+        make(site, "base", [Patch(docs, "--patch")])
 
 
 def test_a_patch_that_does_not_apply_names_itself(tmp_path: Path, cache: Path) -> None:
@@ -98,7 +103,7 @@ def test_a_patch_that_does_not_apply_names_itself(tmp_path: Path, cache: Path) -
     stale = _diff(tmp_path, "stale", "python/sglang/srt/dflash.py", "something else\n",
                   "changed\n")
     with pytest.raises(BadInput, match=r"--patch .*stale\.diff does not apply"):
-        patched_tree(site, "base", [Patch(stale, "--patch")])
+        make(site, "base", [Patch(stale, "--patch")])
     assert not list((cache / "patched").glob("*.building-*"))  # nothing half-made kept
     clash_a = _diff(tmp_path, "a", "python/sglang/srt/dflash.py", ORIGINAL,
                     ORIGINAL.replace("'DECODER'", "'A'"))
@@ -106,13 +111,13 @@ def test_a_patch_that_does_not_apply_names_itself(tmp_path: Path, cache: Path) -
                     ORIGINAL.replace("'DECODER'", "'B'"))
     with pytest.raises(BadInput, match=r"engine\.test_patches .*b\.diff does not apply .*"
                                        r"after the patches before it"):
-        patched_tree(site, "base", [Patch(clash_a, "--patch"),
+        make(site, "base", [Patch(clash_a, "--patch"),
                                     Patch(clash_b, "engine.test_patches")])
 
 
 def test_no_package_to_patch(tmp_path: Path, cache: Path) -> None:
     with pytest.raises(EngineError, match="no sglang package"):
-        patched_tree(tmp_path, "base", [])
+        make(tmp_path, "base", [])
 
 
 def test_a_release_plus_a_patch_shares_the_releases_environment(tmp_path: Path) -> None:
