@@ -143,3 +143,19 @@ def test_the_suite_declares_its_test_patches_and_a_missing_one_is_bad_input() ->
         update={"engine": engine})})
     with pytest.raises(BadInput, match=r"engine\.test_patches: no such file .*no_such\.diff"):
         check_suite(broken)
+
+
+def test_the_dry_run_names_the_patches_in_their_order(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.cli import main
+
+    monkeypatch.setenv("HARNESS_SGLANG_DEVICE", "cpu")
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
+    patch = _diff(tmp_path, "pr", "python/sglang/x.py", "a\n", "b\n")
+    assert main(["run", "tiny_dflash_sglang_cpu", "--sglang", "sglang==0.5.23", "--patch",
+                 str(patch), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert (f"patches    --patch {patch}; then test patch "
+            "tests/cpu_patches/sglang-0.5.23-dflash-cpu.diff") in out
+    assert not (tmp_path / "cache" / "patched").exists()  # a dry run patches nothing
