@@ -159,3 +159,24 @@ def test_the_dry_run_names_the_patches_in_their_order(
     assert (f"patches    --patch {patch}; then test patch "
             "tests/cpu_patches/sglang-0.5.23-dflash-cpu.diff") in out
     assert not (tmp_path / "cache" / "patched").exists()  # a dry run patches nothing
+
+
+def test_the_server_imports_the_patched_tree_and_records_its_kernel_calls() -> None:
+    """The patched tree goes on the server's PYTHONPATH after the stand-ins (both before
+    site-packages, where the release stays as installed); a DFLASH suite with stand-ins
+    gets the runtime attention record, the other CPU suites do not."""
+    import types
+
+    from harness.build import REPO_ROOT
+    from harness.run import runtime_attention
+    from harness.run.plan import server_env
+    from harness.suite.model import load_suite
+
+    suite = load_suite(REPO_ROOT / "suites" / "tiny_dflash_sglang_cpu.toml").suite
+    facts = types.SimpleNamespace(build_note=None, patched_tree="/cache/patched/sglang-k/python")
+    env = server_env(suite, None, facts)
+    assert env["PYTHONPATH"].split(":") == [str(REPO_ROOT / "tests" / "cpu_stand_ins"),
+                                            "/cache/patched/sglang-k/python"]
+    assert runtime_attention.wanted(suite)
+    for other in ("tiny_ngram_sglang_cpu", "tiny_standalone_sglang_cpu", "qwen3_8b_dflash"):
+        assert not runtime_attention.wanted(load_suite(other).suite), other
