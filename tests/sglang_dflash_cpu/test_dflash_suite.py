@@ -121,7 +121,10 @@ def test_the_reverted_default_is_caught_by_the_paired_gate(reverted_paired: Run)
     runtime = {r["index"]: (r["causal"], r["window"]) for r in record["attention_runtime"]
                if r["kernel"] == "extend"}
     assert [runtime[i] for i in range(5)] == REVERTED
-    assert record["paired"]["status"] in ("worse", "inconclusive"), record["paired"]
+    paired = record["paired"]
+    assert (paired["status"], paired["floors_status"]) == ("fail", "pass"), paired
+    assert paired["result"]["decision"] == "worse", paired  # beyond the 2% tolerated
+    assert paired["against"]["reused"] and paired["against"]["spec"] == SPEC
     assert any("contract differs (not enforced)" in r for r in record["verdict"]["reasons"])
 
 
