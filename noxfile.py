@@ -110,7 +110,8 @@ TESTS_ARGS = ("-n", "2", "--durations=15",
               "--ignore", "tests/sglang_oracle/test_server_args.py",
               "--ignore", "tests/sglang_oracle/test_secret_flags.py",
               "--ignore", "tests/vllm_oracle",
-              "--ignore", "tests/sglang_cpu")
+              "--ignore", "tests/sglang_cpu",
+              "--ignore", "tests/sglang_dflash_cpu")
 
 
 def tests_args(posargs: list[str]) -> list[str]:
@@ -230,3 +231,19 @@ def publish_browser(session: nox.Session) -> None:
     session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "--durations=5",
                 "tests/publish_browser", *session.posargs, env=env)
     session.log(f"screenshots: {shots}")
+
+
+# SGLang 0.5.23's own DFLASH worker on CPU (tests/sglang_dflash_cpu, docs/sglang-on-cpu.md):
+# the same engine environment as sglang_cpu (built once, cached under HARNESS_CACHE), the
+# suite's test-only patch applied to a copy of it, the tiny capturable DFlash draft. The
+# shipped suite to PASS, the reverted PR #34524 default caught by the preflight audit and
+# by the paired gate, the kernel's runtime attention table against the audit's.
+@nox.session(python=PYTHON)
+def sglang_dflash_cpu(session: nox.Session) -> None:
+    """The real SGLang 0.5.23 DFLASH worker on CPU: the suite, the regression caught twice."""
+    session.install("-e", ".[test]")
+    env = {"HARNESS_SGLANG_DEVICE": "cpu", "HARNESS_STRICT_SKIPS": "1"}
+    if "HARNESS_CACHE" in os.environ:
+        env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
+    session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "--durations=10",
+                "tests/sglang_dflash_cpu", *session.posargs, env=env)

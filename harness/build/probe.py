@@ -102,6 +102,11 @@ class EnvironmentFacts:
     reference_ready: bool = False  # torch, transformers, dflash, ... and harness importable
     build_note: dict[str, Any] | None = None  # what the harness built into this environment
     freeze: tuple[str, ...] = ()
+    # A patched copy of the installed sglang (harness.build.patched): the folder the server
+    # puts first on PYTHONPATH; sglang_parent then names it too (the audit reads it).
+    patched_tree: str | None = None
+    patches: tuple[dict[str, Any], ...] = ()  # role, path, sha256 of each applied patch
+    patched_source: str | None = None  # "sha256:<hex>" of the patched package's files
 
     @property
     def sglang_version(self) -> str | None:

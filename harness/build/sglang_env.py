@@ -10,13 +10,14 @@ What the record says about the build is read back from the environment.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
 import shlex
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -243,10 +244,13 @@ class PreparedBuild:
     resolved: ResolvedBuild | None = None
 
 
-def prepare(build: BuildSpec, python: str | None = None) -> PreparedBuild:
+def prepare(build: BuildSpec, python: str | None = None,
+            test_patches: Sequence[Path] = ()) -> PreparedBuild:
     """An interpreter that can run `python -m sglang.launch_server` for this build, and
     the build's provenance as read back from that interpreter's environment. `python`
-    (`--engine-python`): the interpreter of an installed SGLang (an "installed" build)."""
+    (`--engine-python`): the interpreter of an installed SGLang (an "installed" build).
+    `test_patches` (a suite's engine.test_patches) and, for a pip or git build, the
+    build's `--patch` are applied to a copy of the installed package (`patched`)."""
     resolved = None if build.kind == "installed" else resolve_build(build)
     if resolved is None:
         python = python or sys.executable
@@ -258,7 +262,29 @@ def prepare(build: BuildSpec, python: str | None = None) -> PreparedBuild:
     if facts.sglang_version is None:
         raise EngineError(f"sglang is not installed in {python}; pass --sglang SPEC "
                           "(e.g. sglang==0.5.23, a git URL with a ref, or a local checkout)")
+    facts = _with_patches(build, facts, resolved, test_patches)
     return PreparedBuild(python, build_info(build, facts), facts, resolved)
+
+
+def _with_patches(build: BuildSpec, facts: EnvironmentFacts, resolved: ResolvedBuild | None,
+                  test_patches: Sequence[Path]) -> EnvironmentFacts:
+    """The facts of the patched tree when there is anything to patch (a local build's
+    `--patch` was applied to its snapshot before installing: not again)."""
+    from harness.build.patched import Patch, patched_tree, tree_sha256
+
+    patches = [Patch(build.patch, "--patch")] if build.patch and build.kind != "local" \
+        else []
+    patches += [Patch(Path(p), "engine.test_patches") for p in test_patches]
+    if not patches:
+        return facts
+    if facts.sglang_parent is None:
+        raise EngineError(f"cannot locate sglang's package folder in {facts.python}")
+    base = resolved.key if resolved is not None else f"{facts.python}:{facts.freeze_sha256}"
+    tree = patched_tree(Path(facts.sglang_parent), base, patches, folder_sha256)
+    applied = tuple({"role": p.role, "path": str(p.path), "sha256": p.sha256}
+                    for p in patches)
+    return dataclasses.replace(facts, sglang_parent=str(tree), patched_tree=str(tree),
+                               patches=applied, patched_source=tree_sha256(tree))
 
 
 def build_info(build: BuildSpec, facts: EnvironmentFacts) -> Any:
@@ -268,6 +294,7 @@ def build_info(build: BuildSpec, facts: EnvironmentFacts) -> Any:
 
     note = facts.build_note or {}
     commit, dirty, source_hash = note.get("commit"), note.get("dirty"), note.get("source_hash")
+    source_hash = facts.patched_source or source_hash  # a patched tree is what runs
     if not note and facts.editable_folder is not None:
         # An editable install runs its source folder's code: that folder is what is installed.
         commit, dirty = gitrepo.head_state(facts.editable_folder)
@@ -278,7 +305,9 @@ def build_info(build: BuildSpec, facts: EnvironmentFacts) -> Any:
     return BuildInfo(
         engine="sglang", spec=redact_url(spec) if spec else None,
         version=facts.sglang_version, git_sha=commit or facts.sglang_commit,
-        patch_sha256=note.get("patch_sha256"), python=facts.python,
+        patch_sha256=note.get("patch_sha256") or next(
+            (p["sha256"] for p in facts.patches if p["role"] == "--patch"), None),
+        python=facts.python,
         git_dirty=dirty, source_hash=source_hash, ref=build.ref,
         build_key=note.get("key"), direct_url=direct_url,
         freeze_sha256=facts.freeze_sha256, freeze_path=str(save_freeze(facts)))

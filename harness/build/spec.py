@@ -167,11 +167,12 @@ def parse_build_spec(
     `flag` names the option in messages (`--sglang`, `--a`, `--good`, ...).
     """
     patch_path = Path(patch) if patch is not None else None
-    if patch_path is not None and not patch_path.is_file():
-        raise BadInput(f"--patch: no such file {patch_path}")
+    if patch_path is not None:
+        _check_patch_file(patch_path)
     if spec is None or not spec.strip():
         if patch_path is not None:
-            raise BadInput(f"--patch needs {flag} pointing to a local checkout")
+            raise BadInput(f"--patch needs {flag} naming the build to patch (a release, a "
+                           "git URL or a local checkout)")
         return BuildSpec("installed")
     spec = spec.strip()
     if spec.startswith(REFERENCE_PREFIX):
@@ -194,13 +195,28 @@ def parse_build_spec(
         _, ref, _ = split_git_url(build.spec or "")
         build = BuildSpec("git", build.spec, ref=ref)
     if patch_path is not None:
-        if build.kind != "local":
-            raise BadInput(f"--patch applies only to a local checkout ({flag} PATH)")
-        build = BuildSpec("local", build.spec, patch_path, build.ref)
+        # A local checkout is patched before it is installed; a release or a git build
+        # after (harness.build.patched); an SGLang build only.
+        if build.kind not in ("local", "pip", "git") or engine != "sglang":
+            raise BadInput(f"--patch applies only to an SGLang build (a release, a git URL "
+                           f"or a local checkout: {flag} sglang==X, git+URL@REF or PATH)")
+        build = replace(build, patch=patch_path)
     if engine == "vllm" and build.kind in ("pip", "git", "local"):
         build = replace(build, for_engine="vllm")
     check_engine(build, engine, flag)
     return build
+
+
+def _check_patch_file(path: Path) -> None:
+    """A readable unified diff (`diff --git` or `--- a/...`); git apply says the rest."""
+    if not path.is_file():
+        raise BadInput(f"--patch: no such file {path}")
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as error:
+        raise BadInput(f"--patch {path}: cannot read it ({error.strerror})") from None
+    if not re.search(r"^(diff --git |--- )", text, re.MULTILINE):
+        raise BadInput(f"--patch {path}: not a unified diff (no `diff --git` or `---` line)")
 
 
 def check_engine(build: BuildSpec, engine: EngineKind | None, flag: str = "--sglang") -> None:

@@ -24,7 +24,9 @@ class RunCommand:
                             "reference:PATH[@REF] (default: the installed sglang, else the "
                             "suite's default_build)")
         parser.add_argument("--patch", type=Path, metavar="FILE",
-                            help="diff applied to a copy of the local checkout given by --sglang")
+                            help="a diff in SGLang's layout (python/sglang/...) on top of "
+                            "--sglang: applied to a copy of a local checkout, or to a copy of "
+                            "a release's or git build's installed package")
         add_results_option(parser)
         parser.add_argument("--engine-python", metavar="PATH",
                             help="interpreter of the engine's environment (the reference "

@@ -87,6 +87,9 @@ class Provenance(_Record):
     weights_sha256: dict[str, str] | None = None
     # Test-only stand-ins on the server's Python path (engine.stand_ins): folder -> sha256
     stand_ins_sha256: dict[str, str] | None = None
+    # Test-only patches applied to the engine's installed package (engine.test_patches):
+    # file -> sha256 (a run's own --patch is build.patch_sha256)
+    test_patches_sha256: dict[str, str] | None = None
     seed: int | None = None
     argv: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)  # only allow-listed, never secrets
@@ -105,6 +108,17 @@ class LayerRow(_Record):
     window: int | None = None
     causal: bool
     explicit: bool = False
+
+
+class RuntimeLayerRow(_Record):
+    """The attention one draft layer's kernel calls received during a run (not what the
+    config or the code says: what the attention kernel was called with), as the CPU
+    kernel stand-in recorded it (harness.run.runtime_attention)."""
+
+    index: int
+    kernel: str  # "extend" or "decode"
+    causal: bool
+    window: int | None = None  # tokens a query sees, itself included (as LayerRow.window)
 
 
 class WorkloadInfo(_Record):
@@ -216,6 +230,9 @@ class RunRecord(_Record):
     provenance: Provenance
     launch: LaunchInfo | None = None
     attention: list[LayerRow] | None = None
+    # What the draft layers' attention kernel received at run time, where the engine's
+    # kernel records it (the CPU stand-in); compared with `attention` (the audit's table)
+    attention_runtime: list[RuntimeLayerRow] | None = None
     workload: WorkloadInfo | None = None  # absent in records written before workload kinds
     measurement: Measurement | None = None
     verdict: Verdict | None

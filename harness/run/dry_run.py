@@ -125,6 +125,10 @@ def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
         f"           (port {PORT_PLACEHOLDER} stands for a free port chosen at launch; "
         "the line runs as printed, in a shell)",
     ]
+    patches = ([f"--patch {chosen.spec.patch}"] if chosen.spec.patch is not None else []) + [
+        f"test patch {f}" for f in getattr(suite.engine, "test_patches", [])]
+    if patches:  # applied in this order to a copy of the installed package
+        lines.insert(3, f"patches    {'; then '.join(patches)}")
     if suite.engine.kind in ("sglang", "vllm"):
         draftless = suite.speculative.algorithm in DRAFTLESS
         lines += [f"target     {model_source(suite.target)}",

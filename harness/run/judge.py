@@ -26,6 +26,7 @@ the reasons name it. A partial run (it ended before its plan) is never a pass.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +71,9 @@ class Evidence:
     contract: Sequence[str] = ()  # draft-attention differences from expected_layers
     contract_enforced: bool = True  # False: measured anyway, the verdict still fails
     paired: PairedEvidence | None = None
+    # what the draft's kernels received that the audit's table for this build does not
+    # say (harness.run.runtime_attention): the build measured is not the build audited
+    runtime_attention: Sequence[str] = ()
 
 
 @dataclass
@@ -88,6 +92,12 @@ def decide(evidence: Evidence) -> Judgement:
     inconclusive finding is judged by its `inconclusive` setting."""
     from harness.metrics.paired_gate import describe, status_of
 
+    if evidence.runtime_attention:  # an error that stands over every other finding
+        judged = decide(dataclasses.replace(evidence, runtime_attention=()))
+        verdict = Verdict(status="error", reasons=[
+            "runtime attention differs from the audit's table for this build:",
+            *evidence.runtime_attention, *judged.verdict.reasons])
+        return Judgement(verdict, EXIT_CODES["error"], judged.floors_status, judged.paired)
     contract = list(evidence.contract)
     if contract and (evidence.contract_enforced or evidence.measurement is None):
         verdict = Verdict(status="fail", reasons=[

@@ -80,6 +80,7 @@ def check_suite(loaded: LoadedSuite) -> None:
         if name.startswith("tiny:") and name not in TINY_MODELS:
             raise BadInput(f"suite {loaded.suite.name}: model {name!r}: the harness makes no "
                            f"such checkpoint; known: {', '.join(sorted(TINY_MODELS))}")
+    test_patch_files(loaded.suite)  # a missing test patch: exit 2 before any work
     for entry in suite_entries(loaded):
         check = getattr(adapter_for(entry.loaded.suite.engine.kind), "check_flags", None)
         if check is not None:  # an adapter that owns no flag has nothing to check
@@ -204,7 +205,8 @@ def prepare_engine(suite: Suite, options: Any, models: Models | None,
     """Make (or find) the engine's environment and checkpoints; the heavy part of a run."""
     adapter = adapter_for(suite.engine.kind)
     if isinstance(suite.engine, SGLangEngine):
-        prepared = builds.prepare(chosen.spec, python=options.engine_python)
+        prepared = builds.prepare(chosen.spec, python=options.engine_python,
+                                  test_patches=test_patch_files(suite))
         return PreparedEngine(suite, prepared.info, prepared.python, adapter, models,
                               facts=prepared.facts)
     if isinstance(suite.engine, VLLMEngine):
@@ -325,6 +327,17 @@ def stand_in_folders(suite: Suite) -> list[Path]:
     return folders
 
 
+def test_patch_files(suite: Suite) -> list[Path]:
+    """The suite's test-only patches, absolute (relative ones from the repository root)."""
+    files = [Path(f) if Path(f).is_absolute() else builds.REPO_ROOT / f
+             for f in getattr(suite.engine, "test_patches", [])]
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        raise BadInput(f"suite {suite.name}: engine.test_patches: no such file "
+                       f"{', '.join(missing)}")
+    return files
+
+
 def server_env(suite: Suite, fit: Fit | None,
                facts: builds.EnvironmentFacts | None = None,
                build_env: dict[str, str] | None = None) -> dict[str, str]:
@@ -338,6 +351,9 @@ def server_env(suite: Suite, fit: Fit | None,
            **installed.get("engine_env", build_env or {}), **suite.engine.env}
     folders = [str(f) for f in stand_in_folders(suite)] if isinstance(
         suite.engine, SGLangEngine) else []
+    patched = getattr(facts, "patched_tree", None)  # the build's patched sglang
+    if patched:
+        folders.append(patched)
     if folders:
         env["PYTHONPATH"] = ":".join([*folders, *filter(None, [env.get("PYTHONPATH")])])
     if fit is not None and fit.devices:
@@ -402,11 +418,14 @@ def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequenc
     stand_ins = None
     if isinstance(loaded.suite.engine, SGLangEngine) and loaded.suite.engine.stand_ins:
         stand_ins = {str(f): builds.folder_sha256(f) for f in stand_in_folders(loaded.suite)}
+    patches = None
+    if isinstance(loaded.suite.engine, SGLangEngine) and loaded.suite.engine.test_patches:
+        patches = {str(f): builds.file_sha256(f) for f in test_patch_files(loaded.suite)}
     return collect.collect(engine.facts if engine else None, used,
                            server_env(loaded.suite, fit, engine.facts if engine else None),
                            getattr(data, "source", None), getattr(data, "sha256", None),
                            loaded.suite.workload.seed, weights_sha256=weights,
-                           stand_ins_sha256=stand_ins)
+                           stand_ins_sha256=stand_ins, test_patches_sha256=patches)
 
 
 def draw_plot(run_dir: Path, results_dir: Path) -> Path | None:

@@ -41,6 +41,7 @@ from harness.results.record import (
     Provenance,
     RequestRow,
     RunRecord,
+    RuntimeLayerRow,
     SuiteInfo,
     Verdict,
     VerdictStatus,
@@ -48,6 +49,7 @@ from harness.results.record import (
     utc_now,
 )
 from harness.results.writer import RowLog, create_run_dir, write_run
+from harness.run import runtime_attention
 from harness.run.heartbeat import heartbeat
 from harness.run.judge import EXIT_CODES, Evidence, decide, judge
 from harness.run.launch import LOOPBACK, Server, ServerSpec, free_port
@@ -172,6 +174,8 @@ class _Run:
     provenance: Provenance | None = None
     launch: LaunchInfo | None = None
     attention: list[LayerRow] | None = None
+    attention_runtime: list[RuntimeLayerRow] | None = None  # harness.run.runtime_attention
+    runtime_record: Path | None = None  # the file the kernel records its calls in
     measurement: Measurement | None = None
     rows: list[RequestRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -196,7 +200,8 @@ class _Run:
             build=self.build or BuildInfo(engine=loaded.suite.engine.kind,
                                           spec=redact_url(self.options.sglang or "") or None),
             provenance=self.provenance or planning.provenance(loaded, None, [], None, None),
-            launch=self.launch, attention=self.attention, workload=self.workload,
+            launch=self.launch, attention=self.attention,
+            attention_runtime=self.attention_runtime, workload=self.workload,
             measurement=self.measurement, verdict=verdict, stage=self.stage,
             paired=self.paired,
         )
@@ -365,8 +370,14 @@ def _launch_and_measure(runs: list[_Run], engine: Any, gpus: Any, fit: Any) -> N
         plans.append(workload_plan)
     port = free_port()
     command = engine.command(LOOPBACK, port)
+    env = planning.server_env(suite, fit, engine.facts)
+    if runtime_attention.wanted(suite):  # the kernel records what each layer received
+        record = first.run_dir / runtime_attention.RECORD_FILE
+        env[runtime_attention.RECORD_ENV] = str(record)
+        for run in runs:
+            run.runtime_record = record
     spec = ServerSpec(command=command, log_path=first.run_dir / SERVER_LOG, port=port,
-                      env=planning.server_env(suite, fit, engine.facts),
+                      env=env,
                       launch_timeout_s=suite.engine.launch_timeout_s,
                       ready_paths=engine.adapter.ready_paths,
                       secrets=planning.secret_values(suite))
@@ -417,6 +428,10 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
         run.measurement = summarise(result.rows, suite.floors.metric, result.duration_s,
                                     engine.adapter.server_figure(info), suite.workload.seed,
                                     planned=result.planned)
+    runtime_differences = []
+    if run.runtime_record is not None:
+        run.attention_runtime, runtime_differences = runtime_attention.check(
+            run.runtime_record, run.attention)
     run.workload.rendered_sha256 = rendered_sha256(result.rows, len(prompts))
     run.measurement.stopped_early = result.stopped_early
     _check_window(engine.adapter, result, info, run.measurement)
@@ -431,18 +446,20 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
         if custom is None:
             run.measurement.sequential["floors"] = dict(rule_decisions(run))
     judged = judge_entry(suite, options, run.measurement, result.rows, run.stop_rule,
-                         run.contract, run.workload.prompts_sha256 if run.workload else None)
+                         run.contract, run.workload.prompts_sha256 if run.workload else None,
+                         runtime_differences)
     run.paired = judged.paired
     return judged.verdict
 
 
 def judge_entry(suite: Suite, options: RunOptions, measurement: Measurement | None,
                 rows: Sequence[RequestRow], stop_rule: Any = None,
-                contract: Sequence[str] = (), prompts_sha256: str | None = None) -> Any:
+                contract: Sequence[str] = (), prompts_sha256: str | None = None,
+                runtime_attention: Sequence[str] = ()) -> Any:
     """The evidence of one measured entry, judged (`harness.run.judge.decide`): its
     floors (each as the sequential rule settled it, when the run's own rule stopped
     it; left open when a caller's rule stopped it early), the contract, and the paired
-    gate's finding on the same rows."""
+    gate's finding on the same rows, and the attention the draft's kernels received."""
     from harness.run.sequential import FloorsRule
 
     own_rule = options.sequential and options.stop_rule is None
@@ -453,7 +470,7 @@ def judge_entry(suite: Suite, options: RunOptions, measurement: Measurement | No
         floors = FloorsRule(None, suite.floors.metric, suite.floors)
         settled = dict.fromkeys(floors.tested_floors())
     evidence = Evidence(measurement, suite.floors, settled, list(contract),
-                        options.enforce_contract)
+                        options.enforce_contract, runtime_attention=list(runtime_attention))
     if options.pairing is not None and judge(measurement, suite.floors,
                                              settled=settled).status != "error":
         evidence.paired = options.pairing.evidence(suite, rows, prompts_sha256)

@@ -113,6 +113,10 @@ class SGLangEngine(_Strict):
     # that cannot be installed on this host (the CPU suites' `sgl_kernel`), relative to
     # the repository root. The record names each with the sha256 of its files.
     stand_ins: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    # Test-only diffs in SGLang's repository layout (`python/sglang/...`), relative to the
+    # repository root: applied in order to a copy of the build's installed package, after
+    # a run's --patch (harness/build/patched.py). The record names each by its sha256.
+    test_patches: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     # A reason to accept a server whose /server_info does not report the speculative
     # settings (an older build, a fork); without it such a server is an error.
     unreported_settings_ok: str | None = Field(default=None, min_length=1)

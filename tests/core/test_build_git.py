@@ -146,9 +146,9 @@ def test_key_depends_on_patch_content_and_pip_args(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     patch = tmp_path / "fix.diff"
-    patch.write_text("one\n")
+    patch.write_text("--- a/one\n")
     with_one = resolve_build(parse_build_spec(str(repo), patch)).key
-    patch.write_text("two\n")
+    patch.write_text("--- a/two\n")
     with_two = resolve_build(parse_build_spec(str(repo), patch)).key
     without = resolve_build(parse_build_spec(str(repo))).key
     monkeypatch.setenv("HARNESS_PIP_ARGS", "--no-deps")
@@ -259,6 +259,9 @@ def test_garbage_patch(tmp_path: Path, checkout_and_patch: tuple[Path, Path]) ->
     checkout, _ = checkout_and_patch
     garbage = tmp_path / "garbage.diff"
     garbage.write_text("this is not a diff\n")
+    with pytest.raises(BadInput, match=r"garbage\.diff: not a unified diff"):
+        parse_build_spec(str(checkout), garbage)  # caught before any work
+    garbage.write_text("--- a/x.py\n+++ b/x.py\n@@ this is not a hunk\n")  # git apply says
     resolved = resolve_build(parse_build_spec(str(checkout), garbage))
     with pytest.raises(EngineError, match=r"garbage\.diff"):
         snapshot_source(resolved, tmp_path / "copy")

@@ -124,6 +124,23 @@ GOLDEN["tiny_standalone_sglang_cpu"] = [
     "--tp-size", "1", "--random-seed", "0", *CPU_FLAGS,
 ]
 
+# SGLang's DFLASH worker on CPU: the draft's backend from [speculative], the flags its test
+# patch needs (bf16, no overlap schedule, no CUDA graphs) among the CPU flags.
+GOLDEN["tiny_dflash_sglang_cpu"] = [
+    "python", "-m", "sglang.launch_server",
+    "--model-path", "harness/engines/reference/tiny/target",
+    "--speculative-algorithm", "DFLASH",
+    "--speculative-draft-model-path", "harness/engines/reference/tiny/draft-capturable",
+    "--speculative-num-draft-tokens", "8",
+    "--speculative-draft-attention-backend", "intel_amx",
+    "--tp-size", "1", "--random-seed", "0",
+    "--host", "127.0.0.1", "--port", "30000",
+    "--device", "cpu", "--attention-backend", "intel_amx", "--dtype", "bfloat16",
+    "--disable-overlap-schedule", "--disable-cuda-graph", "--sampling-backend", "pytorch",
+    "--grammar-backend", "none", "--mem-fraction-static", "0.4", "--max-total-tokens", "4096",
+    "--skip-server-warmup", "--decode-log-interval", "1",
+]
+
 
 @pytest.fixture
 def muse_weights(monkeypatch: pytest.MonkeyPatch) -> None:

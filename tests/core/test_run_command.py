@@ -96,7 +96,7 @@ def test_bad_build_spec_ends_before_any_work(
     patch = tmp_path / "fix.diff"
     patch.write_text("")
     assert main(["run", GEMMA, "--sglang", "sglang==0.5.23", "--patch", str(patch)]) == 2
-    assert "--patch applies only to a local checkout" in capsys.readouterr().err
+    assert "not a unified diff" in capsys.readouterr().err
 
 
 def test_run_unknown_suite(capsys: pytest.CaptureFixture[str]) -> None:

@@ -257,6 +257,77 @@ def decode_attention() -> None:
         torch.testing.assert_close(out[b:b + 1], want, rtol=1e-5, atol=1e-5)
 
 
+def _window_visible(q_positions: list[int], seq_len: int, window: int,
+                    causal: bool) -> torch.Tensor:
+    """FA3's window by its definition, element by element: left edge window - 1; right
+    edge 0 when causal, window - 1 when bidirectional."""
+    right = 0 if causal else window - 1
+    return torch.tensor([[-right <= p - k <= window - 1 for k in range(seq_len)]
+                         for p in q_positions], dtype=torch.bool)
+
+
+def _window_extend_case(causal: bool) -> None:
+    torch.manual_seed(3)
+    heads, kv_heads, dim, window = 4, 2, 8, 3
+    k_buffer, v_buffer = torch.randn(40, kv_heads, dim), torch.randn(40, kv_heads, dim)
+    table = torch.randperm(40).view(2, 20).to(torch.int32)
+    extend, seq_lens, pools = torch.tensor([5, 4]), torch.tensor([12, 4]), torch.tensor([1, 0])
+    starts = torch.tensor([0, 5])
+    q = torch.randn(9, heads, dim)
+    out = torch.empty(9, heads, dim)
+    torch.ops.sgl_kernel.extend_attention_cpu(
+        q, None, None, out, k_buffer, v_buffer, 1.0, 1.0, table, pools, seq_lens, extend,
+        starts, 5, 0.35, 0.0, False, window, None, None, None, causal)
+    for b in range(2):
+        seq_len, length, start = int(seq_lens[b]), int(extend[b]), int(starts[b])
+        slots_b = table[int(pools[b]), :seq_len].long()
+        prefix = seq_len - length
+        visible = _window_visible(list(range(prefix, seq_len)), seq_len, window, causal)
+        want = _reference_attention(q[start:start + length], k_buffer[slots_b],
+                                    v_buffer[slots_b], visible, 0.35)
+        torch.testing.assert_close(out[start:start + length], want, rtol=1e-5, atol=1e-5)
+    if causal:
+        return
+    # the window is what changed the answer: without it, bidirectional attention differs
+    wide = torch.empty(9, heads, dim)
+    torch.ops.sgl_kernel.extend_attention_cpu(
+        q, None, None, wide, k_buffer, v_buffer, 1.0, 1.0, table, pools, seq_lens, extend,
+        starts, 5, 0.35, 0.0, False, 0, None, None, None, causal)
+    assert not torch.allclose(wide, out), "the window made no difference"
+
+
+@check
+def extend_attention_sliding_causal() -> None:
+    _window_extend_case(True)
+
+
+@check
+def extend_attention_sliding_bidirectional() -> None:
+    _window_extend_case(False)
+
+
+@check
+def decode_attention_sliding() -> None:
+    torch.manual_seed(4)
+    heads, kv_heads, dim, window = 4, 2, 8, 4
+    k_cache, v_cache = torch.randn(40, kv_heads, dim), torch.randn(40, kv_heads, dim)
+    table = torch.randperm(40).view(2, 20).to(torch.int32)
+    seq_lens, pools = torch.tensor([9, 3]), torch.tensor([0, 1])
+    q = torch.randn(2, heads, dim)
+    out = torch.empty(2, heads, dim)
+    torch.ops.sgl_kernel.decode_attention_cpu(
+        q, k_cache, v_cache, 1.0, 1.0, out, None, None, torch.zeros(2, dtype=torch.int64),
+        torch.zeros(2, heads, 8, dim + 1), table, pools, seq_lens, 0.35, 0.0, False, window,
+        None, None)
+    for b in range(2):
+        seq_len = int(seq_lens[b])
+        slots_b = table[int(pools[b]), :seq_len].long()
+        visible = _window_visible([seq_len - 1], seq_len, window, True)
+        want = _reference_attention(q[b:b + 1], k_cache[slots_b], v_cache[slots_b], visible,
+                                    0.35)
+        torch.testing.assert_close(out[b:b + 1], want, rtol=1e-5, atol=1e-5)
+
+
 def _extend_case(tree: torch.Tensor | None) -> None:
     torch.manual_seed(2)
     heads, kv_heads, dim, slots = 4, 2, 8, 40
@@ -295,6 +366,40 @@ def extend_attention_tree_mask() -> None:
 
 
 @check
+def records_what_it_received() -> None:
+    """With HARNESS_ATTENTION_RECORD set, one line per distinct (layer, kernel, causal,
+    window), the layer taken from the caller's `layer` argument as the backend passes it."""
+    import os
+    import tempfile
+    import types
+
+    q = torch.randn(3, 2, 4)
+    buffers = torch.randn(8, 1, 4), torch.randn(8, 1, 4)
+    table = torch.arange(8, dtype=torch.int32).view(1, 8)
+
+    def forward_extend(layer: object, window: int, causal: bool) -> None:  # as the backend
+        torch.ops.sgl_kernel.extend_attention_cpu(
+            q, None, None, torch.empty_like(q), *buffers, 1.0, 1.0, table, torch.tensor([0]),
+            torch.tensor([5]), torch.tensor([3]), torch.tensor([0]), 3, 0.5, 0.0, False,
+            window, None, None, None, causal)
+
+    with tempfile.TemporaryDirectory() as scratch:
+        path = os.path.join(scratch, "attention.jsonl")
+        os.environ["HARNESS_ATTENTION_RECORD"] = path
+        try:
+            first, second = types.SimpleNamespace(layer_id=0), types.SimpleNamespace(layer_id=1)
+            for _ in range(2):  # repeated calls: recorded once
+                forward_extend(first, 16, True)
+                forward_extend(second, 0, False)
+        finally:
+            del os.environ["HARNESS_ATTENTION_RECORD"]
+        with open(path, encoding="utf-8") as lines:
+            rows = [json.loads(line) for line in lines]
+    got = [(r["layer"], r["kernel"], r["causal"], r["window"]) for r in rows]
+    assert got == [(0, "extend", True, 16), (1, "extend", False, None)], got
+
+
+@check
 def refuses_what_it_does_not_implement() -> None:
     q = torch.zeros(1, 2, 4)
     try:
@@ -302,10 +407,10 @@ def refuses_what_it_does_not_implement() -> None:
             q, torch.zeros(4, 1, 4), torch.zeros(4, 1, 4), 1.0, 1.0, torch.empty_like(q), None,
             None, torch.zeros(1, dtype=torch.int64), torch.zeros(1, 2, 8, 5),
             torch.zeros(1, 4, dtype=torch.int32), torch.zeros(1, dtype=torch.int64),
-            torch.ones(1, dtype=torch.int64), 1.0, 0.0, False, 16, None, None)
+            torch.ones(1, dtype=torch.int64), 1.0, 0.0, False, 16, None, torch.zeros(2))
     except NotImplementedError:
         return
-    raise AssertionError("a sliding window was accepted")
+    raise AssertionError("attention sinks were accepted")
 
 
 def main(names: list[str]) -> int:

@@ -15,6 +15,8 @@ CHECKS = ["assign_req_to_token_pool", "assign_extend_cache_locs",
           "verify_tree_greedy_chain", "verify_tree_greedy_siblings",
           "reconstruct_indices_from_tree_mask", "build_tree_chain_matches_reconstruct",
           "decode_attention", "extend_attention_causal", "extend_attention_tree_mask",
+          "extend_attention_sliding_causal", "extend_attention_sliding_bidirectional",
+          "decode_attention_sliding", "records_what_it_received",
           "refuses_what_it_does_not_implement"]
 
 

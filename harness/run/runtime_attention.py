@@ -1,0 +1,103 @@
+"""Runtime meets audit: the attention each draft layer's kernel actually received.
+
+The audit (`harness.audit`, run before the launch) says how the build's own code resolves
+each draft layer's attention; it reads the code, not the running server. Where the
+engine's attention kernel can say what it was called with, the run records that too and
+the two must agree: a difference is an error naming the layer. On CPU the kernel is the
+test stand-in (`tests/cpu_stand_ins/sgl_kernel/attention.py`): with `RECORD_ENV` naming a
+file, it appends one JSON line per distinct (model, layer, kernel, causal, window) it was
+called with, the layer taken from the attention backend's `layer` argument in its
+caller's frame and the model from the model file on the stack (`dflash`: the draft).
+
+A suite gets the check when its server runs kernel stand-ins (`engine.stand_ins`) and its
+algorithm has a DFlash draft whose attention the audit resolves (DFLASH).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.errors import EngineError
+from harness.results.record import LayerRow, RuntimeLayerRow
+
+RECORD_ENV = "HARNESS_ATTENTION_RECORD"  # the stand-in reads the same name
+RECORD_FILE = "attention-runtime.jsonl"  # in the (first) run's folder, beside server.log
+DRAFT_MODEL = "dflash"  # sglang/srt/models/dflash.py: the DFlash draft's model code
+
+
+def wanted(suite: Any) -> bool:
+    """Whether this suite's server records its draft's kernel calls."""
+    engine = suite.engine
+    return (getattr(engine, "kind", None) == "sglang" and bool(getattr(engine, "stand_ins", []))
+            and suite.speculative.algorithm == "DFLASH")
+
+
+def read_runtime(path: Path) -> list[RuntimeLayerRow]:
+    """The draft layers' rows of the kernel's record, distinct and in layer order. A line
+    that is not the stand-in's JSON is an error naming the file and line."""
+    if not path.is_file():
+        return []
+    rows: set[tuple[int, str, bool, int | None]] = set()
+    text = path.read_text(encoding="utf-8", errors="replace")
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            if item["model"] != DRAFT_MODEL:
+                continue
+            window = item["window"]
+            row = (int(item["layer"]), str(item["kernel"]), bool(item["causal"]),
+                   None if window is None else int(window))
+        except (ValueError, KeyError, TypeError) as error:
+            raise EngineError(f"{path}:{number}: not a kernel record line ({error})") from None
+        rows.add(row)
+    return [RuntimeLayerRow(index=i, kernel=k, causal=c, window=w)
+            for i, k, c, w in sorted(rows, key=lambda r: (r[0], r[1], r[2], r[3] or 0))]
+
+
+def _shown(causal: bool, window: int | None) -> str:
+    kind = "causal" if causal else "bidirectional"
+    return f"{kind}, window {window}" if window is not None else f"{kind}, no window"
+
+
+def differences(audit: Sequence[LayerRow], runtime: Sequence[RuntimeLayerRow]) -> list[str]:
+    """Each draft layer whose kernel calls differ from the audit's table, by name. The
+    prefill/verify kernel (`extend`) must match causality and window; a decode call is
+    causal by definition and must match the window."""
+    found = []
+    expected = {layer.index: layer for layer in audit}
+    called = {row.index for row in runtime}
+    for index in sorted(expected):
+        layer = expected[index]
+        if index not in called:
+            found.append(f"draft layer {index}: the attention kernel recorded no call (the "
+                         f"audit says {_shown(layer.causal, layer.window)})")
+            continue
+        for row in (r for r in runtime if r.index == index):
+            same = (row.window == layer.window and
+                    (row.kernel != "extend" or row.causal == layer.causal))
+            if not same:
+                found.append(f"draft layer {index}: the {row.kernel} kernel received "
+                             f"{_shown(row.causal, row.window)}; the audit says "
+                             f"{_shown(layer.causal, layer.window)}")
+    for index in sorted(called - set(expected)):
+        found.append(f"draft layer {index}: the attention kernel was called for it, but the "
+                     "audit's table has no such layer")
+    return found
+
+
+def check(record_file: Path, audit: Sequence[LayerRow] | None
+          ) -> tuple[list[RuntimeLayerRow], list[str]]:
+    """(the runtime table, its differences from the audit). No audit table to compare
+    with, or a kernel that recorded nothing for the draft, is itself a difference."""
+    runtime = read_runtime(record_file)
+    if not runtime:
+        return runtime, [f"the attention kernel recorded no call of the draft's layers "
+                         f"({record_file})"]
+    if not audit:
+        return runtime, ["no audit table for this build to compare the kernel's calls with"]
+    return runtime, differences(audit, runtime)

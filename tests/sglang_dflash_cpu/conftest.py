@@ -1,0 +1,87 @@
+"""SGLang 0.5.23's own DFLASH worker on CPU (`nox -s sglang_dflash_cpu`).
+
+One engine environment, the one `nox -s sglang_cpu` uses (built by the harness's build
+machinery, cached under HARNESS_CACHE), patched per run by the suite's test patch (and a
+run's --patch) into trees beside it. Each real run happens once per session and is shared
+by the tests that read it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from harness import build as builds
+
+SPEC = "sglang==0.5.23"
+SUITE = "tiny_dflash_sglang_cpu"
+REPO = builds.REPO_ROOT
+HERE = Path(__file__).resolve().parent
+REVERT = HERE / "revert_pr_34524.diff"  # PR #34524's sliding-layer default reverted
+FORCED = HERE / "backend_ignores_encoder_only.diff"  # a fault only the runtime check sees
+TEST_PATCH = REPO / "tests" / "cpu_patches" / "sglang-0.5.23-dflash-cpu.diff"
+STAND_IN = REPO / "tests" / "cpu_stand_ins"
+
+
+@dataclass
+class Run:
+    done: subprocess.CompletedProcess[str]
+    results: Path
+
+    def records(self, series: str = SUITE) -> list[Path]:
+        return sorted((self.results / "runs" / series).glob("*/run.json"))
+
+    @property
+    def output(self) -> str:
+        return self.done.stdout[-4000:] + self.done.stderr[-6000:]
+
+
+def harness_run(suite: str | Path, results: Path, *extra: str) -> Run:
+    """`harness run` as a user types it (its own process, its exit code)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "run", str(suite), "--sglang", SPEC, "--results",
+         str(results), "--no-progress", *extra], cwd=REPO, capture_output=True, text=True,
+        timeout=2400, env={**os.environ, "HARNESS_SGLANG_DEVICE": "cpu"}, check=False)
+    return Run(done, results)
+
+
+@pytest.fixture(scope="session")
+def sglang_cpu() -> builds.PreparedBuild:
+    """The CPU engine environment of SGLang 0.5.23 (shared with tests/sglang_cpu)."""
+    os.environ.setdefault("HARNESS_SGLANG_DEVICE", "cpu")
+    return builds.prepare(builds.parse_build_spec(SPEC))
+
+
+@pytest.fixture(scope="session")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One results folder: the paired gate reuses the shipped build's run from it."""
+    return tmp_path_factory.mktemp("results")
+
+
+@pytest.fixture(scope="session")
+def fixed(sglang_cpu: builds.PreparedBuild, results: Path) -> Run:
+    """The shipped suite on the release as released (plus its test patch): 100 questions."""
+    return harness_run(SUITE, results)
+
+
+@pytest.fixture(scope="session")
+def reverted_paired(fixed: Run, results: Path) -> Run:
+    """The reverted default measured anyway, judged against the release (reused)."""
+    return harness_run(SUITE, results, "--patch", str(REVERT), "--no-enforce-contract",
+                       "--against", SPEC, "--label", "reverted")
+
+
+@pytest.fixture(scope="session")
+def forced(sglang_cpu: builds.PreparedBuild, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """A backend fault the audit cannot see, on a short copy of the suite (8 questions)."""
+    folder = tmp_path_factory.mktemp("forced")
+    text = (REPO / "suites" / f"{SUITE}.toml").read_text()
+    short = folder / "tiny_dflash_sglang_cpu_forced.toml"
+    short.write_text(text.replace("questions = 100", "questions = 8").replace(
+        f'name = "{SUITE}"', 'name = "tiny_dflash_sglang_cpu_forced"'))
+    return harness_run(short, folder / "results", "--patch", str(FORCED), "--no-plot")

@@ -1,0 +1,140 @@
+"""SGLang 0.5.23's own DFLASH worker on CPU under the harness (suites/tiny_dflash_sglang_cpu).
+
+The shipped suite passes, its figure is the server's own and every request's is exact;
+the runtime table (what the attention kernel received per draft layer) equals the audit's;
+PR #34524's default reverted by a user patch is caught by the preflight audit on the
+patched tree's own code and, measured anyway, by the paired gate against the release; a
+backend fault the audit cannot see is caught by the runtime check.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from harness import build as builds
+from harness.analysis.plots import RUN_PNG
+from tests.sglang_dflash_cpu.conftest import (
+    FORCED,
+    REVERT,
+    SPEC,
+    STAND_IN,
+    SUITE,
+    TEST_PATCH,
+    Run,
+    harness_run,
+)
+
+CONTRACT = [(True, 16)] * 4 + [(False, None)]  # suites/tiny_dflash_sglang_cpu.toml
+REVERTED = [(False, 16)] * 4 + [(False, None)]
+
+
+def _record(run: Run, series: str = SUITE, label: str | None = None) -> dict[str, Any]:
+    records = [json.loads(p.read_text()) for p in run.records(series)]
+    records = [r for r in records if label is None or r.get("label") == label]
+    assert records, run.output
+    return records[-1]
+
+
+def test_the_shipped_suite_passes(fixed: Run, sglang_cpu: Any) -> None:
+    assert fixed.done.returncode == 0, fixed.output
+    record = _record(fixed)
+    assert record["verdict"]["status"] == "pass", record["verdict"]
+    measured = record["measurement"]
+    assert measured["n_requests"] == measured["n_planned"] == 100
+    exact = (measured["correct_drafts"] + measured["verify_steps"]) / measured["verify_steps"]
+    assert measured["accept_length_server_avg"] == pytest.approx(exact, abs=1e-12)
+    # SGLang's own /server_info figure for the same window (--decode-log-interval 1)
+    assert measured["server_reported_accept_length"] == pytest.approx(
+        measured["accept_length_server_avg"], abs=1e-9)
+    build, provenance = record["build"], record["provenance"]
+    assert (build["version"], build["spec"], build["patch_sha256"]) == ("0.5.23", SPEC, None)
+    assert build["source_hash"].startswith("sha256:")  # the patched tree that ran
+    assert provenance["test_patches_sha256"] == {str(TEST_PATCH): builds.file_sha256(TEST_PATCH)}
+    assert provenance["stand_ins_sha256"] == {str(STAND_IN): builds.folder_sha256(STAND_IN)}
+    command = record["launch"]["command"]
+    assert command[command.index("--speculative-algorithm") + 1] == "DFLASH"
+    assert command[command.index("--speculative-draft-attention-backend") + 1] == "intel_amx"
+    assert (fixed.records()[-1].parent / RUN_PNG).stat().st_size > 0
+
+
+def test_every_request_is_exact(fixed: Run) -> None:
+    """Each request's figures: SGLang's own per-request accept length (meta_info
+    spec_accept_length) is completion tokens over verify steps; its histogram of accepted
+    drafts per step accounts for every step and every correct draft; the pooled figures
+    are those sums, exactly (harness/metrics/measure.py)."""
+    run_dir = fixed.records()[-1].parent
+    rows = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()]
+    assert len(rows) == 100
+    for row in rows:
+        steps, correct = row["verify_steps"], row["correct_drafts"]
+        assert row["spec_accept_length"] == pytest.approx(row["completion_tokens"] / steps,
+                                                          abs=1e-9), row
+        histogram = row["accept_histogram"]
+        assert sum(histogram) == steps and len(histogram) <= 8, row  # 0..7 drafts accepted
+        assert sum(i * n for i, n in enumerate(histogram)) == correct, row
+        # the last step may be cut by the stop string: never more tokens than steps made
+        assert row["completion_tokens"] - 1 <= correct + steps, row
+    measured = _record(fixed)["measurement"]
+    steps = sum(r["verify_steps"] for r in rows)
+    assert measured["accept_length_per_request"] == sum(
+        r["completion_tokens"] for r in rows) / steps
+    assert measured["accept_length_server_avg"] == sum(
+        r["correct_drafts"] + r["verify_steps"] for r in rows) / steps
+
+
+def test_runtime_attention_equals_the_audit(fixed: Run) -> None:
+    record = _record(fixed)
+    audit = [(layer["causal"], layer["window"]) for layer in record["attention"]]
+    assert audit == CONTRACT
+    runtime = {(r["index"], r["kernel"]): (r["causal"], r["window"])
+               for r in record["attention_runtime"]}
+    assert {index for index, _ in runtime} == set(range(5))
+    assert [runtime[(i, "extend")] for i in range(5)] == CONTRACT
+
+
+def test_the_reverted_default_is_caught_by_the_preflight(sglang_cpu: Any,
+                                                          tmp_path: Any) -> None:
+    """`--patch` on the release: the audit reads the patched tree's own code, before any
+    launch, and names the four sliding layers (the full layer was bidirectional anyway)."""
+    run = harness_run(SUITE, tmp_path / "results", "--patch", str(REVERT))
+    assert run.done.returncode == 1, run.output
+    record = _record(run)
+    assert record["verdict"]["status"] == "fail" and record["launch"] is None
+    reasons = record["verdict"]["reasons"]
+    assert reasons[0] == "draft attention contract differs from the suite's expected_layers:"
+    assert reasons[1:] == [f"layer {i}: expected causal, got bidirectional" for i in range(4)]
+    assert not (run.records()[-1].parent / "server.log").exists()  # nothing was launched
+    assert "layer 0: expected causal, got bidirectional" in run.done.stdout + run.done.stderr
+
+
+def test_the_reverted_default_is_caught_by_the_paired_gate(reverted_paired: Run) -> None:
+    assert reverted_paired.done.returncode == 1, reverted_paired.output
+    assert "reusing run" in reverted_paired.done.stdout + reverted_paired.done.stderr
+    record = _record(reverted_paired, label="reverted")
+    assert record["verdict"]["status"] == "fail"
+    assert record["build"]["patch_sha256"] == builds.file_sha256(REVERT)
+    assert [(layer["causal"], layer["window"]) for layer in record["attention"]] == REVERTED
+    # the kernel received what the reverted code decided: runtime and audit agree
+    runtime = {r["index"]: (r["causal"], r["window"]) for r in record["attention_runtime"]
+               if r["kernel"] == "extend"}
+    assert [runtime[i] for i in range(5)] == REVERTED
+    paired = record["paired"]
+    assert (paired["status"], paired["floors_status"]) == ("fail", "pass"), paired
+    assert paired["result"]["decision"] == "worse", paired  # beyond the 2% tolerated
+    assert paired["against"]["reused"] and paired["against"]["spec"] == SPEC
+    assert any("contract differs (not enforced)" in r for r in record["verdict"]["reasons"])
+
+
+def test_a_fault_only_the_runtime_check_sees(forced: Run) -> None:
+    assert forced.done.returncode == 3, forced.output
+    record = _record(forced, "tiny_dflash_sglang_cpu_forced")
+    assert record["verdict"]["status"] == "error"
+    reasons = "\n".join(record["verdict"]["reasons"])
+    assert "runtime attention differs from the audit" in reasons
+    assert ("draft layer 4: the extend kernel received causal, no window; the audit says "
+            "bidirectional, no window") in reasons
+    assert "draft layer 0" not in reasons  # the sliding layers were causal anyway
+    assert record["build"]["patch_sha256"] == builds.file_sha256(FORCED)
