@@ -316,26 +316,26 @@ def contract_differences(suite: Suite, attention: Sequence[LayerRow] | None) -> 
     return check_contract([layer.model_dump() for layer in expected], actual)
 
 
-def stand_in_folders(suite: Suite) -> list[Path]:
-    """The suite's stand-in folders, absolute (relative ones from the repository root)."""
-    folders = [Path(f) if Path(f).is_absolute() else builds.REPO_ROOT / f
-               for f in getattr(suite.engine, "stand_ins", [])]
-    missing = [str(f) for f in folders if not f.is_dir()]
+def _suite_paths(suite: Suite, key: str, what: str, exists: Any) -> list[Path]:
+    """`engine.<key>` of the suite, absolute (relative ones from the repository root);
+    one that `exists` refuses is exit 2 naming it."""
+    paths = [Path(f) if Path(f).is_absolute() else builds.REPO_ROOT / f
+             for f in getattr(suite.engine, key, [])]
+    missing = [str(f) for f in paths if not exists(f)]
     if missing:
-        raise BadInput(f"suite {suite.name}: engine.stand_ins: no such folder "
+        raise BadInput(f"suite {suite.name}: engine.{key}: no such {what} "
                        f"{', '.join(missing)}")
-    return folders
+    return paths
+
+
+def stand_in_folders(suite: Suite) -> list[Path]:
+    """The suite's stand-in folders (test-only), absolute."""
+    return _suite_paths(suite, "stand_ins", "folder", Path.is_dir)
 
 
 def test_patch_files(suite: Suite) -> list[Path]:
-    """The suite's test-only patches, absolute (relative ones from the repository root)."""
-    files = [Path(f) if Path(f).is_absolute() else builds.REPO_ROOT / f
-             for f in getattr(suite.engine, "test_patches", [])]
-    missing = [str(f) for f in files if not f.is_file()]
-    if missing:
-        raise BadInput(f"suite {suite.name}: engine.test_patches: no such file "
-                       f"{', '.join(missing)}")
-    return files
+    """The suite's test-only patches, absolute."""
+    return _suite_paths(suite, "test_patches", "file", Path.is_file)
 
 
 def server_env(suite: Suite, fit: Fit | None,
