@@ -189,3 +189,21 @@ def test_sequential_decision_judges_accept_length() -> None:
     verdict = judge(settled, floors, sequential="pass")
     assert verdict.status == "pass"
     assert "after 40 of 200 requests" in verdict.reasons[0]
+
+
+@pytest.mark.parametrize(("accept", "contract"), [(5.6, []), (5.0, []), (5.6, ["layer 0"])])
+def test_runtime_attention_difference_is_an_error_over_every_other_finding(
+        accept: float, contract: list[str]) -> None:
+    """The kernel received other attention than the audit says for this build: whatever the
+    floors and the contract say, the measurement is not of the build audited (exit 3), and
+    the floors' own reasons are kept beside the difference."""
+    from harness.run.judge import Evidence, decide
+
+    floors = Floors(accept_length=5.4, accuracy=0.75)
+    clean = decide(Evidence(_m(accept), floors, contract=contract, contract_enforced=False))
+    judged = decide(Evidence(_m(accept), floors, contract=contract, contract_enforced=False,
+                             runtime_attention=["draft layer 4: causal vs bidirectional"]))
+    assert judged.verdict.status == "error"
+    assert judged.exit_code == EXIT_CODES["error"]
+    assert judged.verdict.reasons[1] == "draft layer 4: causal vs bidirectional"
+    assert judged.verdict.reasons[2:] == clean.verdict.reasons
