@@ -126,7 +126,8 @@ def test_cli_ab_runs_both_builds_and_compares(
         run_dir = make_run(options.results_dir, value, n=60, seed=len(calls),
                            suite=loaded.suite.name, floor=5.4, label=options.label)  # fmt: skip
         record = plots.read_run(run_dir)
-        return SimpleNamespace(run_dir=run_dir, exit_code=0, record=record)
+        return SimpleNamespace(status=record.verdict.status, run_dir=run_dir, exit_code=0,
+                               record=record)
 
     monkeypatch.setattr(harness.run.runner, "run_suite", fake_run_suite)
     code = main(["ab", "gemma4_dflash_31b", "--a", "sglang==0.5.17", "--b", "sglang==0.5.23",
@@ -144,8 +145,8 @@ def test_cli_ab_without_a_record_is_an_engine_error(
     import harness.run.runner
 
     monkeypatch.setattr(harness.run.runner, "run_suite",
-                        lambda loaded, options: SimpleNamespace(run_dir=None, exit_code=3,
-                                                                record=None))  # fmt: skip
+                        lambda loaded, options: SimpleNamespace(
+                            status="error", run_dir=None, exit_code=3, record=None))
     assert main(["ab", "gemma4_dflash_31b", "--a", "sglang==0.5.17", "--b", "sglang==0.5.23",
                  "--results", str(results)]) == 3  # fmt: skip
 
@@ -171,7 +172,8 @@ def test_cli_ab_with_a_crashed_or_partial_side_is_exit_3(
             reasons = ["server died: exit -9"] if how == "error" else ["partial run"]
             record = record.model_copy(update={"measurement": measurement, "verdict": Verdict(
                 status="error", reasons=reasons)})
-        return SimpleNamespace(run_dir=run_dir, exit_code=0, record=record)
+        return SimpleNamespace(status=record.verdict.status, run_dir=run_dir, exit_code=0,
+                               record=record)
 
     monkeypatch.setattr(harness.run.runner, "run_suite", fake_run_suite)
     code = main(["ab", "gemma4_dflash_31b", "--a", "sglang==0.5.17", "--b", "sglang==0.5.23",
