@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Any
 
 import httpx
 import psutil
@@ -107,9 +107,12 @@ def signals_deferred() -> Iterator[None]:
         yield
         return
     held: list[int] = []
-    previous = {signum: signal.signal(signum, lambda number, _frame: held.append(number))
-                for signum in (signal.SIGINT, signal.SIGTERM)}
+    previous: dict[int, Any] = {}
     try:
+        # one by one inside the try: a signal landing between the two swaps still has the
+        # first handler restored (else a later Ctrl-C would be held for ever)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, lambda number, _frame: held.append(number))
         yield
     finally:
         for signum, handler in previous.items():

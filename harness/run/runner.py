@@ -365,12 +365,9 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
     prompts = workload_plan.prompts
     _say(f"{suite.name}: {len(prompts)} prompts ({run.planned} requests), "
          f"concurrency {suite.workload.concurrency}")
-    with RowLog(run.run_dir) as log:
-        def keep(row: RequestRow) -> None:
-            log.append(row)
-            run.rows.append(row)
-
-        result, info = asyncio.run(_drive(run, engine, server, workload_plan, keep))
+    # run.rows and requests.jsonl: one list and its log, the same rows whenever a signal lands
+    with RowLog(run.run_dir, run.rows) as log:
+        result, info = asyncio.run(_drive(run, engine, server, workload_plan, log.append))
         run.stage = "recording"
         attention = engine.adapter.attention_from_server(info)
         if run.attention is None and attention:
