@@ -385,7 +385,15 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
         run.measurement.sequential = {
             "looks": result.looks, "settled": result.settled_as,
             "order": f"stratified by category, seeded {suite.workload.seed} "
-                     "(one category: the data's order)", **settings}
+                     "(one category: the data's order)",
+            # continuous dispatch (harness.run.drive.Driver.measure): questions in flight
+            # when the rule settled were cancelled; every finished row is kept
+            "dispatch": "continuous", "cancelled": result.cancelled, **settings}
+        if suite.workload.concurrency >= len(prompts):
+            run.notes.append(
+                f"note: --sequential saves no wall time here: concurrency "
+                f"{suite.workload.concurrency} sends all {len(prompts)} questions at once, so "
+                "a stop only cancels requests already running")
         if custom is None:
             run.measurement.sequential["floors"] = dict(rule_decisions(run))
     verdict = judge(run.measurement, suite.floors,
@@ -423,8 +431,8 @@ def _rule_settings(suite: Suite, max_n: int) -> dict[str, Any]:
     floors, rule = suite.floors, _stop_rule(suite, max_n)
     return {"alpha": floors.alpha, "beta": floors.beta, "floor": floors.accept_length,
             "metric": floors.metric, "wave": rule.rule.wave,
-            # requests in flight: the suite's concurrency, at most one wave
-            "in_flight": min(rule.rule.wave, suite.workload.concurrency),
+            # requests in flight: the suite's concurrency (continuous dispatch)
+            "in_flight": suite.workload.concurrency,
             "settles": rule.tested_floors()}
 
 
