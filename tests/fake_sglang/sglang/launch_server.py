@@ -20,7 +20,8 @@ verified once more, as SGLang does. Without the wheel the server refuses to star
 Failure modes for lifecycle tests (env `FAKE_SGLANG_MODE`): `ok`, `hang` (never
 ready), `crash_start` (exits during start-up with an error in the log),
 `crash_mid` (dies after `FAKE_SGLANG_CRASH_AFTER` requests, leaving its
-children), `no_meta` (a build whose /generate carries no spec figures).
+children), `hang_mid` (after as many requests, answers none: a deadlock, every process
+running), `no_meta` (a build whose /generate carries no spec figures).
 """
 
 from __future__ import annotations
@@ -271,6 +272,8 @@ def make_handler(engine: Engine, ready: threading.Event) -> type[BaseHTTPRequest
                     sys.stderr.write("fake-sglang: scheduler died: simulated crash\n")
                     sys.stderr.flush()
                     os._exit(1)  # children stay behind, as after a real scheduler crash
+                if MODE == "hang_mid" and served > CRASH_AFTER:
+                    time.sleep(3600)  # a deadlocked scheduler: alive, never answering
                 time.sleep(GENERATE_DELAY_S)
                 rid = str(body.get("rid") or f"req-{served}")
                 if route == "/generate":
