@@ -35,6 +35,11 @@ FLUSH_ATTEMPTS = 20
 FLUSH_RETRY_S = 0.5
 WATCH_INTERVAL_S = 0.2
 DEATH_GRACE_S = 1.0  # after a failed request, how long to wait for the process to be seen dead
+# Once the server is seen dead or stopped, answers it sent in full before may still wait in
+# the socket (a loaded host reads them late): they are read while they keep coming (one at
+# least every DRAIN_QUIET_S), for DRAIN_MAX_S at most, so every finished request is kept.
+DRAIN_QUIET_S = 0.5
+DRAIN_MAX_S = 3.0
 TURN_SEED_STRIDE = 1_000_000  # a later turn's sampling seed: base + question + stride * turn
 # The no-progress limit once requests have finished: PROGRESS_MULTIPLE x the slowest one
 # (its latency includes its wait in the server's queue), at least PROGRESS_FLOOR_S (a
@@ -332,6 +337,7 @@ class Driver:
                 if done:
                     return task.result()
                 if (death := self.endpoint.liveness()) is not None:
+                    await _drain(task, progress)
                     raise EngineError(death)
                 limit = progress_limit(cap, progress.slowest) if progress else cap
                 if progress is not None and time.monotonic() - progress.last > limit:
@@ -431,6 +437,22 @@ class Driver:
                     state.cancelled.append(index)
             await asyncio.gather(*running, return_exceptions=True)
             state.cancelled.sort()
+
+
+async def _drain(task: asyncio.Future[Any], progress: Progress | None) -> None:
+    """Let `task` read what the server already sent (see DRAIN_QUIET_S)."""
+    if progress is None:
+        return
+    deadline = time.monotonic() + DRAIN_MAX_S
+    while time.monotonic() < deadline:
+        seen = progress.last
+        done, _ = await asyncio.wait({task}, timeout=DRAIN_QUIET_S)
+        if done:  # its own error, if any, is the server's death: retrieved, not raised
+            with contextlib.suppress(asyncio.CancelledError):
+                task.exception()
+            return
+        if progress.last == seen:
+            return
 
 
 @dataclass
