@@ -84,9 +84,18 @@ def _fetch_sglang_wheels(session: nox.Session, versions: list[str] = AUDITED_SGL
         session.warn("could not download SGLang wheels; the audit's source tests will skip")
 
 
-@nox.session(python=PYTHON)
-def tests(session: nox.Session) -> None:
-    """The test suite, the reference engine end to end included."""
+# Tests outside `nox -s tests` and `nox -s e2e`: SGLang's own argument parser needs torch
+# and sglang installed (`nox -s sglang_args`); vLLM's own code and the cross-engine parity
+# need vLLM's environment (`nox -s vllm_cpu`); the real SGLang server on CPU has its own
+# session (`nox -s sglang_cpu`).
+OWN_SESSIONS = ["--ignore", "tests/sglang_oracle/test_server_args.py",
+                "--ignore", "tests/sglang_oracle/test_secret_flags.py",
+                "--ignore", "tests/vllm_oracle",
+                "--ignore", "tests/sglang_cpu"]
+
+
+def _pytest(session: nox.Session, marks: str) -> None:
+    """pytest on two workers over the tests selected by `marks` (posargs replace all)."""
     session.install("-e", ".[test,notebooks,reference]")
     _fetch_sglang_wheels(session)
     # One decoding process per reference engine: two xdist workers already fill two cores
@@ -96,16 +105,21 @@ def tests(session: nox.Session) -> None:
            "HARNESS_STRICT_SKIPS": "1"}
     if "HARNESS_CACHE" in os.environ:
         env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
-    # SGLang's own argument parser needs torch and sglang installed: `nox -s sglang_args`
-    # runs those tests in an environment that has them.
-    # vLLM's own code and the cross-engine parity need vLLM's environment: `nox -s vllm_cpu`.
-    # The real SGLang server on CPU has its own session too (`nox -s sglang_cpu`).
-    args = session.posargs or ["-n", "2", "--durations=15",
-                               "--ignore", "tests/sglang_oracle/test_server_args.py",
-                               "--ignore", "tests/sglang_oracle/test_secret_flags.py",
-                               "--ignore", "tests/vllm_oracle",
-                               "--ignore", "tests/sglang_cpu"]
+    args = session.posargs or ["-n", "2", "--durations=15", "-m", marks, *OWN_SESSIONS]
     session.run("pytest", *args, env=env)
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """The test suite but its end-to-end runs (`nox -s e2e`): the loop while working."""
+    _pytest(session, "not e2e")
+
+
+@nox.session(python=PYTHON)
+def e2e(session: nox.Session) -> None:
+    """The end-to-end cases (pytest marker e2e): whole harness runs on the reference engine,
+    bisect, the paired gate, calibration, a fresh clone; minutes each. CI runs both."""
+    _pytest(session, "e2e")
 
 
 @nox.session(python=PYTHON)

@@ -82,6 +82,7 @@ class Progress:
 
     last: float = field(default_factory=time.monotonic)
     slowest: float | None = None
+    halted: bool = False  # the server is seen dead or stopped: send nothing more
 
     def finished(self, latency: float) -> None:
         self.last = time.monotonic()
@@ -392,7 +393,8 @@ class Driver:
                     return None
                 return stop_rule.decide_rows([rows[i] for i in range(first_row[at])])
 
-            await self._watched(self._dispatch(n, one, looks, look, state), progress)
+            await self._watched(self._dispatch(n, one, looks, look, state, progress),
+                                progress)
         settled = state.settled
         if stop_rule is not None and settled is None:
             settled = stop_rule.decide_rows([rows[i] for i in sorted(rows)])
@@ -406,16 +408,18 @@ class Driver:
                                           - finished_questions))
 
     async def _dispatch(self, n: int, one: Callable[[int], Any], looks: Sequence[int],
-                        look: Callable[[int], str | None], state: _Dispatch) -> None:
+                        look: Callable[[int], str | None], state: _Dispatch,
+                        progress: Progress) -> None:
         """Prompts 0..n-1 with `concurrency` in flight; `look(at)` once prompts 0..at-1
-        have all finished; a settled look ends the dispatch, cancelling what runs."""
+        have all finished; a settled look ends the dispatch, cancelling what runs. Once
+        the watchdog halts it (a dead server), what runs finishes and nothing is sent."""
         concurrency = self.workload.concurrency
         running: dict[asyncio.Future[Any], int] = {}
         done: set[int] = set()
         prefix, pending = 0, list(looks)
         try:
             while True:
-                while state.sent < n and len(running) < concurrency:
+                while state.sent < n and len(running) < concurrency and not progress.halted:
                     running[asyncio.ensure_future(one(state.sent))] = state.sent
                     state.sent += 1
                 if not running:
@@ -443,6 +447,7 @@ async def _drain(task: asyncio.Future[Any], progress: Progress | None) -> None:
     """Let `task` read what the server already sent (see DRAIN_QUIET_S)."""
     if progress is None:
         return
+    progress.halted = True  # what is in flight finishes or fails; nothing new is sent
     deadline = time.monotonic() + DRAIN_MAX_S
     while time.monotonic() < deadline:
         seen = progress.last

@@ -171,7 +171,7 @@ SHUTDOWN_NOTE = ("[harness] stopping the server: SIGTERM to its process group. "
 # a dead child its parent has not reaped (a zombie) is a crash SGLang's own watchdog
 # reports only seconds later. Both end the run at once, naming the process.
 TREE_REFRESH_S = 1.0  # how often the list of descendants is re-read (/proc walk)
-ZOMBIE_GRACE_S = 1.0  # a child seen dead this long unreaped (a parent reaps at once)
+ZOMBIE_GRACE_S = 0.5  # a child seen dead this long unreaped (a parent reaps at once)
 
 
 @dataclass
@@ -184,8 +184,8 @@ class _Member:
 
 class TreeWatch:
     """The descendants of a server's main process: `problem()` names one stopped (any
-    time) or dead and unreaped (one that was alive when the server became ready; a helper
-    that ran during startup may legitimately stay unreaped), else None."""
+    time), or one that was alive when the server became ready and has died since (reaped
+    or not: a helper that ran only during startup may legitimately end), else None."""
 
     def __init__(self, root: int) -> None:
         self.root = root
@@ -220,8 +220,10 @@ class TreeWatch:
         for pid, member in list(self.members.items()):
             try:
                 status = member.process.status()
-            except psutil.Error:  # reaped: gone, its parent knew
+            except psutil.Error:  # gone, reaped by its parent
                 del self.members[pid]
+                if member.watched_for_death:
+                    return f"server process {member.label} exited (its parent still runs)"
                 continue
             if status == psutil.STATUS_STOPPED:
                 return (f"server process {member.label} is stopped (SIGSTOP or SIGTSTP): the "

@@ -26,8 +26,11 @@ PARENT = """
 import subprocess, sys, time
 children = [subprocess.Popen([sys.executable, "-c",
             "import time; time.sleep(600)" if kind == "sleep" else "pass"])
-            for kind in sys.argv[1:]]
+            for kind in sys.argv[1:] if kind != "--reap"]
 print(" ".join(str(c.pid) for c in children), flush=True)
+if "--reap" in sys.argv:  # a parent that reaps its dead children at once
+    for child in children:
+        child.wait()
 time.sleep(600)
 """
 
@@ -91,6 +94,17 @@ def test_a_child_that_dies_unreaped_after_readiness_is_named(
     assert launch.ZOMBIE_GRACE_S <= time.monotonic() - started < 5.0
 
 
+@pytest.mark.parametrize("tree", [("sleep", "--reap")], indirect=True)
+def test_a_child_that_dies_and_is_reaped_after_readiness_is_named(
+        tree: tuple[int, list[int]]) -> None:
+    root, (child,) = tree
+    watch = launch.TreeWatch(root)
+    watch.mark_ready()
+    os.kill(child, signal.SIGKILL)
+    problem = _wait_for(watch, 5.0)
+    assert problem is not None and f"pid {child}" in problem and "exited" in problem
+
+
 @pytest.mark.parametrize("tree", [("exit", "sleep")], indirect=True)
 def test_a_helper_left_unreaped_from_startup_is_not_an_error(
         tree: tuple[int, list[int]]) -> None:
@@ -142,6 +156,7 @@ def test_a_deadlocked_server_ends_the_run_at_the_adaptive_limit(tmp_path: Path) 
 
 
 @pytest.mark.slow
+@pytest.mark.e2e  # nox -s e2e
 def test_a_stopped_worker_of_the_reference_server_ends_the_run_in_seconds(
         tmp_path: Path) -> None:
     """The reference engine's decoding worker (a spawned child of its server) SIGSTOPped
