@@ -29,30 +29,14 @@ import httpx
 from harness.engines.interface import EngineAdapter, ParsedResponse
 from harness.errors import EngineError, error_text
 from harness.results.record import RequestRow
+from harness.run.dispatch import Dispatch, Progress, dispatch, drain, progress_limit
 from harness.workloads import Prompt, grade
 
 FLUSH_ATTEMPTS = 20
 FLUSH_RETRY_S = 0.5
 WATCH_INTERVAL_S = 0.2
 DEATH_GRACE_S = 1.0  # after a failed request, how long to wait for the process to be seen dead
-# Once the server is seen dead or stopped, answers it sent in full before may still wait in
-# the socket (a loaded host reads them late): they are read while they keep coming (one at
-# least every DRAIN_QUIET_S), for DRAIN_MAX_S at most, so every finished request is kept.
-DRAIN_QUIET_S = 0.5
-DRAIN_MAX_S = 3.0
 TURN_SEED_STRIDE = 1_000_000  # a later turn's sampling seed: base + question + stride * turn
-# The no-progress limit once requests have finished: PROGRESS_MULTIPLE x the slowest one
-# (its latency includes its wait in the server's queue), at least PROGRESS_FLOOR_S (a
-# loaded host's stalls), at most the suite's progress_timeout_s.
-PROGRESS_MULTIPLE = 4.0
-PROGRESS_FLOOR_S = 10.0
-
-
-def progress_limit(cap_s: float, slowest_s: float | None) -> float:
-    """Seconds without a finished request after which the server counts as hung."""
-    if slowest_s is None:
-        return cap_s
-    return min(cap_s, max(PROGRESS_FLOOR_S, PROGRESS_MULTIPLE * slowest_s))
 
 
 class StopRule(Protocol):
@@ -74,25 +58,6 @@ class DriveResult:
     # questions (data rows) in flight when the rule settled: cancelled, never finished
     cancelled: list[int] = field(default_factory=list)
     unfinished: int = 0  # planned questions with no finished row
-
-
-@dataclass
-class Progress:
-    """When the last request finished, and the slowest latency so far (the watchdog's)."""
-
-    last: float = field(default_factory=time.monotonic)
-    slowest: float | None = None
-    halted: bool = False  # the server is seen dead or stopped: send nothing more
-
-    def finished(self, latency: float) -> None:
-        self.last = time.monotonic()
-        self.slowest = max(self.slowest or 0.0, latency)
-
-    def why(self, cap: float) -> str:
-        if self.slowest is None:
-            return f"none has yet; workload.progress_timeout_s {cap:g} s"
-        return (f"{PROGRESS_MULTIPLE:g} x the slowest so far, {self.slowest:.3g} s, at least "
-                f"{PROGRESS_FLOOR_S:g} s, at most workload.progress_timeout_s {cap:g} s")
 
 
 @dataclass
@@ -338,7 +303,7 @@ class Driver:
                 if done:
                     return task.result()
                 if (death := self.endpoint.liveness()) is not None:
-                    await _drain(task, progress)
+                    await drain(task, progress)
                     raise EngineError(death)
                 limit = progress_limit(cap, progress.slowest) if progress else cap
                 if progress is not None and time.monotonic() - progress.last > limit:
@@ -370,7 +335,7 @@ class Driver:
             first_row.append(first_row[-1] + len(prompt.turns))
         progress = Progress()
         started = time.perf_counter()
-        state = _Dispatch()
+        state = Dispatch()
 
         async with self.client() as client:
 
@@ -388,13 +353,12 @@ class Driver:
                 await self.conversation(client, prompt, f"q{prompt.question_index}", finished)
 
             def look(at: int) -> str | None:
-                state.taken.append(at)
                 if stop_rule is None or at >= n:
                     return None
                 return stop_rule.decide_rows([rows[i] for i in range(first_row[at])])
 
-            await self._watched(self._dispatch(n, one, looks, look, state, progress),
-                                progress)
+            await self._watched(dispatch(n, self.workload.concurrency, one, looks, look, state,
+                                         progress), progress)
         settled = state.settled
         if stop_rule is not None and settled is None:
             settled = stop_rule.decide_rows([rows[i] for i in sorted(rows)])
@@ -406,65 +370,3 @@ class Driver:
                            cancelled=[prompts[i].question_index for i in state.cancelled],
                            unfinished=len({prompts[i].question_index for i in range(n)}
                                           - finished_questions))
-
-    async def _dispatch(self, n: int, one: Callable[[int], Any], looks: Sequence[int],
-                        look: Callable[[int], str | None], state: _Dispatch,
-                        progress: Progress) -> None:
-        """Prompts 0..n-1 with `concurrency` in flight; `look(at)` once prompts 0..at-1
-        have all finished; a settled look ends the dispatch, cancelling what runs. Once
-        the watchdog halts it (a dead server), what runs finishes and nothing is sent."""
-        concurrency = self.workload.concurrency
-        running: dict[asyncio.Future[Any], int] = {}
-        done: set[int] = set()
-        prefix, pending = 0, list(looks)
-        try:
-            while True:
-                while state.sent < n and len(running) < concurrency and not progress.halted:
-                    running[asyncio.ensure_future(one(state.sent))] = state.sent
-                    state.sent += 1
-                if not running:
-                    return
-                finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                for task in finished:
-                    done.add(running.pop(task))
-                    task.result()  # a failed request ends the run (finally: the rest cancelled)
-                while prefix in done:
-                    prefix += 1
-                while pending and pending[0] <= prefix:
-                    state.settled = look(pending.pop(0))
-                    if state.settled is not None:
-                        return
-        finally:
-            for task, index in running.items():
-                if not task.done():
-                    task.cancel()
-                    state.cancelled.append(index)
-            await asyncio.gather(*running, return_exceptions=True)
-            state.cancelled.sort()
-
-
-async def _drain(task: asyncio.Future[Any], progress: Progress | None) -> None:
-    """Let `task` read what the server already sent (see DRAIN_QUIET_S)."""
-    if progress is None:
-        return
-    progress.halted = True  # what is in flight finishes or fails; nothing new is sent
-    deadline = time.monotonic() + DRAIN_MAX_S
-    while time.monotonic() < deadline:
-        seen = progress.last
-        done, _ = await asyncio.wait({task}, timeout=DRAIN_QUIET_S)
-        if done:  # its own error, if any, is the server's death: retrieved, not raised
-            with contextlib.suppress(asyncio.CancelledError):
-                task.exception()
-            return
-        if progress.last == seen:
-            return
-
-
-@dataclass
-class _Dispatch:
-    """What a dispatch did: prompts sent, looks taken, the settle, prompts cancelled."""
-
-    sent: int = 0
-    taken: list[int] = field(default_factory=list)
-    settled: str | None = None
-    cancelled: list[int] = field(default_factory=list)  # prompt positions, in flight at the end

@@ -389,11 +389,8 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
             # continuous dispatch (harness.run.drive.Driver.measure): questions in flight
             # when the rule settled were cancelled; every finished row is kept
             "dispatch": "continuous", "cancelled": result.cancelled, **settings}
-        if suite.workload.concurrency >= len(prompts):
-            run.notes.append(
-                f"note: --sequential saves no wall time here: concurrency "
-                f"{suite.workload.concurrency} sends all {len(prompts)} questions at once, so "
-                "a stop only cancels requests already running")
+        if (note := _sequential_saving_note(suite.workload.concurrency, len(prompts))):
+            run.notes.append(note)
         if custom is None:
             run.measurement.sequential["floors"] = dict(rule_decisions(run))
     verdict = judge(run.measurement, suite.floors,
@@ -402,6 +399,22 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
     if options.pairing is not None and verdict.status != "error":
         verdict, run.paired = options.pairing.judge(suite, result.rows, verdict)
     return verdict
+
+
+def _sequential_saving_note(concurrency: int, questions: int) -> str | None:
+    """Where --sequential cannot save wall time, the run says so: a look waits for every
+    question before it, so the first `concurrency` questions run whatever the rule decides
+    and a stop saves only what the fixed protocol runs after them."""
+    if concurrency >= questions:
+        return (f"note: --sequential saves no wall time here: concurrency {concurrency} sends "
+                f"all {questions} questions at once, so a stop only cancels requests already "
+                "running (it saves tokens)")
+    if 2 * concurrency > questions:
+        return (f"note: --sequential saves little wall time here: at concurrency "
+                f"{concurrency} the {questions} questions take under two rounds, and the "
+                "first look waits for the first round's slowest request; it saves tokens "
+                "(benchmarks/bench_sequential.py)")
+    return None
 
 
 def rule_decisions(run: Any) -> dict[str, str | None]:

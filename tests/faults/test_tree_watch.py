@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from harness.run import launch
-from harness.run.drive import PROGRESS_FLOOR_S, PROGRESS_MULTIPLE, progress_limit
+from harness.run.dispatch import PROGRESS_FLOOR_S, PROGRESS_MULTIPLE, progress_limit
 
 # A parent that starts one child per argument ("sleep": sleeps; "exit": exits at once) and
 # never reaps them, like a server whose scheduler died.
