@@ -11,8 +11,8 @@ from harness.run.dispatch import Dispatch, Progress, dispatch
 from harness.run.runner import _sequential_saving_note
 
 # each question's latency in ticks: question 0 is slow, so the first look waits for it
-LATENCY = [9, 1, 1, 2, 1, 3, 1, 1, 2, 1, 1, 1]
-TICK = 0.01
+LATENCY = [9, 2, 2, 3, 2, 4, 3, 3, 4, 3, 3, 3]
+TICK = 0.02
 
 
 def _run(concurrency: int, looks: list[int], settle_at: int | None
