@@ -33,6 +33,26 @@ SUITE_SESSIONS = {
     "muse_glimmer_gsm8k": "muse_glimmer_dflash_gsm8k",
 }
 REFERENCE_SUITES = {"tiny_dflash", "tiny_spec_bench"}
+# uv when nox has it (`pip install "nox[uv]"`, as .ci/run does), else virtualenv and pip:
+# the reference extra (torch, transformers) installs in seconds from uv's cache where pip
+# takes most of a minute, which is most of the README's first command.
+FAST_BACKEND = "uv|virtualenv"
+
+
+def _uv_reads_pips_wheels() -> None:
+    """uv reads neither pip's configuration nor PIP_* variables: hand it pip's find-links,
+    where a machine keeps its CPU torch wheel (without it `torch==2.13.0` resolves to the
+    multi-GB CUDA build). UV_FIND_LINKS, if set, stands."""
+    if "UV_FIND_LINKS" in os.environ:
+        return
+    links = os.environ.get("PIP_FIND_LINKS")
+    if not links:
+        done = subprocess.run([sys.executable, "-m", "pip", "config", "get",
+                               "global.find-links"], capture_output=True, text=True,
+                              check=False)
+        links = done.stdout.strip() if done.returncode == 0 else ""
+    if links:
+        os.environ["UV_FIND_LINKS"] = ",".join(links.split())
 
 
 def _harness(session: nox.Session, *args: str) -> int:
@@ -43,6 +63,7 @@ def _harness(session: nox.Session, *args: str) -> int:
 
 
 def _run_suite(session: nox.Session, suite: str, reference: bool) -> None:
+    _uv_reads_pips_wheels()
     session.install("-e", ".[reference]" if reference else ".")
     code = _harness(session, "run", suite, *session.posargs)
     if code == SKIPPED:
@@ -58,7 +79,7 @@ def _make_suite_session(name: str, suite: str) -> None:
 
     session_fn.__doc__ = f"harness run {suite} (posargs go to harness run)"
     session_fn.__name__ = name
-    nox.session(python=PYTHON, name=name)(session_fn)
+    nox.session(python=PYTHON, name=name, venv_backend=FAST_BACKEND)(session_fn)
 
 
 for _name, _suite in SUITE_SESSIONS.items():
@@ -96,7 +117,9 @@ OWN_SESSIONS = ["--ignore", "tests/sglang_oracle/test_server_args.py",
 
 def _pytest(session: nox.Session, marks: str) -> None:
     """pytest on two workers over the tests selected by `marks` (posargs replace all)."""
-    session.install("-e", ".[test,notebooks,reference]")
+    _uv_reads_pips_wheels()
+    # pip too: the SGLang wheels are fetched with it, and the build tests install with it
+    session.install("-e", ".[test,notebooks,reference]", "pip")
     _fetch_sglang_wheels(session)
     # One decoding process per reference engine: two xdist workers already fill two cores
     # (figures do not depend on it).
@@ -109,13 +132,13 @@ def _pytest(session: nox.Session, marks: str) -> None:
     session.run("pytest", *args, env=env)
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def tests(session: nox.Session) -> None:
     """The test suite but its end-to-end runs (`nox -s e2e`): the loop while working."""
     _pytest(session, "not e2e")
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def e2e(session: nox.Session) -> None:
     """The end-to-end cases (pytest marker e2e): whole harness runs on the reference engine,
     bisect, the paired gate, calibration, a fresh clone; minutes each. CI runs both."""
