@@ -145,7 +145,7 @@ def e2e(session: nox.Session) -> None:
     _pytest(session, "e2e")
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def lint(session: nox.Session) -> None:
     """ruff, suite validation and GitHub workflow schemas."""
     session.install("-e", ".[test]")
