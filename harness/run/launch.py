@@ -184,8 +184,10 @@ class _Member:
 
 class TreeWatch:
     """The descendants of a server's main process: `problem()` names one stopped (any
-    time), or one that was alive when the server became ready and has died since (reaped
-    or not: a helper that ran only during startup may legitimately end), else None."""
+    time), or one alive when the server became ready that is now dead and left unreaped
+    (a zombie: its parent, still running, has not noticed), else None. A helper that ran
+    during startup may legitimately stay unreaped; a process reaped by its parent is the
+    parent's to report (a subprocess the server ran and waited for ends that way)."""
 
     def __init__(self, root: int) -> None:
         self.root = root
@@ -213,6 +215,7 @@ class TreeWatch:
         for member in self.members.values():
             with contextlib.suppress(psutil.Error):
                 member.watched_for_death = member.process.status() != psutil.STATUS_ZOMBIE
+                member.label = _label(member.process)  # its title by now (sglang::scheduler)
 
     def problem(self) -> str | None:
         now = time.monotonic()
@@ -220,12 +223,11 @@ class TreeWatch:
         for pid, member in list(self.members.items()):
             try:
                 status = member.process.status()
-            except psutil.Error:  # gone, reaped by its parent
+            except psutil.Error:  # gone, reaped by its parent: the parent's to report
                 del self.members[pid]
-                if member.watched_for_death:
-                    return f"server process {member.label} exited (its parent still runs)"
                 continue
             if status == psutil.STATUS_STOPPED:
+                member.label = _label(member.process)  # a title set since it was first seen
                 return (f"server process {member.label} is stopped (SIGSTOP or SIGTSTP): the "
                         "server cannot answer while it is")
             if status == psutil.STATUS_ZOMBIE and member.watched_for_death:
