@@ -48,7 +48,7 @@ ACCEPT = float(os.environ.get("FAKE_SGLANG_ACCEPT", "5.6"))
 CRASH_AFTER = int(os.environ.get("FAKE_SGLANG_CRASH_AFTER", "3"))
 PIDFILE = os.environ.get("FAKE_SGLANG_PIDFILE")
 READY_FILE = os.environ.get("FAKE_SGLANG_READY_FILE")  # when it became ready (benchmarks)
-# Fault-injection tests: one line per request whose response was sent in full.
+# Fault-injection tests: "got RID" as a request arrives, "sent RID" once its response is sent.
 EVENTS_FILE = os.environ.get("FAKE_SGLANG_EVENTS")
 BACKLOG = 1024  # the accept queue: SGLang's uvicorn takes 2048; http.server's default is 5
 
@@ -267,6 +267,9 @@ def make_handler(engine: Engine, ready: threading.Event) -> type[BaseHTTPRequest
                 engine.in_server += 1
                 engine.served += 1
                 served = engine.served
+            if EVENTS_FILE:  # the request arrived (fault tests time their fault by it)
+                with open(EVENTS_FILE, "a") as events:
+                    events.write(f"got {body.get('rid') or f'req-{served}'}\n")
             try:
                 if MODE == "crash_mid" and served > CRASH_AFTER:
                     sys.stderr.write("fake-sglang: scheduler died: simulated crash\n")
