@@ -248,7 +248,7 @@ def _same(known: psutil.Process, seen: psutil.Process) -> bool:
 def _label(process: psutil.Process) -> str:
     with contextlib.suppress(psutil.Error):
         name = process.name()
-        command = " ".join(process.cmdline())[:120]
+        command = " ".join(process.cmdline()).strip()[:120]  # a process title is padded
         return f"{name} (pid {process.pid}{': ' + command if command else ''})"
     return f"pid {process.pid}"
 
