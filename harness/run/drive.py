@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import httpx
 
 from harness.engines.interface import EngineAdapter, ParsedResponse
-from harness.errors import EngineError, error_text
+from harness.errors import TERMINATION, EngineError, Terminated, error_text
 from harness.results.record import RequestRow
 from harness.run.dispatch import Dispatch, Progress, dispatch, drain, progress_limit
 from harness.workloads import Prompt, grade
@@ -302,6 +302,8 @@ class Driver:
                 done, _ = await asyncio.wait({task}, timeout=WATCH_INTERVAL_S)
                 if done:
                     return task.result()
+                if TERMINATION.signum is not None:  # a SIGTERM whose raise was swallowed
+                    raise Terminated(TERMINATION.signum)
                 if (death := self.endpoint.liveness()) is not None:
                     await drain(task, progress)
                     raise EngineError(death)

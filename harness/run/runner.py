@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import (
+    TERMINATION,
     BadInput,
     EngineError,
     ExitCode,
@@ -118,6 +119,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (CI cancelling a job) unwinds like Ctrl-C, so cleanup always runs."""
 
     def handler(signum: int, _frame: Any) -> None:
+        TERMINATION.signum = signum  # kept: the raise may land where it is swallowed
         raise Terminated(signum)
 
     try:
@@ -129,6 +131,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        TERMINATION.signum = None
 
 
 @dataclass
@@ -368,6 +371,8 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
     # run.rows and requests.jsonl: one list and its log, the same rows whenever a signal lands
     with RowLog(run.run_dir, run.rows) as log:
         result, info = asyncio.run(_drive(run, engine, server, workload_plan, log.append))
+        if TERMINATION.signum is not None:  # a SIGTERM whose raise was swallowed
+            raise Terminated(TERMINATION.signum)
         run.stage = "recording"
         attention = engine.adapter.attention_from_server(info)
         if run.attention is None and attention:
