@@ -33,6 +33,26 @@ SUITE_SESSIONS = {
     "muse_glimmer_gsm8k": "muse_glimmer_dflash_gsm8k",
 }
 REFERENCE_SUITES = {"tiny_dflash", "tiny_spec_bench"}
+# uv when nox has it (`pip install "nox[uv]"`, as .ci/run does), else virtualenv and pip:
+# the reference extra (torch, transformers) installs in seconds from uv's cache where pip
+# takes most of a minute, which is most of the README's first command.
+FAST_BACKEND = "uv|virtualenv"
+
+
+def _uv_reads_pips_wheels() -> None:
+    """uv reads neither pip's configuration nor PIP_* variables: hand it pip's find-links,
+    where a machine keeps its CPU torch wheel (without it `torch==2.13.0` resolves to the
+    multi-GB CUDA build). UV_FIND_LINKS, if set, stands."""
+    if "UV_FIND_LINKS" in os.environ:
+        return
+    links = os.environ.get("PIP_FIND_LINKS")
+    if not links:
+        done = subprocess.run([sys.executable, "-m", "pip", "config", "get",
+                               "global.find-links"], capture_output=True, text=True,
+                              check=False)
+        links = done.stdout.strip() if done.returncode == 0 else ""
+    if links:
+        os.environ["UV_FIND_LINKS"] = ",".join(links.split())
 
 
 def _harness(session: nox.Session, *args: str) -> int:
@@ -43,6 +63,7 @@ def _harness(session: nox.Session, *args: str) -> int:
 
 
 def _run_suite(session: nox.Session, suite: str, reference: bool) -> None:
+    _uv_reads_pips_wheels()
     session.install("-e", ".[reference]" if reference else ".")
     code = _harness(session, "run", suite, *session.posargs)
     if code == SKIPPED:
@@ -58,7 +79,7 @@ def _make_suite_session(name: str, suite: str) -> None:
 
     session_fn.__doc__ = f"harness run {suite} (posargs go to harness run)"
     session_fn.__name__ = name
-    nox.session(python=PYTHON, name=name)(session_fn)
+    nox.session(python=PYTHON, name=name, venv_backend=FAST_BACKEND)(session_fn)
 
 
 for _name, _suite in SUITE_SESSIONS.items():
@@ -84,27 +105,12 @@ def _fetch_sglang_wheels(session: nox.Session, versions: list[str] = AUDITED_SGL
         session.warn("could not download SGLang wheels; the audit's source tests will skip")
 
 
-@nox.session(python=PYTHON)
-def tests(session: nox.Session) -> None:
-    """The test suite, the reference engine end to end included."""
-    session.install("-e", ".[test,notebooks,reference]")
-    _fetch_sglang_wheels(session)
-    # One decoding process per reference engine: two xdist workers already fill two cores
-    # (figures do not depend on it).
-    # Strict: a skipped test fails here (tests/conftest.py), since CI has every part.
-    env = {"HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS), "HARNESS_REFERENCE_WORKERS": "1",
-           "HARNESS_STRICT_SKIPS": "1"}
-    if "HARNESS_CACHE" in os.environ:
-        env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
-    # SGLang's own argument parser needs torch and sglang installed: `nox -s sglang_args`
-    # runs those tests in an environment that has them.
-    # vLLM's own code and the cross-engine parity need vLLM's environment: `nox -s vllm_cpu`.
-    # The real SGLang server on CPU has its own session too (`nox -s sglang_cpu`).
-    session.run("pytest", *tests_args(session.posargs), env=env)
-
-
-# The tests session's own arguments; `nox -s tests -- ARGS` adds ARGS after them (a later
-# `-n 0` or `-p no:xdist` wins over `-n 2`; a path narrows the run to it).
+# The test sessions' own arguments; `nox -s tests -- ARGS` adds ARGS after them (a later
+# `-n 0` or `-p no:xdist` wins over `-n 2`; a path narrows the run to it). Tests outside
+# `nox -s tests` and `nox -s e2e`: SGLang's own argument parser needs torch and sglang
+# installed (`nox -s sglang_args`); vLLM's own code and the cross-engine parity need vLLM's
+# environment (`nox -s vllm_cpu`); the real SGLang server on CPU has its own sessions
+# (`nox -s sglang_cpu`, `nox -s sglang_dflash_cpu`); the site in a browser too.
 TESTS_ARGS = ("-n", "2", "--durations=15",
               "--ignore", "tests/publish_browser",  # nox -s publish_browser
               "--ignore", "tests/sglang_oracle/test_server_args.py",
@@ -114,16 +120,46 @@ TESTS_ARGS = ("-n", "2", "--durations=15",
               "--ignore", "tests/sglang_dflash_cpu")
 
 
-def tests_args(posargs: list[str]) -> list[str]:
-    """The default arguments, then the caller's. `-p no:xdist` would leave `-n 2` to an
-    unknown option, so the xdist flags go when the caller turns xdist off."""
+def tests_args(posargs: list[str], marks: str = "not e2e") -> list[str]:
+    """The default arguments, the marker selection, then the caller's. `-p no:xdist` would
+    leave `-n 2` to an unknown option, so the xdist flags go when the caller turns xdist
+    off."""
     args = list(TESTS_ARGS)
     if any(arg in ("no:xdist", "-pno:xdist") for arg in posargs):
         args = args[2:]
-    return [*args, *posargs]
+    return [*args, "-m", marks, *posargs]
 
 
-@nox.session(python=PYTHON)
+def _pytest(session: nox.Session, marks: str) -> None:
+    """pytest on two workers over the tests selected by `marks` (posargs add to them)."""
+    _uv_reads_pips_wheels()
+    # pip too: the SGLang wheels are fetched with it, and the build tests install with it
+    session.install("-e", ".[test,notebooks,reference]", "pip")
+    _fetch_sglang_wheels(session)
+    # One decoding process per reference engine: two xdist workers already fill two cores
+    # (figures do not depend on it).
+    # Strict: a skipped test fails here (tests/conftest.py), since CI has every part.
+    env = {"HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS), "HARNESS_REFERENCE_WORKERS": "1",
+           "HARNESS_STRICT_SKIPS": "1"}
+    if "HARNESS_CACHE" in os.environ:
+        env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
+    session.run("pytest", *tests_args(session.posargs, marks), env=env)
+
+
+@nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
+def tests(session: nox.Session) -> None:
+    """The test suite but its end-to-end runs (`nox -s e2e`): the loop while working."""
+    _pytest(session, "not e2e")
+
+
+@nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
+def e2e(session: nox.Session) -> None:
+    """The end-to-end cases (pytest marker e2e): whole harness runs on the reference engine,
+    bisect, the paired gate, calibration, a fresh clone; minutes each. CI runs both."""
+    _pytest(session, "e2e")
+
+
+@nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def lint(session: nox.Session) -> None:
     """ruff, suite validation and GitHub workflow schemas."""
     session.install("-e", ".[test]")

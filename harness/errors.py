@@ -90,6 +90,18 @@ class Terminated(KeyboardInterrupt):
         super().__init__(self.message)
 
 
+class _Termination:
+    """The SIGTERM being handled, kept until the run unwinds: Python only prints an
+    exception raised where it cannot propagate (a weakref callback during garbage
+    collection, a __del__), so a Terminated raised there is lost; the measurement's
+    watchdog raises it again from here (harness.run.drive)."""
+
+    signum: int | None = None
+
+
+TERMINATION = _Termination()
+
+
 def interruption_text(error: BaseException) -> str:
     """What stopped the run: the signal's own words, Ctrl-C otherwise."""
     if isinstance(error, Terminated | HarnessError):

@@ -2,6 +2,9 @@
 
 A skip there means a part of the harness went untested (a wheel, the data or the reference
 extra missing), which CI must not report as green. Locally, skips stay skips and say why.
+
+Expensive results shared by the xdist workers of one session (made by the first worker
+that needs them, under a file lock, read by the others): `tests/shared.py`.
 """
 
 from __future__ import annotations

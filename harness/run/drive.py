@@ -8,9 +8,11 @@ turns is one conversation: each later turn is sent with the model's own earlier 
 (stripped, as Spec-Bench appends them), and every turn is a measured request. Every
 finished request is handed to `on_row` at once (the runner appends it to
 requests.jsonl), so any exit path keeps what finished. While
-requests run, a watchdog checks the server process (an exit is noticed within a second,
-with its code) and progress (no request finished for `progress_timeout_s`: a hung
-server ends the run in seconds, not at the 10-minute request timeout).
+requests run, a watchdog checks the server's process tree (an exit, a stopped process or
+a dead child is noticed within a second, naming it: `launch.Server.death`) and progress:
+no request finished for `progress_limit` seconds, a multiple of the slowest request
+finished so far with a floor, `progress_timeout_s` at most (and until the first finishes),
+ends the run as hung in seconds, not at the 10-minute request timeout.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from typing import Any, Protocol
 import httpx
 
 from harness.engines.interface import EngineAdapter, ParsedResponse
-from harness.errors import EngineError, error_text
+from harness.errors import TERMINATION, EngineError, Terminated, error_text
 from harness.results.record import RequestRow
+from harness.run.dispatch import Dispatch, Progress, dispatch, drain, progress_limit
 from harness.workloads import Prompt, grade
 
 FLUSH_ATTEMPTS = 20
@@ -52,6 +55,9 @@ class DriveResult:
     stopped_early: bool = False
     settled_as: str | None = None
     looks: list[int] = field(default_factory=list)
+    # questions (data rows) in flight when the rule settled: cancelled, never finished
+    cancelled: list[int] = field(default_factory=list)
+    unfinished: int = 0  # planned questions with no finished row
 
 
 @dataclass
@@ -282,22 +288,25 @@ class Driver:
                         return None
         return None
 
-    async def _watched(self, work: Any, progress: Callable[[], float] | None = None) -> Any:
-        """Await `work`, ending it when the server dies or (with `progress`, the time of the
-        last finished request) when nothing finishes for progress_timeout_s."""
+    async def _watched(self, work: Any, progress: Progress | None = None) -> Any:
+        """Await `work`, ending it when the server dies or (with `progress`) when nothing
+        finishes for `progress_limit` seconds."""
         task = asyncio.ensure_future(work)
-        limit = self.workload.progress_timeout_s
+        cap = self.workload.progress_timeout_s
         try:
             while True:
                 done, _ = await asyncio.wait({task}, timeout=WATCH_INTERVAL_S)
                 if done:
                     return task.result()
+                if TERMINATION.signum is not None:  # a SIGTERM whose raise was swallowed
+                    raise Terminated(TERMINATION.signum)
                 if (death := self.endpoint.liveness()) is not None:
+                    await drain(task, progress)
                     raise EngineError(death)
-                if progress is not None and time.monotonic() - progress() > limit:
-                    raise EngineError(
-                        f"no progress for {limit:g} s: no request finished "
-                        "(workload.progress_timeout_s); the server looks hung")
+                limit = progress_limit(cap, progress.slowest) if progress else cap
+                if progress is not None and time.monotonic() - progress.last > limit:
+                    raise EngineError(f"no progress for {limit:.3g} s: no request finished "
+                                      f"({progress.why(cap)}); the server looks hung")
         finally:
             if not task.done():
                 task.cancel()
@@ -308,52 +317,54 @@ class Driver:
     async def measure(self, prompts: Sequence[Prompt],
                       on_row: Callable[[RequestRow], None] | None = None,
                       stop_rule: StopRule | None = None) -> DriveResult:
-        """Send the prompts with at most `concurrency` in flight; rows in submission order.
+        """Send the prompts in order with `concurrency` in flight; rows in submission order.
 
-        With a stop rule, prompts go out in waves up to each of the rule's looks; after a
-        wave the rule sees exactly the requests sent so far and may settle the verdict,
-        and then no more are sent.
+        Continuous dispatch: a slot that frees takes the next prompt at once. With a stop
+        rule, each of the rule's looks comes when every prompt before it (in dispatch
+        order) has finished; the rule sees exactly those rows, as a wave protocol would,
+        and may settle the verdict. Then the requests still in flight are cancelled (named
+        in `cancelled`), and every row that finished, before or after the look, is kept.
         """
-        looks = stop_rule.looks(len(prompts)) if stop_rule else [len(prompts)]
+        n = len(prompts)
+        looks = stop_rule.looks(n) if stop_rule else [n]
         rows: dict[int, RequestRow] = {}
         first_row = [0]  # row index of each prompt's first turn: turns follow in order
         for prompt in prompts:
             first_row.append(first_row[-1] + len(prompt.turns))
-        last_finish = [time.monotonic()]
-        semaphore = asyncio.Semaphore(self.workload.concurrency)
+        progress = Progress()
         started = time.perf_counter()
-        settled: str | None = None
-        taken: list[int] = []
+        state = Dispatch()
 
         async with self.client() as client:
 
-            async def one(index: int, prompt: Prompt) -> None:
+            async def one(index: int) -> None:
+                prompt = prompts[index]
+
                 def finished(turn: int, parsed: ParsedResponse, latency: float) -> None:
                     row = _row(first_row[index] + turn, prompt, turn, parsed, latency,
                                self.non_draft_tokens)
                     rows[row.index] = row
-                    last_finish[0] = time.monotonic()
+                    progress.finished(latency)
                     if on_row is not None:
                         on_row(row)
 
-                async with semaphore:
-                    await self.conversation(client, prompt, f"q{prompt.question_index}",
-                                            finished)
+                await self.conversation(client, prompt, f"q{prompt.question_index}", finished)
 
-            sent = 0
-            for look in looks:
-                wave = [one(i, prompts[i]) for i in range(sent, look)]
-                sent = look
-                await self._watched(_all(wave), lambda: last_finish[0])
-                taken.append(look)
-                if stop_rule is not None and look < len(prompts):
-                    settled = stop_rule.decide_rows([rows[i] for i in range(first_row[look])])
-                    if settled is not None:
-                        break
+            def look(at: int) -> str | None:
+                if stop_rule is None or at >= n:
+                    return None
+                return stop_rule.decide_rows([rows[i] for i in range(first_row[at])])
+
+            await self._watched(dispatch(n, self.workload.concurrency, one, looks, look, state,
+                                         progress), progress)
+        settled = state.settled
         if stop_rule is not None and settled is None:
             settled = stop_rule.decide_rows([rows[i] for i in sorted(rows)])
         ordered = [rows[i] for i in sorted(rows)]
-        asked = len({row.question_index for row in ordered})
+        finished_questions = {row.question_index for row in ordered}
         return DriveResult(ordered, time.perf_counter() - started, first_row[-1],
-                           stopped_early=asked < len(prompts), settled_as=settled,
-                           looks=taken)
+                           stopped_early=state.sent < n or bool(state.cancelled),
+                           settled_as=settled, looks=state.taken,
+                           cancelled=[prompts[i].question_index for i in state.cancelled],
+                           unfinished=len({prompts[i].question_index for i in range(n)}
+                                          - finished_questions))

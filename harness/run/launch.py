@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Any
 
 import httpx
 import psutil
@@ -107,9 +107,12 @@ def signals_deferred() -> Iterator[None]:
         yield
         return
     held: list[int] = []
-    previous = {signum: signal.signal(signum, lambda number, _frame: held.append(number))
-                for signum in (signal.SIGINT, signal.SIGTERM)}
+    previous: dict[int, Any] = {}
     try:
+        # one by one inside the try: a signal landing between the two swaps still has the
+        # first handler restored (else a later Ctrl-C would be held for ever)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, lambda number, _frame: held.append(number))
         yield
     finally:
         for signum, handler in previous.items():
@@ -163,6 +166,93 @@ SHUTDOWN_NOTE = ("[harness] stopping the server: SIGTERM to its process group. "
                  "-15 (SIGTERM) are this shutdown, not a failure")
 
 
+# The server's process tree, watched while the main process lives (issue 30): SGLang's
+# scheduler or detokenizer stopped (state T) leaves the main process serving nothing, and
+# a dead child its parent has not reaped (a zombie) is a crash SGLang's own watchdog
+# reports only seconds later. Both end the run at once, naming the process.
+TREE_REFRESH_S = 1.0  # how often the list of descendants is re-read (/proc walk)
+ZOMBIE_GRACE_S = 0.5  # a child seen dead this long unreaped (a parent reaps at once)
+
+
+@dataclass
+class _Member:
+    process: psutil.Process
+    label: str  # name, pid, command line: readable after the process is gone
+    watched_for_death: bool = False  # alive at readiness: its death is the server's
+    dead_since: float | None = None
+
+
+class TreeWatch:
+    """The descendants of a server's main process: `problem()` names one stopped (any
+    time), or one alive when the server became ready that is now dead and left unreaped
+    (a zombie: its parent, still running, has not noticed), else None. A helper that ran
+    during startup may legitimately stay unreaped; a process reaped by its parent is the
+    parent's to report (a subprocess the server ran and waited for ends that way)."""
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.members: dict[int, _Member] = {}
+        self._refreshed = -TREE_REFRESH_S
+
+    def refresh(self, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        if now - self._refreshed < TREE_REFRESH_S:
+            return
+        self._refreshed = now
+        try:
+            children = psutil.Process(self.root).children(recursive=True)
+        except psutil.Error:
+            return
+        for child in children:
+            if child.pid not in self.members or \
+                    not _same(self.members[child.pid].process, child):
+                self.members[child.pid] = _Member(child, _label(child))
+
+    def mark_ready(self) -> None:
+        """The tree as it serves: from now on the death of any of these is an error."""
+        self._refreshed = -TREE_REFRESH_S
+        self.refresh()
+        for member in self.members.values():
+            with contextlib.suppress(psutil.Error):
+                member.watched_for_death = member.process.status() != psutil.STATUS_ZOMBIE
+                member.label = _label(member.process)  # its title by now (sglang::scheduler)
+
+    def problem(self) -> str | None:
+        now = time.monotonic()
+        self.refresh(now)
+        for pid, member in list(self.members.items()):
+            try:
+                status = member.process.status()
+            except psutil.Error:  # gone, reaped by its parent: the parent's to report
+                del self.members[pid]
+                continue
+            if status == psutil.STATUS_STOPPED:
+                member.label = _label(member.process)  # a title set since it was first seen
+                return (f"server process {member.label} is stopped (SIGSTOP or SIGTSTP): the "
+                        "server cannot answer while it is")
+            if status == psutil.STATUS_ZOMBIE and member.watched_for_death:
+                member.dead_since = member.dead_since or now
+                if now - member.dead_since >= ZOMBIE_GRACE_S:
+                    return (f"server process {member.label} died (a zombie: exited, not "
+                            "reaped by its parent, which still runs)")
+        return None
+
+
+def _same(known: psutil.Process, seen: psutil.Process) -> bool:
+    """Not a recycled pid: the same process as the one first seen."""
+    with contextlib.suppress(psutil.Error):
+        return known.create_time() == seen.create_time()
+    return False
+
+
+def _label(process: psutil.Process) -> str:
+    with contextlib.suppress(psutil.Error):
+        name = process.name()
+        command = " ".join(process.cmdline()).strip()[:120]  # a process title is padded
+        return f"{name} (pid {process.pid}{': ' + command if command else ''})"
+    return f"pid {process.pid}"
+
+
 class Server:
     """A running engine server; use as a context manager so it always dies."""
 
@@ -172,6 +262,7 @@ class Server:
         self.ready_after_s: float | None = None
         self._log: IO[bytes] | None = None
         self._pump: _RedactingPump | None = None
+        self.tree: TreeWatch | None = None
 
     def start(self) -> None:
         self.spec.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -189,6 +280,7 @@ class Server:
         except OSError as error:
             self._close_log()
             raise EngineError(f"cannot start server `{self.spec.command[0]}`: {error}") from None
+        self.tree = TreeWatch(self.process.pid)
         if self.spec.secrets and self.process.stdout is not None:
             self._pump = _RedactingPump(self.process.stdout, self._log, self.spec.secrets)
             self._pump.start()
@@ -204,6 +296,9 @@ class Server:
         with contextlib.suppress(psutil.Error):
             if psutil.Process(self.process.pid).status() == psutil.STATUS_STOPPED:
                 return "server process is stopped (SIGSTOP): it cannot answer"
+        if self.tree is not None and (problem := self.tree.problem()) is not None:
+            return f"{problem}; last lines of {self.spec.log_path}:\n" \
+                   f"{log_tail(self.spec.log_path)}"
         return None
 
     def wait_ready(self) -> float:
@@ -234,6 +329,8 @@ class Server:
                     pass
                 time.sleep(self.spec.poll_interval_s)
         self.ready_after_s = time.monotonic() - started
+        if self.tree is not None:
+            self.tree.mark_ready()
         return self.ready_after_s
 
     def stop(self) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import (
+    TERMINATION,
     BadInput,
     EngineError,
     ExitCode,
@@ -144,6 +145,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (CI cancelling a job) unwinds like Ctrl-C, so cleanup always runs."""
 
     def handler(signum: int, _frame: Any) -> None:
+        TERMINATION.signum = signum  # kept: the raise may land where it is swallowed
         raise Terminated(signum)
 
     try:
@@ -155,6 +157,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        TERMINATION.signum = None
 
 
 @dataclass
@@ -412,15 +415,14 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
     prompts = workload_plan.prompts
     _say(f"{suite.name}: {len(prompts)} prompts ({run.planned} requests), "
          f"concurrency {suite.workload.concurrency}")
-    with RowLog(run.run_dir) as log:
-        def keep(row: RequestRow) -> None:
-            log.append(row)
-            run.rows.append(row)
-
+    # run.rows and requests.jsonl: one list and its log, the same rows whenever a signal lands
+    with RowLog(run.run_dir, run.rows) as log:
         # the bar shows the measured phase on a terminal; the beat covers the rest
         bar = options.progress and sys.stderr.isatty()
         with heartbeat(lambda elapsed: _driving(run, elapsed, bar)):
-            result, info = asyncio.run(_drive(run, engine, server, workload_plan, keep))
+            result, info = asyncio.run(_drive(run, engine, server, workload_plan, log.append))
+        if TERMINATION.signum is not None:  # a SIGTERM whose raise was swallowed
+            raise Terminated(TERMINATION.signum)
         run.stage = "recording"
         attention = engine.adapter.attention_from_server(info)
         if run.attention is None and attention:
@@ -442,7 +444,12 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
         run.measurement.sequential = {
             "looks": result.looks, "settled": result.settled_as,
             "order": f"stratified by category, seeded {suite.workload.seed} "
-                     "(one category: the data's order)", **settings}
+                     "(one category: the data's order)",
+            # continuous dispatch (harness.run.drive.Driver.measure): questions in flight
+            # when the rule settled were cancelled; every finished row is kept
+            "dispatch": "continuous", "cancelled": result.cancelled, **settings}
+        if (note := _sequential_saving_note(suite.workload.concurrency, len(prompts))):
+            run.notes.append(note)
         if custom is None:
             run.measurement.sequential["floors"] = dict(rule_decisions(run))
     judged = judge_entry(suite, options, run.measurement, result.rows, run.stop_rule,
@@ -487,6 +494,22 @@ def sequential_rule(suite: Suite, options: RunOptions, max_n: int) -> Any:
     return rule
 
 
+def _sequential_saving_note(concurrency: int, questions: int) -> str | None:
+    """Where --sequential cannot save wall time, the run says so: a look waits for every
+    question before it, so the first `concurrency` questions run whatever the rule decides
+    and a stop saves only what the fixed protocol runs after them."""
+    if concurrency >= questions:
+        return (f"note: --sequential saves no wall time here: concurrency {concurrency} sends "
+                f"all {questions} questions at once, so a stop only cancels requests already "
+                "running (it saves tokens)")
+    if 2 * concurrency > questions:
+        return (f"note: --sequential saves little wall time here: at concurrency "
+                f"{concurrency} the {questions} questions take under two rounds, and the "
+                "first look waits for the first round's slowest request; it saves tokens "
+                "(benchmarks/bench_sequential.py)")
+    return None
+
+
 def rule_decisions(run: Any) -> dict[str, str | None]:
     """Each floor's decision at the stop (`run/sequential.FloorsRule`), {} without one."""
     return dict(getattr(getattr(run, "stop_rule", None), "decisions", None) or {})
@@ -521,8 +544,8 @@ def _rule_settings(suite: Suite, max_n: int, used: Any = None) -> dict[str, Any]
     floors, rule = suite.floors, _stop_rule(suite, max_n)
     settings = {"alpha": floors.alpha, "beta": floors.beta, "floor": floors.accept_length,
                 "metric": floors.metric, "wave": rule.rule.wave,
-                # requests in flight: the suite's concurrency, at most one wave
-                "in_flight": min(rule.rule.wave, suite.workload.concurrency),
+                # requests in flight: the suite's concurrency (continuous dispatch)
+                "in_flight": suite.workload.concurrency,
                 "settles": rule.tested_floors()}
     paired = getattr(used, "paired", None)
     if paired is not None:  # --against: the gate settles with the floors

@@ -126,9 +126,13 @@ def with_is_causal(config: dict[str, Any], value: bool | None) -> dict[str, Any]
 
 @pytest.fixture(scope="session", autouse=True)
 def fresh_audit_answers(tmp_path_factory):
-    """Each test session evaluates for real: cached answers go to a session folder."""
+    """Each test session evaluates for real: cached answers go to a session folder, shared
+    by the session's xdist workers (an answer one worker evaluated, the other reads)."""
+    from tests.shared import session_shared_dir
+
     before = os.environ.get("HARNESS_AUDIT_RESULTS")
-    os.environ["HARNESS_AUDIT_RESULTS"] = str(tmp_path_factory.mktemp("audit-answers"))
+    os.environ["HARNESS_AUDIT_RESULTS"] = str(session_shared_dir(tmp_path_factory,
+                                                                 "audit-answers"))
     yield
     if before is None:
         os.environ.pop("HARNESS_AUDIT_RESULTS", None)

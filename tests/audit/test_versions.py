@@ -59,14 +59,21 @@ def releases() -> list[Any]:
 
 @pytest.fixture(scope="module")
 def tables(releases, tmp_path_factory) -> dict[str, dict[str, Any]]:
-    """Every config under every release, evaluated together: one worker per environment."""
+    """Every config under every release, evaluated together: one worker per environment.
+    Once per test session: the first xdist worker evaluates (under the lock), the other
+    reads the answers it cached (tests/audit/conftest.py, fresh_audit_answers)."""
+    from filelock import FileLock
+
+    from tests.shared import session_shared_dir
+
     folder = tmp_path_factory.mktemp("drafts")
     paths = []
     for name, config in CONFIGS.items():
         (folder / name).mkdir()
         paths.append(folder / name / "config.json")
         paths[-1].write_text(json.dumps(config))
-    answers = evaluate_many(paths, releases)
+    with FileLock(str(session_shared_dir(tmp_path_factory, "audit-answers") / "tables.lock")):
+        answers = evaluate_many(paths, releases)
     return {name: {r.source.version: r for r in results}
             for name, results in zip(CONFIGS, answers, strict=True)}
 

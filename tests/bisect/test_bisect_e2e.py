@@ -27,7 +27,7 @@ from harness.results.record import RunRecord
 from harness.suite.model import SUITES_DIR
 from tests.bisect.history import make_history
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # nox -s e2e
 TINY = SUITES_DIR / "tiny_dflash_cpu.toml"
 # 40 prompts a step (looks at 20 and 40), extended to 80 when undecided.
 SMALL = ("--prompts", "20", "--max-prompts", "40", "--wave", "20")

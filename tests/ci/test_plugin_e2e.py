@@ -22,7 +22,7 @@ import tomli_w
 from harness.build import has_reference_dependencies
 from harness.ci.gpu_allocator import read_lease_log
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # nox -s e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "suites" / "tiny_dflash_cpu.toml"

@@ -23,7 +23,7 @@ from harness.build import has_reference_dependencies
 from harness.results.record import RunRecord
 from harness.suite.model import SUITES_DIR
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # nox -s e2e
 
 TINY = SUITES_DIR / "tiny_dflash_cpu.toml"
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "compare_regressions.ipynb"
@@ -54,8 +54,10 @@ def tiny_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     """
     if not has_reference_dependencies(sys.executable):
         pytest.skip("this environment lacks the reference extra (pip install -e '.[reference]')")
-    shared = tmp_path_factory.getbasetemp().parent / "tiny_runs"
-    shared.mkdir(exist_ok=True)
+    from tests.shared import session_shared_dir
+
+    # this session's workers only (the basetemp's parent is every session's without xdist)
+    shared = session_shared_dir(tmp_path_factory, "tiny_runs")
     outcomes_file = shared / "outcomes.json"
     with FileLock(str(shared / ".lock")):
         if not outcomes_file.exists():

@@ -20,7 +20,7 @@ from harness.results.record import RunRecord
 from harness.suite.model import SUITES_DIR
 from tests.tiny_variants import tiny_variant
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # nox -s e2e
 
 TINY_SPEC_BENCH = SUITES_DIR / "tiny_spec_bench_cpu.toml"
 

@@ -1,7 +1,8 @@
 """Fault injection: a real `harness run` (a process), a fault at one stage, what is left.
 
-Faults: kill -9 of the server, SIGSTOP of the server (a hang), SIGINT and SIGTERM of the
-harness. Stages: preparation (a build being installed), launch (the server loading),
+Faults: kill -9 of the server, SIGSTOP of the server (a hang), SIGSTOP or kill -9 of one of
+its children (a scheduler stand-in: stopped, or dead and never reaped), SIGINT and SIGTERM
+of the harness. Stages: preparation (a build being installed), launch (the server loading),
 warm-up, measurement, recording (the record written, the plot being drawn). The SGLang
 test double (tests/fake_sglang) plays the server; the stage is recognised from outside
 (the build backend's pid file, the server's pid file, the harness's "server ready" line,
@@ -30,10 +31,13 @@ FAKE_SGLANG = ROOT / "tests" / "fake_sglang"
 WATCHDOG_S = 4.0  # the suite's progress_timeout_s
 
 STAGES = ("preparation", "launch", "warm-up", "measurement", "recording")
-FAULTS = ("kill -9 server", "SIGSTOP server", "SIGINT harness", "SIGTERM harness")
+FAULTS = ("kill -9 server", "SIGSTOP server", "SIGSTOP child", "kill -9 child",
+          "SIGINT harness", "SIGTERM harness")
 # A server fault needs a server: none runs while a build installs, or once the record
-# is written.
+# is written. A dead child counts from readiness on (a helper that ran during startup may
+# stay unreaped: harness.run.launch.TreeWatch).
 SERVER_STAGES = ("launch", "warm-up", "measurement")
+READY_STAGES = ("warm-up", "measurement")
 
 SUITE = """
 name = "faults"
@@ -63,7 +67,8 @@ accept_length = 1.0
 
 def cases() -> list[tuple[str, str]]:
     return [(stage, fault) for stage in STAGES for fault in FAULTS
-            if fault.endswith("harness") or stage in SERVER_STAGES]
+            if fault.endswith("harness") or (stage in SERVER_STAGES
+            and (fault != "kill -9 child" or stage in READY_STAGES))]
 
 
 @dataclass
@@ -100,8 +105,24 @@ def _sent(events: Path) -> int:
     return sum(1 for line in events.read_text().splitlines() if line.startswith("sent q"))
 
 
+def _got(events: Path, rid_prefix: str) -> bool:
+    """Whether a request whose id starts with `rid_prefix` has reached the server."""
+    return events.exists() and any(line.startswith(f"got {rid_prefix}")
+                                   for line in events.read_text().splitlines())
+
+
 def _pids(pidfile: Path) -> list[int]:
     return json.loads(pidfile.read_text()) if pidfile.exists() and pidfile.read_text() else []
+
+
+def fake_env(pidfile: Path, events: Path, **fake: str) -> dict[str, str]:
+    """The environment of a `harness run` whose SGLang is the test double."""
+    return {**os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(FAKE_SGLANG), str(ROOT),
+                                                        os.environ.get("PYTHONPATH")])),
+            "HARNESS_GPU_INVENTORY": "1xH100:80", "HF_HUB_OFFLINE": "1",
+            "FAKE_SGLANG_PIDFILE": str(pidfile), "FAKE_SGLANG_EVENTS": str(events),
+            "PYTHONUNBUFFERED": "1", **fake}
 
 
 def run_case(stage: str, fault: str, tmp: Path, slow_repo: Path | None = None) -> Outcome:
@@ -111,13 +132,8 @@ def run_case(stage: str, fault: str, tmp: Path, slow_repo: Path | None = None) -
     suite = tmp / "faults.toml"
     suite.write_text(SUITE.format(questions=questions, watchdog=WATCHDOG_S))
     delay = {"warm-up": 3.0, "measurement": 0.25}.get(stage, 0.0)
-    env = {**os.environ,
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(FAKE_SGLANG), str(ROOT),
-                                                       os.environ.get("PYTHONPATH")])),
-           "HARNESS_GPU_INVENTORY": "1xH100:80", "HF_HUB_OFFLINE": "1",
-           "FAKE_SGLANG_PIDFILE": str(pidfile), "FAKE_SGLANG_EVENTS": str(events),
-           "FAKE_SGLANG_STARTUP_S": "30" if stage == "launch" else "0.2",
-           "FAKE_SGLANG_DELAY_S": str(delay), "PYTHONUNBUFFERED": "1"}
+    env = fake_env(pidfile, events, FAKE_SGLANG_STARTUP_S="30" if stage == "launch" else "0.2",
+                   FAKE_SGLANG_DELAY_S=str(delay))
     command = [sys.executable, "-m", "harness", "run", str(suite), "--results", str(results),
                "--no-progress"]
     backend_pid = tmp / "backend.pid"
@@ -146,8 +162,10 @@ def run_case(stage: str, fault: str, tmp: Path, slow_repo: Path | None = None) -
         _wait(lambda: bool(_pids(pidfile)), "the server's start", job)
         time.sleep(0.5)
     elif stage == "warm-up":
-        _wait(lambda: said("server ready"), "the warm-up", job)
-        time.sleep(0.5)
+        # a warm-up request in the server (each takes 3 s there): the run is in the warm-up,
+        # past the settings check, however slowly a loaded host got it there
+        _wait(lambda: _got(events, "warmup-"), "the warm-up", job)
+        time.sleep(0.2)
     elif stage == "measurement":
         _wait(lambda: _sent(events) >= 8, "8 measured requests", job)
     else:
@@ -159,6 +177,10 @@ def run_case(stage: str, fault: str, tmp: Path, slow_repo: Path | None = None) -
         os.kill(server[0], signal.SIGKILL)
     elif fault == "SIGSTOP server":
         os.kill(server[0], signal.SIGSTOP)
+    elif fault == "SIGSTOP child":
+        os.kill(server[1], signal.SIGSTOP)
+    elif fault == "kill -9 child":
+        os.kill(server[1], signal.SIGKILL)
     else:
         job.send_signal(signal.SIGINT if fault == "SIGINT harness" else signal.SIGTERM)
     try:

@@ -17,10 +17,13 @@ from tests.faults.cases import WATCHDOG_S, cases, run_case
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git executable")
 
-EXIT = {"kill -9 server": 3, "SIGSTOP server": 3, "SIGINT harness": 130,
-        "SIGTERM harness": 130}
+EXIT = {"kill -9 server": 3, "SIGSTOP server": 3, "SIGSTOP child": 3, "kill -9 child": 3,
+        "SIGINT harness": 130, "SIGTERM harness": 130}
 MESSAGE = {"kill -9 server": "server exited with signal 9 (SIGKILL)",
            "SIGSTOP server": "server process is stopped (SIGSTOP)",
+           # the child named: its name and pid (harness.run.launch.TreeWatch)
+           "SIGSTOP child": "is stopped (SIGSTOP or SIGTSTP)",
+           "kill -9 child": "died (a zombie: exited, not reaped by its parent",
            "SIGINT harness": "interrupted (SIGINT)",
            "SIGTERM harness": "stopped by signal SIGTERM"}
 
@@ -43,6 +46,8 @@ def test_fault(stage: str, fault: str, tmp_path: Path) -> None:
     else:
         assert outcome.exit_code == EXIT[fault], where
         assert MESSAGE[fault] in outcome.stderr, where
+        if fault.endswith("child"):  # named: the stand-in's name, pid and command line
+            assert "(pid " in outcome.stderr and "time.sleep(3600)" in outcome.stderr, where
         assert outcome.run_json and outcome.verdict == "error", where
         assert outcome.recorded_stage == stage, where
         if stage == "measurement":
@@ -50,7 +55,7 @@ def test_fault(stage: str, fault: str, tmp_path: Path) -> None:
             # every request the harness finished is on disk and in the record's partial
             # measurement (never a pass)
             assert outcome.recorded_requests == outcome.rows_kept, where
-            if fault.endswith("server"):
+            if fault.endswith(("server", "child")):
                 # the harness reads every answer the server sent before it died or stopped
                 assert outcome.rows_kept >= outcome.finished_at_fault, where
             else:
@@ -58,5 +63,9 @@ def test_fault(stage: str, fault: str, tmp_path: Path) -> None:
                 # request in flight, concurrency 4) were not finished for it
                 assert outcome.rows_kept >= outcome.finished_at_fault - 4, where
     assert outcome.orphans == [], where
-    bound = WATCHDOG_S + 5.0 if fault == "SIGSTOP server" else 5.0
+    # a hang: the watchdog + 5 s; a dead server: 5 s; a child stopped or dead while the main
+    # process serves: 7 s (seen within a second, a zombie after ZOMBIE_GRACE_S, then the
+    # answers the main process still sends are read before the teardown)
+    bound = {"SIGSTOP server": WATCHDOG_S + 5.0, "SIGSTOP child": 7.0,
+             "kill -9 child": 7.0}.get(fault, 5.0)
     assert outcome.fault_to_exit_s <= bound, where

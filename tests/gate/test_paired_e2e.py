@@ -16,7 +16,7 @@ import pytest
 from harness.build import has_reference_dependencies
 from tests.tiny_variants import tiny_variant
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # nox -s e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 

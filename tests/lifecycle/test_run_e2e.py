@@ -137,11 +137,20 @@ def test_sequential_stopping_settles_early(fake_env: dict[str, str], write_suite
     record = RunRecord.model_validate_json((only_run_dir(results) / "run.json").read_text())
     assert record.measurement is not None and record.measurement.stopped_early
     measurement = record.measurement
-    assert 30 <= measurement.n_requests < 150
-    # no request beyond the settling look was sent: figure and verdict share one set
-    assert measurement.n_requests == measurement.sequential["looks"][-1]
-    assert len((only_run_dir(results) / "requests.jsonl").read_text().splitlines()) == \
-        measurement.n_requests
+    sequential = measurement.sequential
+    # continuous dispatch (concurrency 4): the rule saw exactly the questions before its
+    # settling look; those in flight then were cancelled and named; every row that
+    # finished is on disk and in the figure
+    assert sequential["dispatch"] == "continuous"
+    assert 30 <= sequential["looks"][-1] <= measurement.n_requests < 150
+    assert measurement.n_requests <= sequential["looks"][-1] + 4
+    assert len(sequential["cancelled"]) <= 4
+    rows = [json.loads(line) for line in
+            (only_run_dir(results) / "requests.jsonl").read_text().splitlines()]
+    assert len(rows) == measurement.n_requests
+    asked = {row["question_index"] for row in rows}
+    assert not asked & set(sequential["cancelled"])
+    assert sequential["in_flight"] == 4
     assert record.verdict.status == "pass"
     assert "the sequential rule settles above the floor" in record.verdict.reasons[0]
 

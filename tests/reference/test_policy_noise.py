@@ -84,6 +84,7 @@ def test_policies_keep_greedy_outputs(server: Server, servers: dict[str, Server]
     assert exact_accept_length(servers["regressed"], prompts[:3])[1] == fixed
 
 
+@pytest.mark.e2e  # minutes of two decoding loops: nox -s e2e
 def test_loop_matches_dflash_generate(checkpoints: tuple[Path, Path], prompts: list[str],
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Without noise, our loop reproduces dflash_generate's ids and per-step acceptance."""

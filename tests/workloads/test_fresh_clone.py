@@ -76,6 +76,7 @@ def test_dry_run_without_any_data_is_exit_2(clone: Path, tmp_path: Path) -> None
 
 
 @pytest.mark.slow
+@pytest.mark.e2e  # nox -s e2e
 def test_reference_suite_runs_from_the_clone(clone: Path, hub_mirror: Path,
                                             tmp_path: Path) -> None:
     if not has_reference_dependencies(sys.executable):

@@ -27,7 +27,8 @@ server's recorded answers: tests/fake_sglang/recorded-0.5.23.json.
 Failure modes for lifecycle tests (env `FAKE_SGLANG_MODE`): `ok`, `hang` (never
 ready), `crash_start` (exits during start-up with an error in the log),
 `crash_mid` (dies after `FAKE_SGLANG_CRASH_AFTER` requests, leaving its
-children), `no_meta` (a build whose /generate carries no spec figures).
+children), `hang_mid` (after as many requests, answers none: a deadlock, every process
+running), `no_meta` (a build whose /generate carries no spec figures).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ ACCEPT = float(os.environ.get("FAKE_SGLANG_ACCEPT", "5.6"))
 CRASH_AFTER = int(os.environ.get("FAKE_SGLANG_CRASH_AFTER", "3"))
 PIDFILE = os.environ.get("FAKE_SGLANG_PIDFILE")
 READY_FILE = os.environ.get("FAKE_SGLANG_READY_FILE")  # when it became ready (benchmarks)
-# Fault-injection tests: one line per request whose response was sent in full.
+# Fault-injection tests: "got RID" as a request arrives, "sent RID" once its response is sent.
 EVENTS_FILE = os.environ.get("FAKE_SGLANG_EVENTS")
 BACKLOG = 1024  # the accept queue: SGLang's uvicorn takes 2048; http.server's default is 5
 
@@ -347,11 +348,16 @@ def make_handler(engine: Engine, ready: threading.Event) -> type[BaseHTTPRequest
                 engine.in_server += 1
                 engine.served += 1
                 served = engine.served
+            if EVENTS_FILE:  # the request arrived (fault tests time their fault by it)
+                with open(EVENTS_FILE, "a") as events:
+                    events.write(f"got {body.get('rid') or f'req-{served}'}\n")
             try:
                 if MODE == "crash_mid" and served > CRASH_AFTER:
                     sys.stderr.write("fake-sglang: scheduler died: simulated crash\n")
                     sys.stderr.flush()
                     os._exit(1)  # children stay behind, as after a real scheduler crash
+                if MODE == "hang_mid" and served > CRASH_AFTER:
+                    time.sleep(3600)  # a deadlocked scheduler: alive, never answering
                 time.sleep(GENERATE_DELAY_S)
                 rid = str(body.get("rid") or f"req-{served}")
                 if route == "/generate":

@@ -1,0 +1,24 @@
+"""Results shared by the xdist workers of one test session.
+
+A session-scoped fixture runs once per xdist worker; where it is expensive (a harness run,
+every SGLang release's audit table) the first worker makes it under a file lock in a folder
+all workers of this session share, and the others read it (pytest-xdist's recipe for a
+session fixture that runs once). The folder belongs to this session only: without xdist it
+is the session's own temporary folder, never one shared with other sessions.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+
+def session_shared_dir(factory: pytest.TempPathFactory, name: str) -> Path:
+    """A folder named `name` shared by every xdist worker of this session (and only them)."""
+    base = factory.getbasetemp()
+    # Under xdist each worker's basetemp is <session>/popen-gwN: the parent is the session's.
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
