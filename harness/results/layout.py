@@ -69,6 +69,8 @@ def atomic_write_text(path: Path, text: str, root: Path | str | None = None) -> 
     from harness.mask import mask
 
     text = mask(text)  # every registered secret, in every file the harness writes
+    if root is not None:  # before mkdir too: no folder is made through a link out of root
+        check_inside(path.parent, root)
     path.parent.mkdir(parents=True, exist_ok=True)
     if root is not None:
         check_inside(path.parent, root)

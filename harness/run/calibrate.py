@@ -111,7 +111,8 @@ def calibrate(loaded: LoadedSuite, options: Any, runs: int) -> tuple[Path, dict[
     }
     folder = Path(options.results_dir) / CALIBRATIONS_DIR / loaded.suite.name
     path = folder / f"{started.strftime('%Y%m%dT%H%M%SZ')}-{calibration_id}.json"
-    atomic_write_text(path, json.dumps(record, indent=2, default=str) + "\n")
+    atomic_write_text(path, json.dumps(record, indent=2, default=str) + "\n",
+                      options.results_dir)  # never through a link out of the results
     return path, record
 
 

@@ -452,3 +452,17 @@ def test_a_command_prints_a_bounded_number_of_skip_lines(
             skips.report([], f"file{i}", "bad")
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == skips.MAX_PRINTED + 1 and "50 more skipped" in lines[-1]
+
+
+def test_no_folder_is_made_through_a_link_out_of_the_results(tmp_path: Path) -> None:
+    """A calibrations folder linked elsewhere: the write is refused before any folder is
+    made there (calibrate's record goes through the same containment check)."""
+    from harness.results.layout import CALIBRATIONS_DIR, OutsideResults, atomic_write_text
+
+    root, outside = tmp_path / "results", tmp_path / "outside"
+    outside.mkdir()
+    root.mkdir()
+    (root / CALIBRATIONS_DIR).symlink_to(outside)
+    with pytest.raises(OutsideResults):
+        atomic_write_text(root / CALIBRATIONS_DIR / "suite" / "c.json", "{}\n", root)
+    assert list(outside.iterdir()) == []
