@@ -230,9 +230,9 @@ def sequential_floors(suite: Any, n: int, alpha: float, beta: float) -> dict[str
     misses one <= beta (a pass needs every floor to pass early)."""
     from dataclasses import replace
 
-    from harness.run.runner import _stop_rule
+    from harness.run.sequential import stop_rule
 
-    rule = _stop_rule(suite, n)
+    rule = stop_rule(suite, n)
     rule = replace(rule, rule=replace(rule.rule, alpha=alpha, beta=beta))
     names = rule.tested_floors()
     return {

@@ -313,3 +313,29 @@ def _cross_check_notes(measurement: Measurement) -> list[str]:
                 f"exact server_avg figure by {disagreement:+.1%} (SGLang folds its figure in "
                 "every --decode-log-interval iterations; the exact figure is judged)"]
     return []
+
+
+def judge_entry(suite: Any, options: Any, measurement: Measurement | None,
+                rows: Sequence[Any], stop_rule: Any = None,
+                contract: Sequence[str] = (), prompts_sha256: str | None = None,
+                runtime_attention: Sequence[str] = ()) -> Any:
+    """The evidence of one measured entry of a run (`options`: its RunOptions), judged by
+    `decide`: its
+    floors (each as the sequential rule settled it, when the run's own rule stopped
+    it; left open when a caller's rule stopped it early), the contract, and the paired
+    gate's finding on the same rows, and the attention the draft's kernels received."""
+    from harness.run.sequential import FloorsRule
+
+    own_rule = options.sequential and options.stop_rule is None
+    settled = dict(getattr(stop_rule, "decisions", None) or {}) if own_rule else None
+    if options.stop_rule is not None and measurement is not None \
+            and measurement.stopped_early:
+        # a caller's rule (bisect) chose the prefix: no floor is judged on it, none passes
+        floors = FloorsRule(None, suite.floors.metric, suite.floors)
+        settled = dict.fromkeys(floors.tested_floors())
+    evidence = Evidence(measurement, suite.floors, settled, list(contract),
+                        options.enforce_contract, runtime_attention=list(runtime_attention))
+    if options.pairing is not None and judge(measurement, suite.floors,
+                                             settled=settled).status != "error":
+        evidence.paired = options.pairing.evidence(suite, rows, prompts_sha256)
+    return decide(evidence)

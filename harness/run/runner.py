@@ -52,9 +52,10 @@ from harness.results.record import (
 from harness.results.writer import RowLog, create_run_dir, write_run
 from harness.run import runtime_attention
 from harness.run.heartbeat import heartbeat
-from harness.run.judge import EXIT_CODES, Evidence, decide, judge
+from harness.run.judge import EXIT_CODES, Evidence, decide, judge_entry
 from harness.run.launch import LOOPBACK, Server, ServerSpec, free_port
-from harness.suite.model import Entry, LoadedSuite, Suite
+from harness.run.sequential import rule_settings, sequential_rule, sequential_saving_note
+from harness.suite.model import Entry, LoadedSuite
 from harness.suite.secrets import redact_text, redact_url
 
 SEVERITY = {"pass": 0, "skipped": 1, "fail": 2, "error": 3}
@@ -440,7 +441,7 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
     custom = options.stop_rule  # a caller's rule (bisect): its decision is not the verdict's
     if options.sequential or custom is not None:
         settings = (custom.settings() if custom is not None
-                    else _rule_settings(suite, len(prompts), run.stop_rule))
+                    else rule_settings(suite, len(prompts), run.stop_rule))
         run.measurement.sequential = {
             "looks": result.looks, "settled": result.settled_as,
             "order": f"stratified by category, seeded {suite.workload.seed} "
@@ -448,7 +449,7 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
             # continuous dispatch (harness.run.drive.Driver.measure): questions in flight
             # when the rule settled were cancelled; every finished row is kept
             "dispatch": "continuous", "cancelled": result.cancelled, **settings}
-        if (note := _sequential_saving_note(suite.workload.concurrency, len(prompts))):
+        if (note := sequential_saving_note(suite.workload.concurrency, len(prompts))):
             run.notes.append(note)
         if custom is None:
             run.measurement.sequential["floors"] = dict(rule_decisions(run))
@@ -457,57 +458,6 @@ def _measure_entry(run: _Run, engine: Any, server: Server, workload_plan: Any) -
                          runtime_differences)
     run.paired = judged.paired
     return judged.verdict
-
-
-def judge_entry(suite: Suite, options: RunOptions, measurement: Measurement | None,
-                rows: Sequence[RequestRow], stop_rule: Any = None,
-                contract: Sequence[str] = (), prompts_sha256: str | None = None,
-                runtime_attention: Sequence[str] = ()) -> Any:
-    """The evidence of one measured entry, judged (`harness.run.judge.decide`): its
-    floors (each as the sequential rule settled it, when the run's own rule stopped
-    it; left open when a caller's rule stopped it early), the contract, and the paired
-    gate's finding on the same rows, and the attention the draft's kernels received."""
-    from harness.run.sequential import FloorsRule
-
-    own_rule = options.sequential and options.stop_rule is None
-    settled = dict(getattr(stop_rule, "decisions", None) or {}) if own_rule else None
-    if options.stop_rule is not None and measurement is not None \
-            and measurement.stopped_early:
-        # a caller's rule (bisect) chose the prefix: no floor is judged on it, none passes
-        floors = FloorsRule(None, suite.floors.metric, suite.floors)
-        settled = dict.fromkeys(floors.tested_floors())
-    evidence = Evidence(measurement, suite.floors, settled, list(contract),
-                        options.enforce_contract, runtime_attention=list(runtime_attention))
-    if options.pairing is not None and judge(measurement, suite.floors,
-                                             settled=settled).status != "error":
-        evidence.paired = options.pairing.evidence(suite, rows, prompts_sha256)
-    return decide(evidence)
-
-
-def sequential_rule(suite: Suite, options: RunOptions, max_n: int) -> Any:
-    """The stop rule of a run: the caller's (bisect), or with --sequential the floors'
-    rule, carrying the paired gate's with --against (B stops only when every floor and
-    the gate have settled); None for a fixed run."""
-    rule = options.stop_rule or (_stop_rule(suite, max_n) if options.sequential else None)
-    if options.pairing is not None and options.sequential and options.stop_rule is None:
-        rule.paired = options.pairing.stop_rule(suite, max_n)
-    return rule
-
-
-def _sequential_saving_note(concurrency: int, questions: int) -> str | None:
-    """Where --sequential cannot save wall time, the run says so: a look waits for every
-    question before it, so the first `concurrency` questions run whatever the rule decides
-    and a stop saves only what the fixed protocol runs after them."""
-    if concurrency >= questions:
-        return (f"note: --sequential saves no wall time here: concurrency {concurrency} sends "
-                f"all {questions} questions at once, so a stop only cancels requests already "
-                "running (it saves tokens)")
-    if 2 * concurrency > questions:
-        return (f"note: --sequential saves little wall time here: at concurrency "
-                f"{concurrency} the {questions} questions take under two rounds, and the "
-                "first look waits for the first round's slowest request; it saves tokens "
-                "(benchmarks/bench_sequential.py)")
-    return None
 
 
 def rule_decisions(run: Any) -> dict[str, str | None]:
@@ -538,33 +488,6 @@ def _check_window(adapter: Any, result: Any, info: Any, measurement: Any) -> Non
         measurement.server_reported_accept_length = None
         measurement.server_disagreement = None
         measurement.server_per_position_acceptance = None
-
-
-def _rule_settings(suite: Suite, max_n: int, used: Any = None) -> dict[str, Any]:
-    floors, rule = suite.floors, _stop_rule(suite, max_n)
-    settings = {"alpha": floors.alpha, "beta": floors.beta, "floor": floors.accept_length,
-                "metric": floors.metric, "wave": rule.rule.wave,
-                # requests in flight: the suite's concurrency (continuous dispatch)
-                "in_flight": suite.workload.concurrency,
-                "settles": rule.tested_floors()}
-    paired = getattr(used, "paired", None)
-    if paired is not None:  # --against: the gate settles with the floors
-        settings["settles"] = [*settings["settles"], "paired gate"]
-        settings["gate"] = {**paired.settings(),
-                            "decision": getattr(used, "gate_decision", None)}
-    return settings
-
-
-def _stop_rule(suite: Suite, max_n: int) -> Any:
-    """`max_n`: the questions the workload plans (the rule looks at question counts);
-    the rule settles every floor of the suite (`harness.run.sequential`)."""
-    from harness.metrics import stats
-    from harness.run.sequential import FloorsRule
-
-    floors = suite.floors
-    rule = stats.SequentialRule(floor=floors.accept_length, alpha=floors.alpha,
-                                beta=floors.beta, max_n=max_n, strict=floors.strict)
-    return FloorsRule(rule, floors.metric, floors)
 
 
 async def _drive(run: _Run, engine: Any, server: Server, workload_plan: Any,

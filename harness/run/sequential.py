@@ -181,3 +181,56 @@ def _ratio(rule: Any, tokens: Sequence[int], steps: Sequence[int], floor: float
 
 def _get(row: Any, key: str) -> Any:
     return row.get(key) if isinstance(row, dict) else getattr(row, key, None)
+
+
+def stop_rule(suite: Any, max_n: int) -> FloorsRule:
+    """`max_n`: the questions the workload plans (the rule looks at question counts);
+    the rule settles every floor of the suite (`harness.run.sequential`)."""
+    from harness.metrics import stats
+
+    floors = suite.floors
+    rule = stats.SequentialRule(floor=floors.accept_length, alpha=floors.alpha,
+                                beta=floors.beta, max_n=max_n, strict=floors.strict)
+    return FloorsRule(rule, floors.metric, floors)
+
+
+def sequential_rule(suite: Any, options: Any, max_n: int) -> Any:
+    """The stop rule of a run (`options`: its RunOptions): the caller's (bisect), or with
+    --sequential the floors' rule, carrying the paired gate's with --against (B stops only
+    when every floor and the gate have settled); None for a fixed run."""
+    rule = options.stop_rule or (stop_rule(suite, max_n) if options.sequential else None)
+    if options.pairing is not None and options.sequential and options.stop_rule is None:
+        rule.paired = options.pairing.stop_rule(suite, max_n)
+    return rule
+
+
+def sequential_saving_note(concurrency: int, questions: int) -> str | None:
+    """Where --sequential cannot save wall time, the run says so: a look waits for every
+    question before it, so the first `concurrency` questions run whatever the rule decides
+    and a stop saves only what the fixed protocol runs after them."""
+    if concurrency >= questions:
+        return (f"note: --sequential saves no wall time here: concurrency {concurrency} sends "
+                f"all {questions} questions at once, so a stop only cancels requests already "
+                "running (it saves tokens)")
+    if 2 * concurrency > questions:
+        return (f"note: --sequential saves little wall time here: at concurrency "
+                f"{concurrency} the {questions} questions take under two rounds, and the "
+                "first look waits for the first round's slowest request; it saves tokens "
+                "(benchmarks/bench_sequential.py)")
+    return None
+
+
+def rule_settings(suite: Any, max_n: int, used: Any = None) -> dict[str, Any]:
+    """The rule's settings as the record keeps them (`measurement.sequential`)."""
+    floors, rule = suite.floors, stop_rule(suite, max_n)
+    settings = {"alpha": floors.alpha, "beta": floors.beta, "floor": floors.accept_length,
+                "metric": floors.metric, "wave": rule.rule.wave,
+                # requests in flight: the suite's concurrency (continuous dispatch)
+                "in_flight": suite.workload.concurrency,
+                "settles": rule.tested_floors()}
+    paired = getattr(used, "paired", None)
+    if paired is not None:  # --against: the gate settles with the floors
+        settings["settles"] = [*settings["settles"], "paired gate"]
+        settings["gate"] = {**paired.settings(),
+                            "decision": getattr(used, "gate_decision", None)}
+    return settings

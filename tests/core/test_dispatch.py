@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 from harness.run.dispatch import Dispatch, Progress, dispatch
-from harness.run.runner import _sequential_saving_note
+from harness.run.sequential import sequential_saving_note
 
 # each question's latency in ticks: question 0 is slow, so the first look waits for it
 LATENCY = [9, 2, 2, 3, 2, 4, 3, 3, 4, 3, 3, 3]
@@ -72,6 +72,6 @@ def test_a_halted_dispatch_sends_nothing_more() -> None:
 
 
 def test_the_run_says_where_a_stop_cannot_save_wall_time() -> None:
-    assert "saves no wall time" in (_sequential_saving_note(128, 100) or "")
-    assert "saves little wall time" in (_sequential_saving_note(128, 200) or "")
-    assert _sequential_saving_note(4, 100) is None  # the tiny suites: many rounds
+    assert "saves no wall time" in (sequential_saving_note(128, 100) or "")
+    assert "saves little wall time" in (sequential_saving_note(128, 200) or "")
+    assert sequential_saving_note(4, 100) is None  # the tiny suites: many rounds

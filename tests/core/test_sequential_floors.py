@@ -10,8 +10,7 @@ import pytest
 
 from harness.results.record import RequestRow
 from harness.run.judge import judge
-from harness.run.runner import _stop_rule
-from harness.run.sequential import stratified_order
+from harness.run.sequential import stop_rule, stratified_order
 from harness.suite.model import load_suite
 from harness.workloads.items import Prompt
 
@@ -63,7 +62,7 @@ def _rows(n: int, accuracy: float, seed: int, accept: float = 5.0) -> list[Reque
 def _sequential_verdict(suite, rows: list[RequestRow]) -> tuple[str, int]:
     """What `--sequential` does: look after each wave, stop when settled, then judge the
     requests sent (as the runner does, with the accept-length decision)."""
-    rule = _stop_rule(suite, len(rows))
+    rule = stop_rule(suite, len(rows))
     for look in rule.looks(len(rows)):
         if rule.decide_rows(rows[:look]) is not None:
             break
@@ -80,7 +79,7 @@ def test_accuracy_must_settle_before_the_rule_stops() -> None:
     50: P(fail) 0.18 against the fixed protocol's 0.043."""
     suite = load_suite("qwen3_8b_dflash").suite
     rows = _rows(200, 0.80, seed=0)
-    rule = _stop_rule(suite, 200)
+    rule = stop_rule(suite, 200)
     assert rule.decide_rows(rows[:50]) is None  # accept length settled, accuracy not
     assert rule.decisions["accept length"] == "pass" and rule.decisions["accuracy"] is None
     assert rule.tested_floors() == ["accept length", "accuracy"]
@@ -93,7 +92,7 @@ def test_accuracy_must_settle_before_the_rule_stops() -> None:
 def test_a_settled_fail_of_any_floor_stops_and_stands() -> None:
     suite = load_suite("qwen3_8b_dflash").suite
     rows = _rows(200, 0.40, seed=1)  # accuracy far below 0.75
-    rule = _stop_rule(suite, 200)
+    rule = stop_rule(suite, 200)
     assert rule.decide_rows(rows[:50]) == "fail"
     assert rule.decisions["accuracy"] == "fail"
     status, look = _sequential_verdict(suite, rows)
@@ -110,7 +109,7 @@ def test_category_and_position_floors_are_settled_too(floors: dict[str, object])
     suite = load_suite("qwen3_8b_dflash").suite
     suite = suite.model_copy(update={"floors": Floors(accept_length=2.8, strict=True,
                                                       **floors)})
-    rule = _stop_rule(suite, 200)
+    rule = stop_rule(suite, 200)
     names = rule.tested_floors()
     assert names[0] == "accept length" and len(names) == 1 + (
         1 if "categories" in floors else 2)

@@ -1,7 +1,7 @@
 """Simulated runs of known truth through the runner's own rule and judge (no server):
 per-question rows from chosen accept lengths, accuracy and position rates, replayed look
-by look as the driver does (`runner.sequential_rule`), then judged as the runner judges
-(`runner.judge_entry`, i.e. `harness.run.judge.decide`)."""
+by look as the driver does (`sequential.sequential_rule`), then judged as the runner judges
+(`judge.judge_entry`, i.e. `harness.run.judge.decide`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ import numpy as np
 from harness.metrics.measure import summarise
 from harness.results.record import RequestRow
 from harness.run import pairing
-from harness.run.runner import RunOptions, judge_entry, sequential_rule
+from harness.run.judge import judge_entry
+from harness.run.runner import RunOptions
+from harness.run.sequential import sequential_rule
 from harness.suite.gate import Gate
 from harness.suite.model import Floors, load_suite
 

@@ -71,7 +71,8 @@ def test_floors_are_never_judged_on_a_prefix_a_callers_rule_chose() -> None:
     from pathlib import Path
 
     from harness.metrics.measure import summarise
-    from harness.run.runner import RunOptions, judge_entry
+    from harness.run.judge import judge_entry
+    from harness.run.runner import RunOptions
 
     rows = rows_of(Truth(accept=4.0), 100, 4)
     suite = suite_with(Floors(accept_length=2.0))
