@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from harness.errors import EngineError
@@ -84,6 +84,8 @@ def test_nothing_recorded_or_nothing_to_compare(tmp_path: Path) -> None:
 
 
 @given(st.text(max_size=80))
+@example("\r")  # a line end only universal newlines see: still line 2, as written
+@example("0\x1c1")
 def test_a_bad_line_is_an_error_naming_it(tmp_path_factory: pytest.TempPathFactory,
                                           text: str) -> None:
     path = tmp_path_factory.mktemp("r") / "a.jsonl"
