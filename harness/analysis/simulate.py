@@ -91,20 +91,36 @@ def replay_waves(
 
 
 def replay_pipelined(
-    rule: SequentialRule, tokens: Sequence[int], steps: Sequence[int], concurrency: int
+    rule: SequentialRule, tokens: Sequence[int], steps: Sequence[int], concurrency: int,
+    latencies: Sequence[float] | None = None,
 ) -> Replay:
-    """The alternative: keep every slot busy (send past the next look) and decide when a
-    look's requests have all finished; requests still in flight then are cancelled, their
-    tokens so far wasted."""
-    done = completion_times(tokens, concurrency)
+    """The driver's protocol since issue 30 (continuous dispatch): keep every slot busy
+    (send past the next look) and decide when a look's requests have all finished; requests
+    still in flight then are cancelled, their tokens so far wasted. `latencies`: each
+    request's time (default its token count; its verify steps model a GPU, where a request
+    takes one forward pass per step), tokens made at a steady rate within it."""
+    durations = list(tokens) if latencies is None else list(latencies)
+    done = completion_times(durations, concurrency)
     for look in rule.looks():
         at = max(done[:look])
         verdict = rule.decide(tokens[:look], steps[:look])
         if verdict is not None:
-            generated = sum(max(0.0, min(t, at - (end - t))) for t, end in
-                            zip(tokens, done, strict=True))  # fmt: skip
+            generated = sum(t * min(1.0, max(0.0, (at - (end - d)) / d)) if d > 0 else t
+                            for t, d, end in zip(tokens, durations, done, strict=True))
             return Replay(verdict, look, generated, at)
     raise AssertionError("the last look always decides")  # pragma: no cover
+
+
+def first_look_wall(
+    rule: SequentialRule, latencies: Sequence[float], concurrency: int
+) -> float:
+    """The wall time of a rule that always settles at its first look, over the fixed
+    protocol's (every request): the least any rule that waits for a look's requests can
+    take under continuous dispatch, whatever its statistics. Long requests set it: the
+    first look waits for the slowest of its requests, while the fixed protocol's later
+    requests start as the short ones free their slots."""
+    done = completion_times(latencies, concurrency)
+    return max(done[: rule.looks()[0]]) / max(done)
 
 
 # ------------------------------------------------------------------------ nightly histories

@@ -252,6 +252,24 @@ def test_waves_waste_no_tokens_while_pipelining_does() -> None:
     assert piped.tokens > waves.tokens  # requests 51..128 ran in flight and are thrown away
 
 
+def test_pipelined_latencies_and_the_first_look_bound() -> None:
+    from harness.analysis.simulate import first_look_wall
+
+    rule = stats.SequentialRule(floor=2.0, max_n=200)
+    tokens, steps = simulate_prompts(200, 4.0, seed=8)
+    by_tokens = replay_pipelined(rule, list(tokens), list(steps), concurrency=128)
+    same = replay_pipelined(rule, list(tokens), list(steps), 128, latencies=list(tokens))
+    assert by_tokens == same  # the default latency is the token count
+    by_steps = replay_pipelined(rule, list(tokens), list(steps), 128, latencies=list(steps))
+    assert by_steps.wall == max(completion_times(list(steps), 128)[:50])
+    assert by_steps.tokens <= tokens.sum()
+    # one slow request among the first look's: no look-based rule can end before it does
+    slow = [10.0] * 200
+    slow[3] = 100.0
+    assert first_look_wall(rule, slow, 128) == 1.0
+    assert first_look_wall(rule, [10.0] * 200, 128) == 0.5  # two rounds, the first look in one
+
+
 def test_power_spread_uses_the_metric_numerators(results) -> None:  # type: ignore[no-untyped-def]
     from harness.commands.power import recorded_spread
     from harness.results.store import read_requests
