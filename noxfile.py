@@ -40,14 +40,14 @@ FAST_BACKEND = "uv|virtualenv"
 
 
 # Bytecode, kept: a host that sets PYTHONDONTWRITEBYTECODE (this project's CI machines do)
-# makes every process compile every module it imports from source, each time: torch and
-# transformers in a uv venv (uv writes no .pyc unless told) took 14 s to import instead of
-# 8 on a loaded 2-core machine, in every reference server and every harness process. So the
-# sessions write bytecode, under .cache/pycache (nothing beside the sources), and uv
-# compiles what it installs.
+# makes every process compile every module it imports from source, each time: torch in a
+# uv venv (uv writes no .pyc at install) took 14 s to import instead of 8 on a loaded
+# 2-core machine, in every reference server and every harness process. So the sessions'
+# processes write the bytecode of what they import, once, under .cache/pycache (nothing
+# beside the sources; compiling whole packages at install would cost the README's first
+# command its time).
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ.setdefault("PYTHONPYCACHEPREFIX", str(ROOT / ".cache" / "pycache"))
-os.environ.setdefault("UV_COMPILE_BYTECODE", "1")
 
 
 def _uv_reads_pips_wheels() -> None:
