@@ -141,8 +141,9 @@ def tests_args(posargs: list[str], marks: str = "not e2e") -> list[str]:
     return [*args, "-m", marks, *posargs]
 
 
-def _pytest(session: nox.Session, marks: str) -> None:
-    """pytest on two workers over the tests selected by `marks` (posargs add to them)."""
+def _pytest(session: nox.Session, marks: str, dist: str | None = None) -> None:
+    """pytest on two workers over the tests selected by `marks` (posargs add to them);
+    `dist`: xdist's distribution mode (default: test by test)."""
     _uv_reads_pips_wheels()
     # pip too: the SGLang wheels are fetched with it, and the build tests install with it
     session.install("-e", ".[test,notebooks,reference]", "pip")
@@ -154,7 +155,10 @@ def _pytest(session: nox.Session, marks: str) -> None:
            "HARNESS_STRICT_SKIPS": "1"}
     if "HARNESS_CACHE" in os.environ:
         env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
-    session.run("pytest", *tests_args(session.posargs, marks), env=env)
+    posargs = list(session.posargs)
+    if dist and not any(arg in ("no:xdist", "-pno:xdist") for arg in posargs):
+        posargs = ["--dist", dist, *posargs]
+    session.run("pytest", *tests_args(posargs, marks), env=env)
 
 
 @nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
@@ -166,8 +170,10 @@ def tests(session: nox.Session) -> None:
 @nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def e2e(session: nox.Session) -> None:
     """The end-to-end cases (pytest marker e2e): whole harness runs on the reference engine,
-    bisect, the paired gate, calibration, a fresh clone; minutes each. CI runs both."""
-    _pytest(session, "e2e")
+    bisect, the paired gate, calibration, a fresh clone; minutes each. CI runs both.
+    A file's tests go to one worker: its module fixtures (whole runs, minutes each) were
+    made once per worker that ran one of its tests (on 2 workers, 4 of 7 twice)."""
+    _pytest(session, "e2e", dist="loadfile")
 
 
 @nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
