@@ -4,8 +4,10 @@ tiny_dflash_sglang_cpu names one test patch per release (`sglang-{version}-dflas
 Pinned here, from each cached wheel ($HARNESS_SGLANG_WHEELS; `nox -s tests` fetches them,
 no test downloads): each release has SGLang's DFLASH worker and draft model; its patch
 applies to its own `python/sglang/` tree and to no other release's (so a patch cannot
-silently serve the wrong release); and each ships PR #34524's sliding-layer default (the
-contract the suite's expected_layers state). Without the wheels these tests skip.
+silently serve the wrong release); each ships PR #34524's sliding-layer default (the
+contract the suite's expected_layers state); and the stand-ins' AMX answer
+(tests/cpu_stand_ins/sitecustomize.py, through `runtime_context.override_platform`) has its
+hook from 0.5.19 on only, so 0.5.18 is not served. Without the wheels these tests skip.
 """
 
 from __future__ import annotations
@@ -85,3 +87,16 @@ def test_each_patch_applies_to_its_own_release_only(trees: dict[str, Path]) -> N
     table = {patch: [release for release, tree in trees.items()
                      if _applies(_patch(patch), tree)] for patch in PATCHED}
     assert table == {release: [release] for release in PATCHED}
+
+
+def test_the_amx_answer_has_its_hook_from_0_5_19_on() -> None:
+    """0.5.18's intel_amx fallback reads `cpu_has_amx_support()`, the same function the
+    layers read; answering it yes would send norms and linear layers to AMX kernels the
+    stand-in does not provide, so 0.5.18 has no served row."""
+    def hook(release: str) -> bool:
+        with zipfile.ZipFile(wheel_for(release)) as wheel:
+            text = wheel.read("sglang/srt/runtime_context.py").decode()
+        return "\ndef override_platform(" in text
+
+    assert {release: hook(release) for release in PATCHED} == {
+        release: release != "0.5.18" for release in PATCHED}
