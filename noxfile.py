@@ -301,7 +301,10 @@ def sglang_dflash_cpu(session: nox.Session) -> None:
     """The real SGLang 0.5.23 DFLASH worker on CPU: the suite, the regression caught twice."""
     _uv_reads_pips_wheels()
     session.install("-e", ".[test]", "pip")  # pip: the harness builds with it
-    env = {"HARNESS_SGLANG_DEVICE": "cpu", "HARNESS_STRICT_SKIPS": "1"}
+    # each release's own parser on the launch line, with its test patch (test_release_args)
+    _fetch_sglang_wheels(session, ["0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"])
+    env = {"HARNESS_SGLANG_DEVICE": "cpu", "HARNESS_STRICT_SKIPS": "1",
+           "HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS)}
     if "HARNESS_CACHE" in os.environ:
         env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
     session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "--durations=10",

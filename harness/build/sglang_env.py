@@ -245,12 +245,14 @@ class PreparedBuild:
 
 
 def prepare(build: BuildSpec, python: str | None = None,
-            test_patches: Sequence[Path] = ()) -> PreparedBuild:
+            test_patches: Sequence[Path] | Callable[[str], Sequence[Path]] = ()
+            ) -> PreparedBuild:
     """An interpreter that can run `python -m sglang.launch_server` for this build, and
     the build's provenance as read back from that interpreter's environment. `python`
     (`--engine-python`): the interpreter of an installed SGLang (an "installed" build).
-    `test_patches` (a suite's engine.test_patches) and, for a pip or git build, the
-    build's `--patch` are applied to a copy of the installed package (`patched`)."""
+    `test_patches` (a suite's engine.test_patches, or a function of the installed
+    release giving them) and, for a pip or git build, the build's `--patch` are applied
+    to a copy of the installed package (`patched`)."""
     resolved = None if build.kind == "installed" else resolve_build(build)
     if resolved is None:
         python = python or sys.executable
@@ -262,6 +264,8 @@ def prepare(build: BuildSpec, python: str | None = None,
     if facts.sglang_version is None:
         raise EngineError(f"sglang is not installed in {python}; pass --sglang SPEC "
                           "(e.g. sglang==0.5.23, a git URL with a ref, or a local checkout)")
+    if callable(test_patches):  # per release: the installed one's
+        test_patches = test_patches(facts.sglang_version)
     facts = _with_patches(build, facts, resolved, test_patches)
     return PreparedBuild(python, build_info(build, facts), facts, resolved)
 

@@ -76,6 +76,17 @@ class BuildSpec:
             return prefix + str(self.spec) + (f"@{self.ref}" if self.ref else "")
         return self.spec
 
+    @property
+    def release(self) -> str | None:
+        """The release a pip build pins (`sglang==0.5.22`: 0.5.22); None for any other."""
+        if self.kind != "pip" or self.spec is None:
+            return None
+        from packaging.requirements import Requirement
+
+        pins = [s.version for s in Requirement(self.spec).specifier
+                if s.operator in ("==", "===") and "*" not in s.version]
+        return pins[0] if len(pins) == 1 else None
+
 
 def _bad(flag: str, spec: str, why: str) -> BadInput:
     from harness.suite.secrets import redact_url

@@ -20,6 +20,7 @@ from harness.run.plan import (
     reference_dirs,
     secret_values,
     server_env,
+    test_patch_files,
     vllm_tiny_models,
 )
 from harness.run.preflight import Fit
@@ -33,6 +34,7 @@ from harness.suite.model import (
     VLLMEngine,
     model_source,
 )
+from harness.suite.release_patches import shown
 from harness.suite.secrets import redact_url
 
 PORT_PLACEHOLDER = 30000
@@ -125,8 +127,11 @@ def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
         f"           (port {PORT_PLACEHOLDER} stands for a free port chosen at launch; "
         "the line runs as printed, in a shell)",
     ]
+    release = chosen.spec.release
+    if release is not None:  # a run of it would stop here: so does its plan
+        test_patch_files(suite, release)
     patches = ([f"--patch {chosen.spec.patch}"] if chosen.spec.patch is not None else []) + [
-        f"test patch {f}" for f in getattr(suite.engine, "test_patches", [])]
+        f"test patch {f}" for f in shown(getattr(suite.engine, "test_patches", []), release)]
     if patches:  # applied in this order to a copy of the installed package
         lines.insert(3, f"patches    {'; then '.join(patches)}")
     if suite.engine.kind in ("sglang", "vllm"):

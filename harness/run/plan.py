@@ -205,8 +205,10 @@ def prepare_engine(suite: Suite, options: Any, models: Models | None,
     """Make (or find) the engine's environment and checkpoints; the heavy part of a run."""
     adapter = adapter_for(suite.engine.kind)
     if isinstance(suite.engine, SGLangEngine):
+        if chosen.spec.release is not None:  # no test patch for it: exit 2 before building
+            test_patch_files(suite, chosen.spec.release)
         prepared = builds.prepare(chosen.spec, python=options.engine_python,
-                                  test_patches=test_patch_files(suite))
+                                  test_patches=lambda release: test_patch_files(suite, release))
         return PreparedEngine(suite, prepared.info, prepared.python, adapter, models,
                               facts=prepared.facts)
     if isinstance(suite.engine, VLLMEngine):
@@ -333,9 +335,13 @@ def stand_in_folders(suite: Suite) -> list[Path]:
     return _suite_paths(suite, "stand_ins", "folder", Path.is_dir)
 
 
-def test_patch_files(suite: Suite) -> list[Path]:
-    """The suite's test-only patches, absolute."""
-    return _suite_paths(suite, "test_patches", "file", Path.is_file)
+def test_patch_files(suite: Suite, release: str | None = None) -> list[Path]:
+    """The suite's test-only patches for a build of `release`, absolute (`{version}` in
+    an entry is the release; checked alone, a suite needs a file for some release)."""
+    from harness.suite.release_patches import patch_files
+
+    return patch_files(getattr(suite.engine, "test_patches", []), builds.REPO_ROOT, release,
+                       f"suite {suite.name}: engine.test_patches")
 
 
 def server_env(suite: Suite, fit: Fit | None,
@@ -418,9 +424,11 @@ def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequenc
     stand_ins = None
     if isinstance(loaded.suite.engine, SGLangEngine) and loaded.suite.engine.stand_ins:
         stand_ins = {str(f): builds.folder_sha256(f) for f in stand_in_folders(loaded.suite)}
-    patches = None
-    if isinstance(loaded.suite.engine, SGLangEngine) and loaded.suite.engine.test_patches:
-        patches = {str(f): builds.file_sha256(f) for f in test_patch_files(loaded.suite)}
+    patches = None  # the ones the build applied (for its release)
+    if isinstance(loaded.suite.engine, SGLangEngine) and loaded.suite.engine.test_patches \
+            and engine is not None:
+        patches = {p["path"]: p["sha256"] for p in getattr(engine.facts, "patches", ())
+                   if p["role"] == "engine.test_patches"}
     return collect.collect(engine.facts if engine else None, used,
                            server_env(loaded.suite, fit, engine.facts if engine else None),
                            getattr(data, "source", None), getattr(data, "sha256", None),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness.errors import BadInput, SuiteError
 from harness.results.layout import SUITES_DIR
@@ -40,6 +40,7 @@ from harness.suite.entries import (
     known_categories,
 )
 from harness.suite.gate import Gate
+from harness.suite.release_patches import check_entry
 
 __all__ = [
     "METRIC_DEFINITIONS",
@@ -116,7 +117,10 @@ class SGLangEngine(_Strict):
     # Test-only diffs in SGLang's repository layout (`python/sglang/...`), relative to the
     # repository root: applied in order to a copy of the build's installed package, after
     # a run's --patch (harness/build/patched.py). The record names each by its sha256.
-    test_patches: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    # `{version}` in a file's name is the build's release: one patch per release
+    # (harness/suite/release_patches.py); a release with no file is refused.
+    test_patches: list[Annotated[str, Field(min_length=1), AfterValidator(check_entry)]] = \
+        Field(default_factory=list)
     # A reason to accept a server whose /server_info does not report the speculative
     # settings (an older build, a fork); without it such a server is an error.
     unreported_settings_ok: str | None = Field(default=None, min_length=1)
