@@ -77,7 +77,8 @@ def read_version(text: str, where: str, file: str = VERSION_FILE) -> str | None:
 
 def tree_version(read: Reader, package: str, where: str,
                  nearest_tag: Callable[[], str | None]) -> tuple[str, str]:
-    """(the release a tree names, where that was read): `sglang/version.py`'s literal
+    """(the release a tree names, where that was read: `sglang/version.py`,
+    `sglang/_version.py` or `tag v<version>`): `sglang/version.py`'s literal
     `__version__`, else the `sglang/_version.py` setuptools-scm wrote (a tree made from
     a wheel has it), else the nearest `v<version>` tag of the commit (what setuptools-scm
     counts from in a git checkout)."""
@@ -89,12 +90,12 @@ def tree_version(read: Reader, package: str, where: str,
         raise BadInput(f"--sglang {where}: no {path(VERSION_FILE)} in it")
     version = read_version(text, where, path(VERSION_FILE))
     if version is not None:
-        return version, path(VERSION_FILE)
+        return version, VERSION_FILE
     generated = read(path(GENERATED_VERSION_FILE))
     if generated is not None:
         version = read_version(generated, where, path(GENERATED_VERSION_FILE))
         if version is not None:
-            return version, path(GENERATED_VERSION_FILE)
+            return version, GENERATED_VERSION_FILE
     tag = nearest_tag()
     if tag is not None:
         version = tag.removeprefix("v")

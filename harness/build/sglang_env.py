@@ -175,7 +175,8 @@ def _resolve_local(build: BuildSpec, extra: tuple[str, ...], base: dict[str, Any
         inside = "" if inside == "." else inside
         read = _reader_in(root, state.commit if build.ref else None, inside, snapshot_to)
     where = build.text or str(folder)
-    on_cpu = host_device() == "cpu"  # an overlay: the folder holding sglang/version.py
+    # an SGLang checkout on a CPU host is an overlay (vLLM's local builds resolve here too)
+    on_cpu = host_device() == "cpu" and build.engine == "sglang"
     package = (overlay.package_folder(read, where) if on_cpu
                else _package_subdirectory(lambda name: read(name) is not None, where))
     subdirectory = "/".join(filter(None, [inside, package]))
