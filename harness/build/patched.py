@@ -82,13 +82,16 @@ def patched_tree(package_parent: Path, base: str, patches: Sequence[Patch],
                 raise BadInput(f"no sglang package (sglang/__init__.py) in {parent}")
             shutil.copytree(parent / "sglang", staging / PACKAGE,
                             ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            compiled = [] if source is None else _compiled_from_release(
+                package_parent / "sglang", staging / PACKAGE)
             # its metadata too: the version, and the pins the audit reads (transformers)
             for info in package_parent.glob("sglang-*.dist-info"):
                 shutil.copytree(info, staging / "python" / info.name)
             applied = [_apply(staging, patch) for patch in patches]
             (staging / NOTE).write_text(json.dumps(
                 {"base": base, "package_parent": str(package_parent),
-                 "overlay": source is not None, "patches": applied,
+                 "overlay": source is not None, "compiled_from_release": compiled,
+                 "patches": applied,
                  "tree_sha256": digest(staging / PACKAGE)}, indent=2) + "\n")
             if out.exists():
                 shutil.rmtree(out)
@@ -97,6 +100,27 @@ def patched_tree(package_parent: Path, base: str, patches: Sequence[Patch],
             shutil.rmtree(staging, ignore_errors=True)
             shutil.rmtree(scratch, ignore_errors=True)
     return out / "python"
+
+
+COMPILED = ("*.so", "*.pyd")
+
+
+def _compiled_from_release(release: Path, package: Path) -> list[str]:
+    """An overlay's compiled extensions (SGLang 0.5.23 ships Rust ones under `srt/`): a
+    git checkout holds their sources, not the built files, so those it lacks are the
+    release's, copied to the same place (listed in the note). One the checkout has is
+    kept."""
+    copied = []
+    for pattern in COMPILED:
+        for built in sorted(release.rglob(pattern)):
+            relative = built.relative_to(release)
+            target = package / relative
+            if "__pycache__" in relative.parts or target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(built, target)
+            copied.append(relative.as_posix())
+    return copied
 
 
 def tree_sha256(tree: Path) -> str:

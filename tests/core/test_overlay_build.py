@@ -86,6 +86,9 @@ def released_env(cache: Path, version: str = "0.5.23",
     (site / "sglang" / "srt").mkdir(parents=True)
     (site / "sglang" / "__init__.py").write_text("")
     (site / "sglang" / "srt" / "dflash.py").write_text(DFLASH)
+    (site / "sglang" / "srt" / "rust").mkdir()  # a compiled extension (0.5.23 has Rust ones)
+    (site / "sglang" / "srt" / "rust" / "_server.cpython-311-x86_64-linux-gnu.so").write_bytes(
+        b"\x7fELF release")
     info = site / f"sglang-{version}.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Name: sglang\nVersion: {version}\n")
@@ -309,6 +312,10 @@ def test_the_overlay_tree_is_the_commit_plus_patches(tmp_path: Path, cpu_host: P
     assert [p["role"] for p in at_second.patches] == ["--patch", "engine.test_patches"]
     note = json.loads((root.parent / NOTE).read_text())
     assert note["overlay"] is True
+    # a checkout holds no built extension: the release's, at the same place, listed
+    so = "srt/rust/_server.cpython-311-x86_64-linux-gnu.so"
+    assert (root / "sglang" / so).read_bytes() == b"\x7fELF release"
+    assert note["compiled_from_release"] == [so]
     assert at_second.patched_source == f"sha256:{folder_sha256(root / 'sglang')}"
     # the same commit: the same tree, reused; another commit: another tree
     made = (root.parent / NOTE).stat().st_mtime_ns
@@ -331,10 +338,18 @@ def test_the_overlay_tree_is_the_commit_plus_patches(tmp_path: Path, cpu_host: P
 def test_a_checkout_without_a_patch_still_overlays(tmp_path: Path, cpu_host: Path) -> None:
     env = released_env(cpu_host)
     repo = sglang_checkout(tmp_path / "sglang")
+    own = repo / "python" / "sglang" / "srt" / "rust" / "_server.cpython-311-x86_64-linux-gnu.so"
+    own.parent.mkdir()
+    own.write_bytes(b"\x7fELF the checkout's own build")
+    commit_all(repo, "a checkout with its extension built in place")
     build = parse_build_spec(f"{repo}@main")
     facts = env_module._with_patches(build, facts_of(env), resolve_build(build), [])
     assert facts.patched_tree is not None and facts.patches == ()
     assert Path(facts.sglang_parent or "") == Path(facts.patched_tree)
+    tree = Path(facts.patched_tree)
+    assert (tree / "sglang" / own.relative_to(repo / "python" / "sglang")).read_bytes() == \
+        own.read_bytes()  # its own kept
+    assert json.loads((tree.parent / NOTE).read_text())["compiled_from_release"] == []
 
 
 def test_a_checkout_edited_while_building_is_an_error(tmp_path: Path, cpu_host: Path) -> None:
