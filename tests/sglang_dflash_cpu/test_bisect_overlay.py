@@ -36,6 +36,10 @@ def bisected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=3 * 3600,
                           env={**os.environ, "HARNESS_SGLANG_DEVICE": "cpu"}, check=False)
     print(f"$ {' '.join(command)}\n{done.stderr}\n{done.stdout}")  # the measured output
+    if done.returncode in (0, 7):  # how far a step's statistics separate here (docs)
+        from tests.sglang_dflash_cpu.separation import render, separation
+
+        print("\n".join(render(separation(results))))
     sessions = sorted((results / "bisect").glob("*/result.json"))
     result = json.loads(sessions[-1].read_text()) if sessions else {}
     return {"done": done, "shas": shas, "reverting": reverting, "result": result,
