@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -362,3 +363,26 @@ def test_a_checkout_edited_while_building_is_an_error(tmp_path: Path, cpu_host: 
         env_module._with_patches(build, facts_of(env), resolved, [])
     assert not any(p.name.endswith(".building-" + str(os.getpid()))
                    for p in (cpu_host / "patched").iterdir())
+
+
+def test_a_plain_folder_and_the_dry_runs_interpreter(tmp_path: Path) -> None:
+    """A folder outside git is keyed by its files; a dry run names the release's python."""
+    from harness.build import planned_python
+
+    repo = sglang_checkout(tmp_path / "sglang")
+    folder = tmp_path / "plain"
+    (folder / "python").mkdir(parents=True)
+    for name in ("sglang", "pyproject.toml"):
+        source = repo / "python" / name
+        if source.is_dir():
+            shutil.copytree(source, folder / "python" / name)
+        else:
+            (folder / "python" / name).write_text(source.read_text())
+    plain = resolve_build(parse_build_spec(str(folder)))
+    release = resolve_build(parse_build_spec("sglang==0.5.23"))
+    assert plain.method == "overlay" and plain.commit is None
+    assert plain.source_hash is not None and plain.source_hash.startswith("sha256:")
+    assert planned_python(parse_build_spec(str(folder))) == str(
+        release.env_dir / "bin" / "python")
+    (folder / "python" / "sglang" / "srt" / "dflash.py").write_text("changed\n")
+    assert resolve_build(parse_build_spec(str(folder))).key != plain.key
