@@ -308,4 +308,26 @@ def sglang_dflash_cpu(session: nox.Session) -> None:
     if "HARNESS_CACHE" in os.environ:
         env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
     session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "--durations=10",
-                "tests/sglang_dflash_cpu", *session.posargs, env=env)
+                "tests/sglang_dflash_cpu", "--ignore", DFLASH_BISECT_TEST, *session.posargs,
+                env=env)
+
+
+# `harness bisect` over a local SGLang history made from the 0.5.23 wheel (one commit
+# reverts PR #34524's default), every step a local checkout served as an overlay on the
+# release's CPU environment (docs/sglang-on-cpu.md). Not in .ci/run: 17-21 min here (4 real
+# server runs), nightly or by hand.
+DFLASH_BISECT_TEST = "tests/sglang_dflash_cpu/test_bisect_overlay.py"
+
+
+@nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
+def sglang_dflash_bisect_cpu(session: nox.Session) -> None:
+    """The real SGLang DFLASH worker on CPU, bisected over a local history to the revert."""
+    _uv_reads_pips_wheels()
+    session.install("-e", ".[test]", "pip")  # pip: the history's wheel is fetched with it
+    _fetch_sglang_wheels(session, ["0.5.23"])
+    env = {"HARNESS_SGLANG_DEVICE": "cpu", "HARNESS_STRICT_SKIPS": "1",
+           "HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS)}
+    if "HARNESS_CACHE" in os.environ:
+        env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
+    session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "-s",
+                "--durations=10", DFLASH_BISECT_TEST, *session.posargs, env=env)

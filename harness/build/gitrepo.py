@@ -165,6 +165,16 @@ def show_file(repo: Path, commit: str, name: str) -> str | None:
         return None
 
 
+def nearest_tag(repo: Path, commit: str) -> str | None:
+    """The nearest `v<digit>...` tag reachable from a commit (setuptools-scm's base), or None."""
+    try:
+        out = git(["describe", "--tags", "--abbrev=0", "--match", "v[0-9]*", commit], repo,
+                  f"git describe {commit[:12]}")
+    except EngineError:
+        return None
+    return out.strip() or None
+
+
 def ls_remote(url: str, ref: str | None) -> str | None:
     """The commit a branch, tag or HEAD of a remote repository names now (None: no such ref)."""
     wanted = ref or "HEAD"

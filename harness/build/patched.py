@@ -12,6 +12,10 @@ the base environment's identity and each patch's sha256, in order: a changed pat
 new tree, an unchanged one is reused. Files a diff changes outside `python/sglang/`
 (tests, docs, the kernel sources) are not part of the installed package; they are left
 out and listed, and a diff that changes nothing inside it is an error.
+
+An overlay (a local checkout on a CPU host, `overlay.py`) is the same tree with another
+source: the checkout's own `sglang/`, snapshotted at its commit, in place of the
+installed one (the release's dist-info still beside it), then the same patches.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from harness.results.layout import cache_root
 
 PACKAGE = "python/sglang"
 NOTE = "harness-patched.json"
+Source = Callable[[Path], Path]  # writes a package's source under a scratch folder; its parent
 LAYOUT = 4  # of the patched tree (its dist-info beside it, its hash in the note); in the key
 
 
@@ -51,10 +56,12 @@ def tree_key(base: str, patches: Sequence[Patch]) -> str:
 
 
 def patched_tree(package_parent: Path, base: str, patches: Sequence[Patch],
-                 digest: Callable[[Path], str]) -> Path:
+                 digest: Callable[[Path], str], source: Source | None = None) -> Path:
     """The folder (to put first on PYTHONPATH) holding `sglang/` = the package under
     `package_parent` with `patches` applied in order; made once per key, under a lock.
-    `digest` hashes the patched package folder (the build's `folder_sha256`), once."""
+    `digest` hashes the patched package folder (the build's `folder_sha256`), once.
+    `source` (an overlay): the package is the one it writes instead (`base` names it),
+    the dist-info still `package_parent`'s."""
     if not (package_parent / "sglang" / "__init__.py").is_file():
         raise EngineError(f"no sglang package in {package_parent} to patch")
     root = cache_root() / "patched"
@@ -67,23 +74,53 @@ def patched_tree(package_parent: Path, base: str, patches: Sequence[Patch],
         if (out / NOTE).is_file():
             return out / "python"
         staging = out.with_name(f"{out.name}.building-{os.getpid()}")
+        scratch = out.with_name(f"{out.name}-source.building-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
         try:
-            shutil.copytree(package_parent / "sglang", staging / PACKAGE,
+            parent = package_parent if source is None else source(scratch)
+            if not (parent / "sglang" / "__init__.py").is_file():
+                raise BadInput(f"no sglang package (sglang/__init__.py) in {parent}")
+            shutil.copytree(parent / "sglang", staging / PACKAGE,
                             ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            compiled = [] if source is None else _compiled_from_release(
+                package_parent / "sglang", staging / PACKAGE)
             # its metadata too: the version, and the pins the audit reads (transformers)
             for info in package_parent.glob("sglang-*.dist-info"):
                 shutil.copytree(info, staging / "python" / info.name)
             applied = [_apply(staging, patch) for patch in patches]
             (staging / NOTE).write_text(json.dumps(
-                {"base": base, "package_parent": str(package_parent), "patches": applied,
+                {"base": base, "package_parent": str(package_parent),
+                 "overlay": source is not None, "compiled_from_release": compiled,
+                 "patches": applied,
                  "tree_sha256": digest(staging / PACKAGE)}, indent=2) + "\n")
             if out.exists():
                 shutil.rmtree(out)
             staging.rename(out)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+            shutil.rmtree(scratch, ignore_errors=True)
     return out / "python"
+
+
+COMPILED = ("*.so", "*.pyd")
+
+
+def _compiled_from_release(release: Path, package: Path) -> list[str]:
+    """An overlay's compiled extensions (SGLang 0.5.23 ships Rust ones under `srt/`): a
+    git checkout holds their sources, not the built files, so those it lacks are the
+    release's, copied to the same place (listed in the note). One the checkout has is
+    kept."""
+    copied = []
+    for pattern in COMPILED:
+        for built in sorted(release.rglob(pattern)):
+            relative = built.relative_to(release)
+            target = package / relative
+            if "__pycache__" in relative.parts or target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(built, target)
+            copied.append(relative.as_posix())
+    return copied
 
 
 def tree_sha256(tree: Path) -> str:

@@ -109,16 +109,21 @@ def wheel_requirements(wheel: Path) -> list[str]:
     """The wheel's `Requires-Dist` lines that apply here (no extra, markers true)."""
     from email.parser import Parser
 
-    from packaging.requirements import Requirement
-
     with zipfile.ZipFile(wheel) as archive:
         names = [n for n in archive.namelist()
                  if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
         if len(names) != 1:
             raise EngineError(f"{wheel.name} has no single .dist-info/METADATA")
         metadata = Parser().parsestr(archive.read(names[0]).decode())
+    return applicable(metadata.get_all("Requires-Dist") or [])
+
+
+def applicable(lines: Sequence[str]) -> list[str]:
+    """The requirements that apply to this interpreter and platform (no extra)."""
+    from packaging.requirements import Requirement
+
     wanted = []
-    for line in metadata.get_all("Requires-Dist") or []:
+    for line in lines:
         requirement = Requirement(line)
         if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
             wanted.append(line)
@@ -127,8 +132,13 @@ def wheel_requirements(wheel: Path) -> list[str]:
 
 def cpu_dependencies(wheel: Path) -> tuple[list[str], list[str]]:
     """(kept, left out) of the wheel's applicable requirements, by the CUDA-only rule."""
+    return split_cuda_only(wheel_requirements(wheel))
+
+
+def split_cuda_only(lines: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(kept, left out) of applicable requirement lines, markers dropped (evaluated)."""
     kept, left_out = [], []
-    for line in wheel_requirements(wheel):
+    for line in lines:
         (left_out if cuda_only(line) else kept).append(_without_marker(line))
     return kept, left_out
 

@@ -4,8 +4,9 @@ The cache key is the resolved identity, not the spec's text: a git spec's commit
 (`git ls-remote`), a local checkout's HEAD and the tree id of its working state, a
 patch's hash. Each identity gets its own environment under the cache; a changed
 source gets a new one, an unchanged one is reused. A local checkout is installed from
-a snapshot of exactly the tree that was hashed, taken under the environment's lock.
-What the record says about the build is read back from the environment.
+a snapshot of exactly the tree that was hashed, taken under the environment's lock; on a
+CPU host it is served instead as an overlay on the CPU environment of its release
+(`overlay`). What the record says about the build is read back from the environment.
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.build import gitrepo
+from harness.build import gitrepo, overlay
 from harness.build.common import file_sha256, run_command
 from harness.build.envs import ensure_env
-from harness.build.probe import EnvironmentFacts, probe_environment, save_freeze
+from harness.build.probe import BUILD_NOTE, EnvironmentFacts, probe_environment, save_freeze
 from harness.build.sglang_cpu import (
     CPU_TORCH,
     CPU_TRITON,
@@ -34,7 +35,7 @@ from harness.build.sglang_cpu import (
     install_cpu_sglang,
     torch_source,
 )
-from harness.build.spec import BuildSpec, split_git_url
+from harness.build.spec import BuildSpec, parse_build_spec, split_git_url
 from harness.errors import BadInput, EngineError
 from harness.results.layout import cache_root
 
@@ -55,6 +56,14 @@ class ResolvedBuild:
     pip_args: tuple[str, ...] = ()
     subdirectory: str = ""  # the package's folder inside a local checkout
     identity: dict[str, Any] = field(default_factory=dict)
+    # An overlay (a local checkout on a CPU host): the release whose environment it runs
+    # in, and the checkout's [project] dependencies (None: it has no pyproject.toml).
+    base: ResolvedBuild | None = None
+    dependencies: tuple[str, ...] | None = None
+
+    @property
+    def method(self) -> str:
+        return overlay.METHOD if self.base is not None else "install"
 
     @property
     def key(self) -> str:
@@ -68,6 +77,8 @@ class ResolvedBuild:
 
     @property
     def env_dir(self) -> Path:
+        if self.base is not None:  # an overlay runs in its release's environment
+            return self.base.env_dir
         return cache_root() / "envs" / f"sglang-{self.key}"
 
 
@@ -155,46 +166,73 @@ def _resolve_local(build: BuildSpec, extra: tuple[str, ...], base: dict[str, Any
                             ignore=shutil.ignore_patterns(*_SKIP, "*.pyc"))
         top = snapshot_to or folder
         commit, dirty, source_hash = None, None, f"sha256:{_folder_sha256(top)}"
-        subdirectory = _package_subdirectory(lambda name: (top / name).is_file(), str(folder))
+        inside, read = "", _reader_in(top, None, "", None)
     else:
         state = (gitrepo.commit_state(root, build.ref, snapshot_to) if build.ref
                  else gitrepo.working_state(root, snapshot_to))
         commit, dirty, source_hash = state.commit, state.dirty, f"git-tree:{state.tree}"
         inside = folder.resolve().relative_to(root.resolve()).as_posix()
         inside = "" if inside == "." else inside
-        exists = _exists_in(root, state.commit if build.ref else None, inside, snapshot_to)
-        package = _package_subdirectory(exists, build.text or str(folder))
-        subdirectory = "/".join(filter(None, [inside, package]))
+        read = _reader_in(root, state.commit if build.ref else None, inside, snapshot_to)
+    where = build.text or str(folder)
+    # an SGLang checkout on a CPU host is an overlay (vLLM's local builds resolve here too)
+    on_cpu = host_device() == "cpu" and build.engine == "sglang"
+    package = (overlay.package_folder(read, where) if on_cpu
+               else _package_subdirectory(lambda name: read(name) is not None, where))
+    subdirectory = "/".join(filter(None, [inside, package]))
     identity = {**base, "commit": commit, "source": source_hash, "subdirectory": subdirectory,
                 "patch": patch_sha}
-    return ResolvedBuild(build, None, commit=commit, dirty=dirty, source_hash=source_hash,
-                         patch_sha256=patch_sha, pip_args=extra, subdirectory=subdirectory,
-                         identity=identity)
+    resolved = ResolvedBuild(build, None, commit=commit, dirty=dirty, source_hash=source_hash,
+                             patch_sha256=patch_sha, pip_args=extra, subdirectory=subdirectory,
+                             identity=identity)
+    if not on_cpu:
+        return resolved
+    return _as_overlay(resolved, read, package, where, lambda: gitrepo.nearest_tag(
+        root, commit or "HEAD") if root is not None else None)
 
 
-def _exists_in(root: Path, commit: str | None, inside: str,
-               snapshot_to: Path | None) -> Callable[[str], bool]:
-    """Whether a file is in the tree being built (for PATH@REF: the commit's tree)."""
-    def exists(name: str) -> bool:
+def _reader_in(root: Path, commit: str | None, inside: str,
+               snapshot_to: Path | None) -> overlay.Reader:
+    """A file's text in the tree being built (for PATH@REF: the commit's tree), or None."""
+    def read(name: str) -> str | None:
         relative = "/".join(filter(None, [inside, name]))
-        if snapshot_to is not None:
-            return (snapshot_to / relative).is_file()
-        if commit is not None:
-            return gitrepo.show_file(root, commit, relative) is not None
-        return (root / relative).is_file()
-    return exists
+        if commit is not None and snapshot_to is None:
+            return gitrepo.show_file(root, commit, relative)
+        path = (snapshot_to or root) / relative
+        try:
+            return path.read_text(errors="replace") if path.is_file() else None
+        except OSError:
+            return None
+    return read
+
+
+def _as_overlay(local: ResolvedBuild, read: overlay.Reader, package: str, where: str,
+                nearest_tag: Callable[[], str | None]) -> ResolvedBuild:
+    """A local checkout on a CPU host: its package over its release's CPU environment.
+    The identity is the checkout's (commit, tree, patch) and the release's."""
+    version, version_from = overlay.tree_version(read, package, where, nearest_tag)
+    release = resolve_build(parse_build_spec(f"sglang=={version}"))
+    pyproject = read("/".join(filter(None, [package, overlay.PYPROJECT])))
+    dependencies = (overlay.project_dependencies(pyproject, where) if pyproject is not None
+                    else None)
+    identity = {**local.identity, "device": "cpu", "method": overlay.METHOD,
+                "version": version, "version_from": version_from,
+                "base": release.identity}
+    return dataclasses.replace(local, identity=identity, base=release,
+                               dependencies=dependencies)
 
 
 def snapshot_source(resolved: ResolvedBuild, dest: Path) -> Path:
-    """Write the resolved local source (and its patch) to `dest`; the package folder.
-    The source is hashed again as it is written: an edit since resolving is an error."""
+    """Write the resolved local source (and its patch, unless an overlay: the patched
+    tree applies it) to `dest`; the package folder. The source is hashed again as it is
+    written: an edit since resolving is an error."""
     build = resolved.build
     base = {"kind": build.kind, "pip_args": list(resolved.pip_args)}
     again = _resolve_local(build, resolved.pip_args, base, snapshot_to=dest)
     if again.identity != resolved.identity:
         raise EngineError(f"--sglang {build.text} changed while it was being built "
                           f"({resolved.source_hash} -> {again.source_hash}); run again")
-    if build.patch is not None:
+    if build.patch is not None and resolved.base is None:
         patch = str(build.patch.resolve())
         what = f"--patch {build.patch}"
         # Outside any repository (even if the cache lies in one), paths are the patch's own.
@@ -205,7 +243,20 @@ def snapshot_source(resolved: ResolvedBuild, dest: Path) -> Path:
 
 
 def _install(resolved: ResolvedBuild) -> str:
-    """The environment of a resolved build, made once (under its lock) and then reused."""
+    """The environment of a resolved build, made once (under its lock) and then reused.
+    An overlay's is its release's, whose kept dependencies the checkout must match."""
+    if resolved.base is not None:
+        where = resolved.build.text or ""
+        version = str(resolved.identity["version"])
+        try:
+            python = _install(resolved.base)
+        except EngineError as error:
+            raise overlay.release_error(error, version, where) from None
+        note = json.loads((resolved.base.env_dir / BUILD_NOTE).read_text())
+        overlay.check_dependencies(resolved.dependencies,
+                                   (note.get("installed") or {}).get("dependencies", []),
+                                   where, f"sglang=={version}")
+        return python
     def install_args(scratch: Path) -> list[str]:
         # A local source is snapshotted under the lock, into the build's scratch folder.
         return [resolved.requirement or str(snapshot_source(resolved, scratch))]
@@ -272,23 +323,43 @@ def prepare(build: BuildSpec, python: str | None = None,
 
 def _with_patches(build: BuildSpec, facts: EnvironmentFacts, resolved: ResolvedBuild | None,
                   test_patches: Sequence[Path]) -> EnvironmentFacts:
-    """The facts of the patched tree when there is anything to patch (a local build's
-    `--patch` was applied to its snapshot before installing: not again)."""
+    """The facts of the patched tree when there is anything to patch or overlay (a
+    local build's `--patch` was applied to its snapshot before installing: not again;
+    an overlay's is applied here, first, as a pip build's)."""
     from harness.build.patched import Patch, patched_tree, tree_sha256
 
-    patches = [Patch(build.patch, "--patch")] if build.patch and build.kind != "local" \
-        else []
+    over = resolved if resolved is not None and resolved.base is not None else None
+    patches = [Patch(build.patch, "--patch")] if build.patch and (
+        build.kind != "local" or over is not None) else []
     patches += [Patch(Path(p), "engine.test_patches") for p in test_patches]
-    if not patches:
+    if not patches and over is None:
         return facts
     if facts.sglang_parent is None:
         raise EngineError(f"cannot locate sglang's package folder in {facts.python}")
     base = resolved.key if resolved is not None else f"{facts.python}:{facts.freeze_sha256}"
-    tree = patched_tree(Path(facts.sglang_parent), base, patches, folder_sha256)
+    source = None
+    if over is not None:
+        def source(scratch: Path) -> Path:  # the checkout's package, snapshotted at its commit
+            return snapshot_source(over, scratch)
+    tree = patched_tree(Path(facts.sglang_parent), base, patches, folder_sha256, source)
     applied = tuple({"role": p.role, "path": str(p.path), "sha256": p.sha256}
                     for p in patches)
-    return dataclasses.replace(facts, sglang_parent=str(tree), patched_tree=str(tree),
-                               patches=applied, patched_source=tree_sha256(tree))
+    facts = dataclasses.replace(facts, sglang_parent=str(tree), patched_tree=str(tree),
+                                patches=applied, patched_source=tree_sha256(tree))
+    return facts if over is None else dataclasses.replace(
+        facts, build_note=_overlay_note(over, facts.build_note or {}))
+
+
+def _overlay_note(resolved: ResolvedBuild, release_note: dict[str, Any]) -> dict[str, Any]:
+    """What the record says about an overlay: the checkout's commit and tree, "overlay",
+    and the release and environment key it runs over (its recipe's facts kept)."""
+    assert resolved.base is not None
+    return {**release_note, "spec": resolved.build.text, "kind": resolved.build.kind,
+            "requirement": None, "commit": resolved.commit, "ref": resolved.build.ref,
+            "dirty": resolved.dirty, "source_hash": resolved.source_hash,
+            "patch_sha256": resolved.patch_sha256, "key": resolved.base.key,
+            "method": overlay.METHOD, "overlay_key": resolved.key,
+            "base": {"spec": resolved.base.build.text, "key": resolved.base.key}}
 
 
 def build_info(build: BuildSpec, facts: EnvironmentFacts) -> Any:
@@ -313,6 +384,7 @@ def build_info(build: BuildSpec, facts: EnvironmentFacts) -> Any:
             (p["sha256"] for p in facts.patches if p["role"] == "--patch"), None),
         python=facts.python,
         git_dirty=dirty, source_hash=source_hash, ref=build.ref,
-        build_key=note.get("key"), direct_url=direct_url,
+        build_key=note.get("key"), method=note.get("method"), base=note.get("base"),
+        direct_url=direct_url,
         freeze_sha256=facts.freeze_sha256, freeze_path=str(save_freeze(facts)))
 

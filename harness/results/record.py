@@ -53,6 +53,10 @@ class BuildInfo(_Record):
     source_hash: str | None = None  # "git-tree:<id>" | "sha256:<hex>" of the installed source
     ref: str | None = None  # the ref asked for (branch/tag) before resolving to git_sha
     build_key: str | None = None  # cache entry envs/sglang-<key>
+    # "overlay": a local checkout's package served over its release's CPU environment
+    # (harness/build/overlay.py); base: that release's spec and environment key.
+    method: str | None = None
+    base: dict[str, Any] | None = None
     direct_url: dict[str, Any] | None = None  # PEP 610 direct_url.json (credentials redacted)
     freeze_sha256: str | None = None  # sha256 of the engine environment's dependency listing
     freeze_path: str | None = None  # that listing, beside the record (engine-freeze.txt)

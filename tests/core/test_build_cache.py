@@ -39,6 +39,9 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HARNESS_CACHE", str(root))
         patch.setenv("HARNESS_PIP_ARGS", PIP_ARGS)
+        # a GPU host's builds: a local checkout installed with pip (on a CPU host it is an
+        # overlay on its release's environment: tests/core/test_overlay_build.py)
+        patch.setenv("HARNESS_SGLANG_DEVICE", "cuda")
         yield root
 
 

@@ -39,8 +39,10 @@ except Interrupted as error:
 def slow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, dict[str, str]]:
     cache = tmp_path / "cache"
     env = {**os.environ, "HARNESS_CACHE": str(cache), "HARNESS_PIP_ARGS": PIP_ARGS,
-           "SLOW_BACKEND_PID": str(tmp_path / "backend.pid")}
-    for name in ("HARNESS_CACHE", "HARNESS_PIP_ARGS", "SLOW_BACKEND_PID"):
+           "SLOW_BACKEND_PID": str(tmp_path / "backend.pid"),
+           "HARNESS_SGLANG_DEVICE": "cuda"}  # a GPU host's path: the checkout pip-installed
+    for name in ("HARNESS_CACHE", "HARNESS_PIP_ARGS", "SLOW_BACKEND_PID",
+                 "HARNESS_SGLANG_DEVICE"):
         monkeypatch.setenv(name, env[name])
     return make_slow_sglang_repo(tmp_path / "sglang"), tmp_path / "backend.pid", env
 

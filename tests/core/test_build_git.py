@@ -14,6 +14,13 @@ from tests.core.build_repos import commit_all, git, make_sglang_repo, set_versio
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git executable")
 
 
+@pytest.fixture(autouse=True)
+def gpu_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GPU host's builds: a local checkout installed with pip (on a CPU host it is an
+    overlay on its release's environment: tests/core/test_overlay_build.py)."""
+    monkeypatch.setenv("HARNESS_SGLANG_DEVICE", "cuda")
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return make_sglang_repo(tmp_path / "sglang")

@@ -140,7 +140,8 @@ def run_case(stage: str, fault: str, tmp: Path, slow_repo: Path | None = None) -
     if stage == "preparation":
         assert slow_repo is not None, "the preparation stage needs a slow build"
         env |= {"HARNESS_CACHE": str(tmp / "cache"), "SLOW_BACKEND_PID": str(backend_pid),
-                "HARNESS_PIP_ARGS": "--no-deps --no-build-isolation --no-index"}
+                "HARNESS_PIP_ARGS": "--no-deps --no-build-isolation --no-index",
+                "HARNESS_SGLANG_DEVICE": "cuda"}  # a GPU host's path: pip installs the checkout
         command += ["--sglang", str(slow_repo)]
     if stage != "recording":
         command.append("--no-plot")
