@@ -100,3 +100,28 @@ def test_the_amx_answer_has_its_hook_from_0_5_19_on() -> None:
 
     assert {release: hook(release) for release in PATCHED} == {
         release: release != "0.5.18" for release in PATCHED}
+
+
+def test_the_kernel_stand_in_takes_the_scales_that_0_5_20_on_pass() -> None:
+    """0.5.19 is refused at its first prefill (docs/sglang-on-cpu.md): it pins
+    sglang-kernel 0.4.6.post1, whose `extend_attention_cpu` has no k_scale/v_scale, and its
+    intel_amx backend passes req_to_token right after the value buffer; from 0.5.20 on the
+    backend passes the two scales there, the schema the stand-in registers."""
+    import ast
+
+    source = REPO_ROOT / "tests" / "cpu_stand_ins" / "sgl_kernel" / "attention.py"
+    found = [node for node in ast.parse(source.read_text()).body
+             if isinstance(node, ast.FunctionDef) and node.name == "extend_attention_cpu"]
+    names = [arg.arg for arg in found[0].args.args]
+    assert names[names.index("v_buffer") + 1:names.index("req_to_token")] == [
+        "k_scale", "v_scale"]
+
+    def passes_scales(release: str) -> bool:
+        with zipfile.ZipFile(wheel_for(release)) as wheel:
+            text = wheel.read("sglang/srt/layers/attention/intel_amx_backend.py").decode()
+        call = text[text.index("self.extend_attention_fwd("):]
+        call = call[:call.index("req_to_token")]
+        return "scale" in call
+
+    assert {release: passes_scales(release) for release in PATCHED} == {
+        release: release not in ("0.5.18", "0.5.19") for release in PATCHED}
