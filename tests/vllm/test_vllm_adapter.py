@@ -224,7 +224,7 @@ def test_a_window_past_the_stop_strings_drops_the_servers_figure_not_the_run() -
     from types import SimpleNamespace
 
     from harness.errors import EngineError
-    from harness.run.runner import _check_window
+    from harness.run.measuring import _check_window
 
     adapter = adapter_for("vllm")
     window = {api.DRAFTS: 50, api.ACCEPTED: 200, api.PER_POSITION: [40, 30]}
