@@ -21,17 +21,11 @@ from harness.engines.registry import adapter_for
 from harness.errors import BadInput, EngineError, HarnessError, error_text
 from harness.results.record import BuildInfo, GPUInfo, LayerRow, Provenance
 from harness.run.preflight import Fit
-from harness.suite.model import (
-    LoadedSuite,
-    Models,
-    ReferenceEngine,
-    SGLangEngine,
-    Suite,
-    VLLMEngine,
-    document_sha256,
-    resolve_models,
-)
+from harness.suite.checkpoints import Models, resolve_models
+from harness.suite.model import LoadedSuite, Suite, VLLMEngine
+from harness.suite.schema import document_sha256
 from harness.suite.secrets import redact_argv
+from harness.suite.serving import ReferenceEngine, SGLangEngine
 
 
 @dataclass

@@ -7,7 +7,7 @@ written exactly once, at the end, with the stage the run reached.
 
 A suite with `[[workloads]]` entries runs each entry (the main workload first) on one
 server launch: each has its own warm-up, flush and measured phase, and its own run folder
-and record (series `<suite>.<entry>`, `harness.suite.model.suite_entries`), judged by its own
+and record (series `<suite>.<entry>`, `harness.suite.series.suite_entries`), judged by its own
 floors. The outcome is the worst of the entries'.
 
 Its parts live beside it: `harness.run.outcome` (RunOptions, re-exported here:

@@ -15,7 +15,8 @@ from harness.engines.registry import adapter_for
 from harness.engines.vllm import api
 from harness.engines.vllm.launch import normalised_flag
 from harness.errors import BadInput, MissingMetric
-from harness.suite.model import Models, Suite, load_suite
+from harness.suite.checkpoints import Models
+from harness.suite.model import Suite, load_suite
 
 SUITE = Path(__file__).resolve().parents[2] / "suites" / "tiny_dflash_vllm_cpu.toml"
 MODELS = Models("/m/target", "/m/draft")
