@@ -60,20 +60,20 @@ class EntryRun:
     contract: list[str] = field(default_factory=list)  # attention contract differences
 
     def finish(self, verdict: Verdict) -> RunRecord:
-        from harness.run import plan as planning
+        from harness.run import recorded
 
         loaded = self.loaded
         verdict.reasons.extend(self.notes)
-        hidden = planning.secret_values(loaded.suite)  # error texts may quote them
+        hidden = recorded.secret_values(loaded.suite)  # error texts may quote them
         verdict.reasons[:] = [redact_text(reason, hidden) for reason in verdict.reasons]
         record = RunRecord(
             run_id=self.run_id, started_at=self.started, finished_at=utc_now(),
             label=self.options.label,
             suite=SuiteInfo(name=loaded.suite.name, path=str(loaded.path), sha256=loaded.sha256,
-                            document=planning.redacted_document(loaded), entry=self.entry),
+                            document=recorded.redacted_document(loaded), entry=self.entry),
             build=self.build or BuildInfo(engine=loaded.suite.engine.kind,
                                           spec=redact_url(self.options.sglang or "") or None),
-            provenance=self.provenance or planning.provenance(loaded, None, [], None, None),
+            provenance=self.provenance or recorded.provenance(loaded, None, [], None, None),
             launch=self.launch, attention=self.attention,
             attention_runtime=self.attention_runtime, workload=self.workload,
             measurement=self.measurement, verdict=verdict, stage=self.stage,

@@ -149,27 +149,28 @@ def _fail_unfinished(runs: list[EntryRun], error: BaseException) -> list[RunReco
 def _prepare_and_measure(runs: list[EntryRun], models: Any, chosen: Any, gpus: Any, fit: Any
                          ) -> RunOutcome:
     from harness import build as builds
+    from harness.run import draft_attention, recorded
     from harness.run import plan as planning
 
     first = runs[0]
     options = first.options
     suite = first.loaded.suite
     for run in runs:
-        run.provenance = planning.provenance(run.loaded, None, gpus, fit, None)
+        run.provenance = recorded.provenance(run.loaded, None, gpus, fit, None)
     with heartbeat(_preparing):
         engine = planning.prepare_engine(suite, options, models, chosen)
     engine.build.options.update(planning.build_options(suite))
     from harness.run.identity import SERVED_KEY, served
 
     engine.build.options[SERVED_KEY] = served(engine.models, engine.checkpoints)
-    attention = planning.attention_table(first.loaded, engine)
-    contract = planning.contract_differences(suite, attention)
+    attention = draft_attention.attention_table(first.loaded, engine)
+    contract = draft_attention.contract_differences(suite, attention)
     for run in runs:
         run.build = engine.build.model_copy(deep=True)
         # The engine environment's dependency set, kept beside each record.
         if builds.copy_freeze(engine.build.freeze_path, run.run_dir) is not None:
             run.build.freeze_path = builds.FREEZE_FILE
-        run.provenance = planning.provenance(run.loaded, engine, gpus, fit, None)
+        run.provenance = recorded.provenance(run.loaded, engine, gpus, fit, None)
         run.attention = attention
     for run in runs:
         run.contract = list(contract)
@@ -183,12 +184,13 @@ def _prepare_and_measure(runs: list[EntryRun], models: Any, chosen: Any, gpus: A
     _launch_and_measure(runs, engine, gpus, fit)
     if options.plot:
         for run in runs:
-            planning.draw_plot(run.run_dir, options.results_dir)
+            recorded.draw_plot(run.run_dir, options.results_dir)
     return combined([run.outcome() for run in runs])
 
 
 def _launch_and_measure(runs: list[EntryRun], engine: Any, gpus: Any, fit: Any) -> None:
     from harness.run import plan as planning
+    from harness.run import recorded
     from harness.run import workload_record as described
     from harness.workloads import prepare
 
@@ -198,7 +200,7 @@ def _launch_and_measure(runs: list[EntryRun], engine: Any, gpus: Any, fit: Any) 
     for run in runs:  # every entry's data before the launch: bad data costs no GPU time
         workload_plan = run.data if run.data is not None else prepare(run.loaded.suite.workload)
         run.planned = sum(len(prompt.turns) for prompt in workload_plan.prompts)
-        run.provenance = planning.provenance(run.loaded, engine, gpus, fit, workload_plan)
+        run.provenance = recorded.provenance(run.loaded, engine, gpus, fit, workload_plan)
         run.workload = described.workload_info(run.loaded.suite, run.entry, workload_plan,
                                                engine)
         plans.append(workload_plan)
@@ -214,8 +216,8 @@ def _launch_and_measure(runs: list[EntryRun], engine: Any, gpus: Any, fit: Any) 
                       env=env,
                       launch_timeout_s=suite.engine.launch_timeout_s,
                       ready_paths=engine.adapter.ready_paths,
-                      secrets=planning.secret_values(suite))
-    launch = LaunchInfo(command=planning.redact_command(command, suite), host=LOOPBACK,
+                      secrets=recorded.secret_values(suite))
+    launch = LaunchInfo(command=recorded.redact_command(command, suite), host=LOOPBACK,
                         port=port)
     for run in runs:
         run.launch = launch
