@@ -45,7 +45,7 @@ def replay_case(
     import numpy as np
 
     from harness.analysis import simulate
-    from harness.metrics.stats import SequentialRule
+    from harness.metrics.stopping import SequentialRule
 
     rng = np.random.default_rng(seed)
     rule = SequentialRule(floor=floor, alpha=0.05, beta=0.2, max_n=QUESTIONS, wave=wave)
@@ -75,7 +75,7 @@ def error_rates(sd: float, runs: int, seed: int) -> dict[str, float]:
     import numpy as np
 
     from harness.analysis.simulate import simulate_prompts
-    from harness.metrics.stats import SequentialRule
+    from harness.metrics.stopping import SequentialRule
 
     rng = np.random.default_rng(seed)
     rule = SequentialRule(floor=FLOOR, alpha=0.05, beta=0.2, max_n=QUESTIONS)

@@ -23,7 +23,8 @@ from harness.results.baselines import save_baseline
 from harness.results.layout import REQUESTS_FILE
 from harness.results.record import RunRecord
 from harness.run.runner import RunOptions, run_suite
-from harness.suite.model import LoadedSuite, Suite, document_sha256, load_suite
+from harness.suite.model import LoadedSuite, Suite, load_suite
+from harness.suite.schema import document_sha256
 
 
 def variant(base: LoadedSuite, questions: int, policy: str, noise: float) -> LoadedSuite:

@@ -2,11 +2,12 @@
 
 Both sides (`harness.analysis.sides`) are compared under one accept-length definition, the one
 both can give (`sides.common_metric`). The difference is paired on the questions both
-sides asked (prompt difficulty cancels), and says how many (`sides.pairing`); sides whose
-runs asked them differently (another data hash, protocol, template, shots or sampling)
-are never paired, and the result carries loud `warnings`; with fewer than two shared
-questions the two sides are independent samples; against a baseline figure (no
-per-request data) the difference carries only the run's uncertainty.
+sides asked (prompt difficulty cancels), and says how many
+(`question_pairing.pairing`); sides whose runs asked them differently (another data hash,
+protocol, template, shots or sampling) are never paired, and the result carries loud
+`warnings`; with fewer than two shared questions the two sides are independent samples;
+against a baseline figure (no per-request data) the difference carries only the run's
+uncertainty.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import dataclasses
 import math
 from typing import Any
 
-from harness.analysis.sides import Side, add_run, common_metric, pairing, resolve_side
+from harness.analysis.question_pairing import pairing
+from harness.analysis.selectors import resolve_side
+from harness.analysis.sides import Side, add_run, common_metric
 from harness.metrics import stats
 
 __all__ = ["Side", "add_run", "compare", "render", "resolve_side"]

@@ -1,4 +1,6 @@
-"""The sides of a comparison: selectors resolved to runs, pooled per question.
+"""The sides of a comparison: runs pooled per question (`Side`, `add_run`). Selectors are
+resolved to runs by `harness.analysis.selectors`; two sides' questions are matched by
+`harness.analysis.question_pairing`.
 
 A side is chosen by a selector (`harness compare --help`). A set of runs is pooled by
 prompt: the numerators and steps of one question are summed across runs, so the question
@@ -7,25 +9,22 @@ keeps the numerators of each accept-length definition its rows give (`stats.nume
 `per_request` completion tokens, `server_avg` correct drafts + verify steps;
 docs/statistics.md); `compare` picks one definition for both sides.
 
-Loading reads raw JSON (`harness.results.rows`): a bad run folder named on its own is an
-error (exit 2); one matched by a glob is reported (once per command) and skipped;
-SUITE@latest / @previous pass over runs without a figure and say which run they took.
+Loading reads raw JSON (`harness.results.rows`): a run folder without a valid record is
+an `UnusableRun` (exit 2), which the selectors report or skip as they say.
 """
 
 from __future__ import annotations
 
-import glob
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.errors import BadInput
 from harness.metrics import stats
-from harness.results.baselines import BaselineFigure, figure_of, load_baselines
+from harness.results.baselines import BaselineFigure
 from harness.results.layout import REQUESTS_FILE, RUN_FILE
 from harness.results.rows import METRICS, Skip, is_number, read_record
-from harness.results.skips import report
-from harness.results.store import block_size, iter_request_rows, load_runs
+from harness.results.store import block_size, iter_request_rows
 from harness.suite.secrets import redact_url
 
 
@@ -203,7 +202,8 @@ class UnusableRun(BadInput):
         self.path, self.reason = path, reason
 
 
-def _read(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def read_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A run folder's record (raw data, flat row); UnusableRun if it holds none."""
     file = run_dir / RUN_FILE
     try:
         data, row, _ = read_record(file)
@@ -218,7 +218,7 @@ def add_run(side: Side, run_dir: Path) -> None:
     """Add one run folder to `side`; UnusableRun (exit 2, naming the file and why) if it
     holds no valid record."""
     run_dir = Path(run_dir)
-    _add(side, run_dir, *_read(run_dir))
+    add_record(side, run_dir, *read_run(run_dir))
 
 
 # The workload fields that make question i the same prompt in two runs (WorkloadInfo):
@@ -244,7 +244,8 @@ def protocol_of(data: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def _add(side: Side, run_dir: Path, data: dict[str, Any], row: dict[str, Any]) -> None:
+def add_record(side: Side, run_dir: Path, data: dict[str, Any], row: dict[str, Any]) -> None:
+    """Pool one run's request rows into `side` (its record already read: `read_run`)."""
     requests = list(iter_request_rows(run_dir / REQUESTS_FILE, [], block_size(data)))
     if not requests:  # the figures below are computed from the rows, never taken on trust
         raise UnusableRun(run_dir / REQUESTS_FILE, "no request rows (empty, missing or all "
@@ -282,168 +283,3 @@ def _add(side: Side, run_dir: Path, data: dict[str, Any], row: dict[str, Any]) -
     side.steps = [steps[q] for q in side.questions]
     side.numerators = {metric: [values[q] for q in side.questions]
                        for metric, values in pooled.items()} if side.questions else {}  # fmt: skip
-
-
-def _baseline_side(selector: str, root: Path, suite: str, label: str) -> Side:
-    figures = load_baselines(root, suite)
-    for figure in figures:
-        if figure.label == label:
-            return Side(name=selector, baseline=figure)
-    known = ", ".join(f.label for f in figures) or "none"
-    raise BadInput(f"{selector}: no baseline {label!r} for suite {suite}; known: {known}")
-
-
-def resolve_side(selector: str, results: Path, include_incomplete: bool = False) -> Side:
-    """Turn a selector into a loaded side; BadInput if nothing usable matches.
-    `include_incomplete`: SUITE selectors also take runs that errored or are partial."""
-    if selector.startswith("baseline:"):
-        suite, _, label = selector.removeprefix("baseline:").partition("@")
-        return _baseline_side(selector, results, suite, label)
-    path = Path(selector)
-    if path.is_file() and path.name != RUN_FILE:
-        try:  # a baseline file: external figures lack token sums
-            _, row, _ = read_record(path)
-        except (Skip, FileNotFoundError) as why:
-            raise BadInput(f"{selector}: {why}") from None
-        figure = figure_of(row)
-        if row["kind"] != "baseline" or figure is None:
-            raise BadInput(f"{selector}: a file that is not a run folder must be a baseline")
-        return Side(name=selector, baseline=figure)
-    if path.exists():
-        side = Side(name=selector)
-        add_run(side, path.parent if path.name == RUN_FILE else path)
-        return side
-    if any(c in selector for c in "*?["):
-        return _glob_side(selector)
-    return _suite_side(selector, results, include_incomplete)
-
-
-def _glob_side(selector: str) -> Side:
-    """Every run folder the pattern matches that has a figure; bad ones reported (once per
-    command, as the loader words it) and skipped."""
-    side = Side(name=selector)
-    skipped: list[str] = []
-    matched = sorted(Path(p) for p in glob.glob(selector) if (Path(p) / RUN_FILE).exists())
-    unmeasured = 0
-    for run_dir in matched:
-        try:
-            data, row = _read(run_dir)
-        except UnusableRun as error:
-            report(skipped, error.path, error.reason)
-            continue
-        if row["accept_length"] is None:
-            unmeasured += 1
-            continue
-        try:
-            _add(side, run_dir, data, row)
-        except UnusableRun as error:
-            report(skipped, error.path, error.reason)
-    if not side.records:
-        what = "the pattern matches no run folder" if not matched else (
-            f"none of the {len(matched)} run folders it matches has a usable accept length")
-        raise BadInput(f"{selector}: {what}")
-    if skipped or unmeasured:
-        side.note = (f"{selector}: {len(side.records)} run(s); {len(skipped)} unusable and "
-                     f"{unmeasured} without an accept length passed over")
-    return side
-
-
-def _describe(row: Any) -> str:
-    # the frame's flag is a pandas boolean (True, False or NA), never the `True` object
-    partial = ", partial" if str(row["partial"]) == "True" else ""
-    return (f"run {row['run_id']} of {row['started_at']:%Y-%m-%d %H:%M} UTC ({row['verdict']}, "
-            f"accept length {row['accept_length']:.3f} {row['metric']}{partial}) {row['path']}")
-
-
-def _suite_side(selector: str, results: Path, include_incomplete: bool = False) -> Side:
-    """SUITE, SUITE@latest, SUITE@previous: the latest / the one before among complete runs
-    with a figure (runs that errored, or ended before their plan with a partial figure,
-    are passed over unless `include_incomplete`); SUITE@LABEL: every such run of that
-    label, pooled."""
-    from harness.analysis.trend import incomplete
-
-    suite, _, which = selector.partition("@")
-    runs = load_runs(results, suite=suite, kind="run")
-    if runs.empty:
-        raise BadInput(f"{selector}: no runs of suite {suite!r} under {results}")
-    usable = runs["accept_length"].notna()
-    if not include_incomplete:
-        usable &= ~incomplete(runs)
-    measured = runs[usable]
-    passed_over = len(runs) - len(measured)
-    if which in ("", "latest", "previous"):
-        position = -2 if which == "previous" else -1
-        if len(measured) < -position:
-            raise BadInput(f"{selector}: suite {suite} has {len(measured)} run(s) with an accept "
-                           f"length ({passed_over} without one, errored or partial; "
-                           "--include-incomplete takes those with a figure)")
-        chosen = [measured.iloc[position]]
-    else:
-        chosen = [row for _, row in measured[measured["label"] == which].iterrows()]
-        if not chosen:
-            labels = ", ".join(sorted({str(v) for v in measured["label"].dropna()})) or "none"
-            raise BadInput(f"{selector}: no run of {suite} labelled {which!r} with an accept "
-                           f"length; labels: {labels}")
-    side = Side(name=selector)
-    for row in chosen:
-        add_run(side, Path(row["path"]))
-    notes = [_describe(row) for row in chosen[:3]] + (
-        [f"... and {len(chosen) - 3} more"] if len(chosen) > 3 else [])
-    skipped = (f" ({passed_over} run(s) errored, partial or without an accept length passed "
-               "over)" if passed_over else "")
-    side.note = f"{selector}: " + "; ".join(notes) + skipped
-    return side
-
-
-@dataclass(frozen=True)
-class Pairing:
-    """How two sides' questions are matched: `shared` questions asked on both sides are
-    paired when both sides asked them the same way; `warnings` say loudly why not."""
-
-    paired: bool
-    shared: tuple[Any, ...]
-    n_a: int
-    n_b: int
-    warnings: tuple[str, ...] = ()
-
-    def describe(self) -> str:
-        if self.paired:
-            whole = self.n_a == self.n_b == len(self.shared)
-            return (f"paired on {len(self.shared)} shared questions"
-                    + ("" if whole else f" (A asked {self.n_a}, B {self.n_b})"))
-        return (f"not paired: {len(self.shared)} shared questions (A asked {self.n_a}, "
-                f"B {self.n_b})")
-
-
-def _differences(a: Side, b: Side) -> list[str]:
-    """Fields on which the two sides' runs say different things (each side's runs must
-    agree among themselves too)."""
-    out = []
-    for name in (*PROTOCOL_FIELDS, "shots"):
-        values_a = {repr(p.get(name)) for p in a.protocols if p.get(name) is not None}
-        values_b = {repr(p.get(name)) for p in b.protocols if p.get(name) is not None}
-        if len(values_a) > 1 or len(values_b) > 1 or (values_a and values_b
-                                                       and values_a != values_b):
-            shown_a = ", ".join(sorted(values_a)) or "-"
-            shown_b = ", ".join(sorted(values_b)) or "-"
-            out.append(f"{name} differs (A {shown_a}; B {shown_b})")
-    return out
-
-
-def pairing(a: Side, b: Side) -> Pairing:
-    """Pair on the questions both sides asked, when both asked them the same way: the
-    same data rows (`data_sha256`), kind, protocol, template, shots and sampling, and, where
-    the server returned them, the same prompt token ids question by question. Runs on
-    different data are never paired row by row (question i is another question there)."""
-    shared = tuple(sorted(set(a.questions) & set(b.questions), key=str))
-    warnings = _differences(a, b)
-    prompts = [q for q in shared if q in a.prompt_hashes and q in b.prompt_hashes
-               and a.prompt_hashes[q] != b.prompt_hashes[q]]
-    if prompts:
-        warnings.append(f"{len(prompts)} of the {len(shared)} shared questions were sent as "
-                        "different prompt tokens")
-    if warnings:
-        warnings = [*warnings, "the sides are compared as independent samples, not paired: "
-                    "check that they measure the same workload"]
-    paired = not warnings and len(shared) >= 2
-    return Pairing(paired, shared, len(a.questions), len(b.questions), tuple(warnings))

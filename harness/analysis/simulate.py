@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-    from harness.metrics.stats import Decision, SequentialRule
+    from harness.metrics.stats import Decision
+from harness.metrics.stopping import SequentialRule
 
 
 def _rng(seed: int | np.random.Generator) -> np.random.Generator:

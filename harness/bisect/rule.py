@@ -18,7 +18,7 @@ with standard error se_n its log-likelihood ratio after n prompts is
 
 (D_n, se_n: the paired difference and its delta-method standard error on the first n
 prompts, `stats.ratio_difference`). It is looked at only at fixed counts (every `wave`
-prompts, as `stats.SequentialRule` does):
+prompts, as `stopping.SequentialRule` does):
 - "bad" when llr_n >= log((1 - alpha) / alpha), "good" when llr_n <= -log((1 - alpha) /
   alpha);
 - neither at the last look: "undecided" (the driver may extend the prompts, then passes

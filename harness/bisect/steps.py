@@ -17,7 +17,8 @@ from typing import Any
 
 from harness.bisect.rule import PairedLook, StepRule, endpoint_difference, significant
 from harness.errors import BadInput, EngineError, HarnessError, Interrupted, TopologySkip
-from harness.suite.model import LoadedSuite, Suite, document_sha256
+from harness.suite.model import LoadedSuite, Suite
+from harness.suite.schema import document_sha256
 
 Pairs = tuple[list[int], list[int]]  # (numerators, verify steps) prompt by prompt
 

@@ -31,7 +31,7 @@ from filelock import FileLock
 from harness.errors import TopologySkip
 from harness.results.record import GPUInfo
 from harness.run.preflight import check_fit
-from harness.suite.model import Topology
+from harness.suite.serving import Topology
 
 LOCK_DIR_ENV = "HARNESS_GPU_LOCK_DIR"
 STATE_FILE = "gpu-leases.json"

@@ -19,8 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import BadInput
 from harness.results.record import GPUInfo
-from harness.suite.model import SUITES_DIR, LoadedSuite, Topology
+from harness.suite.model import SUITES_DIR, LoadedSuite
 from harness.suite.secrets import redact_url
+from harness.suite.serving import Topology
 
 REPO_ROOT = SUITES_DIR.parent
 RUNNERS_FILE = REPO_ROOT / "ci" / "runners.toml"

@@ -298,7 +298,7 @@ class SuiteItem(pytest.Item):
         frames' arguments, which hold the suite and so its secrets. What is printed here
         goes to the terminal and to JUnit's failure text: secrets redacted."""
         from harness.errors import HarnessError
-        from harness.run.plan import secret_values
+        from harness.run.recorded import secret_values
         from harness.suite.secrets import redact_text
 
         error = excinfo.value

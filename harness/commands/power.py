@@ -102,6 +102,7 @@ def power_report(
     paired_sd: float | None = None,
 ) -> dict[str, Any]:
     from harness.metrics import stats
+    from harness.metrics.stopping import SequentialRule
     from harness.workloads import planned_questions
 
     suite, floors = loaded.suite, loaded.suite.floors
@@ -119,8 +120,8 @@ def power_report(
         sd_source = f"default {sd} (no recorded runs with request rows under {results})"
     n = planned_questions(suite.workload)
     counts = sorted(set(stats.DEFAULT_PROMPT_COUNTS) | {n})
-    rule = stats.SequentialRule(floor=floors.accept_length, alpha=alpha, beta=beta, max_n=n,
-                                strict=floors.strict)  # fmt: skip
+    rule = SequentialRule(floor=floors.accept_length, alpha=alpha, beta=beta, max_n=n,
+                          strict=floors.strict)  # fmt: skip
     characteristic = []
     for offset in OFFSETS:
         p_sequential, expected = rule.operating_characteristic(offset, sd)

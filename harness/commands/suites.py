@@ -47,7 +47,7 @@ class ShowCommand:
         import json
 
         from harness.run.calibrate import calibration_lines
-        from harness.run.plan import engine_secret_flags
+        from harness.run.recorded import engine_secret_flags
         from harness.suite.model import load_suite
         from harness.suite.secrets import redact_document
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from harness.suite.model import Models, Suite
+    from harness.suite.checkpoints import Models
+    from harness.suite.model import Suite
 
 
 @dataclass(frozen=True)

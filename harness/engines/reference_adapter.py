@@ -15,7 +15,9 @@ from typing import Any
 from harness.engines.flags import check_suite_flags
 from harness.engines.sglang import SGLangAdapter, api
 from harness.errors import BadInput
-from harness.suite.model import Models, ReferenceEngine, Suite
+from harness.suite.checkpoints import Models
+from harness.suite.model import Suite
+from harness.suite.serving import ReferenceEngine
 
 LAUNCH_MODULE = "harness.engines.reference"
 RESERVED_FLAGS = frozenset({"--host", "--port", "--target", "--draft", "--attention-policy",

@@ -1,5 +1,5 @@
-"""All statistics of the harness: accept length, its uncertainty, comparisons, the gate's
-operating characteristic and sequential stopping.
+"""The harness's statistics: accept length, its uncertainty, comparisons and the gate's
+operating characteristic; the sequential rule is `harness.metrics.stopping`'s.
 
 The unit of sampling is the prompt, not the decoding step: steps of one request share a
 prompt and are strongly correlated, so every variance here is a cluster (prompt-level)
@@ -92,7 +92,9 @@ def metric_pairs(rows: Sequence[Mapping[str, Any]], metric: Metric) -> tuple[lis
     return numerators, steps
 
 
-def _arrays(tokens: Sequence[float], steps: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def request_arrays(tokens: Sequence[float], steps: Sequence[float]
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(tokens, steps) as float arrays, checked: 1-D, equal length, some verify steps."""
     import numpy as np
 
     t = np.asarray(tokens, dtype=float)
@@ -108,13 +110,13 @@ def _arrays(tokens: Sequence[float], steps: Sequence[float]) -> tuple[np.ndarray
 
 def accept_length(tokens: Sequence[float], steps: Sequence[float]) -> float:
     """Sum of numerators over sum of verify steps (exact; not a mean of ratios)."""
-    t, s = _arrays(tokens, steps)
+    t, s = request_arrays(tokens, steps)
     return float(t.sum() / s.sum())
 
 
 def _contributions(tokens: Sequence[float], steps: Sequence[float]) -> np.ndarray:
     """Per-prompt linearised contributions e_i / mean(steps), in accept-length units."""
-    t, s = _arrays(tokens, steps)
+    t, s = request_arrays(tokens, steps)
     return (t - t.sum() / s.sum() * s) / s.mean()
 
 
@@ -150,7 +152,7 @@ def bootstrap_ci(
 
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level}")
-    t, s = _arrays(tokens, steps)
+    t, s = request_arrays(tokens, steps)
     if t.size == 1:
         point = float(t[0] / s[0])
         return point, point
@@ -289,124 +291,6 @@ def power_table(
     """The fixed gate's operating characteristic per prompt count (`harness power`)."""
     return [PowerRow(n, sd / math.sqrt(n), fail_margin(sd, n, alpha), caught_drop(sd, n, beta),
                      min_detectable_drop(sd, n, alpha, beta)) for n in n_values]  # fmt: skip
-
-
-# ------------------------------------------------------------------ sequential stopping
-
-
-def skew_corrected_z(excess: np.ndarray) -> np.ndarray:
-    """Hall's (1992) skewness-corrected t statistic for H0: mean = 0, along the last axis.
-
-    With x = mean/sd and gamma the sample skewness, sqrt(n) * (x + gamma x^2 / 3 +
-    gamma^2 x^3 / 27 + gamma / (6 n)): monotone in x, and its tails match Student's t
-    far better than the plain t when the data are skewed. +-inf where sd = 0.
-    """
-    import numpy as np
-
-    n = excess.shape[-1]
-    mean = excess.mean(axis=-1)
-    sd = excess.std(axis=-1, ddof=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        x = mean / sd
-        gamma = ((excess - mean[..., None]) ** 3).mean(axis=-1) / sd**3
-        z = np.sqrt(n) * (x + gamma * x**2 / 3 + gamma**2 * x**3 / 27 + gamma / (6 * n))
-        return np.where(sd > 0, z, np.sign(mean) * np.inf)
-
-
-@dataclass(frozen=True)
-class SequentialRule:
-    """Stop a run at a planned look once its verdict against `floor` is settled.
-
-    Looks are at every `wave` requests and at `max_n` (`looks`); the driver sends exactly
-    up to the next look, waits for all of it, and calls `decide` with those requests in
-    submission order (at any other count `decide` returns None). At an early look the
-    statistic is the skew-corrected t (`skew_corrected_z`) of X_i = tokens_i - floor *
-    steps_i, whose mean is > 0 exactly when the true ratio is above the floor:
-    - "fail" when it is below -t_{1 - alpha/K}: P(an early "fail" | true >= floor) <= alpha;
-    - "pass" when it is above t_{1 - beta/K}: P(an early "pass" | true <= floor) <= beta;
-      (K early looks, Bonferroni: the bound holds however the looks are correlated);
-    - at `max_n` the fixed protocol's verdict (point estimate vs floor), whose own error
-      rates are the gate's operating characteristic (`gate_fail_probability`: about 50%
-      at the floor itself). alpha and beta bound only what stopping early adds.
-    """
-
-    floor: float
-    alpha: float = 0.05
-    beta: float = 0.2
-    max_n: int = 200
-    wave: int = 50
-    strict: bool = False  # True: pass needs the figure > floor (SGLang's `>`)
-
-    def __post_init__(self) -> None:
-        if self.wave < 20 or self.max_n < 1:
-            raise ValueError("wave must be >= 20 requests (the t approximation) and max_n >= 1")
-        for name in ("alpha", "beta"):
-            if not 0.0 < getattr(self, name) < 0.5:
-                raise ValueError(f"{name} must be in (0, 0.5)")
-
-    def looks(self, max_n: int | None = None) -> list[int]:
-        """Cumulative request counts at which `decide` is called; the last is max_n."""
-        if max_n is not None and max_n != self.max_n:
-            raise ValueError(f"this rule was planned for {self.max_n} requests, not {max_n}")
-        return [*range(self.wave, self.max_n, self.wave), self.max_n]
-
-    def critical_values(self, n: int) -> tuple[float, float]:
-        """(fail, pass) thresholds of the statistic at an early look of n requests."""
-        early = max(1, len(self.looks()) - 1)
-        return t_quantile(1 - self.alpha / early, n - 1), t_quantile(1 - self.beta / early, n - 1)
-
-    def fixed_verdict(self, tokens: Sequence[float], steps: Sequence[float]) -> Decision:
-        estimate = accept_length(tokens, steps)
-        above = estimate > self.floor if self.strict else estimate >= self.floor
-        return "pass" if above else "fail"
-
-    def decide(self, tokens: Sequence[float], steps: Sequence[float]) -> Decision | None:
-        n = len(tokens)
-        if n >= self.max_n:
-            return self.fixed_verdict(tokens[: self.max_n], steps[: self.max_n])
-        if n not in self.looks():
-            return None  # not a planned look: the error rates hold only at the looks
-        t, s = _arrays(tokens, steps)
-        z = float(skew_corrected_z(t - self.floor * s))
-        fail_at, pass_at = self.critical_values(n)
-        if z < -fail_at:
-            return "fail"
-        if z > pass_at:
-            return "pass"
-        return None
-
-    def first_decision(
-        self, tokens: Sequence[float], steps: Sequence[float]
-    ) -> tuple[Decision, int]:
-        """Replay the looks on max_n requests: (verdict, requests used)."""
-        if len(tokens) < self.max_n:
-            raise ValueError(f"need {self.max_n} requests to replay, got {len(tokens)}")
-        for look in self.looks():
-            verdict = self.decide(tokens[:look], steps[:look])
-            if verdict is not None:
-                return verdict, look
-        raise AssertionError("the last look always decides")  # pragma: no cover
-
-    def operating_characteristic(
-        self, true_minus_floor: float, sd: float, reps: int = 4000, seed: int = 0
-    ) -> tuple[float, float]:
-        """(P(fail), expected requests) for per-prompt values N(true - floor, sd^2), by
-        simulation (normal data: no skew). For `harness power`."""
-        import numpy as np
-
-        excess = np.random.default_rng(seed).normal(true_minus_floor, sd, (reps, self.max_n))
-        verdict = np.zeros(reps)  # -1 fail, +1 pass, 0 open
-        used = np.full(reps, float(self.max_n))
-        for look in self.looks()[:-1]:
-            z = skew_corrected_z(excess[:, :look])
-            fail_at, pass_at = self.critical_values(look)
-            now = (verdict == 0) & ((z < -fail_at) | (z > pass_at))
-            verdict[now] = np.where(z[now] < 0, -1, 1)
-            used[now] = look
-        mean = excess.mean(axis=1)
-        final_pass = mean > 0 if self.strict else mean >= 0
-        verdict[verdict == 0] = np.where(final_pass, 1, -1)[verdict == 0]
-        return float(np.mean(verdict < 0)), float(used.mean())
 
 
 # -------------------------------------------------------------------- draft positions

@@ -30,7 +30,7 @@ class SuiteInfo(_Record):
     """The suite as this record ran it. For a suite with `[[workloads]]` entries each entry
     is its own record: `name` is the series `<suite>.<entry>`, `entry` the entry's name,
     and `document` the suite with that entry's workload, floors and baselines in place
-    of the suite's own (`harness.suite.model.suite_entries`); `sha256` hashes that document."""
+    of the suite's own (`harness.suite.series.suite_entries`); `sha256` hashes that document."""
 
     name: str
     path: str | None = None

@@ -23,7 +23,8 @@ from harness.metrics.calibration import summarise_repeats
 from harness.results.layout import CALIBRATIONS_DIR, atomic_write_text
 from harness.results.readers import read_calibration, read_run_data
 from harness.results.record import new_run_id, utc_now
-from harness.suite.model import LoadedSuite, Suite, document_sha256
+from harness.suite.model import LoadedSuite, Suite
+from harness.suite.schema import document_sha256
 
 SEED_STRIDE = 100_000_000  # far above a request's own offsets (question + 1e6 per turn)
 CALIBRATION_FILE_KIND = "calibration"

@@ -16,26 +16,18 @@ from harness.errors import BadInput
 from harness.run.plan import (
     ChosenBuild,
     models,
-    redact_command,
     reference_dirs,
-    secret_values,
     server_env,
     test_patch_files,
     vllm_tiny_models,
 )
 from harness.run.preflight import Fit
-from harness.suite.model import (
-    DRAFTLESS,
-    LoadedSuite,
-    Models,
-    ReferenceEngine,
-    SGLangEngine,
-    Suite,
-    VLLMEngine,
-    model_source,
-)
+from harness.run.recorded import redact_command, secret_values
+from harness.suite.checkpoints import Models, model_source
+from harness.suite.model import LoadedSuite, Suite, VLLMEngine
 from harness.suite.release_patches import shown
 from harness.suite.secrets import redact_url
+from harness.suite.serving import DRAFTLESS, ReferenceEngine, SGLangEngine
 
 PORT_PLACEHOLDER = 30000
 

@@ -30,13 +30,14 @@ def period_s() -> float:
         return DEFAULT_PERIOD_S
 
 
-def _say(line: str) -> None:
+def say(line: str) -> None:
+    """One line on stderr, now (the run's progress lines and the heartbeat's)."""
     print(line, file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager
 def heartbeat(describe: Callable[[float], str | None],
-              say: Callable[[str], None] = _say) -> Iterator[None]:
+              say: Callable[[str], None] = say) -> Iterator[None]:
     """While the block runs, `say(describe(elapsed))` every period (nothing when the
     block ends sooner, or when `describe` returns None for that beat)."""
     every = period_s()

@@ -205,7 +205,7 @@ def expected_identities(loaded: LoadedSuite, options: Any) -> dict[str, dict[str
     (its environment built or found in the cache, nothing launched) to know its commit
     and dependency hash."""
     from harness.run import plan as planning
-    from harness.run import preflight
+    from harness.run import preflight, recorded
     from harness.suite.model import suite_entries
 
     loaded_a, chosen = planning.choose_build(loaded, options)
@@ -215,7 +215,7 @@ def expected_identities(loaded: LoadedSuite, options: Any) -> dict[str, dict[str
     engine.build.options[SERVED_KEY] = served(engine.models, engine.checkpoints)
     gpus = preflight.gpu_inventory()
     fit = preflight.check_fit(suite.topology, gpus, options.gpu_devices)
-    provenance = planning.provenance(loaded_a, engine, gpus, fit, None)
+    provenance = recorded.provenance(loaded_a, engine, gpus, fit, None)
     out = {}
     for entry in suite_entries(loaded_a, list(options.entries) if options.entries else None):
         from harness.run.workload_record import workload_info

@@ -1,6 +1,7 @@
-"""The run plan: the build and models a run uses, the engine it prepares, the attention
-contract it checks, and what it may write (secrets redacted); the `--dry-run` text is
-`harness.run.dry_run`'s.
+"""The run plan: the build and models a run uses, the engine it prepares and the server's
+environment; the `--dry-run` text is `harness.run.dry_run`'s, the draft's attention and
+its contract `harness.run.draft_attention`'s, what a run may write (secrets redacted,
+provenance, the plot) `harness.run.recorded`'s.
 
 Engine facts stay in the adapters (harness.engines); this module only asks them.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,20 +19,13 @@ from typing import Any
 from harness import build as builds
 from harness.engines.interface import EngineAdapter
 from harness.engines.registry import adapter_for
-from harness.errors import BadInput, EngineError, HarnessError, error_text
-from harness.results.record import BuildInfo, GPUInfo, LayerRow, Provenance
+from harness.errors import BadInput
+from harness.results.record import BuildInfo
 from harness.run.preflight import Fit
-from harness.suite.model import (
-    LoadedSuite,
-    Models,
-    ReferenceEngine,
-    SGLangEngine,
-    Suite,
-    VLLMEngine,
-    document_sha256,
-    resolve_models,
-)
-from harness.suite.secrets import redact_argv
+from harness.suite.checkpoints import Models, resolve_models
+from harness.suite.model import LoadedSuite, Suite, VLLMEngine
+from harness.suite.schema import document_sha256
+from harness.suite.serving import ReferenceEngine, SGLangEngine
 
 
 @dataclass
@@ -238,86 +232,6 @@ def vllm_tiny_models(engine: VLLMEngine) -> Models:
     return Models(str(target), str(draft))
 
 
-def attention_table(loaded: LoadedSuite, engine: PreparedEngine) -> list[LayerRow] | None:
-    """The draft's per-layer attention as this build resolves it, before any launch.
-
-    SGLang builds are evaluated with their own config loading and resolver code (`harness
-    audit`); the reference engine replays the behaviour its suite names. Without an
-    expected contract, an unreachable draft config only leaves the table empty; a draft the
-    version's own code rejects stops the run with that version's message (exit 5).
-    """
-    from harness.audit.errors import VersionRejected
-
-    suite = loaded.suite
-    expected = suite.draft.expected_layers if suite.draft else None
-    if engine.draft_config is None:
-        return None
-    if isinstance(suite.engine, SGLangEngine) and suite.speculative.algorithm != "DFLASH" \
-            and expected is None:
-        # The audit resolves a DFlash draft's attention; a STANDALONE or EAGLE draft is
-        # the model's own causal stack, which it would misreport as bidirectional.
-        return None
-    try:
-        if isinstance(suite.engine, VLLMEngine):
-            from harness.audit.config import locate_draft_config
-            from harness.engines.vllm.audit import vllm_layers
-
-            # vLLM's own resolver (model_executor/models/qwen3_dflash.py) in its environment
-            path, _ = locate_draft_config(engine.draft_config, engine.draft_revision)
-            resolved = vllm_layers(engine.python, Path(path))
-            explicit = _explicit_causality(Path(path))
-            return [LayerRow(index=row["index"], layer_type=row["layer_type"],
-                             window=row["window"], causal=row["causal"], explicit=explicit)
-                    for row in resolved["layers"]]
-        if isinstance(suite.engine, ReferenceEngine):
-            from harness.audit import load_draft_config
-            from harness.suite.attention import resolve_layers
-
-            config, _ = load_draft_config(engine.draft_config)
-            layers = resolve_layers(config, suite.engine.attention_policy)
-        else:
-            from harness.audit import audit_for_build
-            from harness.audit.source import checkout_source
-
-            parent = engine.facts.sglang_parent if engine.facts else None
-            if parent is None:
-                raise EngineError(f"cannot locate sglang's package folder in {engine.python}")
-            # the version's own config loading and resolver, on the draft's real folder
-            layers = audit_for_build(engine.draft_config, checkout_source(parent),
-                                     revision=engine.draft_revision)
-    except VersionRejected:
-        raise  # SGLang itself would refuse this draft: the run stops with its message
-    except HarnessError:
-        if expected is not None:
-            raise
-        return None
-    return [LayerRow.model_validate(layer.to_dict()) for layer in layers]
-
-
-def _explicit_causality(config_json: Path) -> bool:
-    """Whether the draft declares its causality (`is_causal` or `dflash_config.causal`)."""
-    try:
-        config = json.loads(config_json.read_text())
-    except (OSError, ValueError):
-        return False
-    dflash = config.get("dflash_config") if isinstance(config.get("dflash_config"), dict) \
-        else {}
-    return config.get("is_causal") is not None or dflash.get("causal") is not None
-
-
-def contract_differences(suite: Suite, attention: Sequence[LayerRow] | None) -> list[str]:
-    expected = suite.draft.expected_layers if suite.draft else None
-    if expected is None or attention is None:
-        return []
-    from harness.audit import check_contract
-    from harness.suite.attention import LayerAttention
-
-    actual = [LayerAttention(**row.model_dump(include={"index", "layer_type", "window",
-                                                       "causal", "explicit"}))
-              for row in attention]
-    return check_contract([layer.model_dump() for layer in expected], actual)
-
-
 def _suite_paths(suite: Suite, key: str, what: str, exists: Any) -> list[Path]:
     """`engine.<key>` of the suite, absolute (relative ones from the repository root);
     one that `exists` refuses is exit 2 naming it."""
@@ -365,85 +279,3 @@ def server_env(suite: Suite, fit: Fit | None,
     if fit is not None and fit.devices:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(d) for d in fit.devices)
     return env
-
-
-# ---------------------------------------------------------------- what may be written
-
-
-def engine_secret_flags(kind: str) -> frozenset[str]:
-    """The secret flags of an engine's adapter (every known engine's when it names none)."""
-    from harness.suite.secrets import SECRET_FLAGS
-
-    return frozenset(getattr(adapter_for(kind), "secret_flags", SECRET_FLAGS))
-
-
-def secret_values(suite: Suite) -> tuple[str, ...]:
-    """The suite's secrets (engine.env credentials, secret flags in extra_args, in every
-    form the engine's parser accepts)."""
-    from harness.suite.secrets import secret_values as find
-
-    flags = engine_secret_flags(suite.engine.kind)
-    return find(suite.engine.env, suite.engine.extra_args, flags)
-
-
-def redact_command(command: Sequence[str], suite: Suite) -> list[str]:
-    from harness.suite.secrets import redact_text
-
-    hidden = secret_values(suite)
-    flags = engine_secret_flags(suite.engine.kind)
-    return [redact_text(arg, hidden) for arg in redact_argv(command, flags)]
-
-
-def redacted_document(loaded: LoadedSuite) -> dict[str, Any]:
-    """The suite document as recorded: secret env values and flag values replaced."""
-    from harness.suite.secrets import redact_document
-
-    return redact_document(json.loads(json.dumps(loaded.document)),
-                           engine_secret_flags(loaded.suite.engine.kind))
-
-
-def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequence[GPUInfo],
-               fit: Fit | None, data: Any) -> Provenance:
-    from harness.run import provenance as collect
-
-    used = [g for g in gpus if fit is not None and g.index in fit.devices]
-    weights = None
-    if engine is not None and engine.checkpoints is not None:
-        from harness.engines.reference.checkpoints import served_weights_sha256
-
-        weights = served_weights_sha256(*engine.checkpoints)
-    elif engine is not None and isinstance(engine.suite.engine, VLLMEngine) and \
-            engine.models is not None and \
-            (Path(engine.models.draft) / "model.safetensors").is_file() and \
-            (Path(engine.models.target) / "model.safetensors").is_file():
-        from harness.engines.reference.checkpoints import draft_files_sha256, file_sha256
-
-        # local folders (vLLM's tiny suite): the weights and the draft config it serves
-        weights = {"target": file_sha256(Path(engine.models.target) / "model.safetensors"),
-                   **draft_files_sha256(Path(engine.models.draft))}
-    stand_ins = None
-    if isinstance(loaded.suite.engine, SGLangEngine) and loaded.suite.engine.stand_ins:
-        stand_ins = {str(f): builds.folder_sha256(f) for f in stand_in_folders(loaded.suite)}
-    patches = None  # the ones the build applied (for its release)
-    if isinstance(loaded.suite.engine, SGLangEngine) and loaded.suite.engine.test_patches \
-            and engine is not None:
-        patches = {p["path"]: p["sha256"] for p in getattr(engine.facts, "patches", ())
-                   if p["role"] == "engine.test_patches"}
-    return collect.collect(engine.facts if engine else None, used,
-                           server_env(loaded.suite, fit, engine.facts if engine else None),
-                           getattr(data, "source", None), getattr(data, "sha256", None),
-                           loaded.suite.workload.seed, weights_sha256=weights,
-                           stand_ins_sha256=stand_ins, test_patches_sha256=patches)
-
-
-def draw_plot(run_dir: Path, results_dir: Path) -> Path | None:
-    """The run against its suite's baselines and floor; a failed plot never fails a run."""
-    try:
-        from harness.analysis import plots
-
-        return plots.plot_run(run_dir, results_root=results_dir)
-    except Exception as error:  # plotting is a by-product; the record is already written
-        # (Ctrl-C and SIGTERM are KeyboardInterrupts: they pass through and stop the run)
-        print(f"warning: could not draw the plot for {run_dir}: {error_text(error)}",
-              file=sys.stderr)
-        return None

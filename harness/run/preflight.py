@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.errors import BadInput
 from harness.results.record import GPUInfo
-from harness.suite.model import Topology
+from harness.suite.serving import Topology
 
 INVENTORY_ENV = "HARNESS_GPU_INVENTORY"
 NVIDIA_SMI_QUERY = ["--query-gpu=index,name,memory.total,uuid", "--format=csv,noheader,nounits"]

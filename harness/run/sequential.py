@@ -7,9 +7,9 @@ proportion (Spec-Bench's file order put MT-Bench's 80 questions first: a wave of
 nothing else). A single-category workload (GSM8K) keeps its order.
 
 Rule (`FloorsRule`): at an early look each floor is tested on its own, at the accept-length
-rule's thresholds (K early looks, Bonferroni: `stats.SequentialRule.critical_values`):
+rule's thresholds (K early looks, Bonferroni: `stopping.SequentialRule.critical_values`):
 - accept length, overall and per floored category: the skew-corrected t of
-  tokens_i - floor * steps_i over questions (`stats.SequentialRule`);
+  tokens_i - floor * steps_i over questions (`stopping.SequentialRule`);
 - a draft position k: the same statistic on (steps accepting >= k drafts, steps);
 - accuracy, overall and per category: the score statistic (p - floor) / sqrt(floor (1 -
   floor) / n) over graded questions (defined at 0 and 1 correct alike).
@@ -70,7 +70,7 @@ def stratified_order(prompts: Sequence[Any], seed: int) -> list[Any]:
 class FloorsRule:
     """The runner's stop rule for `--sequential`: every floor the verdict uses."""
 
-    rule: Any  # stats.SequentialRule of the accept-length floor
+    rule: Any  # stopping.SequentialRule of the accept-length floor
     metric: str
     floors: Any  # suite.model.Floors
     decisions: dict[str, str | None] = field(default_factory=dict)  # floor -> at the stop
@@ -169,7 +169,7 @@ def _ratio(rule: Any, tokens: Sequence[int], steps: Sequence[int], floor: float
     over the group's questions, at the thresholds for its own size."""
     import numpy as np
 
-    from harness.metrics.stats import skew_corrected_z
+    from harness.metrics.stopping import skew_corrected_z
 
     if len(tokens) < MIN_GROUP or sum(steps) <= 0:
         return None
@@ -186,11 +186,11 @@ def _get(row: Any, key: str) -> Any:
 def stop_rule(suite: Any, max_n: int) -> FloorsRule:
     """`max_n`: the questions the workload plans (the rule looks at question counts);
     the rule settles every floor of the suite (`harness.run.sequential`)."""
-    from harness.metrics import stats
+    from harness.metrics.stopping import SequentialRule
 
     floors = suite.floors
-    rule = stats.SequentialRule(floor=floors.accept_length, alpha=floors.alpha,
-                                beta=floors.beta, max_n=max_n, strict=floors.strict)
+    rule = SequentialRule(floor=floors.accept_length, alpha=floors.alpha,
+                          beta=floors.beta, max_n=max_n, strict=floors.strict)
     return FloorsRule(rule, floors.metric, floors)
 
 

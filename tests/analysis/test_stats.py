@@ -17,7 +17,7 @@ from harness.analysis.simulate import (
     replay_waves,
     simulate_prompts,
 )
-from harness.metrics import stats
+from harness.metrics import stats, stopping
 
 TRUE = 5.0
 N = 60
@@ -161,34 +161,34 @@ def test_fixed_gate_fails_half_the_builds_at_the_floor_and_alpha_at_the_margin()
 
 
 def test_rule_looks_and_refuses_other_counts() -> None:
-    rule = stats.SequentialRule(floor=FLOOR, max_n=200)
+    rule = stopping.SequentialRule(floor=FLOOR, max_n=200)
     assert rule.looks() == rule.looks(200) == [50, 100, 150, 200]
-    assert stats.SequentialRule(floor=FLOOR, max_n=120).looks() == [50, 100, 120]
-    assert stats.SequentialRule(floor=FLOOR, max_n=40).looks() == [40]
+    assert stopping.SequentialRule(floor=FLOOR, max_n=120).looks() == [50, 100, 120]
+    assert stopping.SequentialRule(floor=FLOOR, max_n=40).looks() == [40]
     with pytest.raises(ValueError, match="planned for 200"):
         rule.looks(100)
     tokens, steps = simulate_prompts(200, FLOOR + 2.0, seed=1)  # far above the floor
     assert rule.decide(tokens[:50], steps[:50]) == "pass"
     assert rule.decide(tokens[:60], steps[:60]) is None  # not a look: never a verdict
     with pytest.raises(ValueError):
-        stats.SequentialRule(floor=FLOOR, wave=5)
+        stopping.SequentialRule(floor=FLOOR, wave=5)
 
 
 def test_last_look_is_the_fixed_verdict_strict_or_not() -> None:
     steps = [10] * 200
     at_floor = [54] * 200  # exactly 5.4
     just_below = [54] * 199 + [53]
-    assert stats.SequentialRule(floor=FLOOR).decide(at_floor, steps) == "pass"
-    assert stats.SequentialRule(floor=FLOOR, strict=True).decide(at_floor, steps) == "fail"
-    assert stats.SequentialRule(floor=FLOOR).decide(just_below, steps) == "fail"
+    assert stopping.SequentialRule(floor=FLOOR).decide(at_floor, steps) == "pass"
+    assert stopping.SequentialRule(floor=FLOOR, strict=True).decide(at_floor, steps) == "fail"
+    assert stopping.SequentialRule(floor=FLOOR).decide(just_below, steps) == "fail"
     # no spread and exactly at the floor: no early verdict, the last look decides
-    assert stats.SequentialRule(floor=FLOOR).decide(at_floor[:50], steps[:50]) is None
+    assert stopping.SequentialRule(floor=FLOOR).decide(at_floor[:50], steps[:50]) is None
 
 
 def _replays(offset: float, reps: int, seed: int, sd: float = 0.75) -> list[tuple[str, str, float]]:
     """(sequential verdict, fixed verdict, fraction of tokens) at concurrency 128."""
     rng = np.random.default_rng(seed)
-    rule = stats.SequentialRule(floor=FLOOR, alpha=0.05, beta=0.2, max_n=200)
+    rule = stopping.SequentialRule(floor=FLOOR, alpha=0.05, beta=0.2, max_n=200)
     out = []
     for _ in range(reps):
         tokens, steps = simulate_prompts(200, FLOOR + offset, prompt_sd=sd, seed=rng)
@@ -202,7 +202,7 @@ def test_early_error_rates_at_the_floor_are_within_alpha_and_beta() -> None:
     # true value exactly at the floor: an early fail is a false fail (bound alpha 0.05),
     # an early pass a false pass (bound beta 0.2); the rest goes to the fixed gate
     rng = np.random.default_rng(24)
-    rule = stats.SequentialRule(floor=FLOOR, alpha=0.05, beta=0.2, max_n=200)
+    rule = stopping.SequentialRule(floor=FLOOR, alpha=0.05, beta=0.2, max_n=200)
     early = {"fail": 0, "pass": 0}
     fails = 0
     for _ in range(1000):
@@ -228,7 +228,7 @@ def test_same_verdict_with_half_the_tokens_at_03_from_the_floor(offset: float) -
 
 
 def test_operating_characteristic_is_consistent() -> None:
-    rule = stats.SequentialRule(floor=FLOOR, max_n=200)
+    rule = stopping.SequentialRule(floor=FLOOR, max_n=200)
     p_far, n_far = rule.operating_characteristic(-0.5, 0.75, reps=2000)
     p_at, n_at = rule.operating_characteristic(0.0, 0.75, reps=2000)
     p_up, _ = rule.operating_characteristic(0.1, 0.75, reps=2000)
@@ -243,7 +243,7 @@ def test_completion_times_respect_concurrency() -> None:
 
 
 def test_waves_waste_no_tokens_while_pipelining_does() -> None:
-    rule = stats.SequentialRule(floor=2.0, max_n=200)
+    rule = stopping.SequentialRule(floor=2.0, max_n=200)
     tokens, steps = simulate_prompts(200, 4.0, seed=8)  # far above: settles at the first look
     waves = replay_waves(rule, list(tokens), list(steps), concurrency=128)
     piped = replay_pipelined(rule, list(tokens), list(steps), concurrency=128)
@@ -255,7 +255,7 @@ def test_waves_waste_no_tokens_while_pipelining_does() -> None:
 def test_pipelined_latencies_and_the_first_look_bound() -> None:
     from harness.analysis.simulate import first_look_wall
 
-    rule = stats.SequentialRule(floor=2.0, max_n=200)
+    rule = stopping.SequentialRule(floor=2.0, max_n=200)
     tokens, steps = simulate_prompts(200, 4.0, seed=8)
     by_tokens = replay_pipelined(rule, list(tokens), list(steps), concurrency=128)
     same = replay_pipelined(rule, list(tokens), list(steps), 128, latencies=list(tokens))

@@ -17,7 +17,7 @@ from harness.ci.gpu_allocator import (
     read_lease_log,
 )
 from harness.results.record import GPUInfo
-from harness.suite.model import Topology
+from harness.suite.serving import Topology
 
 
 def inventory(count: int = 4, name: str = "NVIDIA H100 80GB HBM3") -> list[GPUInfo]:

@@ -217,7 +217,7 @@ def test_lease_released_when_the_runner_crashes(project: pytest.Pytester, tmp_pa
 def test_busy_gpus_skip_after_the_wait(project: pytest.Pytester, tmp_path: Path) -> None:
     from harness.ci.gpu_allocator import GPUAllocator
     from harness.results.record import GPUInfo
-    from harness.suite.model import Topology
+    from harness.suite.serving import Topology
 
     lock_dir = tmp_path / "locks"
     inventory = [GPUInfo(index=i, name="H100", memory_gib=80) for i in range(4)]

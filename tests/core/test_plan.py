@@ -7,10 +7,12 @@ import pytest
 
 from harness.engines.registry import adapter_for
 from harness.errors import BadInput
-from harness.run.plan import choose_build, redact_command, redacted_document, server_env
+from harness.run.plan import choose_build, server_env
 from harness.run.preflight import Fit
+from harness.run.recorded import redact_command, redacted_document
 from harness.run.runner import RunOptions
-from harness.suite.model import Models, load_suite, parse_suite, resolve_models
+from harness.suite.checkpoints import Models, resolve_models
+from harness.suite.model import load_suite, parse_suite
 from harness.suite.secrets import REDACTED
 
 GEMMA = load_suite("gemma4_dflash_31b")

@@ -14,7 +14,8 @@ import pytest
 from harness.errors import BadInput
 from harness.results.record import GPUInfo
 from harness.run.preflight import check_fit, gpu_inventory
-from harness.suite.model import Topology, load_suite
+from harness.suite.model import load_suite
+from harness.suite.serving import Topology
 
 GEMMA_TOPOLOGY = Topology(gpus=2, gpu_types=["H100", "H200"], min_memory_gib=80, tp_size=2)
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from harness import mask
 from harness.cli import main
-from harness.run.plan import engine_secret_flags
+from harness.run.recorded import engine_secret_flags
 from harness.suite.model import load_suite
 from harness.suite.secrets import (
     document_secrets,
@@ -275,7 +275,7 @@ def test_the_guarded_stream_keeps_a_terminal_s_styling_only() -> None:
 def test_loading_a_suite_registers_its_secrets(tmp_path: Path) -> None:
     """What the engine's server logs later (its model path, a flag's value) is masked by
     value from the moment the suite is loaded: the server log's filter gets them too."""
-    from harness.run.plan import secret_values
+    from harness.run.recorded import secret_values
 
     document = _plant(_plant(TINY.document, "model_url", SECRET), "arg:--api_key", SECRET + "k")
     loaded = load_suite(_suite(tmp_path, document))

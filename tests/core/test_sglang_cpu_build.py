@@ -16,7 +16,8 @@ from harness.engines.sglang import launch_command
 from harness.errors import BadInput
 from harness.run.plan import choose_build, server_env, stand_in_folders
 from harness.run.runner import RunOptions
-from harness.suite.model import load_suite, parse_suite, resolve_models
+from harness.suite.checkpoints import resolve_models
+from harness.suite.model import load_suite, parse_suite
 from tests.audit.conftest import wheel_for
 
 NGRAM = load_suite("tiny_ngram_sglang_cpu")

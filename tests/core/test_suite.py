@@ -14,12 +14,12 @@ from harness.errors import BadInput, ExitCode, SuiteError
 from harness.suite.model import (
     LoadedSuite,
     Suite,
-    document_sha256,
     load_suite,
     parse_suite,
     resolve_suite_path,
     shipped_suites,
 )
+from harness.suite.schema import document_sha256
 
 from .conftest import FULL_SGLANG_SUITE, MINIMAL_SUITE, SHIPPED_SUITES, SUITES_DIR
 

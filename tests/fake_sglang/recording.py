@@ -92,7 +92,8 @@ def record_real(out: Path) -> dict[str, Any]:
     from harness.engines.sglang.launch import launch_command
     from harness.run import plan
     from harness.run.launch import Server, ServerSpec, free_port
-    from harness.suite.model import load_suite, resolve_models
+    from harness.suite.checkpoints import resolve_models
+    from harness.suite.model import load_suite
 
     prepared = builds.prepare(builds.parse_build_spec("sglang==0.5.23"))
     suite = load_suite(builds.REPO_ROOT / "suites" / "tiny_ngram_sglang_cpu.toml").suite

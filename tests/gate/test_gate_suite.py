@@ -50,7 +50,8 @@ temperature = 0.6
 accept_length = 1.2
 """)
     suite, document = parse_suite(text, "gated.toml")
-    from harness.suite.model import LoadedSuite, document_sha256
+    from harness.suite.model import LoadedSuite
+    from harness.suite.schema import document_sha256
 
     loaded = LoadedSuite(suite=suite, path="gated.toml", sha256=document_sha256(document),
                          document=document)

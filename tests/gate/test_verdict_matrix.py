@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from harness.errors import EngineError, ExitCode
-from harness.run.runner import RunOutcome, combined
+from harness.run.outcome import RunOutcome, combined
 from harness.suite.gate import Gate
 from harness.suite.model import Floors
 from tests.gate.simulated import Truth, reference_of, replay, rows_of, suite_with

@@ -25,7 +25,8 @@ RECORDED = json.loads((FAKE / "recorded-0.5.23.json").read_text())["answers"]
 @pytest.fixture(scope="module")
 def double(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from harness.engines.sglang.launch import launch_command
-    from harness.suite.model import load_suite, resolve_models
+    from harness.suite.checkpoints import resolve_models
+    from harness.suite.model import load_suite
     from tests.audit.conftest import wheel_for
 
     wheel_for("0.5.23")

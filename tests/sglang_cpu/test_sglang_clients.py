@@ -27,7 +27,8 @@ from harness.engines.sglang import ADAPTER
 from harness.engines.sglang.launch import launch_command
 from harness.run import plan
 from harness.run.launch import Server, ServerSpec, free_port
-from harness.suite.model import load_suite, resolve_models
+from harness.suite.checkpoints import resolve_models
+from harness.suite.model import load_suite
 from tests.sglang_cpu.conftest import REPO, STAND_IN
 
 GSM8K = Path(os.environ.get("HARNESS_DATA_DIR", REPO.parent / "shared" / "data")) / "gsm8k"

@@ -15,7 +15,8 @@ from harness.engines.registry import adapter_for
 from harness.engines.vllm import api
 from harness.engines.vllm.launch import normalised_flag
 from harness.errors import BadInput, MissingMetric
-from harness.suite.model import Models, Suite, load_suite
+from harness.suite.checkpoints import Models
+from harness.suite.model import Suite, load_suite
 
 SUITE = Path(__file__).resolve().parents[2] / "suites" / "tiny_dflash_vllm_cpu.toml"
 MODELS = Models("/m/target", "/m/draft")
@@ -224,7 +225,7 @@ def test_a_window_past_the_stop_strings_drops_the_servers_figure_not_the_run() -
     from types import SimpleNamespace
 
     from harness.errors import EngineError
-    from harness.run.runner import _check_window
+    from harness.run.measuring import _check_window
 
     adapter = adapter_for("vllm")
     window = {api.DRAFTS: 50, api.ACCEPTED: 200, api.PER_POSITION: [40, 30]}

@@ -20,7 +20,8 @@ import pytest
 
 from harness.engines.registry import adapter_for
 from harness.results.layout import default_results_dir
-from harness.suite.model import Models, load_suite
+from harness.suite.checkpoints import Models
+from harness.suite.model import load_suite
 from harness.workloads import prepare
 from tests.vllm_oracle.vllm_code import PARSE, run_vllm
 

@@ -11,7 +11,8 @@ import pytest
 from harness.engines.registry import adapter_for
 from harness.engines.vllm import api
 from harness.engines.vllm.audit import vllm_layers
-from harness.suite.model import Models, load_suite
+from harness.suite.checkpoints import Models
+from harness.suite.model import load_suite
 from tests.vllm_oracle.vllm_code import METRICS, PARSE, STOP_CHECK, run_vllm, vllm_python
 
 SUITES = Path(__file__).resolve().parents[2] / "suites"

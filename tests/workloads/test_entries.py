@@ -6,14 +6,8 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import BadInput, SuiteError
-from harness.suite.model import (
-    LoadedSuite,
-    document_sha256,
-    load_suite,
-    parse_suite,
-    series_names,
-    suite_entries,
-)
+from harness.suite.model import LoadedSuite, load_suite, parse_suite, series_names, suite_entries
+from harness.suite.schema import document_sha256
 
 BASE = """\
 name = "pair"

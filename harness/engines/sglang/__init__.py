@@ -21,7 +21,7 @@ from harness.engines.sglang.launch import (
     check_flags,
     launch_command,
 )
-from harness.suite.model import Models
+from harness.suite.checkpoints import Models
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -79,7 +79,7 @@ class SGLangAdapter:
 
     def settings_mismatches(self, info: Any, suite: Suite,
                             models: Models | None = None) -> list[str]:
-        from harness.suite.model import resolve_models
+        from harness.suite.checkpoints import resolve_models
 
         reason = getattr(suite.engine, "unreported_settings_ok", None)
         return api.settings_mismatches(

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from harness.engines.flags import check_suite_flags
 from harness.errors import BadInput
-from harness.suite.model import Models, SGLangEngine, Suite, resolve_models
+from harness.suite.checkpoints import Models, resolve_models
+from harness.suite.model import Suite
+from harness.suite.serving import SGLangEngine
 
 LAUNCH_MODULE = "sglang.launch_server"
 

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 
     import httpx
 
-    from harness.suite.model import Models, Suite
+    from harness.suite.checkpoints import Models
+    from harness.suite.model import Suite
 
 __all__ = ["ADAPTER", "RESERVED_FLAGS", "VLLMAdapter", "launch_command"]
 
@@ -66,7 +67,7 @@ class VLLMAdapter:
     def launch_command(self, suite: Suite, python: str, host: str, port: int,
                        models: Models | None = None,
                        checkpoints: tuple[Path, Path] | None = None) -> list[str]:
-        from harness.suite.model import Models as ModelsType
+        from harness.suite.checkpoints import Models as ModelsType
 
         if models is None and checkpoints is not None:
             models = ModelsType(str(checkpoints[0]), str(checkpoints[1]))

@@ -22,7 +22,8 @@ from typing import Any
 
 from harness.engines.flags import check_extra_args, check_secret_abbreviations
 from harness.errors import BadInput
-from harness.suite.model import Models, Suite, VLLMEngine
+from harness.suite.checkpoints import Models
+from harness.suite.model import Suite, VLLMEngine
 
 # Every flag the harness sets, with vLLM 0.32.0's aliases: `-sc` (--speculative-config),
 # `-tp` (--tensor-parallel-size) in engine/arg_utils.py; `--config`, whose YAML keys

@@ -1,0 +1,120 @@
+"""One workload entry's run as it goes: what it has learnt so far (stage, build, launch,
+attention, rows, measurement), and its record, written to run.json exactly once whatever
+happened (`EntryRun.finish`; `failed` for an error, keeping the rows that finished)."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError, interruption_text
+from harness.results.layout import RUN_FILE
+from harness.results.record import (
+    BuildInfo,
+    LaunchInfo,
+    LayerRow,
+    Measurement,
+    Provenance,
+    RequestRow,
+    RunRecord,
+    RuntimeLayerRow,
+    SuiteInfo,
+    Verdict,
+    utc_now,
+)
+from harness.results.writer import write_run
+from harness.run.judge import EXIT_CODES
+from harness.run.outcome import RunOptions, RunOutcome
+from harness.suite.model import LoadedSuite
+from harness.suite.secrets import redact_text, redact_url
+
+
+@dataclass
+class EntryRun:
+    """What a run has learnt so far; `finish` writes run.json once, whatever happened."""
+
+    loaded: LoadedSuite  # the suite as this entry runs it
+    options: RunOptions
+    run_dir: Path
+    run_id: str
+    started: Any
+    entry: str | None = None
+    stage: str = "preparation"
+    planned: int | None = None  # requests the workload plans
+    workload: Any = None  # record.WorkloadInfo once the prompts are built
+    build: BuildInfo | None = None
+    provenance: Provenance | None = None
+    launch: LaunchInfo | None = None
+    attention: list[LayerRow] | None = None
+    attention_runtime: list[RuntimeLayerRow] | None = None  # harness.run.runtime_attention
+    runtime_record: Path | None = None  # the file the kernel records its calls in
+    measurement: Measurement | None = None
+    rows: list[RequestRow] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    record: RunRecord | None = None  # once written, run.json is never rewritten
+    paired: dict[str, Any] | None = None  # the paired gate's finding (RunOptions.pairing)
+    stop_rule: Any = None  # the stop rule the measurement ran under, if any
+    data: Any = None  # the workload's prompts (workloads.prepare), loaded before any build
+    contract: list[str] = field(default_factory=list)  # attention contract differences
+
+    def finish(self, verdict: Verdict) -> RunRecord:
+        from harness.run import recorded
+
+        loaded = self.loaded
+        verdict.reasons.extend(self.notes)
+        hidden = recorded.secret_values(loaded.suite)  # error texts may quote them
+        verdict.reasons[:] = [redact_text(reason, hidden) for reason in verdict.reasons]
+        record = RunRecord(
+            run_id=self.run_id, started_at=self.started, finished_at=utc_now(),
+            label=self.options.label,
+            suite=SuiteInfo(name=loaded.suite.name, path=str(loaded.path), sha256=loaded.sha256,
+                            document=recorded.redacted_document(loaded), entry=self.entry),
+            build=self.build or BuildInfo(engine=loaded.suite.engine.kind,
+                                          spec=redact_url(self.options.sglang or "") or None),
+            provenance=self.provenance or recorded.provenance(loaded, None, [], None, None),
+            launch=self.launch, attention=self.attention,
+            attention_runtime=self.attention_runtime, workload=self.workload,
+            measurement=self.measurement, verdict=verdict, stage=self.stage,
+            paired=self.paired,
+        )
+        # kept before the write: a Ctrl-C during or after it keeps this verdict, never "error"
+        self.record = record
+        write_run(self.run_dir, record)
+        return record
+
+    def ensure_written(self) -> None:
+        """Redo the write of a finished record that a signal cut short."""
+        if self.record is not None and not (self.run_dir / RUN_FILE).is_file():
+            write_run(self.run_dir, self.record)
+
+    def outcome(self) -> RunOutcome:
+        record = self.record
+        assert record is not None and record.verdict is not None
+        return RunOutcome(record.verdict.status, EXIT_CODES[record.verdict.status],
+                          record.verdict.reasons, self.run_dir, record)
+
+    def failed(self, error: BaseException) -> RunRecord:
+        from harness.errors import error_text
+
+        if isinstance(error, HarnessError):
+            message = error.message
+        elif isinstance(error, KeyboardInterrupt):
+            message = interruption_text(error)
+        else:
+            message = error_text(error)
+        self._partial_measurement()
+        return self.finish(Verdict(status="error", reasons=[f"{self.stage}: {message}"]))
+
+    def _partial_measurement(self) -> None:
+        """The requests that finished before the run ended: kept, never a pass."""
+        if self.measurement is not None or not self.rows:
+            return
+        from harness.metrics.measure import summarise
+
+        suite = self.loaded.suite
+        with contextlib.suppress(HarnessError, ValueError):
+            self.measurement = summarise(
+                sorted(self.rows, key=lambda r: r.index), suite.floors.metric, 0.0, None,
+                suite.workload.seed, planned=self.planned, partial=True)

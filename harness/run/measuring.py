@@ -1,0 +1,171 @@
+"""One workload entry's measured phase on a running server: the settings check, warm-up,
+flush and measured requests (under a stop rule with `--sequential` or a caller's rule),
+then the figures cross-checked against the server's and the entry judged by its floors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from harness.errors import TERMINATION, EngineError, Terminated
+from harness.results.record import LayerRow, RequestRow, Verdict
+from harness.results.writer import RowLog
+from harness.run import runtime_attention
+from harness.run.entry_run import EntryRun
+from harness.run.heartbeat import heartbeat, say
+from harness.run.judge import judge_entry
+from harness.run.launch import Server
+from harness.run.sequential import rule_settings, sequential_rule, sequential_saving_note
+
+
+def measure_entry(run: EntryRun, engine: Any, server: Server, workload_plan: Any) -> Verdict:
+    """Drive, measure and judge one entry on `server`; the caller writes its record."""
+    from harness.metrics.measure import summarise
+    from harness.run.workload_record import rendered_sha256
+
+    options, suite = run.options, run.loaded.suite
+    prompts = workload_plan.prompts
+    say(f"{suite.name}: {len(prompts)} prompts ({run.planned} requests), "
+         f"concurrency {suite.workload.concurrency}")
+    # run.rows and requests.jsonl: one list and its log, the same rows whenever a signal lands
+    with RowLog(run.run_dir, run.rows) as log:
+        # the bar shows the measured phase on a terminal; the beat covers the rest
+        bar = options.progress and sys.stderr.isatty()
+        with heartbeat(lambda elapsed: _driving(run, elapsed, bar)):
+            result, info = asyncio.run(_drive(run, engine, server, workload_plan, log.append))
+        if TERMINATION.signum is not None:  # a SIGTERM whose raise was swallowed
+            raise Terminated(TERMINATION.signum)
+        run.stage = "recording"
+        attention = engine.adapter.attention_from_server(info)
+        if run.attention is None and attention:
+            run.attention = [LayerRow.model_validate(layer) for layer in attention]
+        run.measurement = summarise(result.rows, suite.floors.metric, result.duration_s,
+                                    engine.adapter.server_figure(info), suite.workload.seed,
+                                    planned=result.planned)
+    runtime_differences = []
+    if run.runtime_record is not None:
+        run.attention_runtime, runtime_differences = runtime_attention.check(
+            run.runtime_record, run.attention)
+    run.workload.rendered_sha256 = rendered_sha256(result.rows, len(prompts))
+    run.measurement.stopped_early = result.stopped_early
+    _check_window(engine.adapter, result, info, run.measurement)
+    custom = options.stop_rule  # a caller's rule (bisect): its decision is not the verdict's
+    if options.sequential or custom is not None:
+        settings = (custom.settings() if custom is not None
+                    else rule_settings(suite, len(prompts), run.stop_rule))
+        run.measurement.sequential = {
+            "looks": result.looks, "settled": result.settled_as,
+            "order": f"stratified by category, seeded {suite.workload.seed} "
+                     "(one category: the data's order)",
+            # continuous dispatch (harness.run.drive.Driver.measure): questions in flight
+            # when the rule settled were cancelled; every finished row is kept
+            "dispatch": "continuous", "cancelled": result.cancelled, **settings}
+        if (note := sequential_saving_note(suite.workload.concurrency, len(prompts))):
+            run.notes.append(note)
+        if custom is None:
+            run.measurement.sequential["floors"] = dict(rule_decisions(run))
+    judged = judge_entry(suite, options, run.measurement, result.rows, run.stop_rule,
+                         run.contract, run.workload.prompts_sha256 if run.workload else None,
+                         runtime_differences)
+    run.paired = judged.paired
+    return judged.verdict
+
+
+def rule_decisions(run: Any) -> dict[str, str | None]:
+    """Each floor's decision at the stop (`run/sequential.FloorsRule`), {} without one."""
+    return dict(getattr(getattr(run, "stop_rule", None), "decisions", None) or {})
+
+
+def _check_window(adapter: Any, result: Any, info: Any, measurement: Any) -> None:
+    """An engine whose server-wide counters cover exactly the measured window (vLLM):
+    their rise must equal the responses' own counts, or neither figure can be trusted."""
+    check = getattr(adapter, "window_mismatches", None)
+    if check is None:
+        return
+    rates = getattr(adapter, "position_rates", lambda _: None)(info)
+    measurement.server_per_position_acceptance = rates
+    if result.stopped_early:  # requests cut off mid-way leave counts no response has
+        return
+    steps = sum(row.verify_steps for row in result.rows)
+    accepted = sum(row.correct_drafts or 0 for row in result.rows)
+    problems = check(steps, accepted, info)
+    if problems:
+        raise EngineError("the server's counters disagree with its responses: "
+                          + "; ".join(problems))
+    # Stop strings the harness applied (vLLM): the engine generated past them, so its own
+    # figure covers more than the measured requests and is no cross-check of theirs.
+    beyond = getattr(adapter, "window_beyond_rows", None)
+    if beyond is not None and beyond(steps, accepted, info):
+        measurement.server_reported_accept_length = None
+        measurement.server_disagreement = None
+        measurement.server_per_position_acceptance = None
+
+
+async def _drive(run: EntryRun, engine: Any, server: Server, workload_plan: Any,
+                 keep: Any) -> tuple[Any, Any]:
+    from harness.run.drive import Driver, Endpoint
+    from harness.workloads import warmup_prompts
+
+    suite, options = run.loaded.suite, run.options
+    prompts = workload_plan.prompts
+    endpoint = Endpoint(server.spec.base_url, engine.adapter,
+                        engine.adapter.auth_headers(suite),
+                        engine.adapter.auth_headers(suite, admin=True), server.death)
+    driver = Driver(endpoint, suite.workload, workload_plan.stop)
+    run.stage = "settings check"
+    info = await driver.server_info()
+    mismatches = engine.adapter.settings_mismatches(info, suite, engine.models)
+    # an adapter without the method (the reference engine, DFlash only) makes 1 per step
+    per_step = getattr(engine.adapter, "non_draft_tokens_per_step", None)
+    driver.non_draft_tokens = per_step(info, suite) if per_step else 1
+    if mismatches:
+        raise EngineError("the server does not run what the suite declares: "
+                          + "; ".join(mismatches))
+    warm = warmup_prompts(list(prompts), suite.workload.warmup_requests)
+    run.stage = "warm-up"
+    if warm:
+        await driver.warm_up(warm)
+    await driver.flush()
+    run.stage = "measurement"
+    rule = sequential_rule(suite, options, len(prompts))
+    run.stop_rule = rule
+    if rule is not None:
+        # every look sees each category in proportion (seeded, the same for every build)
+        from harness.run.sequential import stratified_order
+
+        prompts = stratified_order(prompts, suite.workload.seed)
+    with _progress(run.planned or len(prompts), options.progress) as advance:
+        def on_row(row: RequestRow) -> None:
+            keep(row)
+            if advance is not None:
+                advance()
+
+        result = await driver.measure(prompts, on_row, rule)
+    return result, await driver.server_info()
+
+
+@contextlib.contextmanager
+def _progress(total: int, enabled: bool) -> Iterator[Any]:
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(),
+                  MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=False) as bar:
+        task = bar.add_task("requests", total=total)
+        yield lambda: bar.advance(task)
+
+
+def _driving(run: EntryRun, elapsed: float, bar: bool) -> str | None:
+    if run.stage == "measurement" and bar:
+        return None  # the progress bar says it
+    done = f", {len(run.rows)}/{run.planned} requests done" if run.stage == "measurement" \
+        else ""
+    return f"{run.loaded.suite.name}: {run.stage}{done} ({elapsed:.0f} s)"

