@@ -122,7 +122,11 @@ def _fetch_sglang_wheels(session: nox.Session, versions: list[str] = AUDITED_SGL
 # installed (`nox -s sglang_args`); vLLM's own code and the cross-engine parity need vLLM's
 # environment (`nox -s vllm_cpu`); the real SGLang server on CPU has its own sessions
 # (`nox -s sglang_cpu`, `nox -s sglang_dflash_cpu`); the site in a browser too.
-TESTS_ARGS = ("-n", "2", "--durations=15",
+# `--dist loadscope`: a module's tests go to one worker, so its module fixtures (servers,
+# whole runs) are made once, not once on each worker that ran one of its tests (the
+# e2e's whole runs, 4 of 7 made twice; tests/reference/test_policy_noise.py's four
+# servers, 80 s). (xdist 3.8's `loadgroup` did not group here: tried.)
+TESTS_ARGS = ("-n", "2", "--dist", "loadscope", "--durations=15",
               "--ignore", "tests/publish_browser",  # nox -s publish_browser
               "--ignore", "tests/sglang_oracle/test_server_args.py",
               "--ignore", "tests/sglang_oracle/test_secret_flags.py",
@@ -137,13 +141,12 @@ def tests_args(posargs: list[str], marks: str = "not e2e") -> list[str]:
     off."""
     args = list(TESTS_ARGS)
     if any(arg in ("no:xdist", "-pno:xdist") for arg in posargs):
-        args = args[2:]
+        args = args[4:]
     return [*args, "-m", marks, *posargs]
 
 
-def _pytest(session: nox.Session, marks: str, dist: str | None = None) -> None:
-    """pytest on two workers over the tests selected by `marks` (posargs add to them);
-    `dist`: xdist's distribution mode (default: test by test)."""
+def _pytest(session: nox.Session, marks: str) -> None:
+    """pytest on two workers over the tests selected by `marks` (posargs add to them)."""
     _uv_reads_pips_wheels()
     # pip too: the SGLang wheels are fetched with it, and the build tests install with it
     session.install("-e", ".[test,notebooks,reference]", "pip")
@@ -155,10 +158,7 @@ def _pytest(session: nox.Session, marks: str, dist: str | None = None) -> None:
            "HARNESS_STRICT_SKIPS": "1"}
     if "HARNESS_CACHE" in os.environ:
         env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
-    posargs = list(session.posargs)
-    if dist and not any(arg in ("no:xdist", "-pno:xdist") for arg in posargs):
-        posargs = ["--dist", dist, *posargs]
-    session.run("pytest", *tests_args(posargs, marks), env=env)
+    session.run("pytest", *tests_args(session.posargs, marks), env=env)
 
 
 @nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
@@ -170,10 +170,8 @@ def tests(session: nox.Session) -> None:
 @nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def e2e(session: nox.Session) -> None:
     """The end-to-end cases (pytest marker e2e): whole harness runs on the reference engine,
-    bisect, the paired gate, calibration, a fresh clone; minutes each. CI runs both.
-    A file's tests go to one worker: its module fixtures (whole runs, minutes each) were
-    made once per worker that ran one of its tests (on 2 workers, 4 of 7 twice)."""
-    _pytest(session, "e2e", dist="loadfile")
+    bisect, the paired gate, calibration, a fresh clone; minutes each. CI runs both."""
+    _pytest(session, "e2e")
 
 
 @nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
