@@ -1,5 +1,5 @@
 """`harness bisect` over a local SGLang history, with the real server on CPU
-(`nox -s sglang_dflash_bisect_cpu`, not in `.ci/run`: about an hour on 2 shared cores).
+(`nox -s sglang_dflash_bisect_cpu`, not in `.ci/run`: 17-21 min on 2 shared cores).
 
 The history (history.py) is the 0.5.23 wheel's package as the first commit, then six
 harmless commits, the fourth reverting PR #34524's sliding-layer default. Every step is
