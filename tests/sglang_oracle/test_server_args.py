@@ -73,7 +73,8 @@ def launch_argv(suite: Any) -> tuple[list[str], list[str]]:
         # A suite whose weights come from the environment: placeholders stand in.
         if "models" not in inspect.signature(sglang.launch_command).parameters:
             raise
-        models = importlib.import_module("harness.suite.checkpoints").Models("org/target", "org/draft")
+        checkpoints = importlib.import_module("harness.suite.checkpoints")
+        models = checkpoints.Models("org/target", "org/draft")
         command = sglang.launch_command(suite, "python", HOST, PORT, models=models)
     assert command[1:3] == ["-m", "sglang.launch_server"], command
     argv = command[3:]
