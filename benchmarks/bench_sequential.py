@@ -33,15 +33,31 @@ from pathlib import Path
 FLOOR = 5.4
 QUESTIONS = 200
 CONCURRENCY = 128
-LATENCY = {"tokens": "token count", "steps": "verify steps (one forward pass each)"}
+# Latency models for recorded rows, (label, knee): knee None, a request takes one time unit
+# per token; else per verify step, a step of k running requests taking max(1, k / knee)
+# units (simulate.replay_batched). inf: a memory-bound engine, whose step time does not grow
+# with its batch. 32 and 16: a compute-bound verify. DFlash verifies 16 tokens per request
+# per step, so a batch of 128 is a 2048-token forward; by the roofline (31B in bf16 over
+# two H100s: 31 GB of weights per GPU at 3.35 TB/s is 9.3 ms; 31 GFLOP per token per GPU
+# at about 600 TFLOP/s is 0.83 ms per request) the step stops being memory-bound at about
+# 11 requests. An estimate, not measured here (no GPU); vLLM's adaptive-verification docs
+# describe the same saturation at large batches.
+MODELS = (("a request's latency = its token count", None),
+          ("a request's latency = its verify steps, step time independent of the batch",
+           float("inf")),
+          ("verify steps, step time growing with the batch above 32 running", 32.0),
+          ("verify steps, step time growing with the batch above 16 running", 16.0))
 OFFSETS = (-0.5, -0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3, 0.5)
 
 
 def replay_case(
     rows: Callable[[object], tuple[list[int], list[int]]], floor: float, reps: int, seed: int,
     wave: int = 50, dispatch: str = "waves", concurrency: int = CONCURRENCY,
-    latency: str = "tokens",
+    latency: str = "tokens", knee: float | None = None, past_look: int | None = None,
 ) -> dict[str, float]:
+    """knee None: a request's latency is fixed (its tokens or steps, `latency`); else the
+    batched model (`simulate.replay_batched`: steps slow down above `knee` in flight) with
+    requests past the next look sent while fewer than `past_look` run."""
     import numpy as np
 
     from harness.analysis import simulate
@@ -54,16 +70,22 @@ def replay_case(
     for _ in range(reps):
         tokens, steps = rows(rng)
         durations = tokens if latency == "tokens" else steps
-        fixed_wall = max(simulate.completion_times(durations, CONCURRENCY))
-        if dispatch == "waves":
-            result = replay(rule, tokens, steps, concurrency)
+        if knee is not None:
+            fixed_wall = simulate.replay_batched(None, tokens, steps, CONCURRENCY, knee).wall
+            result = simulate.replay_batched(rule, tokens, steps, concurrency, knee, past_look)
+            bound.append(simulate.replay_batched(rule, tokens, steps, concurrency, knee,
+                                                 past_look, first_look=True).wall / fixed_wall)
         else:
-            result = replay(rule, tokens, steps, concurrency, latencies=durations)
+            fixed_wall = max(simulate.completion_times(durations, CONCURRENCY))
+            bound.append(simulate.first_look_wall(rule, durations, concurrency))
+            if dispatch == "waves":
+                result = replay(rule, tokens, steps, concurrency)
+            else:
+                result = replay(rule, tokens, steps, concurrency, latencies=durations)
         tokens_used.append(result.tokens / sum(tokens))
         wall.append(result.wall / fixed_wall)
         agree += result.verdict == rule.fixed_verdict(tokens, steps)
         used.append(result.requests)
-        bound.append(simulate.first_look_wall(rule, durations, concurrency))
     return {"tokens": float(np.mean(tokens_used)),
             "tokens_p90": float(np.quantile(tokens_used, 0.9)),
             "wall": float(np.mean(wall)), "agree": agree / reps,
@@ -211,38 +233,41 @@ def main(argv: list[str] | None = None) -> int:
     savings = []
     for run_id, numerators, steps in runs:
         figure = stats.accept_length(numerators, steps)
-        for latency in ("tokens", "steps"):
+
+        def draw(rng, n=numerators, s=steps):  # type: ignore[no-untyped-def]
+            index = rng.integers(0, len(n), QUESTIONS)
+            return [n[i] for i in index], [s[i] for i in index]
+
+        for model, knee in MODELS:
             print(f"\nrecorded run {run_id} under {source} ({len(numerators)} rows, "
                   f"{args.metric} {figure:.3f}), resampled to {QUESTIONS}, concurrency "
-                  f"{CONCURRENCY}, a request's latency = its {LATENCY[latency]}")
+                  f"{CONCURRENCY}, {model}")
             print(HEADER)
+            latency = "tokens" if model == MODELS[0][0] else "steps"
+            cases = [("continuous (in flight 128)", "pipelined", None)]
+            if latency == "tokens":
+                cases.append(("waves of 50 (before)", "waves", None))
+            if knee is not None and knee < CONCURRENCY:
+                cases.append((f"look-first (in flight {knee:g})", "pipelined", int(knee)))
             for offset in (-0.3, 0.3):
-                def draw(rng, n=numerators, s=steps):  # type: ignore[no-untyped-def]
-                    index = rng.integers(0, len(n), QUESTIONS)
-                    return [n[i] for i in index], [s[i] for i in index]
-
-                for label, dispatch in (("continuous (driver)", "pipelined"),
-                                        ("waves of 50 (before)", "waves")):
-                    if dispatch == "waves" and latency != "tokens":
-                        continue
+                for label, dispatch, past_look in cases:
                     r = replay_case(draw, figure - offset, args.reps, seed=11,
-                                    dispatch=dispatch, latency=latency)
+                                    dispatch=dispatch, latency=latency, knee=knee,
+                                    past_look=past_look)
                     print_row(f"{label} {offset:+.1f}", r)
                     if dispatch == "pipelined":
-                        savings.append((run_id, latency, offset, r))
+                        savings.append((run_id, model, label, offset, r))
     print()
-    for run_id, latency, offset, r in savings:
+    for run_id, model, label, offset, r in savings:
         saved = 1.0 - r["wall"]
         goal = "met" if saved >= 0.25 and r["agree"] >= 0.99 else "NOT met"
-        print(f"recorded run {run_id}, latency = {LATENCY[latency]}, true - floor "
-              f"{offset:+.1f}: continuous dispatch at concurrency {CONCURRENCY} takes "
-              f"{r['wall']:.2f}x the fixed protocol's wall time, {100 * saved:.0f}% saved "
-              f"(goal >= 25% saved, same verdict in >= 99%: {goal}; agreement "
-              f"{100 * r['agree']:.1f}%). Bound: a rule settling every run at its first "
-              f"look would take {r['bound']:.2f}x"
-              + (" (no rule that waits for a look's requests can meet the goal on these "
-                 "rows: their slowest requests set the wall time)"
-                 if r["bound"] > 0.75 else ""))
+        print(f"recorded run {run_id}, {model}, true - floor {offset:+.1f}: {label} at "
+              f"concurrency {CONCURRENCY} takes {r['wall']:.2f}x the fixed protocol's wall "
+              f"time, {100 * saved:.0f}% saved (goal >= 25% saved, same verdict in >= 99%: "
+              f"{goal}; agreement {100 * r['agree']:.1f}%). Bound: settling every run at "
+              f"its first look would take {r['bound']:.2f}x"
+              + (" (no rule that waits for a look's requests can meet the goal with this "
+                 "model and dispatch)" if r["bound"] > 0.75 else ""))
     print()
     for sd, share in worst.items():
         goal = "met" if share <= 0.5 else "NOT met"

@@ -7,6 +7,7 @@ Nothing here is used by a real run; it is how the statistics are checked.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -122,6 +123,48 @@ def first_look_wall(
     requests start as the short ones free their slots."""
     done = completion_times(latencies, concurrency)
     return max(done[: rule.looks()[0]]) / max(done)
+
+
+def replay_batched(
+    rule: SequentialRule | None, tokens: Sequence[int], steps: Sequence[int],
+    concurrency: int, knee: float = math.inf, past_look: int | None = None,
+    first_look: bool = False,
+) -> Replay:
+    """The driver's dispatch (`harness.run.dispatch`: prompts past the next look sent only
+    while fewer than `past_look` run) on an engine whose step time grows with its batch,
+    as a GPU's verify does once compute-bound: with k requests running, each advances
+    1 / max(1, k / knee) verify steps per time unit (one unit: a step of a batch of at most
+    `knee`). knee = inf: batch-independent steps (`replay_pipelined` with latency = steps).
+    rule None: the fixed protocol (every request); `first_look`: settle at the first look
+    whatever the rows (the bound no rule that waits for a look's requests can beat)."""
+    n = len(steps)
+    looks = [n] if rule is None else rule.looks()
+    ahead = concurrency if past_look is None else min(past_look, concurrency)
+    left: dict[int, float] = {}
+    done: set[int] = set()
+    clock, sent, prefix, pending = 0.0, 0, 0, list(looks)
+    while True:
+        while sent < n and len(left) < (ahead if pending and sent >= pending[0] else concurrency):
+            left[sent] = float(steps[sent])
+            sent += 1
+        first = min(left.values())
+        clock += first * max(1.0, len(left) / knee)
+        for index in list(left):
+            left[index] -= first
+            if left[index] <= 1e-9:
+                del left[index]
+                done.add(index)
+        while prefix in done:
+            prefix += 1
+        while pending and pending[0] <= prefix:
+            at = pending.pop(0)
+            if rule is None:
+                return Replay("pass", at, float(sum(tokens)), clock)
+            verdict = "pass" if first_look else rule.decide(tokens[:at], steps[:at])
+            if verdict is not None:
+                generated = sum(tokens[i] for i in done) + sum(
+                    tokens[i] * (1.0 - rest / steps[i]) for i, rest in left.items())
+                return Replay(verdict, at, float(generated), clock)
 
 
 # ------------------------------------------------------------------------ nightly histories

@@ -1,7 +1,10 @@
 """Continuous dispatch and the measured phase's progress (harness.run.drive uses both).
 
 `dispatch` keeps `concurrency` requests in flight, in order; a stop rule's look comes once
-every prompt before it has finished, and a settled look cancels what still runs. `Progress`
+every prompt before it has finished, and a settled look cancels what still runs. Requests
+past the next look are sent only while fewer than `past_look` run (the suite's
+`workload.sequential_in_flight`): on an engine whose step time grows with its batch, a
+request the rule may cancel would slow the ones the look waits for. `Progress`
 is what the watchdog reads: when the last request finished, the slowest so far (the
 no-progress limit, `progress_limit`), and whether the server was seen dead (`drain`: the
 answers it already sent are read, nothing new is sent).
@@ -66,16 +69,23 @@ class Dispatch:
 
 async def dispatch(n: int, concurrency: int, one: Callable[[int], Any], looks: Sequence[int],
                    look: Callable[[int], str | None], state: Dispatch,
-                   progress: Progress) -> None:
+                   progress: Progress, past_look: int | None = None) -> None:
     """Prompts 0..n-1 with `concurrency` in flight; `look(at)` once prompts 0..at-1
-    have all finished; a settled look ends the dispatch, cancelling what runs. Once
-    the watchdog halts it (a dead server), what runs finishes and nothing is sent."""
+    have all finished; a settled look ends the dispatch, cancelling what runs. A prompt
+    past the next look is sent only while fewer than `past_look` run (None: `concurrency`).
+    Once the watchdog halts it (a dead server), what runs finishes and nothing is sent."""
     running: dict[asyncio.Future[Any], int] = {}
     done: set[int] = set()
     prefix, pending = 0, list(looks)
+    ahead = concurrency if past_look is None else min(past_look, concurrency)
+
+    def may_send() -> bool:
+        limit = ahead if pending and state.sent >= pending[0] else concurrency
+        return state.sent < n and len(running) < limit and not progress.halted
+
     try:
         while True:
-            while state.sent < n and len(running) < concurrency and not progress.halted:
+            while may_send():
                 running[asyncio.ensure_future(one(state.sent))] = state.sent
                 state.sent += 1
             if not running:

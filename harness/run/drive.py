@@ -355,8 +355,9 @@ class Driver:
                     return None
                 return stop_rule.decide_rows([rows[i] for i in range(first_row[at])])
 
+            past_look = None if stop_rule is None else self.workload.sequential_in_flight
             await self._watched(dispatch(n, self.workload.concurrency, one, looks, look, state,
-                                         progress), progress)
+                                         progress, past_look), progress)
         settled = state.settled
         if stop_rule is not None and settled is None:
             settled = stop_rule.decide_rows([rows[i] for i in sorted(rows)])

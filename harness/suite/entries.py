@@ -52,6 +52,11 @@ class _Requests(_Strict):
     # A run in which no request finishes for this long is stopped as hung.
     progress_timeout_s: float = Field(default=300.0, gt=0)
     data: str | None = None  # local data file; default: ../shared/data, else `datasets`
+    # Under --sequential, requests past the next look are sent only while fewer than this
+    # many run (default: concurrency, every slot kept busy). Set it to the batch above which
+    # the engine's step time grows with its batch (a GPU's compute-bound verify): past it, a
+    # request the rule may cancel slows those the look waits for (docs/statistics.md).
+    sequential_in_flight: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _coherent(self) -> _Requests:
@@ -60,6 +65,9 @@ class _Requests(_Strict):
         if self.protocol == "completion" and (self.chat_template_kwargs or self.system_prompt):
             raise ValueError("chat_template_kwargs and system_prompt only apply with "
                              "protocol = \"chat\"")
+        if self.sequential_in_flight is not None and self.sequential_in_flight > self.concurrency:
+            raise ValueError(f"sequential_in_flight ({self.sequential_in_flight}) is at most "
+                             f"concurrency ({self.concurrency})")
         return self
 
     @property

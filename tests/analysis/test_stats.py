@@ -270,6 +270,39 @@ def test_pipelined_latencies_and_the_first_look_bound() -> None:
     assert first_look_wall(rule, [10.0] * 200, 128) == 0.5  # two rounds, the first look in one
 
 
+def test_batched_replay_is_the_driver_on_an_engine_whose_steps_slow_with_its_batch() -> None:
+    """simulate.replay_batched: knee = inf is replay_pipelined with latency = steps; knee 1
+    (every step shared by the batch) makes the fixed protocol's wall time the total work;
+    sending past the look only up to the knee (the driver's workload.sequential_in_flight)
+    lets the first look finish in the time of its own work."""
+    from harness.analysis.simulate import replay_batched
+
+    rule = stopping.SequentialRule(floor=2.0, max_n=200)
+    tokens, steps = (list(x) for x in simulate_prompts(200, 4.0, seed=8))
+    piped = replay_pipelined(rule, tokens, steps, 128, latencies=steps)
+    for past_look in (None, 128):
+        batched = replay_batched(rule, tokens, steps, 128, past_look=past_look)
+        assert (batched.verdict, batched.requests, batched.wall) == (
+            piped.verdict, piped.requests, piped.wall)
+        assert batched.tokens == pytest.approx(piped.tokens)
+    fixed = replay_batched(None, tokens, steps, 128)
+    assert fixed.wall == max(completion_times(steps, 128)) and fixed.requests == 200
+    assert replay_batched(None, tokens, steps, 128, knee=1.0).wall == pytest.approx(sum(steps))
+    # knee 1: continuous dispatch shares the engine with 78 requests the rule cancels;
+    # look-first (nothing past the look while one runs) gives the look the whole engine
+    shared = replay_batched(rule, tokens, steps, 128, knee=1.0)
+    first = replay_batched(rule, tokens, steps, 128, knee=1.0, past_look=1)
+    assert shared.verdict == first.verdict == "pass" and shared.requests == first.requests == 50
+    assert first.wall == pytest.approx(sum(steps[:50]))
+    assert shared.wall > 2 * first.wall
+    assert first.tokens == pytest.approx(sum(tokens[:50])) and shared.tokens > first.tokens
+    # the first-look bound: whatever the rows, settle at the first look
+    near = stopping.SequentialRule(floor=4.0, max_n=200)  # at the floor: no early settle
+    assert replay_batched(near, tokens, steps, 128).requests > 50
+    bound = replay_batched(near, tokens, steps, 128, first_look=True)
+    assert bound.requests == 50 and bound.wall == max(completion_times(steps, 128)[:50])
+
+
 def test_power_spread_uses_the_metric_numerators(results) -> None:  # type: ignore[no-untyped-def]
     from harness.commands.power import recorded_spread
     from harness.results.store import read_requests

@@ -15,13 +15,16 @@ LATENCY = [9, 2, 2, 3, 2, 4, 3, 3, 4, 3, 3, 3]
 TICK = 0.02
 
 
-def _run(concurrency: int, looks: list[int], settle_at: int | None
+def _run(concurrency: int, looks: list[int], settle_at: int | None,
+         past_look: int | None = None, log: list[tuple[str, int, int]] | None = None,
          ) -> tuple[Dispatch, list[int], list[tuple[int, list[int]]], int]:
     finished: list[int] = []
     seen: list[tuple[int, list[int]]] = []  # (look, questions finished when it came)
     in_flight, most = [0], [0]
+    log = [] if log is None else log  # ("send", question, running before it) / ("look", at, 0)
 
     async def one(index: int) -> None:
+        log.append(("send", index, in_flight[0]))
         in_flight[0] += 1
         most[0] = max(most[0], in_flight[0])
         try:
@@ -32,10 +35,12 @@ def _run(concurrency: int, looks: list[int], settle_at: int | None
 
     def look(at: int) -> str | None:
         seen.append((at, sorted(finished)))
+        log.append(("look", at, 0))
         return "pass" if at == settle_at else None
 
     state = Dispatch()
-    asyncio.run(dispatch(len(LATENCY), concurrency, one, looks, look, state, Progress()))
+    asyncio.run(dispatch(len(LATENCY), concurrency, one, looks, look, state, Progress(),
+                         past_look))
     return state, finished, seen, most[0]
 
 
@@ -75,3 +80,28 @@ def test_the_run_says_where_a_stop_cannot_save_wall_time() -> None:
     assert "saves no wall time" in (sequential_saving_note(128, 100) or "")
     assert "saves little wall time" in (sequential_saving_note(128, 200) or "")
     assert sequential_saving_note(4, 100) is None  # the tiny suites: many rounds
+
+
+def test_past_the_next_look_only_sequential_in_flight_run() -> None:
+    """workload.sequential_in_flight: a question past the next look is sent only while fewer
+    than that many run (an engine whose step time grows with its batch gives the look's
+    questions the batch); the look's own questions still fill `concurrency` slots."""
+    log: list[tuple[str, int, int]] = []
+    state, finished, seen, most = _run(3, [4, 8, 12], settle_at=None, past_look=2, log=log)
+    assert sorted(finished) == list(range(12)) and state.taken == [4, 8, 12]
+    pending, held = [4, 8, 12], 0
+    for kind, number, running in log:
+        if kind == "look":
+            pending.remove(number)
+        elif number >= pending[0]:  # past the next look
+            assert running < 2, log
+            held += 1
+    assert held  # some were sent ahead of their look, beside at most one other
+    assert most == 3  # a look's own questions keep every slot
+    for at, done in seen:
+        assert set(range(at)) <= set(done)
+    # the default (None) is every slot busy: questions past a look run beside question 0
+    log = []
+    _run(3, [4, 8, 12], settle_at=None, log=log)
+    assert any(kind == "send" and number >= 4 and running >= 1 for kind, number, running
+               in log[: log.index(("look", 4, 0))])

@@ -277,3 +277,19 @@ def test_resolve_by_name_and_unknown_name(tmp_path: Path) -> None:
 def test_shipped_suites_dir_is_the_repo_suites() -> None:
     assert SUITES_DIR.is_dir()
     assert shipped_suites(SUITES_DIR)
+
+
+def test_sequential_in_flight_is_at_most_the_concurrency() -> None:
+    """workload.sequential_in_flight bounds what --sequential sends past the next look; more
+    than the concurrency could never run, so it is a mistake in the suite, named."""
+    suite, _ = parse_suite(_replace(FULL_SGLANG_SUITE, "concurrency = 128",
+                                    "concurrency = 128\nsequential_in_flight = 16"), "s.toml")
+    assert suite.workload.sequential_in_flight == 16
+    assert parse_suite(FULL_SGLANG_SUITE, "s.toml")[0].workload.sequential_in_flight is None
+    message = _error(_replace(FULL_SGLANG_SUITE, "concurrency = 128",
+                              "concurrency = 8\nsequential_in_flight = 9"))
+    assert "sequential_in_flight (9) is at most concurrency (8)" in message
+    for bad in ("0", '"16"', "16.0"):
+        message = _error(_replace(FULL_SGLANG_SUITE, "concurrency = 128",
+                                  f"concurrency = 128\nsequential_in_flight = {bad}"))
+        assert "workload.sequential_in_flight" in message

@@ -151,6 +151,7 @@ def test_sequential_stopping_settles_early(fake_env: dict[str, str], write_suite
     asked = {row["question_index"] for row in rows}
     assert not asked & set(sequential["cancelled"])
     assert sequential["in_flight"] == 4
+    assert sequential["in_flight_past_look"] == 4  # sequential_in_flight unset: every slot
     assert record.verdict.status == "pass"
     assert "the sequential rule settles above the floor" in record.verdict.reasons[0]
 
