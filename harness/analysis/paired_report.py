@@ -91,7 +91,7 @@ def rows(found: dict[str, dict[str, Any] | None]) -> list[dict[str, Any]]:
         table.append({
             "series": series, "run_id": record.get("run_id"),
             "build": (record.get("build") or {}).get("spec"),
-            "against": paired["against"]["spec"], "against_run": paired["against"]["run_id"],
+            "against": paired["against"].get("spec"), "against_run": paired["against"]["run_id"],
             "reused": paired["against"]["reused"], "metric": measurement.get("metric"),
             "b": result["b"], "a": result["a"], "difference": result["difference"],
             "ci": result["difference_ci"], "level": result["level"],
@@ -150,4 +150,5 @@ def finding_line(paired: dict[str, Any]) -> str:
             f"B - A = {r['difference']:+.4f} ({r['relative_change']:+.2%}; {r['level']:.0%} CI "
             f"{ci[0]:+.3f}..{ci[1]:+.3f}) on {r['n']} questions, tolerated drop "
             f"{r['tolerated_drop']:.4f} = {r['tolerance']}, against run "
-            f"{paired['against']['run_id']} ({paired['against']['spec']})")
+            f"{paired['against']['run_id']}"
+            + (f" ({paired['against']['spec']})" if paired["against"].get("spec") else ""))

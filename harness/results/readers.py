@@ -54,11 +54,10 @@ def _skip(file: Path, error: BadRecord) -> BadRecord:
     return error
 
 
-def read_run_data(path: Path | str) -> dict[str, Any]:
-    """A run record's JSON (from a run folder or its run.json), checked like every record
-    the loader reads and valid for the record model. FileNotFoundError for a run still
-    being written; BadRecord (reported once per command) for anything unusable. Fields
-    may be missing (a reader uses `.get`); a field present has the model's type."""
+def _record(file: Path, require_all: bool) -> tuple[dict[str, Any], Any]:
+    """(JSON, RunRecord or None) of a run record, checked like every record the loader
+    reads; `require_all`: every field the model has (else a missing one is allowed, a
+    present one must have its type). BadRecord, unreported, for anything unusable."""
     from pydantic import ValidationError
 
     from harness.results.checks import BadFile
@@ -66,28 +65,50 @@ def read_run_data(path: Path | str) -> dict[str, Any]:
     from harness.results.record import RunRecord
     from harness.results.rows import validation_reason
 
+    text, data = _load(file)
+    if not isinstance(data, dict):
+        raise BadRecord(f"{file}: not a JSON object")
+    try:
+        check_record(data, text)
+        return data, RunRecord.model_validate_json(text, strict=True)  # no str as a number
+    except BadFile as error:
+        raise BadRecord(f"{file}: not a usable run record: {error}") from None
+    except ValidationError as error:
+        # a field a reader does not need may be missing (records written by hand or
+        # by an older harness); a field present must have its type
+        if require_all or any(e["type"] != "missing" for e in error.errors()):
+            raise BadRecord(f"{file}: not a valid run record: {validation_reason(error)}"
+                            ) from None
+        return data, None
+    except (ValueError, RecursionError) as error:
+        raise BadRecord(f"{file}: not a valid run record: {error}") from None
+
+
+def read_run_data(path: Path | str) -> dict[str, Any]:
+    """A run record's JSON (from a run folder or its run.json), checked like every record
+    the loader reads and valid for the record model. FileNotFoundError for a run still
+    being written; BadRecord (reported once per command) for anything unusable. Fields
+    may be missing (a reader uses `.get`); a field present has the model's type."""
     path = Path(path)
     file = path / RUN_FILE if path.is_dir() else path
     try:
-        text, data = _load(file)
-        if not isinstance(data, dict):
-            raise BadRecord(f"{file}: not a JSON object")
-        try:
-            check_record(data, text)
-            RunRecord.model_validate_json(text, strict=True)
-        except BadFile as error:
-            raise BadRecord(f"{file}: not a usable run record: {error}") from None
-        except ValidationError as error:
-            # a field a reader does not need may be missing (records written by hand or
-            # by an older harness); a field present must have its type
-            if any(e["type"] != "missing" for e in error.errors()):
-                raise BadRecord(f"{file}: not a valid run record: {validation_reason(error)}"
-                                ) from None
-        except (ValueError, RecursionError) as error:
-            raise BadRecord(f"{file}: not a valid run record: {error}") from None
+        return _record(file, require_all=False)[0]
     except BadRecord as error:
         raise _skip(file, error) from None
-    return data
+
+
+def read_run(path: Path | str) -> Any:
+    """A run record (`harness.results.record.RunRecord`, every field there) from a run
+    folder or its run.json, for a command about that one run (plots, compare, publish):
+    the same checks as `read_run_data`; BadRecord naming the file otherwise, a missing
+    file included."""
+    path = Path(path)
+    file = path / RUN_FILE if path.is_dir() else path
+    try:
+        return _record(file, require_all=True)[1]
+    except FileNotFoundError as error:
+        raise BadRecord(f"{file}: cannot read run record: {error.strerror or error}"
+                        ) from None
 
 
 def read_calibration(path: Path | str) -> dict[str, Any]:

@@ -38,7 +38,6 @@ from harness.results.rows import (
     is_number,
     read_record,
     read_record_file,
-    validation_reason,
 )
 from harness.results.skips import report, reporting
 
@@ -338,30 +337,11 @@ def load_requests(sources: Path | str | Iterable[Path | str]) -> pd.DataFrame:
 
 
 def read_run(run_dir: Path) -> RunRecord:
-    """A run folder's record, validated (for one run: plots, compare)."""
-    from pydantic import ValidationError
+    """A run folder's record, validated (for one run: plots, compare); the door is
+    `harness.results.readers.read_run`."""
+    from harness.results.readers import read_run as read
 
-    from harness.errors import BadInput
-    from harness.results.checks import BadFile, read_regular, strict_json
-    from harness.results.possible import check_record
-    from harness.results.record import RunRecord
-
-    file = run_dir / RUN_FILE if run_dir.is_dir() else run_dir
-    try:
-        text, _ = read_regular(file)
-        if not text.strip():
-            raise BadFile("empty file")
-        data = strict_json(text)
-        check_record(data, text)
-        return RunRecord.model_validate_json(text, strict=True)  # no string becomes a number
-    except OSError as error:
-        raise BadInput(f"{file}: cannot read run record: {error.strerror or error}") from None
-    except BadFile as error:
-        raise BadInput(f"{file}: not a usable run record: {error}") from None
-    except ValidationError as error:
-        raise BadInput(f"{file}: not a valid run record: {validation_reason(error)}") from None
-    except (ValueError, UnicodeDecodeError, RecursionError) as error:
-        raise BadInput(f"{file}: not valid JSON (truncated or corrupt): {error}") from None
+    return read(run_dir)  # type: ignore[no-any-return]
 
 
 def read_requests(run_dir: Path) -> list[dict[str, Any]]:

@@ -167,8 +167,10 @@ def _describe_entry(loaded: LoadedSuite, load_data: bool) -> list[str]:
                    if workload.temperature > 0 else ""))
     lines = [
         f"workload   {describe_workload(workload)}",
-        f"           {how}; {sampling}, concurrency {workload.concurrency}, "
-        f"seed {workload.seed}",
+        f"           {how}; {sampling}, concurrency {workload.concurrency}"
+        + (f" (with --sequential, {workload.sequential_in_flight} past the next look)"
+           if workload.sequential_in_flight else "")
+        + f", seed {workload.seed}",
         f"           {workload.warmup_requests} warm-up requests, then /flush_cache, "
         f"then POST {route} per request",
     ]

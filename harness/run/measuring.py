@@ -63,7 +63,11 @@ def measure_entry(run: EntryRun, engine: Any, server: Server, workload_plan: Any
                      "(one category: the data's order)",
             # continuous dispatch (harness.run.drive.Driver.measure): questions in flight
             # when the rule settled were cancelled; every finished row is kept
-            "dispatch": "continuous", "cancelled": result.cancelled, **settings}
+            "dispatch": "continuous", "cancelled": result.cancelled,
+            # what harness.run.dispatch was given, whichever rule ran (bisect's too)
+            "in_flight": suite.workload.concurrency,
+            "in_flight_past_look": (suite.workload.sequential_in_flight
+                                    or suite.workload.concurrency), **settings}
         if (note := sequential_saving_note(suite.workload.concurrency, len(prompts))):
             run.notes.append(note)
         if custom is None:

@@ -225,11 +225,6 @@ def rule_settings(suite: Any, max_n: int, used: Any = None) -> dict[str, Any]:
     floors, rule = suite.floors, stop_rule(suite, max_n)
     settings = {"alpha": floors.alpha, "beta": floors.beta, "floor": floors.accept_length,
                 "metric": floors.metric, "wave": rule.rule.wave,
-                # requests in flight: the suite's concurrency (continuous dispatch); past
-                # the next look, its sequential_in_flight (harness.run.dispatch)
-                "in_flight": suite.workload.concurrency,
-                "in_flight_past_look": (suite.workload.sequential_in_flight
-                                        or suite.workload.concurrency),
                 "settles": rule.tested_floors()}
     paired = getattr(used, "paired", None)
     if paired is not None:  # --against: the gate settles with the floors

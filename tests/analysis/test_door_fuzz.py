@@ -294,3 +294,17 @@ def test_entry_counts_are_bounded(rich_dir: Path, where: tuple[str, ...], extra:
                 read_run_data(folder)
         else:
             read_run_data(folder)
+
+
+@pytest.mark.parametrize("key", ["spec", "path"])
+def test_an_optional_field_of_the_paired_finding_may_be_missing(
+        rich_dir: Path, tmp_path: Path, key: str) -> None:
+    """The door lets a record without `paired.against.spec` (or `.path`) through, as the
+    model has them optional: every printer reads it with .get (hypothesis once found the
+    report's KeyError on a missing spec)."""
+    document = json.loads((rich_dir / RUN_FILE).read_text())
+    del document["paired"]["against"][key]
+    (tmp_path / RUN_FILE).write_text(json.dumps(document))
+    record = read_run_data(tmp_path)
+    _printed(record)
+    assert paired_report.rows({SUITE: {**record, "path": "x"}})[0]["against_run"] == "ref"

@@ -34,6 +34,20 @@ def test_dry_run_prints_launch_line(no_gpus: None, capsys: pytest.CaptureFixture
     assert "verdict:" not in out  # a dry run judges nothing
 
 
+def test_dry_run_states_what_sequential_sends_past_a_look(
+    no_gpus: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = Path(GEMMA).read_text().replace("# sequential_in_flight = 16",
+                                           "sequential_in_flight = 16")
+    assert "\nsequential_in_flight = 16" in text
+    (tmp_path / "gemma.toml").write_text(text)
+    assert main(["run", str(tmp_path / "gemma.toml"), "--dry-run"]) == 0
+    assert ("concurrency 128 (with --sequential, 16 past the next look), seed 0"
+            in capsys.readouterr().out)
+    assert main(["run", GEMMA, "--dry-run"]) == 0
+    assert "concurrency 128, seed 0" in capsys.readouterr().out
+
+
 def test_run_without_gpus_is_skipped_with_exit_4(
     no_gpus: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
