@@ -68,7 +68,8 @@ def measure_entry(run: EntryRun, engine: Any, server: Server, workload_plan: Any
             "in_flight": suite.workload.concurrency,
             "in_flight_past_look": (suite.workload.sequential_in_flight
                                     or suite.workload.concurrency), **settings}
-        if (note := sequential_saving_note(suite.workload.concurrency, len(prompts))):
+        if (note := sequential_saving_note(suite.workload.concurrency, len(prompts),
+                                           suite.workload.sequential_in_flight)):
             run.notes.append(note)
         if custom is None:
             run.measurement.sequential["floors"] = dict(rule_decisions(run))

@@ -204,19 +204,26 @@ def sequential_rule(suite: Any, options: Any, max_n: int) -> Any:
     return rule
 
 
-def sequential_saving_note(concurrency: int, questions: int) -> str | None:
+def sequential_saving_note(concurrency: int, questions: int,
+                           sequential_in_flight: int | None = None) -> str | None:
     """Where --sequential cannot save wall time, the run says so: a look waits for every
-    question before it, so the first `concurrency` questions run whatever the rule decides
-    and a stop saves only what the fixed protocol runs after them."""
+    question before it, so with every slot kept busy the first `concurrency` questions run
+    whatever the rule decides and a stop saves only what the fixed protocol runs after
+    them. With workload.sequential_in_flight set, the look's questions get the engine
+    (harness.run.dispatch): no note."""
+    if sequential_in_flight is not None:
+        return None
+    knob = ("; on an engine whose step time grows with its batch, workload."
+            "sequential_in_flight gives a look's requests the engine (README, --sequential)")
     if concurrency >= questions:
         return (f"note: --sequential saves no wall time here: concurrency {concurrency} sends "
                 f"all {questions} questions at once, so a stop only cancels requests already "
-                "running (it saves tokens)")
+                f"running (it saves tokens){knob}")
     if 2 * concurrency > questions:
         return (f"note: --sequential saves little wall time here: at concurrency "
                 f"{concurrency} the {questions} questions take under two rounds, and the "
                 "first look waits for the first round's slowest request; it saves tokens "
-                "(benchmarks/bench_sequential.py)")
+                f"(benchmarks/bench_sequential.py){knob}")
     return None
 
 

@@ -80,6 +80,9 @@ def test_the_run_says_where_a_stop_cannot_save_wall_time() -> None:
     assert "saves no wall time" in (sequential_saving_note(128, 100) or "")
     assert "saves little wall time" in (sequential_saving_note(128, 200) or "")
     assert sequential_saving_note(4, 100) is None  # the tiny suites: many rounds
+    # the knob that can save is named; once set, the look's requests get the engine
+    assert "workload.sequential_in_flight" in (sequential_saving_note(128, 200) or "")
+    assert sequential_saving_note(128, 200, sequential_in_flight=16) is None
 
 
 def test_past_the_next_look_only_sequential_in_flight_run() -> None:

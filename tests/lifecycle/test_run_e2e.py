@@ -156,6 +156,24 @@ def test_sequential_stopping_settles_early(fake_env: dict[str, str], write_suite
     assert "the sequential rule settles above the floor" in record.verdict.reasons[0]
 
 
+def test_sequential_in_flight_bounds_what_runs_past_a_look(fake_env: dict[str, str],
+                                                          write_suite, tmp_path: Path) -> None:
+    """workload.sequential_in_flight = 1: past the next look a question is sent only into
+    an empty engine, so at the settle at most one request is cancelled; the record says
+    what the dispatch was given."""
+    results = tmp_path / "results"
+    suite = write_suite(floor=2.0, questions=150)
+    suite.write_text(suite.read_text().replace("concurrency = 4",
+                                               "concurrency = 4\nsequential_in_flight = 1"))
+    assert run_cli(suite, results, "--sequential") == 0
+    record = RunRecord.model_validate_json((only_run_dir(results) / "run.json").read_text())
+    assert record.measurement is not None and record.measurement.stopped_early
+    sequential = record.measurement.sequential
+    assert (sequential["in_flight"], sequential["in_flight_past_look"]) == (4, 1)
+    assert len(sequential["cancelled"]) <= 1
+    assert sequential["looks"][-1] <= record.measurement.n_requests <= sequential["looks"][-1] + 1
+
+
 def test_sequential_never_overrides_a_failed_accuracy_floor(
         fake_env: dict[str, str], write_suite, tmp_path: Path) -> None:
     """--sequential with an accuracy floor the build misses: FAIL, exit 1 (it once said PASS)."""
