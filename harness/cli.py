@@ -76,7 +76,7 @@ def nearest_flag(extras: Sequence[str], parser: argparse.ArgumentParser) -> str 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     parser = SubcommandParser(
         prog="harness",
-        description="Acceptance tests and benchmarks for speculative decoding in SGLang.",
+        description="Acceptance tests and benchmarks for speculative decoding in SGLang and vLLM.",
         epilog="Exit codes: " + "; ".join(f"{code} {meaning}"
                                           for code, meaning in EXIT_CODE_MEANINGS.items()) + ".",
     )
