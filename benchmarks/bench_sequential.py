@@ -249,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
                 cases.append(("waves of 50 (before)", "waves", None))
             if knee is not None and knee < CONCURRENCY:
                 cases.append((f"look-first (in flight {knee:g})", "pipelined", int(knee)))
+            elif knee is not None:  # what a wrong setting costs on a memory-bound engine
+                cases.append(("look-first (in flight 16)", "pipelined", 16))
             for offset in (-0.3, 0.3):
                 for label, dispatch, past_look in cases:
                     r = replay_case(draw, figure - offset, args.reps, seed=11,
