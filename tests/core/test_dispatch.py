@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from harness.run.dispatch import Dispatch, Progress, dispatch
 from harness.run.sequential import sequential_saving_note
 
@@ -108,3 +111,58 @@ def test_past_the_next_look_only_sequential_in_flight_run() -> None:
     _run(3, [4, 8, 12], settle_at=None, log=log)
     assert any(kind == "send" and number >= 4 and running >= 1 for kind, number, running
                in log[: log.index(("look", 4, 0))])
+
+
+@settings(max_examples=40, deadline=None)
+@given(latencies=st.lists(st.integers(0, 4), min_size=1, max_size=24),
+       concurrency=st.integers(1, 6), wave=st.integers(1, 8),
+       past_look=st.none() | st.integers(1, 8), settle=st.none() | st.integers(0, 4),
+       data=st.data())
+def test_dispatch_invariants_on_any_latencies(latencies: list[int], concurrency: int,
+                                              wave: int, past_look: int | None,
+                                              settle: int | None,
+                                              data: st.DataObject) -> None:
+    """Whatever the latencies, slots, looks and sequential_in_flight: never more than
+    `concurrency` run; a question past the next look goes into fewer than
+    min(sequential_in_flight, concurrency) running; a look comes only once every question
+    before it finished; what was sent finished or was cancelled, never both."""
+    n = len(latencies)
+    looks = [*range(wave, n, wave), n]
+    settle_at = None if settle is None else looks[min(settle, len(looks) - 1)]
+    log: list[tuple[str, int, int]] = []
+    running: set[int] = set()
+    finished: list[int] = []
+
+    async def one(index: int) -> None:
+        log.append(("send", index, len(running)))
+        running.add(index)
+        try:
+            await asyncio.sleep(latencies[index] * 0.001)
+            finished.append(index)
+        finally:
+            running.discard(index)
+
+    def look(at: int) -> str | None:
+        log.append(("look", at, len(finished)))
+        assert set(range(at)) <= set(finished)
+        return "pass" if at == settle_at else None
+
+    state = Dispatch()
+    asyncio.run(dispatch(n, concurrency, one, looks, look, state, Progress(), past_look))
+    limit = concurrency if past_look is None else min(past_look, concurrency)
+    pending = list(looks)
+    sent = [index for kind, index, _ in log if kind == "send"]
+    assert sent == list(range(len(sent))) and len(sent) == state.sent
+    for kind, number, running_then in log:
+        if kind == "look":
+            assert number == pending.pop(0)
+            continue
+        assert running_then < concurrency
+        if pending and number >= pending[0]:
+            assert running_then < limit, log
+    assert not set(finished) & set(state.cancelled)
+    assert sorted(finished + state.cancelled) == sent
+    if settle_at is None:
+        assert sorted(finished) == list(range(n)) and state.taken == looks
+    else:
+        assert state.settled == "pass" and state.taken[-1] == settle_at
