@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{args.metric} {figure:.3f}), resampled to {QUESTIONS}, concurrency "
                   f"{CONCURRENCY}, {model}")
             print(HEADER)
-            latency = "tokens" if model == MODELS[0][0] else "steps"
+            latency = "tokens" if knee is None else "steps"
             cases = [("continuous (in flight 128)", "pipelined", None)]
             if latency == "tokens":
                 cases.append(("waves of 50 (before)", "waves", None))

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from harness.metrics.stats import Decision
-from harness.metrics.stopping import SequentialRule
+from harness.metrics.stopping import SequentialRule, in_flight_limit
 
 
 def _rng(seed: int | np.random.Generator) -> np.random.Generator:
@@ -139,12 +139,12 @@ def replay_batched(
     whatever the rows (the bound no rule that waits for a look's requests can beat)."""
     n = len(steps)
     looks = [n] if rule is None else rule.looks()
-    ahead = concurrency if past_look is None else min(past_look, concurrency)
     left: dict[int, float] = {}
     done: set[int] = set()
     clock, sent, prefix, pending = 0.0, 0, 0, list(looks)
     while True:
-        while sent < n and len(left) < (ahead if pending and sent >= pending[0] else concurrency):
+        while sent < n and len(left) < in_flight_limit(sent, pending[0] if pending else None,
+                                                       concurrency, past_look):
             left[sent] = float(steps[sent])
             sent += 1
         first = min(left.values())

@@ -37,6 +37,18 @@ def skew_corrected_z(excess: np.ndarray) -> np.ndarray:
         return np.where(sd > 0, z, np.sign(mean) * np.inf)
 
 
+def in_flight_limit(sent: int, next_look: int | None, concurrency: int,
+                    past_look: int | None) -> int:
+    """How many requests may run when prompt `sent` (0-based) goes out: `concurrency`,
+    but past the next look (`sent >= next_look`) at most `past_look` (the suite's
+    workload.sequential_in_flight; None: every slot). The driver's dispatch
+    (`harness.run.dispatch`) and its replay (`harness.analysis.simulate.replay_batched`)
+    both ask here."""
+    if past_look is None or next_look is None or sent < next_look:
+        return concurrency
+    return min(past_look, concurrency)
+
+
 @dataclass(frozen=True)
 class SequentialRule:
     """Stop a run at a planned look once its verdict against `floor` is settled.

@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.metrics.stopping import in_flight_limit
+
 # Once the server is seen dead or stopped, answers it sent in full before may still wait in
 # the socket (a loaded host reads them late): they are read while they keep coming (one at
 # least every DRAIN_QUIET_S), for DRAIN_MAX_S at most, so every finished request is kept.
@@ -77,10 +79,10 @@ async def dispatch(n: int, concurrency: int, one: Callable[[int], Any], looks: S
     running: dict[asyncio.Future[Any], int] = {}
     done: set[int] = set()
     prefix, pending = 0, list(looks)
-    ahead = concurrency if past_look is None else min(past_look, concurrency)
 
     def may_send() -> bool:
-        limit = ahead if pending and state.sent >= pending[0] else concurrency
+        limit = in_flight_limit(state.sent, pending[0] if pending else None, concurrency,
+                                past_look)
         return state.sent < n and len(running) < limit and not progress.halted
 
     try:
