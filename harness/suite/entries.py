@@ -66,7 +66,7 @@ class _Requests(_Strict):
             raise ValueError("chat_template_kwargs and system_prompt only apply with "
                              "protocol = \"chat\"")
         if self.sequential_in_flight is not None and self.sequential_in_flight > self.concurrency:
-            raise ValueError(f"sequential_in_flight ({self.sequential_in_flight}) is at most "
+            raise ValueError(f"sequential_in_flight ({self.sequential_in_flight}) must be at most "
                              f"concurrency ({self.concurrency})")
         return self
 

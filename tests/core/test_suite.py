@@ -288,7 +288,7 @@ def test_sequential_in_flight_is_at_most_the_concurrency() -> None:
     assert parse_suite(FULL_SGLANG_SUITE, "s.toml")[0].workload.sequential_in_flight is None
     message = _error(_replace(FULL_SGLANG_SUITE, "concurrency = 128",
                               "concurrency = 8\nsequential_in_flight = 9"))
-    assert "sequential_in_flight (9) is at most concurrency (8)" in message
+    assert "sequential_in_flight (9) must be at most concurrency (8)" in message
     for bad in ("0", '"16"', "16.0"):
         message = _error(_replace(FULL_SGLANG_SUITE, "concurrency = 128",
                                   f"concurrency = 128\nsequential_in_flight = {bad}"))
