@@ -12,6 +12,7 @@ The ops are plain loops over tensors: correct and slow, sized for the tiny model
 from __future__ import annotations
 
 from sgl_kernel.attention import register_attention_ops
+from sgl_kernel.elementwise import register_elementwise_ops
 from sgl_kernel.cache import (
     assign_draft_cache_locs_contiguous_cpu,
     assign_extend_cache_locs_cpu,
@@ -30,6 +31,7 @@ __version__ = "0.0.0+harness-cpu-stand-in"
 STAND_IN = True  # for a reader who finds this package: it is not SGLang's library
 
 register_attention_ops()
+register_elementwise_ops()
 
 __all__ = [
     "assign_draft_cache_locs_contiguous_cpu", "assign_extend_cache_locs_cpu",
