@@ -12,7 +12,6 @@ The ops are plain loops over tensors: correct and slow, sized for the tiny model
 from __future__ import annotations
 
 from sgl_kernel.attention import register_attention_ops
-from sgl_kernel.elementwise import register_elementwise_ops
 from sgl_kernel.cache import (
     assign_draft_cache_locs_contiguous_cpu,
     assign_extend_cache_locs_cpu,
@@ -20,6 +19,7 @@ from sgl_kernel.cache import (
     build_draft_decode_metadata_cpu,
     copy_all_layer_kv_cache_cpu,
 )
+from sgl_kernel.elementwise import register_elementwise_ops
 from sgl_kernel.tree import (
     build_tree_kernel_efficient_cpu,
     fill_accept_out_cache_loc_cpu,
