@@ -1,0 +1,1 @@
+"""Tests of the engines' own pieces: the seed miniatures, the suites derived for them."""
