@@ -4,7 +4,8 @@ stopped the run, the draft-attention contract, and the paired gate's finding aga
 reference build) into the verdict, its reasons and the exit code. Every path that
 judges (`run` fixed or sequential, `--against`, nightly lines, and through the runner
 `ab`, `bisect` and the pytest plugin) calls it; reports (`paired`, `trend`) read the
-verdict it recorded.
+verdict it recorded and take their exit code from `report_exit` (a failure first, then
+errors, else pass); `compare --fail-on-drop` and `ab --fail-on-drop` from `decide_drop`.
 
 Floors (`judge`): the floors are data, `harness.metrics.floor_checks.floor_checks(floors)`,
 one typed check per floor (its figure, its floor, its strictness, its definition); the
@@ -29,7 +30,8 @@ the reasons name it. A partial run (it ended before its plan) is never a pass.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,6 +131,65 @@ def decide(evidence: Evidence) -> Judgement:
                   "floors_status": floors_status, "result": found.result.to_dict()}
     return Judgement(Verdict(status=status, reasons=[*first, *reasons]), EXIT_CODES[status],
                      floors.status, paired)
+
+
+@dataclass(frozen=True)
+class DropEvidence:
+    """One drop test of B against A (`harness compare`, `harness ab`, one per compared
+    series): the one-sided p-value of B below A, NaN when no test could be made."""
+
+    name: str
+    p_drop: float
+    alpha: float
+    method: str = ""  # how the difference was taken (paired by question, ...)
+
+
+@dataclass(frozen=True)
+class DropJudgement:
+    verdict: Verdict
+    exit_code: ExitCode
+
+
+def decide_drop(tests: Sequence[DropEvidence]) -> DropJudgement:
+    """`--fail-on-drop`: "fail" when a B is significantly below its A (p_drop < alpha),
+    else "error" when a test could not be made (no per-request data, too few questions:
+    a missing test is never a pass), else "pass"; a failure first, as in `report_exit`."""
+    statuses: list[VerdictStatus] = []
+    reasons: list[str] = []
+    for test in tests:
+        how = f" ({test.method})" if test.method else ""
+        if not math.isfinite(test.p_drop):
+            statuses.append("error")
+            reasons.append(f"{test.name}: no drop test could be made{how}; a missing test "
+                           "is never a pass")
+        elif test.p_drop < test.alpha:
+            statuses.append("fail")
+            reasons.append(f"{test.name}: B is significantly below A: one-sided p "
+                           f"{test.p_drop:.4g} < alpha {test.alpha:g}{how}")
+        else:
+            statuses.append("pass")
+            reasons.append(f"{test.name}: no significant drop: one-sided p {test.p_drop:.4g} "
+                           f">= alpha {test.alpha:g}{how}")
+    if not tests:
+        statuses.append("error")
+        reasons.append("no drop test: nothing was compared")
+    status = report_status(statuses)
+    return DropJudgement(Verdict(status=status, reasons=reasons), EXIT_CODES[status])
+
+
+def report_status(statuses: Iterable[VerdictStatus]) -> VerdictStatus:
+    """The status of a report over several verdicts (`harness paired` and `harness trend`
+    over each series' latest run, `--fail-on-drop` over each compared series): a failure
+    first (it names what to fix), then an error (a latest run that errored or is missing
+    is never hidden behind a pass), else pass (a skipped latest run included: the host
+    did not fit, which only `run` itself reports with exit 4)."""
+    found = set(statuses)
+    return "fail" if "fail" in found else "error" if "error" in found else "pass"
+
+
+def report_exit(statuses: Iterable[VerdictStatus]) -> ExitCode:
+    """The exit code of `report_status`."""
+    return EXIT_CODES[report_status(statuses)]
 
 
 def judge(measurement: Measurement | None, floors: Floors,
