@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,14 @@ from harness.errors import BadInput
 from harness.results.record import BuildInfo
 from harness.run.preflight import Fit
 from harness.suite.checkpoints import Models, resolve_models
-from harness.suite.model import LoadedSuite, Suite, VLLMEngine
+from harness.suite.document import DocumentError
+from harness.suite.local_models import (
+    context_limit,
+    find_local,
+    max_tokens_problem,
+    named_as_path,
+)
+from harness.suite.model import Entry, LoadedSuite, Suite, VLLMEngine
 from harness.suite.schema import document_sha256
 from harness.suite.serving import ReferenceEngine, SGLangEngine
 
@@ -131,30 +138,38 @@ def models(suite: Suite, options: Any) -> Models | None:
         draft=local_model(tiny_model(chosen.draft)) if chosen.draft else None)
 
 
-def _named_as_path(name: str) -> bool:
-    """A hub id is `org/name` (or a bare name); a path starts with / . ~ or has more parts."""
-    return name.startswith(("/", "./", "../", "~")) or name.count("/") >= 2
-
-
 def local_model(name: str) -> str:
     """A relative folder made absolute, found from the working folder, else from the
     repository root (as stand-ins are), so the server and a pasted dry-run line find it
     from anywhere; anything else as given (a hub id, or a path `check_models` refuses)."""
-    if _named_as_path(name) or "/" in name:
-        path = Path(name).expanduser()
-        for candidate in (path, builds.REPO_ROOT / path):
-            if candidate.exists():
-                return str(candidate.resolve())
-    return name
+    found = find_local(name)
+    return str(found) if found is not None else name
 
 
 def check_models(chosen: Models | None) -> None:
     """A model named as a local path must exist (exit 2 before any build or download)."""
     for role, name in (("target", chosen.target if chosen else None),
                        ("draft", chosen.draft if chosen else None)):
-        if name and _named_as_path(name) and not Path(name).expanduser().exists():
+        if name and named_as_path(name) and not Path(name).expanduser().exists():
             raise BadInput(f"the {role} model {name}: no such file or folder (a local path; "
                            f"a hub id is org/name); give --{role}-model or fix the suite")
+
+
+def check_context(entries: Sequence[Entry], chosen: Models | None) -> None:
+    """Each entry's `max_tokens` within the context of the target served, when that is a
+    local checkpoint (one given by a variable or `--target-model`; the suite's own was
+    checked when it loaded): exit 2 before any build."""
+    if chosen is None:
+        return
+    try:
+        context = context_limit(chosen.target)
+    except DocumentError as error:
+        raise BadInput(f"the target model {chosen.target}: {error}") from None
+    for entry in entries:
+        problem = max_tokens_problem(entry.loaded.suite.workload.max_tokens, context)
+        if problem:
+            where = "workload" if entry.name is None else f"workloads.{entry.name}"
+            raise BadInput(f"suite {entry.loaded.suite.name}: {where}.max_tokens: {problem}")
 
 
 def _causal() -> Path:
