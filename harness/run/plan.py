@@ -31,7 +31,6 @@ from harness.suite.local_models import (
     named_as_path,
 )
 from harness.suite.model import Entry, LoadedSuite, Suite, VLLMEngine
-from harness.suite.schema import document_sha256
 from harness.suite.serving import ReferenceEngine, SGLangEngine
 
 
@@ -90,8 +89,12 @@ def check_suite(loaded: LoadedSuite) -> None:
 
 def choose_build(loaded: LoadedSuite, options: Any) -> tuple[LoadedSuite, ChosenBuild]:
     """Parse the run's build spec against the suite's engine (exit 2 when it does not
-    parse or does not apply) and apply a reference build's settings to the suite, so the
-    recorded document shows the values used."""
+    parse or does not apply) and apply a reference build's settings to the suite served.
+
+    The suite's document and hash stay the file's: the build under test is recorded in
+    the record's build section (its spec, and its settings in `build.options`), never in
+    the suite's identity, so a suite's history spans builds and a step from one build to
+    the next is what `harness trend` and the site show."""
     suite = loaded.suite
     if isinstance(suite.engine, SGLangEngine):
         spec = options.sglang
@@ -119,11 +122,10 @@ def choose_build(loaded: LoadedSuite, options: Any) -> tuple[LoadedSuite, Chosen
     document = json.loads(json.dumps(loaded.document))
     document["engine"] = {**document["engine"], **reference.overrides}
     try:
-        changed = Suite.model_validate(document)
+        served = Suite.model_validate(document)
     except ValueError as error:
         raise BadInput(f"build {build.text!r}: {error}") from None
-    return (LoadedSuite(suite=changed, path=loaded.path, sha256=document_sha256(document),
-                        document=document), ChosenBuild(build, reference))
+    return loaded.model_copy(update={"suite": served}), ChosenBuild(build, reference)
 
 
 def models(suite: Suite, options: Any) -> Models | None:
