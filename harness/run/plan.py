@@ -87,6 +87,14 @@ def check_suite(loaded: LoadedSuite) -> None:
             check(entry.loaded.suite)
 
 
+def requested_spec(suite: Suite, spec: str | None, patch: Path | None) -> str | None:
+    """The build spec a run names: `--sglang`/`--build`, else with `--patch` the suite's
+    `engine.default_build` (a patch needs a build to apply to, and the suite names one)."""
+    if spec is None and patch is not None and isinstance(suite.engine, SGLangEngine):
+        return suite.engine.default_build
+    return spec
+
+
 def choose_build(loaded: LoadedSuite, options: Any) -> tuple[LoadedSuite, ChosenBuild]:
     """Parse the run's build spec against the suite's engine (exit 2 when it does not
     parse or does not apply) and apply a reference build's settings to the suite served.
@@ -97,15 +105,14 @@ def choose_build(loaded: LoadedSuite, options: Any) -> tuple[LoadedSuite, Chosen
     the next is what `harness trend` and the site show."""
     suite = loaded.suite
     if isinstance(suite.engine, SGLangEngine):
-        spec = options.sglang
+        spec = requested_spec(suite, options.sglang, options.patch)
         engine_python = getattr(options, "engine_python", None)
         if engine_python is not None:
-            if spec is not None or options.patch is not None:
+            if options.sglang is not None or options.patch is not None:
                 raise BadInput("--engine-python names an installed SGLang; it does not go "
                                "with --sglang or --patch (they name a build to make)")
             return loaded, ChosenBuild(builds.parse_build_spec(None, engine="sglang"))
-        if spec is None and options.patch is None and \
-                builds.probe_environment(sys.executable).sglang_version is None:
+        if spec is None and builds.probe_environment(sys.executable).sglang_version is None:
             spec = suite.engine.default_build  # nothing installed here: the suite's default
         return loaded, ChosenBuild(builds.parse_build_spec(spec, options.patch, engine="sglang"))
     if isinstance(suite.engine, VLLMEngine):
