@@ -144,7 +144,7 @@ def test_dflash2_explicit_false_differs_from_legacy(write_config, capsys) -> Non
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ("{oops", "not JSON"),
+        ("{oops", "not valid JSON"),
         ({"num_hidden_layers": 2, "layer_types": ["full_attention"]}, "has 1 entries"),
         ({"layer_types": ["sliding_attention"]}, "no sliding_window"),
         ({"layer_types": ["linear_attention"]}, "unknown layer type"),

@@ -24,7 +24,7 @@ def test_folder_without_config(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "message"), [("{not json", "not JSON"), ("[1]", "must be a JSON object")]
+    ("text", "message"), [("{not json", "not valid JSON"), ("[1]", "must be a JSON object")]
 )
 def test_not_a_json_object(write_config, text: str, message: str) -> None:
     with pytest.raises(DraftConfigError, match=message):

@@ -82,8 +82,10 @@ def test_build_spec_must_apply_to_the_suites_engine() -> None:
     with pytest.raises(BadInput, match="is a reference-engine build"):
         choose(GEMMA, "reference:policy=regressed")
     regressed, chosen = choose(tiny, "reference:policy=regressed,noise=0.1")
-    assert regressed.suite.engine.attention_policy == "regressed"
-    assert regressed.document["engine"]["draft_noise"] == 0.1
+    assert regressed.suite.engine.attention_policy == "regressed"  # as served
+    assert regressed.suite.engine.draft_noise == 0.1
+    # the suite's identity stays the file's: the build is recorded as the build
+    assert (regressed.document, regressed.sha256) == (tiny.document, tiny.sha256)
     assert chosen.spec.kind == "reference"
     with pytest.raises(BadInput, match="reference:"):
         choose(tiny, "reference:colour=blue")
