@@ -1,0 +1,132 @@
+"""Property-based: any document or text through `parse_suite` gives a Suite or a SuiteError.
+
+Documents are emitted with `tomli_w` (add `tomli-w` to the `test` extra).
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from typing import Any
+
+import tomli_w
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.errors import SuiteError
+from harness.suite.model import Suite, parse_suite
+from tests.fixtures.suites_and_host import FULL_SGLANG_SUITE, MINIMAL_SUITE
+
+FUZZ = settings(max_examples=150, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+KNOWN_KEYS = [
+    "name", "description", "nightly", "engine", "target", "draft", "speculative", "topology",
+    "workload", "floors", "baselines", "kind", "model", "revision", "expected_layers", "causal",
+    "window", "gpus", "tp_size", "gpu_types", "min_memory_gib", "accept_length", "accuracy",
+    "strict", "block_size", "num_draft_tokens", "algorithm", "extra_args", "env", "questions",
+    "shots", "seed", "label", "source", "alpha", "beta", "attention_policy", "draft_noise",
+]
+keys = st.one_of(st.sampled_from(KNOWN_KEYS), st.text(min_size=1, max_size=12))
+scalars = st.one_of(
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+    st.sampled_from(["sglang", "reference", "DFLASH", "gsm8k", "fixed", "H100", ""]),
+    st.dates(),
+    st.datetimes(),
+    st.times(),
+)
+values = st.recursive(
+    scalars,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(keys, children, max_size=4),
+    ),
+    max_leaves=20,
+)
+documents = st.dictionaries(keys, values, max_size=8)
+
+
+def _check(text: str) -> None:
+    try:
+        result = parse_suite(text, "fuzz.toml")
+    except SuiteError as error:
+        assert error.message.startswith("fuzz.toml:")
+        return
+    suite, document = result
+    assert isinstance(suite, Suite)
+    assert isinstance(document, dict)
+
+
+@FUZZ
+@given(documents)
+def test_any_toml_document(document: dict[str, Any]) -> None:
+    text = tomli_w.dumps(document)
+    _check(text)
+
+
+def _paths(node: Any, prefix: tuple = ()) -> list[tuple]:
+    out = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            out.append((*prefix, key))
+            out += _paths(value, (*prefix, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            out.append((*prefix, index))
+            out += _paths(value, (*prefix, index))
+    return out
+
+
+def _parent(document: Any, path: tuple) -> Any:
+    node = document
+    for part in path[:-1]:
+        node = node[part]
+    return node
+
+
+@st.composite
+def mutated_suites(draw: st.DrawFn) -> dict[str, Any]:
+    seed = draw(st.sampled_from([FULL_SGLANG_SUITE, MINIMAL_SUITE]))
+    document = tomllib.loads(seed)
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        paths = _paths(document)
+        path = draw(st.sampled_from(paths))
+        parent = _parent(document, path)
+        action = draw(st.sampled_from(["drop", "retype", "add"]))
+        if action == "drop":
+            del parent[path[-1]]
+        elif action == "retype":
+            parent[path[-1]] = draw(values)
+        else:
+            target = parent[path[-1]] if isinstance(parent[path[-1]], dict) else document
+            target[draw(keys)] = draw(values)
+    return document
+
+
+@FUZZ
+@given(mutated_suites())
+def test_mutated_valid_suite(document: dict[str, Any]) -> None:
+    _check(tomli_w.dumps(document))
+
+
+@FUZZ
+@given(st.text(max_size=300))
+def test_any_text(text: str) -> None:
+    _check(text)
+
+
+@FUZZ
+@given(st.lists(st.sampled_from(FULL_SGLANG_SUITE.splitlines(keepends=True)), max_size=40),
+       st.text(max_size=20))
+def test_shuffled_suite_lines(lines: list[str], noise: str) -> None:
+    _check("".join(lines) + noise)
+
+
+def test_mutation_strategy_seeds_are_valid() -> None:
+    # the seeds of the mutations validate, so a SuiteError above comes from the mutation
+    for seed in (FULL_SGLANG_SUITE, MINIMAL_SUITE):
+        document = copy.deepcopy(tomllib.loads(seed))
+        assert isinstance(parse_suite(tomli_w.dumps(document), "seed.toml")[0], Suite)
