@@ -91,6 +91,13 @@ def test_local_file_is_not_a_checkout(tmp_path: Path) -> None:
         parse_build_spec(str(wheel))
 
 
+def test_home_of_a_user_this_host_lacks_is_no_checkout() -> None:
+    """`~user` of a user this host lacks (pathlib raises RuntimeError there) is refused."""
+    for spec in ("~no_such_user_of_this_host", "~no_such_user_of_this_host@main"):
+        with pytest.raises(BadInput, match="no such local checkout"):
+            parse_build_spec(spec)
+
+
 DIFF = "diff --git a/python/sglang/x.py b/python/sglang/x.py\n--- a/python/sglang/x.py\n"
 
 
