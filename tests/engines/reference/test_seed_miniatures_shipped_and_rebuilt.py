@@ -23,7 +23,7 @@ from harness.engines.reference.seed_checkpoints import (
 )
 from harness.engines.reference.seed_recipe import REDUCED_OVERRIDES, recipe_for
 from harness.errors import BadInput, EngineError
-from tests.reference.conftest import ENGINE_PYTHON, engine_available
+from tests.engines.reference.conftest import ENGINE_PYTHON, engine_available
 
 
 @pytest.mark.parametrize("pair", PAIRS)

@@ -50,8 +50,9 @@ def test_the_cpu_line_keeps_the_gpu_line(gpu: list[str]) -> None:
     cpu = cpu_extra_args(gpu)
     assert cpu[-len(CPU_ADDED):] == list(CPU_ADDED)
     assert _gpu_flags_in_order(gpu, cpu)
+    assert "--attention-backend" in cpu  # a GPU line without one gets the CPU backend
     for flag, value in CPU_REPLACED.items():
-        assert flag in cpu
+        assert (flag in cpu) == (flag in gpu or flag == "--attention-backend")
         for index, item in enumerate(cpu[:-len(CPU_ADDED)]):
             if item == flag and index + 1 < len(cpu):
                 assert cpu[index + 1] == value
