@@ -18,7 +18,7 @@ from harness.results.record import RunRecord
 from harness.results.writer import save_run
 from harness.run import provenance, recorded
 from harness.suite.model import load_suite
-from tests.analysis.records import make_run
+from tests.results.records import make_run
 
 VALUE = "sk-live-4f9aQz81Lm02Pn"  # 19 characters after `sk-`
 TINY = load_suite("tiny_dflash_cpu")
