@@ -23,11 +23,11 @@ from harness.run.plan import (
     vllm_tiny_models,
 )
 from harness.run.preflight import Fit
-from harness.run.recorded import redact_command, secret_values
+from harness.run.recorded import redact_command
+from harness.secrets import redact_env, redact_text
 from harness.suite.checkpoints import Models, model_source
 from harness.suite.model import LoadedSuite, Suite, VLLMEngine
 from harness.suite.release_patches import shown
-from harness.suite.secrets import redact_url
 from harness.suite.serving import DRAFTLESS, ReferenceEngine, SGLangEngine
 
 PORT_PLACEHOLDER = 30000
@@ -74,10 +74,7 @@ def dry_run_line(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | Non
     env = _dry_run_env(suite, options, chosen, fit)
     if not env:
         return shlex.join(command)
-    from harness.suite.secrets import redact_env, redact_text
-
-    hidden = secret_values(suite)
-    shown = {name: redact_text(str(value), hidden) for name, value in redact_env(env).items()}
+    shown = redact_env(env)
     return shlex.join(["env", *(f"{name}={value}" for name, value in shown.items()),
                        *command])
 
@@ -115,7 +112,7 @@ def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
     lines = [
         f"suite      {suite.name} ({loaded.path}, sha256 {loaded.sha256[:12]})",
         f"topology   {fit.reason}",
-        f"build      {redact_url(chosen.spec.text or 'as installed')}",
+        f"build      {redact_text(chosen.spec.text or 'as installed')}",
         f"launch     {dry_run_line(suite, options, chosen, fit)}",
         f"           (port {PORT_PLACEHOLDER} stands for a free port chosen at launch; "
         "the line runs as printed, in a shell)",
@@ -211,7 +208,7 @@ def baseline_line(baseline: Any, metric: str) -> str:
     """A baseline in the plan: its figure, definition, where it was measured, its source;
     "measured here" said once when the source already says it."""
     where = "external" if baseline.external else "measured here"
-    source = redact_url(baseline.source)
+    source = redact_text(baseline.source)
     said = source.lower().startswith(where)
     return (f"baseline   {baseline.label}: {baseline.accept_length:g} "
             f"({baseline.metric or metric}{'' if said else ', ' + where}) {source}")

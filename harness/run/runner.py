@@ -41,15 +41,15 @@ from harness.run.launch import LOOPBACK, Server, ServerSpec, free_port
 from harness.run.measuring import measure_entry
 from harness.run.outcome import RunOptions as RunOptions
 from harness.run.outcome import RunOutcome, combined
+from harness.secrets import redact_text
 from harness.suite.model import Entry, LoadedSuite
-from harness.suite.secrets import redact_url
 
 
 def _preparing(elapsed: float) -> str:
     from harness.build.common import current_step
 
     step = current_step()
-    return (f"preparing the engine: {redact_url(step) if step else 'its environment and models'}"
+    return (f"preparing the engine: {redact_text(step) if step else 'its environment and models'}"
             f" ({elapsed:.0f} s)")
 
 
@@ -216,8 +216,7 @@ def _launch_and_measure(runs: list[EntryRun], engine: Any, gpus: Any, fit: Any) 
     spec = ServerSpec(command=command, log_path=first.run_dir / SERVER_LOG, port=port,
                       env=env,
                       launch_timeout_s=suite.engine.launch_timeout_s,
-                      ready_paths=engine.adapter.ready_paths,
-                      secrets=recorded.secret_values(suite))
+                      ready_paths=engine.adapter.ready_paths)
     launch = LaunchInfo(command=recorded.redact_command(command, suite), host=LOOPBACK,
                         port=port)
     for run in runs:
