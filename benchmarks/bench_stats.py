@@ -16,11 +16,16 @@ normal law, a density), scipy's candidate is measured against it:
 - group-sequential boundaries (`spending`): the normal tail by np.vectorize(math.erfc)
   and the bisection (was) against scipy.special.ndtr and scipy.optimize.brentq (now); the
   density's formula (kept) against scipy.stats.norm.pdf.
-- bootstrap CI: numpy (`stats.bootstrap_ci`, kept) against scipy.stats.bootstrap,
-  percentile, paired over prompts, on synthetic rows with fixed seeds (results/ in the
-  checkout holds baselines, no request rows): per call, every CI that `measure.summarise`
-  computes for a Spec-Bench record (13 categories, 16 draft tokens), and the first CI in a
-  fresh interpreter (what a faulted run pays before it may exit).
+- bootstrap CI: numpy (`stats.bootstrap_ci`, kept) against the candidate
+  scipy.stats.bootstrap, percentile, paired over prompts, the same generator and seed, on
+  synthetic rows with fixed seeds (results/ in the checkout holds baselines, no request
+  rows): how far the intervals differ, time per call, every CI that `measure.summarise`
+  computes for a Spec-Bench record (13 categories, 16 draft tokens), the first CI in a
+  fresh interpreter, and the fault path: a real `harness run` against the SGLang test
+  double whose server is killed mid-measurement (tests/run/fault_cases.py), timed from the
+  fault to the exit with each bootstrap (the partial record and its CI are written in
+  between; the bound is 5 s). Needs the sglang 0.5.23 wheel ($HARNESS_SGLANG_WHEELS, as
+  `nox -s bench` sets it), else says it was not measured.
 - import cost: fresh interpreters importing numpy, scipy.special, scipy.stats (bytecode
   written once to .cache/pycache first, as an installed package has it); and whether
   `harness --help` loads scipy.
@@ -478,6 +483,50 @@ def first_ci(which: str, repeat: int) -> float:
     return statistics.median(walls)
 
 
+# Loaded by every Python process of a faulted `harness run` (PYTHONPATH): the same imports
+# in both variants, and with "scipy" the records' CIs by scipy.stats.bootstrap.
+SITECUSTOMIZE = """
+import os, sys
+sys.path.insert(0, {here!r})
+from harness.metrics import stats
+import bench_stats
+if os.environ.get("BENCH_STATS_BOOTSTRAP") == "scipy":
+    stats.bootstrap_ci = bench_stats.bootstrap_by_scipy
+"""
+
+
+def fault_to_exit(which: str, repeat: int) -> float | str:
+    """Median seconds from kill -9 of the server mid-measurement to the harness's exit
+    (tests/run/test_faults_lose_nothing.py's case: the record's partial figures, CI
+    included, are written before the exit), or why it was not measured."""
+    from harness.audit.wheels import cached_archive
+    from tests.audit.conftest import wheels_dir
+    from tests.run.fault_cases import run_case
+
+    if cached_archive("0.5.23", wheels_dir()) is None:
+        return f"not measured: no sglang 0.5.23 wheel in {wheels_dir()} (`nox -s bench` has it)"
+    walls = []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "sitecustomize.py").write_text(
+                SITECUSTOMIZE.format(here=str(Path(__file__).parent)))
+            saved = os.environ.copy()
+            os.environ["PYTHONPATH"] = os.pathsep.join(
+                filter(None, [tmp, saved.get("PYTHONPATH")]))
+            os.environ["BENCH_STATS_BOOTSTRAP"] = which
+            os.environ["HARNESS_SGLANG_WHEELS"] = str(wheels_dir())  # for the test double
+            try:
+                outcome = run_case("measurement", "kill -9 server", Path(tmp))
+            finally:
+                os.environ.clear()
+                os.environ.update(saved)
+        if outcome.exit_code != 3 or not outcome.run_json:
+            return (f"not measured: exit {outcome.exit_code}, run.json "
+                    f"{outcome.run_json} ({outcome.message})")
+        walls.append(outcome.fault_to_exit_s)
+    return statistics.median(walls)
+
+
 def bench_bootstrap(rounds: int, quick: bool, repeat: int) -> None:
     from harness.analysis.simulate import simulate_prompts
     from harness.metrics import stats
@@ -527,9 +576,17 @@ def bench_bootstrap(rounds: int, quick: bool, repeat: int) -> None:
     print(f"  a Spec-Bench record ({len(rows)} questions, 13 categories, 15 positions): "
           f"{count[0]} CIs, numpy {shown(kept)}, scipy {shown(scipy)} = {scipy / kept:.2f} x")
     kept, scipy = first_ci("numpy", repeat), first_ci("scipy", repeat)
-    print(f"  the first CI in a fresh interpreter (40 prompts, imports included; a faulted "
-          f"run must exit within 5 s): numpy {shown(kept)}, scipy {shown(scipy)} = "
-          f"{scipy / kept:.2f} x")
+    print(f"  the first CI in a fresh interpreter (40 prompts, imports included): "
+          f"numpy {shown(kept)}, scipy {shown(scipy)} = {scipy / kept:.2f} x")
+    faulted = {which: fault_to_exit(which, max(1, repeat // 2)) for which in ("numpy", "scipy")}
+    if isinstance(faulted["numpy"], float) and isinstance(faulted["scipy"], float):
+        print(f"  `harness run` with its server killed mid-measurement (the partial record and "
+              f"its CI written, then exit 3), fault to exit, bound 5 s: numpy "
+              f"{shown(faulted['numpy'])}, scipy {shown(faulted['scipy'])} = "
+              f"{faulted['scipy'] / faulted['numpy']:.2f} x")
+    else:
+        print(f"  `harness run` with its server killed mid-measurement: "
+              f"{next(v for v in faulted.values() if isinstance(v, str))}")
 
 
 # --------------------------------------------------------------------------- import cost

@@ -221,8 +221,9 @@ def test_help_does_not_import_scipy(argv: tuple[str, ...]) -> None:
 
 def test_a_runs_figures_and_cis_need_no_scipy_stats() -> None:
     """A faulted run records its partial figures, CIs included, and must exit within 5 s
-    (tests/faults): recording them does not import scipy.stats (seconds on a loaded
-    machine; `python benchmarks/bench_stats.py`)."""
+    (tests/run/test_faults_lose_nothing.py): recording them does not import scipy.stats
+    (seconds on a loaded machine; `python benchmarks/bench_stats.py` times the fault path
+    with scipy's bootstrap)."""
     probe = """
 import sys
 from harness.metrics import breakdown, measure
