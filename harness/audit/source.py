@@ -21,8 +21,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.audit.clauses import CONTRACT_FILES
 from harness.audit.envs import cache_root
-from harness.audit.extract import DFLASH_MODEL, LOADER_COMMON, LOADER_FILE, RESOLVER_FILES
+from harness.audit.extract import (
+    DFLASH_MODEL,
+    LOADER_COMMON,
+    LOADER_FILE,
+    RESOLVER_FILES,
+    class_bases,
+)
 from harness.audit.trees import ArchiveTree, FolderTree, GitTree, LazyArchiveTree, Tree
 from harness.audit.wheels import (  # fetch_wheels, cached_archive: re-exported (noxfile)
     ARCHIVE_SUFFIXES,
@@ -52,9 +59,13 @@ PATCHES_FILE = "sglang/srt/utils/hf_transformers_patches.py"
 VERSION_FILE = "sglang/version.py"
 SCM_VERSION_FILE = "sglang/_version.py"  # written by the build (setuptools-scm)
 CONFIGS_DIR = "sglang/srt/configs/"
+MODELS_DIR = "sglang/srt/models/"
+# What the cached extract of an archive holds; bump when it holds more.
+EXTRACT_LAYOUT = "2"  # 2: CONTRACT_FILES
 # Where SGLang's _CONFIG_REGISTRY (model_type -> its own config class) is built.
 REGISTRY_FILES = ("sglang/srt/utils/hf_transformers/common.py",
                   "sglang/srt/utils/hf_transformers_utils.py")  # fmt: skip
+_MODEL_FILES: dict[tuple[str, str], dict[str, str]] = {}  # (identity, class) -> files
 _EXACT_SPEC = re.compile(r"^sglang\s*==\s*(?P<version>[0-9][0-9A-Za-z.+!-]*)$")
 _BARE_VERSION = re.compile(r"^[0-9][0-9A-Za-z.+!-]*$")
 _VERSION_ASSIGN = re.compile(
@@ -77,6 +88,8 @@ class SGLangSource:
     loader: Mapping[str, str] = field(default_factory=dict)  # SGLang's HF config parser files
     transformers: str | None = None  # the pinned requirement, e.g. "transformers==5.19.0"
     identity: str = ""  # same identity, same answer (cache key)
+    # The model runner's tap resolution and the DFLASH worker (CONTRACT_FILES), when present
+    contract_files: Mapping[str, str] = field(default_factory=dict)
     tree: Tree | None = field(default=None, compare=False, repr=False)
     commit: str | None = None
     subject: str | None = None
@@ -106,6 +119,34 @@ class SGLangSource:
             if name and re.search(rf"\b{re.escape(name)}\b", registry):
                 return {"path": path, "name": name, "text": text, "model_type": model_type}
         return None
+
+    def model_files(self, architecture: str) -> dict[str, str]:
+        """The model file defining `architecture` (a target's class, such as
+        Qwen3ForCausalLM) and the files of its base classes: {path: text}, empty when this
+        version has no such class."""
+        if self.tree is None or not architecture:
+            return {}
+        key = (self.identity, architecture)
+        if key not in _MODEL_FILES:
+            _MODEL_FILES[key] = self._find_model_files(architecture)
+        return _MODEL_FILES[key]
+
+    def _find_model_files(self, architecture: str) -> dict[str, str]:
+        assert self.tree is not None
+        found: dict[str, str] = {}
+        pending, seen = [architecture], set()
+        while pending and len(seen) < 8:
+            name = pending.pop(0)
+            if name in seen:
+                continue
+            seen.add(name)
+            for path in self.tree.grep(MODELS_DIR, f"class {name}("):
+                text = self.tree.read(path) or ""
+                if re.search(rf"^class {re.escape(name)}\(", text, re.MULTILINE):
+                    found.setdefault(path, text)
+                    pending.extend(class_bases(text, path, name))
+                    break
+        return found
 
 
 def _class_with_model_type(text: str, model_type: str) -> str | None:
@@ -166,12 +207,13 @@ def _build(tree: Tree, version: str | None, origin: str, kind: str,
     patches = {"patches": text} if (text := tree.read(PATCHES_FILE)) is not None else {}
     loader = {path: text for path in (LOADER_FILE, LOADER_COMMON)
               if (text := tree.read(path)) is not None}  # fmt: skip
+    contract = {path: text for path in CONTRACT_FILES if (text := tree.read(path)) is not None}
     version = (version or _read_version(tree.read(SCM_VERSION_FILE))
                or _read_version(tree.read(VERSION_FILE)))
     identity = identity or _digest(*files.values(), *patches.values(), *loader.values(),
-                                   transformers or "")  # fmt: skip
+                                   *contract.values(), transformers or "")  # fmt: skip
     return SGLangSource(version, origin, kind, files, patches, loader, transformers, identity,
-                        tree, **extra)  # type: ignore[arg-type]
+                        contract, tree, **extra)  # type: ignore[arg-type]
 
 
 def _read_version(text: str | None) -> str | None:
@@ -236,12 +278,12 @@ def archive_source(path: str | os.PathLike[str]) -> SGLangSource:
     stat = archive.stat()
     identity = _digest(archive.name, str(stat.st_size), str(stat.st_mtime_ns))
     kind = "wheel" if archive.name.endswith(".whl") else "sdist"
-    extract = cache_root() / "audit" / "archives" / f"{identity}.json"
+    extract = cache_root() / "audit" / "archives" / f"{identity}-{EXTRACT_LAYOUT}.json"
     if extract.is_file():
         data = json.loads(extract.read_text(encoding="utf-8"))
         return SGLangSource(data["version"], str(archive), kind, data["files"], data["patches"],
                             data["loader"], data["transformers"], identity,
-                            LazyArchiveTree(archive))
+                            data["contract_files"], LazyArchiveTree(archive))
     tree = ArchiveTree(archive)
     pin = (transformers_from_metadata(tree.read("METADATA") or tree.read("PKG-INFO"))
            or transformers_from_pyproject(tree.read("pyproject.toml")))  # fmt: skip
@@ -251,6 +293,7 @@ def archive_source(path: str | os.PathLike[str]) -> SGLangSource:
     temporary.write_text(json.dumps({"version": source.version, "files": dict(source.files),
                                      "patches": dict(source.patches),
                                      "loader": dict(source.loader),
+                                     "contract_files": dict(source.contract_files),
                                      "transformers": source.transformers}))  # fmt: skip
     temporary.replace(extract)
     return source
