@@ -48,7 +48,8 @@ DFLASH_MODEL = "sglang/srt/models/dflash.py"
 DFLASH_UTILS = "sglang/srt/speculative/dflash_utils.py"
 SPEC_AUX = "sglang/srt/model_executor/model_runner_components/spec_aux_hidden_state.py"
 DFLASH_WORKER = "sglang/srt/speculative/dflash_worker_v2.py"
-CONTRACT_FILES: tuple[str, ...] = (SPEC_AUX, DFLASH_WORKER)
+CAPTURE_SETUP = "sglang/srt/model_executor/model_runner_components/attention_backend_setup.py"
+CONTRACT_FILES: tuple[str, ...] = (SPEC_AUX, DFLASH_WORKER, CAPTURE_SETUP)
 PARSER = "parse_dflash_draft_config"
 CONFIG_ROOTS = (PARSER, "DFlashDraftConfig", "build_target_layer_ids",
                 "is_nemotron_35_draft_config", "DEFAULT_DFLASH_MASK_TOKEN")
@@ -339,29 +340,64 @@ class Resolver:
         return [int(i) for i in result.dflash_target_layer_ids]
 
     def _captured(self, ids: list[int], target: Any, arch: str) -> list[int]:
+        """What the target's forward loop will read: the model runner's own
+        `configure_aux_hidden_state_capture` (attention_backend_setup.py) on the target
+        class, whose `set_dflash_layers_to_capture` is the release's own method. A class
+        that hands the ids on to its inner model (`self.model.set_dflash_layers_to_capture`)
+        has what it hands on recorded: the inner models store the list as given."""
         files = dict(self.job.get("target_model") or {})
-        found = extract.find_method(files, arch, "set_dflash_layers_to_capture") if files \
-            else None
-        if found is None:
-            raise Limit(f"no set_dflash_layers_to_capture for {arch} in this version's models")
-        node, path = found
-        namespace = extract.base_namespace("harness_sglang_target")
-        method = extract.compile_function(node, f"{path}:{arch}", namespace)
+        if not files:
+            raise Limit(f"this version defines no class {arch}")
+        found = extract.find_method(files, arch, "set_dflash_layers_to_capture")
+        attributes: dict[str, Any] = {}
+        if found is not None:
+            node, path = found
+            namespace = extract.base_namespace("harness_sglang_target")
+            attributes["set_dflash_layers_to_capture"] = extract.compile_function(
+                node, f"{path}:{arch}", namespace)
         layers = int(getattr(_text(target), "num_hidden_layers", 0) or 0)
-        holder = types.SimpleNamespace(layers=[None] * layers, layers_to_capture=[],
-                                       start_layer=0, end_layer=layers)
-        model = types.SimpleNamespace(
-            model=holder, config=target, capture_aux_hidden_states=False,
-            pp_group=types.SimpleNamespace(is_last_rank=True, is_first_rank=True))
+        inner = types.SimpleNamespace(layers=[types.SimpleNamespace() for _ in range(layers)],
+                                      layers_to_capture=[], start_layer=0, end_layer=layers)
+        inner.set_dflash_layers_to_capture = lambda given: setattr(
+            inner, "layers_to_capture", list(given))
+        model = type(arch, (), attributes)()
+        model.__dict__.update(model=inner, language_model=inner, config=target,
+                              pp_group=types.SimpleNamespace(is_last_rank=True,
+                                                             is_first_rank=True))
+        setup = self._capture_setup()
         try:
-            method(model, list(ids))
+            if setup is not None:
+                setup(model=model, eagle_use_aux_hidden_state=False,
+                      eagle_aux_hidden_state_layer_ids=None, dflash_use_aux_hidden_state=True,
+                      dflash_target_layer_ids=list(ids), is_dspark=False)
+            elif found is not None:
+                attributes["set_dflash_layers_to_capture"](model, list(ids))
+            else:
+                raise Limit(f"{arch} has no set_dflash_layers_to_capture and this version "
+                            f"has no {CAPTURE_SETUP} to say what that means")
         except (NameError, AttributeError) as error:
             raise Limit(f"{arch}.set_dflash_layers_to_capture needs {error}, which the audit "
                         "does not stand in for") from None
-        captured = holder.layers_to_capture or getattr(model, "layers_to_capture", None)
-        if captured is None:
+        captured = inner.layers_to_capture or model.__dict__.get("layers_to_capture")
+        if not captured:
             raise Limit(f"{arch}.set_dflash_layers_to_capture set no layers_to_capture")
         return [int(i) for i in captured]
+
+    def _capture_setup(self) -> Any:
+        text = self.contract_files.get(CAPTURE_SETUP)
+        if text is None:
+            return None
+        try:
+            namespace, _ = extract.extract_functions(
+                {CAPTURE_SETUP: text}, ("configure_aux_hidden_state_capture",),
+                "configure_aux_hidden_state_capture", self.label)
+        except extract.ExtractError:
+            return None
+        function = namespace["configure_aux_hidden_state_capture"]
+        import inspect
+
+        accepted = set(inspect.signature(function).parameters)
+        return lambda **given: function(**{k: v for k, v in given.items() if k in accepted})
 
     # --- what the draft borrows from the target -------------------------------------------
 
@@ -422,9 +458,9 @@ def _reads(tree: ast.Module | None, owner: str, attribute: str) -> bool:
     if tree is None:
         return False
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr == attribute:
-            if owner in ast.unparse(node.value):
-                return True
+        if (isinstance(node, ast.Attribute) and node.attr == attribute
+                and owner in ast.unparse(node.value)):
+            return True
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                 and node.func.id == "getattr" and len(node.args) >= 2
                 and isinstance(node.args[1], ast.Constant) and node.args[1].value == attribute

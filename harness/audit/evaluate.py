@@ -20,6 +20,7 @@ from typing import Any
 
 from harness.audit.envs import cache_root, ensure_env
 from harness.audit.errors import AuditLimitError, ResolverError
+from harness.audit.findings import ATTENTION, Column, attention_clause
 from harness.audit.source import SGLangSource
 from harness.audit.target import AuditTarget
 from harness.errors import BadInput
@@ -97,6 +98,19 @@ class VersionResult:
     contract: dict[str, Clause] = field(default_factory=dict)
     contract_limit: str | None = None  # why no clause could be resolved at all
 
+    def column(self) -> Column:
+        """This version's resolution as a findings column: the clauses, with per-layer
+        attention as one more (`attention`)."""
+        label = self.source.short
+        if self.error is not None and self.error.stage == "load":
+            return Column(label, "sglang", refused=self.error.short)
+        clauses = dict(self.contract)
+        if self.error is not None:
+            clauses[ATTENTION] = Clause(None, error=self.error.short)
+        elif self.layers is not None:
+            clauses[ATTENTION] = attention_clause(self.layers)
+        return Column(label, "sglang", clauses, limit=self.contract_limit)
+
     def cells(self) -> list[tuple[bool, int | None]] | None:
         """(causal, window) per layer: what the table compares between versions."""
         if self.layers is None:
@@ -158,10 +172,12 @@ def _result(source: SGLangSource, answer: Mapping[str, Any]) -> VersionResult:
             raise ResolverError(f"{source.label}: {error['message']} (read from {source.origin})")
         if error["stage"] == "harness":
             raise AuditLimitError(f"{source.label}: {error['message']}")
+        contract, limit = _contract(answer.get("contract"))
         return VersionResult(source, None, VersionError(error["stage"], error["type"],
                              error["message"], error.get("where")), answer.get("transformers"),
                              answer.get("config_class"), answer.get("built_by"),
-                             _behaves_as(answer.get("probes") or []))
+                             _behaves_as(answer.get("probes") or []), None, None,
+                             contract, limit)
     contract, limit = _contract(answer.get("contract"))
     return VersionResult(
         source, _layers(answer), None, answer.get("transformers"), answer.get("config_class"),
@@ -183,6 +199,7 @@ def _cache_file(config_bytes: bytes, source: SGLangSource, requirement: str,
     digest = hashlib.sha256(b"\0".join(
         [PROTOCOL.encode(), config_bytes, source.identity.encode(), requirement.encode(),
          EXTRACT.read_bytes(), WORKER.read_bytes(), CLAUSES_FILE.read_bytes(),
+         "\0".join(sorted(source.contract_files)).encode(),
          (target.fingerprint if target else "").encode()])).hexdigest()[:32]  # fmt: skip
     return results_dir() / f"{digest}.json"
 

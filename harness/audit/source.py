@@ -60,8 +60,9 @@ VERSION_FILE = "sglang/version.py"
 SCM_VERSION_FILE = "sglang/_version.py"  # written by the build (setuptools-scm)
 CONFIGS_DIR = "sglang/srt/configs/"
 MODELS_DIR = "sglang/srt/models/"
-# What the cached extract of an archive holds; bump when it holds more.
-EXTRACT_LAYOUT = "2"  # 2: CONTRACT_FILES
+# What the cached extract of an archive holds: a new file read makes a new extract.
+EXTRACT_LAYOUT = hashlib.sha256("\0".join(
+    (*RESOLVER_FILES, *CONTRACT_FILES, LOADER_FILE, LOADER_COMMON)).encode()).hexdigest()[:8]
 # Where SGLang's _CONFIG_REGISTRY (model_type -> its own config class) is built.
 REGISTRY_FILES = ("sglang/srt/utils/hf_transformers/common.py",
                   "sglang/srt/utils/hf_transformers_utils.py")  # fmt: skip

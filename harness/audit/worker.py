@@ -243,7 +243,8 @@ def run_job(job: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any
         notes = getattr(error, "__notes__", [])
         where = notes[-1] if notes else None
         return {"error": _error("resolve", error, where=where), "probes": probes,
-                "config_class": type(config).__name__, "built_by": built_by}
+                "config_class": type(config).__name__, "built_by": built_by,
+                "contract": _contract(job, config, draft.get("target"))}
     result["probes"] = probes
     result["built_by"] = built_by
     raw = draft.get("raw")

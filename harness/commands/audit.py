@@ -8,6 +8,7 @@ from typing import Any
 from harness.errors import ExitCode
 
 BEHAVIOUR_CHOICES = ("legacy", "regressed", "fixed")
+DEFAULT_RELEASE = "0.5.23"  # --corpus without --sglang
 
 
 class AuditCommand:
@@ -28,8 +29,16 @@ class AuditCommand:
         parser.add_argument(
             "config",
             metavar="CONFIG",
-            help="the draft's config.json, a checkpoint folder holding one, or a hub id",
+            nargs="?",
+            help="the draft's config.json, a checkpoint folder holding one, or a hub id "
+            "(or --corpus DIR)",
         )
+        parser.add_argument(
+            "--corpus", metavar="DIR",
+            help="audit every draft of a corpus (one folder per draft: config.json and "
+            "optionally target/config.json; tests/audit/corpus is the project's): draft x "
+            "engine, then release x clause for each draft with a flagged clause; exit 1 when "
+            "any clause is flagged")
         parser.add_argument("--revision", help="hub revision when CONFIG is a hub id")
         version = parser.add_mutually_exclusive_group()
         version.add_argument(
@@ -68,6 +77,11 @@ class AuditCommand:
             help="without a version: the harness's model of SGLang's known behaviours, and "
             "the one --expect is checked against (default: fixed)",
         )
+        parser.add_argument(
+            "--target", metavar="PATH",
+            help="the target checkpoint's folder (config.json, and its tokenizer if any) or "
+            "config.json: resolves which target hidden states the draft reads and the mask "
+            "token's id as the target's side of the engine does")
         parser.add_argument("--no-cache", action="store_true",
                             help="evaluate again instead of reusing a cached answer")
         parser.add_argument("--json", action="store_true", help="print the audit as JSON")
@@ -93,6 +107,14 @@ class AuditCommand:
     def _run(self, args: argparse.Namespace) -> int:
         # Imported here so that `harness --help` stays fast.
         from harness.audit.config import locate_draft_config, parse_config_text
+        from harness.errors import BadInput
+
+        if args.corpus:
+            if args.config:
+                raise BadInput("give a draft CONFIG or --corpus DIR, not both")
+            return _corpus(args)
+        if not args.config:
+            raise BadInput("harness audit needs a draft CONFIG (or --corpus DIR)")
 
         path, origin = locate_draft_config(args.config, args.revision)
         config = parse_config_text(_read(path), origin)  # the harness's only checks
@@ -212,21 +234,40 @@ def _sources(args: argparse.Namespace) -> list[Any]:
     return [spec_source(version) for version in versions]
 
 
+def _target(args: argparse.Namespace) -> Any:
+    if not getattr(args, "target", None):
+        return None
+    from harness.audit.target import load_target
+
+    return load_target(args.target)
+
+
 def _versions(args: argparse.Namespace, path: Any, origin: str, transformers: str | None,
               emit: Any = _print) -> int:
+    import json
+
+    from harness.audit.contract import load_expectation
     from harness.audit.evaluate import evaluate_sources
     from harness.audit.table import build_versions_report, render
+    from harness.suite.draft_contract import declared_contract
 
-    expected, expected_origin = _expected(args)
-    results = evaluate_sources(path, _sources(args), transformers, use_cache=not args.no_cache)
-    report = build_versions_report(origin, results, expected, expected_origin)
+    config = json.loads(path.read_text(encoding="utf-8"))
+    declared = declared_contract(config)  # a malformed contract field: exit 2, named
+    expectation = load_expectation(args.expect) if args.expect else None
+    target = _target(args)
+    results = evaluate_sources(path, _sources(args), transformers, use_cache=not args.no_cache,
+                               target=target)
+    report = build_versions_report(
+        origin, results, expectation.layers if expectation else None,
+        expectation.origin if expectation else None, declared,
+        expectation.clauses_for(config) if expectation else None)
     if args.json:
         emit(report.to_dict())
     else:
         render(report, _console(len(results)))
     if report.rejected:
         return ExitCode.VERSION_REJECTS
-    return ExitCode.BELOW_FLOOR if any(report.differences.values()) else ExitCode.PASS
+    return ExitCode.BELOW_FLOOR if report.verdict == "differs" else ExitCode.PASS
 
 
 def _bisect(args: argparse.Namespace, path: Any, transformers: str | None,
@@ -245,6 +286,36 @@ def _bisect(args: argparse.Namespace, path: Any, transformers: str | None,
     else:
         render(result, _console(), good, bad)
     return ExitCode.PASS if result.first is not None else ExitCode.BELOW_FLOOR
+
+
+def _corpus(args: argparse.Namespace) -> int:
+    """`--corpus DIR`: every draft under every version asked for (--sglang, default the
+    latest audited release), one batch."""
+    from harness.audit.corpus import audit_corpus, load_corpus, render, sglang_columns
+    from harness.errors import BadInput
+
+    if args.bisect or args.expect or args.target:
+        raise BadInput("--corpus takes --sglang/--sglang-source (and --vllm), not --bisect, "
+                       "--expect or --target (each draft folder holds its own target)")
+    drafts = load_corpus(args.corpus)  # bad input ends here, before any engine runs
+    if not (args.sglang or args.sglang_source):
+        args.sglang = DEFAULT_RELEASE
+    sources = _sources(args)
+    columns = sglang_columns(drafts, sources, _requirement(args.transformers),
+                             use_cache=not args.no_cache)
+    if args.vllm:
+        from harness.engines.vllm.contract import vllm_columns
+
+        for row, extra in zip(columns, vllm_columns(args.vllm, drafts), strict=True):
+            row.append(extra)
+    audits = audit_corpus(drafts, columns)
+    if args.json:
+        _print({"schema_version": 1, "corpus": str(args.corpus),
+                 "builds": [c.label for c in columns[0]],
+                 "drafts": [audit.to_dict() for audit in audits]})
+    else:
+        render(audits, _console(len(columns[0])))
+    return ExitCode.BELOW_FLOOR if any(audit.flags for audit in audits) else ExitCode.PASS
 
 
 def _behaviours(args: argparse.Namespace, config: Any, origin: str, emit: Any = _print) -> int:

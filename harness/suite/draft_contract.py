@@ -3,16 +3,15 @@ clause, what the checkpoint declares of it, and how a resolution differs from an
 
 The clauses (docs/audit.md, "The whole contract"):
 
-| clause | what it is |
-|---|---|
-| taps | target hidden states the draft reads: hidden_states[c] in transformers' numbering (hidden_states[0] = the embeddings' output, hidden_states[c] = decoder layer c - 1's output; SGLang's and vLLM's capture index c, a checkpoint's target_layer_ids L + 1), in the order the engine concatenates them |
-| block_size | tokens per draft block |
-| mask_token | the mask token's text (SGLang) |
-| mask_token_id | the mask token's id |
-| draft_layers | draft decoder layers |
-| fc_input_width | the width the draft's fc projects from (taps x hidden_size) |
-| embeddings | whose token embeddings the draft uses: `target` or `draft` |
-| lm_head | whose head turns draft states into tokens: `target` or `draft` |
+- taps: the target hidden states the draft reads, as hidden_states[c] in transformers'
+  numbering (hidden_states[0] the embeddings' output, hidden_states[c] decoder layer
+  c - 1's output). SGLang's and vLLM's capture index c is that number; a checkpoint's
+  `target_layer_ids` entry L is L + 1. In the order the engine concatenates them.
+- block_size: tokens per draft block.
+- mask_token, mask_token_id: the mask token's text (SGLang) and id.
+- draft_layers: draft decoder layers.
+- fc_input_width: the width the draft's fc projects from (taps x hidden_size).
+- embeddings, lm_head: whose token embeddings and head the draft uses (`target`/`draft`).
 
 Pure and stdlib-only, like harness/suite/attention.py: the suite schema, the audit, the
 preflight and the run's judge all read it.
@@ -161,7 +160,8 @@ def validate_draft_config(config: Any) -> None:
     text = _text(config)
     _dflash(config)
     for key in ("num_hidden_layers", "num_target_layers"):
-        for holder, where in ((text, key), (config, key), (_dflash(config), f"dflash_config.{key}")):
+        holders = ((text, key), (config, key), (_dflash(config), f"dflash_config.{key}"))
+        for holder, where in holders:
             if holder.get(key) is not None:
                 _int(holder[key], where, 1, MAX_LAYERS)
     for key, high in (("hidden_size", MAX_WIDTH), ("vocab_size", MAX_TOKEN_ID)):
@@ -245,6 +245,9 @@ def declared_contract(config: Mapping[str, Any]) -> dict[str, Clause | None]:
     if taps is not None and hidden is not None:
         declared["fc_input_width"] = Clause(len(taps) * int(hidden),
                                             note=f"{len(taps)} taps x hidden_size {hidden}")
+    is_causal = text.get("is_causal", config.get("is_causal"))
+    if is_causal is not None:  # per-layer attention: declared, compared by expected_layers
+        declared["attention"] = Clause(None, "is_causal", note=f"is_causal {is_causal}")
     if config.get("has_embed_tokens") is not None:
         declared["embeddings"] = Clause("draft" if config["has_embed_tokens"] else "target",
                                         "has_embed_tokens")
