@@ -89,11 +89,11 @@ def signature(column: Column, name: str) -> tuple[str, str]:
     if clause.limit is not None:
         return ("limit", clause.limit)
     if clause.value is None:
-        return ("none", clause.note or "")
+        return ("none", "")  # not resolved (its note says why; not a difference itself)
     return ("value", show_value(clause.value))
 
 
-def _said(column: Column, name: str) -> str:
+def said(column: Column, name: str) -> str:
     kind, text = signature(column, name)
     if kind == "value":
         clause = column.clause(name)
@@ -117,13 +117,13 @@ def _grouped(columns: Sequence[Column], name: str) -> str:
     """Each column's answer, neighbours that say the same joined: `0.5.19-0.5.23 target`."""
     runs: list[tuple[list[str], str]] = []
     for column in columns:
-        said = _said(column, name)
-        if runs and runs[-1][1] == said:
+        text = said(column, name)
+        if runs and runs[-1][1] == text:
             runs[-1][0].append(column.label)
         else:
-            runs.append(([column.label], said))
+            runs.append(([column.label], text))
     return "; ".join((labels[0] if len(labels) == 1 else f"{labels[0]}-{labels[-1]}")
-                     + f" {said}" for labels, said in runs)
+                     + f" {text}" for labels, text in runs)
 
 
 def findings(declared: Mapping[str, Clause | None], columns: Sequence[Column]
@@ -142,15 +142,15 @@ def findings(declared: Mapping[str, Clause | None], columns: Sequence[Column]
                 continue  # said once for the whole draft, above
             if signature(before, name) != signature(after, name):
                 found.append(Finding(name, "releases", f"{name}: {before.label} "
-                                     f"{_said(before, name)} -> {after.label} "
-                                     f"{_said(after, name)}"))
+                                     f"{said(before, name)} -> {after.label} "
+                                     f"{said(after, name)}"))
         if sglang:
             latest = sglang[-1]
             for other in others:
                 if signature(latest, name) != signature(other, name):
                     found.append(Finding(name, "engines", f"{name}: {latest.label} "
-                                         f"{_said(latest, name)}; {other.label} "
-                                         f"{_said(other, name)}"))
+                                         f"{said(latest, name)}; {other.label} "
+                                         f"{said(other, name)}"))
         want = declared.get(name)
         if want is not None and want.value is None:
             pass  # declared in a form not compared here (is_causal: per-layer attention)
@@ -165,16 +165,16 @@ def findings(declared: Mapping[str, Clause | None], columns: Sequence[Column]
                 where = f" ({want.source})" if want.source else ""
                 found.append(Finding(name, "declared", f"{name}: declared "
                                      f"{show_value(want.value)}{where}; "
-                                     + "; ".join(f"{c.label} {_said(c, name)}" for c in off)))
+                                     + "; ".join(f"{c.label} {said(c, name)}" for c in off)))
         refusing = [c for c in columns if signature(c, name)[0] in ("error",)]
         if refusing:
             found.append(Finding(name, "refused", "; ".join(
-                f"{name}: {c.label} {_said(c, name)}" for c in refusing)))
+                f"{name}: {c.label} {said(c, name)}" for c in refusing)))
         unresolved = [c for c in columns if signature(c, name)[0] == "limit"
                       and c.refused is None and c.limit is None]
         if unresolved:
             found.append(Finding(name, "unresolved", "; ".join(
-                f"{name}: {c.label} {_said(c, name)}" for c in unresolved)))
+                f"{name}: {c.label} {said(c, name)}" for c in unresolved)))
     return found
 
 

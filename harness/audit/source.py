@@ -30,7 +30,14 @@ from harness.audit.extract import (
     RESOLVER_FILES,
     class_bases,
 )
-from harness.audit.trees import ArchiveTree, FolderTree, GitTree, LazyArchiveTree, Tree
+from harness.audit.trees import (
+    ArchiveTree,
+    FolderTree,
+    GitTree,
+    LazyArchiveTree,
+    OverlayTree,
+    Tree,
+)
 from harness.audit.wheels import (  # fetch_wheels, cached_archive: re-exported (noxfile)
     ARCHIVE_SUFFIXES,
     SGLangSourceError,
@@ -51,8 +58,10 @@ __all__ = [
     "commit_source",
     "fetch_wheels",
     "installed_source",
+    "patched_source",
     "source_for_build",
     "spec_source",
+    "tree_source",
 ]
 
 PATCHES_FILE = "sglang/srt/utils/hf_transformers_patches.py"
@@ -99,6 +108,8 @@ class SGLangSource:
     def label(self) -> str:
         if self.kind == "commit" and self.commit:
             return f"{self.commit[:10]}"
+        if self.kind == "patched" and self.subject:
+            return f"sglang {self.subject}"
         return f"sglang {self.version or '(unknown version)'}"
 
     @property
@@ -341,3 +352,76 @@ def source_for_build(build: SGLangSource | str | os.PathLike[str] | None) -> SGL
     if path.is_file():
         return archive_source(path)
     return spec_source(str(build))
+
+
+PATCH_PREFIX = "python/"  # SGLang's repository layout: the package under python/
+PATCH_SUFFIXES = (".diff", ".patch")
+
+
+def _git_apply(folder: Path, patch: Path, *args: str) -> str:
+    import subprocess
+
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(folder.parent),
+           "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    try:
+        done = subprocess.run(["git", "apply", f"--include={PATCH_PREFIX}sglang/*", *args,
+                               str(patch)], cwd=folder, env=env, capture_output=True,
+                              text=True, timeout=60, check=False)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise SGLangSourceError(f"git apply {patch}: {error}") from None
+    if done.returncode != 0:
+        raise SGLangSourceError(f"{patch} does not apply to that sglang: "
+                                f"{done.stderr.strip()[:400]}")
+    return done.stdout
+
+
+def patched_source(base: SGLangSource, patch: str | os.PathLike[str]) -> SGLangSource:
+    """`base` with a diff in SGLang's repository layout (`python/sglang/...`) applied to the
+    files it changes: a release plus a PR, judged before anything is built."""
+    import tempfile
+
+    path = Path(patch).expanduser()
+    if not path.is_file():
+        raise SGLangSourceError(f"patch {patch}: no such file")
+    if base.tree is None:
+        raise SGLangSourceError(f"{base.describe()} cannot be patched (its files are not "
+                                "readable as a tree)")
+    with tempfile.TemporaryDirectory(prefix="harness-audit-patch-") as scratch:
+        folder = Path(scratch)
+        listed = _git_apply(folder, path.resolve(), "--numstat")
+        touched = [line.split("\t", 2)[2] for line in listed.splitlines()
+                   if line.count("\t") >= 2]
+        if not touched:
+            raise SGLangSourceError(f"patch {patch} changes no file under "
+                                    f"{PATCH_PREFIX}sglang/")
+        for name in touched:
+            text = base.tree.read(name.removeprefix(PATCH_PREFIX))
+            if text is not None:
+                (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                (folder / name).write_text(text, encoding="utf-8")
+        _git_apply(folder, path.resolve())
+        changed: dict[str, str | None] = {}
+        for name in touched:
+            file = folder / name
+            changed[name.removeprefix(PATCH_PREFIX)] = (
+                file.read_text(encoding="utf-8") if file.is_file() else None)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    tree = OverlayTree(base.tree, changed)
+    return _build(tree, base.version, f"{base.origin} + {path}", "patched", base.transformers,
+                  _digest(base.identity, digest), commit=None,
+                  subject=f"{base.short} + {path.name}")
+
+
+def tree_source(spec: str) -> SGLangSource:
+    """One side of `--change`: a release (`0.5.23`), a wheel, a checkout, `REPO@REF` (one
+    commit of a local checkout), or any of those `+PATCH.diff` (a PR on top of it)."""
+    base, plus, patch = spec.rpartition("+")
+    if plus and patch.endswith(PATCH_SUFFIXES) and base:
+        return patched_source(tree_source(base), patch)
+    repo, at, ref = spec.rpartition("@")
+    if at and repo and Path(repo).expanduser().is_dir():
+        from harness.audit.history import resolve_commit
+
+        sha, subject = resolve_commit(Path(repo).expanduser(), ref)
+        return commit_source(Path(repo).expanduser(), sha, subject)
+    return source_for_build(spec)

@@ -125,3 +125,22 @@ class LazyArchiveTree:
 
     def grep(self, prefix: str, needle: str) -> list[str]:
         return self._open().grep(prefix, needle)
+
+
+class OverlayTree:
+    """A tree with some files replaced (a patch applied to them): those read from
+    `changed` (None: deleted by the patch), every other file from `base`."""
+
+    def __init__(self, base: Tree, changed: dict[str, str | None]) -> None:
+        self.base, self.changed = base, changed
+
+    def read(self, path: str) -> str | None:
+        if path in self.changed:
+            return self.changed[path]
+        return self.base.read(path)
+
+    def grep(self, prefix: str, needle: str) -> list[str]:
+        found = {p for p in self.base.grep(prefix, needle) if p not in self.changed}
+        found |= {p for p, text in self.changed.items()
+                  if p.startswith(prefix) and text is not None and needle in text}
+        return sorted(found)

@@ -60,6 +60,13 @@ class AuditCommand:
         )
         parser.add_argument("--repo", metavar="PATH", help="the SGLang checkout for --bisect")
         parser.add_argument(
+            "--change", nargs=2, metavar=("BEFORE", "AFTER"),
+            help="judge a change to SGLang before a GPU: list every draft (CONFIG, or each "
+            "of --corpus) whose resolved contract differs between two trees, clause by "
+            "clause; each tree is a release (0.5.23), a wheel, a checkout, REPO@REF, or any "
+            "of them +PATCH.diff (a PR on top: 0.5.23+pr.diff); exit 1 when any draft "
+            "changes")
+        parser.add_argument(
             "--transformers",
             metavar="VERSION",
             help="build the config with this transformers instead of the version's own pin",
@@ -109,9 +116,11 @@ class AuditCommand:
         from harness.audit.config import locate_draft_config, parse_config_text
         from harness.errors import BadInput
 
+        if args.corpus and args.config:
+            raise BadInput("give a draft CONFIG or --corpus DIR, not both")
+        if args.change:
+            return _change(args)
         if args.corpus:
-            if args.config:
-                raise BadInput("give a draft CONFIG or --corpus DIR, not both")
             return _corpus(args)
         if not args.config:
             raise BadInput("harness audit needs a draft CONFIG (or --corpus DIR)")
@@ -316,6 +325,43 @@ def _corpus(args: argparse.Namespace) -> int:
     else:
         render(audits, _console(len(columns[0])))
     return ExitCode.BELOW_FLOOR if any(audit.flags for audit in audits) else ExitCode.PASS
+
+
+def _change(args: argparse.Namespace) -> int:
+    """`--change BEFORE AFTER`: each draft whose contract the change alters, clause by
+    clause (both trees evaluated on every draft in one batch)."""
+    from harness.audit.change import judge_change, render
+    from harness.audit.corpus import load_corpus, load_draft, sglang_columns
+    from harness.audit.source import tree_source
+    from harness.errors import BadInput
+
+    if args.bisect or args.sglang or args.sglang_source or args.expect:
+        raise BadInput("--change BEFORE AFTER names the two trees itself; it takes no "
+                       "--sglang, --sglang-source, --bisect or --expect")
+    if args.corpus:
+        drafts = load_corpus(args.corpus)
+    elif args.config:
+        from pathlib import Path
+
+        from harness.audit.config import locate_draft_config
+
+        path, _ = locate_draft_config(args.config, args.revision)
+        draft = load_draft(Path(path).parent)
+        drafts = [draft if not args.target else
+                  type(draft)(draft.name, draft.config_file, draft.config, draft.declared,
+                              _target(args))]
+    else:
+        raise BadInput("--change needs a draft CONFIG or --corpus DIR")
+    before, after = (tree_source(spec) for spec in args.change)
+    columns = sglang_columns(drafts, [before, after], _requirement(args.transformers),
+                             use_cache=not args.no_cache)
+    changed = judge_change([d.name for d in drafts], columns)
+    if args.json:
+        _print({"schema_version": 1, "before": before.describe(), "after": after.describe(),
+                "drafts": len(drafts), "changed": [c.to_dict() for c in changed]})
+    else:
+        render(changed, len(drafts), before.short, after.short, _console(2))
+    return ExitCode.BELOW_FLOOR if changed else ExitCode.PASS
 
 
 def _behaviours(args: argparse.Namespace, config: Any, origin: str, emit: Any = _print) -> int:
