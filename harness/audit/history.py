@@ -60,12 +60,6 @@ def _git(repo: Path, *args: str) -> str:
     return result.stdout
 
 
-def resolve_commit(repo: Path, ref: str) -> tuple[str, str]:
-    """(sha, subject) of a ref in a local repository; BisectError when there is none."""
-    _git(repo, "rev-parse", "--git-dir")
-    return _commit(repo, ref)
-
-
 def _commit(repo: Path, ref: str) -> tuple[str, str]:
     try:
         sha = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()

@@ -37,6 +37,7 @@ from harness.audit.trees import (
     LazyArchiveTree,
     OverlayTree,
     Tree,
+    resolve_ref,
 )
 from harness.audit.wheels import (  # fetch_wheels, cached_archive: re-exported (noxfile)
     ARCHIVE_SUFFIXES,
@@ -420,8 +421,6 @@ def tree_source(spec: str) -> SGLangSource:
         return patched_source(tree_source(base), patch)
     repo, at, ref = spec.rpartition("@")
     if at and repo and Path(repo).expanduser().is_dir():
-        from harness.audit.history import resolve_commit
-
-        sha, subject = resolve_commit(Path(repo).expanduser(), ref)
+        sha, subject = resolve_ref(Path(repo).expanduser(), ref)
         return commit_source(Path(repo).expanduser(), sha, subject)
     return source_for_build(spec)

@@ -14,7 +14,7 @@ from typing import Any
 from harness.errors import TERMINATION, EngineError, Terminated
 from harness.results.record import LayerRow, RequestRow, Verdict
 from harness.results.writer import RowLog
-from harness.run import runtime_attention
+from harness.run import runtime_attention, runtime_contract
 from harness.run.entry_run import EntryRun
 from harness.run.heartbeat import heartbeat, say
 from harness.run.judge import judge_entry
@@ -50,6 +50,10 @@ def measure_entry(run: EntryRun, engine: Any, server: Server, workload_plan: Any
     if run.runtime_record is not None:
         run.attention_runtime, runtime_differences = runtime_attention.check(
             run.runtime_record, run.attention)
+    if run.contract_record is not None:
+        run.draft_contract_runtime, more = runtime_contract.check(run.contract_record,
+                                                                  run.draft_contract)
+        runtime_differences = [*runtime_differences, *more]
     run.workload.rendered_sha256 = rendered_sha256(result.rows, len(prompts))
     run.measurement.stopped_early = result.stopped_early
     _check_window(engine.adapter, result, info, run.measurement)

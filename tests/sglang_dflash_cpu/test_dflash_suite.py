@@ -104,7 +104,8 @@ def test_the_reverted_default_is_caught_by_the_preflight(sglang_cpu: Any,
     record = _record(run)
     assert record["verdict"]["status"] == "fail" and record["launch"] is None
     reasons = record["verdict"]["reasons"]
-    assert reasons[0] == "draft attention contract differs from the suite's expected_layers:"
+    assert reasons[0] == ("draft contract differs from the suite's "
+                          "expected_layers/expected_contract:")
     assert reasons[1:] == [f"layer {i}: expected causal, got bidirectional" for i in range(4)]
     assert not (run.records()[-1].parent / "server.log").exists()  # nothing was launched
     assert "layer 0: expected causal, got bidirectional" in run.done.stdout + run.done.stderr
@@ -133,7 +134,7 @@ def test_a_fault_only_the_runtime_check_sees(forced: Run) -> None:
     record = _record(forced, "tiny_dflash_sglang_cpu_forced")
     assert record["verdict"]["status"] == "error"
     reasons = "\n".join(record["verdict"]["reasons"])
-    assert "runtime attention differs from the audit" in reasons
+    assert "the draft's runtime contract differs from the audit's" in reasons
     assert ("draft layer 4: the extend kernel received causal, no window; the audit says "
             "bidirectional, no window") in reasons
     assert "draft layer 0" not in reasons  # the sliding layers were causal anyway
