@@ -155,11 +155,14 @@ def render(audits: Sequence[DraftAudit], console: Any, details: bool = True) -> 
     for label in labels:
         table.add_column(label, no_wrap=True)
     table.add_column("flags", justify="right")
-    for audit in audits:
-        table.add_row(audit.draft.name, *(_summary(audit, c) for c in audit.columns),
-                      str(len(audit.flags)))
-    width = max(len(a.draft.name) for a in audits) + 14 * len(labels) + 20
-    console.width = max(console.width, width)
+    rows = [[audit.draft.name, *(_summary(audit, c) for c in audit.columns),
+             str(len(audit.flags))] for audit in audits]
+    for row in rows:
+        table.add_row(*row)
+    headings = ["draft", *labels, "flags"]
+    width = sum(max(len(h), *(len(row[i]) for row in rows)) + 3
+                for i, h in enumerate(headings)) + 4
+    console.width = max(console.width, width)  # every cell whole
     console.print(table)
     console.print("ok = every clause resolved as the checkpoint declares it; ≠ CLAUSE = "
                   "resolved otherwise than declared; refused = the engine's code raises on "

@@ -54,6 +54,10 @@ def measure_entry(run: EntryRun, engine: Any, server: Server, workload_plan: Any
         run.draft_contract_runtime, more = runtime_contract.check(run.contract_record,
                                                                   run.draft_contract)
         runtime_differences = [*runtime_differences, *more]
+        # what reached the model, against the suite's expectation too: a build measured
+        # anyway (--no-enforce-contract) still fails naming the clause, from the run itself
+        run.contract = [*run.contract, *runtime_contract.expected_differences(
+            run.loaded.suite, run.draft_contract, run.draft_contract_runtime)]
     run.workload.rendered_sha256 = rendered_sha256(result.rows, len(prompts))
     run.measurement.stopped_early = result.stopped_early
     _check_window(engine.adapter, result, info, run.measurement)

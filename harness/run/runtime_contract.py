@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from harness.errors import EngineError
 from harness.results.record import ClauseRow
@@ -108,3 +109,20 @@ def check(record_file: Path, audit: Mapping[str, ClauseRow] | None
     if not audit:
         return rows(runtime), ["no audit of this build's clauses to compare the run's with"]
     return rows(runtime), differences(audit, runtime)
+
+
+def expected_differences(suite: Any, audit: Mapping[str, ClauseRow] | None,
+                         runtime: Mapping[str, ClauseRow] | None) -> list[str]:
+    """The recorded clauses against the suite's expected_contract ("declared": the values
+    the audit read from the checkpoint), each line naming the clause, "at run time"."""
+    expected = suite.draft.expected_contract if suite.draft else None
+    if expected is None or not runtime:
+        return []
+    if isinstance(expected, str):  # "declared": the preflight compared those already
+        return []
+    from harness.suite.draft_contract import Clause, clause_differences
+
+    recorded = {name: Clause(tuple(row.value) if isinstance(row.value, list) else row.value,
+                             row.source) for name, row in runtime.items()}
+    wanted = {name: value for name, value in expected.items() if name in recorded}
+    return clause_differences(wanted, recorded, "the engine at run time")

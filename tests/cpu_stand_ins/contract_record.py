@@ -6,9 +6,10 @@ are read after its own code has run, and one JSON line per clause is appended:
 
 - after `DFlashWorkerV2.__init__`: the block size the worker runs with (`block_size`), the
   mask token and its id (`_mask_token`, `_mask_token_id`), the draft's decoder layers and
-  the width its `fc` projects from, whose `lm_head` the draft uses, and the target layers
-  the target's forward loop captures (its model's `layers_to_capture`: hidden_states[c]
-  for each capture index c, the harness's stated convention);
+  the width its `fc` projects from, and whose `lm_head` the draft uses;
+- after the model runner's `configure_aux_hidden_state_capture`: the target layers the
+  target's forward loop captures (its model's `layers_to_capture`: hidden_states[c] for
+  each capture index c, the harness's stated convention);
 - from `_resolve_dflash_embedding_module` (0.5.19+): whose embeddings it returned;
 - from the draft's `project_target_hidden`, once: the width of the target hidden states
   that reached it (`fc_input_width` as delivered).
@@ -27,6 +28,7 @@ from typing import Any
 RECORD_ENV = "HARNESS_CONTRACT_RECORD"
 WORKER_MODULE = "sglang.srt.speculative.dflash_worker_v2"
 DRAFT_MODULE = "sglang.srt.models.dflash"
+CAPTURE_MODULE = "sglang.srt.model_executor.model_runner_components.attention_backend_setup"
 
 
 def _write(clause: str, value: Any, where: str) -> None:
@@ -73,9 +75,6 @@ def _after_init(worker: Any) -> None:
     width = _fc_width(draft)
     if width is not None:
         _write("fc_input_width", width, where + " (fc)")
-    captured = _captured(target)
-    if captured is not None:
-        _write("taps", captured, "target layers_to_capture")
     own = getattr(draft, "lm_head", None)
     borrowed = own is None or own is getattr(target, "lm_head", None)
     _write("lm_head", "target" if borrowed else "draft", where)
@@ -129,3 +128,22 @@ def install_draft(module: Any) -> None:
 
     project_target_hidden._harness_recorded = True  # type: ignore[attr-defined]
     cls.project_target_hidden = project_target_hidden
+
+
+def install_capture(module: Any) -> None:
+    """Record the capture list the target model was given, once it was configured."""
+    configure = getattr(module, "configure_aux_hidden_state_capture", None)
+    if configure is None or getattr(configure, "_harness_recorded", False):
+        return
+
+    @functools.wraps(configure)
+    def configured(*args: Any, **kwargs: Any) -> Any:
+        result = configure(*args, **kwargs)
+        if kwargs.get("dflash_use_aux_hidden_state"):
+            captured = _captured(kwargs.get("model"))
+            if captured is not None:
+                _write("taps", captured, "target layers_to_capture")
+        return result
+
+    configured._harness_recorded = True  # type: ignore[attr-defined]
+    module.configure_aux_hidden_state_capture = configured

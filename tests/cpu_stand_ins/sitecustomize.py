@@ -39,6 +39,7 @@ def _after_import():
 
         hooks[contract_record.WORKER_MODULE] = contract_record.install_worker
         hooks[contract_record.DRAFT_MODULE] = contract_record.install_draft
+        hooks[contract_record.CAPTURE_MODULE] = contract_record.install_capture
     return hooks
 
 
