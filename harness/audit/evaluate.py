@@ -200,8 +200,33 @@ def _cache_file(config_bytes: bytes, source: SGLangSource, requirement: str,
         [PROTOCOL.encode(), config_bytes, source.identity.encode(), requirement.encode(),
          EXTRACT.read_bytes(), WORKER.read_bytes(), CLAUSES_FILE.read_bytes(),
          "\0".join(sorted(source.contract_files)).encode(),
-         (target.fingerprint if target else "").encode()])).hexdigest()[:32]  # fmt: skip
+         (target.fingerprint if target else "").encode(),
+         *_target_code(source, target), *_draft_code(config_bytes, source)]
+    )).hexdigest()[:32]  # fmt: skip
     return results_dir() / f"{digest}.json"
+
+
+def _draft_code(config_bytes: bytes, source: SGLangSource) -> list[bytes]:
+    """The config class this tree registers for the draft's model_type, if any."""
+    try:
+        raw = json.loads(config_bytes)
+    except ValueError:
+        return []
+    spec = source.config_class(_model_type(raw))
+    return [hashlib.sha256(spec["text"].encode()).hexdigest().encode()] if spec else []
+
+
+def _target_code(source: SGLangSource, target: AuditTarget | None) -> list[bytes]:
+    """The target class's files in this tree (what resolves its capture points): part of
+    the answer's identity, since a checkout's identity does not cover them."""
+    if target is None:
+        return []
+    files = source.model_files(target.architecture or "")
+    spec = source.config_class(target.model_type)
+    texts = [f"{path}\0{text}" for path, text in sorted(files.items())]
+    if spec:
+        texts.append(spec["text"])
+    return [hashlib.sha256("\0".join(texts).encode()).hexdigest().encode()]
 
 
 def results_dir() -> Path:

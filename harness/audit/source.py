@@ -17,7 +17,7 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,7 +76,7 @@ EXTRACT_LAYOUT = hashlib.sha256("\0".join(
 # Where SGLang's _CONFIG_REGISTRY (model_type -> its own config class) is built.
 REGISTRY_FILES = ("sglang/srt/utils/hf_transformers/common.py",
                   "sglang/srt/utils/hf_transformers_utils.py")  # fmt: skip
-_MODEL_FILES: dict[tuple[str, str], dict[str, str]] = {}  # (identity, class) -> files
+_FOUND: dict[tuple[str, str], dict[str, str]] = {}  # (identity, what) -> what was found
 _EXACT_SPEC = re.compile(r"^sglang\s*==\s*(?P<version>[0-9][0-9A-Za-z.+!-]*)$")
 _BARE_VERSION = re.compile(r"^[0-9][0-9A-Za-z.+!-]*$")
 _VERSION_ASSIGN = re.compile(
@@ -125,6 +125,12 @@ class SGLangSource:
         """The config class this version registers for `model_type`, as {path, name, text}."""
         if self.tree is None or not model_type:
             return None
+        found = self._remembered(f"config-class\0{model_type}",
+                                 lambda: self._find_config_class(model_type) or {})
+        return found or None
+
+    def _find_config_class(self, model_type: str) -> dict[str, str] | None:
+        assert self.tree is not None
         registry = "".join(self.tree.read(p) or "" for p in REGISTRY_FILES)
         for path in self.tree.grep(CONFIGS_DIR, model_type):
             text = self.tree.read(path) or ""
@@ -139,10 +145,29 @@ class SGLangSource:
         version has no such class."""
         if self.tree is None or not architecture:
             return {}
-        key = (self.identity, architecture)
-        if key not in _MODEL_FILES:
-            _MODEL_FILES[key] = self._find_model_files(architecture)
-        return _MODEL_FILES[key]
+        return self._remembered(f"model-files\0{architecture}",
+                                lambda: self._find_model_files(architecture))
+
+    def _remembered(self, what: str, find: Callable[[], dict[str, str]]) -> dict[str, str]:
+        """What `find` found in this tree, remembered in the process and, for a release or a
+        commit (which never change), on disk: the search reads a whole folder of the tree."""
+        key = (self.identity, what)
+        if key in _FOUND:
+            return _FOUND[key]
+        path = None
+        if self.kind in ("wheel", "sdist", "commit"):
+            name = hashlib.sha256(f"{self.identity}\0{what}".encode()).hexdigest()[:24]
+            path = cache_root() / "audit" / "archives" / f"found-{name}.json"
+            if path.is_file():
+                _FOUND[key] = dict(json.loads(path.read_text(encoding="utf-8")))
+                return _FOUND[key]
+        _FOUND[key] = find()
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(_FOUND[key]))
+            temporary.replace(path)
+        return _FOUND[key]
 
     def _find_model_files(self, architecture: str) -> dict[str, str]:
         assert self.tree is not None

@@ -50,6 +50,10 @@ def measure_entry(run: EntryRun, engine: Any, server: Server, workload_plan: Any
     if run.runtime_record is not None:
         run.attention_runtime, runtime_differences = runtime_attention.check(
             run.runtime_record, run.attention)
+        # and against the suite's expected_layers: measured anyway, a build whose kernels
+        # received other attention still fails naming the layer, from the run itself
+        run.contract = [*run.contract, *runtime_attention.expected_differences(
+            run.loaded.suite, run.attention_runtime)]
     if run.contract_record is not None:
         run.draft_contract_runtime, more = runtime_contract.check(run.contract_record,
                                                                   run.draft_contract)
