@@ -193,7 +193,19 @@ def _is_dataclass_decorator(node: ast.expr) -> bool:
     return isinstance(target, ast.Name) and target.id == "dataclass"
 
 
-def extract_class(text: str, path: str, class_name: str, base: Any) -> type:
+def transformers_imports(text: str, path: str) -> dict[str, str]:
+    """{name: module} for each `from transformers... import name` of a module: the names
+    a config class compiled out of it may need (its base class, such as Qwen3Config)."""
+    found: dict[str, str] = {}
+    for node in parse(text, path).body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("transformers"):
+            for alias in node.names:
+                found[alias.asname or alias.name] = f"{node.module}:{alias.name}"
+    return found
+
+
+def extract_class(text: str, path: str, class_name: str, base: Any,
+                  names: Mapping[str, Any] | None = None) -> type:
     """A config class compiled from its module, with the base `PretrainedConfig` given.
 
     Its module-level helper functions and literal constants come along; the module's own
@@ -223,6 +235,7 @@ def extract_class(text: str, path: str, class_name: str, base: Any) -> type:
     for alias in ("PretrainedConfig", "PreTrainedConfig"):
         namespace[alias] = base
     namespace.update({"math": __import__("math"), "copy": copy})
+    namespace.update(names or {})
     _compile([*body, class_node], f"{path}:{class_name}", namespace)
     return typing.cast(type, namespace[class_name])
 

@@ -313,7 +313,7 @@ def _corpus(args: argparse.Namespace) -> int:
     columns = sglang_columns(drafts, sources, _requirement(args.transformers),
                              use_cache=not args.no_cache)
     if args.vllm:
-        from harness.engines.vllm.contract import vllm_columns
+        from harness.audit.vllm import vllm_columns
 
         for row, extra in zip(columns, vllm_columns(args.vllm, drafts), strict=True):
             row.append(extra)
