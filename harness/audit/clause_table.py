@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.audit.findings import ALL_CLAUSES, Column, Finding
+from harness.audit.findings import ALL_CLAUSES, Column, Finding, short
 from harness.suite.draft_contract import Clause, show_value
 
 LEGEND = ("taps = target hidden_states[c] read (hidden_states[0] = embeddings, [c] = output "
@@ -59,7 +59,8 @@ def render_clauses(declared: Mapping[str, Clause | None], columns: Sequence[Colu
     console.print(LEGEND, markup=False)
     for column in columns:
         if column.refused is not None:
-            console.print(f"{column.label}: refuses the draft: {column.refused}", markup=False)
+            console.print(f"{column.label}: refuses the draft: {short(column.refused)}",
+                          markup=False)
         elif column.limit is not None:
             console.print(f"{column.label}: not resolved: {column.limit}", markup=False)
     for finding in found:

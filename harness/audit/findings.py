@@ -105,11 +105,17 @@ def said(column: Column, name: str) -> str:
         return f"not resolved{why}"
     if kind == "refused":
         return "refuses the draft"
-    return {"error": "refuses", "limit": "?"}[kind] + f": {text}"
+    return {"error": "refuses", "limit": "?"}[kind] + f": {short(text)}"
+
+
+def short(text: str, limit: int = 240) -> str:
+    """A message on one line, cut to `limit` characters (--json keeps it whole)."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
 def _whole(column: Column) -> str:
-    return f"refuses the draft ({column.refused})" if column.refused is not None \
+    return f"refuses the draft ({short(column.refused)})" if column.refused is not None \
         else "loads it"
 
 
