@@ -13,6 +13,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,19 +48,28 @@ class VllmSource:
     registered: dict[str, dict[str, str]]  # model_type -> {name, path, text} of vLLM's class
 
 
-def _wheel(spec: str) -> Path:
+def cached_wheel(spec: str) -> Path | None:
+    """The wheel a spec names when it is a file or already in the cache (no download)."""
     path = Path(spec).expanduser()
     if path.is_file():
         return path
-    folder = cache_root() / "vllm-wheels"
     name, _, version = spec.partition("==")
     stem = name.strip().replace("-", "_")
-    for found in sorted(folder.glob(f"{stem}-{version.strip()}-*.whl")) if version else []:
-        return found
+    found = sorted((cache_root() / "vllm-wheels").glob(f"{stem}-{version.strip()}-*.whl"))
+    return found[0] if version and found else None
+
+
+def _wheel(spec: str) -> Path:
+    cached = cached_wheel(spec)
+    if cached is not None:
+        return cached
+    folder = cache_root() / "vllm-wheels"
+    stem = spec.partition("==")[0].strip().replace("-", "_")
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        subprocess.run(["pip", "download", "--no-deps", "--only-binary=:all:", "--dest",
-                        str(folder), spec], capture_output=True, text=True, check=True,
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps",
+                        "--only-binary=:all:", "--dest", str(folder), spec],
+                       capture_output=True, text=True, check=True,
                        timeout=DOWNLOAD_TIMEOUT_S)  # fmt: skip
     except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
         raise SGLangSourceError(f"--vllm {spec}: cannot download the wheel: {error}") from None
