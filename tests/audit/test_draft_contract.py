@@ -109,3 +109,33 @@ def test_declared_expectation_is_every_declared_clause() -> None:
     expected = expectation_from_declared(corpus_config("tiny-draft-capturable"))
     assert expected == {"taps": (1, 2, 3), "block_size": 8, "mask_token_id": 2,
                         "draft_layers": 5, "fc_input_width": 384}
+
+
+@pytest.mark.parametrize(("old", "new", "hint"), [
+    ("expected_contract = { taps = [1, 2, 3],", "expected_contract = { tap = [1, 2, 3],",
+     "unknown clauses ['tap']"),
+    ("block_size = 8, mask_token_id", "block_size = 0, mask_token_id",
+     "expected_contract.block_size must be an integer from 1"),
+    ('lm_head = "target" }', 'lm_head = "mine" }', 'lm_head must be "target" or "draft"'),
+])
+def test_a_suites_expected_contract_is_validated_naming_the_clause(
+        tmp_path: Path, old: str, new: str, hint: str) -> None:
+    from harness.errors import SuiteError
+    from harness.suite.model import load_suite
+
+    text = (Path(__file__).parents[2] / "suites" / "tiny_dflash_sglang_cpu.toml").read_text()
+    assert old in text
+    path = tmp_path / "tiny_dflash_sglang_cpu.toml"
+    path.write_text(text.replace(old, new))
+    with pytest.raises(SuiteError) as raised:
+        load_suite(path)
+    assert "draft.expected_contract" in raised.value.message and hint in raised.value.message
+
+
+def test_the_shipped_cpu_suite_expects_every_clause() -> None:
+    from harness.suite.model import load_suite
+
+    expected = load_suite("tiny_dflash_sglang_cpu").suite.draft.expected_contract
+    assert expected == {"taps": (1, 2, 3), "block_size": 8, "mask_token_id": 2,
+                        "draft_layers": 5, "fc_input_width": 384, "embeddings": "target",
+                        "lm_head": "target"}
