@@ -1,4 +1,5 @@
-"""`harness audit`: a draft's per-layer attention under SGLang versions' own code.
+"""`harness audit`: a draft's contract (per-layer attention and every other clause) under
+SGLang versions' and vLLM's own code.
 
 Light to import (stdlib only): every name below is loaded on first use.
 """

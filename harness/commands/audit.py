@@ -1,4 +1,5 @@
-"""`harness audit`: which draft layers are causal, under SGLang versions' own code."""
+"""`harness audit`: a draft's contract (attention per layer, taps, block size, mask token,
+layers, fc width, what it borrows) under SGLang versions' and vLLM's own code."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ DEFAULT_RELEASE = "0.5.23"  # --corpus without --sglang
 class AuditCommand:
     name = "audit"
     help = (
-        "Show a DFlash draft's per-layer attention (causal or bidirectional, window) as SGLang "
-        "versions' own code resolves it on the config they build: one release, a range of "
-        "releases, a checkout, or a bisect over a checkout's history; no GPU needed."
+        "Show a DFlash draft's contract (per-layer attention and window, the target hidden "
+        "states it reads, block size, mask token and id, layers, fc width, what it borrows) "
+        "as SGLang versions' (and vLLM's) own code resolves it on the config they build: one "
+        "draft or a corpus, a release, a range, a checkout, a change between two trees, or a "
+        "bisect over a checkout's history; no GPU needed."
     )
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
