@@ -10,7 +10,6 @@ What each engine then does with a well-formed draft is the engines' own code's a
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 from harness.audit.findings import Column, Finding, findings, flagged
 from harness.audit.target import AuditTarget, read_target
 from harness.suite.attention import DraftConfigError
+from harness.suite.document import DocumentError, load_json
 from harness.suite.draft_contract import Clause, declared_contract
 
 CONFIG = "config.json"
@@ -65,18 +65,17 @@ class DraftAudit:
 
 
 def parse_json_bytes(data: bytes, where: str) -> Any:
-    """JSON from bytes: not UTF-8, not JSON or nested past Python's limit is bad input."""
+    """JSON from bytes, read by the project's one JSON reader (harness.suite.document): not
+    UTF-8, not JSON, nested too deep, a number that is not finite is bad input."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise DraftConfigError(f"{where}: not UTF-8 text ({error.reason} at byte "
                                f"{error.start})") from None
     try:
-        return json.loads(text)
-    except RecursionError:
-        raise DraftConfigError(f"{where}: JSON nested too deeply") from None
-    except ValueError as error:
-        raise DraftConfigError(f"{where}: not JSON: {error}") from None
+        return load_json(text)
+    except DocumentError as error:
+        raise DraftConfigError(f"{where}: {error}") from None
 
 
 def _read(path: Path) -> bytes:

@@ -10,7 +10,6 @@ takes the target's folder (a config.json, optionally a tokenizer) or a config.js
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.suite.attention import DraftConfigError
+from harness.suite.document import DocumentError, load_json
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model",
                    "vocab.json", "merges.txt", "special_tokens_map.json")
@@ -84,7 +84,7 @@ def load_target(reference: str | os.PathLike[str]) -> AuditTarget:
         raise DraftConfigError(f"--target {reference}: no such folder holding config.json, "
                                "nor a config.json file")
     try:
-        config = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
+        config = load_json(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, DocumentError) as error:
         raise DraftConfigError(f"{file}: not a readable JSON target config ({error})") from None
     return read_target(config, folder, str(file))

@@ -95,7 +95,7 @@ def test_taps_out_of_range_name_the_entry(tmp_path: Path) -> None:
 
 def test_deep_nesting_is_refused_not_a_recursion_error(tmp_path: Path) -> None:
     deep = b"[" * 100_000 + b"]" * 100_000
-    with pytest.raises(DraftConfigError, match=r"nested too deeply|not JSON"):
+    with pytest.raises(DraftConfigError, match=r"nest too deep|not valid JSON"):
         load_draft(_entry(tmp_path, "draft", deep))
 
 
@@ -130,3 +130,13 @@ def test_the_project_corpus_loads() -> None:
     assert len(drafts) >= 10
     assert {d.name for d in drafts if d.target is not None} >= {
         "specforge-qwen3-8b-dflash", "zlab-muse-glimmer-assistant", "tiny-draft-capturable"}
+
+
+@pytest.mark.parametrize("literal", [b"NaN", b"Infinity", b"-Infinity", b"1" * 30])
+def test_a_number_no_engine_can_mean_is_refused_naming_the_field(tmp_path: Path,
+                                                                   literal: bytes) -> None:
+    """Python's json reads NaN, Infinity and integers of any size; a checkpoint means none
+    of them, and the corpus refuses them by name, as a suite file does."""
+    data = b'{"num_hidden_layers": 2, "rope_parameters": {"rope_theta": ' + literal + b"}}"
+    with pytest.raises(DraftConfigError, match=r"draft/config\.json: rope_parameters\.rope_theta"):
+        load_draft(_entry(tmp_path, "draft", data))
