@@ -18,6 +18,7 @@ from typing import Any
 
 from harness.suite.attention import DraftConfigError
 from harness.suite.document import DocumentError, load_json
+from harness.suite.draft_contract import brief
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model",
                    "vocab.json", "merges.txt", "special_tokens_map.json")
@@ -46,7 +47,7 @@ def _layers(config: Mapping[str, Any], where: str) -> int:
     value = holder.get("num_hidden_layers", config.get("num_hidden_layers"))
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 4096:
         raise DraftConfigError(f"{where}: target num_hidden_layers must be an integer from 1 "
-                               f"to 4096, got {value!r}")
+                               f"to 4096, got {brief(value)}")
     return value
 
 
@@ -60,11 +61,11 @@ def read_target(config: Any, folder: Path, where: str) -> AuditTarget:
             not isinstance(architectures, list)
             or not all(isinstance(a, str) and a for a in architectures)):
         raise DraftConfigError(f"{where}: target architectures must be a list of class names, "
-                               f"got {architectures!r}"[:300])
+                               f"got {brief(architectures)}")
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or not model_type:
         raise DraftConfigError(f"{where}: target model_type must be a non-empty string, got "
-                               f"{model_type!r}"[:300])
+                               f"{brief(model_type)}")
     layers = _layers(config, where)
     digest = hashlib.sha256((folder / "config.json").read_bytes())
     present = [name for name in TOKENIZER_FILES if (folder / name).is_file()]

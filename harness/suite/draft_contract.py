@@ -182,7 +182,7 @@ def validate_draft_config(config: Any) -> None:
             not isinstance(layer_types, list) or len(layer_types) > MAX_LAYERS
             or not all(isinstance(kind, str) for kind in layer_types)):
         raise DraftConfigError(f"draft config layer_types must be a list of strings, got "
-                               f"{_short(layer_types)}")
+                               f"{brief(layer_types)}")
     for key in ("sliding_window",):
         value = text.get(key, config.get(key))
         if value is not None:
@@ -194,10 +194,11 @@ def validate_draft_config(config: Any) -> None:
         value = text.get(key, config.get(key))
         if value is not None and not isinstance(value, bool):
             raise DraftConfigError(f"draft config {key} must be true or false, got "
-                                   f"{_short(value)}")
+                                   f"{brief(value)}")
 
 
-def _short(value: Any) -> str:
+def brief(value: Any) -> str:
+    """A value as an error message shows it: its repr, cut at 80 characters."""
     text = repr(value)
     return text if len(text) <= 80 else text[:79] + "…"
 
@@ -210,14 +211,14 @@ def _declared_taps(config: Mapping[str, Any]) -> tuple[tuple[int, ...] | None, s
     field = where or "target_layer_ids"
     if not isinstance(ids, list) or not ids or len(ids) > MAX_LAYERS:
         raise DraftConfigError(f"draft config {field} must be a non-empty list of layer "
-                               f"ids, got {_short(ids)}")
+                               f"ids, got {brief(ids)}")
     bound = _declared(config, "num_target_layers")[0]
     high = (bound - 1) if _is_int(bound) and 0 < bound <= MAX_LAYERS else MAX_LAYERS - 1
     for index, value in enumerate(ids):
         if not _is_int(value) or not 0 <= value <= high:
             limit = f" (num_target_layers is {bound})" if high != MAX_LAYERS - 1 else ""
             raise DraftConfigError(f"draft config {field}[{index}] must be a layer id from 0 to "
-                                   f"{high}{limit}, got {_short(value)}")
+                                   f"{high}{limit}, got {brief(value)}")
     return tuple(int(v) for v in ids), field
 
 
@@ -268,7 +269,7 @@ def validate_expected_contract(expected: Any, where: str = "expected_contract"
         return DECLARED
     if not isinstance(expected, Mapping):
         raise DraftConfigError(f"{where} must be a table of clauses or \"declared\", got "
-                               f"{_short(expected)}")
+                               f"{brief(expected)}")
     unknown = sorted(set(expected) - set(CLAUSES))
     if unknown:
         raise DraftConfigError(f"{where} has unknown clauses {unknown}; known: "
@@ -279,17 +280,17 @@ def validate_expected_contract(expected: Any, where: str = "expected_contract"
         if key == "taps":
             if not isinstance(value, Sequence) or isinstance(value, str | bytes) or not value:
                 raise DraftConfigError(f"{at} must be a non-empty list of hidden_states "
-                                       f"indices, got {_short(value)}")
+                                       f"indices, got {brief(value)}")
             checked[key] = tuple(_int(v, f"{at}[{i}]", 0, MAX_LAYERS) for i, v in
                                  enumerate(value))
         elif key in ("embeddings", "lm_head"):
             if value not in BORROWED:
                 raise DraftConfigError(f"{at} must be \"target\" or \"draft\", got "
-                                       f"{_short(value)}")
+                                       f"{brief(value)}")
             checked[key] = value
         elif key == "mask_token":
             if not isinstance(value, str) or not value:
-                raise DraftConfigError(f"{at} must be a non-empty string, got {_short(value)}")
+                raise DraftConfigError(f"{at} must be a non-empty string, got {brief(value)}")
             checked[key] = value
         else:
             low, high = {"block_size": (1, MAX_BLOCK), "mask_token_id": (0, MAX_TOKEN_ID),

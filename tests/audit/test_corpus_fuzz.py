@@ -140,3 +140,38 @@ def test_a_number_no_engine_can_mean_is_refused_naming_the_field(tmp_path: Path,
     data = b'{"num_hidden_layers": 2, "rope_parameters": {"rope_theta": ' + literal + b"}}"
     with pytest.raises(DraftConfigError, match=r"draft/config\.json: rope_parameters\.rope_theta"):
         load_draft(_entry(tmp_path, "draft", data))
+
+
+TARGET_KEYS = ("model_type", "architectures", "num_hidden_layers", "text_config")
+
+
+def _load_target_or_refuse(root: Path, data: bytes) -> None:
+    folder = shutil.copytree(CORPUS / "tiny-draft-capturable", root / "tiny",
+                             dirs_exist_ok=True)
+    (folder / "target" / "config.json").write_bytes(data)
+    try:
+        draft = load_draft(folder)
+    except DraftConfigError as error:
+        assert str(folder / "target" / "config.json") in error.message
+        assert len(error.message) < 1000, error.message[:200]  # a huge value is not echoed
+        return
+    assert draft.target is not None and 0 < draft.target.num_layers <= 4096
+
+
+@FUZZ
+@given(data=st.binary(max_size=300))
+def test_any_target_bytes_load_or_are_refused_naming_the_target(tmp_path: Path,
+                                                                 data: bytes) -> None:
+    _load_target_or_refuse(tmp_path, data)
+
+
+@FUZZ
+@given(key=st.sampled_from(TARGET_KEYS),
+       value=json_values | st.text(min_size=2000, max_size=3000)
+       | st.lists(st.integers(), min_size=500, max_size=600))
+def test_any_value_of_a_target_field_loads_or_is_refused_briefly(tmp_path: Path, key: str,
+                                                                 value: Any) -> None:
+    config = json.loads((CORPUS / "tiny-draft-capturable" / "target" / "config.json")
+                        .read_text())
+    config[key] = value
+    _load_target_or_refuse(tmp_path, json.dumps(config).encode())
