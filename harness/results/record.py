@@ -125,6 +125,18 @@ class RuntimeLayerRow(_Record):
     window: int | None = None  # tokens a query sees, itself included (as LayerRow.window)
 
 
+class ClauseRow(_Record):
+    """One clause of the draft's contract (harness/suite/draft_contract.py): as the audit
+    resolved it for the build measured (`draft_contract`), or as the engine's runtime
+    recorded what reached the model (`draft_contract_runtime`)."""
+
+    value: int | str | list[int] | None = None
+    source: str | None = None
+    note: str | None = None
+    error: str | None = None  # the engine's own exception, "Type: message"
+    limit: str | None = None  # what the audit could not resolve
+
+
 class WorkloadInfo(_Record):
     """The workload as it was sent (docs/workloads.md): what identifies its prompts and
     their rendering, beside the suite document that declared it."""
@@ -237,6 +249,10 @@ class RunRecord(_Record):
     # What the draft layers' attention kernel received at run time, where the engine's
     # kernel records it (the CPU stand-in); compared with `attention` (the audit's table)
     attention_runtime: list[RuntimeLayerRow] | None = None
+    # The draft's other clauses as the audit resolved them for this build before the
+    # launch, and as the engine recorded them at run time (the CPU stand-ins)
+    draft_contract: dict[str, ClauseRow] | None = None
+    draft_contract_runtime: dict[str, ClauseRow] | None = None
     workload: WorkloadInfo | None = None  # absent in records written before workload kinds
     measurement: Measurement | None = None
     verdict: Verdict | None

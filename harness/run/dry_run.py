@@ -140,6 +140,15 @@ def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
             + (f"/w{layer.window}" if layer.window else "")
             for layer in suite.draft.expected_layers)
         lines.append(f"contract   draft layers: {contract}")
+    expected = suite.draft.expected_contract if suite.draft else None
+    if expected is not None:
+        from harness.suite.draft_contract import show_value
+
+        clauses = expected if isinstance(expected, str) else ", ".join(
+            f"{name} {show_value(tuple(v) if isinstance(v, list) else v)}"
+            for name, v in expected.items())
+        lines.append(f"contract   clauses: {clauses} (checked before the launch and at run "
+                     "time)")
     return lines
 
 

@@ -13,6 +13,7 @@ from harness.errors import HarnessError, interruption_text
 from harness.results.layout import RUN_FILE
 from harness.results.record import (
     BuildInfo,
+    ClauseRow,
     LaunchInfo,
     LayerRow,
     Measurement,
@@ -50,6 +51,9 @@ class EntryRun:
     attention: list[LayerRow] | None = None
     attention_runtime: list[RuntimeLayerRow] | None = None  # harness.run.runtime_attention
     runtime_record: Path | None = None  # the file the kernel records its calls in
+    draft_contract: dict[str, ClauseRow] | None = None  # the audit's clauses, pre-launch
+    draft_contract_runtime: dict[str, ClauseRow] | None = None  # what reached the model
+    contract_record: Path | None = None  # the file the stand-ins record the clauses in
     measurement: Measurement | None = None
     rows: list[RequestRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -75,7 +79,8 @@ class EntryRun:
                                           spec=redact_text(self.options.sglang or "") or None),
             provenance=self.provenance or recorded.provenance(loaded, None, [], None, None),
             launch=self.launch, attention=self.attention,
-            attention_runtime=self.attention_runtime, workload=self.workload,
+            attention_runtime=self.attention_runtime, draft_contract=self.draft_contract,
+            draft_contract_runtime=self.draft_contract_runtime, workload=self.workload,
             measurement=self.measurement, verdict=verdict, stage=self.stage,
             paired=self.paired,
         )

@@ -14,7 +14,7 @@ from typing import Any
 from harness.errors import TERMINATION, EngineError, Terminated
 from harness.results.record import LayerRow, RequestRow, Verdict
 from harness.results.writer import RowLog
-from harness.run import runtime_attention
+from harness.run import runtime_attention, runtime_contract
 from harness.run.entry_run import EntryRun
 from harness.run.heartbeat import heartbeat, say
 from harness.run.judge import judge_entry
@@ -50,6 +50,18 @@ def measure_entry(run: EntryRun, engine: Any, server: Server, workload_plan: Any
     if run.runtime_record is not None:
         run.attention_runtime, runtime_differences = runtime_attention.check(
             run.runtime_record, run.attention)
+        # and against the suite's expected_layers: measured anyway, a build whose kernels
+        # received other attention still fails naming the layer, from the run itself
+        run.contract = [*run.contract, *runtime_attention.expected_differences(
+            run.loaded.suite, run.attention_runtime)]
+    if run.contract_record is not None:
+        run.draft_contract_runtime, more = runtime_contract.check(run.contract_record,
+                                                                  run.draft_contract)
+        runtime_differences = [*runtime_differences, *more]
+        # what reached the model, against the suite's expectation too: a build measured
+        # anyway (--no-enforce-contract) still fails naming the clause, from the run itself
+        run.contract = [*run.contract, *runtime_contract.expected_differences(
+            run.loaded.suite, run.draft_contract, run.draft_contract_runtime)]
     run.workload.rendered_sha256 = rendered_sha256(result.rows, len(prompts))
     run.measurement.stopped_early = result.stopped_early
     _check_window(engine.adapter, result, info, run.measurement)

@@ -33,7 +33,7 @@ from harness.errors import (
 )
 from harness.results.record import SERVER_LOG, LaunchInfo, RunRecord, new_run_id, utc_now
 from harness.results.writer import create_run_dir
-from harness.run import runtime_attention
+from harness.run import runtime_attention, runtime_contract
 from harness.run.entry_run import EntryRun
 from harness.run.heartbeat import heartbeat, say
 from harness.run.judge import Evidence, decide
@@ -164,8 +164,9 @@ def _prepare_and_measure(runs: list[EntryRun], models: Any, chosen: Any, gpus: A
     from harness.run.identity import SERVED_KEY, served
 
     engine.build.options[SERVED_KEY] = served(engine.models, engine.checkpoints)
-    attention = draft_attention.attention_table(first.loaded, engine)
-    contract = draft_attention.contract_differences(suite, attention)
+    checked = draft_attention.preflight(first.loaded, engine)
+    attention = checked.attention
+    contract = draft_attention.contract_differences(suite, attention, checked)
     for run in runs:
         run.build = engine.build.model_copy(deep=True)
         # The engine environment's dependency set, kept beside each record.
@@ -173,6 +174,7 @@ def _prepare_and_measure(runs: list[EntryRun], models: Any, chosen: Any, gpus: A
             run.build.freeze_path = builds.FREEZE_FILE
         run.provenance = recorded.provenance(run.loaded, engine, gpus, fit, None)
         run.attention = attention
+        run.draft_contract = checked.clause_rows()
     for run in runs:
         run.contract = list(contract)
     if contract and options.enforce_contract:
@@ -211,8 +213,12 @@ def _launch_and_measure(runs: list[EntryRun], engine: Any, gpus: Any, fit: Any) 
     if runtime_attention.wanted(suite):  # the kernel records what each layer received
         record = first.run_dir / runtime_attention.RECORD_FILE
         env[runtime_attention.RECORD_ENV] = str(record)
+        # ... and the stand-ins what reached the draft of every other clause
+        clauses = first.run_dir / runtime_contract.RECORD_FILE
+        env[runtime_contract.RECORD_ENV] = str(clauses)
         for run in runs:
             run.runtime_record = record
+            run.contract_record = clauses if run.draft_contract else None
     spec = ServerSpec(command=command, log_path=first.run_dir / SERVER_LOG, port=port,
                       env=env,
                       launch_timeout_s=suite.engine.launch_timeout_s,

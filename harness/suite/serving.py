@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from harness.errors import BadInput
 from harness.suite.release_patches import check_entry
 
 
@@ -46,8 +47,28 @@ class ExpectedLayer(Strict):
     window: int | None = Field(default=None, gt=0)
 
 
+def _expected_contract(value: object) -> object:
+    """`expected_contract`: a table of clauses (harness.suite.draft_contract) or
+    "declared" (the checkpoint's own values); a bad one names the clause."""
+    from harness.suite.draft_contract import validate_expected_contract
+
+    if value is None:
+        return None
+    try:
+        return validate_expected_contract(value, "expected_contract")
+    except BadInput as error:
+        raise ValueError(error.message) from None
+
+
 class DraftRef(ModelRef):
     expected_layers: list[ExpectedLayer] | None = None
+    # The draft's other clauses (taps, block size, mask token and id, draft layers, fc
+    # width, embeddings, lm_head) it must resolve to, or "declared": what its checkpoint
+    # declares. Checked before the launch (the preflight audit) and at run time.
+    expected_contract: Annotated[
+        dict[str, int | str | list[int]] | Literal["declared"] | None,
+        AfterValidator(_expected_contract),
+    ] = None
 
 
 class SGLangEngine(Strict):
