@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.audit.envs import cache_root, ensure_env
+from harness.audit.envs import ensure_env
 from harness.audit.errors import AuditLimitError, ResolverError
 from harness.audit.source import SGLangSource
 from harness.errors import BadInput
+from harness.files import cache_root
 from harness.suite.attention import BEHAVIOURS, Behaviour, LayerAttention
 
 PROTOCOL = "audit-v2.1"  # bump when the worker's answer changes meaning: old cache entries die

@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.audit.envs import cache_root
 from harness.audit.extract import DFLASH_MODEL, LOADER_COMMON, LOADER_FILE, RESOLVER_FILES
 from harness.audit.trees import ArchiveTree, FolderTree, GitTree, LazyArchiveTree, Tree
 from harness.audit.wheels import (  # fetch_wheels, cached_archive: re-exported (noxfile)
@@ -34,6 +33,7 @@ from harness.audit.wheels import (  # fetch_wheels, cached_archive: re-exported 
     fetch_wheels,
     wheel_cache_dir,
 )
+from harness.files import cache_root
 
 __all__ = [
     "SGLangSource",

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.errors import SuiteError
-from harness.results.layout import SUITES_DIR
+from harness.files import SUITES_DIR
 from harness.suite.entries import (
     METRIC_DEFINITIONS,
     WORKLOAD_KINDS,
