@@ -91,8 +91,10 @@ def interval(where: str, value: Any, low: float, high: float, figure: float | No
         return
     if not isinstance(value, list) or len(value) != 2 or None in value:
         raise BadFile(f"{where}: expected [low, high]")
-    lo = number(f"{where}[0]", value[0], low, high, f"between {low:g} and {high:g}") or low
-    hi = number(f"{where}[1]", value[1], low, high, f"between {low:g} and {high:g}") or low
+    bounds = f"between {low:g} and {high:g}"
+    number(f"{where}[0]", value[0], low, high, bounds)
+    number(f"{where}[1]", value[1], low, high, bounds)
+    lo, hi = float(value[0]), float(value[1])  # checked numbers: 0.0 is a bound like any
     if lo > hi:
         raise BadFile(f"{where}: low {value[0]!r} above high {value[1]!r}")
     slack = CI_TOLERANCE * max(1.0, abs(lo), abs(hi))

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness import files
 from harness.results import index as runs_index
 from harness.results import layout, record, store, writer
 from harness.results.baselines import load_baselines
@@ -371,11 +372,12 @@ def test_new_run_dir_refuses_to_share_a_folder(results: Path) -> None:
 
 
 def test_one_results_dir_definition(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv(layout.RESULTS_ENV, raising=False)
-    assert layout.default_results_dir() == layout.RESULTS_DIR == Path("results")
-    monkeypatch.setenv(layout.RESULTS_ENV, str(tmp_path))
-    assert layout.default_results_dir() == tmp_path
-    assert store.default_results_dir() == tmp_path
+    monkeypatch.delenv(files.RESULTS_ENV, raising=False)
+    assert files.default_results_dir() == files.RESULTS_DIR == Path("results")
+    monkeypatch.setenv(files.RESULTS_ENV, str(tmp_path))
+    assert files.default_results_dir() == tmp_path
+    run_dir = make_run(tmp_path)
+    assert list(store.load_runs()["path"]) == [str(run_dir)]  # the store's default folder
 
 
 def test_the_loader_reads_the_schema_the_writer_writes() -> None:

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from harness.analysis.compare import Side, add_run, compare, render
-from harness.results.store import read_requests
 from tests.analysis.records import make_run
 
 from .test_breakdown import RATES, _rows
@@ -20,8 +19,7 @@ def _side(results: Path, name: str, rows: list, seed: int) -> Side:
     (run_dir / "requests.jsonl").write_text(
         "".join(json.dumps(row.model_dump(mode="json")) + "\n" for row in rows))
     side = Side(name=name)
-    add_run(side, run_dir)
-    side.rows = read_requests(run_dir)  # type: ignore[attr-defined]
+    add_run(side, run_dir)  # its request rows kept in `side.rows`
     return side
 
 
