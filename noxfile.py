@@ -124,8 +124,9 @@ def _fetch_sglang_wheels(session: nox.Session, versions: list[str] = AUDITED_SGL
 # (`nox -s sglang_cpu`, `nox -s sglang_dflash_cpu`); the site in a browser too.
 # `--dist loadscope`: a module's tests go to one worker, so its module fixtures (servers,
 # whole runs) are made once, not once on each worker that ran one of its tests (the
-# e2e's whole runs, 4 of 7 made twice; tests/reference/test_policy_noise.py's four
-# servers, 80 s). (xdist 3.8's `loadgroup` did not group here: tried.)
+# e2e's whole runs, 4 of 7 made twice;
+# tests/engines/reference/test_policies_and_draft_noise.py's four servers, 80 s).
+# (xdist 3.8's `loadgroup` did not group here: tried.)
 TESTS_ARGS = ("-n", "2", "--dist", "loadscope", "--durations=15",
               "--ignore", "tests/publish_browser",  # nox -s publish_browser
               "--ignore", "tests/sglang_oracle/test_server_args.py",

@@ -5,6 +5,9 @@ extra missing), which CI must not report as green. Locally, skips stay skips and
 
 Expensive results shared by the xdist workers of one session (made by the first worker
 that needs them, under a file lock, read by the others): `tests/shared.py`.
+
+Fixtures used by more than one test folder live in `tests/fixtures/`, registered here for
+every test: shipped suites and a clean host, the SGLang test double, a results folder.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ from collections.abc import Generator
 from typing import Any
 
 import pytest
+
+pytest_plugins = ["tests.fixtures.suites_and_host", "tests.fixtures.sglang_double",
+                  "tests.fixtures.results"]
 
 # A non-interactive shell starts its background jobs with SIGINT ignored, and a child
 # inherits an ignored signal across exec: the harness processes the tests signal with

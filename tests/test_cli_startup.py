@@ -83,7 +83,7 @@ def test_argparse_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_list_cache_misses_when_a_suite_changes(tmp_path: Path) -> None:
-    from tests.core.conftest import MINIMAL_SUITE
+    from tests.fixtures.suites_and_host import MINIMAL_SUITE
 
     folder = tmp_path / "suites"
     folder.mkdir()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from harness.analysis.plot_style import (
     FLOOR_COLOUR,
     VERDICT_COLOURS,
+    category_floor_checks,
     error_bar,
     figure_in,
     new_figure,
@@ -33,12 +34,6 @@ def categories_key(dashed: bool) -> str:
             + ("; dashed: category floor" if dashed else ""))
 
 
-def category_floors(record: RunRecord) -> dict[str, float]:
-    floors = (record.suite.document.get("floors") or {}).get("categories") or {}
-    return {name: float(floor["accept_length"]) for name, floor in floors.items()
-            if isinstance(floor, dict) and isinstance(floor.get("accept_length"), int | float)}
-
-
 def categories_figure(record: RunRecord) -> Figure:
     """Each category's accept length with its CI (bootstrap over its prompts), its floor
     where the suite sets one, and its accuracy where graded; the run's overall figure as a
@@ -47,9 +42,7 @@ def categories_figure(record: RunRecord) -> Figure:
     axes = figure.add_subplot()
     measurement = record.measurement
     results = measurement.categories or {}
-    floors = category_floors(record)
-    # each category floor has its own strictness (its `strict`, default `>=`)
-    declared = (record.suite.document.get("floors") or {}).get("categories") or {}
+    checks = category_floor_checks(record)  # each with its own strictness, as judged
     names = list(results)
     dashed = False  # whether a category floor line is drawn (the title's key says so)
     for x, name in enumerate(names):
@@ -58,9 +51,8 @@ def categories_figure(record: RunRecord) -> Figure:
             continue
         value = result.accept_length
         low, high = result.accept_length_ci or (value, value)
-        floor = floors.get(name)
-        strict = bool(isinstance(declared.get(name), dict) and declared[name].get("strict"))
-        below = floor is not None and (value <= floor if strict else value < floor)
+        check = checks.get(name)
+        below = check is not None and not check.met(value)
         colour = VERDICT_COLOURS["fail"] if below else "#1f77b4"
         below_ci, above_ci = error_bar(value, low, high)
         axes.errorbar(x, value, yerr=[[below_ci], [above_ci]], fmt="o", ms=8,
@@ -69,8 +61,9 @@ def categories_figure(record: RunRecord) -> Figure:
                                   else "")
         axes.annotate(label, (x, value), xytext=(10, 0), textcoords="offset points",
                       va="center", fontsize=8)
-        if floor is not None:
-            axes.hlines(floor, x - 0.3, x + 0.3, colors=FLOOR_COLOUR, linestyles="--", lw=1.5)
+        if check is not None:
+            axes.hlines(check.floor, x - 0.3, x + 0.3, colors=FLOOR_COLOUR, linestyles="--",
+                        lw=1.5)
             dashed = True
     overall = figure_in(record, suite_metric(record))
     if overall is not None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.metrics.floor_checks import FloorCheck, recorded_floor_checks
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -35,10 +37,28 @@ def save_png(figure: Figure, out: Path) -> Path:
     return out
 
 
+def record_floor_checks(record: RunRecord) -> list[FloorCheck]:
+    """The floors the run's suite declares, as the judge checks them
+    (`harness.metrics.floor_checks`), in the suite's definition."""
+    return recorded_floor_checks(record.suite.document, suite_metric(record))
+
+
 def suite_floor(record: RunRecord) -> float | None:
-    floors = record.suite.document.get("floors") or {}
-    value = floors.get("accept_length")
-    return float(value) if isinstance(value, int | float) else None
+    """The accept-length floor of the run's suite."""
+    return next((check.floor for check in record_floor_checks(record)
+                 if check.kind == "accept_length"), None)
+
+
+def category_floor_checks(record: RunRecord) -> dict[str, FloorCheck]:
+    """Each category's accept-length floor, by category."""
+    return {str(check.category): check for check in record_floor_checks(record)
+            if check.kind == "category_accept_length"}
+
+
+def position_floor_checks(record: RunRecord) -> dict[int, FloorCheck]:
+    """Each draft position's floor, by k."""
+    return {int(check.position or 0): check for check in record_floor_checks(record)
+            if check.kind == "position"}
 
 
 def suite_metric(record: RunRecord) -> str:

@@ -23,6 +23,7 @@ from harness.analysis.plot_style import (
     error_bars,
     figure_in,
     new_figure,
+    position_floor_checks,
     save_png,
     shown,
     suite_floor,
@@ -340,11 +341,13 @@ def histogram_figure(
         if cis and len(cis) == len(positions):
             bars = [error_bar(p, low, high) for p, (low, high) in zip(positions, cis, strict=True)]
             errors = [[below for below, _ in bars], [above for _, above in bars]]
-        right.bar(ks, positions, color="#2a9d4b", yerr=errors, capsize=3,
+        checks = position_floor_checks(record)
+        colours = [VERDICT_COLOURS["fail"] if k in checks and not checks[k].met(rate)
+                   else "#2a9d4b" for k, rate in zip(ks, positions, strict=True)]
+        right.bar(ks, positions, color=colours, yerr=errors, capsize=3,
                   error_kw={"elinewidth": 1, "ecolor": "#333333"})
-        floors = (record.suite.document.get("floors") or {}).get("positions") or []
-        for k, floor in enumerate(floors, start=1):
-            right.hlines(floor, k - 0.4, k + 0.4, colors=FLOOR_COLOUR, linestyles="--")
+        for k, check in checks.items():
+            right.hlines(check.floor, k - 0.4, k + 0.4, colors=FLOOR_COLOUR, linestyles="--")
         right.set_ylim(0, 1)
         right.set_xticks(ks)
         if errors is not None:

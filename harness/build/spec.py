@@ -139,14 +139,23 @@ def _noise(value: str, flag: str, spec: str) -> float:
     return noise
 
 
+def _expanded(text: str) -> Path:
+    """`~` and `~user` expanded; `~user` of a user this host lacks stays as written (Path
+    raises RuntimeError there), so it is no folder and the spec is refused as one."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:
+        return Path(text)
+
+
 def _path_and_ref(text: str) -> tuple[Path | None, str | None]:
     """`PATH` or `PATH@REF` where PATH is an existing folder (the whole text first)."""
-    whole = Path(text).expanduser()
+    whole = _expanded(text)
     if whole.exists():
         return whole.resolve(), None
     path, at, ref = text.rpartition("@")
-    if at and path and ref and Path(path).expanduser().is_dir():
-        return Path(path).expanduser().resolve(), ref
+    if at and path and ref and _expanded(path).is_dir():
+        return _expanded(path).resolve(), ref
     return None, None
 
 

@@ -9,7 +9,6 @@ that fits its topology; the result is `{"include": [...]}`, ready for
 from __future__ import annotations
 
 import ast
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import BadInput
 from harness.results.record import GPUInfo
+from harness.suite.document import DocumentError, load_toml
 from harness.suite.model import SUITES_DIR, LoadedSuite
 from harness.suite.secrets import redact_url
 from harness.suite.serving import Topology
@@ -48,11 +48,13 @@ class RunnerConfig(BaseModel):
 
 def load_runners(path: Path = RUNNERS_FILE) -> RunnerConfig:
     try:
-        document = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        document = load_toml(Path(path).read_text(encoding="utf-8"))
     except OSError as error:
         raise BadInput(f"{path}: cannot read runner config: {error.strerror}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise BadInput(f"{path}: not valid TOML: {error}") from None
+    except UnicodeDecodeError as error:
+        raise BadInput(f"{path}: runner config is not UTF-8 text: {error}") from None
+    except DocumentError as error:  # not TOML, nested past parsing, a number not finite
+        raise BadInput(f"{path}: {error}") from None
     try:
         config = RunnerConfig.model_validate(document)
     except ValidationError as error:

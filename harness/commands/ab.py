@@ -36,15 +36,17 @@ class ABCommand:
                             help="interpreter of the reference engine's environment")
         parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
         parser.add_argument("--fail-on-drop", action="store_true",
-                            help="exit 1 when B is significantly below A (at the suite's alpha)")
+                            help="exit 1 when B is significantly below A (at the suite's alpha), "
+                            "3 when no drop test can be made")
 
     def run(self, args: argparse.Namespace) -> int:
         import json
-        import math
+        import sys
 
         from harness.analysis.compare import compare, render
         from harness.build import parse_build_spec
         from harness.errors import EngineError, ExitCode
+        from harness.run.judge import DropEvidence, decide_drop
         from harness.run.runner import RunOptions, run_suite
         from harness.suite.model import load_suite
 
@@ -87,14 +89,15 @@ class ABCommand:
                 if len(results) > 1:
                     print(f"\n== {series}")
                 render(result)
-        dropped = False
-        for series, result in results.items():
-            alpha = _alpha(loaded, series)
-            p_drop = result["difference"]["p_drop"]
-            dropped = dropped or (not math.isnan(p_drop) and p_drop < alpha)
-        if args.fail_on_drop and dropped:
-            return int(ExitCode.BELOW_FLOOR)
-        return int(ExitCode.PASS)
+        if not args.fail_on_drop:
+            return int(ExitCode.PASS)
+        judged = decide_drop([DropEvidence(series, result["difference"]["p_drop"],
+                                           _alpha(loaded, series),
+                                           result["difference"]["method"])
+                              for series, result in results.items()])
+        print(f"--fail-on-drop: {judged.verdict.status.upper()}: "
+              + "; ".join(judged.verdict.reasons), file=sys.stderr)
+        return int(judged.exit_code)
 
 
 def _sides(outcome: Any, label: str, spec: str) -> list[tuple[str, Any]]:

@@ -30,7 +30,8 @@ class CompareCommand:
         parser.epilog = (
             SELECTOR_HELP + "\n\nThe difference is B - A, under the accept-length definition "
             "both sides give\n(server_avg or per_request); with --fail-on-drop the exit code "
-            "is 1 when B is\nsignificantly below A (one-sided, at --alpha)."
+            "is 1 when B is\nsignificantly below A (one-sided, at --alpha), 3 when no drop "
+            "test can be made\n(figures only, too few questions)."
         )
         parser.add_argument("a", help="side A (see below)")
         parser.add_argument("b", help="side B (see below)")
@@ -48,14 +49,16 @@ class CompareCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         import json
-        import math
         import sys
 
         from harness.analysis.compare import compare, render, resolve_side
-        from harness.errors import BadInput
+        from harness.errors import BadInput, ExitCode
+        from harness.run.judge import DropEvidence, decide_drop
 
         if not 0.0 < args.level < 1.0:
             raise BadInput(f"--level must be in (0, 1), got {args.level}")
+        if not 0.0 < args.alpha < 1.0:
+            raise BadInput(f"--alpha must be in (0, 1), got {args.alpha}")
         from harness.commands import run_by_id
 
         sides = []
@@ -82,7 +85,10 @@ class CompareCommand:
             render(result)
             for name, found in findings.items():
                 print(f"{name.upper()}'s record: {finding_line(found)}")
-        p_drop = result["difference"]["p_drop"]
-        if args.fail_on_drop and not math.isnan(p_drop) and p_drop < args.alpha:
-            return 1
-        return 0
+        if not args.fail_on_drop:
+            return int(ExitCode.PASS)
+        judged = decide_drop([DropEvidence("B - A", result["difference"]["p_drop"], args.alpha,
+                                           result["difference"]["method"])])
+        print(f"--fail-on-drop: {judged.verdict.status.upper()}: "
+              + "; ".join(judged.verdict.reasons), file=sys.stderr)
+        return int(judged.exit_code)

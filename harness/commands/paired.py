@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from harness.commands import add_results_option
+
+if TYPE_CHECKING:
+    from harness.results.record import VerdictStatus
 
 
 class PairedCommand:
@@ -31,6 +35,7 @@ class PairedCommand:
 
         from harness.analysis.paired_report import latest_paired, markdown, rows
         from harness.errors import BadInput
+        from harness.run.judge import report_exit
 
         since = None
         if args.since:
@@ -44,10 +49,14 @@ class PairedCommand:
             print(json.dumps(table, indent=2, default=str))
         else:
             print(markdown(table))
-        if any(r["status"] == "fail" for r in table):
-            return 1  # as `trend`: a failure first, then errors
-        if any(r["status"] == "error" for r in table):
-            return 3  # an errored latest run is never hidden behind an older pass
-        if any(r["status"] in ("no paired run", "not paired") for r in table) and args.suites:
-            return 3
-        return 0
+        return report_exit(_status(row["status"], named=bool(args.suites)) for row in table)
+
+
+def _status(shown: str, named: bool) -> VerdictStatus:
+    """A row's status as the report's exit policy counts it: a series named on the command
+    line without a paired run is an error; one found by listing the results is left out."""
+    if shown in ("pass", "fail", "error", "skipped"):
+        return shown  # type: ignore[return-value]
+    if shown in ("no paired run", "not paired"):
+        return "error" if named else "pass"
+    return "error"  # a status no reader knows is never a pass

@@ -149,7 +149,7 @@ def power_report(
         "baselines": baselines,
         "paired_gate": paired_power(loaded, results, n, sd_given=paired_sd,
                                     latest_runs=latest_runs),
-        "sequential_floors": sequential_floors(suite, n, alpha, beta),
+        "sequential_floors": sequential_floors(suite, alpha, beta),
     }  # fmt: skip
 
 
@@ -227,19 +227,15 @@ def paired_power(loaded: LoadedSuite, results: Path, n: int, sd_given: float | N
                 reference, tolerance, sd, n, gate.alpha, gate.inconclusive)}
 
 
-def sequential_floors(suite: Any, n: int, alpha: float, beta: float) -> dict[str, Any]:
+def sequential_floors(suite: Any, alpha: float, beta: float) -> dict[str, Any]:
     """What `--sequential` settles and the error rates it guarantees, per floor and for
     the verdict (harness.run.sequential): each floor's early fail <= alpha when the floor
     is met and its early pass <= beta when it is not; the run's early fail of a build that
     meets all F floors <= F alpha (any floor may fail it), its early pass of a build that
     misses one <= beta (a pass needs every floor to pass early)."""
-    from dataclasses import replace
+    from harness.metrics.floor_checks import floor_checks
 
-    from harness.run.sequential import stop_rule
-
-    rule = stop_rule(suite, n)
-    rule = replace(rule, rule=replace(rule.rule, alpha=alpha, beta=beta))
-    names = rule.tested_floors()
+    names = [check.key for check in floor_checks(suite.floors)]
     return {
         "floors": [{"floor": name, "p_early_fail_if_met": alpha,
                     "p_early_pass_if_missed": beta} for name in names],

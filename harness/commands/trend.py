@@ -6,7 +6,11 @@ import argparse
 from typing import TYPE_CHECKING
 
 from harness.commands import add_results_option
-from harness.errors import BadInput, ExitCode
+from harness.errors import BadInput
+
+if TYPE_CHECKING:
+    from harness.analysis.trend_report import SuiteSummary
+    from harness.results.record import VerdictStatus
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -81,6 +85,7 @@ class TrendCommand:
         from harness.analysis.trend import TrendParams, analyse_all
         from harness.analysis.trend_report import markdown_table, summarize
         from harness.results.store import PLOTS_DIR, load_runs
+        from harness.run.judge import report_exit
 
         root = args.results
         if not root.is_dir():
@@ -108,12 +113,18 @@ class TrendCommand:
             print(markdown_table(summaries))
         else:
             _print_table(summaries)
-        if any(item.verdict == "fail" or item.trend.alarm for item in summaries):
-            return ExitCode.BELOW_FLOOR
-        # a suite named (e.g. planned tonight) without any run is as bad as one that errored
-        if any(item.verdict in ("error", None) for item in summaries):
-            return ExitCode.ENGINE_ERROR
-        return ExitCode.PASS
+        return report_exit(_status(item) for item in summaries)
+
+
+def _status(item: SuiteSummary) -> VerdictStatus:
+    """A suite's latest verdict as the report's exit policy counts it: an open drop in its
+    history fails it; a suite named (e.g. planned tonight) without any run, or with a
+    verdict no reader knows, is as bad as one that errored."""
+    if item.trend.alarm:
+        return "fail"
+    if item.verdict in ("pass", "fail", "error", "skipped"):
+        return item.verdict  # type: ignore[return-value]
+    return "error"
 
 
 def _with_entries(names: list[str], runs: object) -> list[str]:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from harness.metrics.floor_checks import meets
 from harness.metrics.stats import Decision, accept_length, request_arrays, t_quantile
 
 if TYPE_CHECKING:
@@ -92,9 +93,7 @@ class SequentialRule:
         return t_quantile(1 - self.alpha / early, n - 1), t_quantile(1 - self.beta / early, n - 1)
 
     def fixed_verdict(self, tokens: Sequence[float], steps: Sequence[float]) -> Decision:
-        estimate = accept_length(tokens, steps)
-        above = estimate > self.floor if self.strict else estimate >= self.floor
-        return "pass" if above else "fail"
+        return "pass" if meets(accept_length(tokens, steps), self.floor, self.strict) else "fail"
 
     def decide(self, tokens: Sequence[float], steps: Sequence[float]) -> Decision | None:
         n = len(tokens)
@@ -140,6 +139,6 @@ class SequentialRule:
             verdict[now] = np.where(z[now] < 0, -1, 1)
             used[now] = look
         mean = excess.mean(axis=1)
-        final_pass = mean > 0 if self.strict else mean >= 0
+        final_pass = meets(mean, 0.0, self.strict)  # elementwise: the fixed gate per run
         verdict[verdict == 0] = np.where(final_pass, 1, -1)[verdict == 0]
         return float(np.mean(verdict < 0)), float(used.mean())

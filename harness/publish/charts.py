@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING, Any
 from harness.analysis.plot_style import (
     BASELINE_COLOURS,
     FLOOR_COLOUR,
+    category_floor_checks,
     error_bar,
     error_bars,
     new_figure,
+    position_floor_checks,
     shown,
 )
 
@@ -101,8 +103,9 @@ def history_svg(series: SeriesView, pages: dict[str, str], prefix: str = "../") 
         if len(runs) <= BAND_ABOVE and not linked.all():  # one shared marker each: small
             axes.plot(times[~linked], values[~linked], ls="none", marker="o", ms=2.5,
                       color=colour, zorder=4)  # fmt: skip
-        if linked.any():  # each its own link to its run page
-            dots = axes.scatter(times[linked], values[linked], s=18, color=colour, zorder=4)
+        if linked.any():  # each its own link to its run page, above a failed run's x (whose
+            # arms still show around it), so that the click reaches the link
+            dots = axes.scatter(times[linked], values[linked], s=18, color=colour, zorder=6)
             dots.set_urls([prefix + pages[path] for path in runs["path"][linked]])
         _mark_steps(axes, line)
     for i, baseline in enumerate(series.baselines):
@@ -197,15 +200,14 @@ def _panel(rows: list[tuple[str, str, list[tuple[str, float, Any, float | None]]
 
 def categories_svg(series: SeriesView) -> str | None:
     """Each line's latest run by category (CI over the category's prompts, its floor)."""
-    from harness.analysis.plot_categories import category_floors
-
     rows = []
     for index, line in enumerate(series.lines):
         record = series.latest_record(line)
         if record is None or record.measurement is None or not record.measurement.categories:
             continue
-        floors = category_floors(record)
-        items = [(name, result.accept_length, result.accept_length_ci, floors.get(name))
+        floors = category_floor_checks(record)
+        items = [(name, result.accept_length, result.accept_length_ci,
+                  floors[name].floor if name in floors else None)
                  for name, result in record.measurement.categories.items()
                  if result.accept_length is not None]  # fmt: skip
         rows.append((line.name, line_colour(line.name, index), items))
@@ -223,10 +225,10 @@ def positions_svg(series: SeriesView) -> str | None:
         if not rates:
             continue
         cis = measurement.per_position_ci or []
-        floors = (record.suite.document.get("floors") or {}).get("positions") or []
+        floors = position_floor_checks(record)
         items = [(str(k), rate, cis[k - 1] if k <= len(cis) else None,
-                  floors[k - 1] if k <= len(floors) and isinstance(floors[k - 1], int | float)
-                  else None) for k, rate in enumerate(rates, start=1)]  # fmt: skip
+                  floors[k].floor if k in floors else None)
+                 for k, rate in enumerate(rates, start=1)]  # fmt: skip
         rows.append((line.name, line_colour(line.name, index), items))
     return _panel(rows, "P(draft position k accepted)",
                   "latest run of each line by draft position k: 95% CI, dashed: floor",

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from harness.analysis.plot_style import category_floor_checks, position_floor_checks
 from harness.analysis.trend import TrendParams
 from harness.errors import BadInput
 from harness.publish.model import SeriesView, Site, gather, line_of
@@ -213,18 +214,17 @@ def _files(run_dir: Path, page: Path, files_url: str | None, results: Path) -> l
 def _run_context(site: Site, series: SeriesView, record: RunRecord, path: str, page: Path,
                  files_url: str | None) -> dict[str, Any]:  # fmt: skip
     from harness.analysis.paired_report import finding_line
-    from harness.analysis.plot_categories import category_floors
     from harness.suite.secrets import redact_argv
 
     m = record.measurement
-    floors = category_floors(record)
-    categories = [(name, result, floors.get(name))
+    floors = category_floor_checks(record)
+    categories = [(name, result, floors[name].floor if name in floors else None)
                   for name, result in ((m.categories or {}).items() if m else [])]
-    position_floors = (record.suite.document.get("floors") or {}).get("positions") or []
+    position_floors = position_floor_checks(record)
     rates = (m.per_position_acceptance or []) if m else []
     cis = (m.per_position_ci or []) if m else []
     positions = [(k, rate, cis[k - 1] if k <= len(cis) else None,
-                  position_floors[k - 1] if k <= len(position_floors) else None)
+                  position_floors[k].floor if k in position_floors else None)
                  for k, rate in enumerate(rates, start=1)]  # fmt: skip
     paired_line = None
     if isinstance(record.paired, dict):

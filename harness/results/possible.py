@@ -274,7 +274,7 @@ def check_paired(paired: Any, top: float) -> None:
 
 def check_request_row(row: Mapping[str, Any], block: int | None) -> str | None:
     """Why a request row's counts are impossible for a block of `block` tokens, or None
-    (types are `store.request_problem`'s)."""
+    (types are `readers.request_problem`'s)."""
     tokens, steps = row["completion_tokens"], row["verify_steps"]
     block = block or MAX_BLOCK
     correct = row.get("correct_drafts")

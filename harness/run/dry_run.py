@@ -13,6 +13,7 @@ from typing import Any
 from harness import build as builds
 from harness.engines.registry import adapter_for
 from harness.errors import BadInput
+from harness.metrics.floor_checks import FloorCheck, floor_checks
 from harness.run.plan import (
     ChosenBuild,
     models,
@@ -151,9 +152,6 @@ def _describe_entry(loaded: LoadedSuite, load_data: bool) -> list[str]:
 
     suite, workload = loaded.suite, loaded.suite.workload
     floors = suite.floors
-    def relation(strict: bool) -> str:
-        return ">" if strict else ">="
-
     adapter = adapter_for(suite.engine.kind)
     chat = workload.protocol == "chat"
     route = adapter.chat_path if chat else adapter.generate_path
@@ -181,24 +179,31 @@ def _describe_entry(loaded: LoadedSuite, load_data: bool) -> list[str]:
         requests = sum(len(p.turns) for p in plan.prompts)
         lines.append(f"data       {plan.source} (rows sha256 {plan.sha256}); "
                      f"{len(plan.prompts)} prompts, {requests} requests")
-    lines += [
-        f"metric     {floors.metric}: {METRIC_DEFINITIONS[floors.metric]}",
-        f"floors     accept length ({floors.metric}) {relation(floors.strict)} "
-        f"{floors.accept_length:g}"
-        + (f", accuracy {relation(floors.accuracy_strict)} {floors.accuracy:g}"
-           if floors.accuracy is not None else ""),
-    ]
-    lines += [f"           category {name}: "
-              + ", ".join(f"{what} {relation(floor.strict)} {value:g}" for what, value in
-                          (("accept length", floor.accept_length), ("accuracy", floor.accuracy))
-                          if value is not None)
-              for name, floor in floors.categories.items()]
-    if floors.positions:
-        lines.append("           P(position k accepted): " + ", ".join(
-            f"k={k} {relation(floors.positions_strict)} {value:g}"
-            for k, value in enumerate(floors.positions, start=1)))
+    lines += [f"metric     {floors.metric}: {METRIC_DEFINITIONS[floors.metric]}",
+              *floor_lines(floor_checks(floors))]
     lines += [baseline_line(b, floors.metric) for b in suite.baselines]
     return lines
+
+
+def floor_lines(checks: list[FloorCheck]) -> list[str]:
+    """The floors in the plan: the run's own on one line, then one per category, then the
+    draft positions, each with its strictness (as the judge compares)."""
+    def part(check: FloorCheck, what: str) -> str:
+        return f"{what} {check.relation} {check.floor:g}"
+
+    overall = ", ".join(part(c, f"accept length ({c.definition})" if c.kind == "accept_length"
+                                else "accuracy") for c in checks if c.overall)
+    categories: dict[str, list[str]] = {}
+    for check in checks:
+        if check.category is not None:
+            what = "accuracy" if check.kind == "category_accuracy" else "accept length"
+            categories.setdefault(check.category, []).append(part(check, what))
+    positions = [part(c, f"k={c.position}") for c in checks if c.kind == "position"]
+    return [f"floors     {overall}",
+            *[f"           category {name}: {', '.join(parts)}"
+              for name, parts in categories.items()],
+            *([f"           P(position k accepted): {', '.join(positions)}"] if positions
+              else [])]
 
 
 

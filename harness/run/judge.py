@@ -4,9 +4,12 @@ stopped the run, the draft-attention contract, and the paired gate's finding aga
 reference build) into the verdict, its reasons and the exit code. Every path that
 judges (`run` fixed or sequential, `--against`, nightly lines, and through the runner
 `ab`, `bisect` and the pytest plugin) calls it; reports (`paired`, `trend`) read the
-verdict it recorded.
+verdict it recorded and take their exit code from `report_exit` (a failure first, then
+errors, else pass); `compare --fail-on-drop` and `ab --fail-on-drop` from `decide_drop`.
 
-Floors (`judge`):
+Floors (`judge`): the floors are data, `harness.metrics.floor_checks.floor_checks(floors)`,
+one typed check per floor (its figure, its floor, its strictness, its definition); the
+sequential rule settles the same list, so the two cannot disagree on which floors exist.
 
 Every floor is checked and a failed floor of any kind stands: the accept-length check is
 the point estimate against the floor, or, when a run stopped sequentially, the
@@ -27,11 +30,13 @@ the reasons name it. A partial run (it ended before its plan) is never a pass.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import ExitCode
+from harness.metrics.floor_checks import ACCEPT_LENGTH, Figure, FloorCheck, Missing, floor_checks
 from harness.metrics.measure import DISAGREEMENT_TOLERANCE
 from harness.results.record import Measurement, Verdict, VerdictStatus
 from harness.suite.model import Floors
@@ -42,10 +47,6 @@ EXIT_CODES: dict[VerdictStatus, ExitCode] = {
     "error": ExitCode.ENGINE_ERROR,
     "skipped": ExitCode.SKIPPED,
 }
-
-
-def _meets(value: float, floor: float, strict: bool) -> bool:
-    return value > floor if strict else value >= floor
 
 
 @dataclass
@@ -132,6 +133,65 @@ def decide(evidence: Evidence) -> Judgement:
                      floors.status, paired)
 
 
+@dataclass(frozen=True)
+class DropEvidence:
+    """One drop test of B against A (`harness compare`, `harness ab`, one per compared
+    series): the one-sided p-value of B below A, NaN when no test could be made."""
+
+    name: str
+    p_drop: float
+    alpha: float
+    method: str = ""  # how the difference was taken (paired by question, ...)
+
+
+@dataclass(frozen=True)
+class DropJudgement:
+    verdict: Verdict
+    exit_code: ExitCode
+
+
+def decide_drop(tests: Sequence[DropEvidence]) -> DropJudgement:
+    """`--fail-on-drop`: "fail" when a B is significantly below its A (p_drop < alpha),
+    else "error" when a test could not be made (no per-request data, too few questions:
+    a missing test is never a pass), else "pass"; a failure first, as in `report_exit`."""
+    statuses: list[VerdictStatus] = []
+    reasons: list[str] = []
+    for test in tests:
+        how = f" ({test.method})" if test.method else ""
+        if not math.isfinite(test.p_drop):
+            statuses.append("error")
+            reasons.append(f"{test.name}: no drop test could be made{how}; a missing test "
+                           "is never a pass")
+        elif test.p_drop < test.alpha:
+            statuses.append("fail")
+            reasons.append(f"{test.name}: B is significantly below A: one-sided p "
+                           f"{test.p_drop:.4g} < alpha {test.alpha:g}{how}")
+        else:
+            statuses.append("pass")
+            reasons.append(f"{test.name}: no significant drop: one-sided p {test.p_drop:.4g} "
+                           f">= alpha {test.alpha:g}{how}")
+    if not tests:
+        statuses.append("error")
+        reasons.append("no drop test: nothing was compared")
+    status = report_status(statuses)
+    return DropJudgement(Verdict(status=status, reasons=reasons), EXIT_CODES[status])
+
+
+def report_status(statuses: Iterable[VerdictStatus]) -> VerdictStatus:
+    """The status of a report over several verdicts (`harness paired` and `harness trend`
+    over each series' latest run, `--fail-on-drop` over each compared series): a failure
+    first (it names what to fix), then an error (a latest run that errored or is missing
+    is never hidden behind a pass), else pass (a skipped latest run included: the host
+    did not fit, which only `run` itself reports with exit 4)."""
+    found = set(statuses)
+    return "fail" if "fail" in found else "error" if "error" in found else "pass"
+
+
+def report_exit(statuses: Iterable[VerdictStatus]) -> ExitCode:
+    """The exit code of `report_status`."""
+    return EXIT_CODES[report_status(statuses)]
+
+
 def judge(measurement: Measurement | None, floors: Floors,
           sequential: str | None = None,
           settled: Mapping[str, str | None] | None = None) -> Verdict:
@@ -139,13 +199,14 @@ def judge(measurement: Measurement | None, floors: Floors,
     stopped the run (see `Evidence`); `sequential`: the accept-length decision alone
     (the same as settled={"accept length": sequential})."""
     if sequential is not None and settled is None:
-        settled = {"accept length": sequential}
+        settled = {ACCEPT_LENGTH: sequential}
     return _floors(measurement, floors, dict(settled) if settled is not None else None)[0]
 
 
 def _floors(measurement: Measurement | None, floors: Floors,
             settled: dict[str, str | None] | None) -> tuple[Verdict, bool]:
-    """(the floors' verdict, whether it is "fail" only because floors were left open)."""
+    """(the floors' verdict, whether it is "fail" only because floors were left open).
+    Every floor is a check of `floor_checks(floors)`, judged in that list's order."""
     if measurement is None:
         return Verdict(status="error", reasons=["no measurement: accept length is missing"]), False
     if measurement.partial:
@@ -156,45 +217,24 @@ def _floors(measurement: Measurement | None, floors: Floors,
         return Verdict(status="error", reasons=[
             f"measured in metric {measurement.metric!r} but the floors use "
             f"{floors.metric!r}: definitions are never mixed"]), False
-    if floors.accuracy is not None and measurement.accuracy is None:
-        return Verdict(status="error",
-                       reasons=["accuracy floor set but no accuracy measured"]), False
-    relation = _relation(floors.strict)
-    ci = measurement.accept_length_ci
-    shown = (f"accept length ({floors.metric}) {measurement.accept_length:.4f}"
-             + (f" (95% CI {ci[0]:.3f}-{ci[1]:.3f})" if ci else ""))
-    reasons: list[str] = []
-    failed = False
+    readings = [(check, check.reading(measurement)) for check in floor_checks(floors)]
+    # a floor on the whole run without its figure: nothing else is worth saying
+    unmeasured = [found.reason for check, found in readings
+                  if check.overall and isinstance(found, Missing)]
+    if unmeasured:
+        return Verdict(status="error", reasons=unmeasured), False
     after = f"after {measurement.n_requests} of {measurement.n_planned} requests"
-    if settled is not None and "accept length" in settled:
-        decision = settled["accept length"]
-        failed = decision == "fail"
-        reasons.append(f"{shown}: {_settled_words(decision)} the floor "
-                       f"{floors.accept_length:g} {after}")
-    elif _meets(measurement.accept_length, floors.accept_length, floors.strict):
-        reasons.append(f"{shown} {relation} floor {floors.accept_length:g}")
-    else:
-        failed = True
-        reasons.append(f"{shown} is below the floor: needs {relation} {floors.accept_length:g}")
-    if floors.accuracy is not None and measurement.accuracy is not None:
-        shown_accuracy = f"accuracy {measurement.accuracy:.3f}"
-        accuracy_relation = _relation(floors.accuracy_strict)
-        if settled is not None and "accuracy" in settled:
-            failed = failed or settled["accuracy"] == "fail"
-            reasons.append(f"{shown_accuracy}: {_settled_words(settled['accuracy'])} the "
-                           f"floor {floors.accuracy:g} {after}")
-        elif _meets(measurement.accuracy, floors.accuracy, floors.accuracy_strict):
-            reasons.append(f"{shown_accuracy} {accuracy_relation} floor {floors.accuracy:g}")
-        else:
-            failed = True
-            reasons.append(f"{shown_accuracy} is below the floor: needs "
-                           f"{accuracy_relation} {floors.accuracy:g}")
+    reasons: list[str] = []
     missing: list[str] = []
-    for judged in (_category_floors(measurement, floors, missing, settled),
-                   _position_floors(measurement, floors, missing, settled)):
-        for ok, reason in judged:
-            failed = failed or not ok
-            reasons.append(reason)
+    failed = False
+    for check, found in readings:
+        if isinstance(found, Missing):
+            if found.reason not in missing:  # one line per category or for all positions
+                missing.append(found.reason)
+            continue
+        ok, reason = _judged(check, found, settled, after)
+        failed = failed or not ok
+        reasons.append(reason)
     if missing:
         return Verdict(status="error", reasons=[*missing, *reasons]), False
     still_open = open_floors(settled)
@@ -207,13 +247,24 @@ def _floors(measurement: Measurement | None, floors: Floors,
     return Verdict(status="fail" if failed else "pass", reasons=reasons), only_open
 
 
+def _judged(check: FloorCheck, found: Figure, settled: Mapping[str, str | None] | None,
+            after: str) -> tuple[bool, str]:
+    """A floor's (ok, reason): the sequential rule's decision when it settled this floor
+    at the stop (a floor left open is not failed here: `open_floors` says it), else its
+    figure against the floor (`check.met`)."""
+    the = "the" if check.overall else "its"
+    if settled is not None and check.key in settled:
+        decision = settled[check.key]
+        return decision != "fail", (f"{found.shown}: {_settled_words(decision)} {the} floor "
+                                    f"{check.floor:g} {after}")
+    if check.met(found.value):
+        return True, f"{found.shown} {check.relation} floor {check.floor:g}"
+    return False, f"{found.shown} is below {the} floor: needs {check.relation} {check.floor:g}"
+
+
 def open_floors(settled: Mapping[str, str | None] | None) -> list[str]:
     """The floors a sequential rule left open at its stop."""
     return [name for name, decision in (settled or {}).items() if decision is None]
-
-
-def _relation(strict: bool) -> str:
-    return ">" if strict else ">="
 
 
 def _settled_words(decision: str | None) -> str:
@@ -221,86 +272,6 @@ def _settled_words(decision: str | None) -> str:
             "fail": "the sequential rule settles below"}.get(
         str(decision), "still open (not judged on this prefix: the run stopped on another "
                        "floor's or the gate's failure) against")
-
-
-def _by_rule(settled: Mapping[str, str | None] | None, name: str, ok: bool, shown: str,
-             line: str) -> tuple[bool, str]:
-    """A floor's (ok, reason): the sequential rule's decision when it settled this floor
-    at the stop, else the point estimate's (`line`)."""
-    if settled is None or name not in settled:
-        return ok, line
-    decision = settled[name]
-    return decision != "fail", f"{shown}: {_settled_words(decision)} its floor"
-
-
-def _category_floors(measurement: Measurement, floors: Floors, missing: list[str],
-                     settled: Mapping[str, str | None] | None = None
-                     ) -> list[tuple[bool, str]]:
-    judged = []
-    results = measurement.categories or {}
-    for name, floor in floors.categories.items():
-        relation = _relation(floor.strict)
-        result = results.get(name)
-        if result is None:
-            missing.append(f"category {name!r} has a floor but no measured request "
-                           f"(measured: {', '.join(results) or 'no categories'})")
-            continue
-        if floor.accept_length is not None:
-            if result.accept_length is None:
-                missing.append(f"category {name!r}: no accept length (no verify step)")
-            else:
-                ci = result.accept_length_ci
-                shown = (f"category {name} accept length {result.accept_length:.4f}"
-                         + (f" (95% CI {ci[0]:.3f}-{ci[1]:.3f})" if ci else "")
-                         + f", {result.n_prompts} prompts")
-                ok = _meets(result.accept_length, floor.accept_length, floor.strict)
-                judged.append(_by_rule(
-                    settled, f"category {name} accept length", ok, shown,
-                    f"{shown} {relation} floor {floor.accept_length:g}" if ok
-                    else f"{shown} is below its floor: needs {relation} "
-                         f"{floor.accept_length:g}"))
-        if floor.accuracy is not None:
-            if result.accuracy is None:
-                missing.append(f"category {name!r} has an accuracy floor but is not graded")
-            else:
-                ok = _meets(result.accuracy, floor.accuracy, floor.strict)
-                judged.append(_by_rule(
-                    settled, f"category {name} accuracy", ok,
-                    f"category {name} accuracy {result.accuracy:.3f}",
-                    f"category {name} accuracy {result.accuracy:.3f} "
-                    + (f"{relation} floor {floor.accuracy:g}" if ok else
-                       f"is below its floor: needs {relation} {floor.accuracy:g}")))
-    return judged
-
-
-def _position_floors(measurement: Measurement, floors: Floors, missing: list[str],
-                     settled: Mapping[str, str | None] | None = None
-                     ) -> list[tuple[bool, str]]:
-    if not floors.positions:
-        return []
-    if not sum(measurement.accept_histogram or []):
-        missing.append(f"{len(floors.positions)} position floors but no request carries an "
-                       "accepted-draft histogram (spec_correct_drafts_histogram)")
-        return []
-    relation = _relation(floors.positions_strict)
-    rates = measurement.per_position_acceptance or []
-    cis = measurement.per_position_ci or []
-    judged = []
-    for k, floor in enumerate(floors.positions, start=1):
-        if k > len(rates):
-            # no verify step accepted k drafts: SGLang's histogram stops before position k
-            rate, ci = 0.0, f" (no verify step reached position {k})"
-        else:
-            rate = rates[k - 1]
-            ci = (f" (95% CI {cis[k - 1][0]:.3f}-{cis[k - 1][1]:.3f})" if k <= len(cis)
-                  else "")
-        ok = _meets(rate, floor, floors.positions_strict)
-        judged.append(_by_rule(settled, f"position {k}", ok,
-                               f"P(position {k} accepted) {rate:.3f}{ci}",
-                               f"P(position {k} accepted) {rate:.3f}{ci} "
-                               + (f"{relation} floor {floor:g}" if ok
-                                  else f"is below its floor: needs {relation} {floor:g}")))
-    return judged
 
 
 def _cross_check_notes(measurement: Measurement) -> list[str]:
@@ -324,15 +295,12 @@ def judge_entry(suite: Any, options: Any, measurement: Measurement | None,
     floors (each as the sequential rule settled it, when the run's own rule stopped
     it; left open when a caller's rule stopped it early), the contract, and the paired
     gate's finding on the same rows, and the attention the draft's kernels received."""
-    from harness.run.sequential import FloorsRule
-
     own_rule = options.sequential and options.stop_rule is None
     settled = dict(getattr(stop_rule, "decisions", None) or {}) if own_rule else None
     if options.stop_rule is not None and measurement is not None \
             and measurement.stopped_early:
         # a caller's rule (bisect) chose the prefix: no floor is judged on it, none passes
-        floors = FloorsRule(None, suite.floors.metric, suite.floors)
-        settled = dict.fromkeys(floors.tested_floors())
+        settled = dict.fromkeys(check.key for check in floor_checks(suite.floors))
     evidence = Evidence(measurement, suite.floors, settled, list(contract),
                         options.enforce_contract, runtime_attention=list(runtime_attention))
     if options.pairing is not None and judge(measurement, suite.floors,

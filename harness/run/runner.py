@@ -101,6 +101,7 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
                           plan=dry_run.describe(loaded, options, fit, chosen, entries))
     models = planning.models(suite, options)  # bad input ends here, before a run folder
     planning.check_models(models)
+    planning.check_context(entries, models)
     # each entry's data too, before any build or launch: missing data costs seconds
     from harness.workloads import prepare
 

@@ -6,7 +6,9 @@ order (`stratified_order`), so every prefix the rule looks at holds each categor
 proportion (Spec-Bench's file order put MT-Bench's 80 questions first: a wave of 50 saw
 nothing else). A single-category workload (GSM8K) keeps its order.
 
-Rule (`FloorsRule`): at an early look each floor is tested on its own, at the accept-length
+Rule (`FloorsRule`): at an early look each floor of `metrics.floor_checks.floor_checks` (the
+list the judge checks, so the keys of `decisions` are the judge's) is tested on its own, on
+its sample (`FloorCheck.sample`) by its statistic (`FloorCheck.statistic`), at the accept-length
 rule's thresholds (K early looks, Bonferroni: `stopping.SequentialRule.critical_values`):
 - accept length, overall and per floored category: the skew-corrected t of
   tokens_i - floor * steps_i over questions (`stopping.SequentialRule`);
@@ -38,7 +40,13 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from harness.metrics.floor_checks import ACCEPT_LENGTH, FloorCheck, GradedSample, floor_checks
+
+if TYPE_CHECKING:
+    from harness.metrics.stopping import SequentialRule
+    from harness.suite.entries import Floors
 
 MIN_GROUP = 20  # questions a floor needs at a look before it may settle (the t approximation)
 
@@ -70,9 +78,9 @@ def stratified_order(prompts: Sequence[Any], seed: int) -> list[Any]:
 class FloorsRule:
     """The runner's stop rule for `--sequential`: every floor the verdict uses."""
 
-    rule: Any  # stopping.SequentialRule of the accept-length floor
+    rule: SequentialRule  # of the accept-length floor: its looks and thresholds
     metric: str
-    floors: Any  # suite.model.Floors
+    floors: Floors
     decisions: dict[str, str | None] = field(default_factory=dict)  # floor -> at the stop
     paired: Any = None  # the paired gate's stop rule (`--against`), settled with the floors
     gate_decision: str | None = None  # its decision at the stop (not_worse/worse/...)
@@ -80,19 +88,13 @@ class FloorsRule:
     def looks(self, max_n: int) -> list[int]:
         return list(self.rule.looks(max_n))
 
+    def checks(self) -> list[FloorCheck]:
+        """The floors the rule settles: the judge's list (`floor_checks`)."""
+        return floor_checks(self.floors)
+
     def tested_floors(self) -> list[str]:
-        """The floors the rule settles, by name (as `decisions` keys them)."""
-        floors = self.floors
-        names = ["accept length"]
-        if floors.accuracy is not None:
-            names.append("accuracy")
-        for name, floor in floors.categories.items():
-            if floor.accept_length is not None:
-                names.append(f"category {name} accept length")
-            if floor.accuracy is not None:
-                names.append(f"category {name} accuracy")
-        names += [f"position {k}" for k in range(1, len(floors.positions) + 1)]
-        return names
+        """The floors the rule settles, by key (as `decisions` keys them)."""
+        return [check.key for check in self.checks()]
 
     def decide_rows(self, rows: Sequence[Any]) -> str | None:
         floors = self._floors_decision(rows)
@@ -117,53 +119,41 @@ class FloorsRule:
         _, tokens, steps = question_pairs(rows, self.metric)
         n = len(tokens)
         if n >= self.rule.max_n or n not in self.rule.looks():
-            self.decisions = {"accept length": self.rule.decide(tokens, steps)}
-            return self.decisions["accept length"]
-        self.decisions = self._early(rows, tokens, steps)
+            # the last look: the accept length's fixed verdict; every other floor is
+            # judged on its point estimate (the fixed protocol)
+            self.decisions = {ACCEPT_LENGTH: self.rule.decide(tokens, steps)}
+            return self.decisions[ACCEPT_LENGTH]
+        self.decisions = {check.key: early_decision(self.rule, check, rows)
+                          for check in self.checks()}
         found = list(self.decisions.values())
         if "fail" in found:
             return "fail"
         return "pass" if all(d == "pass" for d in found) else None
 
-    # ------------------------------------------------------------------ early looks
 
-    def _early(self, rows: Sequence[Any], tokens: list[int], steps: list[int]
-               ) -> dict[str, str | None]:
-        from harness.metrics import breakdown
-
-        floors, rule = self.floors, self.rule
-        out: dict[str, str | None] = {"accept length": rule.decide(tokens, steps)}
-        if floors.accuracy is not None:
-            out["accuracy"] = _accuracy(rule, rows, floors.accuracy)
-        groups = breakdown.by_category(rows)
-        for name, floor in floors.categories.items():
-            group = groups.get(name, [])
-            if floor.accept_length is not None:
-                _, t, s = breakdown.question_pairs(group, self.metric)
-                out[f"category {name} accept length"] = _ratio(rule, t, s, floor.accept_length)
-            if floor.accuracy is not None:
-                out[f"category {name} accuracy"] = _accuracy(rule, group, floor.accuracy)
-        if floors.positions:
-            _, tails, totals = breakdown.position_counts(rows)
-            for k, floor in enumerate(floors.positions, start=1):
-                tail = tails[k - 1] if k <= len(tails) else [0] * len(totals)
-                out[f"position {k}"] = _ratio(rule, tail, totals, floor)
-        return out
+def early_decision(rule: SequentialRule, check: FloorCheck, rows: Sequence[Any]
+                   ) -> str | None:
+    """A floor at an early look: its statistic on its sample (`check.sample`) at the
+    thresholds `rule.critical_values` gives for the sample's size; None (open) below
+    `MIN_GROUP` questions."""
+    sample = check.sample(rows)
+    if isinstance(sample, GradedSample):
+        return _score(rule, sample.correct, check.floor)
+    return _ratio(rule, sample.tokens, sample.steps, check.floor)
 
 
-def _accuracy(rule: Any, rows: Sequence[Any], floor: float) -> str | None:
-    """An accuracy floor at an early look: the score statistic over graded questions."""
-    graded = [row for row in rows if _get(row, "correct") is not None]
-    n = len(graded)
+def _score(rule: SequentialRule, correct: Sequence[bool], floor: float) -> str | None:
+    """An accuracy floor at an early look: the score statistic over graded requests."""
+    n = len(correct)
     if n < MIN_GROUP or not 0.0 < floor < 1.0:
         return None
     fail_at, pass_at = rule.critical_values(n)
-    share = sum(1 for row in graded if _get(row, "correct")) / n
+    share = sum(1 for mark in correct if mark) / n
     z = (share - floor) / math.sqrt(floor * (1.0 - floor) / n)
     return "fail" if z < -fail_at else "pass" if z > pass_at else None
 
 
-def _ratio(rule: Any, tokens: Sequence[int], steps: Sequence[int], floor: float
+def _ratio(rule: SequentialRule, tokens: Sequence[int], steps: Sequence[int], floor: float
            ) -> str | None:
     """A ratio floor at an early look: the skew-corrected t of tokens_i - floor steps_i
     over the group's questions, at the thresholds for its own size."""
@@ -177,10 +167,6 @@ def _ratio(rule: Any, tokens: Sequence[int], steps: Sequence[int], floor: float
     excess = np.asarray(tokens, dtype=float) - floor * np.asarray(steps, dtype=float)
     z = float(skew_corrected_z(excess))
     return "fail" if z < -fail_at else "pass" if z > pass_at else None
-
-
-def _get(row: Any, key: str) -> Any:
-    return row.get(key) if isinstance(row, dict) else getattr(row, key, None)
 
 
 def stop_rule(suite: Any, max_n: int) -> FloorsRule:

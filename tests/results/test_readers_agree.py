@@ -21,8 +21,8 @@ from harness.cli import main
 from harness.results.layout import REQUESTS_FILE, RUN_FILE
 from harness.results.readers import BadRecord, read_run
 from harness.results.store import load_runs
-from tests.analysis.records import make_history
-from tests.analysis.test_loader_fuzz import mutated_records
+from tests.results.records import make_history
+from tests.results.test_loader_fuzz import mutated_records
 
 SUITE = "tiny_dflash_cpu"
 KINDS = ("run", "histogram", "history")

@@ -14,7 +14,7 @@ from harness.results.layout import REQUESTS_FILE, RUN_FILE
 from harness.run import pairing
 from harness.run.runner import RunOptions
 from harness.suite.model import load_suite
-from tests.analysis.records import make_run
+from tests.results.records import make_run
 
 SUITE = "tiny_dflash_cpu"
 
