@@ -30,21 +30,21 @@ from harness.errors import BadInput
 from harness.results import possible as p
 from harness.results.checks import (
     BadFile,
-    block_size,
     check_sizes,
     read_regular,
+    step_of,
     strict_json,
 )
 from harness.results.layout import REQUESTS_FILE, RUN_FILE
 from harness.results.possible import check_record, check_request_row
-from harness.results.rows import Skip, flatten_record, validation_reason
+from harness.results.rows import METRICS, Skip, flatten_record, validation_reason
 from harness.results.skips import report
+from harness.speculation.bounds import StepBound
 
 if TYPE_CHECKING:
     from harness.results.record import RequestRow, RunRecord
 
 CALIBRATION_KIND = "calibration"  # harness.run.calibrate's record kind
-METRICS = ("server_avg", "per_request")
 MAX_RUNS = 10_000  # repeats in one calibration
 MAX_LINE_REPORTS = 20  # bad lines of one file reported one by one; the rest summed up
 MAX_REQUEST_LINES = 1_000_000  # a run plans at most 10^5 requests
@@ -137,10 +137,10 @@ def read_run(path: Path | str) -> RunRecord:
         raise BadRecord(file, str(why)) from None
 
 
-def block_of(record: RunRecord) -> int | None:
-    """The draft block (tokens per verify step at most) the record names, if any."""
-    return block_size({"suite": {"document": record.suite.document},
-                       "build": {"options": record.build.options}})
+def step_of_record(record: RunRecord) -> StepBound:
+    """The most one verify step of the record's settings makes (`checks.step_of`)."""
+    return step_of({"suite": {"document": record.suite.document},
+                    "build": {"engine": record.build.engine, "options": record.build.options}})
 
 
 # ---------------------------------------------------------------- request rows
@@ -173,7 +173,7 @@ def request_problem(row: Any) -> str | None:
     return None
 
 
-def _request(line: str, block: int | None) -> RequestRow:
+def _request(line: str, step: StepBound | None) -> RequestRow:
     """One requests.jsonl line as a checked row; BadFile naming the field."""
     from pydantic import ValidationError
 
@@ -186,7 +186,7 @@ def _request(line: str, block: int | None) -> RequestRow:
         if isinstance(error, BadFile):
             raise
         raise BadFile(f"not valid JSON: {error}") from None
-    problem = request_problem(row) or check_request_row(row, block)
+    problem = request_problem(row) or check_request_row(row, step)
     if problem:
         raise BadFile(problem)
     steps = row["verify_steps"]
@@ -201,12 +201,13 @@ def _request(line: str, block: int | None) -> RequestRow:
         raise BadFile(f"not a request row: {validation_reason(error)}") from None
 
 
-def iter_request_rows(file: Path, skipped: list[str], block: int | None = None,
+def iter_request_rows(file: Path, skipped: list[str], step: StepBound | None = None,
                       strict: bool = False) -> Iterator[RequestRow]:
-    """The usable rows of one requests.jsonl (impossible for a draft block of `block`
-    tokens, when known, included). Bad lines are reported (the first `MAX_LINE_REPORTS`
-    one by one, the rest in one line) and skipped; `strict`: the first bad line, or a
-    file that cannot be read, raises BadRecord naming the file and line."""
+    """The usable rows of one requests.jsonl (a row impossible for a verify step bounded
+    by `step`, the record's settings when known, is not one). Bad lines are reported (the
+    first `MAX_LINE_REPORTS` one by one, the rest in one line) and skipped; `strict`: the
+    first bad line, or a file that cannot be read, raises BadRecord naming the file and
+    line."""
     try:
         lines = read_regular(file)[0].decode("utf-8").splitlines()
         if len(lines) > MAX_REQUEST_LINES:
@@ -227,7 +228,7 @@ def iter_request_rows(file: Path, skipped: list[str], block: int | None = None,
         if not line.strip():
             continue
         try:
-            yield _request(line, block)
+            yield _request(line, step)
         except BadFile as error:
             if strict:
                 raise BadRecord(f"{file} line {number}", str(error)) from None
@@ -241,8 +242,8 @@ def iter_request_rows(file: Path, skipped: list[str], block: int | None = None,
 
 def read_requests(run_dir: Path | str, record: RunRecord | None = None,
                   strict: bool = False) -> list[RequestRow]:
-    """A run's usable request rows, checked against the draft block its record names
-    (`record`, else its run.json when readable, else the largest block). Bad lines are
+    """A run's usable request rows, checked against what a verify step of its record's
+    settings makes (`record`, else its run.json when readable, else any settings'). Bad lines are
     reported (once per command) and skipped; `strict`: BadRecord on the first, naming
     the file and line, and on a missing or unreadable file."""
     from harness.results.skips import reporting
@@ -252,9 +253,9 @@ def read_requests(run_dir: Path | str, record: RunRecord | None = None,
             record = read_run(run_dir)
         except BadRecord:
             record = None
-    block = block_of(record) if record is not None else None
+    step = step_of_record(record) if record is not None else None
     with reporting():
-        return list(iter_request_rows(Path(run_dir) / REQUESTS_FILE, [], block, strict))
+        return list(iter_request_rows(Path(run_dir) / REQUESTS_FILE, [], step, strict))
 
 
 # ---------------------------------------------------------------- calibration records
@@ -324,7 +325,7 @@ def check_calibration(data: Any) -> None:
     if not isinstance(series, dict):
         raise BadFile("series: expected an object")
     p.entries("series", series, p.MAX_CATEGORIES)
-    top = p.top_of(None)
+    top = p.top_of(p.UNKNOWN)  # a calibration names no settings: the loosest
     for name, s in series.items():
         where = f"series.{name}"
         if not isinstance(s, dict):

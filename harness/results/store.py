@@ -36,10 +36,10 @@ from harness.results.layout import (
 )
 from harness.results.readers import (
     BadRecord,
-    block_of,
     iter_request_rows,
     read_record,
     read_run,
+    step_of_record,
 )
 from harness.results.rows import (
     COUNTS,
@@ -285,7 +285,7 @@ def load_requests(sources: Path | str | Iterable[Path | str]) -> pd.DataFrame:
             except BadRecord as error:
                 report(skipped, error.path, f"{error.reason}: its requests are skipped")
                 continue
-            for row in iter_request_rows(file, skipped, block_of(record)):
+            for row in iter_request_rows(file, skipped, step_of_record(record)):
                 rows.append({**row.model_dump(exclude_unset=True), "suite": record.suite.name,
                              "run_id": record.run_id, "run_dir": str(run_dir)})
     frame = pd.DataFrame(rows)

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from harness.analysis import paired_report
 from harness.analysis.paired_report import Latest
 from harness.results import possible, store
+from harness.results.checks import MOST_ACCEPT_LENGTH
 from harness.results.index import INDEXED
 from harness.results.layout import INDEX_FILE, REQUESTS_FILE, RUN_FILE, SNAPSHOT_FILE
 from harness.results.readers import (
@@ -33,6 +34,7 @@ from harness.results.readers import (
     read_run,
 )
 from harness.results.record import RunRecord
+from harness.speculation.bounds import StepBound, step_bound
 from tests.results.records import make_run
 from tests.results.test_record_reader_fuzz import _paths, mutated, values
 
@@ -206,12 +208,20 @@ def test_every_reader_on_every_file_type(indexed: tuple[Path, Any], kind: str, p
         paired_report.latest_paired(root, [SUITE])
 
 
+STEPS = [None, step_bound("DFLASH", 1, None, None), step_bound("DFLASH", 8, None, None),
+         step_bound("EAGLE", 8, 3, None), step_bound("UNO", 4, None, None),
+         step_bound("UNO", None, 3, 2), step_bound("EAGLE", 4, 5, None, "vllm")]
+
+
 @FUZZ
 @given(tokens=st.integers(0, 2000), steps=st.integers(0, 300), correct=st.integers(0, 3000),
-       block=st.sampled_from([None, 1, 4, 8, 16]),
+       step=st.sampled_from(STEPS),
        stated=st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True)))
 def test_request_rows_kept_are_possible(tokens: int, steps: int, correct: int,
-                                        block: int | None, stated: float | None) -> None:
+                                        step: StepBound | None, stated: float | None) -> None:
+    """A row is kept exactly when a verify step of the settings (`step`; None: unknown,
+    the loosest) could make it: its correct drafts at most T - k a step, its tokens at
+    least one a step and at most T a step and the prefill token."""
     row = {"index": 0, "question_index": 0, "completion_tokens": tokens, "verify_steps": steps,
            "correct_drafts": correct, "spec_accept_length": stated, "latency_s": 0.5}
     with tempfile.TemporaryDirectory() as folder:
@@ -220,19 +230,15 @@ def test_request_rows_kept_are_possible(tokens: int, steps: int, correct: int,
             file.write_text(json.dumps(row, allow_nan=True) + "\n")
         except ValueError:
             return
-        kept = list(iter_request_rows(file, [], block))
-    possible_row = (correct <= steps * (block or possible.MAX_BLOCK)
-                    and steps <= tokens <= steps * ((block or possible.MAX_BLOCK) + 1) + 1
+        kept = list(iter_request_rows(file, [], step))
+    bound = step or possible.UNKNOWN
+    possible_row = (correct <= steps * bound.drafts
+                    and steps <= tokens <= steps * bound.tokens + 1
                     and (stated is None or math.isclose(stated, tokens / steps if steps else 0.0,
                                                         rel_tol=1e-6, abs_tol=1e-9)))
     assert bool(kept) == possible_row  # every possible row kept, as typed rows
     if kept:
         assert kept[0].spec_accept_length == (tokens / steps if steps else 0.0) or stated
-        size = block or possible.MAX_BLOCK
-        assert correct <= steps * size and steps <= tokens <= steps * (size + 1) + 1
-        if stated is not None:
-            assert math.isclose(stated, tokens / steps if steps else 0.0, rel_tol=1e-6,
-                                abs_tol=1e-9)
 
 
 @FUZZ
@@ -264,7 +270,7 @@ def test_a_forged_index_line_never_reaches_a_reader(indexed: tuple[Path, Any],
                                         and isinstance(forged, float) and math.isnan(forged))
             if not same:  # a forged value may pass only where it is possible
                 if column in ("accept_length", "ci_low", "ci_high"):
-                    assert 1 <= forged <= possible.MAX_BLOCK + 1
+                    assert 1 <= forged <= MOST_ACCEPT_LENGTH
                 elif column == "accuracy":
                     assert 0 <= forged <= 1
                 elif column == "verdict":

@@ -230,7 +230,8 @@ def test_request_rows_are_checked_against_the_block_and_their_counts(tmp_path: P
     assert [r.index for r in kept] == [4, 5]
     frame = store.load_requests(run_dir)
     reasons = " ".join(frame.attrs["skipped"])
-    for why in ("correct_drafts: 1000 is more than verify_steps 10 x block size 8",
+    for why in ("correct_drafts: 1000 is more than verify_steps 10 can accept (a DFLASH "
+                "verify step of block size 8 makes at most 8 tokens: at most 7 drafts a step)",
                 "completion_tokens: 5 is below verify_steps", "spec_accept_length",
                 "completion_tokens: 1000 is more than"):
         assert why in reasons
