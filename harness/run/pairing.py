@@ -31,7 +31,13 @@ from harness.results.layout import REQUESTS_FILE, RUN_FILE
 from harness.results.readers import BadRecord, read_requests, read_run
 from harness.results.record import RequestRow, RunRecord
 from harness.results.skips import report
-from harness.run.identity import IDENTITY_FIELDS, SERVED_KEY, identity, served
+from harness.run.identity import (
+    IDENTITY_FIELDS,
+    SERVED_KEY,
+    identity,
+    identity_of,
+    served,
+)
 from harness.run.judge import PairedEvidence
 from harness.suite.gate import Gate
 from harness.suite.model import LoadedSuite, Suite
@@ -66,7 +72,7 @@ def reusable(results_dir: Path, series: str, wanted: dict[str, Any]) -> Path | N
         except BadRecord as error:  # passed over, and said
             report([], error.path, error.reason)
             continue
-        if complete(record) and identity(record.model_dump(mode="json")) == wanted:
+        if complete(record) and identity_of(record) == wanted:
             return run_dir
     return None
 
@@ -230,13 +236,8 @@ def expected_identities(loaded: LoadedSuite, options: Any) -> dict[str, dict[str
 
         data = prepare(entry.loaded.suite.workload)
         sent = workload_info(entry.loaded.suite, entry.name, data, engine)
-        record = {"suite": {"sha256": entry.loaded.sha256, "document": entry.loaded.document},
-                  "build": engine.build.model_dump(mode="json"),
-                  "provenance": {**provenance.model_dump(mode="json"),
-                                 "data_sha256": getattr(data, "sha256", None)},
-                  "workload": {"data_sha256": getattr(data, "sha256", None),
-                               "prompts_sha256": sent.prompts_sha256}}
-        out[entry.series] = identity(record)
+        out[entry.series] = identity(entry.loaded.sha256, entry.loaded.document, engine.build,
+                                     provenance, sent)
     return out
 
 
@@ -334,4 +335,5 @@ def check_against(loaded: LoadedSuite, against: str | None) -> str | None:
 
 
 __all__ = ["IDENTITY_FIELDS", "SERVED_KEY", "BadInput", "PairedJudge", "Reference",
-           "check_against", "identity", "reusable", "run_paired", "served", "tolerance_of"]
+           "check_against", "identity", "identity_of", "reusable", "run_paired", "served",
+           "tolerance_of"]

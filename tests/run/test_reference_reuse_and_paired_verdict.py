@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import EngineError
-from harness.results.record import Verdict
+from harness.results.record import RunRecord, Verdict
 from harness.run import pairing
 from harness.suite.gate import Gate
 from harness.suite.model import load_suite
@@ -56,7 +56,12 @@ def write_run(root: Path, name: str, data: dict, rows: list[dict] | None = None)
     return folder
 
 
-WANTED = pairing.identity(record("x"))
+def wanted_of(data: dict) -> dict:
+    """The identity a run made now would have to reuse the stored record `data`."""
+    return pairing.identity_of(RunRecord.model_validate(data))
+
+
+WANTED = wanted_of(record("x"))
 
 
 @pytest.mark.parametrize("change", [
@@ -84,7 +89,7 @@ def test_a_stored_run_that_differs_in_any_identity_field_is_not_reused(
 def test_a_cpu_engine_is_reused_only_on_the_same_cpu(tmp_path: Path) -> None:
     cpu = record("cpu", provenance__gpus=[], provenance__cpu="Xeon 8480",
                  provenance__cpu_isa=["avx512f"])
-    wanted = pairing.identity(cpu)
+    wanted = wanted_of(cpu)
     write_run(tmp_path, "20260101T000000Z-other", record(
         "other", provenance__gpus=[], provenance__cpu="EPYC 9654",
         provenance__cpu_isa=["avx512f"]))
@@ -97,7 +102,7 @@ def test_an_edited_harness_or_unhashed_prompts_are_never_reused(tmp_path: Path) 
     for name, changed in (("dirty", record("d", provenance__harness_git_dirty=True)),
                           ("unhashed", record("u", workload__prompts_sha256=None))):
         write_run(tmp_path, f"20260101T000000Z-{name}", changed)
-        assert pairing.reusable(tmp_path, "s", pairing.identity(changed)) is None
+        assert pairing.reusable(tmp_path, "s", wanted_of(changed)) is None
 
 
 def test_pairing_refuses_a_reference_that_sent_other_prompts(tmp_path: Path) -> None:
@@ -120,10 +125,10 @@ def test_pairing_refuses_a_reference_that_sent_other_prompts(tmp_path: Path) -> 
 def test_a_dirty_build_without_a_source_hash_is_never_reused(tmp_path: Path) -> None:
     dirty = record("dirty", build__git_dirty=True)
     write_run(tmp_path, "20260101T000000Z-dirty", dirty)
-    assert pairing.reusable(tmp_path, "s", pairing.identity(dirty)) is None
+    assert pairing.reusable(tmp_path, "s", wanted_of(dirty)) is None
     hashed = record("hashed", build__git_dirty=True, build__source_hash="sha256:ab")
     folder = write_run(tmp_path, "20260102T000000Z-hashed", hashed)
-    assert pairing.reusable(tmp_path, "s", pairing.identity(hashed)) == folder
+    assert pairing.reusable(tmp_path, "s", wanted_of(hashed)) == folder
 
 
 @pytest.mark.parametrize("change", [

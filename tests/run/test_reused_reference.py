@@ -11,12 +11,18 @@ import pytest
 
 from harness.errors import BadInput
 from harness.results.layout import REQUESTS_FILE, RUN_FILE
+from harness.results.record import RunRecord
 from harness.run import pairing
 from harness.run.runner import RunOptions
 from harness.suite.model import load_suite
 from tests.results.records import make_run
 
 SUITE = "tiny_dflash_cpu"
+
+
+def wanted_of(data: dict) -> dict:
+    """The identity a run made now would have to reuse the stored record `data`."""
+    return pairing.identity_of(RunRecord.model_validate(data))
 
 
 def stored_reference(results: Path) -> tuple[Path, dict]:
@@ -26,7 +32,7 @@ def stored_reference(results: Path) -> tuple[Path, dict]:
     data["measurement"]["n_planned"] = data["measurement"]["n_requests"]
     data["workload"] = {"kind": "gsm8k", "prompts_sha256": "p" * 64}
     (folder / RUN_FILE).write_text(json.dumps(data))
-    return folder, pairing.identity(data)
+    return folder, wanted_of(data)
 
 
 def pair(results: Path, wanted: dict, monkeypatch: pytest.MonkeyPatch) -> list[str]:
