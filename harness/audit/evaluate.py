@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.audit.envs import cache_root, ensure_env
+from harness.audit.envs import ensure_env
 from harness.audit.errors import AuditLimitError, ResolverError
 from harness.audit.findings import ATTENTION, Column, attention_clause
 from harness.audit.source import SGLangSource
 from harness.audit.target import AuditTarget
 from harness.errors import BadInput
+from harness.files import cache_root
 from harness.suite.attention import BEHAVIOURS, Behaviour, LayerAttention
 from harness.suite.draft_contract import CLAUSES, Clause, clause_from_answer
 

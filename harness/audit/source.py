@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.audit.clauses import CONTRACT_FILES
-from harness.audit.envs import cache_root
 from harness.audit.extract import (
     DFLASH_MODEL,
     LOADER_COMMON,
@@ -49,6 +48,7 @@ from harness.audit.wheels import (  # fetch_wheels, cached_archive: re-exported 
     fetch_wheels,
     wheel_cache_dir,
 )
+from harness.files import cache_root
 
 __all__ = [
     "SGLangSource",

@@ -37,7 +37,7 @@ from harness.build.sglang_cpu import (
 )
 from harness.build.spec import BuildSpec, parse_build_spec, split_git_url
 from harness.errors import BadInput, EngineError
-from harness.results.layout import cache_root
+from harness.files import cache_root
 from harness.secrets import redact_text
 
 PIP_ARGS_ENV = "HARNESS_PIP_ARGS"  # extra `pip install` arguments, part of the identity

@@ -216,7 +216,7 @@ def _allocator(config: pytest.Config) -> GPUAllocator:
 
 
 def _run_options(config: pytest.Config, options_type: Any, devices: Any) -> dict[str, Any]:
-    from harness.results.layout import default_results_dir
+    from harness.files import default_results_dir
 
     options: dict[str, Any] = {
         "results_dir": config.invocation_params.dir / (config.getoption("results_dir")

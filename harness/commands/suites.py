@@ -20,7 +20,7 @@ class ListCommand:
     def run(self, args: argparse.Namespace) -> int:
         import shutil
 
-        from harness.results.layout import SUITES_DIR
+        from harness.files import SUITES_DIR
         from harness.suite.listing import format_rows, listing
 
         folder = args.suites_dir or SUITES_DIR

@@ -14,20 +14,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from harness.files import atomic_write_text, check_inside
 from harness.results.index import note_written  # the loader's index: a copy, never fails
-from harness.results.layout import (
-    REQUESTS_FILE,
-    RUN_FILE,
-    RUNS_DIR,
-    atomic_write_text,
-    check_inside,
-)
+from harness.results.layout import REQUESTS_FILE, RUN_FILE, RUNS_DIR, run_dir_name
 from harness.results.record import RequestRow, RunRecord
 from harness.secrets import redact_text
-
-
-def run_dir_name(started_at: datetime, run_id: str) -> str:
-    return f"{started_at.strftime('%Y%m%dT%H%M%SZ')}-{run_id}"
 
 
 def create_run_dir(root: Path, suite: str, started_at: datetime, run_id: str) -> Path:

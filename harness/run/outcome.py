@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ExitCode
-from harness.results.layout import default_results_dir
+from harness.files import default_results_dir
 from harness.results.record import RunRecord, VerdictStatus
 
 SEVERITY = {"pass": 0, "skipped": 1, "fail": 2, "error": 3}

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.errors import SuiteError
-from harness.results.layout import SUITES_DIR
+from harness.files import SUITES_DIR
 from harness.secrets import redact_text, register_document
 from harness.suite.document import DocumentError, load_toml
 from harness.suite.entries import (
