@@ -135,6 +135,7 @@ def _row(index: int, prompt: Prompt, turn: int, parsed: ParsedResponse,
         expected=prompt.label,
         correct=correct,
         output=parsed.text,
+        dp_rank=parsed.dp_rank,
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harness.engines.interface import ParsedResponse
+from harness.engines.interface import ParsedResponse, Placement
 from harness.engines.sglang import api
 from harness.engines.sglang.launch import (
     RESERVED_FLAGS,
@@ -55,8 +55,9 @@ class SGLangAdapter:
 
     def launch_command(self, suite: Suite, python: str, host: str, port: int,
                        models: Models | None = None,
-                       checkpoints: tuple[Path, Path] | None = None) -> list[str]:
-        return launch_command(suite, python, host, port, models)
+                       checkpoints: tuple[Path, Path] | None = None,
+                       placement: Placement | None = None) -> list[str]:
+        return launch_command(suite, python, host, port, models, placement)
 
     def generate_body(self, text: str, params: Mapping[str, Any], rid: str) -> dict[str, Any]:
         return api.generate_body(text, params, rid)
@@ -73,6 +74,10 @@ class SGLangAdapter:
 
     def server_figure(self, info: Any) -> float | None:
         return api.server_figure(info)
+
+    def server_rank_states(self, info: Any) -> list[tuple[int | None, float | None]] | None:
+        """Each DP rank's own figure from `/server_info` (harness.metrics.ranks)."""
+        return api.rank_states(info)
 
     def chat_template_override(self, suite: Suite) -> str | None:
         return api.chat_template_flag(getattr(suite.engine, "extra_args", []))

@@ -196,22 +196,50 @@ def parse_generate(payload: Any, where: str = "/generate") -> ParsedResponse:
         histogram=histogram,
         prompt_tokens=int(prompt) if isinstance(prompt, int) else None,
         finish_reason=_finish_reason(meta),
+        dp_rank=_rank(meta.get("dp_rank")),
     )
 
 
-def server_figure(info: Any) -> float | None:
-    """`internal_states[*].avg_spec_accept_length`, averaged over data-parallel ranks."""
-    if not isinstance(info, Mapping):
+def _rank(value: Any) -> int | None:
+    """`meta_info.dp_rank`: the DP rank whose scheduler answered (`tokenizer_manager.py`,
+    from the scheduler's `BatchTokenIDOutput.dp_ranks`); None when absent or not a rank."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None
-    states = info.get("internal_states")
-    values = []
-    if isinstance(states, list):
-        for state in states:
-            if isinstance(state, Mapping):
-                value = _first(state, SERVER_ACCEPT_KEYS)
-                if isinstance(value, int | float) and math.isfinite(value):
-                    values.append(float(value))
-    return sum(values) / len(values) if values else None
+    return value
+
+
+# Keys a rank's state may name its rank by (none in 0.5.23, whose states come in the order
+# the ranks answered, `managers/communicator.py` FanOutCommunicator; newer releases add
+# `spec_counter_dp_rank`).
+STATE_RANK_KEYS = ("spec_counter_dp_rank", "dp_rank", "attn_dp_rank")
+
+
+def rank_states(info: Any) -> list[tuple[int | None, float | None]] | None:
+    """`internal_states`, one entry per DP rank as the server lists them: (the rank the
+    state names, or None; its `avg_spec_accept_length`, or None when it has none). None
+    when the server reports no `internal_states` list."""
+    if not isinstance(info, Mapping) or not isinstance(info.get("internal_states"), list):
+        return None
+    states = []
+    for state in info["internal_states"]:
+        if not isinstance(state, Mapping):
+            states.append((None, None))
+            continue
+        value = _first(state, SERVER_ACCEPT_KEYS)
+        figure = float(value) if isinstance(value, int | float) and not isinstance(
+            value, bool) and math.isfinite(value) else None
+        states.append((_rank(_first(state, STATE_RANK_KEYS)), figure))
+    return states
+
+
+def server_figure(info: Any) -> float | None:
+    """The server's own figure for one rank: `internal_states[0].avg_spec_accept_length`.
+    With several DP ranks there is no pooled figure in `/server_info`; each rank's is read
+    by `rank_states` and cross-checked rank by rank (harness.metrics.ranks)."""
+    states = rank_states(info)
+    if not states:
+        return None
+    return states[0][1] if len(states) == 1 else None
 
 
 def settings_mismatches(info: Any, expected: Mapping[str, Any],

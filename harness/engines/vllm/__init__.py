@@ -18,7 +18,7 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harness.engines.interface import ParsedResponse
+from harness.engines.interface import ParsedResponse, Placement
 from harness.engines.vllm import api
 from harness.engines.vllm.launch import (
     RESERVED_FLAGS,
@@ -66,7 +66,8 @@ class VLLMAdapter:
 
     def launch_command(self, suite: Suite, python: str, host: str, port: int,
                        models: Models | None = None,
-                       checkpoints: tuple[Path, Path] | None = None) -> list[str]:
+                       checkpoints: tuple[Path, Path] | None = None,
+                       placement: Placement | None = None) -> list[str]:
         from harness.suite.checkpoints import Models as ModelsType
 
         if models is None and checkpoints is not None:
@@ -75,7 +76,7 @@ class VLLMAdapter:
             from harness.errors import BadInput
 
             raise BadInput(f"suite {suite.name}: no target and draft model to serve")
-        return launch_command(suite, python, host, port, models)
+        return launch_command(suite, python, host, port, models, placement)
 
     def generate_body(self, text: str, params: Mapping[str, Any], rid: str) -> dict[str, Any]:
         return api.generate_body(text, params, rid)
