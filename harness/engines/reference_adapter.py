@@ -101,6 +101,11 @@ class ReferenceAdapter(SGLangAdapter):
             expected["speculative_draft_model_path"] = models.draft
         return api.settings_mismatches(info, expected, None)
 
+    def check_release(self, suite: Suite, python: str, lines: Any, env: Any,
+                      version: str | None) -> None:
+        """The reference engine's topology is checked with the suite (`check_topology`):
+        there is no SGLang release to ask."""
+
     def attention_from_server(self, info: Any) -> list[dict[str, Any]] | None:
         layers = info.get("attention_layers") if isinstance(info, Mapping) else None
         return layers if isinstance(layers, list) else None

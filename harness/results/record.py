@@ -95,6 +95,9 @@ class Provenance(_Record):
     # file -> sha256 (a run's own --patch is build.patch_sha256)
     test_patches_sha256: dict[str, str] | None = None
     seed: int | None = None
+    # A server the run attached to (`--server URL`): what it reported of itself, by route
+    # (SGLang's /get_model_info; vLLM's /version, /v1/models); its args are build.options
+    server: dict[str, Any] | None = None
     argv: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)  # only allow-listed, never secrets
 
@@ -104,6 +107,11 @@ class LaunchInfo(_Record):
     host: str
     port: int
     ready_after_s: float | None = None
+    # Several processes (nodes of a topology): every one's line by name ("node 1", ...);
+    # `command` is node 0's. `launcher`: who started them (None: this host's processes;
+    # "slurm job <id>"; "attached": a server someone else runs, started by no one here).
+    node_commands: dict[str, list[str]] | None = None
+    launcher: str | None = None
 
 
 class LayerRow(_Record):

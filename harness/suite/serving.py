@@ -176,6 +176,10 @@ class Topology(Strict):
             raise ValueError("with [topology.disaggregation] give tp_size, dp_size, pp_size "
                              "and dp_attention per side (disaggregation.prefill / .decode), "
                              "not at the top")
+        if self.nnodes > 1 and self.world_gpus % self.nnodes:
+            raise ValueError(f"{self._factors()} makes {self.world_gpus} ranks, which do not "
+                             f"split evenly over nnodes {self.nnodes} (each node holds an "
+                             "equal share of the ranks)")
         if self.gpus and self.world_gpus > self.gpus * self.nnodes:
             given = f"gpus {self.gpus}" + (f" per node x nnodes {self.nnodes}"
                                            if self.nnodes > 1 else "")

@@ -41,6 +41,7 @@ def test_defaults_are_one_process() -> None:
     ({"gpus": 1, "disaggregation": {"prefill": {"tp_size": 2}}},
      r"prefill \(2 gpus\) \+ decode \(1 gpus\) needs at least 3 gpus"),
     ({"gpus": 0, "nnodes": 0}, "greater than or equal to 1"),
+    ({"gpus": 0, "tp_size": 1, "nnodes": 2}, "do not split evenly over nnodes 2"),
     ({"gpus": 0, "dp_size": "2"}, "valid integer"),
     ({"gpus": 0, "disaggregation": {"transfer_backend": "a b"}}, "pattern"),
 ])

@@ -38,6 +38,11 @@ from harness.engines.settings import mismatches
 from harness.errors import MissingMetric
 
 READY_PATHS = ("/health_generate",)
+# What a server says of itself, read when the harness attaches to one it did not start
+# (`harness run --server URL`): the resolved server args and per-rank states, and the
+# model it serves (`entrypoints/http_server.py`: /server_info, /get_model_info).
+IDENTITY_PATHS = ("/server_info", "/get_model_info")
+LIVENESS_PATH = "/health"
 GENERATE_PATH = "/generate"
 CHAT_PATH = "/v1/chat/completions"
 FLUSH_PATH = "/flush_cache"
@@ -240,6 +245,22 @@ def server_figure(info: Any) -> float | None:
     if not states:
         return None
     return states[0][1] if len(states) == 1 else None
+
+
+def identity(reports: Mapping[str, Any]) -> dict[str, Any]:
+    """The build and deployment a server reports (`IDENTITY_PATHS`' answers): its version,
+    the model it serves and its parallel sizes (None where it does not say)."""
+    info = reports.get("/server_info")
+    info = info if isinstance(info, Mapping) else {}
+    model_info = reports.get("/get_model_info")
+    model_info = model_info if isinstance(model_info, Mapping) else {}
+    states = info.get("internal_states")
+    return {"version": info.get("version"),
+            "model": model_info.get("model_path") or info.get("model_path"),
+            "tp_size": info.get("tp_size"), "pp_size": info.get("pp_size"),
+            "nnodes": info.get("nnodes"),
+            "dp_ranks": len(states) if isinstance(states, list) else None,
+            "disaggregation_mode": info.get("disaggregation_mode")}
 
 
 def settings_mismatches(info: Any, expected: Mapping[str, Any],

@@ -145,6 +145,13 @@ class VLLMAdapter:
         reason = getattr(suite.engine, "unreported_settings_ok", None)
         return api.settings_mismatches(info, expected_settings(suite, models), reason)
 
+    identity_paths = api.IDENTITY_PATHS
+    liveness_path = api.LIVENESS_PATH
+
+    def identity(self, reports: Mapping[str, Any]) -> dict[str, Any]:
+        """What the server reports of its build and deployment (`--server URL`)."""
+        return api.identity(reports)
+
     def attention_from_server(self, info: Any) -> list[dict[str, Any]] | None:
         return None  # vLLM does not report the draft's per-layer attention
 

@@ -1,0 +1,70 @@
+"""A topology as processes: one launch line per node of each side, all from the engine's
+own multi-process launch (SGLang's `--nnodes`/`--node-rank`/`--dist-init-addr`, vLLM's
+`--nnodes`/`--node-rank`/`--master-addr`), never a process layout of the harness's.
+
+Whoever starts the processes (this host, a Slurm job step, a Kubernetes LeaderWorkerSet)
+takes the lines from here; only node 0 of a side answers HTTP, the others join it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harness.engines.interface import Placement
+
+
+@dataclass(frozen=True)
+class NodeLine:
+    """One process of a deployment: its name, where it sits, its launch line."""
+
+    name: str  # "server", "node 1", "decode", "decode node 1"
+    placement: Placement
+    command: list[str]
+
+    @property
+    def serves_http(self) -> bool:
+        return self.placement.node_rank == 0
+
+
+def placements(topology: Any, dist_init_addr: str | None,
+               bootstrap_port: int | None = None) -> list[tuple[str, Placement]]:
+    """Every process of a topology, named: per side (one, or prefill and decode), per node.
+    `dist_init_addr`: host:port of node 0's rendezvous (several nodes); `bootstrap_port`:
+    the prefill side's, where a split's decode side fetches the KV cache."""
+    named = []
+    for side in topology.sides:
+        for node in range(topology.nnodes):
+            placement = Placement(node_rank=node, nnodes=topology.nnodes,
+                                  dist_init_addr=dist_init_addr if topology.nnodes > 1
+                                  else None, side=side,
+                                  bootstrap_port=bootstrap_port if topology.disaggregation
+                                  else None)
+            name = "server" if side == "serve" else side
+            if node:
+                name = f"node {node}" if side == "serve" else f"{side} node {node}"
+            named.append((name, placement))
+    return named
+
+
+def node_lines(engine: Any, host: str, port: int, dist_init_addr: str | None,
+               ports: dict[str, int] | None = None, bootstrap_port: int | None = None
+               ) -> list[NodeLine]:
+    """The launch line of every process of the suite's topology (`placements`); `port`:
+    the HTTP port of a one-sided deployment (`ports`: each side's)."""
+    return [NodeLine(name, placement,
+                     engine.command(host, (ports or {}).get(placement.side, port), placement))
+            for name, placement in placements(engine.suite.topology, dist_init_addr,
+                                              bootstrap_port)]
+
+
+def checked_lines(lines: list[NodeLine]) -> dict[str, list[str]]:
+    """The lines a release's own parser should read before a launch: node 0 and the last
+    node of each side (the nodes between differ from the last only in `--node-rank`)."""
+    chosen: dict[str, list[str]] = {}
+    for line in lines:
+        last = max(other.placement.node_rank for other in lines
+                   if other.placement.side == line.placement.side)
+        if line.placement.node_rank in (0, last):
+            chosen[line.name] = line.command
+    return chosen
