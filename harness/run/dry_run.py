@@ -79,6 +79,7 @@ def scheduler_plan(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | N
     hidden = secret_values(suite)
 
     class Planned:  # what the schedulers ask of an engine: its line per placement
+        spec_text = chosen.spec.text
         python = options.engine_python or (builds.planned_vllm_python(chosen.spec)
                                            if isinstance(suite.engine, VLLMEngine)
                                            else builds.planned_python(chosen.spec))
@@ -187,13 +188,14 @@ def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
         f"topology   {fit.reason}",
         f"build      {redact_url(chosen.spec.text or 'as installed')}",
         *launch,
-        f"           (port {PORT_PLACEHOLDER} stands for a free port chosen at launch"
+        *([] if getattr(options, "launcher", None) else [
+            f"           (port {PORT_PLACEHOLDER} stands for a free port chosen at launch"
         + (f", {PORT_PLACEHOLDER + 1} for node 0's rendezvous" if suite.topology.nnodes > 1
            else "")
         + (f", {PORT_PLACEHOLDER + 2} for the prefill side's bootstrap and "
            f"{PORT_PLACEHOLDER + 10} for the decode side"
            if suite.topology.disaggregation else "")
-        + "; the line runs as printed, in a shell)",
+        + "; the line runs as printed, in a shell)"]),
     ]
     release = chosen.spec.release
     if release is not None:  # a run of it would stop here: so does its plan

@@ -92,10 +92,14 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
     entries = suite_entries(loaded, list(options.entries) if options.entries else None)
     gpus = preflight.gpu_inventory()
     fit = preflight.check_fit(suite.topology, gpus, options.gpu_devices)
+    if options.launcher == "slurm" and not options.dry_run:
+        from harness.run.schedulers import slurm
+
+        slurm.preflight(suite.topology, options.launcher_options or slurm.SlurmOptions())
     if options.server is not None or options.launcher is not None:
         # the deployment's GPUs are its own (a server someone runs, a scheduler's nodes)
         where = f"the server at {options.server}" if options.server else \
-            f"the {options.launcher} job's nodes"
+            f"the nodes {options.launcher} gives it"
         fit = preflight.Fit(True, f"{suite.topology.parallel_text()} on {where}")
         gpus = []
     if options.dry_run:

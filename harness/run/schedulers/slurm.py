@@ -41,7 +41,7 @@ from harness.run.launch import log_tail
 ENDPOINT_FILE = "endpoint.json"
 SCRIPT_FILE = "job.sbatch"
 POLL_S = 1.0
-STATE_EVERY_S = 2.0  # how often a running job's state is read while it serves
+STATE_EVERY_S = 1.0  # how often a running job's state is read while it serves
 CANCEL_WAIT_S = 60.0
 INSTALL_HINT = ("install Slurm's client commands (Debian/Ubuntu: apt-get install "
                 "slurm-client; they read the cluster from /etc/slurm/slurm.conf or "
@@ -100,8 +100,8 @@ def node_template(command: Sequence[str], secrets: Sequence[str]) -> tuple[str, 
     for word in command:
         if previous in NODE_VALUES:
             words.append(f'"{NODE_VALUES[previous]}"')
-        elif word in values:
-            name = f"HARNESS_SECRET_{values.index(word)}"
+        elif word in values or word == "<redacted>":  # a dry run's line is redacted already
+            name = f"HARNESS_SECRET_{len(hidden)}"
             hidden[name] = word
             words.append(f'"${name}"')
         else:
@@ -148,6 +148,43 @@ def batch_script(job_name: str, nnodes: int, line: str, env: Mapping[str, str],
     ])
 
 
+def check_cluster(tools: Mapping[str, str], nnodes: int, options: SlurmOptions) -> None:
+    """More nodes than the partition has is bad input, said before anything is built or
+    submitted (sinfo's node count of `--slurm-partition`, else of every partition)."""
+    command = [tools["sinfo"], "-h", "-o", "%D %a"]
+    if options.partition:
+        command += ["-p", options.partition]
+    done = _run(command)
+    if done.returncode != 0:
+        raise EngineError(f"sinfo failed: {done.stderr.strip() or done.stdout.strip()} "
+                          "(is slurmctld running and $SLURM_CONF right?)")
+    rows = [line.split() for line in done.stdout.splitlines() if line.strip()]
+    if not rows:
+        where = f"partition {options.partition}" if options.partition else "any partition"
+        raise BadInput(f"--launcher slurm: sinfo lists no nodes in {where}")
+    nodes = sum(int(row[0]) for row in rows if row and row[0].isdigit())
+    if options.partition is None:
+        nodes = max(int(row[0]) for row in rows if row and row[0].isdigit())
+    if nodes < nnodes:
+        where = f"partition {options.partition}" if options.partition else \
+            "the largest partition"
+        raise BadInput(f"the suite needs {nnodes} nodes (topology.nnodes); {where} has "
+                       f"{nodes} (sinfo): give --slurm-partition of a larger partition or "
+                       "lower topology.nnodes")
+
+
+def preflight(topology: Any, options: SlurmOptions) -> dict[str, str]:
+    """What a Slurm launch needs before any build: the commands, a partition with enough
+    nodes, a topology the launcher runs. Returns the commands' paths."""
+    tools = commands()
+    if topology.disaggregation is not None:
+        raise BadInput("--launcher slurm launches one server (over nnodes); a "
+                       "prefill/decode split runs behind the engine's router: start it and "
+                       "measure the router with --server URL")
+    check_cluster(tools, topology.nnodes, options)
+    return tools
+
+
 @dataclass
 class JobSpec:
     """What the job serves and where its answers go: the launch's ServerSpec fields."""
@@ -187,24 +224,7 @@ class SlurmJob:
 
     # -- before the job --------------------------------------------------------------
     def check_cluster(self) -> None:
-        """More nodes than the partition has is bad input, said before submitting."""
-        command = [self.tools["sinfo"], "-h", "-o", "%D %a"]
-        if self.options.partition:
-            command += ["-p", self.options.partition]
-        done = _run(command)
-        if done.returncode != 0:
-            raise EngineError(f"sinfo failed: {done.stderr.strip() or done.stdout.strip()}")
-        rows = [line.split() for line in done.stdout.splitlines() if line.strip()]
-        if not rows:
-            where = f"partition {self.options.partition}" if self.options.partition else \
-                "the default partition"
-            raise BadInput(f"--launcher slurm: sinfo lists no nodes in {where}")
-        nodes = sum(int(row[0]) for row in rows if row and row[0].isdigit())
-        if nodes < self.nnodes:
-            where = self.options.partition or "the cluster's partitions"
-            raise BadInput(f"the suite needs {self.nnodes} nodes (topology.nnodes); "
-                           f"{where} has {nodes} (sinfo): give --slurm-partition of a larger "
-                           "partition or lower topology.nnodes")
+        check_cluster(self.tools, self.nnodes, self.options)
 
     def submit(self) -> str:
         path = self.run_dir / SCRIPT_FILE
@@ -255,7 +275,7 @@ class SlurmJob:
         if now - self._state[0] >= STATE_EVERY_S:
             self._state = (now, *self.state())
         state, reason = self._state[1], self._state[2]
-        if state in ("RUNNING", "COMPLETING", "CONFIGURING"):
+        if state in ("RUNNING", "CONFIGURING"):  # COMPLETING: its processes are ending
             return None
         return (f"Slurm job {self.job_id} is {state or 'gone'} ({reason or 'no reason'}); "
                 f"last lines of {self.spec.log_path}:\n{log_tail(self.spec.log_path)}")
@@ -351,10 +371,6 @@ def prepare(engine: Any, suite: Any, env: Mapping[str, str], run_dir: Path,
     from harness.engines.interface import Placement
 
     topology = suite.topology
-    if topology.disaggregation is not None:
-        raise BadInput(f"suite {suite.name}: --launcher slurm launches one server (over "
-                       "nnodes); a prefill/decode split runs behind the engine's router: "
-                       "start it and measure the router with --server URL")
     placement = Placement(node_rank=0, nnodes=topology.nnodes,
                           dist_init_addr="HEAD:1" if topology.nnodes > 1 else None)
     command = engine.command("HEAD", 1, placement)
