@@ -130,6 +130,8 @@ def test_vllm_lines_carry_the_topology_or_refuse_it() -> None:
            "--master-addr 10.0.0.1 --master-port 29500 --headless" in " ".join(line)
     with pytest.raises(BadInput, match="SGLang's switch"):
         vllm_line(suite("dp_size = 2\ndp_attention = true"), "python", "h", 1, models)
+    with pytest.raises(BadInput, match="no figure per DP rank"):
+        vllm_line(suite("dp_size = 2"), "python", "h", 1, models)
     with pytest.raises(BadInput, match="--server URL"):
         vllm_line(suite("[topology.disaggregation]"), "python", "h", 1, models)
 

@@ -136,11 +136,11 @@ def serve_command(python: str) -> list[str]:
 
 def topology_args(suite: Suite, placement: Placement | None = None) -> list[str]:
     """vLLM's parallel flags for one process of the suite's topology (engine/arg_utils.py):
-    `--tensor-parallel-size`, and where they differ from 1 `--data-parallel-size`,
-    `--pipeline-parallel-size`; several nodes through vLLM's own multiprocessing launch
+    `--tensor-parallel-size`, and where it differs from 1 `--pipeline-parallel-size`;
+    several nodes through vLLM's own multiprocessing launch
     (`--nnodes`, `--node-rank`, `--master-addr`, `--master-port`; every node but the
-    first `--headless`, serving no API). DP attention and a prefill/decode split have no
-    vLLM flag of this kind: refused, naming what to do instead."""
+    first `--headless`, serving no API). Data parallelism (its responses name no rank: no
+    per-rank figure), DP attention and a prefill/decode split are refused, naming why."""
     topology = suite.topology
     if topology.dp_attention:
         raise BadInput(f"suite {suite.name}: topology.dp_attention is SGLang's switch; vLLM "
@@ -152,10 +152,14 @@ def topology_args(suite: Suite, placement: Placement | None = None) -> list[str]
                        "(vLLM's is two servers joined by --kv-transfer-config behind a "
                        "proxy); start it yourself and measure it with `harness run SUITE "
                        "--server URL`")
+    if topology.dp_size > 1:
+        raise BadInput(f"suite {suite.name}: vLLM's responses do not name the data-parallel "
+                       "rank that served them (its per-request metrics carry no rank), so "
+                       "no figure per DP rank can be formed, and a figure pooled over ranks "
+                       "alone is not what this harness reports; topology.dp_size must be 1 "
+                       "for vLLM")
     placement = placement or Placement(nnodes=topology.nnodes)
     args = ["--tensor-parallel-size", str(topology.tp_size)]
-    if topology.dp_size > 1:
-        args += ["--data-parallel-size", str(topology.dp_size)]
     if topology.pp_size > 1:
         args += ["--pipeline-parallel-size", str(topology.pp_size)]
     if placement.nnodes > 1:
