@@ -72,6 +72,7 @@ def check_flags(suite: Suite) -> None:
     abbreviate a secret one."""
     extra = list(suite.engine.extra_args)
     check_vllm_extra_args(suite.name, extra)
+    check_topology(suite)
     check_secret_abbreviations(suite.name, [normalised_flag(arg) if arg.startswith("--")
                                             else arg for arg in extra], SECRET_FLAGS)
 
@@ -134,19 +135,14 @@ def serve_command(python: str) -> list[str]:
     return [str(Path(python).with_name("vllm")), "serve"]
 
 
-def topology_args(suite: Suite, placement: Placement | None = None) -> list[str]:
-    """vLLM's parallel flags for one process of the suite's topology (engine/arg_utils.py):
-    `--tensor-parallel-size`, and where it differs from 1 `--pipeline-parallel-size`;
-    several nodes through vLLM's own multiprocessing launch
-    (`--nnodes`, `--node-rank`, `--master-addr`, `--master-port`; every node but the
-    first `--headless`, serving no API). Data parallelism (its responses name no rank: no
-    per-rank figure), DP attention and a prefill/decode split are refused, naming why."""
+def check_topology(suite: Suite) -> None:
+    """What of a topology vLLM's launch line cannot carry, refused naming why."""
     topology = suite.topology
     if topology.dp_attention:
         raise BadInput(f"suite {suite.name}: topology.dp_attention is SGLang's switch; vLLM "
-                       "runs attention data parallel when dp_size > 1 with expert parallelism "
-                       "(give --enable-expert-parallel in engine.extra_args and leave "
-                       "dp_attention unset)")
+                       "has none of its kind (its attention runs data parallel under "
+                       "--data-parallel-size with expert parallelism), and vLLM's data "
+                       "parallelism is refused here: its responses name no rank")
     if topology.disaggregation is not None:
         raise BadInput(f"suite {suite.name}: the harness launches no vLLM prefill/decode split "
                        "(vLLM's is two servers joined by --kv-transfer-config behind a "
@@ -158,6 +154,17 @@ def topology_args(suite: Suite, placement: Placement | None = None) -> list[str]
                        "no figure per DP rank can be formed, and a figure pooled over ranks "
                        "alone is not what this harness reports; topology.dp_size must be 1 "
                        "for vLLM")
+
+
+def topology_args(suite: Suite, placement: Placement | None = None) -> list[str]:
+    """vLLM's parallel flags for one process of the suite's topology (engine/arg_utils.py):
+    `--tensor-parallel-size`, and where it differs from 1 `--pipeline-parallel-size`;
+    several nodes through vLLM's own multiprocessing launch
+    (`--nnodes`, `--node-rank`, `--master-addr`, `--master-port`; every node but the
+    first `--headless`, serving no API). Data parallelism (its responses name no rank: no
+    per-rank figure), DP attention and a prefill/decode split are refused, naming why."""
+    check_topology(suite)
+    topology = suite.topology
     placement = placement or Placement(nnodes=topology.nnodes)
     args = ["--tensor-parallel-size", str(topology.tp_size)]
     if topology.pp_size > 1:

@@ -46,7 +46,7 @@ class LocalNodes:
 
     def death(self) -> str | None:
         """None while every node lives; else which node died and how (its log's tail)."""
-        if (death := self.head.death()) is not None:
+        if (death := Server.death(self.head)) is not None:  # its own, not the wait's hook
             return f"node 0: {death}"
         for name, worker in zip(self.names, self.workers, strict=True):
             if (death := worker.death()) is not None:
