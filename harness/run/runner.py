@@ -271,7 +271,8 @@ def _topology_lines(run: EntryRun, engine: Any, port: int, env: dict[str, str]) 
                        "prefill/decode split itself (two servers and the engine's router); "
                        "start it and measure it through its router with `harness run SUITE "
                        "--server URL`, or print its lines with --dry-run")
-    lines = node_lines(engine, LOOPBACK, port, rendezvous(free_port()))
+    lines = node_lines(engine, LOOPBACK, port, rendezvous(free_port()),
+                       node_port=lambda _rank: free_port())
     check = getattr(engine.adapter, "check_release", None)
     if check is not None:
         run.stage = "topology check"

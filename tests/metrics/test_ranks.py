@@ -4,6 +4,8 @@ per-rank states are matched to ranks by the rank they name, else by value."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -123,3 +125,20 @@ def test_sglang_states_and_meta_info_ranks_are_read() -> None:
     for odd in ("1", True, -1, 1.0, None):
         assert parse_generate({"text": "", "meta_info": {**meta, "dp_rank": odd}}).dp_rank \
             is None
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() |
+                           st.text(max_size=5),
+                           lambda inner: st.lists(inner, max_size=4) |
+                           st.dictionaries(st.text(max_size=25), inner, max_size=4),
+                           max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(json_values, st.fixed_dictionaries({"internal_states": json_values})))
+def test_any_server_info_is_read_or_refused_as_an_engine_error(info: object) -> None:
+    states = rank_states(info)
+    assert states is None or all(figure is None or isinstance(figure, float)
+                                 for _, figure in states)
+    with contextlib.suppress(EngineError):  # the one way it may refuse
+        ranks.match_server(_parts(), states)

@@ -4,6 +4,10 @@
   figures over its own requests add up exactly to the pooled ones, and each equals the
   server's own figure for that rank (its `/server_info` internal_states entry).
 - The same server measured by `harness run --server URL`: nothing launched or stopped.
+- Two nodes on this host through SGLang's own `--nnodes 2 --dist-init-addr 127.0.0.1:P`
+  (TP 2, one rank per node): it serves on CPU; each node gets a port of its own (SGLang
+  starts a health server on every node, `entrypoints/engine.py`
+  launch_dummy_health_check_server), and both process trees are gone after.
 - What the release's own parser and resolution refuse, before any server starts: exit 2
   naming SGLang's message and the line of its code (DP attention with NGRAM).
 """
@@ -96,6 +100,37 @@ def test_a_running_dp2_server_is_measured_by_attaching(sglang_cpu: Any,
     assert record["launch"]["launcher"] == "attached"
     assert record["build"]["version"] == "0.5.23"  # as the server reports it
     check_ranks(record)
+
+
+def test_two_nodes_on_this_host_serve_through_sglangs_own_launch(sglang_cpu: Any,
+                                                                tmp_path: Path) -> None:
+    import psutil
+
+    text = (REPO / "suites" / f"{SUITE}.toml").read_text().replace(
+        "dp_size = 2\n", "tp_size = 2\nnnodes = 2\n").replace(
+        "questions = 12", "questions = 4").replace("accept_length = 1.2", "accept_length = 1.0")
+    path = tmp_path / "nodes.toml"
+    path.write_text(text)
+    done = harness_run(str(path), "--sglang", SPEC, results=tmp_path / "r")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    [run_json] = list((tmp_path / "r").glob("runs/*/*/run.json"))
+    record = json.loads(run_json.read_text())
+    nodes = record["launch"]["node_commands"]
+    assert list(nodes) == ["server", "node 1"]
+    for rank, line in enumerate(nodes.values()):
+        assert line[line.index("--node-rank") + 1] == str(rank)
+        assert line[line.index("--nnodes") + 1] == "2"
+    assert nodes["server"][nodes["server"].index("--port") + 1] != \
+        nodes["node 1"][nodes["node 1"].index("--port") + 1]
+    measurement = record["measurement"]
+    assert measurement["server_reported_accept_length"] == pytest.approx(
+        measurement["accept_length_server_avg"], abs=1e-9)
+    assert (run_json.parent / "server-node-1.log").stat().st_size > 0
+    ports = {line[line.index("--port") + 1] for line in nodes.values()}
+    leftover = [p.pid for p in psutil.process_iter(["cmdline"])
+                if any(f"--port {port} " in " ".join(p.info["cmdline"] or []) + " "
+                       for port in ports)]
+    assert not leftover  # every node's tree stopped
 
 
 def test_the_release_refuses_dp_attention_with_ngram_before_any_launch(

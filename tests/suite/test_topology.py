@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.engines.interface import Placement
 from harness.engines.reference_adapter import check_topology
@@ -143,3 +145,24 @@ def test_the_reference_engine_runs_dp_only() -> None:
     bad = parse_suite(text.replace("gpus = 0", "gpus = 0\ntp_size = 2\nnnodes = 2"), "r.toml")[0]
     with pytest.raises(BadInput, match=r"topology\.tp_size, topology\.nnodes"):
         check_topology(bad)
+
+
+sizes = st.one_of(st.integers(-3, 2000), st.text(max_size=3), st.none(), st.floats(),
+                  st.booleans())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.fixed_dictionaries({"gpus": sizes}, optional={
+    "tp_size": sizes, "dp_size": sizes, "pp_size": sizes, "nnodes": sizes,
+    "dp_attention": st.one_of(st.booleans(), st.integers(), st.text(max_size=2))}))
+def test_any_topology_is_refused_cleanly_or_consistent(fields: dict) -> None:
+    try:
+        topology = Topology.model_validate(fields)
+    except ValueError:
+        return  # pydantic's ValidationError: the suite loader names the field
+    assert topology.world_gpus >= 1 and topology.world_gpus % topology.nnodes == 0
+    if topology.gpus:
+        assert topology.world_gpus <= topology.gpus * topology.nnodes
+    for rank in range(topology.dp_ranks):
+        node = topology.node_of_rank(rank)
+        assert node is None or 0 <= node < topology.nnodes

@@ -33,7 +33,9 @@ def where(error: BaseException) -> dict[str, object]:
     frames = traceback.extract_tb(error.__traceback__)
     inside = [frame for frame in frames if "/sglang/" in frame.filename] or frames
     frame = inside[-1]
-    filename = frame.filename.split("site-packages/")[-1]
+    # from the package's own folder on: site-packages/ or a patched copy's python/
+    marker = frame.filename.rfind("/sglang/")
+    filename = frame.filename[marker + 1:] if marker >= 0 else frame.filename
     code = (frame.line or linecache.getline(frame.filename, frame.lineno or 0)).strip()
     return {"file": filename, "line": frame.lineno, "function": frame.name, "code": code}
 

@@ -8,6 +8,7 @@ takes the lines from here; only node 0 of a side answers HTTP, the others join i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,14 +49,19 @@ def placements(topology: Any, dist_init_addr: str | None,
 
 
 def node_lines(engine: Any, host: str, port: int, dist_init_addr: str | None,
-               ports: dict[str, int] | None = None, bootstrap_port: int | None = None
-               ) -> list[NodeLine]:
+               ports: dict[str, int] | None = None, bootstrap_port: int | None = None,
+               node_port: Callable[[int], int] | None = None) -> list[NodeLine]:
     """The launch line of every process of the suite's topology (`placements`); `port`:
-    the HTTP port of a one-sided deployment (`ports`: each side's)."""
-    return [NodeLine(name, placement,
-                     engine.command(host, (ports or {}).get(placement.side, port), placement))
-            for name, placement in placements(engine.suite.topology, dist_init_addr,
-                                              bootstrap_port)]
+    the HTTP port of a one-sided deployment (`ports`: each side's). `node_port(rank)`
+    gives a node after the first a port of its own: SGLang starts a health server on
+    every node (`--port` on each), which on one host would take node 0's port."""
+    lines = []
+    for name, placement in placements(engine.suite.topology, dist_init_addr, bootstrap_port):
+        chosen = (ports or {}).get(placement.side, port)
+        if placement.node_rank and node_port is not None:
+            chosen = node_port(placement.node_rank)
+        lines.append(NodeLine(name, placement, engine.command(host, chosen, placement)))
+    return lines
 
 
 def checked_lines(lines: list[NodeLine]) -> dict[str, list[str]]:

@@ -58,6 +58,13 @@ def manifest(engine: Any, suite: Any, env: Mapping[str, str], secrets: Sequence[
     from harness.engines.interface import Placement
 
     topology = suite.topology
+    if topology.disaggregation is not None:
+        from harness.errors import BadInput
+
+        raise BadInput(f"suite {suite.name}: the manifest is one LeaderWorkerSet serving one "
+                       "server over nnodes; a prefill/decode split is two of them behind the "
+                       "engine's router (not written by the harness): deploy it and measure "
+                       "the router with --server URL")
     name = resource_name(suite.name)
     placement = Placement(node_rank=0, nnodes=topology.nnodes,
                           dist_init_addr="LEADER:1" if topology.nnodes > 1 else None)

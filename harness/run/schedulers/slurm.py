@@ -177,12 +177,17 @@ def preflight(topology: Any, options: SlurmOptions) -> dict[str, str]:
     """What a Slurm launch needs before any build: the commands, a partition with enough
     nodes, a topology the launcher runs. Returns the commands' paths."""
     tools = commands()
+    check_topology(topology)
+    check_cluster(tools, topology.nnodes, options)
+    return tools
+
+
+def check_topology(topology: Any) -> None:
+    """The launcher starts one server over its nodes; a split is two and a router."""
     if topology.disaggregation is not None:
         raise BadInput("--launcher slurm launches one server (over nnodes); a "
                        "prefill/decode split runs behind the engine's router: start it and "
                        "measure the router with --server URL")
-    check_cluster(tools, topology.nnodes, options)
-    return tools
 
 
 @dataclass
@@ -371,6 +376,7 @@ def prepare(engine: Any, suite: Any, env: Mapping[str, str], run_dir: Path,
     from harness.engines.interface import Placement
 
     topology = suite.topology
+    check_topology(topology)
     placement = Placement(node_rank=0, nnodes=topology.nnodes,
                           dist_init_addr="HEAD:1" if topology.nnodes > 1 else None)
     command = engine.command("HEAD", 1, placement)
