@@ -216,3 +216,58 @@ def first_info(base_url: str, adapter: Any, headers: Mapping[str, str],
 def suite_engine_name(adapter: Any) -> str:
     return {"sglang": "SGLang", "vllm": "vLLM", "reference": "reference-engine"}.get(
         getattr(adapter, "kind", ""), "engine")
+
+
+def measure_attached(runs: list[Any], models: Any, gpus: Any, fit: Any) -> Any:
+    """`--server URL`: the deployment is checked against the suite (exit 2 naming each
+    field that differs), then measured as a launched one; nothing is started or stopped."""
+    from harness.engines.registry import adapter_for
+    from harness.results.record import SERVER_LOG, LaunchInfo
+    from harness.run import recorded
+    from harness.run import workload_record as described
+    from harness.run.heartbeat import say
+    from harness.run.measuring import measure_entry
+    from harness.run.outcome import combined
+    from harness.workloads import prepare
+
+    first = runs[0]
+    suite, options = first.loaded.suite, first.options
+    adapter = adapter_for(suite.engine.kind)
+    base_url = server_url(options.server or "")
+    headers = adapter.auth_headers(suite)
+    for run in runs:
+        run.stage = "settings check"
+    info = first_info(base_url, adapter, headers, suite.workload)
+    engine = attached_engine(suite, adapter, models, base_url, headers, info)
+    parts = urlsplit(base_url)
+    launch = LaunchInfo(command=[], host=parts.hostname or "", launcher="attached",
+                        port=parts.port or (443 if parts.scheme == "https" else 80))
+    note = ("note: attached to a server this run did not start: the draft's attention "
+            "contract was not evaluated (the server's code is not here); its build is what "
+            "the server reports")
+    plans = []
+    for run in runs:
+        run.build = engine.build.model_copy(deep=True)
+        workload_plan = run.data if run.data is not None else prepare(run.loaded.suite.workload)
+        run.planned = sum(len(prompt.turns) for prompt in workload_plan.prompts)
+        run.provenance = recorded.provenance(run.loaded, None, gpus, fit, workload_plan)
+        run.provenance.server = {path: answer for path, answer in engine.reports.items()
+                                 if path != "/server_info"}  # its args: in build.options
+        run.workload = described.workload_info(run.loaded.suite, run.entry, workload_plan,
+                                               engine)
+        run.launch = launch
+        if suite.draft and suite.draft.expected_layers:
+            run.notes.append(note)
+        plans.append(workload_plan)
+    with AttachedServer(base_url, adapter.liveness_path, headers,
+                               first.run_dir / SERVER_LOG) as server:
+        say(f"attached to {base_url}: {engine.build.version or 'version not reported'}")
+        for run in runs:
+            run.stage = "queued"
+            described.add_chat_template(run.workload, run.loaded.suite, engine)
+        for run, workload_plan in zip(runs, plans, strict=True):
+            run.finish(measure_entry(run, engine, server, workload_plan))
+    if options.plot:
+        for run in runs:
+            recorded.draw_plot(run.run_dir, options.results_dir)
+    return combined([run.outcome() for run in runs])

@@ -92,6 +92,12 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
     entries = suite_entries(loaded, list(options.entries) if options.entries else None)
     gpus = preflight.gpu_inventory()
     fit = preflight.check_fit(suite.topology, gpus, options.gpu_devices)
+    if suite.topology.disaggregation is not None and options.server is None and \
+            options.launcher is None and not options.dry_run:
+        raise BadInput(f"suite {suite.name}: the harness does not launch a prefill/decode "
+                       "split itself (two servers and the engine's router); start it and "
+                       "measure it through its router with `harness run SUITE --server URL`,"
+                       " or print its lines with --dry-run")
     if options.launcher == "slurm" and not options.dry_run:
         from harness.run.schedulers import slurm
 
@@ -169,7 +175,9 @@ def _prepare_and_measure(runs: list[EntryRun], models: Any, chosen: Any, gpus: A
     for run in runs:
         run.provenance = recorded.provenance(run.loaded, None, gpus, fit, None)
     if options.server is not None:
-        return _attach_and_measure(runs, models, gpus, fit)
+        from harness.run.attach import measure_attached
+
+        return measure_attached(runs, models, gpus, fit)
     with heartbeat(_preparing):
         engine = planning.prepare_engine(suite, options, models, chosen)
     engine.build.options.update(planning.build_options(suite))
@@ -201,76 +209,16 @@ def _prepare_and_measure(runs: list[EntryRun], models: Any, chosen: Any, gpus: A
     return combined([run.outcome() for run in runs])
 
 
-def _attach_and_measure(runs: list[EntryRun], models: Any, gpus: Any, fit: Any
-                        ) -> RunOutcome:
-    """`--server URL`: the deployment is checked against the suite (exit 2 naming each
-    field that differs), then measured as a launched one; nothing is started or stopped."""
-    from urllib.parse import urlsplit
-
-    from harness.engines.registry import adapter_for
-    from harness.run import attach, recorded
-    from harness.run import workload_record as described
-    from harness.workloads import prepare
-
-    first = runs[0]
-    suite, options = first.loaded.suite, first.options
-    adapter = adapter_for(suite.engine.kind)
-    base_url = attach.server_url(options.server or "")
-    headers = adapter.auth_headers(suite)
-    for run in runs:
-        run.stage = "settings check"
-    info = attach.first_info(base_url, adapter, headers, suite.workload)
-    engine = attach.attached_engine(suite, adapter, models, base_url, headers, info)
-    parts = urlsplit(base_url)
-    launch = LaunchInfo(command=[], host=parts.hostname or "", launcher="attached",
-                        port=parts.port or (443 if parts.scheme == "https" else 80))
-    note = ("note: attached to a server this run did not start: the draft's attention "
-            "contract was not evaluated (the server's code is not here); its build is what "
-            "the server reports")
-    plans = []
-    for run in runs:
-        run.build = engine.build.model_copy(deep=True)
-        workload_plan = run.data if run.data is not None else prepare(run.loaded.suite.workload)
-        run.planned = sum(len(prompt.turns) for prompt in workload_plan.prompts)
-        run.provenance = recorded.provenance(run.loaded, None, gpus, fit, workload_plan)
-        run.provenance.server = {path: answer for path, answer in engine.reports.items()
-                                 if path != "/server_info"}  # its args: in build.options
-        run.workload = described.workload_info(run.loaded.suite, run.entry, workload_plan,
-                                               engine)
-        run.launch = launch
-        if suite.draft and suite.draft.expected_layers:
-            run.notes.append(note)
-        plans.append(workload_plan)
-    with attach.AttachedServer(base_url, adapter.liveness_path, headers,
-                               first.run_dir / SERVER_LOG) as server:
-        say(f"attached to {base_url}: {engine.build.version or 'version not reported'}")
-        for run in runs:
-            run.stage = "queued"
-            described.add_chat_template(run.workload, run.loaded.suite, engine)
-        for run, workload_plan in zip(runs, plans, strict=True):
-            run.finish(measure_entry(run, engine, server, workload_plan))
-    if options.plot:
-        for run in runs:
-            recorded.draw_plot(run.run_dir, options.results_dir)
-    return combined([run.outcome() for run in runs])
-
-
 def _topology_lines(run: EntryRun, engine: Any, port: int, env: dict[str, str]) -> list[Any]:
     """A multi-rank topology's launch lines on this host (every node over 127.0.0.1), once
     the release's own parser has read them (exit 2 with its message where it refuses one);
     [] for a one-process suite, which launches as it always has."""
-    from harness.errors import BadInput
     from harness.run.schedulers.deployment import checked_lines, node_lines
     from harness.run.schedulers.local import rendezvous
 
     topology = run.loaded.suite.topology
     if topology.single_process:
         return []
-    if topology.disaggregation is not None:
-        raise BadInput(f"suite {run.loaded.suite.name}: the harness does not launch a "
-                       "prefill/decode split itself (two servers and the engine's router); "
-                       "start it and measure it through its router with `harness run SUITE "
-                       "--server URL`, or print its lines with --dry-run")
     lines = node_lines(engine, LOOPBACK, port, rendezvous(free_port()),
                        node_port=lambda _rank: free_port())
     check = getattr(engine.adapter, "check_release", None)
