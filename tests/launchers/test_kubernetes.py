@@ -53,10 +53,11 @@ def test_two_nodes_make_one_group_of_two_pods(tmp_path: Path) -> None:
     assert "kubectl create secret generic" in shown
 
 
-def test_one_node_has_no_worker_template(tmp_path: Path) -> None:
+def test_one_node_is_a_group_of_one(tmp_path: Path) -> None:
     _, (lws, _) = manifest(tmp_path, "dp_size = 2")
     template = lws["spec"]["leaderWorkerTemplate"]
-    assert template["size"] == 1 and "workerTemplate" not in template
+    # the CRD requires a worker template even where the group has no worker
+    assert template["size"] == 1 and "workerTemplate" in template
     args = template["leaderTemplate"]["spec"]["containers"][0]["args"]
     assert args[args.index("--dp-size") + 1] == "2"
 

@@ -121,8 +121,6 @@ def manifest(engine: Any, suite: Any, env: Mapping[str, str], secrets: Sequence[
         "spec": {"selector": {"leaderworkerset.sigs.k8s.io/name": name, "role": "leader"},
                  "ports": [{"name": "http", "port": HTTP_PORT, "targetPort": HTTP_PORT}]},
     }
-    if topology.nnodes == 1:  # one pod: no worker template
-        del lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]
     header = [f"# {suite.name}: {topology.parallel_text()} as a LeaderWorkerSet "
               f"(group size {topology.nnodes}).",
               f"# Apply: kubectl apply -f <this file>; measure: harness run {suite.name} "
