@@ -175,7 +175,7 @@ def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
 
     suite = loaded.suite
     launch = ([f"launch     {dry_run_line(suite, options, chosen, fit)}"]
-              if suite.topology.single_process and suite.topology.disaggregation is None
+              if suite.topology.tensor_parallel_only
               else topology_lines(suite, options, chosen, fit))
     if getattr(options, "launcher", None) is not None:
         launch = scheduler_plan(suite, options, chosen, fit)

@@ -210,15 +210,16 @@ def _prepare_and_measure(runs: list[EntryRun], models: Any, chosen: Any, gpus: A
 
 
 def _topology_lines(run: EntryRun, engine: Any, port: int, env: dict[str, str]) -> list[Any]:
-    """A multi-rank topology's launch lines on this host (every node over 127.0.0.1), once
-    the release's own parser has read them (exit 2 with its message where it refuses one);
-    [] for a one-process suite, which launches as it always has."""
+    """A topology's launch lines on this host (every node over 127.0.0.1), once the
+    release's own parser has read them (exit 2 with its message where it refuses one); []
+    for one node of tensor parallelism alone, which launches as it always has (its lines
+    are checked by SGLang's parser in `nox -s sglang_args`)."""
     from harness.run.schedulers.deployment import checked_lines, node_lines
     from harness.run.schedulers.local import rendezvous
 
     topology = run.loaded.suite.topology
-    if topology.single_process:
-        return []
+    if topology.tensor_parallel_only:
+        return []  # one process tree: launched as it always has been
     lines = node_lines(engine, LOOPBACK, port, rendezvous(free_port()),
                        node_port=lambda _rank: free_port())
     check = getattr(engine.adapter, "check_release", None)

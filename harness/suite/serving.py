@@ -217,10 +217,11 @@ class Topology(Strict):
         return self.sides["decode" if self.disaggregation else "serve"].dp_size
 
     @property
-    def single_process(self) -> bool:
-        """One rank of everything: what every suite was before topologies."""
+    def tensor_parallel_only(self) -> bool:
+        """One server on one node with one DP rank and one pipeline stage (any TP size):
+        every suite's topology before data parallelism, nodes and splits."""
         return self.disaggregation is None and self.nnodes == 1 and \
-            (self.tp_size, self.dp_size, self.pp_size) == (1, 1, 1)
+            (self.dp_size, self.pp_size, self.dp_attention) == (1, 1, False)
 
     def node_of_rank(self, rank: int) -> int | None:
         """The node whose processes hold DP rank `rank` (its scheduler and its GPUs), as

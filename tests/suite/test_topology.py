@@ -30,8 +30,10 @@ def suite_with(name: str, topology: str) -> str:
 
 def test_defaults_are_one_process() -> None:
     topology = Topology(gpus=0)
-    assert topology.single_process and topology.dp_ranks == 1 and topology.world_gpus == 1
+    assert topology.tensor_parallel_only and topology.dp_ranks == 1 and topology.world_gpus == 1
     assert list(topology.sides) == ["serve"]
+    assert Topology(gpus=2, tp_size=2).tensor_parallel_only
+    assert not Topology(gpus=0, dp_size=2).tensor_parallel_only
 
 
 @pytest.mark.parametrize(("fields", "message"), [
