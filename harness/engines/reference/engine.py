@@ -66,7 +66,9 @@ class Engine:
                  dp_size: int = 1) -> None:
         self.options, self.server_args = options, server_args
         # One set of counters per data-parallel rank, as SGLang's schedulers each keep
-        # theirs; requests go to the ranks in turn (SGLang's round_robin load balancing).
+        # theirs; requests go to the ranks in turn (SGLang 0.5.23's default for a server
+        # with no prefill/decode split: round_robin, arg_groups/serving_hook.py
+        # handle_load_balance_method).
         self.rank_counters = [Counters() for _ in range(dp_size)]
         self.next_rank = itertools.cycle(range(dp_size))
         self.lock = threading.Lock()
