@@ -168,3 +168,15 @@ def test_any_topology_is_refused_cleanly_or_consistent(fields: dict) -> None:
     for rank in range(topology.dp_ranks):
         node = topology.node_of_rank(rank)
         assert node is None or 0 <= node < topology.nnodes
+
+
+def test_a_host_that_cannot_hold_every_node_is_skipped() -> None:
+    from harness.results.record import GPUInfo
+    from harness.run.preflight import check_fit
+
+    two = [GPUInfo(index=i, name="NVIDIA H100", memory_gib=80.0) for i in range(2)]
+    fit = check_fit(Topology(gpus=2, tp_size=4, nnodes=2), two)
+    assert not fit.fits
+    assert "needs 4 x GPU (2 per node x 2 nodes), found 2" in fit.reason
+    four = [*two, *(GPUInfo(index=i, name="NVIDIA H100", memory_gib=80.0) for i in (2, 3))]
+    assert check_fit(Topology(gpus=2, tp_size=4, nnodes=2), four).devices == (0, 1, 2, 3)
