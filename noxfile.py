@@ -124,8 +124,9 @@ def _fetch_sglang_wheels(session: nox.Session, versions: list[str] = AUDITED_SGL
 # (`nox -s sglang_cpu`, `nox -s sglang_dflash_cpu`); the site in a browser too.
 # `--dist loadscope`: a module's tests go to one worker, so its module fixtures (servers,
 # whole runs) are made once, not once on each worker that ran one of its tests (the
-# e2e's whole runs, 4 of 7 made twice; tests/reference/test_policy_noise.py's four
-# servers, 80 s). (xdist 3.8's `loadgroup` did not group here: tried.)
+# e2e's whole runs, 4 of 7 made twice;
+# tests/engines/reference/test_policies_and_draft_noise.py's four servers, 80 s).
+# (xdist 3.8's `loadgroup` did not group here: tried.)
 TESTS_ARGS = ("-n", "2", "--dist", "loadscope", "--durations=15",
               "--ignore", "tests/publish_browser",  # nox -s publish_browser
               "--ignore", "tests/sglang_oracle/test_server_args.py",
@@ -133,9 +134,9 @@ TESTS_ARGS = ("-n", "2", "--dist", "loadscope", "--durations=15",
               "--ignore", "tests/vllm_oracle",
               "--ignore", "tests/sglang_cpu",
               "--ignore", "tests/sglang_dflash_cpu",
-              "--ignore", "tests/launchers/test_slurm_cluster.py",  # nox -s slurm
+              "--ignore", "tests/run/schedulers/test_slurm_cluster.py",  # nox -s slurm
               # the LWS CRD is in no installable package: HARNESS_LWS_CRD=<file> to run it
-              "--ignore", "tests/launchers/test_lws_schema.py")
+              "--ignore", "tests/run/schedulers/test_lws_schema.py")
 
 
 def tests_args(posargs: list[str], marks: str = "not e2e") -> list[str]:
@@ -269,10 +270,11 @@ def sglang_cpu(session: nox.Session) -> None:
                 "tests/sglang_cpu", *session.posargs, env=env)
 
 
-# The Slurm launcher against a real one-node cluster (tests/launchers/test_slurm_cluster.py):
-# Debian's slurm-wlm and munge (installed here with apt-get where missing), started by the
-# test with a configuration of its own in a temporary folder and stopped after; suites on
-# the reference engine run as Slurm jobs (a job step per node, scancel at the end).
+# The Slurm launcher against a real one-node cluster
+# (tests/run/schedulers/test_slurm_cluster.py): Debian's slurm-wlm and munge (installed here
+# with apt-get where missing), started by the test with a configuration of its own in a
+# temporary folder and stopped after; suites on the reference engine run as Slurm jobs (a
+# job step per node, scancel at the end).
 @nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def slurm(session: nox.Session) -> None:
     """harness run --launcher slurm on a real one-node Slurm cluster on this host."""
@@ -288,7 +290,7 @@ def slurm(session: nox.Session) -> None:
     if "HARNESS_CACHE" in os.environ:
         env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
     session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "--durations=5",
-                "tests/launchers/test_slurm_cluster.py", *session.posargs, env=env)
+                "tests/run/schedulers/test_slurm_cluster.py", *session.posargs, env=env)
 
 
 # `harness publish` in a real browser: Debian's headless Chromium (installed here with

@@ -1,9 +1,9 @@
-"""Fault injection, as a table: every fault at every stage of a run (tests/faults/cases.py).
+"""Fault injection, as a table: every fault at every stage of a run (tests/run/fault_cases.py).
 
 Columns: exit code, requests finished by the server before the fault, rows kept in
 requests.jsonl, whether run.json was written (and the stage it records), processes left
 behind, and the time from fault to exit against its bound (a dead server 5 s, a hang the
-progress watchdog + 5 s). The same cases are asserted by tests/faults/test_faults.py.
+progress watchdog + 5 s). The same cases are asserted by tests/run/test_faults_lose_nothing.py.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.core.build_repos import make_slow_sglang_repo  # noqa: E402
-from tests.faults.cases import WATCHDOG_S, cases, run_case  # noqa: E402
+from tests.build.repos import make_slow_sglang_repo  # noqa: E402
+from tests.run.fault_cases import WATCHDOG_S, cases, run_case  # noqa: E402
 
 
 def main() -> int:

@@ -5,6 +5,9 @@ extra missing), which CI must not report as green. Locally, skips stay skips and
 
 Expensive results shared by the xdist workers of one session (made by the first worker
 that needs them, under a file lock, read by the others): `tests/shared.py`.
+
+Fixtures used by more than one test folder live in `tests/fixtures/`, registered here for
+every test: shipped suites and a clean host, the SGLang test double, a results folder.
 """
 
 from __future__ import annotations
@@ -15,6 +18,11 @@ from collections.abc import Generator
 from typing import Any
 
 import pytest
+
+import harness.engines.registry  # noqa: F401  (harness.secrets reads the engines' flags, as in the CLI)
+
+pytest_plugins = ["tests.fixtures.suites_and_host", "tests.fixtures.sglang_double",
+                  "tests.fixtures.results"]
 
 # A non-interactive shell starts its background jobs with SIGINT ignored, and a child
 # inherits an ignored signal across exec: the harness processes the tests signal with
@@ -37,10 +45,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, A
 
 @pytest.fixture(autouse=True)
 def _fresh_secret_mask() -> Generator[None, None, None]:
-    """Each test starts with no registered secret (harness.mask): the CLI registers what
+    """Each test starts with no registered secret (harness.secrets): the CLI registers what
     it learns for its process, and a test is a process of its own here."""
-    from harness import mask
+    from harness import secrets
 
-    mask.forget()
+    secrets.forget()
     yield
-    mask.forget()
+    secrets.forget()

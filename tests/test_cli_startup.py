@@ -83,7 +83,7 @@ def test_argparse_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_list_cache_misses_when_a_suite_changes(tmp_path: Path) -> None:
-    from tests.core.conftest import MINIMAL_SUITE
+    from tests.fixtures.suites_and_host import MINIMAL_SUITE
 
     folder = tmp_path / "suites"
     folder.mkdir()
@@ -101,7 +101,7 @@ def _readme_exit_codes() -> dict[int, str]:
     import re
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    table = readme.split("### Exit codes", 1)[1].split("\n\n", 2)[1]
+    table = readme.split("## Exit codes", 1)[1].split("\n\n", 2)[1]
     return {int(m.group(1)): m.group(2).strip()
             for m in re.finditer(r"^\| (\d+) \| (.+) \|$", table, re.M)}
 

@@ -37,7 +37,7 @@ from harness.results.store import (
     read_requests,
     read_run,
 )
-from harness.suite.secrets import redact_url
+from harness.secrets import redact_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -160,7 +160,7 @@ def run_figure(
         detail += (f"\npaired gate {record.paired['status'].upper()}: B - A "  # type: ignore[index]
                    f"{paired['difference']:+.3f} ({paired['level']:.0%} CI {ci[0]:+.3f}.."
                    f"{ci[1]:+.3f}), tolerated -{paired['tolerated_drop']:.3f} ({metric})")
-    build = shown(redact_url(record.build.spec or record.build.version or record.build.engine))
+    build = shown(redact_text(record.build.spec or record.build.version or record.build.engine))
     figure.suptitle(f"{shown(record.suite.name)}: {status.upper()}  [{build}]", fontsize=11)
     axes.set_title(detail, fontsize=9)
     return figure

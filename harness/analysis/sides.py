@@ -25,7 +25,7 @@ from harness.results.baselines import BaselineFigure
 from harness.results.layout import REQUESTS_FILE, RUN_FILE
 from harness.results.rows import METRICS, Skip, is_number, read_record
 from harness.results.store import block_size, iter_request_rows
-from harness.suite.secrets import redact_url
+from harness.secrets import redact_text
 
 
 @dataclass
@@ -172,7 +172,7 @@ def _build_name(row: dict[str, Any]) -> str:
     """The spec as given, else the installed engine and its version ("reference 0.1.0")."""
     installed = " ".join(str(part) for part in (row["build.engine"], row["build.version"])
                          if part)
-    return redact_url(str(row["build.spec"])) if row["build.spec"] else installed or "-"
+    return redact_text(str(row["build.spec"])) if row["build.spec"] else installed or "-"
 
 
 def common_metric(a: Side, b: Side) -> str:

@@ -19,10 +19,11 @@ This is the CUSUM change-point test on standardized values with known
 heteroscedastic variances, written as segment means so each step carries its
 before/after levels. A drop alarms while it is open: the latest segment is still at
 least `min_shift` under the level before the drop. Only runs of the latest suite
-document (`suite_sha256`) form a history, so editing a suite on purpose starts afresh,
-and only the last `window` runs are looked at, so an accepted drop ages out. Runs that
-errored or are partial stay out of the history (`TrendParams.include_incomplete` brings
-them in, marked).
+document (`suite_sha256`) form a history, so editing a suite on purpose starts afresh;
+the build under test is no part of that document (`harness.run.plan.choose_build`), so a
+history spans builds and a step between two of them is found. Only the last `window`
+runs are looked at, so an accepted drop ages out. Runs that errored or are partial stay
+out of the history (`TrendParams.include_incomplete` brings them in, marked).
 Kept over ruptures and apache-otava after `benchmarks/bench_trend.py` (docs/nightly-ci.md).
 The nightly summary table is `harness.analysis.trend_report`.
 """

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
 from typing import Any
 
 from harness.suite.attention import DraftConfigError
+from harness.suite.document import DocumentError, load_json
 
 CONFIG_NAME = "config.json"
 # `org/name`, as the hub spells repository ids; anything else is treated as a path.
@@ -18,9 +18,9 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*$
 def parse_config_text(text: str, source: str) -> dict[str, Any]:
     """A draft config from JSON text; DraftConfigError when it is not a JSON object."""
     try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise DraftConfigError(f"{source}: not JSON: {error}") from error
+        document = load_json(text)
+    except DocumentError as error:  # not JSON, nested past parsing, a number not finite
+        raise DraftConfigError(f"{source}: {error}") from None
     if not isinstance(document, dict):
         raise DraftConfigError(
             f"{source}: draft config must be a JSON object, got {type(document).__name__}"

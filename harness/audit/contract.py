@@ -6,14 +6,13 @@ one inline table per draft layer, `window` absent for full attention.
 
 from __future__ import annotations
 
-import json
-import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.errors import BadInput, SuiteError
 from harness.suite.attention import LayerAttention
+from harness.suite.document import DocumentError, load_json, load_toml
 
 EXPECTED_KEYS = frozenset({"causal", "window"})
 
@@ -116,16 +115,10 @@ def load_expected(spec: str, suites_dir: Path | None = None) -> tuple[list[dict[
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise ContractError(f"{path}: cannot read: {error}") from error
-    if path.suffix == ".json":
-        try:
-            document = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ContractError(f"{path}: not valid JSON: {error}") from error
-    else:
-        try:
-            document = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as error:
-            raise ContractError(f"{path}: not valid TOML: {error}") from error
+    try:
+        document = load_json(text) if path.suffix == ".json" else load_toml(text)
+    except DocumentError as error:  # not JSON/TOML, nested past parsing, not finite
+        raise ContractError(f"{path}: {error}") from None
     if isinstance(document, list):  # a bare JSON list of layers
         return validate_expected(document, str(path)), str(path)
     if not isinstance(document, Mapping):

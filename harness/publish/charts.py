@@ -103,8 +103,9 @@ def history_svg(series: SeriesView, pages: dict[str, str], prefix: str = "../") 
         if len(runs) <= BAND_ABOVE and not linked.all():  # one shared marker each: small
             axes.plot(times[~linked], values[~linked], ls="none", marker="o", ms=2.5,
                       color=colour, zorder=4)  # fmt: skip
-        if linked.any():  # each its own link to its run page
-            dots = axes.scatter(times[linked], values[linked], s=18, color=colour, zorder=4)
+        if linked.any():  # each its own link to its run page, above a failed run's x (whose
+            # arms still show around it), so that the click reaches the link
+            dots = axes.scatter(times[linked], values[linked], s=18, color=colour, zorder=6)
             dots.set_urls([prefix + pages[path] for path in runs["path"][linked]])
         _mark_steps(axes, line)
     for i, baseline in enumerate(series.baselines):

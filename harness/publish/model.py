@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from harness.analysis.plot_style import document_metric
 from harness.analysis.trend import Step, Trend, TrendParams, analyse, suite_history
 from harness.errors import BadInput
+from harness.secrets import redact_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -154,10 +155,8 @@ def _steps(series: str, suite: str, history: pd.DataFrame, trend: Trend) -> list
         bad = spec_at(_text(after["build.spec"]), _text(after["build.git_sha"]))
         command = None
         if step.is_drop and good and bad and good != bad:
-            from harness.suite.secrets import redact_url
-
             command = "harness bisect " + " ".join(
-                shlex.quote(redact_url(part)) for part in (suite, "--good", good, "--bad", bad))
+                shlex.quote(redact_text(part)) for part in (suite, "--good", good, "--bad", bad))
         views.append(StepView(step, before, after, step is trend.open_drop, command))
     return views
 

@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.mask import mask
 from harness.results.index_rows import bad_rows
 from harness.results.layout import (
     INDEX_FILE,
@@ -52,6 +51,7 @@ from harness.results.rows import (
     parse_record,
     read_record_file,
 )
+from harness.secrets import redact_text
 
 INDEX_FORMAT = 3  # 3: rows of records that results.checks refuses (issue 20) are not kept
 INDEX_LIMIT = 64 * 2**20  # a snapshot of 100,000 runs is ~25 MB; larger: rebuilt
@@ -114,7 +114,7 @@ def _append(log: Path, text: str) -> int:
     """Append lines in one write; returns the log's size after it. Never through a
     symbolic link (O_NOFOLLOW), nor in a suite folder that leads out of the results."""
     check_inside(log.parent, log.parent.parent.parent)
-    text = mask(text)
+    text = redact_text(text)
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0),
                  0o644)
     try:

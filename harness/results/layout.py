@@ -61,14 +61,14 @@ def check_inside(path: Path | str, root: Path | str) -> None:
 
 
 def atomic_write_text(path: Path, text: str, root: Path | str | None = None) -> None:
-    """Write via a temp file and rename, so readers never see half a file; secrets masked
-    (harness.mask). With `root` (the results folder), refuse (OutsideResults) when the
+    """Write via a temp file and rename, so readers never see half a file; secrets redacted
+    (harness.secrets). With `root` (the results folder), refuse (OutsideResults) when the
     file's folder leads out of it."""
     import tempfile
 
-    from harness.mask import mask
+    from harness.secrets import redact_text
 
-    text = mask(text)  # every registered secret, in every file the harness writes
+    text = redact_text(text)  # every secret, in every file the harness writes
     if root is not None:  # before mkdir too: no folder is made through a link out of root
         check_inside(path.parent, root)
     path.parent.mkdir(parents=True, exist_ok=True)

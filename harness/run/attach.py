@@ -182,15 +182,15 @@ def attached_engine(suite: Any, adapter: Any, models: Models | None, base_url: s
                     headers: Mapping[str, str], info: Any) -> AttachedEngine:
     """The engine record of an attached server, refused (BadInput naming each field) when
     it is not what the suite declares."""
-    from harness.suite.secrets import redact_url
+    from harness.secrets import redact_text
 
     reports = read_reports(base_url, adapter, headers)
     problems = mismatches(suite, adapter, models, reports, info)
     if problems:
-        raise BadInput(f"the server at {redact_url(base_url)} is not what suite {suite.name} "
+        raise BadInput(f"the server at {redact_text(base_url)} is not what suite {suite.name} "
                        "declares: " + "; ".join(problems))
     found = adapter.identity(reports)
-    build = BuildInfo(engine=suite.engine.kind, spec=f"attached: {redact_url(base_url)}",
+    build = BuildInfo(engine=suite.engine.kind, spec=f"attached: {redact_text(base_url)}",
                       version=found.get("version"), method="attached",
                       options={"served": {key: value for key, value in found.items()
                                           if value is not None}})

@@ -24,11 +24,11 @@ from harness.run.plan import (
     vllm_tiny_models,
 )
 from harness.run.preflight import Fit
-from harness.run.recorded import redact_command, secret_values
+from harness.run.recorded import redact_command
+from harness.secrets import redact_env, redact_text
 from harness.suite.checkpoints import Models, model_source
 from harness.suite.model import LoadedSuite, Suite, VLLMEngine
 from harness.suite.release_patches import shown
-from harness.suite.secrets import redact_url
 from harness.suite.serving import DRAFTLESS, ReferenceEngine, SGLangEngine
 
 PORT_PLACEHOLDER = 30000
@@ -76,7 +76,6 @@ def scheduler_plan(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | N
     from harness.run.recorded import redact_command
 
     env = _dry_run_env(suite, options, chosen, fit)
-    hidden = secret_values(suite)
 
     class Planned:  # what the schedulers ask of an engine: its line per placement
         spec_text = chosen.spec.text
@@ -94,14 +93,14 @@ def scheduler_plan(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | N
     if options.launcher == "kubernetes":
         from harness.run.schedulers import kubernetes
 
-        manifest = kubernetes.manifest(Planned, suite, env, hidden)
+        manifest = kubernetes.manifest(Planned, suite, env)
         return ["launch     kubernetes: this LeaderWorkerSet, for `kubectl apply -f -`; then "
                 "`harness run SUITE --server http://<its service>:<port>`", manifest]
     from harness.run.schedulers import slurm
 
     job_options = options.launcher_options or slurm.SlurmOptions()
     run_dir = Path(options.results_dir).resolve() / "runs" / suite.name / "<run folder>"
-    job = slurm.prepare(Planned, suite, env, run_dir, job_options, hidden, ())
+    job = slurm.prepare(Planned, suite, env, run_dir, job_options, ())
     return [f"launch     slurm: `sbatch --parsable {run_dir / slurm.SCRIPT_FILE}` with this "
             "script (secret values travel in the job's environment, never in it):",
             job.script]
@@ -136,10 +135,7 @@ def dry_run_line(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | Non
     env = _dry_run_env(suite, options, chosen, fit)
     if not env:
         return shlex.join(command)
-    from harness.suite.secrets import redact_env, redact_text
-
-    hidden = secret_values(suite)
-    shown = {name: redact_text(str(value), hidden) for name, value in redact_env(env).items()}
+    shown = redact_env(env)
     return shlex.join(["env", *(f"{name}={value}" for name, value in shown.items()),
                        *command])
 
@@ -180,13 +176,13 @@ def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
     if getattr(options, "launcher", None) is not None:
         launch = scheduler_plan(suite, options, chosen, fit)
     if getattr(options, "server", None):
-        launch = [f"attach     {redact_url(options.server)}: nothing launched or stopped; the "
+        launch = [f"attach     {redact_text(options.server)}: nothing launched or stopped; the "
                   "server must report the suite's model, algorithm, draft, draft tokens and "
                   "topology", "           (were it launched here:)", *launch]
     lines = [
         f"suite      {suite.name} ({loaded.path}, sha256 {loaded.sha256[:12]})",
         f"topology   {fit.reason}",
-        f"build      {redact_url(chosen.spec.text or 'as installed')}",
+        f"build      {redact_text(chosen.spec.text or 'as installed')}",
         *launch,
         *([] if getattr(options, "launcher", None) else [
             f"           (port {PORT_PLACEHOLDER} stands for a free port chosen at launch"
@@ -288,7 +284,7 @@ def baseline_line(baseline: Any, metric: str) -> str:
     """A baseline in the plan: its figure, definition, where it was measured, its source;
     "measured here" said once when the source already says it."""
     where = "external" if baseline.external else "measured here"
-    source = redact_url(baseline.source)
+    source = redact_text(baseline.source)
     said = source.lower().startswith(where)
     return (f"baseline   {baseline.label}: {baseline.accept_length:g} "
             f"({baseline.metric or metric}{'' if said else ', ' + where}) {source}")

@@ -27,8 +27,8 @@ from harness.results.record import (
 from harness.results.writer import write_run
 from harness.run.judge import EXIT_CODES
 from harness.run.outcome import RunOptions, RunOutcome
+from harness.secrets import redact_text
 from harness.suite.model import LoadedSuite
-from harness.suite.secrets import redact_text, redact_url
 
 
 @dataclass
@@ -64,15 +64,15 @@ class EntryRun:
 
         loaded = self.loaded
         verdict.reasons.extend(self.notes)
-        hidden = recorded.secret_values(loaded.suite)  # error texts may quote them
-        verdict.reasons[:] = [redact_text(reason, hidden) for reason in verdict.reasons]
+        # error texts may quote a secret
+        verdict.reasons[:] = [redact_text(reason) for reason in verdict.reasons]
         record = RunRecord(
             run_id=self.run_id, started_at=self.started, finished_at=utc_now(),
             label=self.options.label,
             suite=SuiteInfo(name=loaded.suite.name, path=str(loaded.path), sha256=loaded.sha256,
                             document=recorded.redacted_document(loaded), entry=self.entry),
             build=self.build or BuildInfo(engine=loaded.suite.engine.kind,
-                                          spec=redact_url(self.options.sglang or "") or None),
+                                          spec=redact_text(self.options.sglang or "") or None),
             provenance=self.provenance or recorded.provenance(loaded, None, [], None, None),
             launch=self.launch, attention=self.attention,
             attention_runtime=self.attention_runtime, workload=self.workload,

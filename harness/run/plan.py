@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,8 +23,14 @@ from harness.errors import BadInput
 from harness.results.record import BuildInfo
 from harness.run.preflight import Fit
 from harness.suite.checkpoints import Models, resolve_models
-from harness.suite.model import LoadedSuite, Suite, VLLMEngine
-from harness.suite.schema import document_sha256
+from harness.suite.document import DocumentError
+from harness.suite.local_models import (
+    context_limit,
+    find_local,
+    max_tokens_problem,
+    named_as_path,
+)
+from harness.suite.model import Entry, LoadedSuite, Suite, VLLMEngine
 from harness.suite.serving import ReferenceEngine, SGLangEngine
 
 
@@ -81,21 +87,32 @@ def check_suite(loaded: LoadedSuite) -> None:
             check(entry.loaded.suite)
 
 
+def requested_spec(suite: Suite, spec: str | None, patch: Path | None) -> str | None:
+    """The build spec a run names: `--sglang`/`--build`, else with `--patch` the suite's
+    `engine.default_build` (a patch needs a build to apply to, and the suite names one)."""
+    if spec is None and patch is not None and isinstance(suite.engine, SGLangEngine):
+        return suite.engine.default_build
+    return spec
+
+
 def choose_build(loaded: LoadedSuite, options: Any) -> tuple[LoadedSuite, ChosenBuild]:
     """Parse the run's build spec against the suite's engine (exit 2 when it does not
-    parse or does not apply) and apply a reference build's settings to the suite, so the
-    recorded document shows the values used."""
+    parse or does not apply) and apply a reference build's settings to the suite served.
+
+    The suite's document and hash stay the file's: the build under test is recorded in
+    the record's build section (its spec, and its settings in `build.options`), never in
+    the suite's identity, so a suite's history spans builds and a step from one build to
+    the next is what `harness trend` and the site show."""
     suite = loaded.suite
     if isinstance(suite.engine, SGLangEngine):
-        spec = options.sglang
+        spec = requested_spec(suite, options.sglang, options.patch)
         engine_python = getattr(options, "engine_python", None)
         if engine_python is not None:
-            if spec is not None or options.patch is not None:
+            if options.sglang is not None or options.patch is not None:
                 raise BadInput("--engine-python names an installed SGLang; it does not go "
                                "with --sglang or --patch (they name a build to make)")
             return loaded, ChosenBuild(builds.parse_build_spec(None, engine="sglang"))
-        if spec is None and options.patch is None and \
-                builds.probe_environment(sys.executable).sglang_version is None:
+        if spec is None and builds.probe_environment(sys.executable).sglang_version is None:
             spec = suite.engine.default_build  # nothing installed here: the suite's default
         return loaded, ChosenBuild(builds.parse_build_spec(spec, options.patch, engine="sglang"))
     if isinstance(suite.engine, VLLMEngine):
@@ -112,11 +129,10 @@ def choose_build(loaded: LoadedSuite, options: Any) -> tuple[LoadedSuite, Chosen
     document = json.loads(json.dumps(loaded.document))
     document["engine"] = {**document["engine"], **reference.overrides}
     try:
-        changed = Suite.model_validate(document)
+        served = Suite.model_validate(document)
     except ValueError as error:
         raise BadInput(f"build {build.text!r}: {error}") from None
-    return (LoadedSuite(suite=changed, path=loaded.path, sha256=document_sha256(document),
-                        document=document), ChosenBuild(build, reference))
+    return loaded.model_copy(update={"suite": served}), ChosenBuild(build, reference)
 
 
 def models(suite: Suite, options: Any) -> Models | None:
@@ -131,30 +147,38 @@ def models(suite: Suite, options: Any) -> Models | None:
         draft=local_model(tiny_model(chosen.draft)) if chosen.draft else None)
 
 
-def _named_as_path(name: str) -> bool:
-    """A hub id is `org/name` (or a bare name); a path starts with / . ~ or has more parts."""
-    return name.startswith(("/", "./", "../", "~")) or name.count("/") >= 2
-
-
 def local_model(name: str) -> str:
     """A relative folder made absolute, found from the working folder, else from the
     repository root (as stand-ins are), so the server and a pasted dry-run line find it
     from anywhere; anything else as given (a hub id, or a path `check_models` refuses)."""
-    if _named_as_path(name) or "/" in name:
-        path = Path(name).expanduser()
-        for candidate in (path, builds.REPO_ROOT / path):
-            if candidate.exists():
-                return str(candidate.resolve())
-    return name
+    found = find_local(name)
+    return str(found) if found is not None else name
 
 
 def check_models(chosen: Models | None) -> None:
     """A model named as a local path must exist (exit 2 before any build or download)."""
     for role, name in (("target", chosen.target if chosen else None),
                        ("draft", chosen.draft if chosen else None)):
-        if name and _named_as_path(name) and not Path(name).expanduser().exists():
+        if name and named_as_path(name) and not Path(name).expanduser().exists():
             raise BadInput(f"the {role} model {name}: no such file or folder (a local path; "
                            f"a hub id is org/name); give --{role}-model or fix the suite")
+
+
+def check_context(entries: Sequence[Entry], chosen: Models | None) -> None:
+    """Each entry's `max_tokens` within the context of the target served, when that is a
+    local checkpoint (one given by a variable or `--target-model`; the suite's own was
+    checked when it loaded): exit 2 before any build."""
+    if chosen is None:
+        return
+    try:
+        context = context_limit(chosen.target)
+    except DocumentError as error:
+        raise BadInput(f"the target model {chosen.target}: {error}") from None
+    for entry in entries:
+        problem = max_tokens_problem(entry.loaded.suite.workload.max_tokens, context)
+        if problem:
+            where = "workload" if entry.name is None else f"workloads.{entry.name}"
+            raise BadInput(f"suite {entry.loaded.suite.name}: {where}.max_tokens: {problem}")
 
 
 def _causal() -> Path:

@@ -120,7 +120,7 @@ def check_fit(
 ) -> Fit:
     """Pick the GPUs a local launch of the topology takes (`gpus` per node, every node on
     this host: SGLang's own `--nnodes` over 127.0.0.1) of an accepted type and size, or say
-    why not. A scheduler's launch asks the scheduler instead (harness.launchers)."""
+    why not. A scheduler's launch asks the scheduler instead (harness.run.schedulers)."""
     needed = topology.gpus * topology.nnodes
     if needed == 0:
         return Fit(True, "needs no GPU")

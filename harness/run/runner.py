@@ -41,15 +41,15 @@ from harness.run.launch import LOOPBACK, Server, ServerSpec, free_port
 from harness.run.measuring import measure_entry
 from harness.run.outcome import RunOptions as RunOptions
 from harness.run.outcome import RunOutcome, combined
+from harness.secrets import redact_text
 from harness.suite.model import Entry, LoadedSuite
-from harness.suite.secrets import redact_url
 
 
 def _preparing(elapsed: float) -> str:
     from harness.build.common import current_step
 
     step = current_step()
-    return (f"preparing the engine: {redact_url(step) if step else 'its environment and models'}"
+    return (f"preparing the engine: {redact_text(step) if step else 'its environment and models'}"
             f" ({elapsed:.0f} s)")
 
 
@@ -118,6 +118,7 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
     models = planning.models(suite, options)  # bad input ends here, before a run folder
     if options.server is None:  # an attached server's paths are on its own machine
         planning.check_models(models)
+        planning.check_context(entries, models)
     # each entry's data too, before any build or launch: missing data costs seconds
     from harness.workloads import prepare
 
@@ -233,12 +234,11 @@ def _topology_lines(run: EntryRun, engine: Any, port: int, env: dict[str, str]) 
 
 
 def _slurm_job(run: EntryRun, engine: Any, env: dict[str, str]) -> Any:
-    from harness.run import recorded
     from harness.run.schedulers import slurm
 
     suite = run.loaded.suite
     return slurm.prepare(engine, suite, env, run.run_dir, run.options.launcher_options
-                         or slurm.SlurmOptions(), recorded.secret_values(suite),
+                         or slurm.SlurmOptions(),
                          engine.adapter.ready_paths, slurm.commands())
 
 
@@ -314,8 +314,7 @@ def _launch_and_measure(runs: list[EntryRun], engine: Any, gpus: Any, fit: Any) 
     spec = ServerSpec(command=command, log_path=first.run_dir / SERVER_LOG, port=port,
                       env=env,
                       launch_timeout_s=suite.engine.launch_timeout_s,
-                      ready_paths=engine.adapter.ready_paths,
-                      secrets=recorded.secret_values(suite))
+                      ready_paths=engine.adapter.ready_paths)
     launch = LaunchInfo(command=recorded.redact_command(command, suite), host=LOOPBACK,
                         port=port)
     if len(lines) > 1:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic_core import PydanticCustomError
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_\-]*$"
 CATEGORY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
@@ -28,6 +29,23 @@ TemplateValue = bool | int | float | str
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+IMPOSSIBLE = "impossible"  # the error type of a value no run can meet; ctx names its field
+
+
+def impossible(field: str, problem: str) -> PydanticCustomError:
+    """A validator's refusal of a value no run could meet, naming the field (relative to
+    the model that raises it) so the message points at it (`harness.suite.model`)."""
+    return PydanticCustomError(IMPOSSIBLE, "{field}: {problem}",
+                               {"field": field, "problem": problem})
+
+
+def _above_one(field: str, value: float | None, strict: bool, flag: str) -> None:
+    """A share floor of 1.0 judged strictly asks for more than every request: impossible."""
+    if strict and value is not None and value >= 1.0:
+        raise impossible(field, f"{value:g} with {flag} = true asks for a share above 1, "
+                                "which no run has; use >= (strict = false) or a floor below 1")
 
 
 class _Requests(_Strict):
@@ -199,6 +217,7 @@ class CategoryFloor(_Strict):
     def _something(self) -> CategoryFloor:
         if self.accept_length is None and self.accuracy is None:
             raise ValueError("a category floor needs accept_length, accuracy or both")
+        _above_one("accuracy", self.accuracy, self.strict, "strict")
         return self
 
 
@@ -232,6 +251,14 @@ class Floors(_Strict):
         bad = [name for name in self.categories if not re.match(CATEGORY_PATTERN, name)]
         if bad:
             raise ValueError(f"category names {bad} must match {CATEGORY_PATTERN}")
+        return self
+
+    @model_validator(mode="after")
+    def _shares_possible(self) -> Floors:
+        _above_one("accuracy", self.accuracy, self.accuracy_strict, "accuracy_strict")
+        for position, value in enumerate(self.positions):
+            _above_one(f"positions.{position}", value, self.positions_strict,
+                       "positions_strict")
         return self
 
 

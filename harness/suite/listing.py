@@ -84,7 +84,7 @@ def listing(paths: list[Path], folder: Path) -> list[tuple[Row | str, bool]]:
     try:
         cache = json.loads(file.read_bytes())
         assert isinstance(cache, dict)
-    except (OSError, ValueError, AssertionError):
+    except (OSError, ValueError, RecursionError, AssertionError):  # rebuilt
         cache = {}
     key = _validator_key()
     result, used = [], {}

@@ -14,7 +14,6 @@ This module loads suites and re-exports (`__all__`) the names most callers use, 
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,10 @@ from pydantic import ValidationError
 
 from harness.errors import SuiteError
 from harness.results.layout import SUITES_DIR
+from harness.secrets import redact_text, register_document
+from harness.suite.document import DocumentError, load_toml
 from harness.suite.entries import (
+    IMPOSSIBLE,
     METRIC_DEFINITIONS,
     WORKLOAD_KINDS,
     Baseline,
@@ -83,6 +85,8 @@ def _location(loc: tuple[Any, ...]) -> str:
 def _describe(error: dict[str, Any]) -> str:
     kind = error["type"]
     ctx = error.get("ctx") or {}
+    if kind == IMPOSSIBLE:
+        return str(ctx.get("problem"))
     if kind == "extra_forbidden":
         return "unknown field (check the spelling; see `harness show` of a shipped suite)"
     if kind == "missing":
@@ -109,7 +113,11 @@ def format_validation_error(source: str, error: ValidationError) -> str:
     by_field: dict[str, list[str]] = {}
     for item in error.errors():
         described = _describe(item)
-        problems = by_field.setdefault(_location(item["loc"]), [])
+        where = _location(item["loc"])
+        if item["type"] == IMPOSSIBLE:  # the validator named the field below its model
+            field = str((item.get("ctx") or {}).get("field"))
+            where = field if where == "(document)" else f"{where}.{field}"
+        problems = by_field.setdefault(where, [])
         if described not in problems:
             problems.append(described)
     lines = [f"{source}: invalid suite"]
@@ -117,22 +125,25 @@ def format_validation_error(source: str, error: ValidationError) -> str:
     return "\n".join(lines)
 
 
-def parse_suite(text: str, source: str) -> tuple[Suite, dict[str, Any]]:
+def read_document(text: str, source: str) -> dict[str, Any]:
+    """The suite's TOML as a document within the limits of `harness.suite.document`
+    (nesting, finite numbers, 64-bit integers); SuiteError naming the file and field."""
     try:
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise SuiteError(f"{source}: not valid TOML: {error}") from None
-    from harness.suite.secrets import document_secrets
+        return load_toml(text)
+    except DocumentError as error:
+        if not error.field:
+            raise SuiteError(f"{source}: {error.problem}") from None
+        raise SuiteError(f"{source}: invalid suite\n  {error.field}: {error.problem}") from None
 
-    document_secrets(document)  # registered at load: masked in every output (harness.mask)
+
+def parse_suite(text: str, source: str) -> tuple[Suite, dict[str, Any]]:
+    document = read_document(text, source)
+    register_document(document)  # at load: redacted in every output from now on
     try:
         return Suite.model_validate(document), document
     except ValidationError as error:
         # the error quotes the values it rejects: a secret among them stays hidden
-        from harness.suite.secrets import document_secrets, redact_text
-
-        message = redact_text(format_validation_error(source, error), document_secrets(document))
-        raise SuiteError(message) from None
+        raise SuiteError(redact_text(format_validation_error(source, error))) from None
 
 
 def resolve_suite_path(spec: str, suites_dir: Path = SUITES_DIR) -> Path:
@@ -147,9 +158,9 @@ def resolve_suite_path(spec: str, suites_dir: Path = SUITES_DIR) -> Path:
         return candidate
     for file in sorted(suites_dir.glob("*.toml")):
         try:
-            if tomllib.loads(file.read_text()).get("name") == spec:
+            if read_document(file.read_text(encoding="utf-8"), str(file)).get("name") == spec:
                 return file
-        except (OSError, tomllib.TOMLDecodeError):
+        except (OSError, UnicodeDecodeError, SuiteError):
             continue
     names = ", ".join(p.stem for p in sorted(suites_dir.glob("*.toml"))) or "none"
     raise SuiteError(f"{spec}: no suite file or suite name matches; known suites: {names}")

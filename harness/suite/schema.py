@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from harness.suite.bounds import StepBound, step_bound
+from harness.suite.document import DocumentError, check_values
 from harness.suite.entries import (
     INHERITED_FLOOR_KEYS,
     Baseline,
@@ -18,9 +20,11 @@ from harness.suite.entries import (
     GSM8KWorkload,
     Workload,
     WorkloadEntry,
+    impossible,
     known_categories,
 )
 from harness.suite.gate import Gate
+from harness.suite.local_models import context_limit, max_tokens_problem
 from harness.suite.serving import (
     DRAFTLESS,
     DraftRef,
@@ -51,6 +55,18 @@ class Suite(Strict):
     # Further workloads on the same server (e.g. the same prompts at temperature 0.6),
     # each with its own floors; each is recorded as its own series `<name>.<entry>`.
     workloads: list[WorkloadEntry] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _values_within_limits(cls, data: Any) -> Any:
+        """No depth, infinity, NaN or integer past 64 bits anywhere (harness.suite.document):
+        also for a document changed after it was read (a build's settings, a question
+        count), which is validated again."""
+        try:
+            check_values(data)
+        except DocumentError as error:
+            raise impossible(error.field or "(document)", error.problem) from None
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -115,6 +131,60 @@ class Suite(Strict):
                                  "floors' definition")
         return self
 
+    @property
+    def step_bound(self) -> StepBound:
+        """The most one verify step of this suite's settings can make (harness.suite.bounds)."""
+        spec = self.speculative
+        return step_bound(spec.algorithm, spec.draft_tokens, spec.num_steps, spec.eagle_topk,
+                          self.engine.kind)
+
+    @model_validator(mode="after")
+    def _figures_possible(self) -> Suite:
+        """No floor or baseline above the most a verify step can make, in the definition
+        the floors are in; no position floor past the drafts a step can accept."""
+        bound = self.step_bound
+        for floors, baselines, where in [(self.floors, self.baselines, ""),
+                                         *((e.floors, e.baselines, f"workloads.{e.name}.")
+                                           for e in self.workloads)]:
+            top = bound.accept_length(floors.metric)
+            why = bound.accept_reason(floors.metric)
+            figures = [(f"{where}floors.accept_length", floors.accept_length, floors.strict),
+                       *((f"{where}floors.categories.{name}.accept_length", c.accept_length,
+                          c.strict) for name, c in floors.categories.items())]
+            for field, floor, strict in figures:
+                if floor is not None and (floor > top or (strict and floor >= top)):
+                    rule = "must exceed" if strict else "must reach"
+                    raise impossible(field, f"a run {rule} {floor:g}, but {why}")
+            for i, baseline in enumerate(baselines):
+                if baseline.accept_length > top:
+                    raise impossible(f"{where}baselines.{i}.accept_length",
+                                     f"{baseline.accept_length:g} was never measured: {why}")
+            if len(floors.positions) > bound.drafts:
+                raise impossible(f"{where}floors.positions",
+                                 f"{len(floors.positions)} position floors, but {bound.reason}"
+                                 f", so a step accepts at most {bound.drafts} drafts: "
+                                 f"positions past {bound.drafts} never exist")
+        return self
+
+    @model_validator(mode="after")
+    def _max_tokens_within_the_context(self) -> Suite:
+        """`max_tokens` leaves room for a prompt in the target's context: the one its local
+        config declares (harness.suite.local_models), else `MAX_CONTEXT_TOKENS`. A target
+        given at run time (a variable, --target-model) is checked by the run."""
+        model = self.target.model if self.target is not None else None
+        name = model if isinstance(model, str) else getattr(model, "default", None)
+        try:
+            context = context_limit(name)
+        except DocumentError as error:
+            raise impossible("target.model", str(error)) from None
+        for workload, field in [(self.workload, "workload.max_tokens"),
+                                *((e, f"workloads.{e.name}.max_tokens")
+                                  for e in self.workloads)]:
+            problem = max_tokens_problem(workload.max_tokens, context)
+            if problem:
+                raise impossible(field, problem)
+        return self
+
     @model_validator(mode="after")
     def _models_for_engine(self) -> Suite:
         models = [ref.model if ref else None for ref in (self.target, self.draft)]
@@ -135,7 +205,12 @@ class Suite(Strict):
 
 
 class LoadedSuite(BaseModel):
-    """A validated suite with where it came from and a hash of its document."""
+    """A validated suite with where it came from and a hash of its document.
+
+    `document` and `sha256` are the suite's identity: what its records keep and what its
+    history is grouped by. `suite` is the suite as served: a run's reference build may set
+    its engine settings (`harness.run.plan.choose_build`) without changing that identity.
+    """
 
     model_config = ConfigDict(frozen=True)
 

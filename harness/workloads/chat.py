@@ -23,7 +23,7 @@ def _template_from(name: str, text: str) -> str | None:
         return text
     try:
         config = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past parsing: no template
         return None
     template: Any = config.get("chat_template") if isinstance(config, dict) else None
     if isinstance(template, list):  # named templates: [{"name", "template"}]

@@ -96,6 +96,9 @@ def read_lines(raw: bytes, source: str, what: str) -> list[tuple[int, dict[str, 
             item = json.loads(line)
         except ValueError as error:
             raise BadInput(f"{source}:{number}: not a {what} row ({error})") from None
+        except RecursionError:  # the decoder recurses once per nested array or object
+            raise BadInput(f"{source}:{number}: not a {what} row (nested too deep to "
+                           "parse)") from None
         if not isinstance(item, dict):
             raise BadInput(f"{source}:{number}: not a {what} row (not a JSON object)")
         items.append((number, item))

@@ -13,7 +13,7 @@ from harness.analysis.plot_style import VERDICT_COLOURS, position_floor_checks, 
 from harness.analysis.plots import histogram_figure
 from harness.results.record import CategoryResult
 from harness.results.store import read_run
-from tests.analysis.records import make_run
+from tests.results.records import make_run
 
 FAIL = VERDICT_COLOURS["fail"]
 

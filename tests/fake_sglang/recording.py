@@ -5,8 +5,8 @@ the same exchanges put to the test double: each answer reduced to what the harne
     python -m tests.fake_sglang.recording OUT.json   # records the real server (its CPU env)
 
 The recording in `recorded-0.5.23.json` is what the real server answered (the tiny
-target, the NGRAM CPU suite's launch line); `tests/newcomer/test_double_fields.py` holds
-the double to it.
+target, the NGRAM CPU suite's launch line);
+`tests/engines/sglang/test_double_answers_as_real_server.py` holds the double to it.
 """
 
 from __future__ import annotations

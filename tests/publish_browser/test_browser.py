@@ -2,10 +2,12 @@
 loading the pages from file:// with every network request refused.
 
 Run by `nox -s publish_browser` (which installs chromium and playwright); the `tests`
-session leaves this folder out. The history is real: two runs of the tiny suite on the
-reference engine (a release line, and main with a degraded draft paired against it), plus
-nights written through the harness's writer for a second suite (a drop the trend detector
-finds) and a crafted record whose label is markup. Screenshots go to
+session leaves this folder out. The history is real: runs of the tiny suite on the
+reference engine (a release line; main with a degraded draft paired against it; and a
+nightly line of three runs of `--build reference:policy=fixed` then three of
+`reference:policy=fixed,noise=0.1`, one history across the two builds whose step the site
+shows), plus nights written through the harness's writer for a second suite (a drop the
+trend detector finds) and a crafted record whose label is markup. Screenshots go to
 $HARNESS_PUBLISH_SHOTS (default: the test's temporary folder).
 """
 
@@ -34,6 +36,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"
                  "--disable-sync", "--disable-quic"]
 CRAFTED = '<script>document.title="pwned"</script><b>bold</b>'
 REAL_SUITE = "tiny_dflash_cpu"
+# The nightly line's builds: the draft degraded from the fourth run on
+BUILDS = ["reference:policy=fixed"] * 3 + ["reference:policy=fixed,noise=0.1"] * 3
 
 
 def _harness(*args: str) -> None:
@@ -56,6 +60,8 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
                  *common)
         _harness("run", REAL_SUITE, "--label", "main", "--build", "reference:noise=0.1",
                  "--against", "reference:noise=0", "--against-label", "release", *common)
+        for build in BUILDS:
+            _harness("run", REAL_SUITE, "--label", "nightly", "--build", build, *common)
     nightly_history(root)
     for day in range(3):
         night(root, day=day, accept=2.4, series="crafted", label=CRAFTED, reasons=[CRAFTED])
@@ -126,7 +132,8 @@ def test_overview_shows_the_records_figures(browser: Any, site: Path, results: P
         assert shown["verdict"] == latest.verdict.status.upper()
         assert int(shown["runs"]) == len(line_runs)
         seen.add((series, line))
-    assert {(REAL_SUITE, "main"), (REAL_SUITE, "release"), ("suite_a", "main"),
+    assert {(REAL_SUITE, "main"), (REAL_SUITE, "release"), (REAL_SUITE, "nightly"),
+            ("suite_a", "main"),
             ("suite_a", "release"), ("suite_a.t06", "main"), ("crafted", CRAFTED)} <= seen
     real_main = cells(browser.locator(f'#overview tr[data-series="{REAL_SUITE}"]'
                                       '[data-line="main"]'))  # fmt: skip
@@ -149,6 +156,37 @@ def test_a_drop_names_its_commits_and_the_bisect_line(browser: Any, site: Path,
     first_bad = next(i for i, value in enumerate(main_runs["accept_length"]) if value < 2.3)
     assert command.startswith("harness bisect suite_a --good ")
     assert f"@{shas[first_bad - 1]}#" in command and f"@{shas[first_bad]}#" in command
+
+
+def test_a_step_across_builds_shows_on_the_site(browser: Any, site: Path, results: Path,
+                                                shots: Path) -> None:
+    """The nightly line's history spans its two builds: the drop between them is a step
+    with an open alarm, named by the runs and builds either side."""
+    runs = load_runs(results, suite=REAL_SUITE)
+    nightly = runs[(runs["kind"] == "run") & (runs["label"] == "nightly")]
+    assert list(nightly["build.spec"]) == BUILDS
+    assert nightly["suite_sha256"].nunique() == 1  # the build is not the suite's identity
+    figures = list(nightly["accept_length"])
+    assert max(figures[3:]) < min(figures[:3]) - 0.1  # the degraded draft: a clear drop
+
+    browser.goto((site / "index.html").as_uri())
+    shown = cells(browser.locator(f'#overview tr[data-series="{REAL_SUITE}"]'
+                                  '[data-line="nightly"]'))  # fmt: skip
+    assert int(shown["runs"]) == len(BUILDS)
+    assert shown["trend"].startswith("drop ")
+    assert float(shown["change"]) == pytest.approx(figures[-1] - figures[-2], abs=5e-4)
+    browser.locator(f'#overview a:text-is("{REAL_SUITE}")').click()
+    browser.screenshot(path=shots / "suite-build-step.png", full_page=True)
+    step = browser.locator("#steps tr.drop", has_text="nightly")
+    assert step.count() == 1
+    texts = [cell.inner_text().strip() for cell in step.locator("td").all()]
+    # the levels either side: weighted means of each build's runs (equal figures, seeded)
+    before, after = (float(level) for level in texts[2].split("→"))
+    assert before == pytest.approx(sum(figures[:3]) / 3, abs=0.01)
+    assert after == pytest.approx(sum(figures[3:]) / 3, abs=0.01)
+    assert float(texts[3]) == pytest.approx(after - before, abs=2e-3)
+    assert texts[5] == "yes: alarm"
+    assert f"{BUILDS[0]} .. " in texts[6] and texts[6].endswith(BUILDS[-1])
 
 
 def test_crafted_label_shows_as_text(browser: Any, site: Path, shots: Path) -> None:

@@ -41,7 +41,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def dp2_server() -> Iterator[str]:
-    from tests.reference.conftest import engine_available, start_server, stop_server
+    from tests.engines.reference.conftest import engine_available, start_server, stop_server
 
     if not engine_available():
         pytest.skip("the reference extra (torch, transformers, dflash) is not installed")

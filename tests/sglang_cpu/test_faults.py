@@ -23,7 +23,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.lifecycle.conftest import alive
+from tests.fixtures.sglang_double import alive
 from tests.sglang_cpu.conftest import REPO, SPEC
 
 WATCHDOG_S = 15.0  # the suite's progress_timeout_s: a stopped server is noticed after it

@@ -7,7 +7,7 @@ stand-ins first on the path, as the server gets them: `prepare_server_args` (wha
 `python -m sglang.launch_server` runs first) must accept the harness's launch line and put
 each value in the field the harness means. 0.5.18 is not here: the stand-ins' AMX answer
 goes through `runtime_context.override_platform`, which 0.5.18 does not have
-(tests/audit/test_cpu_patches.py pins that), so no server of it starts with them.
+(tests/audit/test_cpu_patches_fit_their_release.py pins that), so no server of it starts with them.
 """
 
 from __future__ import annotations

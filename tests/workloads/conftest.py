@@ -18,8 +18,6 @@ from typing import Any
 
 import pytest
 
-from tests.lifecycle.conftest import fake_env  # noqa: F401 (the SGLang test double's fixture)
-
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SHARED_DATA = (Path(os.environ["HARNESS_DATA_DIR"]) if os.environ.get("HARNESS_DATA_DIR")
                else REPO_ROOT.parent / "shared" / "data")

@@ -17,7 +17,7 @@ built from the same pieces of the `dflash` package (`extract_context_feature`, i
 - a per-step callback, so a server can stream.
 
 With noise 0 and temperature 0 the output ids and the accept lengths of every step but
-the last equal `dflash_generate`'s (tests/reference check it).
+the last equal `dflash_generate`'s (tests/engines/reference check it).
 """
 
 from __future__ import annotations

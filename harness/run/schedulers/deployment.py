@@ -8,11 +8,13 @@ takes the lines from here; only node 0 of a side answers HTTP, the others join i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from harness.engines.interface import Placement
+from harness.engines.registry import secret_flags
+from harness.secrets import REDACTED, redact_argv, redact_env
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,21 @@ def node_lines(engine: Any, host: str, port: int, dist_init_addr: str | None,
             chosen = node_port(placement.node_rank)
         lines.append(NodeLine(name, placement, engine.command(host, chosen, placement)))
     return lines
+
+
+def secret_words(command: Sequence[str], kind: str) -> list[bool]:
+    """Which words of a launch line hold a secret: those the one redactor (harness.secrets,
+    with the engine's own secret flags) changes, and a dry run's already redacted ones. A
+    scheduler passes them to the job in its environment, never in what it writes."""
+    shown = redact_argv(command, secret_flags(kind))
+    return [word != seen or REDACTED in word for word, seen in zip(command, shown, strict=True)]
+
+
+def secret_variable(name: str, value: str) -> bool:
+    """Whether a variable of the server's environment is a secret (harness.secrets: by its
+    name or its value)."""
+    shown: Mapping[str, str] = redact_env({name: value})
+    return shown != {name: value} or REDACTED in value
 
 
 def checked_lines(lines: list[NodeLine]) -> dict[str, list[str]]:

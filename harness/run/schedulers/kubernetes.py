@@ -16,10 +16,10 @@ the manifest's comment says). The container image must hold the build under test
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from harness.suite.secrets import is_secret_name
+from harness.run.schedulers.deployment import secret_variable, secret_words
 
 API_VERSION = "leaderworkerset.x-k8s.io/v1"
 HTTP_PORT = 30000
@@ -51,8 +51,8 @@ def _container(args: list[str], env: list[dict[str, Any]], image: str, gpus: int
     return container
 
 
-def manifest(engine: Any, suite: Any, env: Mapping[str, str], secrets: Sequence[str],
-             image: str | None = None) -> str:
+def manifest(engine: Any, suite: Any, env: Mapping[str, str], image: str | None = None
+             ) -> str:
     """The LeaderWorkerSet and its leader's Service, as a YAML stream (JSON documents,
     which YAML reads as they are) with the Secret to create named in a comment."""
     from harness.engines.interface import Placement
@@ -69,14 +69,14 @@ def manifest(engine: Any, suite: Any, env: Mapping[str, str], secrets: Sequence[
     placement = Placement(node_rank=0, nnodes=topology.nnodes,
                           dist_init_addr="LEADER:1" if topology.nnodes > 1 else None)
     line = list(engine.command("HOST", 1, placement))
-    values = [s for s in secrets if s]
+    secret = secret_words(line, suite.engine.kind)
     args: list[str] = []
     secret_env: list[str] = []
     for index, word in enumerate(line):
         previous = line[index - 1] if index else ""
         if previous in NODE_VALUES:
             word = NODE_VALUES[previous]
-        elif word in values or word == "<redacted>":
+        elif secret[index]:
             key = f"HARNESS_SECRET_{len(secret_env)}"
             secret_env.append(key)
             word = f"$({key})"
@@ -89,7 +89,7 @@ def manifest(engine: Any, suite: Any, env: Mapping[str, str], secrets: Sequence[
     for key, value in env.items():
         if key in ("PYTHONPATH", "CUDA_VISIBLE_DEVICES"):
             continue  # host paths and devices: the image and the device plugin decide
-        if is_secret_name(key) or value in values:
+        if secret_variable(key, value):
             secret_env.append(key)
         else:
             container_env.append({"name": key, "value": value})

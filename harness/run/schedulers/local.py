@@ -26,8 +26,7 @@ class LocalNodes:
         self.workers = [
             Server(ServerSpec(command=line.command, port=head.port, env=head.env,
                               log_path=logs / f"server-{line.name.replace(' ', '-')}.log",
-                              launch_timeout_s=head.launch_timeout_s, ready_paths=(),
-                              secrets=head.secrets))
+                              launch_timeout_s=head.launch_timeout_s, ready_paths=()))
             for line in lines if not line.serves_http]
         self.names = [line.name for line in lines if not line.serves_http]
 

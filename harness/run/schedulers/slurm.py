@@ -14,8 +14,10 @@ no longer lists it. `--dry-run` prints the batch script and the `sbatch` line.
 The engine environment and the run folder must be on a filesystem the nodes share (the
 script runs the build's interpreter by its path and writes into the run folder). The
 server binds the first node's own address (never every interface). Secrets never enter
-the script: a secret flag's value is passed to the job in its environment
-(`HARNESS_SECRET_<n>`) and the script refers to the variable.
+the script: a word of the launch line that holds one (harness.secrets says which) is passed
+to the job in its environment (`HARNESS_SECRET_<n>`) and the script refers to the variable.
+The job writes its output to server.log itself: the harness redacts that file when the job
+ends.
 """
 
 from __future__ import annotations
@@ -37,11 +39,15 @@ import httpx
 
 from harness.errors import BadInput, EngineError
 from harness.run.launch import log_tail
+from harness.run.schedulers.deployment import secret_variable, secret_words
+from harness.secrets import redact_text
 
 ENDPOINT_FILE = "endpoint.json"
 SCRIPT_FILE = "job.sbatch"
 POLL_S = 1.0
-STATE_EVERY_S = 1.0  # how often a running job's state is read while it serves
+# How often a running job's state is read while it serves: twice within the driver's grace
+# after a failed request (drive.DEATH_GRACE_S), so a cancelled job is named as the cause.
+STATE_EVERY_S = 0.5
 CANCEL_WAIT_S = 60.0
 INSTALL_HINT = ("install Slurm's client commands (Debian/Ubuntu: apt-get install "
                 "slurm-client; they read the cluster from /etc/slurm/slurm.conf or "
@@ -89,18 +95,19 @@ def _run(command: Sequence[str], env: Mapping[str, str] | None = None,
         raise EngineError(f"cannot run {command[0]}: {error}") from None
 
 
-def node_template(command: Sequence[str], secrets: Sequence[str]) -> tuple[str, dict[str, str]]:
+def node_template(command: Sequence[str], kind: str) -> tuple[str, dict[str, str]]:
     """Node 0's launch line as a shell line for every node: the values a node fills in
-    (`NODE_VALUES`) as variable references, each secret value as `$HARNESS_SECRET_<n>`
-    (returned with its value, to pass in the job's environment, never in the script)."""
+    (`NODE_VALUES`) as variable references, each word holding a secret (of engine `kind`'s
+    line) as `$HARNESS_SECRET_<n>` (returned with its value, to pass in the job's
+    environment, never in the script)."""
     words: list[str] = []
     hidden: dict[str, str] = {}
-    values = [s for s in secrets if s]
+    secret = secret_words(command, kind)
     previous = ""
-    for word in command:
+    for word, is_secret in zip(command, secret, strict=True):
         if previous in NODE_VALUES:
             words.append(f'"{NODE_VALUES[previous]}"')
-        elif word in values or word == "<redacted>":  # a dry run's line is redacted already
+        elif is_secret:
             name = f"HARNESS_SECRET_{len(hidden)}"
             hidden[name] = word
             words.append(f'"${name}"')
@@ -211,7 +218,6 @@ class SlurmJob:
     ready_paths: tuple[str, ...]
     launch_timeout_s: float
     job_env: dict[str, str] = field(default_factory=dict)
-    secrets: tuple[str, ...] = ()
     tools: dict[str, str] = field(default_factory=dict)
     job_id: str | None = None
     ready_after_s: float | None = None
@@ -337,16 +343,15 @@ class SlurmJob:
         self._redact_log()
 
     def _redact_log(self) -> None:
-        """The job's output went straight to server.log: its secrets are replaced there."""
+        """The job's output went straight to server.log: redacted there as a local server's
+        log is line by line (harness.secrets)."""
         log = self.spec.log_path
-        if not self.secrets or not log.is_file():
+        if not log.is_file():
             return
         with contextlib.suppress(OSError):
-            data = log.read_bytes()
-            for secret in self.secrets:
-                if secret:
-                    data = data.replace(secret.encode(), b"<redacted>")
-            log.write_bytes(data)
+            text = log.read_bytes().decode("utf-8", "surrogateescape")
+            shown = "".join(redact_text(line) for line in text.splitlines(keepends=True))
+            log.write_bytes(shown.encode("utf-8", "surrogateescape"))
 
     def __enter__(self) -> SlurmJob:
         from harness.run.launch import signals_deferred
@@ -370,7 +375,7 @@ class SlurmJob:
 
 
 def prepare(engine: Any, suite: Any, env: Mapping[str, str], run_dir: Path,
-            options: SlurmOptions, secrets: Sequence[str], ready_paths: tuple[str, ...],
+            options: SlurmOptions, ready_paths: tuple[str, ...],
             tools: dict[str, str] | None = None) -> SlurmJob:
     """The job for the suite's topology: node 0's launch line templated for every node."""
     from harness.engines.interface import Placement
@@ -380,20 +385,17 @@ def prepare(engine: Any, suite: Any, env: Mapping[str, str], run_dir: Path,
     placement = Placement(node_rank=0, nnodes=topology.nnodes,
                           dist_init_addr="HEAD:1" if topology.nnodes > 1 else None)
     command = engine.command("HEAD", 1, placement)
-    line, hidden = node_template(command, secrets)
+    line, hidden = node_template(command, suite.engine.kind)
     options = SlurmOptions(**{**options.__dict__, "gpus_per_node": topology.gpus})
-    from harness.suite.secrets import is_secret_name
-
     clean_env = {}
     for name, value in env.items():
         if name == "CUDA_VISIBLE_DEVICES":  # Slurm's --gres sets the devices
             continue
-        if is_secret_name(name) or value in secrets:
+        if secret_variable(name, value):
             hidden[name] = value  # the job inherits it from sbatch's environment
         else:
             clean_env[name] = value
     script = batch_script(f"harness-{suite.name}"[:60], topology.nnodes, line, clean_env,
                           engine.python, run_dir, options)
     return SlurmJob(script, run_dir, topology.nnodes, options, ready_paths,
-                    suite.engine.launch_timeout_s, job_env=hidden,
-                    secrets=tuple(s for s in secrets if s), tools=tools or {})
+                    suite.engine.launch_timeout_s, job_env=hidden, tools=tools or {})

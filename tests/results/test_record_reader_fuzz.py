@@ -1,0 +1,136 @@
+"""Property-based (issue 20, case 8): the run-record reader and the requests reader, fed
+any bytes or any mutation of a valid document, give a valid object or one clean line
+(`BadInput` for a record, a skip line for a request row), never another exception and
+never a hang (each example has a deadline). Seeded and small, so CI stays fast."""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.errors import BadInput
+from harness.results import store
+from harness.results.layout import REQUESTS_FILE, RUN_FILE
+from harness.results.record import RunRecord
+from tests.results.records import make_run
+
+FUZZ = settings(max_examples=120, deadline=timedelta(seconds=5), derandomize=True,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+values = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats() | st.sampled_from([0, -3.0, 42, 10**30, math.nan, math.inf, 2**63])
+    | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3)
+    | st.dictionaries(st.text(max_size=6), children, max_size=3),
+    max_leaves=5,
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_run(tmp_path_factory.mktemp("readers") / "results", n=6)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found += _paths(item, (*prefix, i))
+    return found
+
+
+@st.composite
+def mutated(draw: st.DrawFn, document: Any) -> bytes:
+    data = json.loads(json.dumps(document))
+    for _ in range(draw(st.integers(1, 3))):
+        paths = [p for p in _paths(data) if p]
+        if not paths:
+            break
+        path = draw(st.sampled_from(paths))
+        parent = data
+        for key in path[:-1]:
+            parent = parent[key]
+        if draw(st.booleans()) and isinstance(parent, dict):
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = draw(values)
+    text = json.dumps(data).encode()
+    cut = draw(st.sampled_from(["none", "none", "truncate", "splice", "duplicate"]))
+    if cut == "truncate":
+        text = text[: draw(st.integers(0, len(text)))]
+    elif cut == "splice":
+        at = draw(st.integers(0, len(text)))
+        text = text[:at] + draw(st.binary(min_size=1, max_size=6)) + text[at:]
+    elif cut == "duplicate" and text.startswith(b"{") and len(text) > 2:
+        text = b'{"measurement": {}, ' + text[1:]
+    return text
+
+
+def _check_record(folder: Path, text: bytes) -> None:
+    (folder / RUN_FILE).write_bytes(text)
+    try:
+        record = store.read_run(folder)
+    except BadInput as error:
+        assert error.message and "\n" not in error.message, error.message
+        assert str(folder / RUN_FILE) in error.message
+        return
+    assert isinstance(record, RunRecord)
+    m = record.measurement
+    if m is not None and m.accept_length is not None:  # what was accepted is possible
+        assert math.isfinite(m.accept_length) and m.accept_length >= 1
+
+
+@FUZZ
+@given(data=st.data())
+def test_record_reader_on_mutations(run_dir: Path, data: st.DataObject) -> None:
+    document = json.loads((run_dir / RUN_FILE).read_text())
+    with tempfile.TemporaryDirectory() as folder:
+        _check_record(Path(folder), data.draw(mutated(document)))
+
+
+@FUZZ
+@given(text=st.binary(max_size=200))
+def test_record_reader_on_any_bytes(text: bytes) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        _check_record(Path(folder), text)
+
+
+def _check_requests(folder: Path, text: bytes) -> None:
+    file = folder / REQUESTS_FILE
+    file.write_bytes(text)
+    skipped: list[str] = []
+    rows = list(store.iter_request_rows(file, skipped))
+    for row in rows:
+        assert store.request_problem(row) is None
+    for message in skipped:
+        assert "\n" not in message and str(file) in message
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(rows) + len(skipped) <= max(len(lines), 1)
+
+
+@FUZZ
+@given(data=st.data())
+def test_requests_reader_on_mutations(run_dir: Path, data: st.DataObject) -> None:
+    first = json.loads((run_dir / REQUESTS_FILE).read_text().splitlines()[0])
+    lines = [data.draw(mutated(first)) for _ in range(data.draw(st.integers(1, 3)))]
+    with tempfile.TemporaryDirectory() as folder:
+        _check_requests(Path(folder), b"\n".join(lines))
+
+
+@FUZZ
+@given(text=st.binary(max_size=200))
+def test_requests_reader_on_any_bytes(text: bytes) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        _check_requests(Path(folder), text)
