@@ -46,6 +46,8 @@ def measure_entry(run: EntryRun, engine: Any, server: Server, workload_plan: Any
         run.measurement = summarise(result.rows, suite.floors.metric, result.duration_s,
                                     engine.adapter.server_figure(info), suite.workload.seed,
                                     planned=result.planned)
+        run.notes.extend(per_rank(run.measurement, result.rows, suite.topology,
+                                  engine.adapter, info))
     runtime_differences = []
     if run.runtime_record is not None:
         run.attention_runtime, runtime_differences = runtime_attention.check(
@@ -90,6 +92,29 @@ def measure_entry(run: EntryRun, engine: Any, server: Server, workload_plan: Any
                          runtime_differences)
     run.paired = judged.paired
     return judged.verdict
+
+
+def per_rank(measurement: Any, rows: Any, topology: Any, adapter: Any, info: Any
+             ) -> list[str]:
+    """A data-parallel topology's figures per DP rank and per node (harness.metrics.ranks),
+    each rank cross-checked against its own state in `/server_info`; the server's pooled
+    figure is then theirs weighted by verify steps. Returns the notes for the verdict."""
+    from harness.metrics import ranks
+    from harness.metrics.measure import DISAGREEMENT_TOLERANCE
+
+    if topology.dp_ranks < 2:
+        return []
+    per_rank = ranks.by_rank(rows, topology.dp_ranks, topology.node_of_rank)
+    read = getattr(adapter, "server_rank_states", None)
+    measurement.server_rank_match = ranks.match_server(per_rank, read(info) if read else None)
+    measurement.per_rank = per_rank
+    measurement.per_node = ranks.by_node(rows, per_rank) if topology.nnodes > 1 else None
+    pooled = ranks.pooled_server_figure(per_rank) if measurement.server_rank_match else None
+    measurement.server_reported_accept_length = pooled
+    measurement.server_disagreement = None if pooled is None else \
+        (pooled - measurement.accept_length_server_avg) / measurement.accept_length_server_avg
+    return [*ranks.summary(measurement),
+            *ranks.disagreements(per_rank, DISAGREEMENT_TOLERANCE)]
 
 
 def rule_decisions(run: Any) -> dict[str, str | None]:
