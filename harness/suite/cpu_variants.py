@@ -37,7 +37,7 @@ from typing import Any
 
 import tomli_w
 
-from harness.results.layout import SUITES_DIR
+from harness.files import SUITES_DIR
 
 REPO = SUITES_DIR.parent
 SEED_DIR = "harness/engines/reference/seed"
