@@ -369,8 +369,8 @@ def seed_models_cpu(session: nox.Session) -> None:
     env = {"HARNESS_SGLANG_DEVICE": "cpu", "HARNESS_STRICT_SKIPS": "1"}
     if "HARNESS_CACHE" in os.environ:
         env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
-    session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "--durations=10",
-                SEED_MODELS_TEST, *session.posargs, env=env)
+    session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "-s",
+                "--durations=10", SEED_MODELS_TEST, *session.posargs, env=env)
 
 
 # `harness bisect` over a local SGLang history made from the 0.5.23 wheel (one commit

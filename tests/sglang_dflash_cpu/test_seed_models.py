@@ -26,7 +26,8 @@ from typing import Any
 import pytest
 
 from harness import build as builds
-from tests.sglang_dflash_cpu.conftest import HERE, REVERT, SPEC, Run, harness_run
+from tests.sglang_dflash_cpu.conftest import HERE, REVERT, SPEC, Run
+from tests.sglang_dflash_cpu.conftest import harness_run as run_quietly
 
 GEMMA = "gemma4_dflash_sglang_cpu"
 MUSE = "muse_glimmer_dflash_sglang_cpu"
@@ -34,6 +35,15 @@ GEMMA_CONTRACT = [(True, 16)] * 4 + [(False, None)]
 GEMMA_REVERTED = [(False, 16)] * 4 + [(False, None)]
 MUSE_CONTRACT = [(False, 16)] * 5
 SEED = builds.REPO_ROOT / "harness" / "engines" / "reference" / "seed"
+
+
+def harness_run(suite: str, results: Path, *extra: str) -> Run:
+    """`harness run` as a user types it, its verdict lines printed (the session runs pytest
+    with -s) so that every log states each run's figure, CI and verdict."""
+    run = run_quietly(suite, results, *extra)
+    print(f"\n$ harness run {suite} {' '.join(extra)}  -> exit {run.done.returncode}")
+    print("\n".join(run.done.stdout.splitlines()[-20:]))
+    return run
 
 
 def _record(run: Run, series: str, label: str | None = None) -> dict[str, Any]:
