@@ -220,10 +220,19 @@ def test_a_local_targets_config_that_cannot_be_read_is_named(tmp_path: Path,
     assert f"target.model: {target / 'config.json'}: " in message
 
 
+def _checkpoint(folder: Path) -> Path:
+    """A folder the run's checkpoint check takes (a config with its model_type, a weights
+    file whose safetensors header holds no tensor), so that the context is what fails."""
+    _model(folder, {"model_type": "qwen3", "max_position_embeddings": 64})
+    header = b"{}"
+    (folder / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header)
+    return folder
+
+
 def test_the_run_checks_a_target_given_on_the_command_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    target = _model(tmp_path / "target", {"max_position_embeddings": 64})
-    draft = _model(tmp_path / "draft", {"max_position_embeddings": 64})
+    target = _checkpoint(tmp_path / "target")
+    draft = _checkpoint(tmp_path / "draft")
     suite = tmp_path / "local.toml"
     suite.write_text(_sglang(tmp_path / "none", 96).replace(f'"{tmp_path / "none"}"',
                                                              '"org/target"'))
