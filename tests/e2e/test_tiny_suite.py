@@ -200,7 +200,10 @@ def test_ab_replays_pre_fix_against_post_fix(tmp_path: Path) -> None:
     comparison = json.loads(done.stdout[done.stdout.index("{"):])
     found = records(results)
     pre, post = found["pre-fix"], found["post-fix"]
-    assert pre.suite.document["engine"]["attention_policy"] == "regressed"
+    # the build under test is the build's, not the suite's: one history spans builds
+    assert pre.build.options["attention_policy"] == "regressed"
+    assert post.build.options["attention_policy"] == "fixed"
+    assert pre.suite.document["engine"]["attention_policy"] == "fixed"  # the file's
     assert [layer.causal for layer in pre.attention] == [False] * 5
     assert any("contract differs (not enforced)" in r for r in pre.verdict.reasons)
     difference = post.measurement.accept_length - pre.measurement.accept_length

@@ -48,7 +48,10 @@ def test_pairs_reuse_and_the_relative_gate(tmp_path: Path) -> None:
     assert paired["status"] == "pass" and paired["result"]["decision"] == "not_worse"
     assert paired["result"]["difference"] == 0 and paired["result"]["margin_se"] == 0
     assert paired["against"]["reused"] is False and paired["against"]["spec"] == "reference:noise=0"
-    assert record["measurement"]["stopped_early"] and record["measurement"]["n_requests"] == 50
+    # stopped at the look at 50; requests that finished while the rule decided are kept
+    # (a finished row is never dropped), so a loaded machine may record a few more
+    assert record["measurement"]["stopped_early"]
+    assert 50 <= record["measurement"]["n_requests"] < 60
     # one rule settled the floors and the gate (issue 27, case 1)
     sequential = record["measurement"]["sequential"]
     assert sequential["gate"]["against"] == paired["against"]["run_id"]
