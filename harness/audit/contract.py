@@ -176,17 +176,7 @@ def _document(spec: str, suites_dir: Path | None) -> tuple[Any, str]:
 
 def load_expected(spec: str, suites_dir: Path | None = None) -> tuple[list[dict[str, Any]], str]:
     """`--expect FILE|SUITE`: a suite path or name, or a JSON/TOML file; returns (layers, where)."""
-    path = _find_file(spec, suites_dir)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ContractError(f"{path}: cannot read: {error}") from error
-    try:
-        document = load_json(text) if path.suffix == ".json" else load_toml(text)
-    except DocumentError as error:  # not JSON/TOML, nested past parsing, not finite
-        raise ContractError(f"{path}: {error}") from None
+    document, where = _document(spec, suites_dir)
     if isinstance(document, list):  # a bare JSON list of layers
-        return validate_expected(document, str(path)), str(path)
-    if not isinstance(document, Mapping):
-        raise ContractError(f"{path}: expected a table with expected_layers")
-    return _expected_in(document, str(path)), str(path)
+        return validate_expected(document, where), where
+    return _expected_in(document, where), where
