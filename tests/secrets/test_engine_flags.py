@@ -41,8 +41,12 @@ def test_every_adapter_is_registered() -> None:
             parts = path.relative_to(ENGINES.parents[1]).with_suffix("").parts
             defining.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     adapters = [adapter_for(kind) for kind in registry.kinds()]  # loads them, then look
-    loaded = {name for name, module in list(sys.modules.items())
-              if any(getattr(module, "ADAPTER", None) is adapter for adapter in adapters)}
+    # A module's own namespace, never getattr: lazy modules (transformers) import on
+    # attribute access, and what they import may be absent here.
+    namespaces = {name: getattr(module, "__dict__", None) or {}
+                  for name, module in list(sys.modules.items())}
+    loaded = {name for name, namespace in namespaces.items()
+              if any(namespace.get("ADAPTER") is adapter for adapter in adapters)}
     assert defining and defining <= loaded
     assert set(registry.kinds()) == set(get_args(EngineKind))
 
