@@ -347,8 +347,30 @@ def sglang_dflash_cpu(session: nox.Session) -> None:
     if "HARNESS_CACHE" in os.environ:
         env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
     session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "--durations=10",
-                "tests/sglang_dflash_cpu", "--ignore", DFLASH_BISECT_TEST, *session.posargs,
-                env=env)
+                "tests/sglang_dflash_cpu", "--ignore", DFLASH_BISECT_TEST,
+                "--ignore", SEED_MODELS_TEST, *session.posargs, env=env)
+
+
+# The seed's own pairs in miniature (gemma-4 + its DFlash draft, Muse Glimmer + its
+# assistant: harness/engines/reference/seed, docs/seed-models.md) through SGLang 0.5.23's
+# own model code and DFLASH worker on CPU, each on its GPU suite's launch line
+# (suites/*_dflash_sglang_cpu.toml, derived by harness/suite/cpu_variants.py): both to
+# PASS, PR #34524 reverted caught on gemma-4 (preflight and paired gate) and absent on
+# Muse Glimmer, the runtime attention table equal to the audit's, and the training-side
+# Muse Glimmer decoder against transformers' own. The engine environment is sglang_cpu's.
+SEED_MODELS_TEST = "tests/sglang_dflash_cpu/test_seed_models.py"
+
+
+@nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
+def seed_models_cpu(session: nox.Session) -> None:
+    """The seed's gemma-4 and Muse Glimmer pairs in miniature through SGLang's code on CPU."""
+    _uv_reads_pips_wheels()
+    session.install("-e", ".[test]", "pip")  # pip: the harness builds with it
+    env = {"HARNESS_SGLANG_DEVICE": "cpu", "HARNESS_STRICT_SKIPS": "1"}
+    if "HARNESS_CACHE" in os.environ:
+        env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
+    session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "-s",
+                "--durations=10", SEED_MODELS_TEST, *session.posargs, env=env)
 
 
 # `harness bisect` over a local SGLang history made from the 0.5.23 wheel (one commit

@@ -1,11 +1,13 @@
-"""`harness reference build|verify`: remake the CPU reference engine's tiny checkpoints.
+"""`harness reference build|verify`: remake the project's tiny checkpoints.
 
-The project ships the built checkpoints (`harness/engines/reference/tiny/`, with a sha256
-manifest), so every machine runs the same weights. `build` retrains them from the recipe
-(`--ship` replaces the shipped copy, for a maintainer who changed the recipe); `verify`
-rebuilds the full recipe and compares every file with the shipped manifest. Training
-runs in a subprocess of the engine environment's Python, so this command, like the rest
-of the harness process, never imports torch.
+The project ships the built checkpoints, each with a sha256 manifest, so every machine
+runs the same weights: the reference engine's (`harness/engines/reference/tiny/`, the
+default `--pair tiny`) and the seed's own pairs in miniature (`--pair gemma4`,
+`--pair muse_glimmer`: `harness/engines/reference/seed/<pair>/`). `build` retrains from
+the recipe (`--ship` replaces the shipped copy, for a maintainer who changed the recipe);
+`verify` rebuilds the full recipe and compares every file with the shipped manifest.
+Training runs in a subprocess of the engine environment's Python, so this command, like
+the rest of the harness process, never imports torch.
 """
 
 from __future__ import annotations
@@ -18,7 +20,11 @@ from pathlib import Path
 
 from harness.errors import BadInput
 
-USAGE = "usage: harness reference build [--out DIR] [--force] [--ship] | verify [--out DIR]"
+USAGE = ("usage: harness reference build [--pair PAIR] [--out DIR] [--force] [--ship] | "
+         "verify [--pair PAIR] [--out DIR]")
+PAIR_CHOICES = ("tiny", "gemma4", "muse_glimmer")
+PAIR_HELP = ("which checkpoints: tiny (the reference engine's Qwen3 pair, the default), "
+             "gemma4 or muse_glimmer (the seed's pairs in miniature)")
 
 
 class ReferenceCommand:
@@ -33,6 +39,7 @@ class ReferenceCommand:
             "build", help="train the tiny checkpoints (skipped when cached)",
             description="Train the tiny Qwen3 target and DFlash draft deterministically. "
             "Default output: $HARNESS_CACHE (or ~/.cache/spec-harness)/reference/<recipe hash>/.")
+        build.add_argument("--pair", choices=PAIR_CHOICES, default="tiny", help=PAIR_HELP)
         build.add_argument("--out", type=Path, default=None,
                            help="output folder (gets target/, draft/, recipe.json)")
         build.add_argument("--force", action="store_true", help="rebuild even when present")
@@ -45,16 +52,18 @@ class ReferenceCommand:
             description="Rebuild the full recipe (about 4 minutes on 2 idle cores) and "
             "compare the sha256 of every file with the shipped manifest. Identical on a "
             "machine of the kind that built them; other CPU types may round differently.")
+        verify.add_argument("--pair", choices=PAIR_CHOICES, default="tiny", help=PAIR_HELP)
         verify.add_argument("--out", type=Path, default=None,
                             help="build folder (default: a temporary one, removed after)")
         verify.add_argument("--python", default=sys.executable,
                             help="Python of the engine environment (default: this one)")
 
     def run(self, args: argparse.Namespace) -> int:
+        seed = getattr(args, "pair", "tiny") != "tiny"
         if args.reference_action == "build":
-            return _build(args)
+            return _build_seed(args) if seed else _build(args)
         if args.reference_action == "verify":
-            return _verify(args)
+            return _verify_seed(args) if seed else _verify(args)
         raise BadInput(USAGE)
 
 
@@ -111,4 +120,60 @@ def _verify(args: argparse.Namespace) -> int:
               f"{len(differing) + len(causal)} file(s)")
         return 1
     print("rebuild is bit-identical to the shipped checkpoints")
+    return 0
+
+
+def _build_seed(args: argparse.Namespace) -> int:
+    from harness.build import cache_root
+    from harness.engines.reference.seed_checkpoints import (
+        build,
+        build_dir,
+        pair_dir,
+        write_manifest,
+    )
+    from harness.engines.reference.seed_recipe import recipe_for
+
+    out = args.out or build_dir(cache_root(), args.pair)
+    folder = build(args.pair, args.python, out, force=args.force)
+    print(f"target: {folder / 'target'}")
+    print(f"draft:  {folder / 'draft'}")
+    if args.ship:
+        shipped = pair_dir(args.pair)
+        for role in ("target", "draft"):
+            shutil.rmtree(shipped / role, ignore_errors=True)
+            shutil.copytree(folder / role, shipped / role)
+        shutil.copy2(folder / "recipe.json", shipped / "recipe.json")
+        write_manifest(shipped, recipe_for(args.pair))
+        print(f"shipped: {shipped} (manifest rewritten)")
+    return 0
+
+
+def _verify_seed(args: argparse.Namespace) -> int:
+    import json
+
+    from harness.engines.reference.seed_checkpoints import (
+        MANIFEST,
+        build,
+        folder_hashes,
+        pair_dir,
+    )
+
+    shipped_dir = pair_dir(args.pair)
+    try:
+        shipped = json.loads((shipped_dir / MANIFEST).read_text())["files"]
+    except (OSError, ValueError, KeyError) as error:
+        raise BadInput(f"{shipped_dir / MANIFEST}: cannot read the manifest: {error}") from None
+    with tempfile.TemporaryDirectory(prefix="reference-verify-") as scratch:
+        out = args.out or Path(scratch) / "build"
+        rebuilt = folder_hashes(build(args.pair, args.python, out, force=True))
+    differing = sorted(name for name in set(shipped) | set(rebuilt)
+                       if shipped.get(name) != rebuilt.get(name))
+    for name in sorted(set(shipped) | set(rebuilt)):
+        mark = "DIFFERS" if name in differing else "same"
+        print(f"{mark:8} {args.pair}/{name}  {rebuilt.get(name, '-')[:16]}")
+    if differing:
+        print(f"rebuild differs from the shipped {args.pair} miniature in "
+              f"{len(differing)} file(s)")
+        return 1
+    print(f"rebuild is bit-identical to the shipped {args.pair} miniature")
     return 0

@@ -156,12 +156,17 @@ def local_model(name: str) -> str:
 
 
 def check_models(chosen: Models | None) -> None:
-    """A model named as a local path must exist (exit 2 before any build or download)."""
+    """A model named as a local path must exist, and a local folder must agree with itself
+    (`checkpoint_folder`): exit 2 before any build or download."""
+    from harness.run.checkpoint_folder import check_folder
+
     for role, name in (("target", chosen.target if chosen else None),
                        ("draft", chosen.draft if chosen else None)):
         if name and named_as_path(name) and not Path(name).expanduser().exists():
             raise BadInput(f"the {role} model {name}: no such file or folder (a local path; "
                            f"a hub id is org/name); give --{role}-model or fix the suite")
+        if name and Path(name).expanduser().is_dir():
+            check_folder(Path(name).expanduser(), role)
 
 
 def check_context(entries: Sequence[Entry], chosen: Models | None) -> None:

@@ -413,6 +413,37 @@ def refuses_what_it_does_not_implement() -> None:
     raise AssertionError("attention sinks were accepted")
 
 
+@check
+def fused_sigmoid_mul() -> None:
+    """Muse Glimmer's attention output gate: x <- x * sigmoid(gate), in place, in x's dtype."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(5, 8, generator=generator).to(torch.bfloat16)
+    gate = torch.randn(5, 8, generator=generator).to(torch.bfloat16)
+    expected = (x.float() * torch.sigmoid(gate.float())).to(torch.bfloat16)
+    torch.ops.sgl_kernel.fused_sigmoid_mul_cpu(x, gate)
+    _equal(x, expected, "gated output")
+
+
+@check
+def torchvision_placeholder_in_a_type_union() -> None:
+    """transformers' video processors annotate `PILImageResampling | InterpolationMode |
+    int` at class definition; the stand-in's placeholder must take part in the union."""
+    import enum
+
+    from torchvision.transforms import InterpolationMode
+
+    class Resampling(enum.IntEnum):
+        NEAREST = 0
+
+    assert (Resampling | InterpolationMode | int | None) is not None
+    assert (InterpolationMode | int) is not None
+    try:
+        InterpolationMode.BICUBIC()
+    except NotImplementedError:
+        return
+    raise AssertionError("a torchvision placeholder was callable")
+
+
 def main(names: list[str]) -> int:
     results = {}
     for name in names or list(CHECKS):

@@ -69,7 +69,7 @@ GOLDEN = {
         "--port", "30000",
         "--reasoning-parser", "muse",
         "--tool-call-parser", "muse",
-        "--language-only",
+        "--language-model-only",
         "--speculative-draft-load-format", "auto",
         "--mem-fraction-static", "0.85",
     ],

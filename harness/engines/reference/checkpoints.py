@@ -104,9 +104,13 @@ def shipped_checkpoints(recipe: Recipe = DEFAULT_RECIPE) -> tuple[Path, Path] | 
     return folder / "target", folder / "draft"
 
 
+TRAIN_MODULE = "harness.engines.reference.train"
+
+
 def build(python: str, out: Path, *, force: bool = False,
-          recipe_args: list[str] | None = None) -> Path:
-    """Build the checkpoints into `out` (under a lock) unless already there; return `out`."""
+          recipe_args: list[str] | None = None, module: str = TRAIN_MODULE) -> Path:
+    """Build the checkpoints into `out` (under a lock) unless already there; return `out`.
+    `module` is the build's entry point (`seed_train` makes the seed miniatures)."""
     out = out.expanduser().resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     sweep_stale(out.parent)  # partial builds of processes that died
@@ -116,7 +120,7 @@ def build(python: str, out: Path, *, force: bool = False,
         staging = out.with_name(f"{out.name}.building-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
         try:
-            _run_build(python, staging, recipe_args or [])
+            _run_build(python, staging, recipe_args or [], module)
             if out.exists():
                 shutil.rmtree(out)
             staging.rename(out)
@@ -144,13 +148,12 @@ def default_dirs(cache_root: Path | None = None) -> tuple[Path, Path]:
     return built / "target", built / "draft"
 
 
-def _run_build(python: str, staging: Path, recipe_args: list[str]) -> None:
+def _run_build(python: str, staging: Path, recipe_args: list[str], module: str) -> None:
     # The engine env may not have this checkout installed: put it on the child's path.
     source_root = str(Path(harness.__file__).resolve().parent.parent)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         filter(None, [source_root, os.environ.get("PYTHONPATH")]))}
-    command = [python, "-m", "harness.engines.reference.train", "--out", str(staging),
-               *recipe_args]
+    command = [python, "-m", module, "--out", str(staging), *recipe_args]
     try:
         completed = subprocess.run(command, env=env, timeout=BUILD_TIMEOUT_S, check=False)
     except FileNotFoundError as error:

@@ -19,6 +19,7 @@ from sgl_kernel.cache import (
     build_draft_decode_metadata_cpu,
     copy_all_layer_kv_cache_cpu,
 )
+from sgl_kernel.elementwise import register_elementwise_ops
 from sgl_kernel.tree import (
     build_tree_kernel_efficient_cpu,
     fill_accept_out_cache_loc_cpu,
@@ -30,6 +31,7 @@ __version__ = "0.0.0+harness-cpu-stand-in"
 STAND_IN = True  # for a reader who finds this package: it is not SGLang's library
 
 register_attention_ops()
+register_elementwise_ops()
 
 __all__ = [
     "assign_draft_cache_locs_contiguous_cpu", "assign_extend_cache_locs_cpu",

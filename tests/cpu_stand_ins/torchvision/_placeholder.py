@@ -27,6 +27,15 @@ class Placeholder:
     def __repr__(self) -> str:
         return f"<torchvision stand-in {self._name}>"
 
+    # In a type annotation evaluated at class definition (`PILImageResampling |
+    # InterpolationMode | int`, transformers' video processors, all imported when
+    # AutoProcessor builds its mapping) a placeholder stands for "any type".
+    def __or__(self, other: Any) -> Any:
+        return Any
+
+    def __ror__(self, other: Any) -> Any:
+        return Any
+
 
 def module_getattr(module: str) -> Any:  # a module's __getattr__
     def __getattr__(name: str) -> Placeholder:
