@@ -149,6 +149,42 @@ GOLDEN["tiny_dflash_sglang_cpu"] = [
 ]
 
 
+# The seed's pairs in miniature (docs/seed-models.md): each GPU suite's own line with the
+# model paths swapped, the draft's and the target's backend intel_amx, one rank, the KV
+# fraction of the CPU suites, then SGLang's DFLASH-on-CPU flags appended.
+SEED_CPU_TAIL = ["--device", "cpu", "--disable-overlap-schedule", "--disable-cuda-graph",
+                 "--sampling-backend", "pytorch", "--grammar-backend", "none",
+                 "--decode-log-interval", "1"]
+GOLDEN["gemma4_dflash_sglang_cpu"] = [
+    "python", "-m", "sglang.launch_server",
+    "--model-path", "harness/engines/reference/seed/gemma4/target",
+    "--speculative-algorithm", "DFLASH",
+    "--speculative-draft-model-path", "harness/engines/reference/seed/gemma4/draft",
+    "--speculative-num-draft-tokens", "16",
+    "--speculative-draft-attention-backend", "intel_amx",
+    "--tp-size", "1", "--random-seed", "0",
+    "--host", "127.0.0.1", "--port", "30000",
+    "--trust-remote-code", "--attention-backend", "intel_amx", "--dtype", "bfloat16",
+    "--mem-fraction-static", "0.4", "--max-running-requests", "16",
+    "--context-length", "2048", "--max-total-tokens", "32768", "--skip-server-warmup",
+    *SEED_CPU_TAIL,
+]
+GOLDEN["muse_glimmer_dflash_sglang_cpu"] = [
+    "python", "-m", "sglang.launch_server",
+    "--model-path", "harness/engines/reference/seed/muse_glimmer/target",
+    "--speculative-algorithm", "DFLASH",
+    "--speculative-draft-model-path", "harness/engines/reference/seed/muse_glimmer/draft",
+    "--speculative-dflash-block-size", "5",
+    "--speculative-draft-attention-backend", "intel_amx",
+    "--tp-size", "1", "--random-seed", "0",
+    "--host", "127.0.0.1", "--port", "30000",
+    "--reasoning-parser", "muse", "--tool-call-parser", "muse", "--language-model-only",
+    "--speculative-draft-load-format", "auto", "--mem-fraction-static", "0.4",
+    "--attention-backend", "intel_amx", "--max-total-tokens", "4096",
+    *SEED_CPU_TAIL,
+]
+
+
 @pytest.fixture
 def muse_weights(monkeypatch: pytest.MonkeyPatch) -> None:
     """The Muse suite's weights have no public id: they come from the environment."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
 import zipfile
 from pathlib import Path
 
@@ -47,6 +48,8 @@ def draft_declaring_not_causal(tmp_path: Path) -> Path:
         "model_type": "qwen3", "use_sliding_window": True,
         "num_hidden_layers": 5, "sliding_window": 2048, "is_causal": False,
         "layer_types": ["sliding_attention"] * 4 + ["full_attention"]}))
+    # A safetensors file holding no tensors: the checkpoint check wants weights to be there.
+    (folder / "model.safetensors").write_bytes(struct.pack("<Q", 2) + b"{}")
     return folder
 
 
