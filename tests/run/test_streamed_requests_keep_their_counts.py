@@ -211,3 +211,16 @@ def test_an_old_sglang_chat_route_is_sent_unstreamed_and_says_why() -> None:
     assert "0.5.18 streams no per-request counts" in (driver.unstreamed or "")
     driver.check_streaming({"version": "0.5.23"})
     assert driver.unstreamed is None
+
+
+@pytest.mark.parametrize(("streamed", "matched", "answer"), [
+    ("4 apples.\n\nQuestion", "Question:", "4 apples.\n\n"),  # stopped inside the string
+    ("4 apples.\n\nQuestion: x", "Question:", "4 apples.\n\n"),
+    ("4 apples.", "Question:", "4 apples."),
+    ("4 apples.\n\nQ", None, "4 apples.\n\nQ"),  # a stop token, or no stop: nothing cut
+])
+def test_a_chat_stream_is_trimmed_as_sglang_trims_its_answer(streamed: str, matched: Any,
+                                                              answer: str) -> None:
+    from harness.engines.sglang.stream import trim_stop
+
+    assert trim_stop(streamed, matched) == answer

@@ -20,6 +20,11 @@ Facts read in SGLang 0.5.23's source (0.5.17-0.5.22 where they differ):
   the prompt's token ids as `sglext.input_ids`, and `stream_options.include_usage` a last
   chunk with `usage.completion_tokens`. SGLang's chat request model ignores fields it
   does not define, so an older release ignores these asks.
+- a stop string is trimmed from the answer when the request finishes
+  (`detokenizer_manager.trim_matched_stop`: the text before the matched string's first
+  occurrence), but content already streamed is not taken back: a stop string that spans
+  steps leaves its start in the streamed text, and the finish chunk names it
+  (`matched_stop`). The assembled text is trimmed by the same rule (`trim_stop`);
 - an error after the stream started is an event `{"error": {"message": ...}}`
   (`http_server.py`; `serving_base.create_streaming_error_response`).
 """
@@ -114,6 +119,7 @@ class ChatStream:
         self.details: Mapping[str, Any] | None = None
         self.input_ids: list[int] | None = None
         self.usage: Mapping[str, Any] | None = None
+        self.matched_stop: Any = None
 
     def feed(self, event: Any) -> StreamPiece:
         event = _raise_on_error(event)
@@ -134,6 +140,7 @@ class ChatStream:
         choice = choices[0]
         if choice.get("finish_reason") is not None:
             self.finish_reason = choice["finish_reason"]
+            self.matched_stop = choice.get("matched_stop")
         delta = choice.get("delta")
         content = delta.get("content") if isinstance(delta, Mapping) else None
         if isinstance(content, str) and content:
@@ -150,12 +157,28 @@ class ChatStream:
         if self.details is not None:
             meta.update({k: self.details[k] for k in SPEC_DETAIL_KEYS if k in self.details})
         meta["finish_reason"] = self.finish_reason
+        content = trim_stop("".join(self.text), self.matched_stop)
         choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant",
-                                                          "content": "".join(self.text)},
+                                                          "content": content},
                                   "finish_reason": self.finish_reason, "meta_info": meta}
         if self.input_ids is not None:
             choice["prompt_token_ids"] = self.input_ids
         return {"choices": [choice]}
+
+
+def trim_stop(text: str, matched: Any) -> str:
+    """The streamed `text` as the unstreamed answer has it: cut before the stop string
+    `matched`, at its first occurrence, or, where the stream stopped inside it, at the
+    first point from which the rest of the text starts the stop string."""
+    if not isinstance(matched, str) or not matched:
+        return text
+    at = text.find(matched)
+    if at != -1:
+        return text[:at]
+    for start in range(max(0, len(text) - len(matched) + 1), len(text)):
+        if matched.startswith(text[start:]):
+            return text[:start]
+    return text
 
 
 def stream_body(body: Mapping[str, Any], chat: bool) -> dict[str, Any]:
