@@ -258,7 +258,9 @@ def iter_request_rows(file: Path, skipped: list[str],
     from harness.results.possible import check_request_row
 
     try:
-        lines = read_regular(file)[0].decode("utf-8").splitlines()
+        # JSON Lines end at \n (or \r\n), not at the other breaks str.splitlines knows
+        # (\x0b, \x1c, \u2028, ...), which JSON may hold between tokens or in strings
+        lines = read_regular(file)[0].decode("utf-8").replace("\r\n", "\n").split("\n")
     except FileNotFoundError:
         return
     except BadFile as error:
