@@ -31,6 +31,7 @@ Facts read in SGLang 0.5.23's source (0.5.17-0.5.22 where they differ):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -193,8 +194,6 @@ def stream_body(body: Mapping[str, Any], chat: bool) -> dict[str, Any]:
 
 
 def _version(text: Any) -> tuple[int, ...] | None:
-    import re
-
     if not isinstance(text, str):
         return None
     parts = re.findall(r"\d+", text)[:3]
