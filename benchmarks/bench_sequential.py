@@ -132,14 +132,15 @@ HEADER = (f"{'':>28} {'tokens':>8} {'p90':>8} {'requests':>8} {'wall':>7} {'agre
 
 def recorded(results: Path, suite: str | None, metric: str) -> list[tuple[str, list, list]]:
     """(run id, numerators, steps) of recorded runs with at least 20 request rows."""
-    from harness.metrics import stats
-    from harness.results.store import load_runs, read_requests
+    from harness.metrics.definitions import metric_pairs
+    from harness.results.readers import read_requests
+    from harness.results.store import load_runs
 
     runs = load_runs(results, suite=suite, kind="run") if results.is_dir() else None
     found = []
     for path, run_id in ([] if runs is None or runs.empty else
                          zip(runs["path"], runs["run_id"], strict=True)):  # fmt: skip
-        numerators, steps = stats.metric_pairs(read_requests(Path(path)), metric)  # type: ignore[arg-type]
+        numerators, steps = metric_pairs(read_requests(Path(path)), metric)
         if len(numerators) >= 20:
             found.append((str(run_id), numerators, steps))
     return found

@@ -88,8 +88,7 @@ def synthesise(root: Path, n_runs: int, seed: int = 0) -> None:
     import numpy as np
 
     from harness.results.index import note_written
-    from harness.results.layout import RUN_FILE
-    from harness.results.writer import run_dir_name
+    from harness.results.layout import RUN_FILE, run_dir_name
 
     rng = np.random.default_rng(seed)
     base = _template()

@@ -95,11 +95,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from harness.mask import guarded_streams
-    from harness.suite.secrets import register_process
+    import harness.engines.registry  # noqa: F401  (hands harness.secrets the engines' flags)
+    from harness.secrets import guarded_streams, register_process
 
-    # every secret the process knows is masked in all it prints (and every file it writes);
-    # control characters of record text are escaped (harness.mask)
+    # every secret the process knows is redacted in all it prints (and every file it
+    # writes); control characters of record text are escaped (harness.secrets)
     register_process(os.environ, list(sys.argv[1:] if argv is None else argv))
     with guarded_streams():
         return _main(argv)
@@ -117,9 +117,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
         with reporting():  # each unusable file is reported once per command
             return int(commands[args.command].run(args))
     except HarnessError as error:
-        from harness.suite.secrets import redact_url  # a spec's credentials stay hidden
+        from harness.secrets import redact_text  # a spec's credentials stay hidden
 
-        print(f"harness {args.command}: {redact_url(error.message)}", file=sys.stderr)
+        print(f"harness {args.command}: {redact_text(error.message)}", file=sys.stderr)
         return int(error.exit_code)
     except KeyboardInterrupt as error:  # Ctrl-C, or SIGTERM (errors.Terminated)
         print(f"harness {args.command}: {interruption_text(error)}", file=sys.stderr)

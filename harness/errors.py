@@ -25,13 +25,12 @@ class ExitCode(IntEnum):
 # (harness.bisect.EXIT_NO_DIFFERENCE, EXIT_NOT_NARROWED).
 EXIT_CODE_MEANINGS: dict[int, str] = {
     0: "pass (or a dry run)",
-    1: "below a floor, the draft's attention contract differs from the suite's, or "
-       "(`--against`) the paired gate fails",
+    1: "below a floor, the draft's contract differs from the suite's, or the paired gate fails",
     2: "bad input: a malformed suite, a missing file or model, a bad flag or build spec",
-    3: "engine or infrastructure error: launch failed, server died or hung, a metric "
-       "missing, a partial run",
+    3: "engine or infrastructure error: launch failed, server died or hung, a figure missing, "
+       "a partial run, a run with no readable record",
     4: "skipped: the suite's topology does not fit this host",
-    5: "the SGLang version's own code rejects the draft config (audit, run preflight)",
+    5: "the engine release's own code rejects the draft config",
     6: "bisect: GOOD and BAD do not differ",
     7: "bisect: skipped commits leave several candidates",
     130: "interrupted (Ctrl-C, SIGTERM): the server tree is killed and the record kept",

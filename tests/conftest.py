@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+import harness.engines.registry  # noqa: F401  (harness.secrets reads the engines' flags, as in the CLI)
+
 pytest_plugins = ["tests.fixtures.suites_and_host", "tests.fixtures.sglang_double",
                   "tests.fixtures.results"]
 
@@ -43,10 +45,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, A
 
 @pytest.fixture(autouse=True)
 def _fresh_secret_mask() -> Generator[None, None, None]:
-    """Each test starts with no registered secret (harness.mask): the CLI registers what
+    """Each test starts with no registered secret (harness.secrets): the CLI registers what
     it learns for its process, and a test is a process of its own here."""
-    from harness import mask
+    from harness import secrets
 
-    mask.forget()
+    secrets.forget()
     yield
-    mask.forget()
+    secrets.forget()

@@ -101,7 +101,7 @@ def _readme_exit_codes() -> dict[int, str]:
     import re
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    table = readme.split("### Exit codes", 1)[1].split("\n\n", 2)[1]
+    table = readme.split("## Exit codes", 1)[1].split("\n\n", 2)[1]
     return {int(m.group(1)): m.group(2).strip()
             for m in re.finditer(r"^\| (\d+) \| (.+) \|$", table, re.M)}
 

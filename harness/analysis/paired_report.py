@@ -2,50 +2,69 @@
 nightly report): per series (a suite named expands to its workload entries'
 `<suite>.<entry>` series), the LATEST run that matches the time and label filters, and
 nothing older: a latest run that errored is an error (exit 3), never the night before's
-pass, and a latest run that was not paired says so. The status shown is the verdict the
+pass, and so is a latest run folder without a readable record (a harness killed before it
+wrote run.json, a damaged run.json); a latest run that was not paired says so. Every
+record is read through the door (`harness.results.readers`). The status shown is the verdict the
 one judge recorded (`harness.run.judge.decide`), beside the gate's own finding."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.results.layout import RUN_FILE, RUNS_DIR
-from harness.results.readers import read_run_data
+from harness.results.layout import RUNS_DIR
+from harness.results.readers import BadRecord, read_run
+from harness.results.record import RunRecord
+from harness.results.store import UnrecordedRun, unrecorded_run
 
 
-def _started(record: dict[str, Any]) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(record.get("started_at")))
-    except ValueError:
-        return None
+@dataclass(frozen=True)
+class Latest:
+    """A series' latest run: its record, or (a harness killed before it wrote run.json,
+    a damaged run.json) the folder without one, which is an error, never a pass."""
+
+    path: Path
+    record: RunRecord | None
+    unrecorded: UnrecordedRun | None = None
+
+
+def _started(record: RunRecord) -> datetime | None:
+    started = record.started_at
+    return started.replace(tzinfo=UTC) if started and started.tzinfo is None else started
 
 
 def latest_paired(results: Path, series: Sequence[str] | None = None,
                   since: datetime | None = None, label: str | None = None
-                  ) -> dict[str, dict[str, Any] | None]:
-    """Series -> the latest run record that matches (None: no run that matches)."""
+                  ) -> dict[str, Latest | None]:
+    """Series -> its latest run that matches (None: no run that matches). A run folder
+    without a readable record started since `since` is the latest whatever `label` says:
+    its label is unknown, and a missing record is never passed over for an older pass."""
     root = Path(results) / RUNS_DIR
     recorded = sorted(p.name for p in root.glob("*") if p.is_dir())
     names = expand(series, recorded) if series else recorded
-    out: dict[str, dict[str, Any] | None] = {}
+    out: dict[str, Latest | None] = {}
     for name in names:
         found = None
-        for run_dir in sorted((root / name).glob("*"), reverse=True):
+        for run_dir in sorted((root / name).glob("*"), reverse=True):  # newest first
+            if run_dir.name.startswith(".") or not run_dir.is_dir():
+                continue  # the loader's index, stray files
             try:
-                record = read_run_data(run_dir)  # the checked door (harness.results.readers)
-            except (OSError, ValueError):
-                continue
-            if not isinstance(record, dict):
-                continue
+                record = read_run(run_dir)
+            except BadRecord as error:
+                missing = unrecorded_run(name, run_dir, error.reason)
+                if since is not None and missing.started_at < since:
+                    continue  # not tonight's
+                found = Latest(run_dir, None, missing)
+                break
             started = _started(record)
             if since is not None and (started is None or started < since):
                 continue
-            if label is not None and record.get("label") != label:
+            if label is not None and record.label != label:
                 continue
-            found = {**record, "path": str(run_dir)}
+            found = Latest(run_dir, record)
             break
         if found is None and series is None and since is not None:
             continue  # not tonight's: a suite nobody named and nothing ran since
@@ -63,45 +82,51 @@ def expand(names: Sequence[str], recorded: Sequence[str]) -> list[str]:
     return out
 
 
-def _verdict(record: dict[str, Any]) -> str:
-    verdict = (record.get("verdict") or {}).get("status")
+def _verdict(record: RunRecord) -> str:
+    verdict = record.verdict.status if record.verdict else None
     if verdict is None:  # a record written before verdicts were combined: the gate's
-        verdict = (record.get("paired") or {}).get("status")
-    if (record.get("measurement") or {}).get("partial"):
+        verdict = (record.paired or {}).get("status")
+    if record.measurement is not None and record.measurement.partial:
         verdict = "error"
     return str(verdict or "error")
 
 
-def rows(found: dict[str, dict[str, Any] | None]) -> list[dict[str, Any]]:
-    table = []
-    for series, record in found.items():
-        if record is None:
-            table.append({"series": series, "status": "no paired run"})
-            continue
-        verdict = _verdict(record)
-        if not isinstance(record.get("paired"), dict) or "result" not in record["paired"]:
-            reasons = (record.get("verdict") or {}).get("reasons") or []
-            table.append({"series": series, "run_id": record.get("run_id"),
-                          "status": "error" if verdict == "error" else "not paired",
-                          "verdict": verdict, "reason": "; ".join(map(str, reasons[:1]))})
-            continue
-        paired, result = record["paired"], record["paired"]["result"]
-        floors = (record.get("suite") or {}).get("document", {}).get("floors", {})
-        measurement = record.get("measurement") or {}
-        table.append({
-            "series": series, "run_id": record.get("run_id"),
-            "build": (record.get("build") or {}).get("spec"),
-            "against": paired["against"].get("spec"), "against_run": paired["against"]["run_id"],
-            "reused": paired["against"]["reused"], "metric": measurement.get("metric"),
-            "b": result["b"], "a": result["a"], "difference": result["difference"],
-            "ci": result["difference_ci"], "level": result["level"],
-            "relative_change": result["relative_change"],
-            "tolerated_drop": result["tolerated_drop"], "tolerance": result["tolerance"],
-            "decision": result["decision"], "status": verdict,
-            "floor": floors.get("accept_length"), "floors_status": paired["floors_status"],
-            "gate_status": paired["status"], "verdict": verdict,
-        })
-    return table
+def rows(found: dict[str, Latest | None]) -> list[dict[str, Any]]:
+    return [row(series, latest) for series, latest in found.items()]
+
+
+def row(series: str, latest: Latest | None) -> dict[str, Any]:
+    """One series' line of the report: its latest run's paired finding and verdict."""
+    if latest is None:
+        return {"series": series, "status": "no paired run"}
+    record = latest.record
+    if record is None:
+        missing = latest.unrecorded
+        return {"series": series, "run_id": None, "status": "error", "verdict": "error",
+                "reason": missing.describe() if missing else f"{latest.path}: no record"}
+    verdict = _verdict(record)
+    paired = record.paired
+    if not isinstance(paired, dict) or "result" not in paired:
+        reasons = record.verdict.reasons if record.verdict else []
+        return {"series": series, "run_id": record.run_id,
+                "status": "error" if verdict == "error" else "not paired",
+                "verdict": verdict, "reason": "; ".join(reasons[:1])}
+    result = paired["result"]
+    floors = record.suite.document.get("floors")
+    return {
+        "series": series, "run_id": record.run_id, "build": record.build.spec,
+        "against": paired["against"].get("spec"), "against_run": paired["against"]["run_id"],
+        "reused": paired["against"]["reused"],
+        "metric": record.measurement.metric if record.measurement else None,
+        "b": result["b"], "a": result["a"], "difference": result["difference"],
+        "ci": result["difference_ci"], "level": result["level"],
+        "relative_change": result["relative_change"],
+        "tolerated_drop": result["tolerated_drop"], "tolerance": result["tolerance"],
+        "decision": result["decision"], "status": verdict,
+        "floor": floors.get("accept_length") if isinstance(floors, dict) else None,
+        "floors_status": paired["floors_status"], "gate_status": paired["status"],
+        "verdict": verdict,
+    }
 
 
 def markdown(table: list[dict[str, Any]]) -> str:
@@ -133,13 +158,10 @@ def stored_finding(side: Any) -> dict[str, Any] | None:
     path = side.records[0].get("path")
     if not path:
         return None
-    file = Path(str(path))
-    file = file / RUN_FILE if file.is_dir() else file
     try:
-        record = read_run_data(file)
-    except (OSError, ValueError):
+        paired = read_run(str(path)).paired
+    except BadRecord:
         return None
-    paired = record.get("paired") if isinstance(record, dict) else None
     return paired if isinstance(paired, dict) and "result" in paired else None
 
 

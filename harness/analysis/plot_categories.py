@@ -19,8 +19,8 @@ from harness.analysis.plot_style import (
     save_png,
     suite_metric,
 )
+from harness.results.readers import read_run
 from harness.results.record import RunRecord
-from harness.results.store import read_run
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.metrics.floor_checks import FloorCheck, recorded_floor_checks
+from harness.secrets import redact_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -90,8 +91,9 @@ SHOWN_CHARS = 48  # a label, id or spec as a tick or title shows it
 
 
 def shown(text: object, limit: int = SHOWN_CHARS) -> str:
-    """A name as a plot shows it: at most `limit` characters (the record keeps it whole)."""
-    value = str(text)
+    """A name as a plot shows it: redacted, then at most `limit` characters (the record
+    keeps it whole)."""
+    value = redact_text(str(text))
     return value if len(value) <= limit else value[: limit - 1] + "…"
 
 

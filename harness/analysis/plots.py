@@ -30,20 +30,15 @@ from harness.analysis.plot_style import (
     suite_metric,
 )
 from harness.results.baselines import BaselineFigure, load_baselines
-from harness.results.readers import read_run_data
-from harness.results.store import (
-    PLOTS_DIR,
-    load_runs,
-    read_requests,
-    read_run,
-)
-from harness.suite.secrets import redact_url
+from harness.results.readers import BadRecord, read_requests, read_run
+from harness.results.store import PLOTS_DIR, load_runs
+from harness.secrets import redact_text
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-    from harness.results.record import RunRecord
+    from harness.results.record import RequestRow, RunRecord
 
 RUN_PNG = "accept_length.png"
 HISTOGRAM_PNG = "accept_histogram.png"
@@ -160,7 +155,7 @@ def run_figure(
         detail += (f"\npaired gate {record.paired['status'].upper()}: B - A "  # type: ignore[index]
                    f"{paired['difference']:+.3f} ({paired['level']:.0%} CI {ci[0]:+.3f}.."
                    f"{ci[1]:+.3f}), tolerated -{paired['tolerated_drop']:.3f} ({metric})")
-    build = shown(redact_url(record.build.spec or record.build.version or record.build.engine))
+    build = shown(redact_text(record.build.spec or record.build.version or record.build.engine))
     figure.suptitle(f"{shown(record.suite.name)}: {status.upper()}  [{build}]", fontsize=11)
     axes.set_title(detail, fontsize=9)
     return figure
@@ -289,12 +284,12 @@ def plot_history(
     metric = None
     latest = None
     if len(suite_runs):  # the latest run's suite document also names baselines
-        with contextlib.suppress(OSError, ValueError):  # checked again: it may have changed
-            latest = read_run_data(Path(suite_runs["path"].iloc[-1]))
+        with contextlib.suppress(BadRecord):  # read again: it may have changed
+            latest = read_run(Path(suite_runs["path"].iloc[-1]))
     if latest is not None:
-        version = latest.get("schema_version", 1)
-        metric = document_metric(latest["suite"]["document"], version)
-        baselines = suite_baselines(suite, latest["suite"]["document"], version, results_root)
+        metric = document_metric(latest.suite.document, latest.schema_version)
+        baselines = suite_baselines(suite, latest.suite.document, latest.schema_version,
+                                    results_root)
     else:
         baselines = load_baselines(results_root, suite)
     figure = history_figure(runs, suite, baselines, floor, metric)
@@ -305,7 +300,7 @@ def plot_history(
 
 
 def histogram_figure(
-    record: RunRecord, requests: Sequence[dict[str, Any]], floor: float | None = None
+    record: RunRecord, requests: Sequence[RequestRow], floor: float | None = None
 ) -> Figure:
     """Left: per-request accept lengths. Right: P(draft position k accepted)."""
     from harness.metrics.stats import per_position_acceptance
@@ -315,8 +310,7 @@ def histogram_figure(
     from harness.metrics.definitions import numerator
 
     metric = suite_metric(record)
-    per_request = [numerator(r, metric) / r["verify_steps"] for r in requests
-                   if r.get("verify_steps")]
+    per_request = [numerator(r, metric) / r.verify_steps for r in requests if r.verify_steps]
     if per_request:
         left.hist(per_request, bins=min(40, max(5, len(per_request) // 5)), color="#1f77b4",
                   alpha=0.8)  # fmt: skip
@@ -335,7 +329,7 @@ def histogram_figure(
         if not histogram:
             summed: list[int] = []
             for row in requests:
-                for j, count in enumerate(row.get("accept_histogram") or []):
+                for j, count in enumerate(row.accept_histogram or []):
                     summed.extend([0] * (j + 1 - len(summed)))
                     summed[j] += count
             histogram = summed
@@ -369,5 +363,5 @@ def histogram_figure(
 def plot_histogram(run_dir: Path, out: Path | None = None) -> Path:
     run_dir = Path(run_dir)
     record = read_run(run_dir)
-    figure = histogram_figure(record, read_requests(run_dir), suite_floor(record))
+    figure = histogram_figure(record, read_requests(run_dir, record), suite_floor(record))
     return save_png(figure, out or run_dir / HISTOGRAM_PNG)

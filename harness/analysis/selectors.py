@@ -11,11 +11,12 @@ import glob
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.sides import Side, UnusableRun, add_record, add_run, read_run
+from harness.analysis.sides import Side, add_record, add_run
 from harness.errors import BadInput
 from harness.results.baselines import figure_of, load_baselines
 from harness.results.layout import RUN_FILE
-from harness.results.rows import Skip, read_record
+from harness.results.readers import BadRecord, read_run
+from harness.results.rows import flatten_record
 from harness.results.skips import report
 from harness.results.store import load_runs
 
@@ -37,10 +38,8 @@ def resolve_side(selector: str, results: Path, include_incomplete: bool = False)
         return _baseline_side(selector, results, suite, label)
     path = Path(selector)
     if path.is_file() and path.name != RUN_FILE:
-        try:  # a baseline file: external figures lack token sums
-            _, row, _ = read_record(path)
-        except (Skip, FileNotFoundError) as why:
-            raise BadInput(f"{selector}: {why}") from None
+        record = read_run(path)  # a baseline file: external figures lack token sums
+        row = flatten_record(record.model_dump(mode="json"), str(path))
         figure = figure_of(row)
         if row["kind"] != "baseline" or figure is None:
             raise BadInput(f"{selector}: a file that is not a run folder must be a baseline")
@@ -63,16 +62,12 @@ def _glob_side(selector: str) -> Side:
     unmeasured = 0
     for run_dir in matched:
         try:
-            data, row = read_run(run_dir)
-        except UnusableRun as error:
-            report(skipped, error.path, error.reason)
-            continue
-        if row["accept_length"] is None:
-            unmeasured += 1
-            continue
-        try:
-            add_record(side, run_dir, data, row)
-        except UnusableRun as error:
+            record = read_run(run_dir)
+            if record.measurement is None:
+                unmeasured += 1
+                continue
+            add_record(side, run_dir, record)
+        except BadRecord as error:
             report(skipped, error.path, error.reason)
     if not side.records:
         what = "the pattern matches no run folder" if not matched else (

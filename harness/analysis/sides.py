@@ -9,8 +9,9 @@ keeps the numerators of each accept-length definition its rows give (`stats.nume
 `per_request` completion tokens, `server_avg` correct drafts + verify steps;
 docs/statistics.md); `compare` picks one definition for both sides.
 
-Loading reads raw JSON (`harness.results.rows`): a run folder without a valid record is
-an `UnusableRun` (exit 2), which the selectors report or skip as they say.
+Each run is read through the door (`harness.results.readers`): a run folder without a
+usable record or request rows is a `BadRecord` (exit 2), which the selectors report or skip
+as they say.
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ from typing import Any
 
 from harness.errors import BadInput
 from harness.metrics import stats
+from harness.metrics.definitions import numerator
 from harness.results.baselines import BaselineFigure
-from harness.results.layout import REQUESTS_FILE, RUN_FILE
-from harness.results.rows import METRICS, Skip, is_number, read_record
-from harness.results.store import block_size, iter_request_rows
-from harness.suite.secrets import redact_url
+from harness.results.layout import REQUESTS_FILE
+from harness.results.readers import BadRecord, read_requests, read_run
+from harness.results.record import RequestRow, RunRecord
+from harness.results.rows import METRICS, flatten_record, is_number
+from harness.secrets import redact_text
 
 
 @dataclass
@@ -44,7 +47,7 @@ class Side:
     n_judged: int = 0
     histograms: list[list[int]] = field(default_factory=list)
     positions: list[list[float]] = field(default_factory=list)
-    rows: list[dict[str, Any]] = field(default_factory=list)  # its runs' request rows
+    rows: list[RequestRow] = field(default_factory=list)  # its runs' request rows
     # what identifies its prompts, per run (`protocol_of`): pairing needs one on each side
     protocols: list[dict[str, Any]] = field(default_factory=list)
     prompt_hashes: dict[Any, str] = field(default_factory=dict)  # question -> prompt sha256
@@ -172,7 +175,7 @@ def _build_name(row: dict[str, Any]) -> str:
     """The spec as given, else the installed engine and its version ("reference 0.1.0")."""
     installed = " ".join(str(part) for part in (row["build.engine"], row["build.version"])
                          if part)
-    return redact_url(str(row["build.spec"])) if row["build.spec"] else installed or "-"
+    return redact_text(str(row["build.spec"])) if row["build.spec"] else installed or "-"
 
 
 def common_metric(a: Side, b: Side) -> str:
@@ -188,37 +191,11 @@ def common_metric(a: Side, b: Side) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _list_of(value: Any, kinds: tuple[type, ...]) -> list[Any] | None:
-    ok = isinstance(value, list) and all(
-        isinstance(v, kinds) and not isinstance(v, bool) for v in value)
-    return value if ok and value else None
-
-
-class UnusableRun(BadInput):
-    """A run folder that holds no valid record; `path` and `reason` as the loader says."""
-
-    def __init__(self, path: Path, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path, self.reason = path, reason
-
-
-def read_run(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A run folder's record (raw data, flat row); UnusableRun if it holds none."""
-    file = run_dir / RUN_FILE
-    try:
-        data, row, _ = read_record(file)
-    except FileNotFoundError:
-        raise UnusableRun(run_dir, f"no {RUN_FILE} (not a run folder, or one running)") from None
-    except Skip as why:
-        raise UnusableRun(file, str(why)) from None
-    return data, row
-
-
 def add_run(side: Side, run_dir: Path) -> None:
-    """Add one run folder to `side`; UnusableRun (exit 2, naming the file and why) if it
-    holds no valid record."""
+    """Add one run folder to `side`, read through the door; BadRecord (exit 2, naming the
+    file and why) if it holds no usable record or no usable request rows."""
     run_dir = Path(run_dir)
-    add_record(side, run_dir, *read_run(run_dir))
+    add_record(side, run_dir, read_run(run_dir))
 
 
 # The workload fields that make question i the same prompt in two runs (WorkloadInfo):
@@ -229,36 +206,30 @@ PROTOCOL_FIELDS = ("kind", "protocol", "data_sha256", "chat_template_sha256",
                    "top_p", "top_k", "sampling_seed")
 
 
-def protocol_of(data: dict[str, Any]) -> dict[str, Any]:
+def protocol_of(record: RunRecord) -> dict[str, Any]:
     """What identifies a run's prompts, from its record (None for what it does not say;
     the data hash falls back to the provenance's)."""
-    workload = data.get("workload") if isinstance(data.get("workload"), dict) else {}
-    provenance = data.get("provenance") if isinstance(data.get("provenance"), dict) else {}
-    found = {name: workload.get(name) for name in PROTOCOL_FIELDS}
-    found["data_sha256"] = found["data_sha256"] or provenance.get("data_sha256")
-    document = (data.get("suite") or {}).get("document") if isinstance(
-        data.get("suite"), dict) else None
-    shots = ((document or {}).get("workload") or {}).get("shots") if isinstance(
-        document, dict) else None
-    found["shots"] = shots
+    workload = record.workload
+    found = {name: getattr(workload, name, None) for name in PROTOCOL_FIELDS}
+    found["data_sha256"] = found["data_sha256"] or record.provenance.data_sha256
+    shots = record.suite.document.get("workload")
+    found["shots"] = shots.get("shots") if isinstance(shots, dict) else None
     return found
 
 
-def add_record(side: Side, run_dir: Path, data: dict[str, Any], row: dict[str, Any]) -> None:
+def add_record(side: Side, run_dir: Path, record: RunRecord) -> None:
     """Pool one run's request rows into `side` (its record already read: `read_run`)."""
-    requests = list(iter_request_rows(run_dir / REQUESTS_FILE, [], block_size(data)))
+    requests = read_requests(run_dir, record)
     if not requests:  # the figures below are computed from the rows, never taken on trust
-        raise UnusableRun(run_dir / REQUESTS_FILE, "no request rows (empty, missing or all "
-                          "unusable): no figure without requests")
-    side.records.append(row)
-    side.protocols.append(protocol_of(data))
-    measurement = data.get("measurement") or {}
-    histogram = _list_of(measurement.get("accept_histogram"), (int,))
-    positions = _list_of(measurement.get("per_position_acceptance"), (int, float))
-    if histogram:
-        side.histograms.append(histogram)
-    if positions:
-        side.positions.append(positions)
+        raise BadRecord(run_dir / REQUESTS_FILE, "no request rows (empty, missing or all "
+                        "unusable): no figure without requests")
+    side.records.append(flatten_record(record.model_dump(mode="json"), str(run_dir)))
+    side.protocols.append(protocol_of(record))
+    measurement = record.measurement
+    if measurement is not None and measurement.accept_histogram:
+        side.histograms.append(measurement.accept_histogram)
+    if measurement is not None and measurement.per_position_acceptance:
+        side.positions.append(measurement.per_position_acceptance)
     steps = dict(zip(side.questions, side.steps, strict=True))
     pooled = {metric: dict(zip(side.questions, values, strict=True))
               for metric, values in side.numerators.items()}  # fmt: skip
@@ -266,19 +237,16 @@ def add_record(side: Side, run_dir: Path, data: dict[str, Any], row: dict[str, A
         pooled = {metric: {} for metric in METRICS}
     for request in requests:
         side.rows.append(request)  # per category / per position breakdowns (compare)
-        question = request["question_index"]
-        if request.get("prompt_sha256") and not request.get("turn"):
-            side.prompt_hashes.setdefault(question, str(request["prompt_sha256"]))
-        steps[question] = steps.get(question, 0) + request["verify_steps"]
-        for metric in list(pooled):
-            value = stats.numerator(request, metric)  # type: ignore[arg-type]
-            if value is None:
-                del pooled[metric]  # a row without what this metric needs
-                continue
-            pooled[metric][question] = pooled[metric].get(question, 0) + value
-        if request.get("correct") is not None:
+        question = request.question_index
+        if request.prompt_sha256 and not request.turn:
+            side.prompt_hashes.setdefault(question, request.prompt_sha256)
+        steps[question] = steps.get(question, 0) + request.verify_steps
+        for metric in pooled:  # a typed row has what both definitions need
+            pooled[metric][question] = pooled[metric].get(question, 0) + numerator(request,
+                                                                                metric)
+        if request.correct is not None:
             side.n_judged += 1
-            side.n_correct += bool(request["correct"])
+            side.n_correct += request.correct
     side.questions = sorted(steps)
     side.steps = [steps[q] for q in side.questions]
     side.numerators = {metric: [values[q] for q in side.questions]

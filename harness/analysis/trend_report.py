@@ -33,6 +33,9 @@ class SuiteSummary:
     change_ci: float | None  # 95% half-width of that change
     stale: bool = False  # its latest run is older than `since`: tonight it has none
     incomplete_runs: int = 0  # errored or partial runs in the history (when brought in)
+    # a run folder newer than the latest record, without a readable record (a harness
+    # killed before it wrote run.json, a damaged run.json): the night errored
+    unrecorded: str | None = None
 
     @property
     def failing(self) -> bool:
@@ -54,14 +57,14 @@ def _baselines(runs: pd.DataFrame, suite: str, latest: Any) -> list[tuple[str, f
 
 
 def _suite_document(latest: Any) -> dict[str, Any]:
-    from harness.results.readers import read_run_data
+    from harness.results.readers import BadRecord, read_run
 
     path = getattr(latest, "path", None) if latest is not None else None
     if not isinstance(path, str):
         return {}
-    try:  # the checked door: the record may have changed since the loader read it
-        return read_run_data(path).get("suite", {}).get("document", {}) or {}
-    except (OSError, ValueError, AttributeError):
+    try:  # read again: the record may have changed since the loader read it
+        return read_run(path).suite.document
+    except BadRecord:
         return {}
 
 
@@ -71,7 +74,12 @@ def summarize(runs: pd.DataFrame, trends: dict[str, Trend], window: int = 60,
     is tonight's; a suite whose latest run is older has no verdict tonight (an error).
     The figure and "change since last night" come from complete runs only, unless
     `include_incomplete` (then `incomplete_runs` counts the errored or partial ones used);
-    the verdict is always the latest run's, so a crashed night is still an error."""
+    the verdict is always the latest run's, so a crashed night is still an error, and so
+    is a run folder newer than the latest record without a readable one
+    (`runs.attrs["unrecorded"]`, from `store.load_runs`)."""
+    from harness.results.store import latest_unrecorded
+
+    unrecorded = runs.attrs.get("unrecorded", [])
     summaries = []
     for suite, trend in trends.items():
         history = suite_history(runs, suite, window, include_incomplete)
@@ -92,12 +100,19 @@ def summarize(runs: pd.DataFrame, trends: dict[str, Trend], window: int = 60,
         if latest is not None and "floor" in latest and latest["floor"] == latest["floor"]:
             floor = float(latest["floor"])
         stale = latest is not None and since is not None and latest["started_at"] < since
+        verdict = None if latest is None or stale else latest["verdict"]
+        missing = latest_unrecorded(unrecorded, suite,
+                                    None if latest is None else latest["started_at"])
+        if missing is not None and (since is None or missing.started_at >= since):
+            verdict = "error"  # a night without a record is no pass
+        else:
+            missing = None
         summaries.append(SuiteSummary(
             suite=suite, trend=trend, accept_length=accept, ci=ci, floor=floor,
-            baselines=_baselines(runs, suite, latest),
-            verdict=None if latest is None or stale else latest["verdict"],
+            baselines=_baselines(runs, suite, latest), verdict=verdict,
             change=change, change_ci=change_ci, stale=stale,
             incomplete_runs=int(history["incomplete"].sum()) if include_incomplete else 0,
+            unrecorded=missing.describe() if missing else None,
         ))  # fmt: skip
     return summaries
 
@@ -124,6 +139,8 @@ def markdown_table(summaries: Sequence[SuiteSummary]) -> str:
         if s.incomplete_runs:
             change += f" (history incl. {s.incomplete_runs} partial/error run(s))"
         verdict = s.verdict or ("no run tonight" if s.stale else "no run")
+        if s.unrecorded:
+            verdict += f" ({s.unrecorded})"
         mark = "❌ " if s.failing else ""
         trend = ("⚠️ " if s.trend.alarm else "") + s.trend.describe()
         lines.append(

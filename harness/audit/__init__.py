@@ -1,4 +1,5 @@
-"""`harness audit`: a draft's per-layer attention under SGLang versions' own code.
+"""`harness audit`: a draft's contract (per-layer attention and every other clause) under
+SGLang versions' and vLLM's own code.
 
 Light to import (stdlib only): every name below is loaded on first use.
 """
@@ -19,7 +20,9 @@ from harness.audit.errors import (
 from harness.suite.attention import LayerAttention
 
 if TYPE_CHECKING:
+    from harness.audit.evaluate import VersionResult
     from harness.audit.source import SGLangSource
+    from harness.audit.target import AuditTarget
 
 _LAZY = {
     "SGLangSource": "harness.audit.source",
@@ -31,6 +34,7 @@ _LAZY = {
     "expected_from_layers": "harness.audit.contract",
     "load_expected": "harness.audit.contract",
     "evaluate_sources": "harness.audit.evaluate",
+    "load_target": "harness.audit.target",
 }
 
 __all__ = [
@@ -39,6 +43,7 @@ __all__ = [
     "LayerAttention",
     "ResolverError",
     "VersionRejected",
+    "audit_build",
     "audit_for_build",
     *_LAZY,
 ]
@@ -64,6 +69,23 @@ def audit_for_build(
     Raises VersionRejected (the version's code raised: version, exception type, message),
     DraftConfigError (unreadable / not JSON), SGLangSourceError, ResolverError, AuditLimitError.
     """
+    result = audit_build(config, source, transformers, revision)
+    if result.error is not None:
+        raise VersionRejected(result.source.label, result.error.type, result.error.message,
+                              result.error.stage, result.error.where)
+    assert result.layers is not None
+    return result.layers
+
+
+def audit_build(
+    config: Mapping[str, Any] | str | os.PathLike[str],
+    source: SGLangSource | str | os.PathLike[str] | None,
+    transformers: str | None = None,
+    revision: str | None = None,
+    target: AuditTarget | None = None,
+) -> VersionResult:
+    """One build's whole answer on a draft (per-layer attention, or the error its code
+    raised, and every other clause), against `target` when given (the preflight)."""
     import json
     import tempfile
     from pathlib import Path
@@ -77,13 +99,9 @@ def audit_for_build(
         with tempfile.TemporaryDirectory(prefix="harness-draft-") as scratch:
             path = Path(scratch) / "config.json"
             path.write_text(json.dumps(config))
-            [result] = evaluate_sources(path, [build], transformers)
-    else:
-        path, origin = locate_draft_config(config, revision)
-        parse_config_text(path.read_text(encoding="utf-8"), origin)  # not JSON: exit 2
-        [result] = evaluate_sources(path, [build], transformers)
-    if result.error is not None:
-        raise VersionRejected(result.source.label, result.error.type, result.error.message,
-                              result.error.stage, result.error.where)
-    assert result.layers is not None
-    return result.layers
+            [result] = evaluate_sources(path, [build], transformers, target=target)
+        return result
+    path, origin = locate_draft_config(config, revision)
+    parse_config_text(path.read_text(encoding="utf-8"), origin)  # not JSON: exit 2
+    [result] = evaluate_sources(path, [build], transformers, target=target)
+    return result

@@ -7,12 +7,19 @@ one inline table per draft layer, `window` absent for full attention.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.errors import BadInput, SuiteError
-from harness.suite.attention import LayerAttention
+from harness.suite.attention import DraftConfigError, LayerAttention
 from harness.suite.document import DocumentError, load_json, load_toml
+from harness.suite.draft_contract import (
+    DECLARED,
+    ClauseValue,
+    expectation_from_declared,
+    validate_expected_contract,
+)
 
 EXPECTED_KEYS = frozenset({"causal", "window"})
 
@@ -106,6 +113,65 @@ def _find_file(spec: str, suites_dir: Path | None) -> Path:
         return resolve_suite_path(spec, suites_dir or SUITES_DIR)
     except SuiteError as error:
         raise ContractError(f"--expect {spec}: no such file; {error.message}") from None
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What `--expect` names: per-layer attention, the other clauses, or both."""
+
+    layers: list[dict[str, Any]] | None
+    contract: dict[str, ClauseValue] | str | None  # or "declared": the checkpoint's values
+    origin: str
+
+    def clauses_for(self, config: Mapping[str, Any]) -> dict[str, ClauseValue] | None:
+        """The expected clauses for this draft config ("declared" read from it)."""
+        if self.contract == DECLARED:
+            return expectation_from_declared(config)
+        return None if self.contract is None or isinstance(self.contract, str) \
+            else dict(self.contract)
+
+
+def load_expectation(spec: str, suites_dir: Path | None = None) -> Expectation:
+    """`--expect FILE|SUITE`: `expected_layers` and/or `expected_contract` (top level or
+    under [draft]); at least one of them."""
+    document, origin = _document(spec, suites_dir)
+    if isinstance(document, list):
+        return Expectation(validate_expected(document, origin), None, origin)
+    draft = document.get("draft") if isinstance(document.get("draft"), Mapping) else {}
+    holder = draft if ("expected_layers" in draft or "expected_contract" in draft) \
+        else document
+    prefix = "draft." if holder is draft else ""
+    layers = None
+    if "expected_layers" in holder:
+        layers = validate_expected(holder["expected_layers"],
+                                   f"{origin}: {prefix}expected_layers")
+    contract = None
+    if "expected_contract" in holder:
+        try:
+            contract = validate_expected_contract(holder["expected_contract"],
+                                                  f"{origin}: {prefix}expected_contract")
+        except DraftConfigError as error:
+            raise ContractError(str(error)) from None
+    if layers is None and contract is None:
+        raise ContractError(f"{origin} declares no expected_layers nor expected_contract "
+                            "(top level or under [draft])")
+    return Expectation(layers, contract, origin)
+
+
+def _document(spec: str, suites_dir: Path | None) -> tuple[Any, str]:
+    path = _find_file(spec, suites_dir)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ContractError(f"{path}: cannot read: {error}") from error
+    try:
+        document = load_json(text) if path.suffix == ".json" else load_toml(text)
+    except DocumentError as error:  # not JSON/TOML, nested past parsing, not finite
+        raise ContractError(f"{path}: {error}") from None
+    if not isinstance(document, Mapping | list):
+        raise ContractError(f"{path}: expected a table with expected_layers or "
+                            "expected_contract")
+    return document, str(path)
 
 
 def load_expected(spec: str, suites_dir: Path | None = None) -> tuple[list[dict[str, Any]], str]:

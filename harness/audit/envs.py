@@ -14,7 +14,6 @@ import fcntl
 import hashlib
 import importlib.util
 import json
-import os
 import re
 import shutil
 import sys
@@ -24,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.errors import EngineError
+from harness.files import cache_root
 
 INSTALL_TIMEOUT_S = 900
 LOCK_TIMEOUT_S = 1800
@@ -33,11 +33,6 @@ _EXACT = re.compile(r"^transformers\s*==\s*(?P<version>[0-9][0-9A-Za-z.+!-]*)$")
 
 class AuditEnvError(EngineError):
     """A transformers environment could not be made (exit 3): the message says which step."""
-
-
-def cache_root() -> Path:
-    """The harness cache ($HARNESS_CACHE, else ~/.cache/spec-harness), as harness.build has it."""
-    return Path(os.environ.get("HARNESS_CACHE") or Path.home() / ".cache" / "spec-harness")
 
 
 def env_name(requirement: str) -> str:

@@ -18,15 +18,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.audit.envs import cache_root, ensure_env
+from harness.audit.envs import ensure_env
 from harness.audit.errors import AuditLimitError, ResolverError
+from harness.audit.findings import ATTENTION, Column, attention_clause
 from harness.audit.source import SGLangSource
+from harness.audit.target import AuditTarget
 from harness.errors import BadInput
+from harness.files import cache_root
 from harness.suite.attention import BEHAVIOURS, Behaviour, LayerAttention
+from harness.suite.draft_contract import CLAUSES, Clause, clause_from_answer
 
-PROTOCOL = "audit-v2.1"  # bump when the worker's answer changes meaning: old cache entries die
+PROTOCOL = "audit-v3"  # bump when the worker's answer changes meaning: old cache entries die
 WORKER = Path(__file__).with_name("worker.py")
 EXTRACT = Path(__file__).with_name("extract.py")
+CLAUSES_FILE = Path(__file__).with_name("clauses.py")
 WORKER_TIMEOUT_S = 300
 # Probe drafts that tell the known behaviours apart: each layer type, is_causal unset/true/false.
 PROBES: tuple[dict[str, Any], ...] = (
@@ -90,6 +95,22 @@ class VersionResult:
     behaves_as: list[Behaviour] = field(default_factory=list)
     accepts_plain_dict: bool | None = None
     is_causal: bool | None = None
+    # the other clauses (harness/suite/draft_contract.py), by this version's own code
+    contract: dict[str, Clause] = field(default_factory=dict)
+    contract_limit: str | None = None  # why no clause could be resolved at all
+
+    def column(self) -> Column:
+        """This version's resolution as a findings column: the clauses, with per-layer
+        attention as one more (`attention`)."""
+        label = self.source.short
+        if self.error is not None and self.error.stage == "load":
+            return Column(label, "sglang", refused=self.error.short)
+        clauses = dict(self.contract)
+        if self.error is not None:
+            clauses[ATTENTION] = Clause(None, error=self.error.short)
+        elif self.layers is not None:
+            clauses[ATTENTION] = attention_clause(self.layers)
+        return Column(label, "sglang", clauses, limit=self.contract_limit)
 
     def cells(self) -> list[tuple[bool, int | None]] | None:
         """(causal, window) per layer: what the table compares between versions."""
@@ -109,6 +130,8 @@ class VersionResult:
             "layers": None if self.layers is None
             else [layer.audit_dict() for layer in self.layers],
             "error": None if self.error is None else self.error.to_dict(),
+            "contract": {name: clause.to_dict() for name, clause in self.contract.items()},
+            "contract_limit": self.contract_limit,
         }  # fmt: skip
 
 
@@ -150,22 +173,61 @@ def _result(source: SGLangSource, answer: Mapping[str, Any]) -> VersionResult:
             raise ResolverError(f"{source.label}: {error['message']} (read from {source.origin})")
         if error["stage"] == "harness":
             raise AuditLimitError(f"{source.label}: {error['message']}")
+        contract, limit = _contract(answer.get("contract"))
         return VersionResult(source, None, VersionError(error["stage"], error["type"],
                              error["message"], error.get("where")), answer.get("transformers"),
                              answer.get("config_class"), answer.get("built_by"),
-                             _behaves_as(answer.get("probes") or []))
+                             _behaves_as(answer.get("probes") or []), None, None,
+                             contract, limit)
+    contract, limit = _contract(answer.get("contract"))
     return VersionResult(
         source, _layers(answer), None, answer.get("transformers"), answer.get("config_class"),
         answer.get("built_by"), _behaves_as(answer.get("probes") or []),
-        answer.get("accepts_plain_dict"), answer.get("is_causal"),
+        answer.get("accepts_plain_dict"), answer.get("is_causal"), contract, limit,
     )
 
 
-def _cache_file(config_bytes: bytes, source: SGLangSource, requirement: str) -> Path:
+def _contract(answer: Any) -> tuple[dict[str, Clause], str | None]:
+    if not isinstance(answer, Mapping):
+        return {}, "this answer has no clauses"
+    if isinstance(answer.get("limit"), str):
+        return {}, answer["limit"]
+    return {name: clause_from_answer(answer.get(name)) for name in CLAUSES}, None
+
+
+def _cache_file(config_bytes: bytes, source: SGLangSource, requirement: str,
+                target: AuditTarget | None) -> Path:
     digest = hashlib.sha256(b"\0".join(
         [PROTOCOL.encode(), config_bytes, source.identity.encode(), requirement.encode(),
-         EXTRACT.read_bytes(), WORKER.read_bytes()])).hexdigest()[:32]  # fmt: skip
+         EXTRACT.read_bytes(), WORKER.read_bytes(), CLAUSES_FILE.read_bytes(),
+         "\0".join(sorted(source.contract_files)).encode(),
+         (target.fingerprint if target else "").encode(),
+         *_target_code(source, target), *_draft_code(config_bytes, source)]
+    )).hexdigest()[:32]  # fmt: skip
     return results_dir() / f"{digest}.json"
+
+
+def _draft_code(config_bytes: bytes, source: SGLangSource) -> list[bytes]:
+    """The config class this tree registers for the draft's model_type, if any."""
+    try:
+        raw = json.loads(config_bytes)
+    except ValueError:
+        return []
+    spec = source.config_class(_model_type(raw))
+    return [hashlib.sha256(spec["text"].encode()).hexdigest().encode()] if spec else []
+
+
+def _target_code(source: SGLangSource, target: AuditTarget | None) -> list[bytes]:
+    """The target class's files in this tree (what resolves its capture points): part of
+    the answer's identity, since a checkout's identity does not cover them."""
+    if target is None:
+        return []
+    files = source.model_files(target.architecture or "")
+    spec = source.config_class(target.model_type)
+    texts = [f"{path}\0{text}" for path, text in sorted(files.items())]
+    if spec:
+        texts.append(spec["text"])
+    return [hashlib.sha256("\0".join(texts).encode()).hexdigest().encode()]
 
 
 def results_dir() -> Path:
@@ -188,18 +250,29 @@ class _Draft:
     file: Path
     raw: Any
     folder: Path  # what SGLang is given: a folder holding config.json
+    target: AuditTarget | None = None
+
+
+def _job_request(index: int, job: _Job, drafts: Sequence[_Draft]) -> dict[str, Any]:
+    source, draft = job.source, drafts[job.config]
+    target = draft.target
+    return {"id": str(index), "label": source.label, "files": dict(source.files),
+            "config": job.config, "loader": dict(source.loader),
+            "config_class": source.config_class(_model_type(draft.raw)),
+            "contract_files": dict(source.contract_files),
+            "target_model": source.model_files(target.architecture or "") if target else {},
+            "target_config_class": source.config_class(target.model_type) if target else None}
 
 
 def _request(drafts: Sequence[_Draft], jobs: list[_Job]) -> dict[str, Any]:
     # Built in the main thread: ast.parse (config_class) is not safe across threads in 3.11.
     return {
-        "configs": [{"dir": str(draft.folder), "raw": draft.raw} for draft in drafts],
+        "configs": [{"dir": str(draft.folder), "raw": draft.raw,
+                     "target": draft.target.request() if draft.target else None}
+                    for draft in drafts],
         "probes": list(PROBES),
         "patches": dict(jobs[0].source.patches),
-        "jobs": [{"id": str(i), "label": job.source.label, "files": dict(job.source.files),
-                  "config": job.config, "loader": dict(job.source.loader),
-                  "config_class": job.source.config_class(_model_type(drafts[job.config].raw))}
-                 for i, job in enumerate(jobs)],
+        "jobs": [_job_request(i, job, drafts) for i, job in enumerate(jobs)],
     }  # fmt: skip
 
 
@@ -234,12 +307,14 @@ def evaluate_sources(
     sources: Sequence[SGLangSource],
     transformers: str | None = None,
     use_cache: bool = True,
+    target: AuditTarget | None = None,
 ) -> list[VersionResult]:
     """Every source's answer on the draft config in `config_file`, in the order given.
 
-    `transformers` overrides the requirement each version pins (for a checkout without one).
+    `transformers` overrides the requirement each version pins (for a checkout without one);
+    `target`: the target the taps and the mask token's id are resolved against.
     """
-    return evaluate_many([config_file], sources, transformers, use_cache)[0]
+    return evaluate_many([config_file], sources, transformers, use_cache, [target])[0]
 
 
 def evaluate_many(
@@ -247,9 +322,12 @@ def evaluate_many(
     sources: Sequence[SGLangSource],
     transformers: str | None = None,
     use_cache: bool = True,
+    targets: Sequence[AuditTarget | None] | None = None,
 ) -> list[list[VersionResult]]:
-    """Every source on every config (one list per config); one worker per environment."""
+    """Every source on every config (one list per config, each with its target, if any);
+    one worker per environment."""
     texts = [path.read_bytes() for path in config_files]
+    targets = list(targets) if targets is not None else [None] * len(config_files)
     jobs: list[_Job] = []
     for index, config_bytes in enumerate(texts):
         for source in sources:
@@ -258,13 +336,14 @@ def evaluate_many(
                 raise BadInput(f"{source.describe()} pins no transformers version (no "
                                "Requires-Dist or pyproject dependency); name one (harness audit "
                                "--transformers VERSION; audit_for_build(transformers=...))")
-            job = _Job(source, requirement, index, _cache_file(config_bytes, source, requirement))
+            job = _Job(source, requirement, index,
+                       _cache_file(config_bytes, source, requirement, targets[index]))
             if use_cache and job.cache.is_file():
                 job.answer = json.loads(job.cache.read_text())
             jobs.append(job)
     pending = [job for job in jobs if job.answer is None]
     if pending:
-        _evaluate_pending(config_files, texts, pending)
+        _evaluate_pending(config_files, texts, pending, targets)
     results: list[list[VersionResult]] = [[] for _ in config_files]
     for job in jobs:
         assert job.answer is not None
@@ -279,7 +358,7 @@ def evaluate_many(
 
 
 def _evaluate_pending(config_files: Sequence[Path], texts: Sequence[bytes],
-                      pending: list[_Job]) -> None:
+                      pending: list[_Job], targets: Sequence[AuditTarget | None]) -> None:
     # One worker per (transformers pin, SGLang patches): patches change transformers for
     # the whole process, as `import sglang` does, so two versions' patches never mix.
     import tempfile  # here: a cached answer needs none of this
@@ -298,7 +377,7 @@ def _evaluate_pending(config_files: Sequence[Path], texts: Sequence[bytes],
                 folder = Path(scratch) / str(index)
                 folder.mkdir()
                 (folder / "config.json").write_bytes(text)
-            drafts.append(_Draft(path, json.loads(text), folder))
+            drafts.append(_Draft(path, json.loads(text), folder, targets[index]))
         workers = max(1, min(len(groups), os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers) as pool:
             requests = [(pythons[req], _request(drafts, jobs), jobs)

@@ -17,9 +17,13 @@ import __future__
 import ast
 import builtins
 import copy
+import dataclasses
 import enum
+import itertools
 import logging
 import numbers
+import sys
+import types
 import typing
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -52,11 +56,17 @@ class AttentionType(enum.Enum):
     ENCODER_ONLY = "encoder_only"
 
 
+_MODULES = itertools.count()
+
+
 def base_namespace(name: str) -> dict[str, Any]:
-    """Names SGLang's modules import that extracted code may use."""
-    namespace: dict[str, Any] = {
+    """Names SGLang's modules import that extracted code may use: the dict of a fresh
+    module registered in sys.modules (a dataclass looks its module up there)."""
+    module = types.ModuleType(f"{name}_{next(_MODULES)}")
+    sys.modules[module.__name__] = module
+    namespace: dict[str, Any] = module.__dict__
+    namespace.update({
         "__builtins__": builtins,
-        "__name__": name,
         "AttentionType": AttentionType,
         "Sequence": Sequence,
         "Mapping": Mapping,
@@ -64,14 +74,31 @@ def base_namespace(name: str) -> dict[str, Any]:
         "Integral": numbers.Integral,
         "logger": logging.getLogger(name),
         "logging": logging,
-    }
+        "dataclass": dataclasses.dataclass,
+        "field": dataclasses.field,
+    })
     for alias in ("Any", "Optional", "Tuple", "List", "Dict", "Union", "ClassVar"):
         namespace[alias] = getattr(typing, alias)
     return namespace
 
 
 def _names_used(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    """Names a definition reads, annotations left out: they stay strings (the code is
+    compiled with `from __future__ import annotations`) and name torch or msgspec types."""
+    names: set[str] = set()
+    pending: list[ast.AST] = [node]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, ast.Name):
+            names.add(item.id)
+        for child_name, child in ast.iter_fields(item):
+            if child_name in ("annotation", "returns"):
+                continue
+            if isinstance(child, ast.AST):
+                pending.append(child)
+            elif isinstance(child, list):
+                pending.extend(c for c in child if isinstance(c, ast.AST))
+    return names
 
 
 def _literal_constants(tree: ast.Module) -> dict[str, ast.stmt]:
@@ -83,13 +110,25 @@ def _literal_constants(tree: ast.Module) -> dict[str, ast.stmt]:
             target, value = node.targets[0], node.value
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             target, value = node.target, node.value
-        if isinstance(target, ast.Name) and value is not None:
-            try:
-                ast.literal_eval(value)
-            except ValueError:
-                continue
+        if isinstance(target, ast.Name) and value is not None and _literal(value):
             constants[target.id] = node
     return constants
+
+
+_LITERAL_CALLS = frozenset({"frozenset", "set", "tuple", "list", "dict"})
+
+
+def _literal(value: ast.expr) -> bool:
+    """A literal, or a builtin collection made from one (`frozenset({"a", "b"})`)."""
+    if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+            and value.func.id in _LITERAL_CALLS and not value.keywords
+            and len(value.args) <= 1):
+        return all(_literal(arg) for arg in value.args)
+    try:
+        ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError, RecursionError):
+        return False
+    return True
 
 
 def parse(text: str, path: str) -> ast.Module:
@@ -113,41 +152,60 @@ def _compile(body: list[ast.stmt], label: str, namespace: dict[str, Any]) -> Non
 def extract_functions(
     files: Mapping[str, str], roots: Sequence[str], required: str, label: str
 ) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """(namespace, names) with `roots` and every module-level function they reach compiled.
+    """(namespace, names) with `roots` and every module-level function, class (such as
+    `DFlashDraftConfig`, a dataclass) and literal constant they reach compiled.
 
     Files are searched in order: where two define a name, the first file's one is used.
     """
-    functions: dict[str, ast.FunctionDef] = {}
+    definitions: dict[str, ast.FunctionDef | ast.ClassDef] = {}
     constants: dict[str, ast.stmt] = {}
     for path, text in files.items():
         tree = parse(text, path)
         for node in tree.body:
-            if isinstance(node, ast.FunctionDef):
-                functions.setdefault(node.name, node)
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                definitions.setdefault(node.name, node)
         for name, node in _literal_constants(tree).items():
             constants.setdefault(name, node)
-    if required not in functions:
+    if required not in definitions:
         raise ExtractError(f"{' and '.join(files)} define no {required}")
     wanted: list[str] = []
-    pending = [name for name in roots if name in functions]
+    pending = [name for name in roots if name in definitions]
     while pending:
         name = pending.pop()
         if name not in wanted:
             wanted.append(name)
-            pending.extend(n for n in _names_used(functions[name]) if n in functions)
-    used = set().union(*(_names_used(functions[name]) for name in wanted))
+            pending.extend(n for n in _names_used(definitions[name]) if n in definitions)
+    used = set().union(*(_names_used(definitions[name]) for name in wanted))
     body: list[ast.stmt] = [constants[n] for n in sorted(constants) if n in used]
-    ordered = tuple(name for name in functions if name in wanted)
+    ordered = tuple(name for name in definitions if name in wanted)
     for name in ordered:
-        node = copy.deepcopy(functions[name])
-        node.decorator_list = []  # caching decorators come from modules we do not load
+        node = copy.deepcopy(definitions[name])
+        # caching decorators come from modules we do not load; a dataclass stays one
+        node.decorator_list = [d for d in node.decorator_list if _is_dataclass_decorator(d)]
         body.append(node)
     namespace = base_namespace("harness_sglang_resolver")
     _compile(body, f"{label} resolver", namespace)
     return namespace, ordered
 
 
-def extract_class(text: str, path: str, class_name: str, base: Any) -> type:
+def _is_dataclass_decorator(node: ast.expr) -> bool:
+    target = node.func if isinstance(node, ast.Call) else node
+    return isinstance(target, ast.Name) and target.id == "dataclass"
+
+
+def transformers_imports(text: str, path: str) -> dict[str, str]:
+    """{name: module} for each `from transformers... import name` of a module: the names
+    a config class compiled out of it may need (its base class, such as Qwen3Config)."""
+    found: dict[str, str] = {}
+    for node in parse(text, path).body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("transformers"):
+            for alias in node.names:
+                found[alias.asname or alias.name] = f"{node.module}:{alias.name}"
+    return found
+
+
+def extract_class(text: str, path: str, class_name: str, base: Any,
+                  names: Mapping[str, Any] | None = None) -> type:
     """A config class compiled from its module, with the base `PretrainedConfig` given.
 
     Its module-level helper functions and literal constants come along; the module's own
@@ -159,17 +217,25 @@ def extract_class(text: str, path: str, class_name: str, base: Any) -> type:
     )
     if node is None:
         raise ExtractError(f"{path} defines no class {class_name}")
-    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    functions = {n.name: n for n in tree.body
+                 if isinstance(n, ast.FunctionDef | ast.ClassDef) and n is not node}
     constants = _literal_constants(tree)
     definitions: dict[str, ast.stmt] = {**functions, **constants}
-    body = [definitions[name] for name in _names_reached(node, definitions)
-            if name in definitions]
+    reached = set(_names_reached(node, definitions))
+    # In the module's own order: a class body may name a class defined above it (a
+    # config's `sub_configs`), and a constant one above it.
+    body = [copy.deepcopy(statement) for statement in tree.body
+            if any(definitions.get(name) is statement for name in reached)]
+    for statement in body:
+        if isinstance(statement, ast.ClassDef | ast.FunctionDef):
+            statement.decorator_list = []
     class_node = copy.deepcopy(node)
     class_node.decorator_list = []
     namespace = base_namespace(f"harness_sglang_config.{class_name}")
     for alias in ("PretrainedConfig", "PreTrainedConfig"):
         namespace[alias] = base
     namespace.update({"math": __import__("math"), "copy": copy})
+    namespace.update(names or {})
     _compile([*body, class_node], f"{path}:{class_name}", namespace)
     return typing.cast(type, namespace[class_name])
 
@@ -268,3 +334,110 @@ def extract_loader(files: Mapping[str, str], base: Any, auto_config: Any,
     return lambda model, trust_remote_code, revision=None: function(
         None, model, trust_remote_code=trust_remote_code, revision=revision
     )
+
+
+def find_method(files: Mapping[str, str], class_name: str,
+                method: str) -> tuple[ast.FunctionDef, str] | None:
+    """(the method, the file it is in) as `class_name` defines it, or as the nearest base
+    class found in `files` does (SGLang's model classes inherit across modules)."""
+    classes: dict[str, ast.ClassDef] = {}
+    where: dict[str, str] = {}
+    for path, text in files.items():
+        for node in parse(text, path).body:
+            if isinstance(node, ast.ClassDef) and node.name not in classes:
+                classes[node.name], where[node.name] = node, path
+    pending, seen = [class_name], set()
+    while pending:
+        name = pending.pop(0)
+        if name in seen or name not in classes:
+            continue
+        seen.add(name)
+        for item in classes[name].body:
+            if isinstance(item, ast.FunctionDef) and item.name == method:
+                return item, where[name]
+        pending.extend(base.id for base in classes[name].bases if isinstance(base, ast.Name))
+    return None
+
+
+def class_bases(text: str, path: str, class_name: str) -> list[str]:
+    """The names of a class's bases as its module spells them (to find their files)."""
+    for node in parse(text, path).body:
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            return [base.id for base in node.bases if isinstance(base, ast.Name)]
+    return []
+
+
+def compile_function(node: ast.FunctionDef, label: str, namespace: dict[str, Any]) -> Any:
+    """A method compiled as a plain function (its decorators dropped) in `namespace`; the
+    caller passes a stand-in for `self`."""
+    function = copy.deepcopy(node)
+    function.decorator_list = []
+    _compile([function], label, namespace)
+    return namespace[function.name]
+
+
+def _stored_names(statement: ast.stmt) -> set[str]:
+    """Names a statement assigns, in its own scope (not inside comprehensions or nested
+    functions, whose names do not leak)."""
+    stored: set[str] = set()
+    pending: list[ast.AST] = [statement]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
+                      | ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stored.add(node.id)
+        pending.extend(ast.iter_child_nodes(node))
+    return stored
+
+
+def method_slice(node: ast.FunctionDef, wanted: Sequence[str], label: str,
+                 namespace: dict[str, Any]) -> Any:
+    """The statements of a method's body that compute `wanted`, as a function with the
+    method's own parameters returning {name: value}.
+
+    A backward slice over the body's top-level statements: a statement is kept when it
+    assigns a name needed later, and the names it reads become needed. So a resolver that
+    lives inside a torch module's `__init__` (`DFlashDraftModel.__init__` sizing `fc`)
+    runs as the release wrote it, without building the module.
+    """
+    parameters = {arg.arg for arg in (*node.args.posonlyargs, *node.args.args,
+                                      *node.args.kwonlyargs)}
+    needed = set(wanted)
+    kept: list[ast.stmt] = []
+    for statement in reversed(node.body):
+        stored = _stored_names(statement)
+        if stored & needed:
+            kept.append(statement)
+            needed |= {n.id for n in ast.walk(statement)
+                       if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - parameters
+    missing = [name for name in wanted if not any(name in _stored_names(s) for s in kept)]
+    if missing:
+        raise ExtractError(f"{label} assigns no {', '.join(missing)}")
+    result = ast.Return(value=ast.Dict(
+        keys=[ast.Constant(value=name) for name in wanted],
+        values=[ast.Name(id=name, ctx=ast.Load()) for name in wanted]))
+    function = copy.deepcopy(node)  # its parameters, as the release declares them
+    function.name, function.decorator_list, function.returns = f"_slice_{node.name}", [], None
+    function.body = [*copy.deepcopy(list(reversed(kept))), result]
+    ast.fix_missing_locations(function)
+    _compile([function], label, namespace)
+    return namespace[function.name]
+
+
+def default_argument(node: ast.FunctionDef, call: str, keyword: str) -> Any:
+    """The literal a method passes as `keyword=` to `call(...)` (e.g. the block size
+    `DFlashDraftModel.__init__` falls back to: `resolve_block_size(default=16)`)."""
+    for item in ast.walk(node):
+        if isinstance(item, ast.Call):
+            name = item.func.attr if isinstance(item.func, ast.Attribute) else \
+                getattr(item.func, "id", None)
+            if name == call:
+                for key in item.keywords:
+                    if key.arg == keyword:
+                        try:
+                            return ast.literal_eval(key.value)
+                        except ValueError:
+                            return None
+    return None

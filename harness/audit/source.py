@@ -17,13 +17,27 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.audit.envs import cache_root
-from harness.audit.extract import DFLASH_MODEL, LOADER_COMMON, LOADER_FILE, RESOLVER_FILES
-from harness.audit.trees import ArchiveTree, FolderTree, GitTree, LazyArchiveTree, Tree
+from harness.audit.clauses import CONTRACT_FILES
+from harness.audit.extract import (
+    DFLASH_MODEL,
+    LOADER_COMMON,
+    LOADER_FILE,
+    RESOLVER_FILES,
+    class_bases,
+)
+from harness.audit.trees import (
+    ArchiveTree,
+    FolderTree,
+    GitTree,
+    LazyArchiveTree,
+    OverlayTree,
+    Tree,
+    resolve_ref,
+)
 from harness.audit.wheels import (  # fetch_wheels, cached_archive: re-exported (noxfile)
     ARCHIVE_SUFFIXES,
     SGLangSourceError,
@@ -34,6 +48,7 @@ from harness.audit.wheels import (  # fetch_wheels, cached_archive: re-exported 
     fetch_wheels,
     wheel_cache_dir,
 )
+from harness.files import cache_root
 
 __all__ = [
     "SGLangSource",
@@ -44,17 +59,24 @@ __all__ = [
     "commit_source",
     "fetch_wheels",
     "installed_source",
+    "patched_source",
     "source_for_build",
     "spec_source",
+    "tree_source",
 ]
 
 PATCHES_FILE = "sglang/srt/utils/hf_transformers_patches.py"
 VERSION_FILE = "sglang/version.py"
 SCM_VERSION_FILE = "sglang/_version.py"  # written by the build (setuptools-scm)
 CONFIGS_DIR = "sglang/srt/configs/"
+MODELS_DIR = "sglang/srt/models/"
+# What the cached extract of an archive holds: a new file read makes a new extract.
+EXTRACT_LAYOUT = hashlib.sha256("\0".join(
+    (*RESOLVER_FILES, *CONTRACT_FILES, LOADER_FILE, LOADER_COMMON)).encode()).hexdigest()[:8]
 # Where SGLang's _CONFIG_REGISTRY (model_type -> its own config class) is built.
 REGISTRY_FILES = ("sglang/srt/utils/hf_transformers/common.py",
                   "sglang/srt/utils/hf_transformers_utils.py")  # fmt: skip
+_FOUND: dict[tuple[str, str], dict[str, str]] = {}  # (identity, what) -> what was found
 _EXACT_SPEC = re.compile(r"^sglang\s*==\s*(?P<version>[0-9][0-9A-Za-z.+!-]*)$")
 _BARE_VERSION = re.compile(r"^[0-9][0-9A-Za-z.+!-]*$")
 _VERSION_ASSIGN = re.compile(
@@ -77,6 +99,8 @@ class SGLangSource:
     loader: Mapping[str, str] = field(default_factory=dict)  # SGLang's HF config parser files
     transformers: str | None = None  # the pinned requirement, e.g. "transformers==5.19.0"
     identity: str = ""  # same identity, same answer (cache key)
+    # The model runner's tap resolution and the DFLASH worker (CONTRACT_FILES), when present
+    contract_files: Mapping[str, str] = field(default_factory=dict)
     tree: Tree | None = field(default=None, compare=False, repr=False)
     commit: str | None = None
     subject: str | None = None
@@ -85,6 +109,8 @@ class SGLangSource:
     def label(self) -> str:
         if self.kind == "commit" and self.commit:
             return f"{self.commit[:10]}"
+        if self.kind == "patched" and self.subject:
+            return f"sglang {self.subject}"
         return f"sglang {self.version or '(unknown version)'}"
 
     @property
@@ -99,6 +125,12 @@ class SGLangSource:
         """The config class this version registers for `model_type`, as {path, name, text}."""
         if self.tree is None or not model_type:
             return None
+        found = self._remembered(f"config-class\0{model_type}",
+                                 lambda: self._find_config_class(model_type) or {})
+        return found or None
+
+    def _find_config_class(self, model_type: str) -> dict[str, str] | None:
+        assert self.tree is not None
         registry = "".join(self.tree.read(p) or "" for p in REGISTRY_FILES)
         for path in self.tree.grep(CONFIGS_DIR, model_type):
             text = self.tree.read(path) or ""
@@ -106,6 +138,53 @@ class SGLangSource:
             if name and re.search(rf"\b{re.escape(name)}\b", registry):
                 return {"path": path, "name": name, "text": text, "model_type": model_type}
         return None
+
+    def model_files(self, architecture: str) -> dict[str, str]:
+        """The model file defining `architecture` (a target's class, such as
+        Qwen3ForCausalLM) and the files of its base classes: {path: text}, empty when this
+        version has no such class."""
+        if self.tree is None or not architecture:
+            return {}
+        return self._remembered(f"model-files\0{architecture}",
+                                lambda: self._find_model_files(architecture))
+
+    def _remembered(self, what: str, find: Callable[[], dict[str, str]]) -> dict[str, str]:
+        """What `find` found in this tree, remembered in the process and, for a release or a
+        commit (which never change), on disk: the search reads a whole folder of the tree."""
+        key = (self.identity, what)
+        if key in _FOUND:
+            return _FOUND[key]
+        path = None
+        if self.kind in ("wheel", "sdist", "commit"):
+            name = hashlib.sha256(f"{self.identity}\0{what}".encode()).hexdigest()[:24]
+            path = cache_root() / "audit" / "archives" / f"found-{name}.json"
+            if path.is_file():
+                _FOUND[key] = dict(json.loads(path.read_text(encoding="utf-8")))
+                return _FOUND[key]
+        _FOUND[key] = find()
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(_FOUND[key]))
+            temporary.replace(path)
+        return _FOUND[key]
+
+    def _find_model_files(self, architecture: str) -> dict[str, str]:
+        assert self.tree is not None
+        found: dict[str, str] = {}
+        pending, seen = [architecture], set()
+        while pending and len(seen) < 8:
+            name = pending.pop(0)
+            if name in seen:
+                continue
+            seen.add(name)
+            for path in self.tree.grep(MODELS_DIR, f"class {name}("):
+                text = self.tree.read(path) or ""
+                if re.search(rf"^class {re.escape(name)}\(", text, re.MULTILINE):
+                    found.setdefault(path, text)
+                    pending.extend(class_bases(text, path, name))
+                    break
+        return found
 
 
 def _class_with_model_type(text: str, model_type: str) -> str | None:
@@ -166,12 +245,13 @@ def _build(tree: Tree, version: str | None, origin: str, kind: str,
     patches = {"patches": text} if (text := tree.read(PATCHES_FILE)) is not None else {}
     loader = {path: text for path in (LOADER_FILE, LOADER_COMMON)
               if (text := tree.read(path)) is not None}  # fmt: skip
+    contract = {path: text for path in CONTRACT_FILES if (text := tree.read(path)) is not None}
     version = (version or _read_version(tree.read(SCM_VERSION_FILE))
                or _read_version(tree.read(VERSION_FILE)))
     identity = identity or _digest(*files.values(), *patches.values(), *loader.values(),
-                                   transformers or "")  # fmt: skip
+                                   *contract.values(), transformers or "")  # fmt: skip
     return SGLangSource(version, origin, kind, files, patches, loader, transformers, identity,
-                        tree, **extra)  # type: ignore[arg-type]
+                        contract, tree, **extra)  # type: ignore[arg-type]
 
 
 def _read_version(text: str | None) -> str | None:
@@ -236,12 +316,12 @@ def archive_source(path: str | os.PathLike[str]) -> SGLangSource:
     stat = archive.stat()
     identity = _digest(archive.name, str(stat.st_size), str(stat.st_mtime_ns))
     kind = "wheel" if archive.name.endswith(".whl") else "sdist"
-    extract = cache_root() / "audit" / "archives" / f"{identity}.json"
+    extract = cache_root() / "audit" / "archives" / f"{identity}-{EXTRACT_LAYOUT}.json"
     if extract.is_file():
         data = json.loads(extract.read_text(encoding="utf-8"))
         return SGLangSource(data["version"], str(archive), kind, data["files"], data["patches"],
                             data["loader"], data["transformers"], identity,
-                            LazyArchiveTree(archive))
+                            data["contract_files"], LazyArchiveTree(archive))
     tree = ArchiveTree(archive)
     pin = (transformers_from_metadata(tree.read("METADATA") or tree.read("PKG-INFO"))
            or transformers_from_pyproject(tree.read("pyproject.toml")))  # fmt: skip
@@ -251,6 +331,7 @@ def archive_source(path: str | os.PathLike[str]) -> SGLangSource:
     temporary.write_text(json.dumps({"version": source.version, "files": dict(source.files),
                                      "patches": dict(source.patches),
                                      "loader": dict(source.loader),
+                                     "contract_files": dict(source.contract_files),
                                      "transformers": source.transformers}))  # fmt: skip
     temporary.replace(extract)
     return source
@@ -297,3 +378,74 @@ def source_for_build(build: SGLangSource | str | os.PathLike[str] | None) -> SGL
     if path.is_file():
         return archive_source(path)
     return spec_source(str(build))
+
+
+PATCH_PREFIX = "python/"  # SGLang's repository layout: the package under python/
+PATCH_SUFFIXES = (".diff", ".patch")
+
+
+def _git_apply(folder: Path, patch: Path, *args: str) -> str:
+    import subprocess
+
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(folder.parent),
+           "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    try:
+        done = subprocess.run(["git", "apply", f"--include={PATCH_PREFIX}sglang/*", *args,
+                               str(patch)], cwd=folder, env=env, capture_output=True,
+                              text=True, timeout=60, check=False)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise SGLangSourceError(f"git apply {patch}: {error}") from None
+    if done.returncode != 0:
+        raise SGLangSourceError(f"{patch} does not apply to that sglang: "
+                                f"{done.stderr.strip()[:400]}")
+    return done.stdout
+
+
+def patched_source(base: SGLangSource, patch: str | os.PathLike[str]) -> SGLangSource:
+    """`base` with a diff in SGLang's repository layout (`python/sglang/...`) applied to the
+    files it changes: a release plus a PR, judged before anything is built."""
+    import tempfile
+
+    path = Path(patch).expanduser()
+    if not path.is_file():
+        raise SGLangSourceError(f"patch {patch}: no such file")
+    if base.tree is None:
+        raise SGLangSourceError(f"{base.describe()} cannot be patched (its files are not "
+                                "readable as a tree)")
+    with tempfile.TemporaryDirectory(prefix="harness-audit-patch-") as scratch:
+        folder = Path(scratch)
+        listed = _git_apply(folder, path.resolve(), "--numstat")
+        touched = [line.split("\t", 2)[2] for line in listed.splitlines()
+                   if line.count("\t") >= 2]
+        if not touched:
+            raise SGLangSourceError(f"patch {patch} changes no file under "
+                                    f"{PATCH_PREFIX}sglang/")
+        for name in touched:
+            text = base.tree.read(name.removeprefix(PATCH_PREFIX))
+            if text is not None:
+                (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                (folder / name).write_text(text, encoding="utf-8")
+        _git_apply(folder, path.resolve())
+        changed: dict[str, str | None] = {}
+        for name in touched:
+            file = folder / name
+            changed[name.removeprefix(PATCH_PREFIX)] = (
+                file.read_text(encoding="utf-8") if file.is_file() else None)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    tree = OverlayTree(base.tree, changed)
+    return _build(tree, base.version, f"{base.origin} + {path}", "patched", base.transformers,
+                  _digest(base.identity, digest), commit=None,
+                  subject=f"{base.short} + {path.name}")
+
+
+def tree_source(spec: str) -> SGLangSource:
+    """One side of `--change`: a release (`0.5.23`), a wheel, a checkout, `REPO@REF` (one
+    commit of a local checkout), or any of those `+PATCH.diff` (a PR on top of it)."""
+    base, plus, patch = spec.rpartition("+")
+    if plus and patch.endswith(PATCH_SUFFIXES) and base:
+        return patched_source(tree_source(base), patch)
+    repo, at, ref = spec.rpartition("@")
+    if at and repo and Path(repo).expanduser().is_dir():
+        sha, subject = resolve_ref(Path(repo).expanduser(), ref)
+        return commit_source(Path(repo).expanduser(), sha, subject)
+    return source_for_build(spec)

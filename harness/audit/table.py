@@ -15,9 +15,11 @@ from typing import Any
 
 from harness.audit.contract import check_contract
 from harness.audit.evaluate import VersionResult
+from harness.audit.findings import Finding, findings
 from harness.suite.attention import LayerAttention
+from harness.suite.draft_contract import Clause, ClauseValue, clause_differences
 
-JSON_SCHEMA_VERSION = 3  # 3: a layer's `window` is `window_tokens` + `sglang_window_left`
+JSON_SCHEMA_VERSION = 4  # 4: each version's `contract`, the report's `declared`, `findings`
 
 
 def cell(layer: LayerAttention) -> str:
@@ -40,18 +42,29 @@ class VersionsReport:
     expected: list[dict[str, Any]] | None = None
     expected_origin: str | None = None
     differences: dict[str, list[str]] = field(default_factory=dict)
+    # the other clauses: what the checkpoint declares, what each version resolves
+    declared: dict[str, Clause | None] = field(default_factory=dict)
+    expected_clauses: dict[str, ClauseValue] | None = None
+    clause_diffs: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def rejected(self) -> list[VersionResult]:
-        return [result for result in self.results if result.error is not None]
+        """Versions whose own code raised: on attention, or on any other clause."""
+        return [result for result in self.results if result.error is not None
+                or any(clause.error for clause in result.contract.values())]
+
+    @property
+    def findings(self) -> list[Finding]:
+        return findings(self.declared, [result.column() for result in self.results])
 
     @property
     def verdict(self) -> str:
         if self.rejected:
             return "rejected"
-        if self.expected is None:
+        if self.expected is None and self.expected_clauses is None:
             return "nothing_expected"
-        return "differs" if any(self.differences.values()) else "as_expected"
+        differs = any(self.differences.values()) or any(self.clause_diffs.values())
+        return "differs" if differs else "as_expected"
 
     def changes(self) -> list[tuple[int, list[str]]]:
         """(column index, what changed) for each column that differs from its left neighbour."""
@@ -73,6 +86,13 @@ class VersionsReport:
             "expected": self.expected,
             "expected_origin": self.expected_origin,
             "differences": self.differences,
+            "declared": {name: None if clause is None else clause.to_dict()
+                         for name, clause in self.declared.items()},
+            "expected_contract": None if self.expected_clauses is None else {
+                name: list(value) if isinstance(value, tuple) else value
+                for name, value in self.expected_clauses.items()},
+            "contract_differences": self.clause_diffs,
+            "findings": [finding.to_dict() for finding in self.findings],
             "verdict": self.verdict,
         }
 
@@ -101,13 +121,21 @@ def build_versions_report(
     results: Sequence[VersionResult],
     expected: list[dict[str, Any]] | None = None,
     expected_origin: str | None = None,
+    declared: dict[str, Clause | None] | None = None,
+    expected_clauses: dict[str, ClauseValue] | None = None,
 ) -> VersionsReport:
     differences: dict[str, list[str]] = {}
     if expected is not None:
         for result in results:
             if result.layers is not None:
                 differences[result.source.short] = check_contract(expected, result.layers)
-    return VersionsReport(config_origin, list(results), expected, expected_origin, differences)
+    clause_diffs: dict[str, list[str]] = {}
+    if expected_clauses is not None:
+        for result in results:
+            clause_diffs[result.source.short] = clause_differences(
+                expected_clauses, result.contract, result.source.label)
+    return VersionsReport(config_origin, list(results), expected, expected_origin, differences,
+                          dict(declared or {}), expected_clauses, clause_diffs)
 
 
 def _notes(results: Sequence[VersionResult]) -> dict[tuple[str, str], str]:
@@ -201,6 +229,28 @@ def render(report: VersionsReport, console: Any) -> None:
                       "release may change; declare is_causal in the draft config to pin it",
                       markup=False)  # fmt: skip
     _render_expectation(report, console)
+    if any(result.contract or result.contract_limit for result in results):
+        from harness.audit.clause_table import render_clauses
+
+        console.print("")
+        render_clauses(report.declared, [result.column() for result in results],
+                       report.findings, console,
+                       f"DFlash draft contract: {report.config_origin}")
+        _render_clause_expectation(report, console)
+
+
+def _render_clause_expectation(report: VersionsReport, console: Any) -> None:
+    if report.expected_clauses is None:
+        return
+    for version, differences in report.clause_diffs.items():
+        if differences:
+            console.print(f"[red]differs[/] from {report.expected_origin}'s expected_contract "
+                          f"under {version}:")
+            for difference in differences:
+                console.print(f"  {difference}", markup=False)
+        else:
+            console.print(f"[green]as expected[/] by {report.expected_origin}'s "
+                          f"expected_contract under {version}")
 
 
 def _render_expectation(report: VersionsReport, console: Any) -> None:

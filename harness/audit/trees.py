@@ -125,3 +125,40 @@ class LazyArchiveTree:
 
     def grep(self, prefix: str, needle: str) -> list[str]:
         return self._open().grep(prefix, needle)
+
+
+class OverlayTree:
+    """A tree with some files replaced (a patch applied to them): those read from
+    `changed` (None: deleted by the patch), every other file from `base`."""
+
+    def __init__(self, base: Tree, changed: dict[str, str | None]) -> None:
+        self.base, self.changed = base, changed
+
+    def read(self, path: str) -> str | None:
+        if path in self.changed:
+            return self.changed[path]
+        return self.base.read(path)
+
+    def grep(self, prefix: str, needle: str) -> list[str]:
+        found = {p for p in self.base.grep(prefix, needle) if p not in self.changed}
+        found |= {p for p, text in self.changed.items()
+                  if p.startswith(prefix) and text is not None and needle in text}
+        return sorted(found)
+
+
+def resolve_ref(repo: Path, ref: str) -> tuple[str, str]:
+    """(sha, subject) of `ref` in a local git repository (`REPO@REF`)."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        try:
+            done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
+                                  text=True, timeout=60, check=False)  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise SGLangSourceError(f"git {' '.join(args)} in {repo}: {error}") from None
+        if done.returncode != 0:
+            raise SGLangSourceError(f"{repo}@{ref}: {done.stderr.strip() or 'no such commit'}")
+        return done.stdout.strip()
+
+    sha = git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    return sha, git("log", "-1", "--format=%s", sha)

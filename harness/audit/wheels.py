@@ -18,8 +18,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness.audit.envs import cache_root
 from harness.errors import BadInput
+from harness.files import cache_root
 
 ARCHIVE_SUFFIXES = (".whl", ".tar.gz", ".zip")
 DOWNLOAD_TIMEOUT_S = float(os.environ.get("HARNESS_SGLANG_DOWNLOAD_TIMEOUT", "300"))

@@ -30,18 +30,23 @@ from collections.abc import Mapping
 from typing import Any
 
 if __package__:  # imported as harness.audit.worker (tests)
-    from harness.audit import extract
-else:  # a script in the environment: load extract.py by path (its folder's names would
-    # shadow modules transformers imports, such as `bisect`, if it were put on sys.path)
+    from harness.audit import clauses, extract
+else:  # a script in the environment: load extract.py and clauses.py by path (their
+    # folder's names would shadow modules transformers imports, such as `bisect`, if it
+    # were put on sys.path)
     import importlib.util
 
-    _spec = importlib.util.spec_from_file_location(
-        "harness_audit_extract", os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                              "extract.py"))
-    assert _spec is not None and _spec.loader is not None
-    extract = importlib.util.module_from_spec(_spec)
-    sys.modules[_spec.name] = extract
-    _spec.loader.exec_module(extract)
+    def _by_path(name: str, file: str) -> types.ModuleType:
+        spec = importlib.util.spec_from_file_location(
+            name, os.path.join(os.path.dirname(os.path.abspath(__file__)), file))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        return module
+
+    extract = _by_path("harness_audit_extract", "extract.py")
+    clauses = _by_path("harness_audit_clauses", "clauses.py")
 
 PATCHES_MODULE = "sglang.srt.utils.hf_transformers_patches"
 
@@ -134,12 +139,12 @@ def _resolve(entry: Any, config: Any) -> list[tuple[Any, str]]:
     return results
 
 
-def _load(job: Mapping[str, Any], folder: str) -> tuple[Any, str]:
-    """(config, how it was built): SGLang's own HF config parser when the version has one."""
+def _load(job: Mapping[str, Any], folder: str, spec: Any = None) -> tuple[Any, str]:
+    """(config, how it was built): SGLang's own HF config parser when the version has one.
+    `spec`: the config class the version registers for this folder's model_type."""
     from transformers import AutoConfig, PretrainedConfig
 
     registry: dict[str, Any] = {}
-    spec = job.get("config_class")
     if spec:
         try:
             cls = extract.extract_class(spec["text"], spec["path"], spec["name"], PretrainedConfig)
@@ -227,7 +232,7 @@ def run_job(job: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any
     probes = [_probe(entry, probe) for probe in request.get("probes", [])]
     draft = request["configs"][job["config"]]
     try:
-        config, built_by = _load(job, draft["dir"])
+        config, built_by = _load(job, draft["dir"], job.get("config_class"))
     except _HarnessLimit as error:
         return {"error": {"stage": "harness", "type": "AuditLimit", "message": str(error)}}
     except Exception as error:
@@ -238,7 +243,8 @@ def run_job(job: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any
         notes = getattr(error, "__notes__", [])
         where = notes[-1] if notes else None
         return {"error": _error("resolve", error, where=where), "probes": probes,
-                "config_class": type(config).__name__, "built_by": built_by}
+                "config_class": type(config).__name__, "built_by": built_by,
+                "contract": _contract(job, config, draft.get("target"))}
     result["probes"] = probes
     result["built_by"] = built_by
     raw = draft.get("raw")
@@ -250,7 +256,44 @@ def run_job(job: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any
     except Exception:
         result["accepts_plain_dict"] = False
     result["error"] = None
+    result["contract"] = _contract(job, config, draft.get("target"))
     return result
+
+
+def _target(job: Mapping[str, Any], target: Mapping[str, Any] | None
+            ) -> tuple[Any, str | None, Any, str | None]:
+    """(the target's config object as this version builds it, its architecture, its
+    tokenizer or None, why something is missing)."""
+    if not target:
+        return None, None, None, None
+    try:
+        config, _ = _load(job, target["dir"], job.get("target_config_class"))
+    except Exception as error:
+        return None, None, None, f"the target config: {type(error).__name__}: {error}"
+    tokenizer = None
+    if target.get("tokenizer"):
+        try:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(target["dir"])
+        except Exception:
+            tokenizer = None
+    return config, target.get("architecture"), tokenizer, None
+
+
+def _contract(job: Mapping[str, Any], config: Any, target: Mapping[str, Any] | None
+              ) -> dict[str, Any]:
+    """Every other clause of the draft's contract, by this version's own code."""
+    try:
+        resolver = clauses.Resolver(job, job["label"])
+    except clauses.Limit as limit:
+        return {"limit": str(limit)}
+    target_config, arch, tokenizer, problem = _target(job, target)
+    answers = resolver.resolve(config, target_config, arch, tokenizer)
+    if problem:
+        answers["taps"] = {**answers["taps"], "error": {"type": "TargetConfig",
+                                                        "message": problem}}
+    return answers
 
 
 def main() -> int:

@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.bisect import search
 from harness.bisect.driver import SessionOutcome
+from harness.secrets import redact_text
 
 RESULT_FILE = "result.json"
 PLOT_FILE = "bisect.png"
@@ -71,7 +72,8 @@ def summarise(outcome: SessionOutcome) -> dict[str, Any]:
 
 def write(outcome: SessionOutcome, result: dict[str, Any]) -> Path:
     folder = outcome.session.folder
-    (folder / RESULT_FILE).write_text(json.dumps(result, indent=2, default=str) + "\n")
+    text = redact_text(json.dumps(result, indent=2, default=str))  # an output: no secret
+    (folder / RESULT_FILE).write_text(text + "\n")
     return folder / RESULT_FILE
 
 

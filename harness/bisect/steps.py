@@ -47,9 +47,9 @@ def question_rows(rows: Sequence[Any], metric: str) -> tuple[tuple[Any, ...], Pa
 
 def read_reference(run_dir: Path, metric: str) -> Reference:
     """A run's questions in the order asked, in the suite's metric."""
-    from harness.results.store import read_requests
+    from harness.results.readers import read_requests
 
-    rows = sorted(read_requests(Path(run_dir)), key=lambda r: int(r["index"]))
+    rows = sorted(read_requests(Path(run_dir)), key=lambda row: row.index)
     questions, (tokens, steps) = question_rows(rows, metric)
     return Reference(questions, tuple(tokens), tuple(steps))
 

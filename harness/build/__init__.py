@@ -55,7 +55,7 @@ from harness.build.vllm_env import planned_python as planned_vllm_python
 from harness.build.vllm_env import prepare as prepare_vllm
 from harness.build.vllm_env import vllm_version
 from harness.errors import error_text
-from harness.results.layout import CACHE_ENV, cache_root
+from harness.files import CACHE_ENV, cache_root
 
 __all__ = [
     "BUILD_NOTE",

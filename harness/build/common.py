@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from harness.errors import EngineError, error_text
+from harness.secrets import redact_text
 
 LOCK_TIMEOUT_ENV = "HARNESS_LOCK_TIMEOUT_S"
 INSTALL_TIMEOUT_ENV = "HARNESS_INSTALL_TIMEOUT_S"
@@ -63,7 +64,9 @@ def run_command(
     """Run a command to completion within `timeout_s`. On a timeout or an interrupt it is
     stopped with all its descendants, so no pip or git child outlives the wait; it stays
     in the harness's process group, so a signal to the group (Ctrl-C, a CI job being
-    cancelled) reaches it too."""
+    cancelled) reaches it too. `what` and the output quoted in an error are redacted: a
+    URL's credentials, a token in a command line."""
+    what = redact_text(what)
     _STEPS.append(what)  # what a heartbeat says the build is doing (`current_step`)
     try:
         return _run(command, what, timeout_s=timeout_s, cwd=cwd, env=env,
@@ -98,7 +101,7 @@ def _run(command: Sequence[str], what: str, *, timeout_s: float, cwd: Path | Non
         _stop_group(process)
         raise
     if process.returncode != 0:
-        tail = "\n".join((out + err).strip().splitlines()[-30:]) or "(no output)"
+        tail = redact_text("\n".join((out + err).strip().splitlines()[-30:])) or "(no output)"
         raise EngineError(f"{what} failed (exit {process.returncode}):\n{tail}")
     return out
 

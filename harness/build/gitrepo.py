@@ -179,7 +179,7 @@ def ls_remote(url: str, ref: str | None) -> str | None:
     """The commit a branch, tag or HEAD of a remote repository names now (None: no such ref)."""
     wanted = ref or "HEAD"
     out = git(["ls-remote", "--", url, wanted, f"{wanted}^{{}}"], None,
-              f"git ls-remote {_redact(url)} {wanted}")
+              f"git ls-remote {url} {wanted}")  # redacted where it is reported
     refs = {}
     for line in out.splitlines():
         sha, _, name = line.partition("\t")
@@ -189,10 +189,6 @@ def ls_remote(url: str, ref: str | None) -> str | None:
         if name in refs:
             return refs[name]
     return None
-
-
-def _redact(url: str) -> str:
-    return re.sub(r"://[^/@\s]+@", "://<redacted>@", url)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from pathlib import Path
 from harness.build import gitrepo
 from harness.build.common import bounded_lock, file_sha256, run_command, sweep_stale
 from harness.errors import BadInput, EngineError
-from harness.results.layout import cache_root
+from harness.files import cache_root
 
 PACKAGE = "python/sglang"
 NOTE = "harness-patched.json"

@@ -18,7 +18,7 @@ from typing import Any
 
 from harness.build.common import run_command
 from harness.errors import EngineError, error_text
-from harness.results.layout import cache_root
+from harness.files import cache_root
 
 BUILD_NOTE = "harness-build.json"  # written into an environment the harness built
 FREEZE_FILE = "engine-freeze.txt"  # the engine's dependency set, beside a run record

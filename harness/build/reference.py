@@ -27,7 +27,7 @@ from harness.build.probe import (
 from harness.build.sglang_env import PreparedBuild
 from harness.build.spec import POLICIES, BuildSpec
 from harness.errors import BadInput, EngineError
-from harness.results.layout import cache_root
+from harness.files import cache_root
 
 CONFIG_FILE = "reference-build.toml"
 CONFIG_KEYS = {"attention_policy", "draft_noise"}

@@ -37,7 +37,8 @@ from harness.build.sglang_cpu import (
 )
 from harness.build.spec import BuildSpec, parse_build_spec, split_git_url
 from harness.errors import BadInput, EngineError
-from harness.results.layout import cache_root
+from harness.files import cache_root
+from harness.secrets import redact_text
 
 PIP_ARGS_ENV = "HARNESS_PIP_ARGS"  # extra `pip install` arguments, part of the identity
 _SKIP = {".git", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
@@ -365,7 +366,6 @@ def _overlay_note(resolved: ResolvedBuild, release_note: dict[str, Any]) -> dict
 def build_info(build: BuildSpec, facts: EnvironmentFacts) -> Any:
     """BuildInfo from what the environment holds: its metadata and the harness's note."""
     from harness.results.record import BuildInfo
-    from harness.suite.secrets import redact_url
 
     note = facts.build_note or {}
     commit, dirty, source_hash = note.get("commit"), note.get("dirty"), note.get("source_hash")
@@ -375,10 +375,10 @@ def build_info(build: BuildSpec, facts: EnvironmentFacts) -> Any:
         commit, dirty = gitrepo.head_state(facts.editable_folder)
     direct_url = facts.direct_url
     if direct_url and "url" in direct_url:
-        direct_url = {**direct_url, "url": redact_url(str(direct_url["url"]))}
+        direct_url = {**direct_url, "url": redact_text(str(direct_url["url"]))}
     spec = build.text
     return BuildInfo(
-        engine="sglang", spec=redact_url(spec) if spec else None,
+        engine="sglang", spec=redact_text(spec) if spec else None,
         version=facts.sglang_version, git_sha=commit or facts.sglang_commit,
         patch_sha256=note.get("patch_sha256") or next(
             (p["sha256"] for p in facts.patches if p["role"] == "--patch"), None),

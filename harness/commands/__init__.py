@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Protocol
 
-from harness.results.layout import RESULTS_DIR, RESULTS_ENV, default_results_dir
+from harness.files import RESULTS_DIR, RESULTS_ENV, default_results_dir
 
 __all__ = ["COMMANDS", "RESULTS_DIR", "Command", "add_results_option", "run_by_id"]
 
@@ -29,7 +29,7 @@ class Command(Protocol):
 
 def add_results_option(parser: argparse.ArgumentParser, help: str = "results folder") -> None:
     """`--results DIR`, the same flag and default in every command that reads or writes
-    runs: $HARNESS_RESULTS when set, else ./results (`layout.default_results_dir`)."""
+    runs: $HARNESS_RESULTS when set, else ./results (`files.default_results_dir`)."""
     parser.add_argument("--results", type=Path, default=default_results_dir(), metavar="DIR",
                         help=f"{help} (default: ${RESULTS_ENV}, else ./{RESULTS_DIR})")
 

@@ -105,8 +105,6 @@ def _sides(outcome: Any, label: str, spec: str) -> list[tuple[str, Any]]:
     for the per-category and per-position breakdowns)."""
     from harness.analysis.compare import Side, add_run
     from harness.errors import EngineError
-    from harness.results.store import read_requests
-
     sides = []
     for entry in getattr(outcome, "entries", None) or [outcome]:
         record = entry.record
@@ -119,8 +117,7 @@ def _sides(outcome: Any, label: str, spec: str) -> list[tuple[str, Any]]:
         print(f"{label}: {record.verdict.status.upper()} {record.suite.name} record "
               f"{entry.run_dir}")
         side = Side(name=f"{label} ({spec})")
-        add_run(side, Path(entry.run_dir))
-        side.rows = read_requests(Path(entry.run_dir))  # type: ignore[attr-defined]
+        add_run(side, Path(entry.run_dir))  # its request rows kept (`Side.rows`)
         sides.append((record.suite.name, side))
     return sides
 

@@ -1,4 +1,5 @@
-"""`harness audit`: which draft layers are causal, under SGLang versions' own code."""
+"""`harness audit`: a draft's contract (attention per layer, taps, block size, mask token,
+layers, fc width, what it borrows) under SGLang versions' and vLLM's own code."""
 
 from __future__ import annotations
 
@@ -8,14 +9,17 @@ from typing import Any
 from harness.errors import ExitCode
 
 BEHAVIOUR_CHOICES = ("legacy", "regressed", "fixed")
+DEFAULT_RELEASE = "0.5.23"  # --corpus without --sglang
 
 
 class AuditCommand:
     name = "audit"
     help = (
-        "Show a DFlash draft's per-layer attention (causal or bidirectional, window) as SGLang "
-        "versions' own code resolves it on the config they build: one release, a range of "
-        "releases, a checkout, or a bisect over a checkout's history; no GPU needed."
+        "Show a DFlash draft's contract (per-layer attention and window, the target hidden "
+        "states it reads, block size, mask token and id, layers, fc width, what it borrows) "
+        "as SGLang versions' (and vLLM's) own code resolves it on the config they build: one "
+        "draft or a corpus, a release, a range, a checkout, a change between two trees, or a "
+        "bisect over a checkout's history; no GPU needed."
     )
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -28,8 +32,16 @@ class AuditCommand:
         parser.add_argument(
             "config",
             metavar="CONFIG",
-            help="the draft's config.json, a checkpoint folder holding one, or a hub id",
+            nargs="?",
+            help="the draft's config.json, a checkpoint folder holding one, or a hub id "
+            "(or --corpus DIR)",
         )
+        parser.add_argument(
+            "--corpus", metavar="DIR",
+            help="audit every draft of a corpus (one folder per draft: config.json and "
+            "optionally target/config.json; tests/audit/corpus is the project's): draft x "
+            "engine, then release x clause for each draft with a flagged clause; exit 1 when "
+            "any clause is flagged")
         parser.add_argument("--revision", help="hub revision when CONFIG is a hub id")
         version = parser.add_mutually_exclusive_group()
         version.add_argument(
@@ -51,6 +63,13 @@ class AuditCommand:
         )
         parser.add_argument("--repo", metavar="PATH", help="the SGLang checkout for --bisect")
         parser.add_argument(
+            "--change", nargs=2, metavar=("BEFORE", "AFTER"),
+            help="judge a change to SGLang before a GPU: list every draft (CONFIG, or each "
+            "of --corpus) whose resolved contract differs between two trees, clause by "
+            "clause; each tree is a release (0.5.23), a wheel, a checkout, REPO@REF, or any "
+            "of them +PATCH.diff (a PR on top: 0.5.23+pr.diff); exit 1 when any draft "
+            "changes")
+        parser.add_argument(
             "--transformers",
             metavar="VERSION",
             help="build the config with this transformers instead of the version's own pin",
@@ -68,6 +87,11 @@ class AuditCommand:
             help="without a version: the harness's model of SGLang's known behaviours, and "
             "the one --expect is checked against (default: fixed)",
         )
+        parser.add_argument(
+            "--target", metavar="PATH",
+            help="the target checkpoint's folder (config.json, and its tokenizer if any) or "
+            "config.json: resolves which target hidden states the draft reads and the mask "
+            "token's id as the target's side of the engine does")
         parser.add_argument("--no-cache", action="store_true",
                             help="evaluate again instead of reusing a cached answer")
         parser.add_argument("--json", action="store_true", help="print the audit as JSON")
@@ -93,6 +117,16 @@ class AuditCommand:
     def _run(self, args: argparse.Namespace) -> int:
         # Imported here so that `harness --help` stays fast.
         from harness.audit.config import locate_draft_config, parse_config_text
+        from harness.errors import BadInput
+
+        if args.corpus and args.config:
+            raise BadInput("give a draft CONFIG or --corpus DIR, not both")
+        if args.change:
+            return _change(args)
+        if args.corpus:
+            return _corpus(args)
+        if not args.config:
+            raise BadInput("harness audit needs a draft CONFIG (or --corpus DIR)")
 
         path, origin = locate_draft_config(args.config, args.revision)
         config = parse_config_text(_read(path), origin)  # the harness's only checks
@@ -212,21 +246,40 @@ def _sources(args: argparse.Namespace) -> list[Any]:
     return [spec_source(version) for version in versions]
 
 
+def _target(args: argparse.Namespace) -> Any:
+    if not getattr(args, "target", None):
+        return None
+    from harness.audit.target import load_target
+
+    return load_target(args.target)
+
+
 def _versions(args: argparse.Namespace, path: Any, origin: str, transformers: str | None,
               emit: Any = _print) -> int:
+    import json
+
+    from harness.audit.contract import load_expectation
     from harness.audit.evaluate import evaluate_sources
     from harness.audit.table import build_versions_report, render
+    from harness.suite.draft_contract import declared_contract
 
-    expected, expected_origin = _expected(args)
-    results = evaluate_sources(path, _sources(args), transformers, use_cache=not args.no_cache)
-    report = build_versions_report(origin, results, expected, expected_origin)
+    config = json.loads(path.read_text(encoding="utf-8"))
+    declared = declared_contract(config)  # a malformed contract field: exit 2, named
+    expectation = load_expectation(args.expect) if args.expect else None
+    target = _target(args)
+    results = evaluate_sources(path, _sources(args), transformers, use_cache=not args.no_cache,
+                               target=target)
+    report = build_versions_report(
+        origin, results, expectation.layers if expectation else None,
+        expectation.origin if expectation else None, declared,
+        expectation.clauses_for(config) if expectation else None)
     if args.json:
         emit(report.to_dict())
     else:
         render(report, _console(len(results)))
     if report.rejected:
         return ExitCode.VERSION_REJECTS
-    return ExitCode.BELOW_FLOOR if any(report.differences.values()) else ExitCode.PASS
+    return ExitCode.BELOW_FLOOR if report.verdict == "differs" else ExitCode.PASS
 
 
 def _bisect(args: argparse.Namespace, path: Any, transformers: str | None,
@@ -245,6 +298,73 @@ def _bisect(args: argparse.Namespace, path: Any, transformers: str | None,
     else:
         render(result, _console(), good, bad)
     return ExitCode.PASS if result.first is not None else ExitCode.BELOW_FLOOR
+
+
+def _corpus(args: argparse.Namespace) -> int:
+    """`--corpus DIR`: every draft under every version asked for (--sglang, default the
+    latest audited release), one batch."""
+    from harness.audit.corpus import audit_corpus, load_corpus, render, sglang_columns
+    from harness.errors import BadInput
+
+    if args.bisect or args.expect or args.target:
+        raise BadInput("--corpus takes --sglang/--sglang-source (and --vllm), not --bisect, "
+                       "--expect or --target (each draft folder holds its own target)")
+    drafts = load_corpus(args.corpus)  # bad input ends here, before any engine runs
+    if not (args.sglang or args.sglang_source):
+        args.sglang = DEFAULT_RELEASE
+    sources = _sources(args)
+    columns = sglang_columns(drafts, sources, _requirement(args.transformers),
+                             use_cache=not args.no_cache)
+    if args.vllm:
+        from harness.audit.vllm import vllm_columns
+
+        for row, extra in zip(columns, vllm_columns(args.vllm, drafts), strict=True):
+            row.append(extra)
+    audits = audit_corpus(drafts, columns)
+    if args.json:
+        _print({"schema_version": 1, "corpus": str(args.corpus),
+                 "builds": [c.label for c in columns[0]],
+                 "drafts": [audit.to_dict() for audit in audits]})
+    else:
+        render(audits, _console(len(columns[0])))
+    return ExitCode.BELOW_FLOOR if any(audit.flags for audit in audits) else ExitCode.PASS
+
+
+def _change(args: argparse.Namespace) -> int:
+    """`--change BEFORE AFTER`: each draft whose contract the change alters, clause by
+    clause (both trees evaluated on every draft in one batch)."""
+    from harness.audit.change import judge_change, render
+    from harness.audit.corpus import load_corpus, load_draft, sglang_columns
+    from harness.audit.source import tree_source
+    from harness.errors import BadInput
+
+    if args.bisect or args.sglang or args.sglang_source or args.expect:
+        raise BadInput("--change BEFORE AFTER names the two trees itself; it takes no "
+                       "--sglang, --sglang-source, --bisect or --expect")
+    if args.corpus:
+        drafts = load_corpus(args.corpus)
+    elif args.config:
+        from pathlib import Path
+
+        from harness.audit.config import locate_draft_config
+
+        path, _ = locate_draft_config(args.config, args.revision)
+        draft = load_draft(Path(path).parent)
+        drafts = [draft if not args.target else
+                  type(draft)(draft.name, draft.config_file, draft.config, draft.declared,
+                              _target(args))]
+    else:
+        raise BadInput("--change needs a draft CONFIG or --corpus DIR")
+    before, after = (tree_source(spec) for spec in args.change)
+    columns = sglang_columns(drafts, [before, after], _requirement(args.transformers),
+                             use_cache=not args.no_cache)
+    changed = judge_change([d.name for d in drafts], columns)
+    if args.json:
+        _print({"schema_version": 1, "before": before.describe(), "after": after.describe(),
+                "drafts": len(drafts), "changed": [c.to_dict() for c in changed]})
+    else:
+        render(changed, len(drafts), before.short, after.short, _console(2))
+    return ExitCode.BELOW_FLOOR if changed else ExitCode.PASS
 
 
 def _behaviours(args: argparse.Namespace, config: Any, origin: str, emit: Any = _print) -> int:

@@ -43,13 +43,10 @@ class PlotCommand:
         else:
             from harness.results.store import load_runs
 
-            if is_run:
-                from harness.results.rows import Skip, read_record_file
+            if is_run:  # its suite's history: the run names it through the door
+                from harness.results.readers import read_run
 
-                try:
-                    suite = read_record_file(run_dir / RUN_FILE, validate=False)[0]["suite"]
-                except Skip as why:
-                    raise BadInput(f"{run_dir / RUN_FILE}: {why}") from None
+                suite = read_run(run_dir).suite.name
                 results = plots.results_root_of(run_dir)
             else:
                 suite, results = args.target, args.results

@@ -78,12 +78,14 @@ def recorded_spread(
     import math
 
     from harness.metrics import stats
-    from harness.results.store import load_runs, read_requests
+    from harness.metrics.definitions import metric_pairs
+    from harness.results.readers import read_requests
+    from harness.results.store import load_runs
 
     runs = load_runs(results, suite=suite, kind="run")
     variances, used = [], []
     for path, run_id in zip(runs["path"][::-1], runs["run_id"][::-1], strict=True):
-        numerators, steps = stats.metric_pairs(read_requests(Path(path)), metric)  # type: ignore[arg-type]
+        numerators, steps = metric_pairs(read_requests(Path(path)), metric)
         if len(numerators) >= 10:
             variances.append(stats.prompt_sd(numerators, steps) ** 2)
             used.append(run_id)
@@ -157,19 +159,21 @@ def recorded_paired_spread(results: Path, series: str, latest_runs: int
     `paired.result.margin_sd`), the run ids, and the latest one's A figure."""
     import math
 
-    from harness.results.readers import read_run_data
+    from harness.results.readers import BadRecord, read_run
 
     variances, used, levels = [], [], []
     for run_dir in sorted((results / "runs" / series).glob("*"), reverse=True):
         try:
-            record = read_run_data(run_dir)  # the checked door
-            sd = float(record["paired"]["result"]["margin_sd"])
-            level = float(record["paired"]["result"]["a"])
-        except (OSError, ValueError, KeyError, TypeError):
+            record = read_run(run_dir)
+        except BadRecord:
             continue
+        result = (record.paired or {}).get("result")
+        if not isinstance(result, dict) or result.get("margin_sd") is None:
+            continue  # not paired (the door checked a finding it holds: numbers)
+        sd, level = float(result["margin_sd"]), float(result["a"])
         if math.isfinite(sd):
             variances.append(sd**2)
-            used.append(str(record.get("run_id")))
+            used.append(record.run_id)
             levels.append(level)
         if len(used) >= latest_runs:
             break

@@ -8,6 +8,30 @@ from pathlib import Path
 from harness.commands import add_results_option
 
 
+def launcher_options(args: argparse.Namespace) -> object:
+    """`--slurm-*` as the Slurm launcher's options (BadInput for a kubernetes launch that is
+    not a dry run: the harness prints its manifest, `kubectl apply` starts it)."""
+    from harness.errors import BadInput
+
+    if args.launcher == "kubernetes":
+        if not args.dry_run:
+            raise BadInput("--launcher kubernetes prints a LeaderWorkerSet manifest: add "
+                           "--dry-run, `kubectl apply -f` it, then measure the deployment "
+                           "with `harness run SUITE --server URL`")
+        return None
+    from harness.run.schedulers.slurm import SlurmOptions
+
+    if args.slurm_start_timeout <= 0:
+        raise BadInput("--slurm-start-timeout must be positive")
+    for option in args.slurm_option:
+        if not option.startswith("--") or "\n" in option:
+            raise BadInput(f"--slurm-option {option!r}: give one sbatch option, e.g. "
+                           "--slurm-option=--qos=high")
+    return SlurmOptions(partition=args.slurm_partition, time_limit=args.slurm_time,
+                        account=args.slurm_account, extra=tuple(args.slurm_option),
+                        start_timeout_s=args.slurm_start_timeout)
+
+
 class RunCommand:
     name = "run"
     help = ("run a suite: preflight, launch, drive its workloads (GSM8K, Spec-Bench, "
@@ -56,6 +80,24 @@ class RunCommand:
         parser.add_argument("--no-enforce-contract", action="store_true",
                             help="measure a build whose draft attention differs from the "
                             "suite's expected_layers (noted in the record) instead of failing it")
+        parser.add_argument("--server", metavar="URL",
+                            help="measure a server someone else started (e.g. "
+                            "http://10.0.0.5:30000): no launch, no kill; refused, naming the "
+                            "field, when it does not serve what the suite declares")
+        parser.add_argument("--launcher", choices=("slurm", "kubernetes"),
+                            help="start the suite's topology through a scheduler: slurm (a "
+                            "job: sbatch, srun, scancel at the end; with --dry-run the batch "
+                            "script) or kubernetes (with --dry-run: a LeaderWorkerSet "
+                            "manifest for kubectl apply; measure it with --server)")
+        parser.add_argument("--slurm-partition", metavar="NAME")
+        parser.add_argument("--slurm-time", metavar="LIMIT", help="sbatch --time")
+        parser.add_argument("--slurm-account", metavar="NAME")
+        parser.add_argument("--slurm-option", action="append", default=[], metavar="OPT",
+                            help="another sbatch option, e.g. --slurm-option=--qos=high "
+                            "(repeatable)")
+        parser.add_argument("--slurm-start-timeout", type=float, default=600.0, metavar="S",
+                            help="cancel the job and end with exit 3 when it has not started "
+                            "after S seconds (default 600)")
         parser.add_argument("--no-plot", action="store_true", help="do not draw the run's plot")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -70,7 +112,25 @@ class RunCommand:
             plot=not args.no_plot, sequential=args.sequential, progress=not args.no_progress,
             target_model=args.target_model, draft_model=args.draft_model,
             entries=args.entries, enforce_contract=not args.no_enforce_contract,
+            server=args.server, launcher=args.launcher,
         )
+        if args.launcher is not None:
+            options.launcher_options = launcher_options(args)
+        if args.server is not None:
+            from harness.errors import BadInput
+            from harness.run.attach import server_url
+
+            server_url(args.server)  # a malformed URL ends here
+            clashing = [flag for flag, given in (
+                ("--sglang/--build", args.sglang), ("--patch", args.patch),
+                ("--engine-python", args.engine_python), ("--against", args.against))
+                if given is not None]
+            if args.launcher is not None:
+                clashing.append("--launcher")
+            if clashing:
+                raise BadInput(f"--server measures a server that is already running: "
+                               f"{', '.join(clashing)} name(s) what to launch; leave "
+                               "it out")
         if args.patch is not None or args.sglang is not None:
             from harness.build import parse_build_spec
             from harness.run.plan import requested_spec

@@ -20,7 +20,7 @@ class ListCommand:
     def run(self, args: argparse.Namespace) -> int:
         import shutil
 
-        from harness.results.layout import SUITES_DIR
+        from harness.files import SUITES_DIR
         from harness.suite.listing import format_rows, listing
 
         folder = args.suites_dir or SUITES_DIR
@@ -46,15 +46,15 @@ class ShowCommand:
     def run(self, args: argparse.Namespace) -> int:
         import json
 
+        from harness.engines.registry import secret_flags
         from harness.run.calibrate import calibration_lines
-        from harness.run.recorded import engine_secret_flags
+        from harness.secrets import redact_document
         from harness.suite.model import load_suite
-        from harness.suite.secrets import redact_document
 
         loaded = load_suite(args.suite)
         # as validated, with every secret the run would hide hidden here too
         data = redact_document(loaded.suite.model_dump(mode="json"),
-                               engine_secret_flags(loaded.suite.engine.kind))
+                               secret_flags(loaded.suite.engine.kind))
         if args.json:
             print(json.dumps({"path": str(loaded.path), "sha256": loaded.sha256, "suite": data},
                              indent=2))

@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     from harness.analysis.trend_report import SuiteSummary
     from harness.results.record import VerdictStatus
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 class TrendCommand:
     name = "trend"
@@ -94,7 +97,7 @@ class TrendCommand:
         runs = load_runs(root)
         if args.label is not None:  # baselines stay: they carry their own labels
             runs = runs[(runs["kind"] == "baseline") | (runs["label"] == args.label)]
-        trends = analyse_all(runs, _with_entries(args.suites, runs) or None, params)
+        trends = analyse_all(runs, _with_entries(args.suites, runs) or _recorded(runs), params)
         summaries = summarize(runs, trends, params.window, _since(args.since),
                               params.include_incomplete)
         if args.plot:
@@ -129,12 +132,20 @@ def _with_entries(names: list[str], runs: object) -> list[str]:
     record each), so a nightly job's suite names cover every series it wrote."""
     if not names:
         return []
-    recorded = sorted(set(runs["suite"]))  # type: ignore[index]
+    recorded = sorted(set(runs["suite"]) | set(_recorded(runs)))  # type: ignore[index,arg-type]
     expanded = []
     for name in names:
         expanded.append(name)
         expanded += [series for series in recorded if series.startswith(name + ".")]
     return expanded
+
+
+def _recorded(runs: pd.DataFrame) -> list[str]:
+    """Every series with a run: a record, or a run folder without a readable one (a
+    harness killed before it wrote run.json), which is an errored night to report."""
+    recorded = set(runs.loc[runs["kind"] == "run", "suite"])
+    recorded |= {run.suite for run in runs.attrs.get("unrecorded", [])}
+    return sorted(recorded)
 
 
 def _since(text: str | None) -> object:
@@ -163,6 +174,7 @@ def _as_json(item: object) -> dict[str, object]:
         "baselines": dict(item.baselines),
         "verdict": item.verdict,
         "stale": item.stale,
+        "unrecorded": item.unrecorded,
         "incomplete_runs": item.incomplete_runs,
         "change": item.change,
         "change_ci": item.change_ci,
@@ -201,4 +213,9 @@ def _print_table(summaries: list) -> None:
         table.add_row(item.suite, runs, last,
                       "–" if item.floor is None else f"{item.floor:g}",
                       item.verdict or "–", change, item.trend.describe(), style=style)  # fmt: skip
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    for item in summaries:  # below the table: a path is not cut to a column's width
+        if item.unrecorded:
+            console.print(f"{item.suite}: error: {item.unrecorded}", soft_wrap=True,
+                          markup=False, highlight=False)

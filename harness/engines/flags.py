@@ -7,7 +7,7 @@ owned flag repeated in extra_args would silently win. Hence: refuse every owned 
 its aliases and every prefix of them. (tests/sglang_oracle checks against SGLang's own
 parser that no other SGLang flag is such a prefix.)
 
-Flag resolution is `harness.suite.secrets.resolve_flag`, the one redaction uses too, so
+Flag resolution is `harness.secrets.resolve_flag`, the one redaction uses too, so
 that `--api-k KEY` is hidden wherever `--api-key KEY` is. Each adapter gives its own
 lists (`reserved_flags`, `secret_flags`); `check_suite_flags` is what a run's
 preparation checks and `harness validate` runs on the suite alone.
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from harness.errors import BadInput
-from harness.suite.secrets import resolve_flag
+from harness.secrets import resolve_flag
 
 
 def owned_flag(arg: str, reserved: Iterable[str]) -> str | None:

@@ -19,6 +19,20 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class Placement:
+    """Which process of a topology a launch line is for: node `node_rank` of `nnodes`
+    (rendezvous at node 0's `dist_init_addr`, host:port), on one side of a prefill/decode
+    split (`side`: "serve", "prefill" or "decode"; a split's sides meet at the prefill
+    side's `bootstrap_port`)."""
+
+    node_rank: int = 0
+    nnodes: int = 1
+    dist_init_addr: str | None = None
+    side: str = "serve"
+    bootstrap_port: int | None = None
+
+
+@dataclass(frozen=True)
 class ParsedResponse:
     """One generation response as the harness needs it, whatever the engine."""
 
@@ -30,6 +44,7 @@ class ParsedResponse:
     prompt_tokens: int | None
     finish_reason: str | None
     prompt_sha256: str | None = None  # of the server's prompt token ids, when it returns them
+    dp_rank: int | None = None  # the data-parallel rank that served it, when the server says
 
 
 @dataclass(frozen=True)
@@ -73,8 +88,9 @@ class EngineAdapter(Protocol):
     flush_path: str
     server_info_paths: tuple[str, ...]  # first that answers 200 wins
     # The engine's own flags, resolved as its argparse parser resolves them (prefixes
-    # included, harness.suite.secrets.resolve_flag): owned by the harness (refused in
-    # extra_args) and secret (their values redacted in every output).
+    # included, harness.secrets.resolve_flag): owned by the harness (refused in
+    # extra_args) and secret (their values redacted in every output): each adapter declares
+    # its own, once; harness.engines.registry makes the union of every engine's.
     reserved_flags: frozenset[str]
     secret_flags: frozenset[str]
 
@@ -84,7 +100,8 @@ class EngineAdapter(Protocol):
 
     def launch_command(self, suite: Suite, python: str, host: str, port: int,
                        models: Models | None = None,
-                       checkpoints: tuple[Path, Path] | None = None) -> list[str]: ...
+                       checkpoints: tuple[Path, Path] | None = None,
+                       placement: Placement | None = None) -> list[str]: ...
 
     def generate_body(self, text: str, params: Mapping[str, Any], rid: str) -> dict[str, Any]: ...
 

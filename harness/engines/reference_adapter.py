@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.engines.flags import check_suite_flags
+from harness.engines.interface import Placement
 from harness.engines.sglang import SGLangAdapter, api
 from harness.errors import BadInput
 from harness.suite.checkpoints import Models
@@ -21,10 +22,10 @@ from harness.suite.serving import ReferenceEngine
 
 LAUNCH_MODULE = "harness.engines.reference"
 RESERVED_FLAGS = frozenset({"--host", "--port", "--target", "--draft", "--attention-policy",
-                            "--draft-noise", "--seed", "--block-size"})
+                            "--draft-noise", "--seed", "--block-size", "--dp-size"})
 SECRET_FLAGS = frozenset({"--api-key", "--admin-api-key"})  # reference/__main__.py
 RESERVED_WHY = ("set the suite's engine.attention_policy, engine.draft_noise, "
-                "workload.seed or speculative.block_size instead")
+                "workload.seed, speculative.block_size or topology.dp_size instead")
 
 
 def check_flags(suite: Suite) -> None:
@@ -38,6 +39,7 @@ def launch_command(suite: Suite, python: str, host: str, port: int,
     if not isinstance(engine, ReferenceEngine):
         raise BadInput(f"suite {suite.name}: not a reference-engine suite")
     check_flags(suite)
+    check_topology(suite)
     command = [
         python, "-m", LAUNCH_MODULE,
         "--target", str(target),
@@ -50,7 +52,23 @@ def launch_command(suite: Suite, python: str, host: str, port: int,
     ]
     if suite.speculative.draft_tokens is not None:
         command += ["--block-size", str(suite.speculative.draft_tokens)]
+    if suite.topology.dp_size > 1:
+        command += ["--dp-size", str(suite.topology.dp_size)]
     return command + list(engine.extra_args)
+
+
+def check_topology(suite: Suite) -> None:
+    """The reference engine is one process on one CPU: of a topology it runs only data
+    parallelism (ranks with their own counters, as SGLang's); the rest is refused."""
+    topology = suite.topology
+    unsupported = [name for name, value, default in (
+        ("tp_size", topology.tp_size, 1), ("pp_size", topology.pp_size, 1),
+        ("nnodes", topology.nnodes, 1), ("dp_attention", topology.dp_attention, False),
+        ("disaggregation", topology.disaggregation, None)) if value != default]
+    if unsupported:
+        raise BadInput(f"suite {suite.name}: the reference engine runs no "
+                       f"{', '.join('topology.' + name for name in unsupported)} (one process "
+                       "on CPU; of a topology it serves dp_size only)")
 
 
 class ReferenceAdapter(SGLangAdapter):
@@ -63,10 +81,12 @@ class ReferenceAdapter(SGLangAdapter):
 
     def check_flags(self, suite: Suite) -> None:
         check_flags(suite)
+        check_topology(suite)
 
     def launch_command(self, suite: Suite, python: str, host: str, port: int,
                        models: Models | None = None,
-                       checkpoints: tuple[Path, Path] | None = None) -> list[str]:
+                       checkpoints: tuple[Path, Path] | None = None,
+                       placement: Placement | None = None) -> list[str]:
         if checkpoints is None:
             raise BadInput(f"suite {suite.name}: the reference engine needs checkpoint folders")
         return launch_command(suite, python, host, port, *checkpoints)
@@ -80,6 +100,11 @@ class ReferenceAdapter(SGLangAdapter):
         if models is not None:
             expected["speculative_draft_model_path"] = models.draft
         return api.settings_mismatches(info, expected, None)
+
+    def check_release(self, suite: Suite, python: str, lines: Any, env: Any,
+                      version: str | None) -> None:
+        """The reference engine's topology is checked with the suite (`check_topology`):
+        there is no SGLang release to ask."""
 
     def attention_from_server(self, info: Any) -> list[dict[str, Any]] | None:
         layers = info.get("attention_layers") if isinstance(info, Mapping) else None

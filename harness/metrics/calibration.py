@@ -28,7 +28,6 @@ Suggestions, each with its rule named in the record:
 
 from __future__ import annotations
 
-import functools
 import math
 import statistics
 from collections.abc import Sequence
@@ -90,42 +89,6 @@ def prediction_floor(figures: Sequence[float], within_se: float, alpha: float) -
     n = len(figures)
     mean, run_sd = statistics.fmean(figures), statistics.stdev(figures)
     inflate = math.sqrt(1.0 + 1.0 / n)
-    by_runs = t_quantile_exact(1.0 - alpha, n - 1) * run_sd * inflate
+    by_runs = stats.t_quantile(1.0 - alpha, n - 1) * run_sd * inflate
     by_questions = stats.normal_quantile(1.0 - alpha) * within_se * inflate
     return mean - max(by_runs, by_questions)
-
-
-@functools.lru_cache(maxsize=64)
-def t_quantile_exact(p: float, df: int) -> float:
-    """Student-t quantile for any df >= 1 (the Cornish-Fisher `stats.t_quantile` is for
-    df >= 10; a calibration has N - 1 = 2 at N = 3): the density integrated by Simpson's
-    rule on tan-spaced points, inverted by bisection."""
-    if not 0.5 <= p < 1.0 or df < 1:
-        raise ValueError(f"need 0.5 <= p < 1 and df >= 1, got p={p}, df={df}")
-    if df == 1:
-        return math.tan(math.pi * (p - 0.5))
-    if df == 2:
-        return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
-    log_c = (math.lgamma((df + 1) / 2) - math.lgamma(df / 2)
-             - 0.5 * math.log(df * math.pi))
-
-    def upper_tail(x: float) -> float:  # P(T > x) = 0.5 - integral_0^x density
-        steps = 2000  # even, for Simpson
-        h = x / steps
-        total = 0.0
-        for i in range(steps + 1):
-            u = i * h
-            weight = 1 if i in (0, steps) else (4 if i % 2 else 2)
-            total += weight * math.exp(log_c - (df + 1) / 2 * math.log1p(u * u / df))
-        return 0.5 - total * h / 3
-
-    low, high = 0.0, 1.0
-    while upper_tail(high) > 1 - p:
-        high *= 2
-    for _ in range(60):
-        middle = (low + high) / 2
-        if upper_tail(middle) > 1 - p:
-            low = middle
-        else:
-            high = middle
-    return (low + high) / 2

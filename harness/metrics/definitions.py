@@ -12,14 +12,26 @@ from harness.metrics import stats
 
 METRICS = ("server_avg", "per_request")
 
+
+def fields_of(row: Any) -> Mapping[str, Any]:
+    """A request row's fields: a dict as it is, a RequestRow's own (its `__dict__`, no
+    copy: a sequential run sums every row's numerator at every look)."""
+    return row if isinstance(row, Mapping) else vars(row)
+
+
 def numerator(row: Any, metric: str) -> int:
     """Request `row`'s numerator under `metric` (a RequestRow or a dict of its fields);
     the definition itself is `stats.numerator`."""
-    fields = row if isinstance(row, Mapping) else row.model_dump()
+    fields = fields_of(row)
     value = stats.numerator(fields, metric)  # type: ignore[arg-type]
     if value is None:
         raise MissingMetric(f"request {fields.get('index')}: no counts for metric {metric}")
     return value
+
+
+def metric_pairs(rows: Sequence[Any], metric: str) -> tuple[list[int], list[int]]:
+    """`stats.metric_pairs` of RequestRows or their dicts."""
+    return stats.metric_pairs([fields_of(row) for row in rows], metric)  # type: ignore[arg-type]
 
 
 def numerators(rows: Sequence[Any], metric: str) -> list[int]:

@@ -14,17 +14,18 @@ functions:
 The joint law of the z statistics under the null is that of a Brownian motion W(t)
 looked at the t_k (Z_k = W(t_k) / sqrt(t_k)); the first-crossing probabilities are
 computed by numerical integration of W's density over the continuation region, look by
-look (Armitage, McPherson and Rowe 1969; Jennison and Turnbull 2000, ch. 19; numpy
-and the standard library only: scipy is no dependency of the harness). Each
-one-sided boundary is computed ignoring any boundary on the other side (non-binding):
-stopping the other way only removes crossings, so each side's rate stays <= alpha.
+look (Armitage, McPherson and Rowe 1969; Jennison and Turnbull 2000, ch. 19). scipy has
+no group-sequential design, so the recursion is here; the normal tail in it is scipy's
+(scipy.special.ndtr) and each boundary is found by scipy.optimize.brentq. Each one-sided
+boundary is computed ignoring any boundary on the other side (non-binding): stopping the
+other way only removes crossings, so each side's rate stays <= alpha.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from statistics import NormalDist
 from typing import Any
@@ -38,24 +39,20 @@ _NORMAL = NormalDist()
 
 
 def _sf(x: Any) -> Any:
-    """1 - Phi(x), elementwise (numpy has no erfc; the stdlib's is exact)."""
+    """1 - Phi(x), elementwise: scipy.special.ndtr, which scipy.stats.norm.sf evaluates;
+    called directly, as the root finder calls it a dozen times a boundary and norm.sf's
+    argument handling makes it several times as slow (`python benchmarks/bench_stats.py`)."""
     import numpy as np
+    from scipy.special import ndtr
 
-    return 0.5 * np.vectorize(math.erfc, otypes=[float])(np.asarray(x) / math.sqrt(2.0))
+    return ndtr(-np.asarray(x, dtype=float))
 
 
-def _bisect(f: Any, low: float, high: float, tol: float = 1e-10) -> float:
-    """The root of an increasing-or-decreasing f on [low, high] (signs differ)."""
-    f_low = f(low)
-    for _ in range(200):
-        middle = (low + high) / 2.0
-        if high - low < tol:
-            break
-        if (f(middle) > 0) == (f_low > 0):
-            low, f_low = middle, f(middle)
-        else:
-            high = middle
-    return (low + high) / 2.0
+def _root(f: Callable[[float], float], low: float, high: float) -> float:
+    """The root of f on [low, high], where f's signs differ (Brent's method)."""
+    from scipy.optimize import brentq
+
+    return float(brentq(f, low, high, xtol=1e-10))
 
 
 def spent(t: float, alpha: float, kind: str) -> float:
@@ -127,7 +124,7 @@ def _next_boundary(grid: Any, mass: Any, previous_t: float, t: float, target: fl
         return math.inf
     if excess(0.0) <= 0:  # would need c <= 0: never in practice
         return 0.0
-    return _bisect(excess, 0.0, -LOW)
+    return _root(excess, 0.0, -LOW)
 
 
 def nominal_alphas(fractions: Sequence[float], alpha: float, kind: str = "obrien_fleming"
@@ -139,6 +136,9 @@ def nominal_alphas(fractions: Sequence[float], alpha: float, kind: str = "obrien
 
 
 def _pdf(x: Any) -> Any:
+    """The standard normal density, elementwise: its definition, kept rather than
+    scipy.stats.norm.pdf, which gives the same figures but takes two to four times as long
+    on the grid x grid kernel of each look (`python benchmarks/bench_stats.py`)."""
     import numpy as np
 
     return np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)

@@ -9,8 +9,9 @@ linearised residuals e_i = n_i - R * steps_i (delta method) or from resampling w
 prompts (bootstrap). Functions take `(tokens, steps)`: pass the metric's numerators as
 `tokens`. See docs/statistics.md for the derivations and the measured error rates.
 
-numpy is imported lazily, so CLI modules importing this one stay fast. Synthetic data
-for tests and benchmarks lives in `harness.analysis.simulate`.
+The t distribution is scipy's, the bootstrap numpy's (docs/statistics.md, "Which library
+computes what"); numpy and scipy are imported lazily, so CLI modules importing this one
+stay fast. Synthetic data for tests and benchmarks lives in `harness.analysis.simulate`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     import numpy as np
 
+# The normal law is the standard library's (Wichura's AS241 quantile, erf for the cdf):
+# it agrees with scipy.stats.norm to within 4e-15 (absolute) and costs a fraction of a
+# microsecond a scalar call where scipy.stats.norm costs hundreds
+# (`python benchmarks/bench_stats.py`), and every caller here asks for one number.
 _NORMAL = NormalDist()
 
 # Per-prompt standard deviation (accept-length units) assumed by `harness power` when a
@@ -43,14 +48,21 @@ def normal_quantile(p: float) -> float:
     return _NORMAL.inv_cdf(p)
 
 
-def t_quantile(p: float, df: int) -> float:
-    """Student-t quantile by its Cornish-Fisher expansion in 1/df (Abramowitz and Stegun
-    26.7.5); within 0.003 of the exact value for df >= 10 and p <= 0.999."""
-    z = _NORMAL.inv_cdf(p)
-    g1 = (z**3 + z) / 4
-    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
-    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
-    return z + g1 / df + g2 / df**2 + g3 / df**3
+def t_quantile(p: float, df: float) -> float:
+    """Student-t quantile t_{p, df} for any df >= 1 (math.inf: the normal quantile).
+
+    scipy.special.stdtrit, the function scipy.stats.t.ppf evaluates, called directly: the
+    same figure to the last bit, while t.ppf's argument handling costs tens of times the
+    evaluation (`python benchmarks/bench_stats.py`), and the paired gate and the
+    sequential rule ask for one quantile at a time.
+    """
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"a quantile needs 0 < p < 1, got {p}")
+    if not df >= 1:  # also refuses NaN
+        raise ValueError(f"the t quantile needs df >= 1, got {df}")
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, p))
 
 
 # ------------------------------------------------------------------ numerators and ratio
@@ -144,9 +156,21 @@ def bootstrap_ci(
 ) -> tuple[float, float]:
     """Percentile bootstrap interval for the ratio, resampling whole prompts.
 
-    Each replicate draws n (tokens_i, steps_i) pairs with replacement and takes the
-    ratio of sums. Kept over scipy's BCa after `benchmarks/bench_bootstrap.py` (coverage
-    at n = 10..200; docs/statistics.md). Fixed seed: the same data gives the same interval.
+    Each replicate draws n (tokens_i, steps_i) pairs with replacement (numpy's generator
+    seeded with `seed`, the suite's workload seed: the same data gives the same interval)
+    and takes the ratio of sums; a replicate that drew only prompts without a verify step
+    has no ratio and is left out. Percentile, not BCa, after `benchmarks/bench_bootstrap.py`
+    (coverage at n = 10..120; docs/statistics.md).
+
+    Written here rather than called from scipy.stats.bootstrap(paired=True,
+    method="percentile"), which gives the same interval to within a few units in the last
+    place for the same seed (`tests/metrics/test_scipy_statistics.py`), because
+    `python benchmarks/bench_stats.py` measures scipy's about twice as slow a call (one
+    more gather of the resampled index) and, above all, the first CI in a process several
+    times as slow (scipy.stats's import): a harness killed or faulted mid-measurement
+    records its partial figures, CI included, and must exit within 5 s of the fault
+    (`tests/faults`); with scipy's bootstrap those tests took 11-16 s on a loaded 2-core
+    machine.
     """
     import numpy as np
 

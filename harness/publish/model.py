@@ -1,9 +1,12 @@
 """What the site shows, gathered from the checked loader and the trend detector.
 
-Every figure comes from `harness.results.store` (`load_runs` for the rows, `read_run` for
-the records a page shows in full: provenance, categories, positions, the paired finding);
-nothing here opens a run.json. Steps are `harness.analysis.trend`'s, on the same history
-`harness trend` analyses (per series and line, the latest suite document, its window).
+Every figure comes from the loader (`harness.results.store.load_runs`, for the rows) and
+the door (`harness.results.readers.read_run`, for the records a page shows in full:
+provenance, categories, positions, the paired finding); nothing here opens a run.json. A
+line's latest status is an error when a run folder newer than its latest record has no
+readable record (a harness killed before it wrote run.json, a damaged run.json). Steps
+are `harness.analysis.trend`'s, on the same history `harness trend` analyses (per series
+and line, the latest suite document, its window).
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from typing import TYPE_CHECKING, Any
 from harness.analysis.plot_style import document_metric
 from harness.analysis.trend import Step, Trend, TrendParams, analyse, suite_history
 from harness.errors import BadInput
+from harness.secrets import redact_text
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from harness.results.baselines import BaselineFigure
     from harness.results.record import RunRecord
+    from harness.results.store import UnrecordedRun
 
 UNLABELLED = "(no label)"
 LINE_ORDER = ("main", "release")  # the nightly's two builds first, then others by name
@@ -90,6 +95,14 @@ class LineView:
     latest: dict[str, Any]  # the latest run's row (whatever its verdict)
     change: float | None  # since the run before, complete runs only
     paired: dict[str, Any] | None  # the latest run's paired finding (paired_report row)
+    # a run folder of the series newer than `latest` without a readable record (its line
+    # is unknown: it counts for every line it is newer than)
+    unrecorded: UnrecordedRun | None = None
+
+    @property
+    def status(self) -> str | None:
+        """The line's latest verdict; "error" when its newest run has no record."""
+        return "error" if self.unrecorded is not None else self.latest.get("verdict")
 
 
 @dataclass
@@ -122,7 +135,7 @@ class Site:
 
 
 def _read(path: str, records: dict[str, RunRecord], skipped: list[str]) -> RunRecord | None:
-    from harness.results.store import read_run
+    from harness.results.readers import read_run
 
     if path not in records:
         try:
@@ -134,15 +147,11 @@ def _read(path: str, records: dict[str, RunRecord], skipped: list[str]) -> RunRe
 
 
 def _paired(record: RunRecord | None) -> dict[str, Any] | None:
-    from harness.analysis.paired_report import rows
+    from harness.analysis.paired_report import Latest, row
 
     if record is None or not isinstance(record.paired, dict):
         return None
-    try:
-        row = rows({record.suite.name: record.model_dump(mode="json")})[0]
-    except (KeyError, TypeError, AttributeError, IndexError):
-        return {"status": "unreadable paired section"}
-    return row
+    return row(record.suite.name, Latest(Path("."), record))  # the door checked its finding
 
 
 def _steps(series: str, suite: str, history: pd.DataFrame, trend: Trend) -> list[StepView]:
@@ -154,10 +163,8 @@ def _steps(series: str, suite: str, history: pd.DataFrame, trend: Trend) -> list
         bad = spec_at(_text(after["build.spec"]), _text(after["build.git_sha"]))
         command = None
         if step.is_drop and good and bad and good != bad:
-            from harness.suite.secrets import redact_url
-
             command = "harness bisect " + " ".join(
-                shlex.quote(redact_url(part)) for part in (suite, "--good", good, "--bad", bad))
+                shlex.quote(redact_text(part)) for part in (suite, "--good", good, "--bad", bad))
         views.append(StepView(step, before, after, step is trend.open_drop, command))
     return views
 
@@ -178,11 +185,12 @@ def gather(results: Path, params: TrendParams | None = None, run_pages: int = 10
     """The site's content: every series and line of `results` (runs labelled `labels`
     only, when given), each line's latest `run_pages` runs and its step ends with pages."""
     from harness.analysis.plots import suite_baselines
-    from harness.results.store import load_runs
+    from harness.results.store import latest_unrecorded, load_runs
 
     params = params or TrendParams()
     runs = load_runs(results)
     skipped = list(runs.attrs.get("skipped", []))
+    unrecorded = runs.attrs.get("unrecorded", [])
     measured = runs[runs["kind"] == "run"]
     if labels:
         measured = measured[measured["label"].isin(list(labels))]
@@ -215,7 +223,8 @@ def gather(results: Path, params: TrendParams | None = None, run_pages: int = 10
                                - history["accept_length"].iloc[-2])  # fmt: skip
             last = line_runs.iloc[-1].to_dict()
             view = LineView(line, line_runs, history, trend, steps, last, change,
-                            _paired(_read(str(last["path"]), records, skipped)))
+                            _paired(_read(str(last["path"]), records, skipped)),
+                            latest_unrecorded(unrecorded, name, last["started_at"]))
             series.lines.append(view)
             for path in _page_runs(line_runs, steps, run_pages):
                 if _read(str(path), records, skipped) is not None:

@@ -22,8 +22,10 @@ from urllib.parse import quote
 
 from harness.analysis.plot_style import category_floor_checks, position_floor_checks
 from harness.analysis.trend import TrendParams
+from harness.engines.registry import secret_flags
 from harness.errors import BadInput
 from harness.publish.model import SeriesView, Site, gather, line_of
+from harness.secrets import redact_argv, redact_env, redact_text
 
 if TYPE_CHECKING:
     import jinja2
@@ -82,9 +84,17 @@ def _short(value: Any) -> str:
 
 
 def _redact(value: Any) -> str:
-    from harness.suite.secrets import redact_url
+    return redact_text(value) if isinstance(value, str) and value else ""
 
-    return redact_url(value) if isinstance(value, str) and value else ""
+
+def _finalize(value: Any) -> Any:
+    """Every value a template prints, redacted before it is escaped (an escaped `&` would
+    no longer spell a registered value); markup (the charts) stays markup."""
+    from markupsafe import Markup
+
+    if isinstance(value, Markup):
+        return Markup(redact_text(str(value)))
+    return redact_text(value) if isinstance(value, str) else value
 
 
 def _pair(values: Any) -> str:
@@ -111,7 +121,7 @@ def environment() -> jinja2.Environment:
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
-                             lstrip_blocks=True)  # fmt: skip
+                             lstrip_blocks=True, finalize=_finalize)  # fmt: skip
     env.filters.update(num=_num, signed=_signed, when=_when, day=_day, short=_short,
                        redact=_redact)  # fmt: skip
     env.globals.update(ci=_row_ci, pair=_pair)
@@ -123,8 +133,6 @@ def environment() -> jinja2.Environment:
 
 def _facts(record: RunRecord) -> list[tuple[str, list[tuple[str, str]]]]:
     """The run page's tables: measurement, engine build, harness, host, data."""
-    from harness.suite.secrets import redact_env
-
     build, prov, m = record.build, record.provenance, record.measurement
     work = record.workload
 
@@ -184,9 +192,7 @@ def _facts(record: RunRecord) -> list[tuple[str, list[tuple[str, str]]]]:
 
 
 def _argv(argv: Sequence[str]) -> list[str]:
-    from harness.suite.secrets import redact_argv
-
-    return list(redact_argv([str(arg) for arg in argv]))
+    return redact_argv(argv, own=True)  # the harness's own command line
 
 
 def _files(run_dir: Path, page: Path, files_url: str | None, results: Path) -> list[Any]:
@@ -214,7 +220,6 @@ def _files(run_dir: Path, page: Path, files_url: str | None, results: Path) -> l
 def _run_context(site: Site, series: SeriesView, record: RunRecord, path: str, page: Path,
                  files_url: str | None) -> dict[str, Any]:  # fmt: skip
     from harness.analysis.paired_report import finding_line
-    from harness.suite.secrets import redact_argv
 
     m = record.measurement
     floors = category_floor_checks(record)
@@ -232,7 +237,7 @@ def _run_context(site: Site, series: SeriesView, record: RunRecord, path: str, p
             paired_line = finding_line(record.paired)
         except (KeyError, TypeError, ValueError, IndexError):
             paired_line = "paired section present but unreadable"
-    launch = " ".join(redact_argv([str(a) for a in record.launch.command])) \
+    launch = " ".join(redact_argv(record.launch.command, secret_flags(record.build.engine))) \
         if record.launch is not None else None  # fmt: skip
     return {"record": record, "series": series, "line": line_of(record.label),
             "sections": _facts(record), "gpus": record.provenance.gpus,
@@ -289,7 +294,7 @@ def _write(site: Site, root: Path, final: Path, env: jinja2.Environment,
         target.parent.mkdir(parents=True, exist_ok=True)
         depth = relative.count("/")
         text = env.get_template(template).render(**common, root="../" * depth, **context)
-        target.write_text(text, encoding="utf-8")
+        target.write_text(redact_text(text), encoding="utf-8")  # and the page as a whole
 
     shutil.copyfile(TEMPLATES / "style.css", root / "style.css")
     alarms = [(series, line) for series in site.series for line in series.lines

@@ -2,7 +2,7 @@
 
 They live in `results/baselines/<suite>--<label>.json` (docs/run-record.md): external
 figures (SGLang PR #34524's 5.27 and 5.62) and figures measured here, marked as such.
-Reading them needs no pydantic; writing one does (`save_baseline`).
+Each is read through the door (`harness.results.readers`), as every record is.
 """
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.results.layout import BASELINES_DIR, atomic_write_text, default_results_dir
-from harness.results.rows import Skip, is_number, read_record_file
+from harness.files import atomic_write_text, default_results_dir
+from harness.results.layout import BASELINES_DIR
+from harness.results.readers import read_record
+from harness.results.rows import Skip, is_number
 from harness.results.skips import report, reporting
 
 if TYPE_CHECKING:
@@ -83,7 +85,7 @@ def load_baselines(root: Path | str | None, suite_name: str) -> list[BaselineFig
             if name.startswith(".") or not name.endswith(".json") or not file.is_file():
                 continue  # reported by the bulk loader, which reads every file
             try:
-                row, _ = read_record_file(file)
+                row = read_record(file)[0].row
             except FileNotFoundError:
                 continue
             except Skip as why:

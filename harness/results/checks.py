@@ -9,10 +9,11 @@ must neither hang, nor crash, nor believe an impossible figure. So:
 - every string is bounded (`MAX_NAME_CHARS` for keys and the names a plot or table
   prints, `MAX_TEXT_CHARS` for any other), so that a 5 MB label cannot stall a plot;
 - a measurement's figures must be possible: accept length (either definition, its CI,
-  per category) >= 1, since each verify step makes at least one token, and <= the block
-  size + 1 where the record names the block size; counts non-negative and consistent with
-  each other (completion tokens >= verify steps; each stated figure equal to the one its
-  counts give); accuracy in [0, 1].
+  per category) >= 1, since each verify step makes at least one token, and at most what a
+  verify step of the record's settings makes in its definition (`step_of`: the suite
+  validator's bound, `harness.speculation.bounds`); counts non-negative and consistent
+  with each other (completion tokens >= verify steps; each stated figure equal to the one
+  its counts give); accuracy in [0, 1].
 
 Each check raises `Skip` (harness.results.rows) naming the field; callers say which file.
 """
@@ -27,6 +28,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from harness.results.rows import METRICS
+from harness.speculation.bounds import (
+    ALGORITHMS,
+    DEFAULT_ALGORITHM,
+    MAX_DRAFT_TOKENS,
+    StepBound,
+    loosest_bound,
+    step_bound,
+)
+from harness.speculation.bounds import (
+    NON_DRAFT_TOKENS as NON_DRAFT_BY_ALGORITHM,
+)
+
 MAX_FILE_BYTES = 64 * 2**20  # a run.json is kilobytes; a requests.jsonl of 10^5 rows ~30 MB
 MAX_NAME_CHARS = 1024  # labels, ids, names, specs, sources: what plots and tables print
 MAX_TEXT_CHARS = 2**20
@@ -35,7 +49,9 @@ MAX_DEPTH = 64
 NAME_FIELDS = frozenset({"label", "run_id", "name", "kind", "spec", "source", "entry",
                          "metric", "version", "engine", "git_sha", "ref"})
 RELATIVE_TOLERANCE = 1e-6  # a stated figure vs the one its counts give (float rounding)
-MAX_BLOCK = 64  # the suite model's bound on num_draft_tokens / block_size
+MAX_BLOCK = MAX_DRAFT_TOKENS  # the suite model's bound on num_draft_tokens / block_size
+UNKNOWN_STEP = loosest_bound(None, None, None)  # a file that names no settings
+MOST_ACCEPT_LENGTH = UNKNOWN_STEP.accept_length("per_request")  # whatever the settings
 
 
 class BadFile(ValueError):
@@ -131,23 +147,46 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def block_size(data: dict[str, Any]) -> int | None:
-    """The draft block (tokens per verify step at most) the record names, if any."""
-    suite = data.get("suite")
-    document = suite.get("document") if isinstance(suite, dict) else None
-    spec = document.get("speculative") if isinstance(document, dict) else None
-    build = data.get("build")
-    options = build.get("options") if isinstance(build, dict) else None
-    for source, key in ((spec, "num_draft_tokens"), (spec, "block_size"),
-                        (options, "num_draft_tokens")):
-        value = source.get(key) if isinstance(source, dict) else None
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
+def _positive(*values: Any) -> int | None:
+    return next((v for v in values if isinstance(v, int) and not isinstance(v, bool)
+                 and v > 0), None)
 
 
-NON_DRAFT_TOKENS = (1, 2)  # per verify step besides the correct drafts, by algorithm
-ACCEPT_FIGURES = ("accept_length", "accept_length_server_avg", "accept_length_per_request")
+def _object(value: Any, key: str) -> dict[str, Any]:
+    found = value.get(key) if isinstance(value, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def step_of(data: Any) -> StepBound:
+    """The most one verify step of a record's settings makes: the suite validator's bound
+    (`harness.speculation.bounds.step_bound`) on the `[speculative]` settings and engine
+    its suite document names (the draft count its build ran with where the document has
+    none); a count it leaves unset at its largest, as the validator takes it; an algorithm
+    it names that no suite may have at the largest of any."""
+    document = _object(_object(data, "suite"), "document")
+    spec, build = _object(document, "speculative"), _object(data, "build")
+    options = _object(build, "options")
+    engine = _object(document, "engine").get("kind") or build.get("engine")
+    engine = engine if isinstance(engine, str) else "sglang"
+    counts = (_positive(spec.get("num_draft_tokens"), spec.get("block_size"),
+                        options.get("num_draft_tokens")),
+              _positive(spec.get("num_steps")), _positive(spec.get("eagle_topk")))
+    algorithm = spec.get("algorithm", options.get("algorithm", DEFAULT_ALGORITHM))
+    if algorithm not in ALGORITHMS:
+        return loosest_bound(*counts, engine)
+    return step_bound(algorithm, *counts, engine)
+
+
+def metric_of(measurement: dict[str, Any]) -> str:
+    """The definition a measurement's `accept_length` is in: its `metric`; a schema 1
+    record's (or one that names none) per_request, the looser."""
+    metric = measurement.get("metric")
+    return metric if metric in METRICS else "per_request"
+
+
+# per verify step besides the correct drafts, whichever the algorithm (SGLang's
+# num_non_draft_tokens_per_req)
+NON_DRAFT_TOKENS = tuple(sorted({1, *NON_DRAFT_BY_ALGORITHM.values()}))
 COUNT_FIELDS = ("n_requests", "n_finished", "n_planned", "n_prompts", "n_correct",
                 "completion_tokens", "verify_steps", "correct_drafts")
 
@@ -161,24 +200,26 @@ def check_measurement(data: dict[str, Any]) -> None:
     m = data.get("measurement")
     if not isinstance(m, dict) or not m:
         return
-    block = block_size(data)
-    top = (block or MAX_BLOCK) + 1
-    bound = f"between 1 and {top} (block size {block or MAX_BLOCK} + 1)"
+    step, metric = step_of(data), metric_of(m)
 
-    def accept(where: str, value: Any) -> None:
+    def accept(where: str, value: Any, metric: str) -> None:
         number = _number(value)
         if value is None or number is None:
             return  # types are the record model's and the loader's to check
-        if not math.isfinite(number) or number < 1 or number > top:
+        if not math.isfinite(number) or number < 1:
             raise BadFile(f"measurement.{where}: {value!r} is impossible: an accept length "
-                          f"is {bound}")
+                          "is at least 1 (each verify step makes a token)")
+        if number > step.accept_length(metric):
+            raise BadFile(f"measurement.{where}: {value!r} is impossible: "
+                          f"{step.accept_reason(metric)}")
 
-    for key in ACCEPT_FIGURES:
-        accept(key, m.get(key))
+    accept("accept_length", m.get("accept_length"), metric)
+    for key in METRICS:
+        accept(f"accept_length_{key}", m.get(f"accept_length_{key}"), key)
     ci = m.get("accept_length_ci")
     if isinstance(ci, list) and len(ci) == 2:
-        accept("accept_length_ci[0]", ci[0])
-        accept("accept_length_ci[1]", ci[1])
+        accept("accept_length_ci[0]", ci[0], metric)
+        accept("accept_length_ci[1]", ci[1], metric)
         low, high = _number(ci[0]), _number(ci[1])
         if low is not None and high is not None and low > high:
             raise BadFile(f"measurement.accept_length_ci: low {ci[0]!r} above high {ci[1]!r}")
@@ -186,7 +227,8 @@ def check_measurement(data: dict[str, Any]) -> None:
     if isinstance(categories, dict):
         for name, category in categories.items():
             if isinstance(category, dict):
-                accept(f"categories.{name}.accept_length", category.get("accept_length"))
+                accept(f"categories.{name}.accept_length", category.get("accept_length"),
+                       metric)
     for key in COUNT_FIELDS:
         value = m.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value < 0:

@@ -36,22 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.mask import mask
+from harness.files import atomic_write_text, check_inside
 from harness.results.index_rows import bad_rows
-from harness.results.layout import (
-    INDEX_FILE,
-    RUN_FILE,
-    SNAPSHOT_FILE,
-    atomic_write_text,
-    check_inside,
-)
-from harness.results.rows import (
-    FLOATS,
-    RUN_COLUMNS,
-    Skip,
-    parse_record,
-    read_record_file,
-)
+from harness.results.layout import INDEX_FILE, RUN_FILE, SNAPSHOT_FILE
+from harness.results.readers import parse_run, read_record
+from harness.results.rows import FLOATS, RUN_COLUMNS, Skip
+from harness.secrets import redact_text
 
 INDEX_FORMAT = 3  # 3: rows of records that results.checks refuses (issue 20) are not kept
 INDEX_LIMIT = 64 * 2**20  # a snapshot of 100,000 runs is ~25 MB; larger: rebuilt
@@ -114,7 +104,7 @@ def _append(log: Path, text: str) -> int:
     """Append lines in one write; returns the log's size after it. Never through a
     symbolic link (O_NOFOLLOW), nor in a suite folder that leads out of the results."""
     check_inside(log.parent, log.parent.parent.parent)
-    text = mask(text)
+    text = redact_text(text)
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0),
                  0o644)
     try:
@@ -131,7 +121,7 @@ def note_written(run_file: Path, text: str) -> None:
     folder = run_file.parent.parent
     try:
         status = os.stat(run_file)
-        row = parse_record(text)  # validated: the loader skips what the model refuses
+        row = parse_run(text).row  # checked as the door checks: what it refuses is not kept
         size = _append(folder / INDEX_FILE,
                        _line(run_file.parent.name, [status.st_mtime_ns, status.st_size], row))
         snapshot = _stamp(str(folder / SNAPSHOT_FILE))
@@ -295,10 +285,12 @@ def _current(base: str, known: _Index, listing: set[str]) -> list[int]:
 
 @dataclass
 class SuiteRuns:
-    """The valid runs of one suite folder, column by column (INDEXED order)."""
+    """The valid runs of one suite folder, column by column (INDEXED order), and the run
+    folders without a readable record (name, why)."""
 
     names: list[str]  # run folder names
     columns: Columns
+    unrecorded: list[tuple[str, str]] = field(default_factory=list)
 
 
 def scan_suite(folder: Path, report: Report, use_index: bool = True,
@@ -323,16 +315,21 @@ def scan_suite(folder: Path, report: Report, use_index: bool = True,
             stamps[name] = line[:2]
             rows.append(line[2:])
     fresh: list[str] = []
+    unrecorded: list[tuple[str, str]] = []
     for name in sorted(listing.difference(names)):
         if not os.path.isdir(base + name):
             problems.append((base + name, "not a run folder (ignored)"))
             continue
         try:
-            row, stamp = read_record_file(Path(base + name + "/" + RUN_FILE))
-        except FileNotFoundError:
-            continue  # a run still being written (or one that died before its record)
+            parsed, stamp = read_record(Path(base + name + "/" + RUN_FILE))
+            row = parsed.row
+        except FileNotFoundError:  # a run still running, or one killed before its record
+            unrecorded.append((name, f"no {RUN_FILE}: the harness was killed before it "
+                                     "wrote it, or the run is still running"))
+            continue
         except Skip as why:
             problems.append((base + name + "/" + RUN_FILE, str(why)))
+            unrecorded.append((name, str(why)))
             continue
         fresh.append(_line(name, stamp, row))
         names.append(name)
@@ -345,7 +342,7 @@ def scan_suite(folder: Path, report: Report, use_index: bool = True,
             column.extend(values)
     for path, reason in sorted(problems):
         report(path, reason)
-    runs = SuiteRuns(names, columns)
+    runs = SuiteRuns(names, columns, unrecorded)
     if use_index:
         dead = len(known.names) - len(keep) + known.log_lines - (len(stamps) - len(fresh))
         if compact or known.rewrite or dead > 16 + len(names) // 8 or \

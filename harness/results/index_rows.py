@@ -4,7 +4,7 @@ line or snapshot column is never believed.
 The index (`harness.results.index`) holds each run's loader row (`rows.flatten_record`), so
 every rule a record's figures meet (`checks.check_measurement`, `possible`) is checked
 again on the row, column by column: the type of each column, its bounds (accept length in
-[1, MAX_BLOCK + 1], shares in [0, 1], counts non-negative), the figure inside its CI, the
+[1, MOST_ACCEPT_LENGTH], shares in [0, 1], counts non-negative), the figure inside its CI, the
 counts consistent with the figures, a time that parses, a name of bounded length. A row
 that breaks one is dropped from the index and its run re-read from its folder (where its
 run.json is checked in full). Vectorised where the index is long (100,000 runs load in
@@ -18,7 +18,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from harness.results.checks import MAX_BLOCK, MAX_NAME_CHARS, MAX_TEXT_CHARS, NON_DRAFT_TOKENS
+from harness.results.checks import (
+    MAX_NAME_CHARS,
+    MAX_TEXT_CHARS,
+    MOST_ACCEPT_LENGTH,
+    NON_DRAFT_TOKENS,
+)
 from harness.results.rows import COUNTS, FLAGS, FLOATS, KINDS, METRICS, VERDICTS
 
 ACCEPT = ("accept_length", "ci_low", "ci_high", "accept_length_server_avg",
@@ -121,8 +126,8 @@ def _check_figures(f: dict[str, Any], table: Mapping[str, Sequence[Any]], n: int
             mark(np.isinf(values) | (np.abs(values) >= 1e300), f"{name}: not a finite number")
         for name in ACCEPT:
             values = get(name)
-            mark((values < 1) | (values > MAX_BLOCK + 1),
-                 f"{name}: an accept length is between 1 and {MAX_BLOCK + 1}")
+            mark((values < 1) | (values > MOST_ACCEPT_LENGTH),  # the door checks its settings'
+                 f"{name}: an accept length is between 1 and {MOST_ACCEPT_LENGTH}")
         for name in SHARES:
             values = get(name)
             mark((values < 0) | (values > 1), f"{name}: a share is in [0, 1]")

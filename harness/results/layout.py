@@ -1,7 +1,5 @@
-"""Where the results folder is and how it is laid out (standard library only).
-
-One definition for every command: `--results DIR`, else `$HARNESS_RESULTS`, else
-`./results`. Layout (docs/run-record.md):
+"""How a results folder is laid out (standard library only); where it is, and how files
+are written into it, is `harness.files`'s. Layout (docs/run-record.md):
 
     results/runs/<suite>/<UTC time>-<run id>/run.json        one run record, written last
     results/runs/<suite>/<UTC time>-<run id>/requests.jsonl  one request row per line
@@ -15,13 +13,8 @@ This module is imported at CLI start-up: keep it free of third-party imports.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from datetime import UTC, datetime
 
-SUITES_DIR = Path(__file__).resolve().parents[2] / "suites"  # the shipped suites
-RESULTS_ENV = "HARNESS_RESULTS"
-CACHE_ENV = "HARNESS_CACHE"
-RESULTS_DIR = Path("results")
 RUNS_DIR = "runs"
 BASELINES_DIR = "baselines"
 PLOTS_DIR = "plots"
@@ -30,58 +23,16 @@ RUN_FILE = "run.json"
 REQUESTS_FILE = "requests.jsonl"
 INDEX_FILE = ".index.jsonl"  # per suite folder: the loader's index log (harness.results.index)
 SNAPSHOT_FILE = ".index-snapshot.json"  # and its snapshot
+RUN_TIME = "%Y%m%dT%H%M%SZ"  # a run folder's name starts with its start time, UTC
 
 
-def default_results_dir() -> Path:
-    """`$HARNESS_RESULTS` when set (and not empty), else `results` (relative to the cwd)."""
-    return Path(os.environ.get(RESULTS_ENV) or RESULTS_DIR)
+def run_dir_name(started_at: datetime, run_id: str) -> str:
+    return f"{started_at.strftime(RUN_TIME)}-{run_id}"
 
 
-def cache_root() -> Path:
-    """The harness's own cache (checkpoints, wheels, listings): `$HARNESS_CACHE`, else
-    ~/.cache/spec-harness."""
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "spec-harness")
-
-
-def inside(path: Path | str, root: Path | str) -> bool:
-    """Whether `path`, its symbolic links resolved, is `root` or under it (resolved too):
-    a results folder may itself be a link, but nothing below it may lead out."""
-    real, top = os.path.realpath(path), os.path.realpath(root)
-    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
-
-
-class OutsideResults(OSError):
-    """A write that would follow a symbolic link out of the results folder."""
-
-
-def check_inside(path: Path | str, root: Path | str) -> None:
-    if not inside(path, root):
-        raise OutsideResults(f"{path} leads out of the results folder {root} (a symbolic "
-                             "link): nothing is written there")
-
-
-def atomic_write_text(path: Path, text: str, root: Path | str | None = None) -> None:
-    """Write via a temp file and rename, so readers never see half a file; secrets masked
-    (harness.mask). With `root` (the results folder), refuse (OutsideResults) when the
-    file's folder leads out of it."""
-    import tempfile
-
-    from harness.mask import mask
-
-    text = mask(text)  # every registered secret, in every file the harness writes
-    if root is not None:  # before mkdir too: no folder is made through a link out of root
-        check_inside(path.parent, root)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if root is not None:
-        check_inside(path.parent, root)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+def started_from_name(name: str) -> datetime | None:
+    """The start time a run folder's name gives (`run_dir_name`), None for another name."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; records are shared data
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        return datetime.strptime(name.partition("-")[0], RUN_TIME).replace(tzinfo=UTC)
+    except ValueError:
+        return None

@@ -10,8 +10,10 @@ forged: a reader skips it (one line naming the file and field) rather than plot 
 - A figure is a JSON number, never a string (`"-3"`, `"NaN"`), and finite.
 - Probabilities (per-position acceptance and its CI, accuracy) lie in [0, 1]; counts are
   non-negative; an interval's low is not above its high, and the figure lies inside it.
-- Accept length (a figure, a floor, a baseline) lies in [1, block + 1], the block being
-  the record's or, when it names none, `MAX_BLOCK`.
+- Accept length (a figure, a floor, a baseline) is at least 1 and at most what a verify
+  step of the record's settings makes in the figure's definition (`checks.step_of`: the
+  bound the suite validator refuses a floor above); a figure whose definition the record
+  does not say, at most the larger (per_request).
 - Latency (harness.metrics.latency) is a non-negative number of seconds, a distribution's
   p50 <= p90 <= p99, each figure inside its interval; throughput is non-negative; a
   request's output arrives in time order, its TTFT being its first arrival.
@@ -27,11 +29,14 @@ from typing import Any
 
 from harness.results.checks import (
     MAX_BLOCK,
+    UNKNOWN_STEP,
     BadFile,
-    block_size,
     check_measurement,
     check_sizes,
+    metric_of,
+    step_of,
 )
+from harness.speculation.bounds import StepBound
 
 MAX_POSITIONS = MAX_BLOCK + 2  # per-position entries, histogram bins (0..block accepted)
 MAX_CATEGORIES = 256  # Spec-Bench has 13; a plot of 256 bars takes seconds
@@ -74,14 +79,18 @@ def entries(where: str, value: Any, limit: int) -> None:
         raise BadFile(f"{where}: {len(value)} entries, more than the {limit} it may hold")
 
 
-def top_of(block: int | None) -> float:
-    """The largest possible accept length: the block + 1 (the block's drafts, all
-    accepted, and the bonus token)."""
-    return (block or MAX_BLOCK) + 1
+UNKNOWN = UNKNOWN_STEP  # settings a file does not name (calibrations)
+LOOSER = "per_request"  # of the two definitions, the one with the larger maximum
 
 
-def accept(where: str, value: Any, top: float) -> float | None:
-    return number(where, value, 1.0, top, f"an accept length is between 1 and {top:g}")
+def top_of(step: StepBound, metric: str = LOOSER) -> float:
+    """The largest possible accept length in `metric` for a step bounded by `step`."""
+    return float(step.accept_length(metric))
+
+
+def accept(where: str, value: Any, top: float, metric: str = LOOSER) -> float | None:
+    return number(where, value, 1.0, top, f"an accept length in {metric} is between 1 and "
+                                          f"{top:g}")
 
 
 def probability(where: str, value: Any) -> float | None:
@@ -95,8 +104,10 @@ def interval(where: str, value: Any, low: float, high: float, figure: float | No
         return
     if not isinstance(value, list) or len(value) != 2 or None in value:
         raise BadFile(f"{where}: expected [low, high]")
-    lo = number(f"{where}[0]", value[0], low, high, f"between {low:g} and {high:g}") or low
-    hi = number(f"{where}[1]", value[1], low, high, f"between {low:g} and {high:g}") or low
+    bounds = f"between {low:g} and {high:g}"
+    number(f"{where}[0]", value[0], low, high, bounds)
+    number(f"{where}[1]", value[1], low, high, bounds)
+    lo, hi = float(value[0]), float(value[1])  # checked numbers: 0.0 is a bound like any
     if lo > hi:
         raise BadFile(f"{where}: low {value[0]!r} above high {value[1]!r}")
     slack = CI_TOLERANCE * max(1.0, abs(lo), abs(hi))
@@ -118,12 +129,15 @@ def positions(where: str, values: Any, cis: Any) -> None:
             interval(f"{ci_where}[{i}]", pair, 0.0, 1.0, own, "the position's rate")
 
 
-def _category(where: str, category: Any, top: float) -> None:
+def _category(where: str, category: Any, step: StepBound, metric: str) -> None:
+    """A measurement's category: its accept length in the measurement's `metric`."""
     if not isinstance(category, Mapping):
         return  # the record model's to refuse
-    figure = accept(f"{where}.accept_length", category.get("accept_length"), top)
-    for key in ("accept_length_server_avg", "accept_length_per_request"):
-        accept(f"{where}.{key}", category.get(key), top)
+    top = top_of(step, metric)
+    figure = accept(f"{where}.accept_length", category.get("accept_length"), top, metric)
+    for own in ("server_avg", "per_request"):
+        accept(f"{where}.accept_length_{own}", category.get(f"accept_length_{own}"),
+               top_of(step, own), own)
     interval(f"{where}.accept_length_ci", category.get("accept_length_ci"), 1.0, top, figure,
              "accept_length")
     probability(f"{where}.accuracy", category.get("accuracy"))
@@ -201,12 +215,13 @@ def timing_problem(timing: Any) -> str | None:
 def check_figures(data: dict[str, Any]) -> None:
     """Every rule above on a parsed run record (the measurement's totals are
     `checks.check_measurement`'s)."""
-    top = top_of(block_size(data))
+    step = step_of(data)
     m = data.get("measurement")
     if isinstance(m, Mapping):
+        metric = metric_of(dict(m))
         figure = number("measurement.accept_length", m.get("accept_length"))
-        interval("measurement.accept_length_ci", m.get("accept_length_ci"), 1.0, top, figure,
-                 "accept_length")
+        interval("measurement.accept_length_ci", m.get("accept_length_ci"), 1.0,
+                 top_of(step, metric), figure, "accept_length")
         probability("measurement.ci_level", m.get("ci_level"))
         for key in ("n_prompts", "n_correct", "n_planned", "n_finished"):
             count(f"measurement.{key}", m.get(key))
@@ -219,7 +234,7 @@ def check_figures(data: dict[str, Any]) -> None:
         entries("measurement.categories", categories, MAX_CATEGORIES)
         if isinstance(categories, Mapping):
             for name, category in categories.items():
-                _category(f"measurement.categories.{name}", category, top)
+                _category(f"measurement.categories.{name}", category, step, metric)
         check_latency("measurement.latency", m.get("latency"))
     workload = data.get("workload")
     if isinstance(workload, Mapping):
@@ -231,16 +246,29 @@ def check_figures(data: dict[str, Any]) -> None:
     suite = data.get("suite")
     document = suite.get("document") if isinstance(suite, Mapping) else None
     if isinstance(document, Mapping):
-        check_document(document, top)
+        check_document(document, step)
     paired = data.get("paired")
     if paired is not None:
-        check_paired(paired, top)
+        # a and b are in the gate's definition; the looser bound, whichever it is
+        check_paired(paired, top_of(step))
 
 
-def check_floors(where: str, floors: Any, top: float) -> None:
+FLOORS_METRIC = "server_avg"  # a suite's floors' definition when it names none
+
+
+def _metric(value: Any, default: str) -> str:
+    return value if value in ("server_avg", "per_request") else default
+
+
+def check_floors(where: str, floors: Any, step: StepBound, default: str = FLOORS_METRIC
+                 ) -> str:
+    """A document's floors, each accept length within what a step makes in the floors'
+    definition (the suite validator's bound); returns that definition."""
     if not isinstance(floors, Mapping):
-        return
-    accept(f"{where}.accept_length", floors.get("accept_length"), top)
+        return default
+    metric = _metric(floors.get("metric"), default)
+    top = top_of(step, metric)
+    accept(f"{where}.accept_length", floors.get("accept_length"), top, metric)
     probability(f"{where}.accuracy", floors.get("accuracy"))
     entries(f"{where}.positions", floors.get("positions"), MAX_POSITIONS)
     for i, value in enumerate(floors.get("positions") or []):
@@ -250,26 +278,37 @@ def check_floors(where: str, floors: Any, top: float) -> None:
     if isinstance(categories, Mapping):
         for name, floor in categories.items():
             if isinstance(floor, Mapping):
-                accept(f"{where}.categories.{name}.accept_length", floor.get("accept_length"), top)
+                accept(f"{where}.categories.{name}.accept_length", floor.get("accept_length"),
+                       top, metric)
                 probability(f"{where}.categories.{name}.accuracy", floor.get("accuracy"))
+    return metric
 
 
-def check_document(document: Mapping[str, Any], top: float,
-                   where: str = "suite.document") -> None:
-    """A suite document's floors and baselines (as a record keeps it): finite, possible,
-    bounded in number."""
-    check_floors(f"{where}.floors", document.get("floors"), top)
-    baselines = document.get("baselines")
-    entries(f"{where}.baselines", baselines, MAX_BASELINES)
+def check_baselines(where: str, baselines: Any, step: StepBound, metric: str) -> None:
+    """Baselines in a suite document: each in its own definition, else its floors'."""
+    entries(where, baselines, MAX_BASELINES)
     for i, baseline in enumerate(baselines if isinstance(baselines, list) else []):
         if isinstance(baseline, Mapping):
-            accept(f"{where}.baselines[{i}].accept_length", baseline.get("accept_length"), top)
-            probability(f"{where}.baselines[{i}].accuracy", baseline.get("accuracy"))
+            own = _metric(baseline.get("metric"), metric)
+            accept(f"{where}[{i}].accept_length", baseline.get("accept_length"),
+                   top_of(step, own), own)
+            probability(f"{where}[{i}].accuracy", baseline.get("accuracy"))
+
+
+def check_document(document: Mapping[str, Any], step: StepBound,
+                   where: str = "suite.document") -> None:
+    """A suite document's floors and baselines (as a record keeps it): finite, possible
+    for the settings' verify step in their definition, bounded in number."""
+    metric = check_floors(f"{where}.floors", document.get("floors"), step)
+    check_baselines(f"{where}.baselines", document.get("baselines"), step, metric)
     workloads = document.get("workloads")
     entries(f"{where}.workloads", workloads, MAX_CATEGORIES)
     for i, entry in enumerate(workloads if isinstance(workloads, list) else []):
-        if isinstance(entry, Mapping):
-            check_floors(f"{where}.workloads[{i}].floors", entry.get("floors"), top)
+        if isinstance(entry, Mapping):  # an entry's floors default to the suite's metric
+            own = check_floors(f"{where}.workloads[{i}].floors", entry.get("floors"), step,
+                               metric)
+            check_baselines(f"{where}.workloads[{i}].baselines", entry.get("baselines"),
+                            step, own)
 
 
 PAIRED_STATUSES = ("pass", "fail")
@@ -334,21 +373,22 @@ def check_paired(paired: Any, top: float) -> None:
     _text("paired.result.tolerance", r.get("tolerance"))
 
 
-def check_request_row(row: Mapping[str, Any], block: int | None) -> str | None:
-    """Why a request row's counts are impossible for a block of `block` tokens, or None
-    (types are `store.request_problem`'s)."""
+def check_request_row(row: Mapping[str, Any], step: StepBound | None) -> str | None:
+    """Why a request row's counts are impossible for a verify step bounded by `step` (the
+    record's settings, `checks.step_of`; None: settings unknown, the loosest), or None
+    (types are `readers.request_problem`'s)."""
     tokens, steps = row["completion_tokens"], row["verify_steps"]
-    block = block or MAX_BLOCK
+    step = step or UNKNOWN
     correct = row.get("correct_drafts")
-    if correct is not None and correct > steps * block:
-        return (f"correct_drafts: {correct} is more than verify_steps {steps} x block size "
-                f"{block}")
+    if correct is not None and correct > steps * step.drafts:
+        return (f"correct_drafts: {correct} is more than verify_steps {steps} can accept "
+                f"({step.reason}: at most {step.drafts} drafts a step)")
     if tokens < steps:
         return (f"completion_tokens: {tokens} is below verify_steps {steps} (each verify "
                 "step makes at least one token)")
-    if tokens > steps * (block + 1) + 1:
+    if tokens > steps * step.tokens + 1:
         return (f"completion_tokens: {tokens} is more than verify_steps {steps} can make "
-                f"(block size {block}: at most {block + 1} a step, and the prefill token)")
+                f"({step.reason}, and the prefill token)")
     for key in ("accept_length", "spec_accept_length"):
         value = row.get(key)
         if value is None:

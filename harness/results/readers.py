@@ -1,39 +1,269 @@
-"""The one door to a single stored document: a run record's JSON, a calibration record.
+"""The one door to stored results: a run record, its request rows, a calibration record.
 
-Every reader of `run.json` (the paired gate's reuse and report, `power`, `calibrate`,
-`show`) and of a calibration record goes through here, so each reads only a regular file
-of bounded size, opened without blocking, parsed strictly, every figure checked
-(`harness.results.possible`) and, for a run record, validated against the record model
-with no string read as a number. `tests/layout/test_one_door.py` fails on any other code
-that opens these files. The bulk loader (`store.load_runs`) and the request rows
-(`store.read_requests`) are the other doors, built on the same checks.
+Every reader goes through here: `read_run` (a run folder or its run.json -> `RunRecord`),
+`read_requests` (a run's request rows -> `RequestRow`s), `read_calibration`; the loader
+(`store.load_runs`, the suite index, the baselines) parses each record with the same
+`parse_run`, so a record is readable everywhere or nowhere. Each file is read only when
+it is a regular file of bounded size, opened without blocking (`checks.read_regular`),
+parsed strictly, every figure checked (`checks`, `possible`), flattened into the loader's
+row (`rows.flatten_record`, which names a wrong type) and validated against the record
+model with no string read as a number. `tests/layout/test_one_door.py` fails on any other
+code that opens these files.
 
 A file that is not usable raises `BadRecord`: a `ValueError` (so a scan over many files
-skips it as it would skip a file it cannot parse) and a `BadInput` (so a command that
-needed this one file ends with exit 2 and one line naming the file and field).
+passes over it as over a file it cannot parse) and a `BadInput` (so a command that needed
+this one file ends with exit 2 and one line naming the file and field); a run folder with
+no run.json at all raises `NoRecord`, a `BadRecord` too. The loader's own reads raise
+`rows.Skip` (reported once per command and skipped).
+
+The record model (pydantic) is imported where a record is parsed, not at import: the
+loader reads an indexed history without it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from harness.errors import BadInput
-from harness.results.layout import RUN_FILE
+from harness.results import possible as p
+from harness.results.checks import (
+    BadFile,
+    check_sizes,
+    read_regular,
+    step_of,
+    strict_json,
+)
+from harness.results.layout import REQUESTS_FILE, RUN_FILE
+from harness.results.possible import check_record, check_request_row
+from harness.results.rows import METRICS, Skip, flatten_record, validation_reason
 from harness.results.skips import report
+from harness.speculation.bounds import StepBound
+
+if TYPE_CHECKING:
+    from harness.results.record import RequestRow, RunRecord
 
 CALIBRATION_KIND = "calibration"  # harness.run.calibrate's record kind
-METRICS = ("server_avg", "per_request")
 MAX_RUNS = 10_000  # repeats in one calibration
+MAX_LINE_REPORTS = 20  # bad lines of one file reported one by one; the rest summed up
+MAX_REQUEST_LINES = 1_000_000  # a run plans at most 10^5 requests
 
 
 class BadRecord(BadInput, ValueError):
-    """A stored document a reader may not use; the message names the file and field."""
+    """A stored document a reader may not use: `path` (the file, or the file and line)
+    and `reason` (the field and what is wrong); the message is both."""
+
+    def __init__(self, path: Path | str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
+
+
+class NoRecord(BadRecord):
+    """A run folder without run.json: a harness killed before it wrote its record, or a
+    run still running."""
+
+
+# ---------------------------------------------------------------- run records
+
+
+class ParsedRun(NamedTuple):
+    """One run record as read: its JSON, the loader's row of it, and the typed record."""
+
+    data: dict[str, Any]
+    row: dict[str, Any]
+    record: RunRecord
+
+
+def parse_run(text: bytes | str, origin: str = "") -> ParsedRun:
+    """A run record's text, checked as every reader checks it; Skip naming the field when
+    it is not a usable record. `origin`: the row's `path`."""
+    from pydantic import ValidationError
+
+    from harness.results.record import RunRecord
+
+    if not text.strip():
+        raise Skip("empty file")
+    try:
+        data = strict_json(text)
+        check_record(data, text)  # sizes and possible figures, before anything reads them
+    except BadFile as error:
+        raise Skip(str(error)) from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:
+        raise Skip(f"not valid JSON (truncated or corrupt): {error}") from None
+    row = flatten_record(data, origin)
+    try:
+        record = RunRecord.model_validate_json(text, strict=True)  # no str as a number
+    except ValidationError as error:
+        raise Skip(f"not a valid run record: {validation_reason(error)}") from None
+    except (ValueError, TypeError, RecursionError) as error:
+        raise Skip(f"not a valid run record: {error}") from None
+    return ParsedRun(data, row, record)
+
+
+def read_record(file: Path) -> tuple[ParsedRun, list[int]]:
+    """The loader's read of one record file: what `parse_run` gives and the stamp
+    [mtime_ns, size] of exactly what was read. FileNotFoundError (no record yet) or
+    Skip."""
+    try:
+        text, status = read_regular(file)
+    except FileNotFoundError:
+        raise
+    except BadFile as error:
+        raise Skip(str(error)) from None
+    except OSError as error:
+        raise Skip(f"cannot read: {error.strerror or error}") from None
+    owner = file.parent if file.name == RUN_FILE else file
+    return parse_run(text, str(owner)), [status.st_mtime_ns, status.st_size]
+
+
+def run_file(path: Path | str) -> Path:
+    """A run folder's run.json; a file as given."""
+    path = Path(path)
+    return path / RUN_FILE if path.is_dir() else path
+
+
+def read_run(path: Path | str) -> RunRecord:
+    """The run record of a run folder (or a record file: run.json, a baseline), read
+    through every check. NoRecord when there is none, BadRecord naming the file and
+    field when it is not usable."""
+    file = run_file(path)
+    try:
+        return read_record(file)[0].record
+    except FileNotFoundError as error:
+        raise NoRecord(file, f"missing ({error.strerror or error}): the harness was killed "
+                       "before it wrote it, or the run is still running") from None
+    except Skip as why:
+        raise BadRecord(file, str(why)) from None
+
+
+def step_of_record(record: RunRecord) -> StepBound:
+    """The most one verify step of the record's settings makes (`checks.step_of`)."""
+    return step_of({"suite": {"document": record.suite.document},
+                    "build": {"engine": record.build.engine, "options": record.build.options}})
+
+
+# ---------------------------------------------------------------- request rows
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def request_problem(row: Any) -> str | None:
+    """Why a requests.jsonl line's counts cannot be used, or None (the rest of its types
+    are the row model's)."""
+    if not isinstance(row, dict):
+        return "not a request row (not a JSON object)"
+    for key in ("question_index", "completion_tokens", "verify_steps"):
+        if not _count(row.get(key)):
+            return f"{key}: expected a non-negative integer, got {row.get(key)!r:.40}"
+    if row.get("correct_drafts") is not None and not _count(row["correct_drafts"]):
+        return f"correct_drafts: expected a non-negative integer, got {row['correct_drafts']!r:.40}"
+    for key in ("accept_length", "spec_accept_length"):
+        value = row.get(key)
+        if value is not None and not (isinstance(value, int | float)
+                                      and not isinstance(value, bool)):
+            return f"{key}: expected a number, got {value!r:.40}"
+    if row.get("correct") is not None and not isinstance(row["correct"], bool):
+        return f"correct: expected true, false or null, got {row['correct']!r:.40}"
+    histogram = row.get("accept_histogram")
+    if histogram is not None and not (isinstance(histogram, list) and all(map(_count, histogram))):
+        return "accept_histogram: expected a list of non-negative integers"
+    return None
+
+
+def _request(line: str, step: StepBound | None) -> RequestRow:
+    """One requests.jsonl line as a checked row; BadFile naming the field."""
+    from pydantic import ValidationError
+
+    from harness.results.record import RequestRow
+
+    try:
+        row = strict_json(line)
+        check_sizes(row, line)
+    except (ValueError, RecursionError) as error:
+        if isinstance(error, BadFile):
+            raise
+        raise BadFile(f"not valid JSON: {error}") from None
+    problem = request_problem(row) or check_request_row(row, step)
+    if problem:
+        raise BadFile(problem)
+    steps = row["verify_steps"]
+    if row.get("spec_accept_length") is None:  # v1 rows named SGLang's figure accept_length
+        row["spec_accept_length"] = row.get("accept_length") or (
+            row["completion_tokens"] / steps if steps else 0.0)
+    if row.get("accept_length") is None:  # the loader's column, as v1 rows had it
+        row["accept_length"] = row["spec_accept_length"] if steps else None
+    try:
+        return RequestRow.model_validate(row, strict=True)
+    except ValidationError as error:
+        raise BadFile(f"not a request row: {validation_reason(error)}") from None
+
+
+def iter_request_rows(file: Path, skipped: list[str], step: StepBound | None = None,
+                      strict: bool = False) -> Iterator[RequestRow]:
+    """The usable rows of one requests.jsonl (a row impossible for a verify step bounded
+    by `step`, the record's settings when known, is not one). Bad lines are reported (the
+    first `MAX_LINE_REPORTS` one by one, the rest in one line) and skipped; `strict`: the
+    first bad line, or a file that cannot be read, raises BadRecord naming the file and
+    line."""
+    try:
+        # JSON Lines end at \n (or \r\n), not at the other breaks str.splitlines knows
+        # (\x0b, \x1c, \u2028, ...), which JSON may hold between tokens or in strings
+        lines = read_regular(file)[0].decode("utf-8").replace("\r\n", "\n").split("\n")
+        if len(lines) > MAX_REQUEST_LINES:
+            raise BadFile(f"{len(lines)} lines, more than the {MAX_REQUEST_LINES} a run's "
+                          "requests may hold")
+    except FileNotFoundError:
+        if strict:
+            raise BadRecord(file, "missing") from None
+        return
+    except (BadFile, OSError, UnicodeDecodeError) as error:
+        reason = str(error) if isinstance(error, BadFile) else f"cannot read: {error}"
+        if strict:
+            raise BadRecord(file, reason) from None
+        report(skipped, file, reason)
+        return
+    bad = 0
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield _request(line, step)
+        except BadFile as error:
+            if strict:
+                raise BadRecord(f"{file} line {number}", str(error)) from None
+            bad += 1
+            if bad <= MAX_LINE_REPORTS:
+                report(skipped, f"{file} line {number}", str(error))
+    if bad > MAX_LINE_REPORTS:
+        report(skipped, file, f"{bad - MAX_LINE_REPORTS} more bad lines (skipped; "
+                              f"{bad} in all)")
+
+
+def read_requests(run_dir: Path | str, record: RunRecord | None = None,
+                  strict: bool = False) -> list[RequestRow]:
+    """A run's usable request rows, checked against what a verify step of its record's
+    settings makes (`record`, else its run.json when readable, else any settings'). Bad lines are
+    reported (once per command) and skipped; `strict`: BadRecord on the first, naming
+    the file and line, and on a missing or unreadable file."""
+    from harness.results.skips import reporting
+
+    if record is None:
+        try:
+            record = read_run(run_dir)
+        except BadRecord:
+            record = None
+    step = step_of_record(record) if record is not None else None
+    with reporting():
+        return list(iter_request_rows(Path(run_dir) / REQUESTS_FILE, [], step, strict))
+
+
+# ---------------------------------------------------------------- calibration records
 
 
 def _load(file: Path) -> tuple[bytes, Any]:
-    from harness.results.checks import BadFile, read_regular, strict_json
-
     try:
         text, _ = read_regular(file)
         if not text.strip():
@@ -42,80 +272,16 @@ def _load(file: Path) -> tuple[bytes, Any]:
     except FileNotFoundError:
         raise
     except OSError as error:
-        raise BadRecord(f"{file}: cannot read: {error.strerror or error}") from None
+        raise BadRecord(file, f"cannot read: {error.strerror or error}") from None
     except BadFile as error:
-        raise BadRecord(f"{file}: {error}") from None
+        raise BadRecord(file, str(error)) from None
     except (ValueError, UnicodeDecodeError, RecursionError) as error:
-        raise BadRecord(f"{file}: not valid JSON (truncated or corrupt): {error}") from None
-
-
-def _skip(file: Path, error: BadRecord) -> BadRecord:
-    report([], file, error.message.removeprefix(f"{file}: "))
-    return error
-
-
-def _record(file: Path, require_all: bool) -> tuple[dict[str, Any], Any]:
-    """(JSON, RunRecord or None) of a run record, checked like every record the loader
-    reads; `require_all`: every field the model has (else a missing one is allowed, a
-    present one must have its type). BadRecord, unreported, for anything unusable."""
-    from pydantic import ValidationError
-
-    from harness.results.checks import BadFile
-    from harness.results.possible import check_record
-    from harness.results.record import RunRecord
-    from harness.results.rows import validation_reason
-
-    text, data = _load(file)
-    if not isinstance(data, dict):
-        raise BadRecord(f"{file}: not a JSON object")
-    try:
-        check_record(data, text)
-        return data, RunRecord.model_validate_json(text, strict=True)  # no str as a number
-    except BadFile as error:
-        raise BadRecord(f"{file}: not a usable run record: {error}") from None
-    except ValidationError as error:
-        # a field a reader does not need may be missing (records written by hand or
-        # by an older harness); a field present must have its type
-        if require_all or any(e["type"] != "missing" for e in error.errors()):
-            raise BadRecord(f"{file}: not a valid run record: {validation_reason(error)}"
-                            ) from None
-        return data, None
-    except (ValueError, RecursionError) as error:
-        raise BadRecord(f"{file}: not a valid run record: {error}") from None
-
-
-def read_run_data(path: Path | str) -> dict[str, Any]:
-    """A run record's JSON (from a run folder or its run.json), checked like every record
-    the loader reads and valid for the record model. FileNotFoundError for a run still
-    being written; BadRecord (reported once per command) for anything unusable. Fields
-    may be missing (a reader uses `.get`); a field present has the model's type."""
-    path = Path(path)
-    file = path / RUN_FILE if path.is_dir() else path
-    try:
-        return _record(file, require_all=False)[0]
-    except BadRecord as error:
-        raise _skip(file, error) from None
-
-
-def read_run(path: Path | str) -> Any:
-    """A run record (`harness.results.record.RunRecord`, every field there) from a run
-    folder or its run.json, for a command about that one run (plots, compare, publish):
-    the same checks as `read_run_data`; BadRecord naming the file otherwise, a missing
-    file included."""
-    path = Path(path)
-    file = path / RUN_FILE if path.is_dir() else path
-    try:
-        return _record(file, require_all=True)[1]
-    except FileNotFoundError as error:
-        raise BadRecord(f"{file}: cannot read run record: {error.strerror or error}"
-                        ) from None
+        raise BadRecord(file, f"not valid JSON (truncated or corrupt): {error}") from None
 
 
 def read_calibration(path: Path | str) -> dict[str, Any]:
     """A calibration record (`harness calibrate`), checked: every field `show` and the
     gate print is there, of its type, and possible. BadRecord otherwise (reported)."""
-    from harness.results.checks import BadFile, check_sizes
-
     file = Path(path)
     try:
         text, data = _load(file)
@@ -123,18 +289,16 @@ def read_calibration(path: Path | str) -> dict[str, Any]:
             check_sizes(data, text)
             check_calibration(data)
         except BadFile as error:
-            raise BadRecord(f"{file}: not a usable calibration record: {error}") from None
+            raise BadRecord(file, f"not a usable calibration record: {error}") from None
     except BadRecord as error:
-        raise _skip(file, error) from None
-    return data
+        report([], error.path, error.reason)
+        raise
+    return data  # type: ignore[no-any-return]
 
 
 def check_calibration(data: Any) -> None:
     """BadFile naming the first field of a calibration record that is missing, of
     another type, or impossible."""
-    from harness.results import possible as p
-    from harness.results.checks import BadFile
-
     if not isinstance(data, dict) or data.get("kind") != CALIBRATION_KIND:
         raise BadFile(f"kind: not {CALIBRATION_KIND!r}")
     p._text("calibration_id", data.get("calibration_id"))
@@ -163,7 +327,7 @@ def check_calibration(data: Any) -> None:
     if not isinstance(series, dict):
         raise BadFile("series: expected an object")
     p.entries("series", series, p.MAX_CATEGORIES)
-    top = p.top_of(None)
+    top = p.top_of(p.UNKNOWN)  # a calibration names no settings: the loosest
     for name, s in series.items():
         where = f"series.{name}"
         if not isinstance(s, dict):

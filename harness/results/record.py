@@ -95,6 +95,9 @@ class Provenance(_Record):
     # file -> sha256 (a run's own --patch is build.patch_sha256)
     test_patches_sha256: dict[str, str] | None = None
     seed: int | None = None
+    # A server the run attached to (`--server URL`): what it reported of itself, by route
+    # (SGLang's /get_model_info; vLLM's /version, /v1/models); its args are build.options
+    server: dict[str, Any] | None = None
     argv: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)  # only allow-listed, never secrets
 
@@ -104,6 +107,11 @@ class LaunchInfo(_Record):
     host: str
     port: int
     ready_after_s: float | None = None
+    # Several processes (nodes of a topology): every one's line by name ("node 1", ...);
+    # `command` is node 0's. `launcher`: who started them (None: this host's processes;
+    # "slurm job <id>"; "attached": a server someone else runs, started by no one here).
+    node_commands: dict[str, list[str]] | None = None
+    launcher: str | None = None
 
 
 class LayerRow(_Record):
@@ -123,6 +131,18 @@ class RuntimeLayerRow(_Record):
     kernel: str  # "extend" or "decode"
     causal: bool
     window: int | None = None  # tokens a query sees, itself included (as LayerRow.window)
+
+
+class ClauseRow(_Record):
+    """One clause of the draft's contract (harness/suite/draft_contract.py): as the audit
+    resolved it for the build measured (`draft_contract`), or as the engine's runtime
+    recorded what reached the model (`draft_contract_runtime`)."""
+
+    value: int | str | list[int] | None = None
+    source: str | None = None
+    note: str | None = None
+    error: str | None = None  # the engine's own exception, "Type: message"
+    limit: str | None = None  # what the audit could not resolve
 
 
 class WorkloadInfo(_Record):
@@ -211,6 +231,24 @@ class LatencySummary(_Record):
     notes: list[str] = Field(default_factory=list)  # requests whose timings are missing, why
 
 
+class RankResult(_Record):
+    """One data-parallel rank's figures over the requests it served (or one node's: the
+    ranks on it pooled), in both definitions. Its counts are part of the run's: summed over
+    the ranks they are exactly the run's (harness.metrics.ranks)."""
+
+    rank: int  # the DP rank (in `per_node`: the node)
+    node: int | None = None  # the node the rank's scheduler runs on
+    ranks: list[int] | None = None  # in `per_node`: the DP ranks on that node
+    n_requests: int
+    completion_tokens: int
+    verify_steps: int
+    correct_drafts: int | None = None
+    accept_length_server_avg: float
+    accept_length_per_request: float
+    # /server_info internal_states' avg_spec_accept_length for this rank: the cross-check
+    server_reported_accept_length: float | None = None
+
+
 class Measurement(_Record):
     """A run's figures. `metric` names the definition of `accept_length`, its CI and the
     floors it was judged against (harness.suite.model.METRIC_DEFINITIONS); both definitions'
@@ -249,6 +287,12 @@ class Measurement(_Record):
     # Latency and throughput of the measured phase (streamed requests); it names the
     # definition of each figure (harness.metrics.latency)
     latency: LatencySummary | None = None
+    # A data-parallel topology: every figure per DP rank and per node, beside the pooled
+    # ones above (None for one rank); how the server's per-rank states were matched to
+    # ranks (`by rank id`, or `by value` where the release names no rank in them)
+    per_rank: list[RankResult] | None = None
+    per_node: list[RankResult] | None = None
+    server_rank_match: str | None = None
 
 
 class Verdict(_Record):
@@ -277,6 +321,10 @@ class RunRecord(_Record):
     # What the draft layers' attention kernel received at run time, where the engine's
     # kernel records it (the CPU stand-in); compared with `attention` (the audit's table)
     attention_runtime: list[RuntimeLayerRow] | None = None
+    # The draft's other clauses as the audit resolved them for this build before the
+    # launch, and as the engine recorded them at run time (the CPU stand-ins)
+    draft_contract: dict[str, ClauseRow] | None = None
+    draft_contract_runtime: dict[str, ClauseRow] | None = None
     workload: WorkloadInfo | None = None  # absent in records written before workload kinds
     measurement: Measurement | None = None
     verdict: Verdict | None
@@ -311,6 +359,7 @@ class RequestRow(_Record):
     completion_tokens: int
     verify_steps: int
     correct_drafts: int | None = None  # accepted draft tokens (bonus excluded); None in v1
+    dp_rank: int | None = None  # the data-parallel rank that served it (meta_info.dp_rank)
     # Tokens each verify step makes besides its correct drafts: SGLang's
     # num_non_draft_tokens_per_req for the server's algorithm and version (1: the bonus
     # token; UNO from 0.5.20: 2). server_avg's numerator is correct_drafts + this x steps.

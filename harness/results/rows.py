@@ -2,9 +2,9 @@
 
 `flatten_record` reads the raw JSON (no pydantic per file) and checks the type of every
 field it reads: a record is either a valid row or a `Skip` whose message names the
-field and what is wrong (`measurement: expected an object, got a list`). A file seen for
-the first time is also validated against the record model (`check_model`), so that what
-the loader accepts, every reader of single records (plots, compare) accepts too.
+field and what is wrong (`measurement: expected an object, got a list`). Files are read,
+checked and validated against the record model by the door
+(`harness.results.readers.parse_run`), which flattens each record here.
 
 Schema versions: 1 and 2 (docs/run-record.md). A version 1 record reads as metric
 "per_request" (its accept_length was sum(completion tokens) / sum(verify steps)).
@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 READS_SCHEMA = 2  # the newest record schema this loader understands
@@ -236,76 +235,6 @@ def validation_reason(error: Any) -> str:
     first = error.errors()[0]
     where = ".".join(str(part) for part in first["loc"]) or "record"
     return f"{where}: {first['msg']}"
-
-
-def check_model(data: dict[str, Any], text: bytes | str | None = None) -> None:
-    """Validate against the record model (pydantic, imported here); Skip naming the field.
-    With the JSON `text` it was parsed from, strictly: no string becomes a number."""
-    from pydantic import ValidationError
-
-    from harness.results.record import RunRecord
-
-    try:
-        if text is None:
-            RunRecord.model_validate(data)
-        else:
-            RunRecord.model_validate_json(text, strict=True)
-    except ValidationError as error:
-        raise Skip(f"not a valid run record: {validation_reason(error)}") from None
-    except (ValueError, TypeError, RecursionError) as error:
-        raise Skip(f"not a valid run record: {error}") from None
-
-
-def parse_record(text: bytes | str, path: str = "", validate: bool = True) -> dict[str, Any]:
-    """A record file's text -> its row (Skip when unusable)."""
-    return _parse(text, path, validate)[1]
-
-
-def _parse(text: bytes | str, path: str, validate: bool) -> tuple[dict[str, Any], dict[str, Any]]:
-    from harness.results.checks import BadFile, strict_json
-    from harness.results.possible import check_record
-
-    if not text.strip():
-        raise Skip("empty file")
-    try:
-        data = strict_json(text)
-        check_record(data, text)  # sizes and possible figures, before any reader sees them
-    except BadFile as error:
-        raise Skip(str(error)) from None
-    except (ValueError, UnicodeDecodeError, RecursionError) as error:
-        raise Skip(f"not valid JSON (truncated or corrupt): {error}") from None
-    row = flatten_record(data, path)
-    if validate:
-        check_model(data, text)
-    return data, row
-
-
-Parsed = tuple[dict[str, Any], dict[str, Any], list[int]]  # JSON, row, stamp
-
-
-def read_record(file: Path, validate: bool = True) -> Parsed:
-    """Parse one record file: its JSON, its row, and the stamp [mtime_ns, size] of exactly
-    what was read. Raises FileNotFoundError (a run still being written: not an error) or
-    Skip."""
-    from harness.results.checks import BadFile, read_regular
-
-    try:
-        text, status = read_regular(file)
-    except FileNotFoundError:
-        raise
-    except BadFile as error:
-        raise Skip(str(error)) from None
-    except OSError as error:
-        raise Skip(f"cannot read: {error.strerror or error}") from None
-    owner = file.parent if file.name == "run.json" else file
-    data, row = _parse(text, str(owner), validate)
-    return data, row, [status.st_mtime_ns, status.st_size]
-
-
-def read_record_file(file: Path, validate: bool = True) -> tuple[dict[str, Any], list[int]]:
-    """`read_record` without the JSON: the row and its stamp."""
-    _, row, stamp = read_record(file, validate)
-    return row, stamp
 
 
 def is_number(value: Any) -> bool:

@@ -1,24 +1,30 @@
 """`results/` is the database: load its run records into pandas in one call.
 
-Layout in `harness.results.layout`; the writer is `harness.results.writer`.
+Layout in `harness.results.layout`; the writer is `harness.results.writer`; each file is
+read through the door (`harness.results.readers`).
 Loading never fails on a bad file: any file under `runs/` or `baselines/` is a valid
 record or is reported (path and reason, once per command: `harness.results.skips`) and skipped,
 never rewritten; the reasons are also listed in `DataFrame.attrs["skipped"]`. Rows come
 from each suite's index (`harness.results.index`), kept fresh against the run folders, so a
-load parses only runs it has not seen; the run folders stay the source of truth.
+load parses only runs it has not seen; the run folders stay the source of truth. A run
+folder without a readable record (a harness killed before it wrote run.json, a damaged
+run.json) is no row but an `UnrecordedRun` in `DataFrame.attrs["unrecorded"]`: every
+report counts it as a night that errored (`latest_unrecorded`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.files import default_results_dir
 from harness.results.index import INDEXED, scan_suite
 from harness.results.layout import (
     BASELINES_DIR,
@@ -26,7 +32,14 @@ from harness.results.layout import (
     REQUESTS_FILE,
     RUN_FILE,
     RUNS_DIR,
-    default_results_dir,
+    started_from_name,
+)
+from harness.results.readers import (
+    BadRecord,
+    iter_request_rows,
+    read_record,
+    read_run,
+    step_of_record,
 )
 from harness.results.rows import (
     COUNTS,
@@ -36,22 +49,54 @@ from harness.results.rows import (
     Skip,
     flatten_record,
     is_number,
-    read_record,
-    read_record_file,
 )
 from harness.results.skips import report, reporting
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from harness.results.record import RunRecord
-
 __all__ = [
-    "PLOTS_DIR", "RUN_COLUMNS", "Skip", "default_results_dir", "flatten_record", "is_number",
-    "load_requests", "load_runs", "read_record_file", "read_requests", "read_run", "reporting",
+    "PLOTS_DIR", "RUN_COLUMNS", "Skip", "UnrecordedRun", "default_results_dir", "flatten_record",
+    "is_number", "latest_unrecorded", "load_requests", "load_runs", "reporting",
 ]  # fmt: skip
 
 log = logging.getLogger("harness.results.store")
+
+
+# ---------------------------------------------------------------- runs without a record
+
+
+@dataclass(frozen=True)
+class UnrecordedRun:
+    """A run folder without a readable run.json: a harness killed before it wrote its
+    record, a damaged record, or a run still running. Never a pass: the night errored."""
+
+    suite: str  # its suite folder's name (the series)
+    path: str  # the run folder
+    reason: str  # why there is no record ("no run.json", or what is wrong with it)
+    started_at: datetime  # from the folder's name, else its last change
+
+    def describe(self) -> str:
+        return f"{self.path}: no readable record ({self.reason})"
+
+
+def unrecorded_run(suite: str, folder: Path, reason: str) -> UnrecordedRun:
+    started = started_from_name(folder.name)
+    if started is None:
+        try:
+            started = datetime.fromtimestamp(os.stat(folder).st_mtime, UTC)
+        except OSError:
+            started = datetime.now(UTC)
+    return UnrecordedRun(suite, str(folder), reason, started)
+
+
+def latest_unrecorded(unrecorded: Sequence[UnrecordedRun], suite: str,
+                      after: Any = None) -> UnrecordedRun | None:
+    """The newest of `suite`'s unrecorded runs that started after `after` (a time: the
+    latest record's start; None: any), else None."""
+    found = [run for run in unrecorded if run.suite == suite
+             and (after is None or after != after or run.started_at > after)]
+    return max(found, key=lambda run: run.started_at, default=None)
 
 
 # ---------------------------------------------------------------- bulk loading
@@ -60,8 +105,10 @@ log = logging.getLogger("harness.results.store")
 Chunks = list[list[Any]]  # per RUN_COLUMNS column, its chunks (lists, or arrays of numbers)
 
 
-def _runs(root: Path, suite: str | None, skipped: list[str], use_index: bool) -> Chunks:
-    """Every run under root/runs, column by column (path relative to root)."""
+def _runs(root: Path, suite: str | None, skipped: list[str], use_index: bool,
+          unrecorded: list[UnrecordedRun]) -> Chunks:
+    """Every run under root/runs, column by column (path relative to root); the folders
+    without a readable record go to `unrecorded`."""
     runs = root / RUNS_DIR
     note = lambda path, reason: report(skipped, path, reason)  # noqa: E731
     folders = []
@@ -84,6 +131,8 @@ def _runs(root: Path, suite: str | None, skipped: list[str], use_index: bool) ->
             note(folder, f"cannot read: {error.strerror or error}")
             continue
         columns, own = found.columns, folder.name
+        unrecorded += [unrecorded_run(own, folder / name, reason)
+                       for name, reason in found.unrecorded]
         misplaced = [i for i, name in enumerate(columns[suite_at]) if name != own]
         for i in misplaced:
             note(folder / found.names[i] / RUN_FILE,
@@ -121,7 +170,7 @@ def _baselines(root: Path, skipped: list[str]) -> Chunks:
             report(skipped, entry.path, "not a baseline record (*.json): ignored")
             continue
         try:
-            row, _ = read_record_file(Path(entry.path))
+            row = read_record(Path(entry.path))[0].row
         except FileNotFoundError:
             continue
         except Skip as why:
@@ -148,9 +197,10 @@ def load_runs(
     """
     root = Path(root) if root is not None else default_results_dir()
     skipped: list[str] = []
+    unrecorded: list[UnrecordedRun] = []
     with reporting():
-        chunks = _runs(root, suite, skipped, use_cache) if kind != "baseline" else \
-            [[] for _ in RUN_COLUMNS]  # fmt: skip
+        chunks = _runs(root, suite, skipped, use_cache, unrecorded) if kind != "baseline" \
+            else [[] for _ in RUN_COLUMNS]  # fmt: skip
         if kind != "run":
             for column, extra in zip(chunks, _baselines(root, skipped), strict=True):
                 column.extend(extra)
@@ -161,6 +211,7 @@ def load_runs(
         frame = frame[frame["kind"] == kind]
     frame = frame.sort_values(["started_at", "path"], kind="stable").reset_index(drop=True)
     frame.attrs["skipped"] = skipped
+    frame.attrs["unrecorded"] = unrecorded
     return frame
 
 
@@ -215,103 +266,12 @@ def _request_files(sources: Path | str | Iterable[Path | str]) -> Iterator[Path]
             yield from sorted((path / RUNS_DIR).glob(f"*/*/{REQUESTS_FILE}"))
 
 
-def block_size(data: Any) -> int | None:
-    from harness.results.checks import block_size as named
-
-    return named(data) if isinstance(data, dict) else None
-
-
-def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def request_problem(row: Any) -> str | None:
-    """Why a requests.jsonl line cannot be used, or None."""
-    if not isinstance(row, dict):
-        return "not a request row (not a JSON object)"
-    for key in ("question_index", "completion_tokens", "verify_steps"):
-        if not _count(row.get(key)):
-            return f"{key}: expected a non-negative integer, got {row.get(key)!r:.40}"
-    if row.get("correct_drafts") is not None and not _count(row["correct_drafts"]):
-        return f"correct_drafts: expected a non-negative integer, got {row['correct_drafts']!r:.40}"
-    for key in ("accept_length", "spec_accept_length"):
-        if row.get(key) is not None and not is_number(row[key]):
-            return f"{key}: expected a number, got {row[key]!r:.40}"
-    if row.get("correct") is not None and not isinstance(row["correct"], bool):
-        return f"correct: expected true, false or null, got {row['correct']!r:.40}"
-    histogram = row.get("accept_histogram")
-    if histogram is not None and not (isinstance(histogram, list) and all(map(_count, histogram))):
-        return "accept_histogram: expected a list of non-negative integers"
-    return None
-
-
-MAX_LINE_REPORTS = 20  # bad lines of one file reported one by one; the rest summed up
-MAX_REQUEST_LINES = 1_000_000  # a run plans at most 10^5 requests
-
-
-def iter_request_rows(file: Path, skipped: list[str],
-                      block: int | None = None) -> Iterator[dict[str, Any]]:
-    """The usable rows of one requests.jsonl (impossible for a draft block of `block`
-    tokens, when known, included); bad lines reported (the first `MAX_LINE_REPORTS`
-    one by one, the rest in one line) and skipped."""
-    from harness.results.checks import BadFile, check_sizes, read_regular, strict_json
-    from harness.results.possible import check_request_row
-
-    try:
-        # JSON Lines end at \n (or \r\n), not at the other breaks str.splitlines knows
-        # (\x0b, \x1c, \u2028, ...), which JSON may hold between tokens or in strings
-        lines = read_regular(file)[0].decode("utf-8").replace("\r\n", "\n").split("\n")
-    except FileNotFoundError:
-        return
-    except BadFile as error:
-        report(skipped, file, str(error))
-        return
-    except (OSError, UnicodeDecodeError) as error:
-        report(skipped, file, f"cannot read: {error}")
-        return
-    if len(lines) > MAX_REQUEST_LINES:
-        report(skipped, file, f"{len(lines)} lines, more than the {MAX_REQUEST_LINES} a run's "
-                              "requests may hold")
-        return
-    bad = 0
-
-    def skip(number: int, reason: str) -> None:
-        nonlocal bad
-        bad += 1
-        if bad <= MAX_LINE_REPORTS:
-            report(skipped, f"{file} line {number}", reason)
-
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = strict_json(line)
-            check_sizes(row, line)
-        except BadFile as error:
-            skip(number, str(error))
-            continue
-        except (ValueError, RecursionError) as error:
-            skip(number, f"not valid JSON: {error}")
-            continue
-        problem = request_problem(row) or check_request_row(row, block)
-        if problem:
-            skip(number, problem)
-            continue
-        if row.get("accept_length") is None:  # v2 names SGLang's per-request figure
-            steps = row["verify_steps"]
-            row["accept_length"] = row.get("spec_accept_length") or (
-                row["completion_tokens"] / steps if steps else None)
-        yield row
-    if bad > MAX_LINE_REPORTS:
-        report(skipped, file, f"{bad - MAX_LINE_REPORTS} more bad lines (skipped; "
-                              f"{bad} in all)")
-
-
 def load_requests(sources: Path | str | Iterable[Path | str]) -> pd.DataFrame:
     """One row per measured request, with `suite`, `run_id` and `run_dir` of its run.
 
-    `sources`: a results root, run folders, or requests.jsonl files. Bad lines and
-    unreadable files are listed in `df.attrs["skipped"]` and skipped.
+    `sources`: a results root, run folders, or requests.jsonl files. The rows of a run
+    whose record the door refuses, bad lines and unreadable files are listed in
+    `df.attrs["skipped"]` and skipped.
     """
     import pandas as pd
 
@@ -321,39 +281,13 @@ def load_requests(sources: Path | str | Iterable[Path | str]) -> pd.DataFrame:
         for file in _request_files(sources):
             run_dir = file.parent
             try:
-                data, identity, _ = read_record(run_dir / RUN_FILE, validate=False)
-            except (FileNotFoundError, Skip) as why:
-                reason = why if isinstance(why, Skip) else "missing"
-                report(skipped, run_dir / RUN_FILE, f"{reason}: its requests are skipped")
+                record = read_run(run_dir)
+            except BadRecord as error:
+                report(skipped, error.path, f"{error.reason}: its requests are skipped")
                 continue
-            for row in iter_request_rows(file, skipped, block_size(data)):
-                row.update(suite=identity["suite"], run_id=identity["run_id"],
-                           run_dir=str(run_dir))  # fmt: skip
-                rows.append(row)
+            for row in iter_request_rows(file, skipped, step_of_record(record)):
+                rows.append({**row.model_dump(exclude_unset=True), "suite": record.suite.name,
+                             "run_id": record.run_id, "run_dir": str(run_dir)})
     frame = pd.DataFrame(rows)
     frame.attrs["skipped"] = skipped
     return frame
-
-
-# ---------------------------------------------------------------- single records
-
-
-def read_run(run_dir: Path) -> RunRecord:
-    """A run folder's record, validated (for one run: plots, compare); the door is
-    `harness.results.readers.read_run`."""
-    from harness.results.readers import read_run as read
-
-    return read(run_dir)  # type: ignore[no-any-return]
-
-
-def read_requests(run_dir: Path) -> list[dict[str, Any]]:
-    """A run's usable request rows as dicts (bad lines reported and skipped), checked
-    against the draft block its run.json names (when that record is readable)."""
-    from harness.results.checks import BadFile, read_regular, strict_json
-
-    skipped: list[str] = []
-    block = None  # else the rows are still checked against the largest block
-    with contextlib.suppress(OSError, BadFile, ValueError, RecursionError):
-        block = block_size(strict_json(read_regular(Path(run_dir) / RUN_FILE)[0]))
-    with reporting():
-        return list(iter_request_rows(Path(run_dir) / REQUESTS_FILE, skipped, block))

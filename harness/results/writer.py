@@ -14,20 +14,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from harness.mask import mask
+from harness.files import atomic_write_text, check_inside
 from harness.results.index import note_written  # the loader's index: a copy, never fails
-from harness.results.layout import (
-    REQUESTS_FILE,
-    RUN_FILE,
-    RUNS_DIR,
-    atomic_write_text,
-    check_inside,
-)
+from harness.results.layout import REQUESTS_FILE, RUN_FILE, RUNS_DIR, run_dir_name
 from harness.results.record import RequestRow, RunRecord
-
-
-def run_dir_name(started_at: datetime, run_id: str) -> str:
-    return f"{started_at.strftime('%Y%m%dT%H%M%SZ')}-{run_id}"
+from harness.secrets import redact_text
 
 
 def create_run_dir(root: Path, suite: str, started_at: datetime, run_id: str) -> Path:
@@ -64,7 +55,8 @@ class RowLog:
         return self
 
     def append(self, row: RequestRow) -> None:
-        line = mask(json.dumps(row.model_dump(mode="json"))) + "\n"  # may raise: nothing kept yet
+        # may raise: nothing kept yet
+        line = redact_text(json.dumps(row.model_dump(mode="json"))) + "\n"
         self.rows.append(row)
         self._file.write(line)
         self._file.flush()
@@ -80,7 +72,7 @@ class RowLog:
     def reconcile(self) -> None:
         """Make the file hold exactly its first lines plus this log's rows (atomically)."""
         new = self.rows[self._kept:]
-        expected = self._on_disk + [mask(json.dumps(row.model_dump(mode="json"))) + "\n"
+        expected = self._on_disk + [redact_text(json.dumps(row.model_dump(mode="json"))) + "\n"
                                     for row in new]
         if self._lines() != expected:
             atomic_write_text(self.path, "".join(expected))
@@ -98,7 +90,8 @@ def write_run(folder: Path, record: RunRecord, rows: list[RequestRow] | None = N
     if rows is not None:
         lines = "".join(json.dumps(row.model_dump(mode="json")) + "\n" for row in rows)
         atomic_write_text(folder / REQUESTS_FILE, lines)
-    text = mask(record.model_dump_json(indent=2)) + "\n"  # as written: the index's copy too
+    # as written: the index's copy too
+    text = redact_text(record.model_dump_json(indent=2)) + "\n"
     atomic_write_text(folder / RUN_FILE, text)
     note_written(folder / RUN_FILE, text)
     return folder / RUN_FILE

@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import BadInput, EngineError, TopologySkip
+from harness.files import atomic_write_text
 from harness.metrics.breakdown import question_pairs
 from harness.metrics.calibration import summarise_repeats
-from harness.results.layout import CALIBRATIONS_DIR, atomic_write_text
-from harness.results.readers import read_calibration, read_run_data
-from harness.results.record import new_run_id, utc_now
+from harness.results.layout import CALIBRATIONS_DIR
+from harness.results.readers import read_calibration, read_requests, read_run
+from harness.results.record import RunRecord, new_run_id, utc_now
 from harness.suite.model import LoadedSuite, Suite
 from harness.suite.schema import document_sha256
 
@@ -51,7 +52,6 @@ def with_seeds(loaded: LoadedSuite, repeat: int) -> LoadedSuite:
 
 def calibrate(loaded: LoadedSuite, options: Any, runs: int) -> tuple[Path, dict[str, Any]]:
     """Run the suite `runs` times, write the calibration record; (path, record)."""
-    from harness.results.store import read_requests
     from harness.run.runner import run_suite
 
     if runs < 2:
@@ -60,7 +60,7 @@ def calibrate(loaded: LoadedSuite, options: Any, runs: int) -> tuple[Path, dict[
     label = f"calibrate-{calibration_id}"
     per_series: dict[str, list[tuple[list[Any], list[int], list[int]]]] = {}
     run_ids: dict[str, list[str]] = {}
-    first: dict[str, Any] = {}
+    first: RunRecord | None = None
     for repeat in range(runs):
         outcome = run_suite(with_seeds(loaded, repeat), dataclasses.replace(options, label=label))
         if outcome.status == "skipped":  # the host does not fit: exit 4, as `run` says
@@ -78,8 +78,8 @@ def calibrate(loaded: LoadedSuite, options: Any, runs: int) -> tuple[Path, dict[
             per_series.setdefault(series, []).append(
                 question_pairs(read_requests(Path(entry.run_dir)), metric))
             run_ids.setdefault(series, []).append(record.run_id)
-            if not first:
-                first = read_run_data(Path(entry.run_dir))
+            if first is None:  # as stored (secrets masked), through the door
+                first = read_run(Path(entry.run_dir))
     gate = loaded.suite.gate
     alpha = gate.alpha if gate else loaded.suite.floors.alpha
     beta = gate.beta if gate else loaded.suite.floors.beta
@@ -94,7 +94,9 @@ def calibrate(loaded: LoadedSuite, options: Any, runs: int) -> tuple[Path, dict[
             aligned.append(([tokens[at[q]] for q in keys], [steps[at[q]] for q in keys]))
         series_out[series] = {"runs": run_ids[series],
                               **summarise_repeats(aligned, alpha, beta)}
-    provenance = first.get("provenance") or {}
+    if first is None:  # every repeat records or raises above: not reached
+        raise EngineError("calibration: no repeat recorded a run")
+    provenance = first.provenance
     record = {
         "kind": CALIBRATION_FILE_KIND, "calibration_id": calibration_id,
         "suite": loaded.suite.name, "suite_path": str(loaded.path),
@@ -103,12 +105,12 @@ def calibrate(loaded: LoadedSuite, options: Any, runs: int) -> tuple[Path, dict[
         "metric": loaded.suite.floors.metric,
         "protocol": "greedy entries: repeated launches on the same prompts; sampled "
                     f"entries: per-request seeds moved by {SEED_STRIDE} per repeat",
-        "build": first.get("build"),
-        "host": {"gpus": sorted(str(g.get("name")) for g in provenance.get("gpus") or []),
-                 "driver": provenance.get("driver"), "cuda": provenance.get("cuda"),
-                 "cpu": provenance.get("cpu"), "hostname": provenance.get("hostname"),
+        "build": first.build.model_dump(mode="json"),
+        "host": {"gpus": sorted(gpu.name for gpu in provenance.gpus),
+                 "driver": provenance.driver, "cuda": provenance.cuda,
+                 "cpu": provenance.cpu, "hostname": provenance.hostname,
                  "tp_size": loaded.suite.topology.tp_size},
-        "provenance": provenance, "series": series_out,
+        "provenance": provenance.model_dump(mode="json"), "series": series_out,
     }
     folder = Path(options.results_dir) / CALIBRATIONS_DIR / loaded.suite.name
     path = folder / f"{started.strftime('%Y%m%dT%H%M%SZ')}-{calibration_id}.json"

@@ -155,6 +155,7 @@ def _row(index: int, prompt: Prompt, turn: int, answer: Answer,
         correct=correct,
         output=parsed.text,
         timing=answer.timing,
+        dp_rank=parsed.dp_rank,
     )
 
 
@@ -206,6 +207,8 @@ class Driver:
             if (death := self.endpoint.liveness()) is not None:
                 return EngineError(f"{death} (while waiting for {what})")
             await asyncio.sleep(0.05)
+        if isinstance(error, EngineError):  # the server's own answer, as it gave it
+            return error
         if isinstance(error, httpx.TimeoutException):
             return EngineError(f"{what} timed out after {self.workload.request_timeout_s:g} s")
         return EngineError(f"{what} failed: {error_text(error)}")
@@ -244,8 +247,11 @@ class Driver:
             raise await self._failed(f"{path} for request {rid}", error) from None
         latency = time.perf_counter() - started
         if response.status_code != 200:
-            raise EngineError(f"{path} answered {response.status_code} for request {rid}: "
-                              f"{response.text[:500] or '(empty body)'}")
+            answered = EngineError(f"{path} answered {response.status_code} for request {rid}: "
+                                   f"{response.text[:500] or '(empty body)'}")
+            if response.status_code >= 500:  # a server being stopped (a scheduler cancelling
+                raise await self._failed(path, answered)  # its job) may answer 5xx first
+            raise answered
         try:
             payload = response.json()
         except ValueError:

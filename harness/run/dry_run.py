@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import build as builds
+from harness.engines.interface import Placement
 from harness.engines.registry import adapter_for
 from harness.errors import BadInput
 from harness.metrics.floor_checks import FloorCheck, floor_checks
@@ -23,16 +24,17 @@ from harness.run.plan import (
     vllm_tiny_models,
 )
 from harness.run.preflight import Fit
-from harness.run.recorded import redact_command, secret_values
+from harness.run.recorded import redact_command
+from harness.secrets import redact_env, redact_text
 from harness.suite.checkpoints import Models, model_source
 from harness.suite.model import LoadedSuite, Suite, VLLMEngine
 from harness.suite.release_patches import shown
-from harness.suite.secrets import redact_url
 from harness.suite.serving import DRAFTLESS, ReferenceEngine, SGLangEngine
 
 PORT_PLACEHOLDER = 30000
 
-def _dry_run_command(suite: Suite, options: Any, chosen: ChosenBuild) -> list[str]:
+def _dry_run_command(suite: Suite, options: Any, chosen: ChosenBuild,
+                     placement: Placement | None = None) -> list[str]:
     adapter = adapter_for(suite.engine.kind)
     if isinstance(suite.engine, VLLMEngine):
         python = builds.planned_vllm_python(chosen.spec)
@@ -40,8 +42,8 @@ def _dry_run_command(suite: Suite, options: Any, chosen: ChosenBuild) -> list[st
             chosen_models = models(suite, options) or vllm_tiny_models(suite.engine)
         except BadInput:
             chosen_models = Models(_placeholder(suite.target), _placeholder(suite.draft))
-        return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER,
-                                      chosen_models)
+        return adapter.launch_command(suite, python, "127.0.0.1", _port(placement),
+                                      chosen_models, None, placement)
     if isinstance(suite.engine, SGLangEngine):
         python = options.engine_python or builds.planned_python(chosen.spec)
         try:
@@ -52,8 +54,8 @@ def _dry_run_command(suite: Suite, options: Any, chosen: ChosenBuild) -> list[st
                                    _placeholder(draft) if draft else None,
                                    suite.target.revision if suite.target else None,
                                    suite.draft.revision if suite.draft else None)
-        return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER,
-                                      chosen_models)
+        return adapter.launch_command(suite, python, "127.0.0.1", _port(placement),
+                                      chosen_models, None, placement)
     chosen_models = models(suite, options)
     dirs = ((Path(chosen_models.target), Path(chosen_models.draft)) if chosen_models
             else reference_dirs())
@@ -63,21 +65,77 @@ def _dry_run_command(suite: Suite, options: Any, chosen: ChosenBuild) -> list[st
 
         dirs = uniform_draft(suite.engine.tiny_draft)
     python = options.engine_python or sys.executable
-    return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER, None, dirs)
+    return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER, None, dirs,
+                                  placement)
 
 
-def dry_run_line(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | None) -> str:
+def scheduler_plan(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | None
+                   ) -> list[str]:
+    """What a scheduler would be given: Slurm's batch script and its sbatch line, or a
+    Kubernetes LeaderWorkerSet manifest (secrets redacted as everywhere)."""
+    from harness.run.recorded import redact_command
+
+    env = _dry_run_env(suite, options, chosen, fit)
+
+    class Planned:  # what the schedulers ask of an engine: its line per placement
+        spec_text = chosen.spec.text
+        python = options.engine_python or (builds.planned_vllm_python(chosen.spec)
+                                           if isinstance(suite.engine, VLLMEngine)
+                                           else builds.planned_python(chosen.spec))
+
+        @staticmethod
+        def command(host: str, port: int, placement: Placement | None = None) -> list[str]:
+            line = _dry_run_command(suite, options, chosen, placement)
+            value = {"--host": host, "--port": str(port)}
+            return redact_command([value.get(previous, word) for previous, word in
+                                   zip(["", *line[:-1]], line, strict=True)], suite)
+
+    if options.launcher == "kubernetes":
+        from harness.run.schedulers import kubernetes
+
+        manifest = kubernetes.manifest(Planned, suite, env)
+        return ["launch     kubernetes: this LeaderWorkerSet, for `kubectl apply -f -`; then "
+                "`harness run SUITE --server http://<its service>:<port>`", manifest]
+    from harness.run.schedulers import slurm
+
+    job_options = options.launcher_options or slurm.SlurmOptions()
+    run_dir = Path(options.results_dir).resolve() / "runs" / suite.name / "<run folder>"
+    job = slurm.prepare(Planned, suite, env, run_dir, job_options, ())
+    return [f"launch     slurm: `sbatch --parsable {run_dir / slurm.SCRIPT_FILE}` with this "
+            "script (secret values travel in the job's environment, never in it):",
+            job.script]
+
+
+def _port(placement: Placement | None) -> int:
+    """The placeholder HTTP port of a process: a split's decode side gets its own."""
+    return PORT_PLACEHOLDER + (10 if placement is not None and placement.side == "decode"
+                               else 0)
+
+
+def topology_lines(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | None
+                   ) -> list[str]:
+    """Every process of a multi-process topology as its own pasteable line: node 0's
+    rendezvous and a split's bootstrap port stand as placeholders like the port."""
+    from harness.run.schedulers.deployment import placements
+
+    named = placements(suite.topology, f"127.0.0.1:{PORT_PLACEHOLDER + 1}",
+                       PORT_PLACEHOLDER + 2)
+    lines = [f"topology   {suite.topology.parallel_text()}: {len(named)} processes"]
+    for name, placement in named:
+        lines.append(f"launch     {name}: {dry_run_line(suite, options, chosen, fit, placement)}")
+    return lines
+
+
+def dry_run_line(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | None,
+                 placement: Placement | None = None) -> str:
     """The launch as a shell line that runs when pasted: `env` with the server's whole
     environment (the stand-ins on PYTHONPATH, SGLang's CPU engine switch, the suite's
     engine.env), then the command; secrets redacted as everywhere."""
-    command = redact_command(_dry_run_command(suite, options, chosen), suite)
+    command = redact_command(_dry_run_command(suite, options, chosen, placement), suite)
     env = _dry_run_env(suite, options, chosen, fit)
     if not env:
         return shlex.join(command)
-    from harness.suite.secrets import redact_env, redact_text
-
-    hidden = secret_values(suite)
-    shown = {name: redact_text(str(value), hidden) for name, value in redact_env(env).items()}
+    shown = redact_env(env)
     return shlex.join(["env", *(f"{name}={value}" for name, value in shown.items()),
                        *command])
 
@@ -112,13 +170,28 @@ def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
     from harness.suite.model import suite_entries
 
     suite = loaded.suite
+    launch = ([f"launch     {dry_run_line(suite, options, chosen, fit)}"]
+              if suite.topology.tensor_parallel_only
+              else topology_lines(suite, options, chosen, fit))
+    if getattr(options, "launcher", None) is not None:
+        launch = scheduler_plan(suite, options, chosen, fit)
+    if getattr(options, "server", None):
+        launch = [f"attach     {redact_text(options.server)}: nothing launched or stopped; the "
+                  "server must report the suite's model, algorithm, draft, draft tokens and "
+                  "topology", "           (were it launched here:)", *launch]
     lines = [
         f"suite      {suite.name} ({loaded.path}, sha256 {loaded.sha256[:12]})",
         f"topology   {fit.reason}",
-        f"build      {redact_url(chosen.spec.text or 'as installed')}",
-        f"launch     {dry_run_line(suite, options, chosen, fit)}",
-        f"           (port {PORT_PLACEHOLDER} stands for a free port chosen at launch; "
-        "the line runs as printed, in a shell)",
+        f"build      {redact_text(chosen.spec.text or 'as installed')}",
+        *launch,
+        *([] if getattr(options, "launcher", None) else [
+            f"           (port {PORT_PLACEHOLDER} stands for a free port chosen at launch"
+        + (f", {PORT_PLACEHOLDER + 1} for node 0's rendezvous" if suite.topology.nnodes > 1
+           else "")
+        + (f", {PORT_PLACEHOLDER + 2} for the prefill side's bootstrap and "
+           f"{PORT_PLACEHOLDER + 10} for the decode side"
+           if suite.topology.disaggregation else "")
+        + "; the line runs as printed, in a shell)"]),
     ]
     release = chosen.spec.release
     if release is not None:  # a run of it would stop here: so does its plan
@@ -143,6 +216,15 @@ def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
             + (f"/w{layer.window}" if layer.window else "")
             for layer in suite.draft.expected_layers)
         lines.append(f"contract   draft layers: {contract}")
+    expected = suite.draft.expected_contract if suite.draft else None
+    if expected is not None:
+        from harness.suite.draft_contract import show_value
+
+        clauses = expected if isinstance(expected, str) else ", ".join(
+            f"{name} {show_value(tuple(v) if isinstance(v, list) else v)}"
+            for name, v in expected.items())
+        lines.append(f"contract   clauses: {clauses} (checked before the launch and at run "
+                     "time)")
     return lines
 
 
@@ -211,7 +293,7 @@ def baseline_line(baseline: Any, metric: str) -> str:
     """A baseline in the plan: its figure, definition, where it was measured, its source;
     "measured here" said once when the source already says it."""
     where = "external" if baseline.external else "measured here"
-    source = redact_url(baseline.source)
+    source = redact_text(baseline.source)
     said = source.lower().startswith(where)
     return (f"baseline   {baseline.label}: {baseline.accept_length:g} "
             f"({baseline.metric or metric}{'' if said else ', ' + where}) {source}")

@@ -13,6 +13,7 @@ from harness.errors import HarnessError, interruption_text
 from harness.results.layout import RUN_FILE
 from harness.results.record import (
     BuildInfo,
+    ClauseRow,
     LaunchInfo,
     LayerRow,
     Measurement,
@@ -27,8 +28,8 @@ from harness.results.record import (
 from harness.results.writer import write_run
 from harness.run.judge import EXIT_CODES
 from harness.run.outcome import RunOptions, RunOutcome
+from harness.secrets import redact_text
 from harness.suite.model import LoadedSuite
-from harness.suite.secrets import redact_text, redact_url
 
 
 @dataclass
@@ -50,6 +51,9 @@ class EntryRun:
     attention: list[LayerRow] | None = None
     attention_runtime: list[RuntimeLayerRow] | None = None  # harness.run.runtime_attention
     runtime_record: Path | None = None  # the file the kernel records its calls in
+    draft_contract: dict[str, ClauseRow] | None = None  # the audit's clauses, pre-launch
+    draft_contract_runtime: dict[str, ClauseRow] | None = None  # what reached the model
+    contract_record: Path | None = None  # the file the stand-ins record the clauses in
     measurement: Measurement | None = None
     rows: list[RequestRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -64,18 +68,19 @@ class EntryRun:
 
         loaded = self.loaded
         verdict.reasons.extend(self.notes)
-        hidden = recorded.secret_values(loaded.suite)  # error texts may quote them
-        verdict.reasons[:] = [redact_text(reason, hidden) for reason in verdict.reasons]
+        # error texts may quote a secret
+        verdict.reasons[:] = [redact_text(reason) for reason in verdict.reasons]
         record = RunRecord(
             run_id=self.run_id, started_at=self.started, finished_at=utc_now(),
             label=self.options.label,
             suite=SuiteInfo(name=loaded.suite.name, path=str(loaded.path), sha256=loaded.sha256,
                             document=recorded.redacted_document(loaded), entry=self.entry),
             build=self.build or BuildInfo(engine=loaded.suite.engine.kind,
-                                          spec=redact_url(self.options.sglang or "") or None),
+                                          spec=redact_text(self.options.sglang or "") or None),
             provenance=self.provenance or recorded.provenance(loaded, None, [], None, None),
             launch=self.launch, attention=self.attention,
-            attention_runtime=self.attention_runtime, workload=self.workload,
+            attention_runtime=self.attention_runtime, draft_contract=self.draft_contract,
+            draft_contract_runtime=self.draft_contract_runtime, workload=self.workload,
             measurement=self.measurement, verdict=verdict, stage=self.stage,
             paired=self.paired,
         )

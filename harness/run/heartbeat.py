@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from harness.secrets import plain
+
 HEARTBEAT_ENV = "HARNESS_HEARTBEAT_S"
 DEFAULT_PERIOD_S = 10.0
 LINE_CHARS = 160
-_CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def period_s() -> float:
@@ -65,7 +65,7 @@ def heartbeat(describe: Callable[[float], str | None],
 
 def last_log_line(path: Path, skip: tuple[str, ...] = ("[harness]",)) -> str | None:
     """The last non-blank line of a log (what the server says it is doing), one line of
-    printable text, shortened; None when the log is empty or unreadable."""
+    printable text, redacted and shortened; None when the log is empty or unreadable."""
     try:
         with open(path, "rb") as log:
             log.seek(0, os.SEEK_END)
@@ -74,7 +74,7 @@ def last_log_line(path: Path, skip: tuple[str, ...] = ("[harness]",)) -> str | N
     except OSError:
         return None
     for line in reversed(tail.splitlines()):
-        text = " ".join(_CONTROL.sub("", line).split())
+        text = " ".join(plain(line).split())
         if text and not text.startswith(skip):
             return text if len(text) <= LINE_CHARS else text[:LINE_CHARS - 3] + "..."
     return None

@@ -5,7 +5,10 @@ Its own module so that the runner (which records the served models) and the pair
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+from harness.results.record import BuildInfo, Provenance, RunRecord, WorkloadInfo
 
 # The identity of a measurement: a stored run of A is reused only when all of these match:
 # everything that changes the figure (issue 27, case 4) -- the suite, the data and the
@@ -20,36 +23,39 @@ IDENTITY_FIELDS = ("suite_sha256", "data_sha256", "prompts_sha256", "engine", "g
                    "cuda", "torch")
 
 
-def identity(record: dict[str, Any]) -> dict[str, Any]:
-    """The fields of a run record (run.json as a dict) that make two measurements the same."""
-    build = record.get("build") or {}
-    provenance = record.get("provenance") or {}
-    suite = record.get("suite") or {}
-    document = suite.get("document") or {}
-    workload = record.get("workload") or {}
-    gpus = sorted(str(g.get("name")) for g in provenance.get("gpus") or [])
-    options = dict(build.get("options") or {})
+def identity(suite_sha256: str | None, document: Mapping[str, Any], build: BuildInfo,
+             provenance: Provenance, workload: WorkloadInfo | None) -> dict[str, Any]:
+    """The fields of a measurement (its suite, build, provenance and workload as a record
+    keeps them) that make two measurements the same."""
+    gpus = sorted(gpu.name for gpu in provenance.gpus)
+    options = dict(build.model_dump(mode="json", include={"options"})["options"])
     served = options.pop(SERVED_KEY, None)
+    topology = document.get("topology")  # the suite document: the suite's own TOML
     return {
-        "suite_sha256": suite.get("sha256"),
-        "data_sha256": workload.get("data_sha256") or provenance.get("data_sha256"),
-        "prompts_sha256": workload.get("prompts_sha256"),
-        "engine": build.get("engine"), "git_sha": build.get("git_sha"),
-        "git_dirty": build.get("git_dirty"), "source_hash": build.get("source_hash"),
-        "patch_sha256": build.get("patch_sha256"), "freeze_sha256": build.get("freeze_sha256"),
+        "suite_sha256": suite_sha256,
+        "data_sha256": (workload.data_sha256 if workload else None) or provenance.data_sha256,
+        "prompts_sha256": workload.prompts_sha256 if workload else None,
+        "engine": build.engine, "git_sha": build.git_sha,
+        "git_dirty": build.git_dirty, "source_hash": build.source_hash,
+        "patch_sha256": build.patch_sha256, "freeze_sha256": build.freeze_sha256,
         "build_options": options, "served": served,
-        "weights_sha256": provenance.get("weights_sha256"),
+        "weights_sha256": provenance.weights_sha256,
         "gpus": gpus,
-        "driver": provenance.get("driver"),
-        "tp_size": (document.get("topology") or {}).get("tp_size", 1),
-        "harness_version": provenance.get("harness_version"),
-        "harness_git_sha": provenance.get("harness_git_sha"),
-        "harness_git_dirty": provenance.get("harness_git_dirty"),
+        "driver": provenance.driver,
+        "tp_size": topology.get("tp_size", 1) if isinstance(topology, Mapping) else 1,
+        "harness_version": provenance.harness_version,
+        "harness_git_sha": provenance.harness_git_sha,
+        "harness_git_dirty": provenance.harness_git_dirty,
         # a CPU engine's figures depend on the CPU's kernels (its vector instructions)
-        "cpu": None if gpus else [provenance.get("cpu"), sorted(provenance.get("cpu_isa")
-                                                                  or [])],
-        "cuda": provenance.get("cuda"), "torch": provenance.get("torch"),
+        "cpu": None if gpus else [provenance.cpu, sorted(provenance.cpu_isa)],
+        "cuda": provenance.cuda, "torch": provenance.torch,
     }
+
+
+def identity_of(record: RunRecord) -> dict[str, Any]:
+    """A stored run's identity (`identity`), from its typed record."""
+    return identity(record.suite.sha256, record.suite.document, record.build,
+                    record.provenance, record.workload)
 
 
 SERVED_KEY = "served"  # build.options key: the target and draft the server was given

@@ -72,9 +72,10 @@ class Evidence:
     contract: Sequence[str] = ()  # draft-attention differences from expected_layers
     contract_enforced: bool = True  # False: measured anyway, the verdict still fails
     paired: PairedEvidence | None = None
-    # what the draft's kernels received that the audit's table for this build does not
-    # say (harness.run.runtime_attention): the build measured is not the build audited
-    runtime_attention: Sequence[str] = ()
+    # what reached the draft at run time (each clause: attention and window per layer,
+    # taps, block size, mask token id, ...) that the audit for this build does not say
+    # (harness.run.runtime_contract): the build measured is not the build audited
+    runtime_contract: Sequence[str] = ()
 
 
 @dataclass
@@ -93,16 +94,17 @@ def decide(evidence: Evidence) -> Judgement:
     inconclusive finding is judged by its `inconclusive` setting."""
     from harness.metrics.paired_gate import describe, status_of
 
-    if evidence.runtime_attention:  # an error that stands over every other finding
-        judged = decide(dataclasses.replace(evidence, runtime_attention=()))
+    if evidence.runtime_contract:  # an error that stands over every other finding
+        judged = decide(dataclasses.replace(evidence, runtime_contract=()))
         verdict = Verdict(status="error", reasons=[
-            "runtime attention differs from the audit's table for this build:",
-            *evidence.runtime_attention, *judged.verdict.reasons])
+            "the draft's runtime contract differs from the audit's for this build:",
+            *evidence.runtime_contract, *judged.verdict.reasons])
         return Judgement(verdict, EXIT_CODES["error"], judged.floors_status, judged.paired)
     contract = list(evidence.contract)
     if contract and (evidence.contract_enforced or evidence.measurement is None):
         verdict = Verdict(status="fail", reasons=[
-            "draft attention contract differs from the suite's expected_layers:", *contract])
+            "draft contract differs from the suite's expected_layers/expected_contract:",
+            *contract])
         return Judgement(verdict, EXIT_CODES["fail"], "fail")
     settled = dict(evidence.settled) if evidence.settled is not None else None
     floors, only_open = _floors(evidence.measurement, evidence.floors, settled)
@@ -110,7 +112,7 @@ def decide(evidence: Evidence) -> Judgement:
     reasons = list(floors.reasons)
     first: list[str] = []
     if contract:  # measured anyway (an A/B of a build known to break it): still a failure
-        first.append("draft attention contract differs (not enforced), measured anyway: "
+        first.append("draft contract differs (not enforced), measured anyway: "
                      + "; ".join(contract))
         status = "error" if status == "error" else "fail"
     paired = None
@@ -289,12 +291,12 @@ def _cross_check_notes(measurement: Measurement) -> list[str]:
 def judge_entry(suite: Any, options: Any, measurement: Measurement | None,
                 rows: Sequence[Any], stop_rule: Any = None,
                 contract: Sequence[str] = (), prompts_sha256: str | None = None,
-                runtime_attention: Sequence[str] = ()) -> Any:
+                runtime_contract: Sequence[str] = ()) -> Any:
     """The evidence of one measured entry of a run (`options`: its RunOptions), judged by
     `decide`: its
     floors (each as the sequential rule settled it, when the run's own rule stopped
     it; left open when a caller's rule stopped it early), the contract, and the paired
-    gate's finding on the same rows, and the attention the draft's kernels received."""
+    gate's finding on the same rows, and what reached the draft at run time."""
     own_rule = options.sequential and options.stop_rule is None
     settled = dict(getattr(stop_rule, "decisions", None) or {}) if own_rule else None
     if options.stop_rule is not None and measurement is not None \
@@ -302,7 +304,7 @@ def judge_entry(suite: Any, options: Any, measurement: Measurement | None,
         # a caller's rule (bisect) chose the prefix: no floor is judged on it, none passes
         settled = dict.fromkeys(check.key for check in floor_checks(suite.floors))
     evidence = Evidence(measurement, suite.floors, settled, list(contract),
-                        options.enforce_contract, runtime_attention=list(runtime_attention))
+                        options.enforce_contract, runtime_contract=list(runtime_contract))
     if options.pairing is not None and judge(measurement, suite.floors,
                                              settled=settled).status != "error":
         evidence.paired = options.pairing.evidence(suite, rows, prompts_sha256)

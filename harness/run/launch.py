@@ -26,6 +26,7 @@ import httpx
 import psutil
 
 from harness.errors import EngineError
+from harness.secrets import redact_text
 
 LOOPBACK = "127.0.0.1"
 POLL_INTERVAL_S = 0.05
@@ -59,9 +60,6 @@ class ServerSpec:
     # (Its /health generates too unless SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=0.)
     ready_paths: tuple[str, ...] = ("/health_generate",)
     poll_interval_s: float = POLL_INTERVAL_S
-    # Values never to write to server.log (an --api-key, a token in the env): the server's
-    # output then goes through a filter instead of straight to the file.
-    secrets: tuple[str, ...] = ()
 
     @property
     def base_url(self) -> str:
@@ -79,18 +77,18 @@ def describe_exit(code: int) -> str:
 
 
 class _RedactingPump(threading.Thread):
-    """Copies the server's output to its log, line by line, with secrets replaced."""
+    """Copies the server's output to its log, line by line, redacted (harness.secrets: the
+    suite's values, registered at its load, and every credential's shape); bytes that are
+    not UTF-8 pass as they came."""
 
-    def __init__(self, source: IO[bytes], sink: IO[bytes], secrets: Sequence[str]) -> None:
+    def __init__(self, source: IO[bytes], sink: IO[bytes]) -> None:
         super().__init__(name="server-log", daemon=True)
         self.source, self.sink = source, sink
-        self.secrets = [s.encode() for s in secrets if s]
 
     def run(self) -> None:
         for line in iter(self.source.readline, b""):
-            for secret in self.secrets:
-                line = line.replace(secret, b"<redacted>")
-            self.sink.write(line)
+            text = redact_text(line.decode("utf-8", "surrogateescape"))
+            self.sink.write(text.encode("utf-8", "surrogateescape"))
             self.sink.flush()
 
 
@@ -271,7 +269,7 @@ class Server:
         try:
             self.process = subprocess.Popen(
                 list(self.spec.command),
-                stdout=subprocess.PIPE if self.spec.secrets else self._log,
+                stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env=env,
@@ -281,8 +279,8 @@ class Server:
             self._close_log()
             raise EngineError(f"cannot start server `{self.spec.command[0]}`: {error}") from None
         self.tree = TreeWatch(self.process.pid)
-        if self.spec.secrets and self.process.stdout is not None:
-            self._pump = _RedactingPump(self.process.stdout, self._log, self.spec.secrets)
+        if self.process.stdout is not None:
+            self._pump = _RedactingPump(self.process.stdout, self._log)
             self._pump.start()
 
     def death(self) -> str | None:

@@ -14,7 +14,7 @@ from typing import Any
 from harness.errors import TERMINATION, EngineError, Terminated
 from harness.results.record import LayerRow, RequestRow, Verdict
 from harness.results.writer import RowLog
-from harness.run import runtime_attention
+from harness.run import runtime_attention, runtime_contract
 from harness.run.entry_run import EntryRun
 from harness.run.heartbeat import heartbeat, say
 from harness.run.judge import judge_entry
@@ -50,10 +50,24 @@ def measure_entry(run: EntryRun, engine: Any, server: Server, workload_plan: Any
         run.measurement.latency = summarise_latency(result.rows, result.duration_s,
                                                     suite.workload.concurrency,
                                                     suite.workload.seed)
+        run.notes.extend(per_rank(run.measurement, result.rows, suite.topology,
+                                  engine.adapter, info))
     runtime_differences = []
     if run.runtime_record is not None:
         run.attention_runtime, runtime_differences = runtime_attention.check(
             run.runtime_record, run.attention)
+        # and against the suite's expected_layers: measured anyway, a build whose kernels
+        # received other attention still fails naming the layer, from the run itself
+        run.contract = [*run.contract, *runtime_attention.expected_differences(
+            run.loaded.suite, run.attention_runtime)]
+    if run.contract_record is not None:
+        run.draft_contract_runtime, more = runtime_contract.check(run.contract_record,
+                                                                  run.draft_contract)
+        runtime_differences = [*runtime_differences, *more]
+        # what reached the model, against the suite's expectation too: a build measured
+        # anyway (--no-enforce-contract) still fails naming the clause, from the run itself
+        run.contract = [*run.contract, *runtime_contract.expected_differences(
+            run.loaded.suite, run.draft_contract, run.draft_contract_runtime)]
     run.workload.rendered_sha256 = rendered_sha256(result.rows, len(prompts))
     run.measurement.stopped_early = result.stopped_early
     _check_window(engine.adapter, result, info, run.measurement)
@@ -82,6 +96,29 @@ def measure_entry(run: EntryRun, engine: Any, server: Server, workload_plan: Any
                          runtime_differences)
     run.paired = judged.paired
     return judged.verdict
+
+
+def per_rank(measurement: Any, rows: Any, topology: Any, adapter: Any, info: Any
+             ) -> list[str]:
+    """A data-parallel topology's figures per DP rank and per node (harness.metrics.ranks),
+    each rank cross-checked against its own state in `/server_info`; the server's pooled
+    figure is then theirs weighted by verify steps. Returns the notes for the verdict."""
+    from harness.metrics import ranks
+    from harness.metrics.measure import DISAGREEMENT_TOLERANCE
+
+    if topology.dp_ranks < 2:
+        return []
+    per_rank = ranks.by_rank(rows, topology.dp_ranks, topology.node_of_rank)
+    read = getattr(adapter, "server_rank_states", None)
+    measurement.server_rank_match = ranks.match_server(per_rank, read(info) if read else None)
+    measurement.per_rank = per_rank
+    measurement.per_node = ranks.by_node(rows, per_rank) if topology.nnodes > 1 else None
+    pooled = ranks.pooled_server_figure(per_rank) if measurement.server_rank_match else None
+    measurement.server_reported_accept_length = pooled
+    measurement.server_disagreement = None if pooled is None else \
+        (pooled - measurement.accept_length_server_avg) / measurement.accept_length_server_avg
+    return [*ranks.summary(measurement),
+            *ranks.disagreements(per_rank, DISAGREEMENT_TOLERANCE)]
 
 
 def rule_decisions(run: Any) -> dict[str, str | None]:

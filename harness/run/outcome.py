@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ExitCode
-from harness.results.layout import default_results_dir
+from harness.files import default_results_dir
 from harness.results.record import RunRecord, VerdictStatus
 
 SEVERITY = {"pass": 0, "skipped": 1, "fail": 2, "error": 3}
@@ -39,6 +39,12 @@ class RunOptions:
     # `harness run --against`: the paired gate's judge (harness.run.pairing.PairedJudge);
     # each entry is also judged against the reference build's run, paired by question.
     pairing: Any = None
+    # `harness run --server URL`: measure a deployment someone else started (no launch, no
+    # kill; harness.run.attach); `launcher`: who starts the suite's topology (None: this
+    # host's processes; "slurm": a Slurm job, harness.run.schedulers.slurm)
+    server: str | None = None
+    launcher: str | None = None
+    launcher_options: Any = None
 
 
 @dataclass

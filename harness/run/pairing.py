@@ -27,9 +27,17 @@ from typing import Any
 from harness.errors import BadInput, EngineError
 from harness.metrics.breakdown import question_pairs
 from harness.metrics.paired_gate import PairedResult, PairedRule, Tolerance, paired_test
-from harness.results.readers import read_run_data
-from harness.results.record import RequestRow
-from harness.run.identity import IDENTITY_FIELDS, SERVED_KEY, identity, served
+from harness.results.layout import REQUESTS_FILE, RUN_FILE
+from harness.results.readers import BadRecord, read_requests, read_run
+from harness.results.record import RequestRow, RunRecord
+from harness.results.skips import report
+from harness.run.identity import (
+    IDENTITY_FIELDS,
+    SERVED_KEY,
+    identity,
+    identity_of,
+    served,
+)
 from harness.run.judge import PairedEvidence
 from harness.suite.gate import Gate
 from harness.suite.model import LoadedSuite, Suite
@@ -41,13 +49,12 @@ def tolerance_of(gate: Gate, suite: Suite) -> Tolerance:
     return Tolerance(float(drop), relative, gate.metric or suite.floors.metric)  # type: ignore[arg-type]
 
 
-def complete(record: dict[str, Any]) -> bool:
+def complete(record: RunRecord) -> bool:
     """A measured run that asked every planned request (never partial, never stopped early)."""
-    m = record.get("measurement") or {}
-    verdict = (record.get("verdict") or {}).get("status")
-    return (record.get("kind", "run") == "run" and verdict in ("pass", "fail")
-            and m.get("accept_length") is not None and not m.get("partial")
-            and not m.get("stopped_early") and m.get("n_requests") == m.get("n_planned"))
+    m, verdict = record.measurement, record.verdict
+    return (record.kind == "run" and verdict is not None and verdict.status in ("pass", "fail")
+            and m is not None and not m.partial and not m.stopped_early
+            and m.n_requests == m.n_planned)
 
 
 def reusable(results_dir: Path, series: str, wanted: dict[str, Any]) -> Path | None:
@@ -61,10 +68,11 @@ def reusable(results_dir: Path, series: str, wanted: dict[str, Any]) -> Path | N
     folder = results_dir / "runs" / series
     for run_dir in sorted(folder.glob("*"), reverse=True):  # names start with UTC time
         try:
-            record = read_run_data(run_dir)  # the checked door (harness.results.readers)
-        except (OSError, ValueError):
+            record = read_run(run_dir)
+        except BadRecord as error:  # passed over, and said
+            report([], error.path, error.reason)
             continue
-        if isinstance(record, dict) and complete(record) and identity(record) == wanted:
+        if complete(record) and identity_of(record) == wanted:
             return run_dir
     return None
 
@@ -85,14 +93,19 @@ class Reference:
 
 def reference_from(run_dir: Path, series: str, metric: str, spec: str | None,
                    reused: bool) -> Reference:
-    from harness.results.store import read_requests
-
-    record = read_run_data(run_dir)
-    rows = read_requests(run_dir)
+    """A's side from its run folder, read through the door before B is measured: every
+    request row usable and all of them there (BadRecord naming the file and line, exit
+    2), else B's run could only end unpaired."""
+    record = read_run(run_dir)
+    rows = read_requests(run_dir, record, strict=True)
+    counted = record.measurement.n_requests if record.measurement else None
+    if counted is not None and counted != len(rows):
+        raise BadRecord(run_dir / REQUESTS_FILE, f"{len(rows)} request rows, its {RUN_FILE} "
+                        f"counts {counted}: not a whole reference")
     keys, tokens, steps = question_pairs(rows, metric)
-    return Reference(series, run_dir, str(record.get("run_id")), spec, reused,
+    return Reference(series, run_dir, record.run_id, spec, reused,
                      {key: (t, s) for key, t, s in zip(keys, tokens, steps, strict=True)},
-                     (record.get("workload") or {}).get("prompts_sha256"),
+                     record.workload.prompts_sha256 if record.workload else None,
                      _prompt_hashes(rows))
 
 
@@ -223,13 +236,8 @@ def expected_identities(loaded: LoadedSuite, options: Any) -> dict[str, dict[str
 
         data = prepare(entry.loaded.suite.workload)
         sent = workload_info(entry.loaded.suite, entry.name, data, engine)
-        record = {"suite": {"sha256": entry.loaded.sha256, "document": entry.loaded.document},
-                  "build": engine.build.model_dump(mode="json"),
-                  "provenance": {**provenance.model_dump(mode="json"),
-                                 "data_sha256": getattr(data, "sha256", None)},
-                  "workload": {"data_sha256": getattr(data, "sha256", None),
-                               "prompts_sha256": sent.prompts_sha256}}
-        out[entry.series] = identity(record)
+        out[entry.series] = identity(entry.loaded.sha256, entry.loaded.document, engine.build,
+                                     provenance, sent)
     return out
 
 
@@ -327,4 +335,5 @@ def check_against(loaded: LoadedSuite, against: str | None) -> str | None:
 
 
 __all__ = ["IDENTITY_FIELDS", "SERVED_KEY", "BadInput", "PairedJudge", "Reference",
-           "check_against", "identity", "reusable", "run_paired", "served", "tolerance_of"]
+           "check_against", "identity", "identity_of", "reusable", "run_paired", "served",
+           "tolerance_of"]

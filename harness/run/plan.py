@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import build as builds
-from harness.engines.interface import EngineAdapter
+from harness.engines.interface import EngineAdapter, Placement
 from harness.engines.registry import adapter_for
 from harness.errors import BadInput
 from harness.results.record import BuildInfo
@@ -44,9 +44,9 @@ class PreparedEngine:
     checkpoints: tuple[Path, Path] | None = None  # the reference engine's target, draft
     facts: builds.EnvironmentFacts | None = None  # the engine environment, probed once
 
-    def command(self, host: str, port: int) -> list[str]:
+    def command(self, host: str, port: int, placement: Placement | None = None) -> list[str]:
         return self.adapter.launch_command(self.suite, self.python, host, port, self.models,
-                                           self.checkpoints)
+                                           self.checkpoints, placement)
 
     @property
     def draft_config(self) -> str | None:

@@ -118,8 +118,11 @@ class Fit:
 def check_fit(
     topology: Topology, gpus: Sequence[GPUInfo], allowed: Sequence[int] | None = None
 ) -> Fit:
-    """Pick `topology.gpus` devices of an accepted type and size, or say why not."""
-    if topology.gpus == 0:
+    """Pick the GPUs a local launch of the topology takes (`gpus` per node, every node on
+    this host: SGLang's own `--nnodes` over 127.0.0.1) of an accepted type and size, or say
+    why not. A scheduler's launch asks the scheduler instead (harness.run.schedulers)."""
+    needed = topology.gpus * topology.nnodes
+    if needed == 0:
         return Fit(True, "needs no GPU")
     pool = [g for g in gpus if allowed is None or g.index in allowed]
     least_memory = topology.min_memory_gib * MEMORY_SLACK
@@ -128,12 +131,15 @@ def check_fit(
         if _matches_type(g, topology.gpu_types) and g.memory_gib >= least_memory
     ]
     kinds = "/".join(topology.gpu_types) or "GPU"
-    if len(usable) < topology.gpus:
+    nodes = f" ({topology.gpus} per node x {topology.nnodes} nodes)" if topology.nnodes > 1 \
+        else ""
+    if len(usable) < needed:
         memory = f" with >= {topology.min_memory_gib:g} GiB" if topology.min_memory_gib else ""
         found = ", ".join(sorted({g.name for g in pool})) or "none"
         return Fit(
             False,
-            f"needs {topology.gpus} x {kinds}{memory}, found {len(usable)} (GPUs here: {found})",
+            f"needs {needed} x {kinds}{memory}{nodes}, found {len(usable)} (GPUs here: "
+            f"{found})",
         )
-    chosen = tuple(g.index for g in usable[: topology.gpus])
-    return Fit(True, f"uses {topology.gpus} x {kinds}: devices {list(chosen)}", chosen)
+    chosen = tuple(g.index for g in usable[:needed])
+    return Fit(True, f"uses {needed} x {kinds}{nodes}: devices {list(chosen)}", chosen)

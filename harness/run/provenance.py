@@ -20,7 +20,7 @@ from typing import Any
 from harness import __version__
 from harness.results.record import GPUInfo, Provenance
 from harness.run.preflight import driver_version
-from harness.suite.secrets import is_secret_name, redact_argv, redact_url
+from harness.secrets import is_secret_name, redact_argv, redact_text
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENV_PREFIXES = ("CUDA_", "SGLANG_", "HARNESS_", "NCCL_", "TORCH_", "OMP_", "MKL_",
@@ -32,10 +32,11 @@ ISA_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx
 
 
 def safe_env(env: Mapping[str, str], extra_names: Iterable[str] = ()) -> dict[str, str]:
-    """Allow-listed variables only; anything that looks like a credential is dropped."""
+    """Allow-listed variables only; a variable named like a credential is dropped, and
+    every secret in the others redacted."""
     wanted = set(extra_names)
     return {
-        name: redact_url(value)
+        name: redact_text(value)
         for name, value in sorted(env.items())
         if (name in wanted or name.startswith(ENV_PREFIXES)) and not is_secret_name(name)
     }
@@ -94,7 +95,7 @@ def collect(
         data_source=data_source,
         data_sha256=data_sha256,
         seed=seed,
-        argv=redact_argv(sys.argv, abbreviations=False),  # the harness's own flags
+        argv=redact_argv(sys.argv, own=True),  # the harness's own flags
         env=safe_env({**os.environ, **server_env}, server_env.keys()),
         **extra,
     )

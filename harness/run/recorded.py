@@ -1,5 +1,5 @@
-"""What a run may write besides its figures: the suite document and launch line with the
-suite's secrets redacted, the run's provenance, and its plot."""
+"""What a run may write besides its figures: the suite document and launch line as
+harness.secrets redacts them, the run's provenance, and its plot."""
 
 from __future__ import annotations
 
@@ -10,46 +10,25 @@ from pathlib import Path
 from typing import Any
 
 from harness import build as builds
-from harness.engines.registry import adapter_for
+from harness.engines.registry import secret_flags
 from harness.errors import error_text
 from harness.results.record import GPUInfo, Provenance
 from harness.run.plan import PreparedEngine, server_env, stand_in_folders
 from harness.run.preflight import Fit
+from harness.secrets import redact_argv, redact_document
 from harness.suite.model import LoadedSuite, Suite, VLLMEngine
-from harness.suite.secrets import redact_argv
 from harness.suite.serving import SGLangEngine
 
 
-def engine_secret_flags(kind: str) -> frozenset[str]:
-    """The secret flags of an engine's adapter (every known engine's when it names none)."""
-    from harness.suite.secrets import SECRET_FLAGS
-
-    return frozenset(getattr(adapter_for(kind), "secret_flags", SECRET_FLAGS))
-
-
-def secret_values(suite: Suite) -> tuple[str, ...]:
-    """The suite's secrets (engine.env credentials, secret flags in extra_args, in every
-    form the engine's parser accepts)."""
-    from harness.suite.secrets import secret_values as find
-
-    flags = engine_secret_flags(suite.engine.kind)
-    return find(suite.engine.env, suite.engine.extra_args, flags)
-
-
 def redact_command(command: Sequence[str], suite: Suite) -> list[str]:
-    from harness.suite.secrets import redact_text
-
-    hidden = secret_values(suite)
-    flags = engine_secret_flags(suite.engine.kind)
-    return [redact_text(arg, hidden) for arg in redact_argv(command, flags)]
+    """The launch line as recorded and printed: read with the suite's engine's flags."""
+    return redact_argv(command, secret_flags(suite.engine.kind))
 
 
 def redacted_document(loaded: LoadedSuite) -> dict[str, Any]:
     """The suite document as recorded: secret env values and flag values replaced."""
-    from harness.suite.secrets import redact_document
-
     return redact_document(json.loads(json.dumps(loaded.document)),
-                           engine_secret_flags(loaded.suite.engine.kind))
+                           secret_flags(loaded.suite.engine.kind))
 
 
 def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequence[GPUInfo],

@@ -33,7 +33,7 @@ from harness.errors import (
 )
 from harness.results.record import SERVER_LOG, LaunchInfo, RunRecord, new_run_id, utc_now
 from harness.results.writer import create_run_dir
-from harness.run import runtime_attention
+from harness.run import runtime_attention, runtime_contract
 from harness.run.entry_run import EntryRun
 from harness.run.heartbeat import heartbeat, say
 from harness.run.judge import Evidence, decide
@@ -41,15 +41,15 @@ from harness.run.launch import LOOPBACK, Server, ServerSpec, free_port
 from harness.run.measuring import measure_entry
 from harness.run.outcome import RunOptions as RunOptions
 from harness.run.outcome import RunOutcome, combined
+from harness.secrets import redact_text
 from harness.suite.model import Entry, LoadedSuite
-from harness.suite.secrets import redact_url
 
 
 def _preparing(elapsed: float) -> str:
     from harness.build.common import current_step
 
     step = current_step()
-    return (f"preparing the engine: {redact_url(step) if step else 'its environment and models'}"
+    return (f"preparing the engine: {redact_text(step) if step else 'its environment and models'}"
             f" ({elapsed:.0f} s)")
 
 
@@ -92,6 +92,22 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
     entries = suite_entries(loaded, list(options.entries) if options.entries else None)
     gpus = preflight.gpu_inventory()
     fit = preflight.check_fit(suite.topology, gpus, options.gpu_devices)
+    if suite.topology.disaggregation is not None and options.server is None and \
+            options.launcher is None and not options.dry_run:
+        raise BadInput(f"suite {suite.name}: the harness does not launch a prefill/decode "
+                       "split itself (two servers and the engine's router); start it and "
+                       "measure it through its router with `harness run SUITE --server URL`,"
+                       " or print its lines with --dry-run")
+    if options.launcher == "slurm" and not options.dry_run:
+        from harness.run.schedulers import slurm
+
+        slurm.preflight(suite.topology, options.launcher_options or slurm.SlurmOptions())
+    if options.server is not None or options.launcher is not None:
+        # the deployment's GPUs are its own (a server someone runs, a scheduler's nodes)
+        where = f"the server at {options.server}" if options.server else \
+            f"the nodes {options.launcher} gives it"
+        fit = preflight.Fit(True, f"{suite.topology.parallel_text()} on {where}")
+        gpus = []
     if options.dry_run:
         return RunOutcome("skipped" if not fit.fits else "pass", ExitCode.PASS,
                           [fit.reason], plan=dry_run.describe(loaded, options, fit, chosen,
@@ -100,8 +116,9 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
         return RunOutcome("skipped", ExitCode.SKIPPED, [fit.reason],
                           plan=dry_run.describe(loaded, options, fit, chosen, entries))
     models = planning.models(suite, options)  # bad input ends here, before a run folder
-    planning.check_models(models)
-    planning.check_context(entries, models)
+    if options.server is None:  # an attached server's paths are on its own machine
+        planning.check_models(models)
+        planning.check_context(entries, models)
     # each entry's data too, before any build or launch: missing data costs seconds
     from harness.workloads import prepare
 
@@ -158,14 +175,19 @@ def _prepare_and_measure(runs: list[EntryRun], models: Any, chosen: Any, gpus: A
     suite = first.loaded.suite
     for run in runs:
         run.provenance = recorded.provenance(run.loaded, None, gpus, fit, None)
+    if options.server is not None:
+        from harness.run.attach import measure_attached
+
+        return measure_attached(runs, models, gpus, fit)
     with heartbeat(_preparing):
         engine = planning.prepare_engine(suite, options, models, chosen)
     engine.build.options.update(planning.build_options(suite))
     from harness.run.identity import SERVED_KEY, served
 
     engine.build.options[SERVED_KEY] = served(engine.models, engine.checkpoints)
-    attention = draft_attention.attention_table(first.loaded, engine)
-    contract = draft_attention.contract_differences(suite, attention)
+    checked = draft_attention.preflight(first.loaded, engine)
+    attention = checked.attention
+    contract = draft_attention.contract_differences(suite, attention, checked)
     for run in runs:
         run.build = engine.build.model_copy(deep=True)
         # The engine environment's dependency set, kept beside each record.
@@ -173,6 +195,7 @@ def _prepare_and_measure(runs: list[EntryRun], models: Any, chosen: Any, gpus: A
             run.build.freeze_path = builds.FREEZE_FILE
         run.provenance = recorded.provenance(run.loaded, engine, gpus, fit, None)
         run.attention = attention
+        run.draft_contract = checked.clause_rows()
     for run in runs:
         run.contract = list(contract)
     if contract and options.enforce_contract:
@@ -187,6 +210,80 @@ def _prepare_and_measure(runs: list[EntryRun], models: Any, chosen: Any, gpus: A
         for run in runs:
             recorded.draw_plot(run.run_dir, options.results_dir)
     return combined([run.outcome() for run in runs])
+
+
+def _topology_lines(run: EntryRun, engine: Any, port: int, env: dict[str, str]) -> list[Any]:
+    """A topology's launch lines on this host (every node over 127.0.0.1), once the
+    release's own parser has read them (exit 2 with its message where it refuses one); []
+    for one node of tensor parallelism alone, which launches as it always has (its lines
+    are checked by SGLang's parser in `nox -s sglang_args`)."""
+    from harness.run.schedulers.deployment import checked_lines, node_lines
+    from harness.run.schedulers.local import rendezvous
+
+    topology = run.loaded.suite.topology
+    if topology.tensor_parallel_only:
+        return []  # one process tree: launched as it always has been
+    lines = node_lines(engine, LOOPBACK, port, rendezvous(free_port()),
+                       node_port=lambda _rank: free_port())
+    check = getattr(engine.adapter, "check_release", None)
+    if check is not None:
+        run.stage = "topology check"
+        with heartbeat(lambda elapsed: f"the engine's own parser reads the topology "
+                                       f"({elapsed:.0f} s)"):
+            check(run.loaded.suite, engine.python, checked_lines(lines), env,
+                  engine.build.version)
+    return lines
+
+
+def _slurm_job(run: EntryRun, engine: Any, env: dict[str, str]) -> Any:
+    from harness.run.schedulers import slurm
+
+    suite = run.loaded.suite
+    return slurm.prepare(engine, suite, env, run.run_dir, run.options.launcher_options
+                         or slurm.SlurmOptions(),
+                         engine.adapter.ready_paths, slurm.commands())
+
+
+def _measure_on(runs: list[EntryRun], engine: Any, plans: list[Any], job: Any) -> None:
+    """Measure every entry on a deployment a scheduler starts (`job`: a context manager
+    that submits it, waits until it runs, and cancels it on every exit path)."""
+    from harness.run import workload_record as described
+
+    first = runs[0]
+    suite = first.loaded.suite
+    launch = LaunchInfo(command=[], host="", port=0, launcher="slurm")
+    for run in runs:
+        run.launch = launch
+        run.stage = "launch"
+    say(f"submitting {suite.name} to Slurm: script {first.run_dir}")
+    try:
+        with job:
+            launch.launcher = f"slurm job {job.job_id}"
+            say(f"Slurm job {job.job_id} runs; waiting for the server")
+            with heartbeat(lambda elapsed: _launching(elapsed, job.spec.log_path)):
+                launch.ready_after_s = job.wait_ready()
+            launch.host, launch.port = job.base_url.split("//", 1)[1].rsplit(":", 1)[0], \
+                job.spec.port
+            launch.command = [job.tools["sbatch"], str(first.run_dir / job.script_name)]
+            say(f"server ready at {job.base_url} after {launch.ready_after_s:.1f} s")
+            for run in runs:
+                run.stage = "queued"
+                described.add_chat_template(run.workload, run.loaded.suite, engine)
+            for run, workload_plan in zip(runs, plans, strict=True):
+                run.finish(measure_entry(run, engine, job, workload_plan))
+    finally:
+        for run in runs[1:]:
+            with contextlib.suppress(OSError):
+                (run.run_dir / SERVER_LOG).write_bytes(job.spec.log_path.read_bytes())
+
+
+def _server(spec: ServerSpec, lines: list[Any], logs: Path) -> Any:
+    """The process tree to launch: one server, or one per node on this host."""
+    if len(lines) <= 1:
+        return Server(spec)
+    from harness.run.schedulers.local import LocalNodes
+
+    return LocalNodes(lines, spec, logs)
 
 
 def _launch_and_measure(runs: list[EntryRun], engine: Any, gpus: Any, fit: Any) -> None:
@@ -206,25 +303,34 @@ def _launch_and_measure(runs: list[EntryRun], engine: Any, gpus: Any, fit: Any) 
                                                engine)
         plans.append(workload_plan)
     port = free_port()
-    command = engine.command(LOOPBACK, port)
     env = planning.server_env(suite, fit, engine.facts)
     if runtime_attention.wanted(suite):  # the kernel records what each layer received
         record = first.run_dir / runtime_attention.RECORD_FILE
         env[runtime_attention.RECORD_ENV] = str(record)
+        # ... and the stand-ins what reached the draft of every other clause
+        clauses = first.run_dir / runtime_contract.RECORD_FILE
+        env[runtime_contract.RECORD_ENV] = str(clauses)
         for run in runs:
             run.runtime_record = record
+            run.contract_record = clauses if run.draft_contract else None
+    lines = _topology_lines(first, engine, port, env)
+    if first.options.launcher == "slurm":
+        return _measure_on(runs, engine, plans, _slurm_job(first, engine, env))
+    command = lines[0].command if lines else engine.command(LOOPBACK, port)
     spec = ServerSpec(command=command, log_path=first.run_dir / SERVER_LOG, port=port,
                       env=env,
                       launch_timeout_s=suite.engine.launch_timeout_s,
-                      ready_paths=engine.adapter.ready_paths,
-                      secrets=recorded.secret_values(suite))
+                      ready_paths=engine.adapter.ready_paths)
     launch = LaunchInfo(command=recorded.redact_command(command, suite), host=LOOPBACK,
                         port=port)
+    if len(lines) > 1:
+        launch.node_commands = {line.name: recorded.redact_command(line.command, suite)
+                                for line in lines}
     for run in runs:
         run.launch = launch
         run.stage = "launch"
     try:
-        with Server(spec) as server:
+        with _server(spec, lines, first.run_dir) as server:
             say(f"launching {suite.name}: log {spec.log_path}")
             with heartbeat(lambda elapsed: _launching(elapsed, spec.log_path)):
                 launch.ready_after_s = server.wait_ready()

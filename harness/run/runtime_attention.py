@@ -107,3 +107,14 @@ def check(record_file: Path, audit: Sequence[LayerRow] | None
     if not audit:
         return runtime, ["no audit table for this build to compare the kernel's calls with"]
     return runtime, differences(audit, runtime)
+
+
+def expected_differences(suite: Any, runtime: Sequence[RuntimeLayerRow] | None) -> list[str]:
+    """What the kernel received against the suite's expected_layers, layer by layer."""
+    expected = suite.draft.expected_layers if suite.draft else None
+    if not expected or not runtime:
+        return []
+    wanted = [LayerRow(index=index, window=layer.window, causal=layer.causal)
+              for index, layer in enumerate(expected)]
+    return [line.replace("the audit says", "the suite expects") + " (at run time)"
+            for line in differences(wanted, runtime)]

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from harness import __version__
-from harness.results.layout import atomic_write_text, cache_root
+from harness.files import atomic_write_text, cache_root
 
 CACHE_NAME = "suite-list.json"
 KEEP = 256  # entries kept: every suite listed now, then the most recent others

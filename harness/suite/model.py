@@ -20,7 +20,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.errors import SuiteError
-from harness.results.layout import SUITES_DIR
+from harness.files import SUITES_DIR
+from harness.secrets import redact_text, register_document
 from harness.suite.document import DocumentError, load_toml
 from harness.suite.entries import (
     IMPOSSIBLE,
@@ -137,17 +138,12 @@ def read_document(text: str, source: str) -> dict[str, Any]:
 
 def parse_suite(text: str, source: str) -> tuple[Suite, dict[str, Any]]:
     document = read_document(text, source)
-    from harness.suite.secrets import document_secrets
-
-    document_secrets(document)  # registered at load: masked in every output (harness.mask)
+    register_document(document)  # at load: redacted in every output from now on
     try:
         return Suite.model_validate(document), document
     except ValidationError as error:
         # the error quotes the values it rejects: a secret among them stays hidden
-        from harness.suite.secrets import document_secrets, redact_text
-
-        message = redact_text(format_validation_error(source, error), document_secrets(document))
-        raise SuiteError(message) from None
+        raise SuiteError(redact_text(format_validation_error(source, error))) from None
 
 
 def resolve_suite_path(spec: str, suites_dir: Path = SUITES_DIR) -> Path:

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from harness.suite.bounds import StepBound, step_bound
+from harness.speculation.bounds import StepBound, step_bound
 from harness.suite.document import DocumentError, check_values
 from harness.suite.entries import (
     INHERITED_FLOOR_KEYS,
@@ -133,7 +133,8 @@ class Suite(Strict):
 
     @property
     def step_bound(self) -> StepBound:
-        """The most one verify step of this suite's settings can make (harness.suite.bounds)."""
+        """The most one verify step of this suite's settings can make
+        (harness.speculation.bounds)."""
         spec = self.speculative
         return step_bound(spec.algorithm, spec.draft_tokens, spec.num_steps, spec.eagle_topk,
                           self.engine.kind)

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from harness.errors import BadInput
 from harness.suite.release_patches import check_entry
 
 
@@ -46,8 +47,28 @@ class ExpectedLayer(Strict):
     window: int | None = Field(default=None, gt=0)
 
 
+def _expected_contract(value: object) -> object:
+    """`expected_contract`: a table of clauses (harness.suite.draft_contract) or
+    "declared" (the checkpoint's own values); a bad one names the clause."""
+    from harness.suite.draft_contract import validate_expected_contract
+
+    if value is None:
+        return None
+    try:
+        return validate_expected_contract(value, "expected_contract")
+    except BadInput as error:
+        raise ValueError(error.message) from None
+
+
 class DraftRef(ModelRef):
     expected_layers: list[ExpectedLayer] | None = None
+    # The draft's other clauses (taps, block size, mask token and id, draft layers, fc
+    # width, embeddings, lm_head) it must resolve to, or "declared": what its checkpoint
+    # declares. Checked before the launch (the preflight audit) and at run time.
+    expected_contract: Annotated[
+        dict[str, int | str | list[int]] | Literal["declared"] | None,
+        AfterValidator(_expected_contract),
+    ] = None
 
 
 class SGLangEngine(Strict):
@@ -126,17 +147,121 @@ class Speculative(Strict):
         return self.num_draft_tokens if self.num_draft_tokens is not None else self.block_size
 
 
+class ServingSide(Strict):
+    """One side of a prefill/decode split: its own parallelism (SGLang runs a prefill
+    server and a decode server, `--disaggregation-mode prefill|decode`, behind a router)."""
+
+    tp_size: int = Field(default=1, ge=1, le=1024)
+    dp_size: int = Field(default=1, ge=1, le=1024)
+    dp_attention: bool = False
+    pp_size: int = Field(default=1, ge=1, le=1024)
+
+    @property
+    def gpus(self) -> int:
+        """GPUs one copy of this side takes: DP attention shares the TP group's GPUs."""
+        return self.tp_size * self.pp_size * (1 if self.dp_attention else self.dp_size)
+
+
+class Disaggregation(Strict):
+    """A prefill/decode split: what each side runs and how the KV cache moves between them
+    (the engine's own transfer backend; its parser says which it accepts)."""
+
+    prefill: ServingSide = ServingSide()
+    decode: ServingSide = ServingSide()
+    transfer_backend: str = Field(default="mooncake", pattern=r"^[a-z0-9_\-]+$")
+
+
 class Topology(Strict):
+    """Where the suite runs. `gpus` is per node; `tp_size`, `dp_size` (with `dp_attention`:
+    data-parallel attention inside the TP group), `pp_size` and `nnodes` are the engine's
+    own parallel settings; `disaggregation` splits prefill from decode. Which combinations
+    an engine release accepts is its own parser's to say (harness.engines.<engine>)."""
+
     gpus: int = Field(ge=0, le=64)
     gpu_types: list[str] = Field(default_factory=list)
     min_memory_gib: float = Field(default=0.0, ge=0)
-    tp_size: int = Field(default=1, ge=1)
+    tp_size: int = Field(default=1, ge=1, le=1024)
+    dp_size: int = Field(default=1, ge=1, le=1024)
+    dp_attention: bool = False
+    pp_size: int = Field(default=1, ge=1, le=1024)
+    nnodes: int = Field(default=1, ge=1, le=1024)
+    disaggregation: Disaggregation | None = None
 
     @model_validator(mode="after")
-    def _tp_fits(self) -> Topology:
-        if self.gpus and self.tp_size > self.gpus:
-            raise ValueError(f"tp_size {self.tp_size} needs at least {self.tp_size} gpus")
+    def _parallel_fits(self) -> Topology:
+        if self.dp_attention and self.dp_size < 2:
+            raise ValueError("dp_attention needs dp_size >= 2 (data-parallel attention "
+                             "splits the TP group into dp_size attention ranks)")
+        if self.disaggregation is not None and (self.tp_size, self.dp_size, self.pp_size,
+                                                self.dp_attention) != (1, 1, 1, False):
+            raise ValueError("with [topology.disaggregation] give tp_size, dp_size, pp_size "
+                             "and dp_attention per side (disaggregation.prefill / .decode), "
+                             "not at the top")
+        if self.nnodes > 1 and self.world_gpus % self.nnodes:
+            raise ValueError(f"{self._factors()} makes {self.world_gpus} ranks, which do not "
+                             f"split evenly over nnodes {self.nnodes} (each node holds an "
+                             "equal share of the ranks)")
+        if self.gpus and self.world_gpus > self.gpus * self.nnodes:
+            given = f"gpus {self.gpus}" + (f" per node x nnodes {self.nnodes}"
+                                           if self.nnodes > 1 else "")
+            raise ValueError(f"{self._factors()} needs at least {self.world_gpus} gpus; the "
+                             f"topology gives {given}")
         return self
+
+    def _factors(self) -> str:
+        if self.disaggregation is not None:
+            return (f"prefill ({self.disaggregation.prefill.gpus} gpus) + decode "
+                    f"({self.disaggregation.decode.gpus} gpus)")
+        factors = [f"tp_size {self.tp_size}"]
+        factors += [f"pp_size {self.pp_size}"] if self.pp_size > 1 else []
+        factors += [f"dp_size {self.dp_size}"] if self.dp_size > 1 and not self.dp_attention \
+            else []
+        return " x ".join(factors)
+
+    @property
+    def sides(self) -> dict[str, ServingSide]:
+        """The servers a deployment runs: one (`serve`), or a prefill and a decode side."""
+        if self.disaggregation is None:
+            return {"serve": ServingSide(tp_size=self.tp_size, dp_size=self.dp_size,
+                                         dp_attention=self.dp_attention, pp_size=self.pp_size)}
+        return {"prefill": self.disaggregation.prefill, "decode": self.disaggregation.decode}
+
+    @property
+    def world_gpus(self) -> int:
+        """GPUs the whole deployment takes, over every node and side."""
+        return sum(side.gpus for side in self.sides.values())
+
+    @property
+    def dp_ranks(self) -> int:
+        """Data-parallel ranks that answer requests (the decode side of a split): each has
+        its own counters, so each has its own figure."""
+        return self.sides["decode" if self.disaggregation else "serve"].dp_size
+
+    @property
+    def tensor_parallel_only(self) -> bool:
+        """One server on one node with one DP rank and one pipeline stage (any TP size):
+        every suite's topology before data parallelism, nodes and splits."""
+        return self.disaggregation is None and self.nnodes == 1 and \
+            (self.dp_size, self.pp_size, self.dp_attention) == (1, 1, False)
+
+    def node_of_rank(self, rank: int) -> int | None:
+        """The node whose processes hold DP rank `rank` (its scheduler and its GPUs), as
+        SGLang lays ranks out (`managers/data_parallel_controller.py`): on one node, 0; with
+        DP attention, the TP group's ranks are split over the nodes in order and attention
+        rank r holds TP ranks r * tp/dp onwards; plain data parallelism over several nodes
+        (or pipeline stages over them) gives each DP rank a share of every node: None."""
+        if self.nnodes == 1:
+            return 0
+        side = self.sides["decode" if self.disaggregation else "serve"]
+        if not side.dp_attention or side.pp_size > 1 or side.tp_size % self.nnodes:
+            return None
+        return rank * (side.tp_size // side.dp_size) // (side.tp_size // self.nnodes)
+
+    def parallel_text(self) -> str:
+        parts = [f"{name} {side.tp_size} TP x {side.pp_size} PP x {side.dp_size} DP"
+                 f"{' (DP attention)' if side.dp_attention else ''}"
+                 for name, side in self.sides.items()]
+        return "; ".join(parts) + (f" over {self.nnodes} nodes" if self.nnodes > 1 else "")
 
 
 # Speculative algorithms that load no draft model.

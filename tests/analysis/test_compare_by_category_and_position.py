@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from harness.analysis.compare import Side, add_run, compare, render
-from harness.results.store import read_requests
 from tests.metrics.test_breakdown_by_category_and_position import RATES, _rows
 from tests.results.records import make_run
 
@@ -19,8 +18,7 @@ def _side(results: Path, name: str, rows: list, seed: int) -> Side:
     (run_dir / "requests.jsonl").write_text(
         "".join(json.dumps(row.model_dump(mode="json")) + "\n" for row in rows))
     side = Side(name=name)
-    add_run(side, run_dir)
-    side.rows = read_requests(run_dir)  # type: ignore[attr-defined]
+    add_run(side, run_dir)  # its request rows kept in `side.rows`
     return side
 
 

@@ -11,9 +11,9 @@ from matplotlib.colors import to_hex
 from harness.analysis.plot_categories import categories_figure
 from harness.analysis.plot_style import VERDICT_COLOURS, position_floor_checks, suite_floor
 from harness.analysis.plots import histogram_figure
+from harness.results.readers import read_run
 from harness.results.record import CategoryResult
-from harness.results.store import read_run
-from tests.analysis.records import make_run
+from tests.results.records import make_run
 
 FAIL = VERDICT_COLOURS["fail"]
 

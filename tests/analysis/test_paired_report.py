@@ -25,24 +25,34 @@ def day(n: int) -> str:
     return f"2026-01-{n:02d}T00:00:00+00:00"
 
 
-def paired_record(run_id: str, started: str, status: str, label: str = "main") -> dict:
+def whole(run_id: str, started: str, label: str = "main", **fields: object) -> dict:
+    """A whole run record (the door reads no other); `write` names its suite."""
     return {
-        "run_id": run_id, "started_at": started, "label": label,
-        "build": {"spec": "sglang==0.6"}, "measurement": {"metric": "server_avg"},
-        "suite": {"document": {"floors": {"accept_length": 5.4}}},
-        "paired": {"against": {"run_id": "ref1", "spec": "sglang==0.5.23", "reused": True,
-                               "path": "x"}, "status": status, "floors_status": "pass",
-                   "result": {"decision": "worse" if status == "fail" else "not_worse",
-                              "n": 200, "a": 5.62, "b": 5.40, "difference": -0.22,
-                              "difference_ci": [-0.3, -0.14], "level": 0.9,
-                              "relative_change": -0.039, "tolerated_drop": 0.1124,
-                              "tolerance": "2.0% of A (server_avg)"}},
-    }
+        "schema_version": 2, "kind": "run", "run_id": run_id, "started_at": started,
+        "label": label, "suite": {"name": "-", "sha256": "0" * 64,
+                                  "document": {"floors": {"accept_length": 5.4}}},
+        "build": {"engine": "sglang", "spec": "sglang==0.6"},
+        "provenance": {"harness_version": "0.1.0", "python": "3.11", "platform": "linux"},
+        "measurement": {"metric": "server_avg", "accept_length": 5.40},
+        "verdict": {"status": "pass"}, **fields}
+
+
+def paired_record(run_id: str, started: str, status: str, label: str = "main") -> dict:
+    return whole(
+        run_id, started, label, verdict={"status": status},
+        paired={"against": {"run_id": "ref1", "spec": "sglang==0.5.23", "reused": True,
+                            "path": "x"}, "status": status, "floors_status": "pass",
+                "result": {"decision": "worse" if status == "fail" else "not_worse",
+                           "n": 200, "a": 5.62, "b": 5.40, "difference": -0.22,
+                           "difference_ci": [-0.3, -0.14], "level": 0.9,
+                           "relative_change": -0.039, "tolerated_drop": 0.1124,
+                           "tolerance": "2.0% of A (server_avg)"}})
 
 
 def write(root: Path, series: str, name: str, data: dict) -> Path:
     folder = root / "runs" / series / name
     folder.mkdir(parents=True)
+    data = {**data, "suite": {**data["suite"], "name": series}}
     (folder / "run.json").write_text(json.dumps(data))
     return folder
 
@@ -52,10 +62,9 @@ def test_latest_paired_run_per_series_by_time_and_label(tmp_path: Path) -> None:
     write(tmp_path, "g", "20260102T000000Z-new", paired_record("new", day(2), "fail"))
     write(tmp_path, "g", "20260103T000000Z-rel", paired_record("rel", day(3),
                                                                "pass", label="release"))
-    write(tmp_path, "g", "20260104T000000Z-plain", {"run_id": "plain", "label": "other",
-                                                     "started_at": day(4)})
+    write(tmp_path, "g", "20260104T000000Z-plain", whole("plain", day(4), "other"))
     found = latest_paired(tmp_path, ["g", "h"], label="main")
-    assert found["g"]["run_id"] == "new" and found["h"] is None
+    assert found["g"].record.run_id == "new" and found["h"] is None  # type: ignore[union-attr]
     late = latest_paired(tmp_path, ["g"], since=datetime(2026, 1, 5, tzinfo=UTC), label="main")
     assert late["g"] is None
     table = rows(found)
@@ -93,9 +102,8 @@ def test_compare_shows_the_finding_stored_with_a_one_run_side(tmp_path: Path) ->
 
 
 def errored(run_id: str, started: str, label: str = "main") -> dict:
-    return {"run_id": run_id, "started_at": started, "label": label,
-            "verdict": {"status": "error", "reasons": ["launch: server exited with 1"]},
-            "measurement": None}
+    return whole(run_id, started, label, measurement=None,
+                 verdict={"status": "error", "reasons": ["launch: server exited with 1"]})
 
 
 def test_only_the_latest_run_of_each_series_and_entry_is_judged(tmp_path: Path) -> None:

@@ -140,7 +140,7 @@ def test_the_dry_run_says_measured_here_once() -> None:
 
 def test_the_categories_key_names_the_dashed_line_only_when_drawn(tmp_path: Path) -> None:
     from harness.analysis.plot_categories import categories_figure
-    from harness.results.store import read_run
+    from harness.results.readers import read_run
 
     run_dir = make_run(tmp_path / "results", 2.5)
     record = read_run(run_dir)

@@ -112,6 +112,14 @@ GOLDEN["tiny_ngram_sglang_cpu"] = [
     "--speculative-num-draft-tokens", "4",
     "--tp-size", "1", "--random-seed", "0", *CPU_FLAGS,
 ]
+# Two DP ranks (docs/topology.md): --dp-size after --tp-size; the rest as the NGRAM suite's
+GOLDEN["tiny_ngram_dp2_sglang_cpu"] = [
+    "python", "-m", "sglang.launch_server",
+    "--model-path", "harness/engines/reference/tiny/target",
+    "--speculative-algorithm", "NGRAM",
+    "--speculative-num-draft-tokens", "4",
+    "--tp-size", "1", "--dp-size", "2", "--random-seed", "0", *CPU_FLAGS,
+]
 GOLDEN["tiny_standalone_sglang_cpu"] = [
     "python", "-m", "sglang.launch_server",
     "--model-path", "harness/engines/reference/tiny/target",

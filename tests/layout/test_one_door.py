@@ -1,8 +1,9 @@
-"""One door to stored results (issue 29): no code outside the results readers opens a run
-record, request rows, a calibration record or the loader's index itself. Each of those
-reads goes through `harness.results.readers` / `harness.results.store`, which read only
-regular files of bounded size and check every figure; a new raw read anywhere else fails
-here, naming the function."""
+"""One door to stored results (issues 29, 37): no code outside the door opens a run record,
+request rows, a calibration record or the loader's index itself. Each of those reads goes
+through `harness.results.readers` (the index's own files through `harness.results.index`),
+which reads only regular files of bounded size and checks every figure; a new raw read
+anywhere else fails here, naming the function, and so does a second reader of records
+(`read_run`, `read_requests`, a parse into the record model) outside the door."""
 
 from __future__ import annotations
 
@@ -11,9 +12,15 @@ from pathlib import Path
 
 from tests.layout.test_imports import PACKAGE
 
-# The readers themselves: they open the files through checks.read_regular.
-DOORS = {"results/checks.py", "results/readers.py", "results/store.py", "results/rows.py",
-         "results/index.py", "results/baselines.py"}
+# The door: it opens the files through checks.read_regular (the index reads its own log
+# and snapshot, copies of the records' rows).
+DOORS = {"results/checks.py", "results/readers.py", "results/index.py"}
+DOOR = "results/readers.py"
+# What only the door defines or calls: a reader of records, a parse into the record model.
+READERS = {"read_run", "read_run_data", "read_requests", "read_record", "read_record_file",
+           "parse_run", "parse_record", "iter_request_rows"}
+PARSES = {"model_validate", "model_validate_json", "model_construct"}
+RECORD_MODELS = {"RunRecord", "RequestRow"}
 # Names of the stored files (layout's constants and their spellings).
 STORED = {"RUN_FILE", "REQUESTS_FILE", "INDEX_FILE", "SNAPSHOT_FILE", "CALIBRATIONS_DIR",
           "run.json", "requests.jsonl", ".index.jsonl", ".index-snapshot.json", "calibrations"}
@@ -80,6 +87,41 @@ def offenders(package: Path = PACKAGE) -> list[str]:
 
 def test_no_raw_read_of_stored_results_outside_the_doors() -> None:
     assert offenders() == []
+
+
+def second_readers(package: Path = PACKAGE) -> list[str]:
+    """Functions outside the door that define a reader of records, or parse a record
+    model from data (`RunRecord.model_validate(...)`)."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package).as_posix()
+        if relative == DOOR:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in READERS:
+                found.append(f"{relative}:{node.lineno} def {node.name}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in PARSES and isinstance(node.func.value, ast.Name) \
+                    and node.func.value.id in RECORD_MODELS:
+                found.append(f"{relative}:{node.lineno} {node.func.value.id}.{node.func.attr}")
+    return found
+
+
+def test_one_reader_of_records() -> None:
+    """One `read_run` (issue 37: there were three, returning three shapes)."""
+    assert second_readers() == []
+
+
+def test_the_check_finds_a_second_reader(tmp_path: Path) -> None:
+    package = tmp_path / "harness"
+    (package / "analysis").mkdir(parents=True)
+    (package / "analysis" / "sides.py").write_text(
+        "def read_run(run_dir):\n"
+        "    return RunRecord.model_validate(load(run_dir))\n"
+        "def fine(record):\n"
+        "    return record.model_dump()\n")
+    assert second_readers(package) == ["analysis/sides.py:1 def read_run",
+                                       "analysis/sides.py:2 RunRecord.model_validate"]
 
 
 def test_the_check_finds_a_raw_read(tmp_path: Path) -> None:

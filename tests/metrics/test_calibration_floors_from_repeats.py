@@ -65,11 +65,12 @@ def test_suggested_floor_is_a_prediction_bound_for_the_next_run() -> None:
     mean - z sd put about 10% of healthy next runs below a 5% floor."""
     import numpy as np
 
-    from harness.metrics.calibration import prediction_floor, t_quantile_exact
+    from harness.metrics.calibration import prediction_floor
+    from harness.metrics.stats import t_quantile
 
-    assert t_quantile_exact(0.95, 2) == pytest.approx(2.919986, abs=1e-5)
-    assert t_quantile_exact(0.95, 4) == pytest.approx(2.131847, abs=1e-5)
-    assert t_quantile_exact(0.975, 9) == pytest.approx(2.262157, abs=1e-5)
+    assert t_quantile(0.95, 2) == pytest.approx(2.919986, abs=1e-6)
+    assert t_quantile(0.95, 4) == pytest.approx(2.131847, abs=1e-6)
+    assert t_quantile(0.975, 9) == pytest.approx(2.262157, abs=1e-6)
     rng = np.random.default_rng(5)
     draws = rng.normal(5.0, 0.05, (20_000, 4))
     below = sum(row[3] < prediction_floor(list(row[:3]), 0.0001, 0.05) for row in draws)

@@ -305,13 +305,13 @@ def test_batched_replay_is_the_driver_on_an_engine_whose_steps_slow_with_its_bat
 
 def test_power_spread_uses_the_metric_numerators(results) -> None:  # type: ignore[no-untyped-def]
     from harness.commands.power import recorded_spread
-    from harness.results.store import read_requests
+    from harness.results.readers import read_requests
     from tests.results.records import make_run
 
     run = make_run(results, 5.5, n=50, suite="gemma4_dflash_31b", floor=5.4)
     rows = read_requests(run)
-    tokens = [r["completion_tokens"] for r in rows]
-    steps = [r["verify_steps"] for r in rows]
+    tokens = [r.completion_tokens for r in rows]
+    steps = [r.verify_steps for r in rows]
     server, used = recorded_spread(results, "gemma4_dflash_31b", "server_avg", 5)
     per_request, _ = recorded_spread(results, "gemma4_dflash_31b", "per_request", 5)
     assert len(used) == 1

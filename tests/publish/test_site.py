@@ -14,7 +14,8 @@ from harness.analysis.trend import TrendParams, analyse, suite_history
 from harness.cli import main
 from harness.publish.model import slug, spec_at
 from harness.publish.site import build_site
-from harness.results.store import load_runs, read_run
+from harness.results.readers import read_run
+from harness.results.store import load_runs
 from tests.publish.history import SGLANG, night, nightly_history
 
 CRAFTED = '<script>document.title="pwned"</script><img src=x onerror=alert(1)>'

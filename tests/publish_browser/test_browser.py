@@ -24,7 +24,8 @@ from typing import Any
 import pytest
 
 from harness.cli import main
-from harness.results.store import load_runs, read_run
+from harness.results.readers import read_run
+from harness.results.store import load_runs
 from tests.publish.history import night, nightly_history
 
 playwright = pytest.importorskip("playwright.sync_api", reason="nox -s publish_browser")

@@ -72,7 +72,7 @@ def test_impossible_figures_are_skipped_naming_file_and_field(
             assert code == 2 and field in out and str(bad) in out, (args, out)
 
 
-def test_a_figure_above_the_block_size_is_impossible(tmp_path: Path) -> None:
+def test_a_figure_above_what_a_step_makes_is_impossible(tmp_path: Path) -> None:
     root, runs = _history(tmp_path)
     data = json.loads((runs[-1] / RUN_FILE).read_text())
     data["suite"]["document"]["speculative"] = {"block_size": 8}
@@ -80,7 +80,9 @@ def test_a_figure_above_the_block_size_is_impossible(tmp_path: Path) -> None:
                                completion_tokens=42 * data["measurement"]["verify_steps"])
     (runs[-1] / RUN_FILE).write_text(json.dumps(data))
     skipped = store.load_runs(root).attrs["skipped"]
-    assert len(skipped) == 1 and "between 1 and 9 (block size 8 + 1)" in skipped[0]
+    assert len(skipped) == 1 and "block size 8 makes at most 8 tokens" in skipped[0]
+    assert "per_request adds each request's prefill token (at most 1 per step): at most 9" \
+        in skipped[0]
 
 
 @pytest.mark.parametrize(("text", "why"), [

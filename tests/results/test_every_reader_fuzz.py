@@ -1,9 +1,9 @@
-"""Property-based, over every reader behind the one door (issue 29): numbers given as
-strings, file types and sizes, the readers other than the loader (run records for the
-paired gate, calibrations), impossible request rows, forged index lines and entry-count
-blow-ups. A reader gives a value whose figures are possible, or one clean line, never
-another exception and never a hang. Seeded (derandomize) and small: the whole corpus of
-`tests/results/test_*fuzz.py` stays inside a minute on one core."""
+"""Property-based, over every reader behind the one door (`harness.results.readers`):
+numbers given as strings, file types and sizes, the readers other than the loader (run
+records for the paired gate, calibrations), impossible request rows, forged index lines
+and entry-count blow-ups. A reader gives a value whose figures are possible, or one clean
+line, never another exception and never a hang. Seeded (derandomize) and small: the whole
+corpus of `tests/results/test_*fuzz.py` stays inside a minute on one core."""
 
 from __future__ import annotations
 
@@ -21,11 +21,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.analysis import paired_report
-from harness.errors import BadInput
+from harness.analysis.paired_report import Latest
 from harness.results import possible, store
+from harness.results.checks import MOST_ACCEPT_LENGTH
 from harness.results.index import INDEXED
 from harness.results.layout import INDEX_FILE, REQUESTS_FILE, RUN_FILE, SNAPSHOT_FILE
-from harness.results.readers import BadRecord, read_calibration, read_run_data
+from harness.results.readers import (
+    BadRecord,
+    iter_request_rows,
+    read_calibration,
+    read_requests,
+    read_run,
+)
+from harness.results.record import RunRecord
+from harness.speculation.bounds import StepBound, step_bound
 from tests.results.records import make_run
 from tests.results.test_record_reader_fuzz import _paths, mutated, values
 
@@ -61,7 +70,7 @@ def rich_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run_dir = make_run(tmp_path_factory.mktemp("door") / "results", n=6)
     data = _rich(json.loads((run_dir / RUN_FILE).read_text()))
     (run_dir / RUN_FILE).write_text(json.dumps(data))
-    read_run_data(run_dir)  # the fixture itself is a valid record
+    read_run(run_dir)  # the fixture itself is a valid record
     return run_dir
 
 
@@ -82,12 +91,12 @@ def _set(data: Any, path: tuple[Any, ...], value: Any) -> None:
     data[path[-1]] = value
 
 
-def _printed(record: dict[str, Any]) -> None:
+def _printed(record: RunRecord) -> None:
     """What every reader of a run record prints of it: none may fail on what passed."""
-    if isinstance(record.get("paired"), dict):
-        table = paired_report.rows({SUITE: {**record, "path": "x"}})
+    if isinstance(record.paired, dict):
+        table = paired_report.rows({SUITE: Latest(Path("x"), record)})
         paired_report.markdown(table)
-        paired_report.finding_line(record["paired"])
+        paired_report.finding_line(record.paired)
 
 
 @FUZZ
@@ -104,14 +113,12 @@ def test_a_number_given_as_a_string_is_never_read_as_one(rich_dir: Path,
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / RUN_FILE).write_text(json.dumps(document))
         try:
-            record = read_run_data(folder)
+            record = read_run(folder)
         except BadRecord as error:
-            assert "\n" not in error.message
+            assert "\n" not in error.message and str(Path(folder) / RUN_FILE) in error.message
         else:  # only where the model keeps free text (a label, the suite document's prose)
             _printed(record)
             assert not _is_figure_path(path), path
-        with pytest.raises(BadInput) if _is_figure_path(path) else _nothing():
-            store.read_run(Path(folder))
 
 
 def _is_figure_path(path: tuple[Any, ...]) -> bool:
@@ -119,14 +126,6 @@ def _is_figure_path(path: tuple[Any, ...]) -> bool:
     return head in ("measurement", "paired", "schema_version") or (
         head == "suite" and "document" in path and any(
             key in ("floors", "baselines") for key in path))
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> bool:
-        return False
 
 
 @FUZZ
@@ -137,8 +136,8 @@ def test_the_paired_readers_on_mutations(rich_dir: Path, data: st.DataObject) ->
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / RUN_FILE).write_bytes(data.draw(mutated(document)))
         try:
-            record = read_run_data(folder)
-        except (BadRecord, FileNotFoundError):
+            record = read_run(folder)
+        except BadRecord:
             return
         _printed(record)
 
@@ -199,35 +198,47 @@ def test_every_reader_on_every_file_type(indexed: tuple[Path, Any], kind: str, p
         assert len(frame) <= 1
         if which in (INDEX_FILE, SNAPSHOT_FILE):
             assert len(frame) == 1  # the index is only a copy: the run is read anyway
-        store.read_requests(run_dir)
+        read_requests(run_dir)
+        with contextlib.suppress(BadRecord):
+            read_requests(run_dir, strict=True)
         store.load_requests(root)
-        for read in (lambda: read_run_data(run_dir), lambda: read_calibration(calibration)):
+        for read in (lambda: read_run(run_dir), lambda: read_calibration(calibration)):
             with contextlib.suppress(BadRecord, FileNotFoundError):
                 read()
         paired_report.latest_paired(root, [SUITE])
 
 
+STEPS = [None, step_bound("DFLASH", 1, None, None), step_bound("DFLASH", 8, None, None),
+         step_bound("EAGLE", 8, 3, None), step_bound("UNO", 4, None, None),
+         step_bound("UNO", None, 3, 2), step_bound("EAGLE", 4, 5, None, "vllm")]
+
+
 @FUZZ
 @given(tokens=st.integers(0, 2000), steps=st.integers(0, 300), correct=st.integers(0, 3000),
-       block=st.sampled_from([None, 1, 4, 8, 16]),
+       step=st.sampled_from(STEPS),
        stated=st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True)))
 def test_request_rows_kept_are_possible(tokens: int, steps: int, correct: int,
-                                        block: int | None, stated: float | None) -> None:
+                                        step: StepBound | None, stated: float | None) -> None:
+    """A row is kept exactly when a verify step of the settings (`step`; None: unknown,
+    the loosest) could make it: its correct drafts at most T - k a step, its tokens at
+    least one a step and at most T a step and the prefill token."""
     row = {"index": 0, "question_index": 0, "completion_tokens": tokens, "verify_steps": steps,
-           "correct_drafts": correct, "spec_accept_length": stated}
+           "correct_drafts": correct, "spec_accept_length": stated, "latency_s": 0.5}
     with tempfile.TemporaryDirectory() as folder:
         file = Path(folder) / REQUESTS_FILE
         try:
             file.write_text(json.dumps(row, allow_nan=True) + "\n")
         except ValueError:
             return
-        kept = list(store.iter_request_rows(file, [], block))
+        kept = list(iter_request_rows(file, [], step))
+    bound = step or possible.UNKNOWN
+    possible_row = (correct <= steps * bound.drafts
+                    and steps <= tokens <= steps * bound.tokens + 1
+                    and (stated is None or math.isclose(stated, tokens / steps if steps else 0.0,
+                                                        rel_tol=1e-6, abs_tol=1e-9)))
+    assert bool(kept) == possible_row  # every possible row kept, as typed rows
     if kept:
-        size = block or possible.MAX_BLOCK
-        assert correct <= steps * size and steps <= tokens <= steps * (size + 1) + 1
-        if stated is not None:
-            assert math.isclose(stated, tokens / steps if steps else 0.0, rel_tol=1e-6,
-                                abs_tol=1e-9)
+        assert kept[0].spec_accept_length == (tokens / steps if steps else 0.0) or stated
 
 
 @FUZZ
@@ -259,7 +270,7 @@ def test_a_forged_index_line_never_reaches_a_reader(indexed: tuple[Path, Any],
                                         and isinstance(forged, float) and math.isnan(forged))
             if not same:  # a forged value may pass only where it is possible
                 if column in ("accept_length", "ci_low", "ci_high"):
-                    assert 1 <= forged <= possible.MAX_BLOCK + 1
+                    assert 1 <= forged <= MOST_ACCEPT_LENGTH
                 elif column == "accuracy":
                     assert 0 <= forged <= 1
                 elif column == "verdict":
@@ -291,9 +302,9 @@ def test_entry_counts_are_bounded(rich_dir: Path, where: tuple[str, ...], extra:
         (Path(folder) / RUN_FILE).write_text(json.dumps(document))
         if extra > 0:
             with pytest.raises(BadRecord, match="entries"):
-                read_run_data(folder)
+                read_run(folder)
         else:
-            read_run_data(folder)
+            read_run(folder)
 
 
 @pytest.mark.parametrize("key", ["spec", "path"])
@@ -305,6 +316,6 @@ def test_an_optional_field_of_the_paired_finding_may_be_missing(
     document = json.loads((rich_dir / RUN_FILE).read_text())
     del document["paired"]["against"][key]
     (tmp_path / RUN_FILE).write_text(json.dumps(document))
-    record = read_run_data(tmp_path)
+    record = read_run(tmp_path)
     _printed(record)
-    assert paired_report.rows({SUITE: {**record, "path": "x"}})[0]["against_run"] == "ref"
+    assert paired_report.rows({SUITE: Latest(Path("x"), record)})[0]["against_run"] == "ref"

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from harness.results.checks import BadFile
 from harness.results.possible import check_latency, check_request_row, timing_problem
+from harness.speculation.bounds import step_bound
 
 SPREAD = {"n": 4, "mean": 0.2, "p50": 0.1, "p90": 0.3, "p99": 0.5,
           "mean_ci": [0.1, 0.3], "p50_ci": [0.05, 0.2]}
@@ -40,6 +41,7 @@ def test_an_impossible_figure_is_refused_naming_it(change: dict[str, Any], field
         check_latency("measurement.latency", {**GOOD, **change})
 
 
+BLOCK_8 = step_bound("DFLASH", 8, None, None)  # a DFlash verify step of block size 8
 ROW = {"question_index": 0, "completion_tokens": 6, "verify_steps": 3, "correct_drafts": 3}
 
 
@@ -52,14 +54,14 @@ ROW = {"question_index": 0, "completion_tokens": 6, "verify_steps": 3, "correct_
     ("soon", "expected an object"),
 ])
 def test_an_impossible_timing_skips_the_row(timing: Any, says: str) -> None:
-    assert says in (check_request_row({**ROW, "timing": timing}, 8) or "")
+    assert says in (check_request_row({**ROW, "timing": timing}, BLOCK_8) or "")
 
 
 def test_an_honest_timing_keeps_the_row() -> None:
     timing = {"streamed": True, "ttft_s": 0.1, "chunk_s": [0.1, 0.1, 0.3],
               "chunk_tokens": [1, 0, 5]}
-    assert check_request_row({**ROW, "timing": timing}, 8) is None
-    assert check_request_row({**ROW, "timing": None}, 8) is None
+    assert check_request_row({**ROW, "timing": timing}, BLOCK_8) is None
+    assert check_request_row({**ROW, "timing": None}, BLOCK_8) is None
 
 
 @settings(max_examples=200, deadline=None)

@@ -3,7 +3,7 @@
 Hypothesis mutates a real run record (any field replaced by any JSON value, removed, the
 text truncated or garbled) and a request row; the properties: `load_runs` returns, the
 file is either a row or reported exactly once (path and reason); an accepted record is one
-every reader of single records accepts too (`store.read_run`, the record model); the
+every reader of single records accepts too (`readers.read_run`, the record model); the
 index gives back what parsing gives; `harness compare`, `trend` and `plot` end with an
 exit code and no exception; each skip is reported once per command.
 """
@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.cli import main
-from harness.results import store
+from harness.results import readers, store
 from harness.results.layout import REQUESTS_FILE, RUN_FILE
 from tests.results.records import make_history
 
@@ -167,7 +167,7 @@ def test_any_mutated_record_is_a_row_or_reported_once(base: Path, data: st.DataO
             assert reported[0].split(": ", 1)[1].strip()
             return
         row = runs[runs["path"] == str(mutant)].iloc[0]
-        store.read_run(mutant)  # what the loader accepts, the record model accepts
+        readers.read_run(mutant)  # what the loader accepts, the record model accepts
         assert isinstance(row["started_at"], pd.Timestamp) and row["started_at"].tz is not None
         for column in ("accept_length", "ci_low", "ci_high", "accuracy", "floor"):
             assert isinstance(row[column], float) and not math.isinf(row[column])
@@ -204,7 +204,7 @@ def test_every_field_read_with_every_wrong_type(base: Path, tmp_path: Path) -> N
         assert len(about) + (folder in accepted) == 1, mutants[folder]
         assert [m for m in reports.messages if folder + "/" in m] == about
     for folder in accepted:
-        store.read_run(Path(folder))
+        readers.read_run(Path(folder))
     numbers = runs[["accept_length", "ci_low", "ci_high", "accuracy", "floor"]].to_numpy(float)
     assert not pd.isna(runs["started_at"]).any() and not (abs(numbers) == math.inf).any()
     assert len(accepted) > len(paths)  # null in optional fields, equivalent values, ...

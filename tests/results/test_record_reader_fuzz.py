@@ -1,7 +1,9 @@
-"""Property-based (issue 20, case 8): the run-record reader and the requests reader, fed
-any bytes or any mutation of a valid document, give a valid object or one clean line
-(`BadInput` for a record, a skip line for a request row), never another exception and
-never a hang (each example has a deadline). Seeded and small, so CI stays fast."""
+"""Property-based (issue 20, case 8; issue 37): the door's run-record reader (`read_run`) and
+requests reader (`read_requests`, `iter_request_rows`), fed any bytes, any mutation of a
+valid document, numbers as strings or values nested past any depth, give a typed object
+(`RunRecord`, `RequestRow`) or one clean line (`BadRecord` naming the file, a skip line
+naming the file and line), never another exception and never a hang (each example has a
+deadline). Seeded and small, so CI stays fast."""
 
 from __future__ import annotations
 
@@ -17,9 +19,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.errors import BadInput
-from harness.results import store
 from harness.results.layout import REQUESTS_FILE, RUN_FILE
-from harness.results.record import RunRecord
+from harness.results.readers import (
+    BadRecord,
+    iter_request_rows,
+    read_requests,
+    read_run,
+    request_problem,
+)
+from harness.results.record import RequestRow, RunRecord
 from tests.results.records import make_run
 
 FUZZ = settings(max_examples=120, deadline=timedelta(seconds=5), derandomize=True,
@@ -81,7 +89,7 @@ def mutated(draw: st.DrawFn, document: Any) -> bytes:
 def _check_record(folder: Path, text: bytes) -> None:
     (folder / RUN_FILE).write_bytes(text)
     try:
-        record = store.read_run(folder)
+        record = read_run(folder)
     except BadInput as error:
         assert error.message and "\n" not in error.message, error.message
         assert str(folder / RUN_FILE) in error.message
@@ -111,13 +119,18 @@ def _check_requests(folder: Path, text: bytes) -> None:
     file = folder / REQUESTS_FILE
     file.write_bytes(text)
     skipped: list[str] = []
-    rows = list(store.iter_request_rows(file, skipped))
+    rows = list(iter_request_rows(file, skipped))
     for row in rows:
-        assert store.request_problem(row) is None
+        assert isinstance(row, RequestRow) and request_problem(row.model_dump()) is None
     for message in skipped:
         assert "\n" not in message and str(file) in message
     lines = [line for line in text.splitlines() if line.strip()]
     assert len(rows) + len(skipped) <= max(len(lines), 1)
+    try:  # strict (a reused reference): all of them, or the first bad one named
+        assert read_requests(folder, strict=True) == rows
+    except BadRecord as error:
+        assert skipped and error.message in skipped[0].removeprefix("skipped ")
+        assert "\n" not in error.message and str(file) in error.message
 
 
 @FUZZ
@@ -134,3 +147,44 @@ def test_requests_reader_on_mutations(run_dir: Path, data: st.DataObject) -> Non
 def test_requests_reader_on_any_bytes(text: bytes) -> None:
     with tempfile.TemporaryDirectory() as folder:
         _check_requests(Path(folder), text)
+
+
+def _nested(depth: int, leaf: Any) -> Any:
+    for i in range(depth):
+        leaf = [leaf] if i % 2 else {"k": leaf}
+    return leaf
+
+
+@FUZZ
+@given(data=st.data(), depth=st.integers(1, 3000))
+def test_record_reader_on_any_nesting(run_dir: Path, data: st.DataObject, depth: int) -> None:
+    """A value nested to any depth anywhere in a record: a record or one clean line (a
+    RecursionError once ended `harness` with a traceback)."""
+    document = json.loads((run_dir / RUN_FILE).read_text())
+    path = data.draw(st.sampled_from([p for p in _paths(document) if p]))
+    parent = document
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = _nested(depth, data.draw(values))
+    try:
+        text = json.dumps(document).encode()
+    except RecursionError:
+        return  # deeper than this Python writes: no file to read
+    with tempfile.TemporaryDirectory() as folder:
+        _check_record(Path(folder), text)
+
+
+@FUZZ
+@given(data=st.data())
+def test_requests_reader_on_numbers_as_strings(run_dir: Path, data: st.DataObject) -> None:
+    """A count or figure of a request row given as a string is never read as a number."""
+    row = json.loads((run_dir / REQUESTS_FILE).read_text().splitlines()[0])
+    key = data.draw(st.sampled_from(sorted(k for k, v in row.items()
+                                           if isinstance(v, int | float)
+                                           and not isinstance(v, bool))))
+    row[key] = data.draw(st.sampled_from([str(row[key]), "NaN", "-1", " 3", "1e9"]))
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / REQUESTS_FILE).write_text(json.dumps(row) + "\n")
+        skipped: list[str] = []
+        assert list(iter_request_rows(Path(folder) / REQUESTS_FILE, skipped)) == []
+        assert len(skipped) == 1 and key in skipped[0]

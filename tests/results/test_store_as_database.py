@@ -11,8 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness import files
 from harness.results import index as runs_index
-from harness.results import layout, record, store, writer
+from harness.results import layout, readers, record, store, writer
 from harness.results.baselines import load_baselines
 from harness.results.layout import REQUESTS_FILE, RUN_FILE
 from harness.results.rows import READS_SCHEMA, RUN_COLUMNS
@@ -185,7 +186,7 @@ def test_index_sees_new_runs_late_run_json_and_removed_runs(results: Path) -> No
 def test_a_rewritten_record_is_read_again(results: Path) -> None:
     run_dir = make_run(results, 2.5)
     assert store.load_runs(results)["label"].iloc[0] is None
-    saved = store.read_run(run_dir)
+    saved = readers.read_run(run_dir)
     saved.label = "relabelled"
     writer.write_run(run_dir, saved)  # the writer appends a new line: the last one counts
     assert store.load_runs(results)["label"].iloc[0] == "relabelled"
@@ -248,7 +249,7 @@ def test_the_writer_compacts_a_long_log(results: Path, monkeypatch: pytest.Monke
 
 def test_the_index_is_compacted(results: Path) -> None:
     run_dir = make_run(results, 2.5)
-    saved = store.read_run(run_dir)
+    saved = readers.read_run(run_dir)
     for i in range(40):
         saved.label = f"v{i}"
         writer.write_run(run_dir, saved)
@@ -365,17 +366,18 @@ def test_shipped_baselines_load() -> None:
 
 def test_new_run_dir_refuses_to_share_a_folder(results: Path) -> None:
     run_dir = make_run(results, 2.5)
-    saved = store.read_run(run_dir)
+    saved = readers.read_run(run_dir)
     with pytest.raises(FileExistsError):
         writer.save_run(results, saved)
 
 
 def test_one_results_dir_definition(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv(layout.RESULTS_ENV, raising=False)
-    assert layout.default_results_dir() == layout.RESULTS_DIR == Path("results")
-    monkeypatch.setenv(layout.RESULTS_ENV, str(tmp_path))
-    assert layout.default_results_dir() == tmp_path
-    assert store.default_results_dir() == tmp_path
+    monkeypatch.delenv(files.RESULTS_ENV, raising=False)
+    assert files.default_results_dir() == files.RESULTS_DIR == Path("results")
+    monkeypatch.setenv(files.RESULTS_ENV, str(tmp_path))
+    assert files.default_results_dir() == tmp_path
+    run_dir = make_run(tmp_path)
+    assert list(store.load_runs()["path"]) == [str(run_dir)]  # the store's default folder
 
 
 def test_the_loader_reads_the_schema_the_writer_writes() -> None:

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from harness.cli import main
 from harness.errors import ExitCode
-from harness.results.store import read_run
+from harness.results.readers import read_run
 from harness.run.judge import DropEvidence, decide_drop
-from tests.analysis.records import make_run
+from tests.results.records import make_run
 
 SHIPPED = Path(__file__).resolve().parents[2] / "results"
 

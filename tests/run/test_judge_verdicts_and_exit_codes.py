@@ -202,7 +202,7 @@ def test_runtime_attention_difference_is_an_error_over_every_other_finding(
     floors = Floors(accept_length=5.4, accuracy=0.75)
     clean = decide(Evidence(_m(accept), floors, contract=contract, contract_enforced=False))
     judged = decide(Evidence(_m(accept), floors, contract=contract, contract_enforced=False,
-                             runtime_attention=["draft layer 4: causal vs bidirectional"]))
+                             runtime_contract=["draft layer 4: causal vs bidirectional"]))
     assert judged.verdict.status == "error"
     assert judged.exit_code == EXIT_CODES["error"]
     assert judged.verdict.reasons[1] == "draft layer 4: causal vs bidirectional"

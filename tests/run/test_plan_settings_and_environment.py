@@ -11,9 +11,9 @@ from harness.run.plan import choose_build, server_env
 from harness.run.preflight import Fit
 from harness.run.recorded import redact_command, redacted_document
 from harness.run.runner import RunOptions
+from harness.secrets import REDACTED
 from harness.suite.checkpoints import Models, resolve_models
 from harness.suite.model import load_suite, parse_suite
-from harness.suite.secrets import REDACTED
 
 GEMMA = load_suite("gemma4_dflash_31b")
 REPORTED = {"speculative_algorithm": "DFLASH", "speculative_num_draft_tokens": 16,

@@ -94,7 +94,7 @@ def test_legacy_build_fails_preflight_naming_the_layers(
     results = tmp_path / "results"
     assert main(["run", str(suite), "--results", str(results), "--no-progress"]) == 1
     out = capsys.readouterr().out
-    assert "draft attention contract differs" in out
+    assert "draft contract differs" in out
     for layer in range(4):
         assert f"layer {layer}: expected bidirectional, got causal" in out
     run_dir = next(results.glob("runs/contract_check/*/run.json")).parent

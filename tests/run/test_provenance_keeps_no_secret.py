@@ -10,7 +10,7 @@ import pytest
 from harness.results.record import GPUInfo
 from harness.run import provenance
 from harness.run.provenance import collect, safe_env
-from harness.suite.secrets import REDACTED, redact_argv
+from harness.secrets import REDACTED, redact_argv
 
 
 def test_safe_env_keeps_allow_listed() -> None:
@@ -35,7 +35,7 @@ def test_safe_env_keeps_allow_listed() -> None:
 @pytest.mark.parametrize("name", [
     "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "OPENAI_API_KEY", "SGLANG_API_KEY", "CUDA_SECRET",
     "HARNESS_PASSWORD", "SGLANG_ADMIN_API_KEY", "TORCH_AUTH_HEADER", "NCCL_CREDENTIALS",
-    # (HF_TOKEN_PATH is a path, not a secret: tests/suite/test_secret_names_and_flags.py)
+    # (HF_TOKEN_PATH is a path, not a secret: tests/secrets/test_secret_names_and_flags.py)
     "sglang_api_key",
 ])
 def test_safe_env_drops_secrets(name: str) -> None:
@@ -54,15 +54,22 @@ def test_safe_env_extra_names() -> None:
          ["harness", "run", "s", "--api-key", REDACTED]),
         (["harness", "run", "--api-key=sk-123", "s"],
          ["harness", "run", f"--api-key={REDACTED}", "s"]),
-        (["x", "--admin-api-key", "a", "--hf-token=b", "--token", "c", "--port", "1"],
-         ["x", "--admin-api-key", REDACTED, f"--hf-token={REDACTED}", "--token", REDACTED,
-          "--port", "1"]),
+        (["x", "--admin-api-key", "a", "--hf-token=b", "--port", "1"],
+         ["x", "--admin-api-key", REDACTED, f"--hf-token={REDACTED}", "--port", "1"]),
         (["x", "--api-key"], ["x", "--api-key"]),  # nothing to hide
         (["x", "--api-keys", "y"], ["x", "--api-keys", "y"]),  # another flag
     ],
 )
 def test_redact_argv(argv: list[str], expected: list[str]) -> None:
     assert redact_argv(argv) == expected
+
+
+def test_the_harness_s_own_line_is_read_by_the_name_rule() -> None:
+    """The harness's argv (provenance.argv): a flag named like a credential hides its
+    value (`--token`, the hub CLI's, is no engine's); `--a` is the harness's own flag."""
+    argv = ["harness", "ab", "s", "--token", "c", "--api-key=sk-1", "--a", "sglang==0.5.23"]
+    assert redact_argv(argv, own=True) == ["harness", "ab", "s", "--token", REDACTED,
+                                           f"--api-key={REDACTED}", "--a", "sglang==0.5.23"]
 
 
 def test_redact_argv_hides_credentials_in_urls() -> None:

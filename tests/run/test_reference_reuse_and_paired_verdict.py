@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import EngineError
-from harness.results.record import Verdict
+from harness.results.record import RunRecord, Verdict
 from harness.run import pairing
 from harness.suite.gate import Gate
 from harness.suite.model import load_suite
@@ -17,16 +17,22 @@ from harness.suite.model import load_suite
 SUITE = load_suite("tiny_dflash_cpu").suite
 
 
+def gpus(name: str) -> list[dict]:
+    return [{"index": i, "name": name, "memory_gib": 80.0} for i in range(2)]
+
+
 def record(run_id: str, **changes: object) -> dict:
+    """A whole run record (the door reads no other) of run `run_id`, with `changes`."""
     base = {
-        "kind": "run", "run_id": run_id,
+        "schema_version": 2, "kind": "run", "run_id": run_id,
+        "started_at": "2026-01-01T00:00:00+00:00",
         "suite": {"name": "s", "sha256": "suite-1", "document": {"topology": {"tp_size": 2}}},
         "build": {"engine": "sglang", "git_sha": "abc", "git_dirty": False,
                   "freeze_sha256": "deps-1", "options": {"algorithm": "DFLASH"}},
-        "provenance": {"harness_version": "0.1.0", "driver": "550.1", "cuda": "12.4",
-                       "harness_git_sha": "h1", "harness_git_dirty": False,
-                       "gpus": [{"name": "H100"}, {"name": "H100"}]},
-        "workload": {"data_sha256": "data-1", "prompts_sha256": "prompts-1"},
+        "provenance": {"harness_version": "0.1.0", "python": "3.11", "platform": "linux",
+                       "driver": "550.1", "cuda": "12.4", "harness_git_sha": "h1",
+                       "harness_git_dirty": False, "gpus": gpus("H100")},
+        "workload": {"kind": "gsm8k", "data_sha256": "data-1", "prompts_sha256": "prompts-1"},
         "measurement": {"accept_length": 5.6, "n_requests": 4, "n_planned": 4},
         "verdict": {"status": "pass"},
     }
@@ -45,19 +51,24 @@ def write_run(root: Path, name: str, data: dict, rows: list[dict] | None = None)
     (folder / "run.json").write_text(json.dumps(data))
     rows = rows if rows is not None else [
         {"index": i, "question_index": i, "completion_tokens": 40 + i, "verify_steps": 10,
-         "correct_drafts": 30 + i} for i in range(4)]
+         "correct_drafts": 30 + i, "latency_s": 1.0} for i in range(4)]
     (folder / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return folder
 
 
-WANTED = pairing.identity(record("x"))
+def wanted_of(data: dict) -> dict:
+    """The identity a run made now would have to reuse the stored record `data`."""
+    return pairing.identity_of(RunRecord.model_validate(data))
+
+
+WANTED = wanted_of(record("x"))
 
 
 @pytest.mark.parametrize("change", [
     {"suite__sha256": "suite-2"}, {"workload__data_sha256": "data-2"},
     {"build__git_sha": "def"}, {"build__freeze_sha256": "deps-2"},
     {"build__git_dirty": True}, {"provenance__driver": "560.0"},
-    {"provenance__gpus": [{"name": "H200"}, {"name": "H200"}]},
+    {"provenance__gpus": gpus("H200")},
     {"suite__document": {"topology": {"tp_size": 1}}},
     {"provenance__harness_version": "0.2.0"}, {"build__options": {"algorithm": "EAGLE"}},
     # issue 27, case 4: what else changes the measurement
@@ -78,7 +89,7 @@ def test_a_stored_run_that_differs_in_any_identity_field_is_not_reused(
 def test_a_cpu_engine_is_reused_only_on_the_same_cpu(tmp_path: Path) -> None:
     cpu = record("cpu", provenance__gpus=[], provenance__cpu="Xeon 8480",
                  provenance__cpu_isa=["avx512f"])
-    wanted = pairing.identity(cpu)
+    wanted = wanted_of(cpu)
     write_run(tmp_path, "20260101T000000Z-other", record(
         "other", provenance__gpus=[], provenance__cpu="EPYC 9654",
         provenance__cpu_isa=["avx512f"]))
@@ -91,7 +102,7 @@ def test_an_edited_harness_or_unhashed_prompts_are_never_reused(tmp_path: Path) 
     for name, changed in (("dirty", record("d", provenance__harness_git_dirty=True)),
                           ("unhashed", record("u", workload__prompts_sha256=None))):
         write_run(tmp_path, f"20260101T000000Z-{name}", changed)
-        assert pairing.reusable(tmp_path, "s", pairing.identity(changed)) is None
+        assert pairing.reusable(tmp_path, "s", wanted_of(changed)) is None
 
 
 def test_pairing_refuses_a_reference_that_sent_other_prompts(tmp_path: Path) -> None:
@@ -114,10 +125,10 @@ def test_pairing_refuses_a_reference_that_sent_other_prompts(tmp_path: Path) -> 
 def test_a_dirty_build_without_a_source_hash_is_never_reused(tmp_path: Path) -> None:
     dirty = record("dirty", build__git_dirty=True)
     write_run(tmp_path, "20260101T000000Z-dirty", dirty)
-    assert pairing.reusable(tmp_path, "s", pairing.identity(dirty)) is None
+    assert pairing.reusable(tmp_path, "s", wanted_of(dirty)) is None
     hashed = record("hashed", build__git_dirty=True, build__source_hash="sha256:ab")
     folder = write_run(tmp_path, "20260102T000000Z-hashed", hashed)
-    assert pairing.reusable(tmp_path, "s", pairing.identity(hashed)) == folder
+    assert pairing.reusable(tmp_path, "s", wanted_of(hashed)) == folder
 
 
 @pytest.mark.parametrize("change", [
@@ -142,11 +153,13 @@ def test_the_newest_matching_run_is_taken_and_unreadable_ones_passed_over(
 
 def rows(tokens: list[int], steps: int = 10) -> list[dict]:
     return [{"index": i, "question_index": i, "completion_tokens": t, "verify_steps": steps,
-             "correct_drafts": t - steps} for i, t in enumerate(tokens)]
+             "correct_drafts": t - steps, "latency_s": 1.0} for i, t in enumerate(tokens)]
 
 
 def judge_with(tmp_path: Path, a_tokens: list[int], gate: Gate) -> pairing.PairedJudge:
-    folder = write_run(tmp_path, "20250101T000000Z-ref", record("ref"), rows(a_tokens))
+    n = len(a_tokens)
+    folder = write_run(tmp_path, "20250101T000000Z-ref", record(
+        "ref", measurement__n_requests=n, measurement__n_planned=n), rows(a_tokens))
     reference = pairing.reference_from(folder, SUITE.name, "server_avg", "reference:x", True)
     return pairing.PairedJudge(gate, {SUITE.name: reference})
 
@@ -161,7 +174,7 @@ def judged(judge: pairing.PairedJudge, b_rows: list[dict], floor: float = 1.0,
     from harness.suite.model import Floors
 
     requests = [RequestRow(**row, spec_accept_length=row["completion_tokens"]
-                           / row["verify_steps"], latency_s=1.0) for row in b_rows]
+                           / row["verify_steps"]) for row in b_rows]
     measurement = summarise(requests, "server_avg", 1.0, None)
     found = decide(Evidence(measurement, Floors(accept_length=floor), settled,
                             paired=judge.evidence(SUITE, b_rows)))

@@ -96,3 +96,21 @@ def test_a_bad_line_is_an_error_naming_it(tmp_path_factory: pytest.TempPathFacto
         assert f"{path}:2: not a kernel record line" in str(error)
     else:  # blank, or a JSON line of another model
         assert rows == [RuntimeLayerRow(index=0, kernel="extend", causal=True, window=16)]
+
+
+def test_kernel_calls_are_checked_against_the_suites_expected_layers() -> None:
+    from types import SimpleNamespace
+
+    from harness.results.record import RuntimeLayerRow
+    from harness.run.runtime_attention import expected_differences
+
+    expected = [SimpleNamespace(causal=True, window=16), SimpleNamespace(causal=False,
+                                                                        window=None)]
+    suite = SimpleNamespace(draft=SimpleNamespace(expected_layers=expected))
+    runtime = [RuntimeLayerRow(index=0, kernel="extend", causal=False, window=16),
+               RuntimeLayerRow(index=1, kernel="extend", causal=False, window=None)]
+    assert expected_differences(suite, runtime) == [
+        "draft layer 0: the extend kernel received bidirectional, window 16; the suite "
+        "expects causal, window 16 (at run time)"]
+    suite.draft.expected_layers = None
+    assert expected_differences(suite, runtime) == []

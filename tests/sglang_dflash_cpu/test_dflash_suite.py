@@ -18,6 +18,7 @@ from harness import build as builds
 from harness.analysis.plots import RUN_PNG
 from tests.sglang_dflash_cpu.conftest import (
     FORCED,
+    REPO,
     REVERT,
     SPEC,
     STAND_IN,
@@ -104,7 +105,8 @@ def test_the_reverted_default_is_caught_by_the_preflight(sglang_cpu: Any,
     record = _record(run)
     assert record["verdict"]["status"] == "fail" and record["launch"] is None
     reasons = record["verdict"]["reasons"]
-    assert reasons[0] == "draft attention contract differs from the suite's expected_layers:"
+    assert reasons[0] == ("draft contract differs from the suite's "
+                          "expected_layers/expected_contract:")
     assert reasons[1:] == [f"layer {i}: expected causal, got bidirectional" for i in range(4)]
     assert not (run.records()[-1].parent / "server.log").exists()  # nothing was launched
     assert "layer 0: expected causal, got bidirectional" in run.done.stdout + run.done.stderr
@@ -133,8 +135,61 @@ def test_a_fault_only_the_runtime_check_sees(forced: Run) -> None:
     record = _record(forced, "tiny_dflash_sglang_cpu_forced")
     assert record["verdict"]["status"] == "error"
     reasons = "\n".join(record["verdict"]["reasons"])
-    assert "runtime attention differs from the audit" in reasons
+    assert "the draft's runtime contract differs from the audit's" in reasons
     assert ("draft layer 4: the extend kernel received causal, no window; the audit says "
             "bidirectional, no window") in reasons
     assert "draft layer 0" not in reasons  # the sliding layers were causal anyway
     assert record["build"]["patch_sha256"] == builds.file_sha256(FORCED)
+
+
+CLAUSES = {"taps": [1, 2, 3], "block_size": 8, "mask_token_id": 2, "draft_layers": 5,
+           "fc_input_width": 384, "embeddings": "target", "lm_head": "target"}
+
+
+def test_runtime_contract_equals_the_audit(fixed: Run) -> None:
+    """Every clause beyond attention: the preflight audit's (the build's own code, against
+    the target served) equals what reached the draft (the stand-ins' record), and both are
+    the suite's expected_contract."""
+    record = _record(fixed)
+    audit, runtime = record["draft_contract"], record["draft_contract_runtime"]
+    assert {name: audit[name]["value"] for name in CLAUSES} == CLAUSES
+    assert {name: runtime[name]["value"] for name in CLAUSES} == CLAUSES
+    assert audit["block_size"]["source"] == "--speculative-num-draft-tokens"
+    assert runtime["taps"]["source"] == "target layers_to_capture"
+    assert "project_target_hidden" in runtime["fc_input_width"]["note"]  # as delivered
+
+
+@pytest.mark.parametrize("clause", ["taps", "mask_token_id", "block_size", "fc_input_width"])
+def test_every_planted_defect_is_caught_by_the_preflight(sglang_cpu: Any, tmp_path: Any,
+                                                         clause: str) -> None:
+    from tests.audit.planted import run_arguments
+
+    suite, *extra = run_arguments(clause, tmp_path / "planted")
+    run = harness_run(suite, tmp_path / "results", *extra[2:])  # its --sglang is SPEC
+    assert run.done.returncode == 1, run.output
+    record = _record(run)
+    assert record["launch"] is None  # nothing was launched
+    assert any(reason.startswith(f"{clause}: expected ") for reason in
+               record["verdict"]["reasons"]), record["verdict"]
+
+
+def test_a_planted_defect_measured_anyway_fails_from_what_reached_the_model(
+        sglang_cpu: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The taps one layer early (Qwen3's + 1 dropped), measured anyway on a short copy of
+    the suite: the stand-ins record hidden_states 0-2 reaching the draft, equal to the
+    patched build's audit (no runtime error), and the run fails naming the clause."""
+    from tests.audit.planted import DEFECTS
+
+    folder = tmp_path_factory.mktemp("planted-taps")
+    short = folder / "tiny_dflash_sglang_cpu_taps.toml"
+    short.write_text((REPO / "suites" / f"{SUITE}.toml").read_text().replace(
+        "questions = 100", "questions = 8").replace(
+        f'name = "{SUITE}"', 'name = "tiny_dflash_sglang_cpu_taps"'))
+    run = harness_run(short, folder / "results", "--patch", str(DEFECTS["taps"].patch),
+                      "--no-enforce-contract", "--no-plot")
+    assert run.done.returncode == 1, run.output
+    record = _record(run, "tiny_dflash_sglang_cpu_taps")
+    assert record["draft_contract_runtime"]["taps"]["value"] == [0, 1, 2]
+    reasons = record["verdict"]["reasons"]
+    assert any("taps: expected [1,2,3], the engine at run time resolves [0,1,2]" in reason
+               for reason in reasons), reasons

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from harness.engines.registry import adapter_for
-from harness.suite.secrets import is_secret_name, resolve_flag
+from harness.secrets import is_secret_name, resolve_flag
 
 # Options whose field names hold a credential word but are counts or metrics of tokens.
 NOT_SECRETS = {"--bucket-inter-token-latency", "--prefill-delayer-token-usage-low-watermark",

@@ -62,7 +62,7 @@ def refused(text: str) -> str:
     return caught.value.message
 
 
-# (speculative settings, engine, server_avg maximum): per algorithm, harness.suite.bounds
+# (speculative settings, engine, server_avg maximum): per algorithm, harness.speculation.bounds
 BOUNDS = [
     ('algorithm = "DFLASH"\nblock_size = 8', 'kind = "reference"', 8),
     ('algorithm = "DFLASH"\nnum_draft_tokens = 16', 'kind = "reference"', 16),

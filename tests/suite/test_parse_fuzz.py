@@ -193,7 +193,7 @@ def test_any_nesting_depth_is_a_suite_error(kind: str, depth: int, first: bool) 
 def test_an_accept_length_floor_validates_exactly_when_a_run_can_reach_it(
         block: int, metric: str, floor: float, strict: bool) -> None:
     # DFLASH: a verify step of block B makes at most B tokens (server_avg); per_request also
-    # counts each request's prefill token, at most one per step (harness.suite.bounds)
+    # counts each request's prefill token, at most one per step (harness.speculation.bounds)
     top = block + (1 if metric == "per_request" else 0)
     document = tomllib.loads(MINIMAL_SUITE)
     document["speculative"] = {"algorithm": "DFLASH", "block_size": block}

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.engines.registry import adapter_for
-from harness.results.layout import default_results_dir
+from harness.files import default_results_dir
 from harness.suite.checkpoints import Models
 from harness.suite.model import load_suite
 from harness.workloads import prepare

@@ -37,6 +37,28 @@ def test_every_vllm_suites_launch_line_parses_as_the_harness_means(path: Path) -
     assert {k: parsed["speculative_config"][k] for k in spec} == spec
 
 
+def test_a_topologys_node_lines_parse_as_the_harness_means() -> None:
+    """tp, dp, pp and two nodes through vLLM's own multi-node flags, node 1 headless."""
+    from harness.engines.interface import Placement
+    from harness.suite.model import parse_suite
+
+    text = VLLM_SUITES[0].read_text()
+    assert "[topology]\ngpus = 0\n" in text
+    suite = parse_suite(text.replace("[topology]\ngpus = 0\n", "[topology]\ngpus = 0\n"
+                                     "tp_size = 2\npp_size = 2\nnnodes = 2\n"), "t.toml")[0]
+    models = Models("/models/target", "/models/draft")
+    for rank in (0, 1):
+        command = adapter_for("vllm").launch_command(
+            suite, "python", "127.0.0.1", 31234, models, None,
+            Placement(rank, 2, "10.0.0.1:29500"))
+        parsed = run_vllm(PARSE, json.dumps(command[2:]))
+        assert "error" not in parsed, parsed
+        assert (parsed["tp"], parsed["pp"], parsed["nnodes"], parsed["node_rank"]) == \
+            (2, 2, 2, rank)
+        assert (parsed["master_addr"], parsed["master_port"]) == ("10.0.0.1", 29500)
+        assert parsed["headless"] is (rank == 1)
+
+
 @pytest.mark.parametrize("flag", ["--speculative_config.num_speculative_tokens", "--see",
                                   "--speculative-config.method"])
 def test_the_forms_the_harness_refuses_do_reach_an_owned_setting(flag: str) -> None:

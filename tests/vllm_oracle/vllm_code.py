@@ -41,6 +41,9 @@ print(json.dumps({
     "per_request": args.per_request_spec_decode_metrics,
     "max_model_len": args.max_model_len, "enforce_eager": args.enforce_eager,
     "dtype": str(args.dtype), "max_num_seqs": args.max_num_seqs,
+    "dp": args.data_parallel_size, "pp": args.pipeline_parallel_size,
+    "nnodes": args.nnodes, "node_rank": args.node_rank, "master_addr": args.master_addr,
+    "master_port": args.master_port, "headless": args.headless,
 }, default=str))
 """
 

@@ -63,6 +63,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--draft-noise", type=float, default=0.0,
                         help="probability that each draft token is spoiled (0..1)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dp-size", type=int, default=1,
+                        help="data-parallel ranks, each with its own counters (/server_info "
+                             "internal_states) and named in each response's meta_info")
     parser.add_argument("--workers", type=int, default=None,
                         help="decoding worker processes (default: usable cores, at most 4)")
     parser.add_argument("--threads", type=int, default=1,
@@ -81,7 +84,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if not 0.0 <= args.draft_noise <= 1.0:
         parser.error("--draft-noise must be within [0, 1]")
-    for flag in ("block_size", "workers", "threads", "interop_threads", "context_length"):
+    for flag in ("block_size", "workers", "threads", "interop_threads", "context_length",
+                 "dp_size"):
         value = getattr(args, flag)
         if value is not None and value < 1:
             parser.error(f"--{flag.replace('_', '-')} must be at least 1")
@@ -106,7 +110,8 @@ def server_args(args: argparse.Namespace, block_size: int, target_config: dict[s
     return {
         "model_path": target, "tokenizer_path": target,
         "served_model_name": args.served_model_name or target,
-        "host": args.host, "port": args.port, "device": "cpu", "tp_size": 1, "dp_size": 1,
+        "host": args.host, "port": args.port, "device": "cpu", "tp_size": 1,
+        "dp_size": args.dp_size,
         "random_seed": args.seed, "context_length": args.context_length or
         int(target_config.get("max_position_embeddings") or 4096),
         "vocab_size": int(target_config["vocab_size"]),
@@ -143,7 +148,7 @@ def load(args: argparse.Namespace):  # -> Engine (started)
     reproducible = set_reproducible_env()
     block_size = args.block_size or int(draft_config.get("block_size") or 16)
     settings = server_args(args, block_size, target_config, draft_config, reproducible)
-    engine = Engine(options_of(args), args.workers, settings)
+    engine = Engine(options_of(args), args.workers, settings, dp_size=args.dp_size)
     # The workers start first: their imports and weights load while this process loads
     # its tokenizer (the start-up is about a second shorter with a core to spare).
     engine.launch_workers()

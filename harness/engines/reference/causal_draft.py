@@ -25,7 +25,7 @@ from pathlib import Path
 
 from harness.build import bounded_lock, file_sha256
 from harness.errors import EngineError
-from harness.results.layout import cache_root as harness_cache_root
+from harness.files import cache_root as harness_cache_root
 
 LAYERS = 2
 NAME = "tiny:causal"  # how a suite names it (`EnvModel.default`)

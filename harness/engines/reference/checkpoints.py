@@ -27,7 +27,7 @@ import harness
 from harness.build import bounded_lock, file_sha256, sweep_stale
 from harness.engines.reference.recipe import DEFAULT_RECIPE, Recipe
 from harness.errors import EngineError
-from harness.results.layout import cache_root as harness_cache_root
+from harness.files import cache_root as harness_cache_root
 
 BUILD_TIMEOUT_S = 1800
 SHIPPED_DIR = Path(__file__).resolve().parent / "tiny"

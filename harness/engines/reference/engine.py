@@ -62,9 +62,15 @@ class _Job:
 class Engine:
     """Worker processes, their job queue, and the server-wide state."""
 
-    def __init__(self, options: Options, workers: int, server_args: dict[str, Any]) -> None:
+    def __init__(self, options: Options, workers: int, server_args: dict[str, Any],
+                 dp_size: int = 1) -> None:
         self.options, self.server_args = options, server_args
-        self.counters = Counters()
+        # One set of counters per data-parallel rank, as SGLang's schedulers each keep
+        # theirs; requests go to the ranks in turn (SGLang 0.5.23's default for a server
+        # with no prefill/decode split: round_robin, arg_groups/serving_hook.py
+        # handle_load_balance_method).
+        self.rank_counters = [Counters() for _ in range(dp_size)]
+        self.next_rank = itertools.cycle(range(dp_size))
         self.lock = threading.Lock()
         self.in_flight = 0
         self.last_throughput = 0.0
@@ -149,6 +155,7 @@ class Engine:
         with self.lock:
             self.in_flight += 1
             self.pending[job_id] = job
+            rank = next(self.next_rank)
         try:
             self.jobs.put((job_id, prompt_ids, sampling.decoder_kwargs(max_new_tokens),
                            on_step is not None))
@@ -158,9 +165,10 @@ class Engine:
                 self.in_flight -= 1
                 self.pending.pop(job_id, None)
         latency = time.perf_counter() - started
+        result = {**result, "dp_rank": rank}
         with self.lock:
             if count:
-                self.counters.add(result)
+                self.rank_counters[rank].add(result)
             if latency > 0:
                 self.last_throughput = len(result["output_ids"]) / latency
         log.info("generated %d tokens in %d verify steps (%.2f s), finish %s",
@@ -239,13 +247,17 @@ class Engine:
         with self.lock:
             if self.in_flight:
                 return False
-            self.counters = Counters()
+            self.rank_counters = [Counters() for _ in self.rank_counters]
             return True
 
     def server_info(self) -> dict[str, Any]:
+        """SGLang's /server_info: `internal_states` holds one state per DP rank."""
+        states = []
         with self.lock:
-            state: dict[str, Any] = {"last_gen_throughput": self.last_throughput}
-            if self.counters.verify_steps:
-                state["avg_spec_accept_length"] = (
-                    self.counters.accept_tokens / self.counters.verify_steps)
-        return {**self.server_args, "internal_states": [state]}
+            for counters in self.rank_counters:
+                state: dict[str, Any] = {"last_gen_throughput": self.last_throughput}
+                if counters.verify_steps:
+                    state["avg_spec_accept_length"] = (
+                        counters.accept_tokens / counters.verify_steps)
+                states.append(state)
+        return {**self.server_args, "internal_states": states}

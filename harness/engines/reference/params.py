@@ -140,6 +140,8 @@ def meta_info(result: dict[str, Any], rid: str, latency: float, block_size: int,
         "completion_tokens": completion,
         "cached_tokens": 0,
     }
+    if result.get("dp_rank") is not None:  # SGLang names the rank that served it
+        info["dp_rank"] = result["dp_rank"]
     if not finished:
         return info
     info["e2e_latency"] = latency

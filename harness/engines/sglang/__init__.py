@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harness.engines.interface import ParsedResponse, StreamAssembler
+from harness.engines.interface import ParsedResponse, Placement, StreamAssembler
 from harness.engines.sglang import api, stream
 from harness.engines.sglang.launch import (
     RESERVED_FLAGS,
@@ -55,8 +55,9 @@ class SGLangAdapter:
 
     def launch_command(self, suite: Suite, python: str, host: str, port: int,
                        models: Models | None = None,
-                       checkpoints: tuple[Path, Path] | None = None) -> list[str]:
-        return launch_command(suite, python, host, port, models)
+                       checkpoints: tuple[Path, Path] | None = None,
+                       placement: Placement | None = None) -> list[str]:
+        return launch_command(suite, python, host, port, models, placement)
 
     def generate_body(self, text: str, params: Mapping[str, Any], rid: str) -> dict[str, Any]:
         return api.generate_body(text, params, rid)
@@ -83,6 +84,10 @@ class SGLangAdapter:
     def server_figure(self, info: Any) -> float | None:
         return api.server_figure(info)
 
+    def server_rank_states(self, info: Any) -> list[tuple[int | None, float | None]] | None:
+        """Each DP rank's own figure from `/server_info` (harness.metrics.ranks)."""
+        return api.rank_states(info)
+
     def chat_template_override(self, suite: Suite) -> str | None:
         return api.chat_template_flag(getattr(suite.engine, "extra_args", []))
 
@@ -98,13 +103,43 @@ class SGLangAdapter:
         """Tokens each verify step makes besides its correct drafts (UNO: 2)."""
         return api.server_non_draft_tokens(info, suite.speculative.algorithm)
 
+    identity_paths = api.IDENTITY_PATHS
+    liveness_path = api.LIVENESS_PATH
+
+    def identity(self, reports: Mapping[str, Any]) -> dict[str, Any]:
+        """What the server reports of its build and deployment (`--server URL`)."""
+        return api.identity(reports)
+
     def attention_from_server(self, info: Any) -> list[dict[str, Any]] | None:
         return None  # SGLang does not report the draft's per-layer attention
+
+    def check_release(self, suite: Suite, python: str, lines: Mapping[str, Sequence[str]],
+                      env: Mapping[str, str], version: str | None) -> None:
+        """The build's own parser and resolution over each launch line of a multi-rank
+        topology: BadInput (exit 2) with the release's message where it refuses one."""
+        from harness.engines.sglang import release_check
+
+        argvs = {name: list(line[3:]) for name, line in lines.items()}  # after -m module
+        answers = release_check.probe(python, list(argvs.values()), env)
+        topology = suite.topology
+        expected = {name: {"tp_size": topology.sides[side].tp_size,
+                           "pp_size": topology.sides[side].pp_size,
+                           "dp_ranks": topology.sides[side].dp_size,
+                           "nnodes": topology.nnodes}
+                    for name, side in ((name, _side_of(name)) for name in argvs)}
+        release_check.check(suite.name, version, topology.parallel_text(), argvs, answers,
+                            expected)
 
     def auth_headers(self, suite: Suite, admin: bool = False) -> dict[str, str]:
         """Headers for ordinary routes, or (`admin`) for admin routes such as /flush_cache."""
         key = api_key(suite, admin)
         return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def _side_of(line_name: str) -> str:
+    """`decode node 1` -> decode; `server`, `node 1` -> serve."""
+    first = line_name.split(" ", 1)[0]
+    return first if first in ("prefill", "decode") else "serve"
 
 
 ADAPTER = SGLangAdapter()

@@ -38,6 +38,11 @@ from harness.engines.settings import mismatches
 from harness.errors import MissingMetric
 
 READY_PATHS = ("/health_generate",)
+# What a server says of itself, read when the harness attaches to one it did not start
+# (`harness run --server URL`): the resolved server args and per-rank states, and the
+# model it serves (`entrypoints/http_server.py`: /server_info, /get_model_info).
+IDENTITY_PATHS = ("/server_info", "/get_model_info")
+LIVENESS_PATH = "/health"
 GENERATE_PATH = "/generate"
 CHAT_PATH = "/v1/chat/completions"
 FLUSH_PATH = "/flush_cache"
@@ -196,22 +201,66 @@ def parse_generate(payload: Any, where: str = "/generate") -> ParsedResponse:
         histogram=histogram,
         prompt_tokens=int(prompt) if isinstance(prompt, int) else None,
         finish_reason=_finish_reason(meta),
+        dp_rank=_rank(meta.get("dp_rank")),
     )
 
 
-def server_figure(info: Any) -> float | None:
-    """`internal_states[*].avg_spec_accept_length`, averaged over data-parallel ranks."""
-    if not isinstance(info, Mapping):
+def _rank(value: Any) -> int | None:
+    """`meta_info.dp_rank`: the DP rank whose scheduler answered (`tokenizer_manager.py`,
+    from the scheduler's `BatchTokenIDOutput.dp_ranks`); None when absent or not a rank."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None
+    return value
+
+
+# Keys a rank's state may name its rank by (none in 0.5.23, whose states come in the order
+# the ranks answered, `managers/communicator.py` FanOutCommunicator; newer releases add
+# `spec_counter_dp_rank`).
+STATE_RANK_KEYS = ("spec_counter_dp_rank", "dp_rank", "attn_dp_rank")
+
+
+def rank_states(info: Any) -> list[tuple[int | None, float | None]] | None:
+    """`internal_states`, one entry per DP rank as the server lists them: (the rank the
+    state names, or None; its `avg_spec_accept_length`, or None when it has none). None
+    when the server reports no `internal_states` list."""
+    if not isinstance(info, Mapping) or not isinstance(info.get("internal_states"), list):
+        return None
+    states = []
+    for state in info["internal_states"]:
+        if not isinstance(state, Mapping):
+            states.append((None, None))
+            continue
+        value = _first(state, SERVER_ACCEPT_KEYS)
+        figure = float(value) if isinstance(value, int | float) and not isinstance(
+            value, bool) and math.isfinite(value) else None
+        states.append((_rank(_first(state, STATE_RANK_KEYS)), figure))
+    return states
+
+
+def server_figure(info: Any) -> float | None:
+    """The server's own figure for one rank: `internal_states[0].avg_spec_accept_length`.
+    With several DP ranks there is no pooled figure in `/server_info`; each rank's is read
+    by `rank_states` and cross-checked rank by rank (harness.metrics.ranks)."""
+    states = rank_states(info)
+    if not states:
+        return None
+    return states[0][1] if len(states) == 1 else None
+
+
+def identity(reports: Mapping[str, Any]) -> dict[str, Any]:
+    """The build and deployment a server reports (`IDENTITY_PATHS`' answers): its version,
+    the model it serves and its parallel sizes (None where it does not say)."""
+    info = reports.get("/server_info")
+    info = info if isinstance(info, Mapping) else {}
+    model_info = reports.get("/get_model_info")
+    model_info = model_info if isinstance(model_info, Mapping) else {}
     states = info.get("internal_states")
-    values = []
-    if isinstance(states, list):
-        for state in states:
-            if isinstance(state, Mapping):
-                value = _first(state, SERVER_ACCEPT_KEYS)
-                if isinstance(value, int | float) and math.isfinite(value):
-                    values.append(float(value))
-    return sum(values) / len(values) if values else None
+    return {"version": info.get("version"),
+            "model": model_info.get("model_path") or info.get("model_path"),
+            "tp_size": info.get("tp_size"), "pp_size": info.get("pp_size"),
+            "nnodes": info.get("nnodes"),
+            "dp_ranks": len(states) if isinstance(states, list) else None,
+            "disaggregation_mode": info.get("disaggregation_mode")}
 
 
 def settings_mismatches(info: Any, expected: Mapping[str, Any],

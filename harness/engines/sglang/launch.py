@@ -11,6 +11,7 @@ every build it may be asked to test.
 from __future__ import annotations
 
 from harness.engines.flags import check_suite_flags
+from harness.engines.interface import Placement
 from harness.errors import BadInput
 from harness.suite.checkpoints import Models, resolve_models
 from harness.suite.model import Suite
@@ -33,6 +34,13 @@ RESERVED_FLAGS = frozenset({
     "--speculative-num-draft-tokens", "--speculative-dflash-block-size",
     "--speculative-num-steps", "--speculative-eagle-topk",
     "--speculative-draft-attention-backend",
+    # topology (fields/parallel.py, fields/disagg.py) and their aliases
+    "--dp-size", "--data-parallel-size", "--enable-dp-attention",
+    "--attn-dp-size", "--attention-data-parallel-size",
+    "--pp-size", "--pipeline-parallel-size",
+    "--nnodes", "--node-rank", "--dist-init-addr", "--nccl-init-addr",
+    "--disaggregation-mode", "--disaggregation-transfer-backend",
+    "--disaggregation-bootstrap-port",
 })
 # SGLang's secret flags: 0.5.23's fields/serving.py api_key, admin_api_key,
 # ssl_keyfile_password; fields/exec_.py watermark_config (a JSON file path or an inline
@@ -42,7 +50,8 @@ RESERVED_FLAGS = frozenset({
 SECRET_FLAGS = frozenset({"--api-key", "--admin-api-key", "--ssl-keyfile-password",
                           "--watermark-config", "--watermark-key", "--watermark-key-b"})
 RESERVED_WHY = ("use the suite's own field (target/draft model and revision, [speculative], "
-                "topology.tp_size, workload.seed); host is always 127.0.0.1 and the port is "
+                "[topology]: tp_size, dp_size, dp_attention, pp_size, nnodes, disaggregation; "
+                "workload.seed); host is always 127.0.0.1 and the port is "
                 "chosen free")
 
 
@@ -52,9 +61,50 @@ def check_flags(suite: Suite) -> None:
                       RESERVED_WHY)
 
 
+def topology_args(suite: Suite, placement: Placement | None = None) -> list[str]:
+    """The parallel flags of one server process of the suite's topology (only those that
+    differ from SGLang's defaults, so a one-process suite's line is as it always was).
+
+    Data-parallel attention is `--dp-size N --enable-dp-attention`: every release to 0.5.23
+    reads it (0.5.23 resolves it to `attn_dp_size = N` with a deprecation warning,
+    arg_groups/parallel_hook.py `_handle_deprecated_dp_attention`; its new spelling
+    `--attn-dp-size` is not in earlier releases). Several nodes: SGLang's `--nnodes`,
+    `--node-rank` and `--dist-init-addr` (node 0's rendezvous); a prefill/decode split:
+    `--disaggregation-mode`, the transfer backend and the prefill side's bootstrap port.
+    """
+    topology = suite.topology
+    placement = placement or Placement(nnodes=topology.nnodes)
+    side = topology.sides.get(placement.side)
+    if side is None:
+        raise BadInput(f"suite {suite.name}: the topology has no {placement.side} side "
+                       f"(it has {', '.join(topology.sides)})")
+    args = ["--tp-size", str(side.tp_size)]
+    if side.dp_size > 1:
+        args += ["--dp-size", str(side.dp_size)]
+    if side.dp_attention:
+        args += ["--enable-dp-attention"]
+    if side.pp_size > 1:
+        args += ["--pp-size", str(side.pp_size)]
+    if placement.nnodes > 1:
+        if not placement.dist_init_addr:
+            raise BadInput(f"suite {suite.name}: {placement.nnodes} nodes need node 0's "
+                           "address (--dist-init-addr host:port)")
+        args += ["--nnodes", str(placement.nnodes), "--node-rank", str(placement.node_rank),
+                 "--dist-init-addr", placement.dist_init_addr]
+    split = topology.disaggregation
+    if split is not None:
+        args += ["--disaggregation-mode", placement.side,
+                 "--disaggregation-transfer-backend", split.transfer_backend]
+        if placement.bootstrap_port is not None:
+            args += ["--disaggregation-bootstrap-port", str(placement.bootstrap_port)]
+    return args
+
+
 def launch_command(suite: Suite, python: str, host: str, port: int,
-                   models: Models | None = None) -> list[str]:
-    """`python -m sglang.launch_server ...` for this suite (extra_args last, checked)."""
+                   models: Models | None = None,
+                   placement: Placement | None = None) -> list[str]:
+    """`python -m sglang.launch_server ...` for this suite (extra_args last, checked); with
+    a placement, the line of that node or side of its topology."""
     engine = suite.engine
     if not isinstance(engine, SGLangEngine):
         raise BadInput(f"suite {suite.name}: not an sglang suite")
@@ -81,7 +131,7 @@ def launch_command(suite: Suite, python: str, host: str, port: int,
     if spec.draft_attention_backend:
         command += ["--speculative-draft-attention-backend", spec.draft_attention_backend]
     command += [
-        "--tp-size", str(suite.topology.tp_size),
+        *topology_args(suite, placement),
         "--random-seed", str(suite.workload.seed),
         "--host", host,
         "--port", str(port),

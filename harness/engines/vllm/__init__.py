@@ -18,7 +18,7 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harness.engines.interface import ParsedResponse, StreamAssembler
+from harness.engines.interface import ParsedResponse, Placement, StreamAssembler
 from harness.engines.vllm import api, stream
 from harness.engines.vllm.launch import (
     RESERVED_FLAGS,
@@ -66,7 +66,8 @@ class VLLMAdapter:
 
     def launch_command(self, suite: Suite, python: str, host: str, port: int,
                        models: Models | None = None,
-                       checkpoints: tuple[Path, Path] | None = None) -> list[str]:
+                       checkpoints: tuple[Path, Path] | None = None,
+                       placement: Placement | None = None) -> list[str]:
         from harness.suite.checkpoints import Models as ModelsType
 
         if models is None and checkpoints is not None:
@@ -75,7 +76,7 @@ class VLLMAdapter:
             from harness.errors import BadInput
 
             raise BadInput(f"suite {suite.name}: no target and draft model to serve")
-        return launch_command(suite, python, host, port, models)
+        return launch_command(suite, python, host, port, models, placement)
 
     def generate_body(self, text: str, params: Mapping[str, Any], rid: str) -> dict[str, Any]:
         return api.generate_body(text, params, rid)
@@ -152,6 +153,13 @@ class VLLMAdapter:
                             models: Models | None = None) -> list[str]:
         reason = getattr(suite.engine, "unreported_settings_ok", None)
         return api.settings_mismatches(info, expected_settings(suite, models), reason)
+
+    identity_paths = api.IDENTITY_PATHS
+    liveness_path = api.LIVENESS_PATH
+
+    def identity(self, reports: Mapping[str, Any]) -> dict[str, Any]:
+        """What the server reports of its build and deployment (`--server URL`)."""
+        return api.identity(reports)
 
     def attention_from_server(self, info: Any) -> list[dict[str, Any]] | None:
         return None  # vLLM does not report the draft's per-layer attention

@@ -42,6 +42,10 @@ GENERATE_PATH = "/v1/completions"
 CHAT_PATH = "/v1/chat/completions"
 METRICS_PATH = "/metrics"
 SERVER_INFO_PATH = "/server_info?config_format=json"
+# What a server says of itself when the harness attaches to one it did not start: its
+# version and the model it serves (entrypoints/openai/api_server.py: /version, /v1/models)
+IDENTITY_PATHS = ("/version", "/v1/models")
+LIVENESS_PATH = "/health"
 SERVER_INFO_TIMEOUT_S = 300.0
 DEV_MODE_ENV = {"VLLM_SERVER_DEV_MODE": "1"}  # serves /server_info (bound to 127.0.0.1)
 
@@ -215,6 +219,19 @@ def server_figure(info: Any) -> float | None:
         return None
     value = server_accept_length(info["window"])
     return value if value is not None and math.isfinite(value) else None
+
+
+def identity(reports: Mapping[str, Any]) -> dict[str, Any]:
+    """The version and model a vLLM server reports (`IDENTITY_PATHS`' answers); vLLM
+    reports no parallel sizes on these routes (None)."""
+    version = reports.get("/version")
+    models = reports.get("/v1/models")
+    data = models.get("data") if isinstance(models, Mapping) else None
+    first = data[0] if isinstance(data, list) and data and isinstance(data[0], Mapping) \
+        else {}
+    return {"version": version.get("version") if isinstance(version, Mapping) else None,
+            "model": first.get("root") or first.get("id"), "tp_size": None,
+            "pp_size": None, "nnodes": None, "dp_ranks": None}
 
 
 def settings_mismatches(info: Any, expected: Mapping[str, Any],

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.engines.flags import check_extra_args, check_secret_abbreviations
+from harness.engines.interface import Placement
 from harness.errors import BadInput
 from harness.suite.checkpoints import Models
 from harness.suite.model import Suite, VLLMEngine
@@ -32,9 +33,13 @@ RESERVED_FLAGS = frozenset({
     "--host", "--port", "--config", "--model", "--revision", "--seed",
     "--speculative-config", "-sc", "--tensor-parallel-size", "-tp",
     "--per-request-spec-decode-metrics",
+    # topology (engine/arg_utils.py, ParallelConfig) and its short aliases
+    "--data-parallel-size", "-dp", "--pipeline-parallel-size", "-pp",
+    "--nnodes", "-n", "--node-rank", "-r", "--master-addr", "--master-port", "--headless",
 })
 RESERVED_WHY = ("use the suite's own field (target/draft model and revision, [speculative], "
-                "topology.tp_size, workload.seed); host is always 127.0.0.1, the port is "
+                "[topology]: tp_size, dp_size, pp_size, nnodes; workload.seed); host is always "
+                "127.0.0.1, the port is "
                 "chosen free, and per-request figures are always asked for")
 
 # The suite's algorithm (SGLang's names) -> vLLM's `SpeculativeConfig.method`
@@ -67,6 +72,7 @@ def check_flags(suite: Suite) -> None:
     abbreviate a secret one."""
     extra = list(suite.engine.extra_args)
     check_vllm_extra_args(suite.name, extra)
+    check_topology(suite)
     check_secret_abbreviations(suite.name, [normalised_flag(arg) if arg.startswith("--")
                                             else arg for arg in extra], SECRET_FLAGS)
 
@@ -129,10 +135,56 @@ def serve_command(python: str) -> list[str]:
     return [str(Path(python).with_name("vllm")), "serve"]
 
 
+def check_topology(suite: Suite) -> None:
+    """What of a topology vLLM's launch line cannot carry, refused naming why."""
+    topology = suite.topology
+    if topology.dp_attention:
+        raise BadInput(f"suite {suite.name}: topology.dp_attention is SGLang's switch; vLLM "
+                       "has none of its kind (its attention runs data parallel under "
+                       "--data-parallel-size with expert parallelism), and vLLM's data "
+                       "parallelism is refused here: its responses name no rank")
+    if topology.disaggregation is not None:
+        raise BadInput(f"suite {suite.name}: the harness launches no vLLM prefill/decode split "
+                       "(vLLM's is two servers joined by --kv-transfer-config behind a "
+                       "proxy); start it yourself and measure it with `harness run SUITE "
+                       "--server URL`")
+    if topology.dp_size > 1:
+        raise BadInput(f"suite {suite.name}: vLLM's responses do not name the data-parallel "
+                       "rank that served them (its per-request metrics carry no rank), so "
+                       "no figure per DP rank can be formed, and a figure pooled over ranks "
+                       "alone is not what this harness reports; topology.dp_size must be 1 "
+                       "for vLLM")
+
+
+def topology_args(suite: Suite, placement: Placement | None = None) -> list[str]:
+    """vLLM's parallel flags for one process of the suite's topology (engine/arg_utils.py):
+    `--tensor-parallel-size`, and where it differs from 1 `--pipeline-parallel-size`;
+    several nodes through vLLM's own multiprocessing launch
+    (`--nnodes`, `--node-rank`, `--master-addr`, `--master-port`; every node but the
+    first `--headless`, serving no API). Data parallelism (its responses name no rank: no
+    per-rank figure), DP attention and a prefill/decode split are refused, naming why."""
+    check_topology(suite)
+    topology = suite.topology
+    placement = placement or Placement(nnodes=topology.nnodes)
+    args = ["--tensor-parallel-size", str(topology.tp_size)]
+    if topology.pp_size > 1:
+        args += ["--pipeline-parallel-size", str(topology.pp_size)]
+    if placement.nnodes > 1:
+        if not placement.dist_init_addr or ":" not in placement.dist_init_addr:
+            raise BadInput(f"suite {suite.name}: {placement.nnodes} nodes need node 0's "
+                           "address as host:port")
+        master, master_port = placement.dist_init_addr.rsplit(":", 1)
+        args += ["--nnodes", str(placement.nnodes), "--node-rank", str(placement.node_rank),
+                 "--master-addr", master, "--master-port", master_port]
+        if placement.node_rank > 0:
+            args += ["--headless"]
+    return args
+
+
 def launch_command(suite: Suite, python: str, host: str, port: int,
-                   models: Models) -> list[str]:
+                   models: Models, placement: Placement | None = None) -> list[str]:
     """`ENV/bin/vllm serve TARGET ...` for the environment of `python` (extra_args last,
-    checked)."""
+    checked); with a placement, the line of that node of its topology."""
 
     engine = suite.engine
     if not isinstance(engine, VLLMEngine):
@@ -145,7 +197,7 @@ def launch_command(suite: Suite, python: str, host: str, port: int,
         "--speculative-config",
         json.dumps(speculative_config(suite, models), separators=(",", ":"), sort_keys=True),
         "--per-request-spec-decode-metrics", PER_REQUEST_LEVEL,
-        "--tensor-parallel-size", str(suite.topology.tp_size),
+        *topology_args(suite, placement),
         "--seed", str(suite.workload.seed),
         "--host", host,
         "--port", str(port),

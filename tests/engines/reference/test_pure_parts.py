@@ -98,13 +98,29 @@ def test_flush_is_refused_while_requests_run() -> None:
     from harness.engines.reference.loading import Options
 
     engine = Engine(Options(target="t", draft="d"), 1, {})  # workers not started
-    engine.counters.add({"accepted_drafts": [3, 1]})  # SGLang: (3 + 1) + (1 + 1) tokens
+    engine.rank_counters[0].add({"accepted_drafts": [3, 1]})  # SGLang: (3 + 1) + (1 + 1)
     engine.in_flight = 1
     assert engine.flush() is False
     assert engine.server_info()["internal_states"][0]["avg_spec_accept_length"] == 3.0
     engine.in_flight = 0
     assert engine.flush() is True
     assert "avg_spec_accept_length" not in engine.server_info()["internal_states"][0]
+
+
+def test_each_dp_rank_has_its_own_state() -> None:
+    """SGLang's /server_info lists one internal state per DP rank, each with its own
+    counters; a flush resets them all."""
+    from harness.engines.reference.engine import Engine
+    from harness.engines.reference.loading import Options
+
+    engine = Engine(Options(target="t", draft="d"), 1, {}, dp_size=2)
+    engine.rank_counters[1].add({"accepted_drafts": [3, 1]})
+    states = engine.server_info()["internal_states"]
+    assert len(states) == 2 and "avg_spec_accept_length" not in states[0]
+    assert states[1]["avg_spec_accept_length"] == 3.0
+    assert engine.flush() is True
+    assert all("avg_spec_accept_length" not in s for s in engine.server_info()[
+        "internal_states"])
 
 
 def test_meta_info_matches_sglang_formulas() -> None:

@@ -207,11 +207,14 @@ def test_server_accept_length_absent() -> None:
     assert server_accept_length(_server_info({"avg_spec_accept_length": float("nan")})) is None
 
 
-def test_server_accept_length_dp_ranks_averaged() -> None:
+def test_server_accept_length_is_no_average_of_dp_ranks() -> None:
+    """Several DP ranks' states have no pooled figure: the mean of their averages is not
+    the server's figure (ranks make different numbers of verify steps), so none is
+    returned here; each rank is cross-checked on its own (harness.metrics.ranks)."""
     info = _server_info({"avg_spec_accept_length": 5.0}, {"avg_spec_accept_length": 6.0},
                         {"avg_spec_accept_length": 5.5})
-    assert server_accept_length(info) == pytest.approx(5.5)
-    # a rank that has not folded its figure in yet is left out, not counted as 0
-    assert server_accept_length(_server_info({"avg_spec_accept_length": 5.0}, {})) == 5.0
+    assert server_accept_length(info) is None
+    assert server_accept_length(_server_info({"avg_spec_accept_length": 5.0}, {})) is None
+    assert server_accept_length(_server_info({"avg_spec_accept_length": 5.0})) == 5.0
 
 

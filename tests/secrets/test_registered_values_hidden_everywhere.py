@@ -15,19 +15,19 @@ import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import mask
+from harness import secrets
 from harness.cli import main
-from harness.run.recorded import engine_secret_flags
-from harness.suite.model import load_suite
-from harness.suite.secrets import (
-    document_secrets,
+from harness.engines.registry import secret_flags
+from harness.secrets import (
     is_secret_flag,
     is_secret_name,
     redact_argv,
     redact_env,
     redact_text,
+    register_document,
     register_process,
 )
+from harness.suite.model import load_suite
 
 SECRET = "PLANTEDsecret4711"
 TINY = load_suite("tiny_dflash_cpu")
@@ -54,7 +54,7 @@ def test_secret_flags_in_every_spelling_the_engine_parser_accepts(args: list[str
                                                                   engine: str) -> None:
     """vLLM's parser reads `--api_key` / `--hf_token=` as its secret flags (underscores are
     dashes to it); the redaction did not."""
-    flags = engine_secret_flags(engine)
+    flags = secret_flags(engine)
     if engine != "vllm" and args[0].startswith("--hf_token") and "--hf-token" not in flags:
         assert is_secret_flag(args[0], flags)  # any engine's secret flag, in full
     shown = redact_argv(["serve", *args, "--port", "1"], flags)
@@ -71,7 +71,7 @@ def test_secret_flags_in_every_spelling_the_engine_parser_accepts(args: list[str
     (f"git+https://u:{SECRET}@github.com/o/r@main", "github.com/o/r@main"),
 ])
 def test_patterns_catch_what_was_never_registered(text: str, kept: str) -> None:
-    shown = mask.mask(text)
+    shown = secrets.redact_text(text)
     assert SECRET not in shown and "p@ss" not in shown and kept in shown
 
 
@@ -79,32 +79,33 @@ def test_values_that_look_secret_are_hidden_whatever_their_name() -> None:
     env = {"X_HEADER": f"Bearer {SECRET}9", "PLAIN": "hello world", "AUTHORIZATION": "abc123",
            "DB_URL": f"postgres://u:{SECRET}@db/x"}
     shown = redact_env(env)
-    assert shown["X_HEADER"] == mask.REDACTED and shown["AUTHORIZATION"] == mask.REDACTED
+    assert shown["X_HEADER"] == secrets.REDACTED and shown["AUTHORIZATION"] == secrets.REDACTED
     assert shown["PLAIN"] == "hello world" and SECRET not in shown["DB_URL"]
 
 
 def test_a_registered_value_is_masked_everywhere_later() -> None:
     document = {"target": {"model": f"https://user:{SECRET}@host/x"}}
-    assert SECRET in document_secrets(document)
+    register_document(document)
+    assert SECRET in secrets.registered()
     # the reference engine joins the model into a path: `https:/user:...`, then a message
     # quotes only the password's tail
-    assert SECRET not in redact_text(f"no such folder: {SECRET[3:]}x {SECRET}", ())
-    assert mask.mask(f"model {SECRET}") == f"model {mask.REDACTED}"
-    assert json.dumps(SECRET)[1:-1] in "".join(mask.registered())
+    assert SECRET not in redact_text(f"no such folder: {SECRET[3:]}x {SECRET}")
+    assert secrets.redact_text(f"model {SECRET}") == f"model {secrets.REDACTED}"
+    assert json.dumps(SECRET)[1:-1] in "".join(secrets.registered())
 
 
 def test_short_or_common_values_are_not_masked_by_value() -> None:
-    mask.register(["true", "1", "", None, "dact", "enabled", "12345678", "<redacted>x"])
-    assert mask.registered() == ()
-    assert mask.mask("verdict true <redacted>") == "verdict true <redacted>"
+    secrets.register(["true", "1", "", None, "dact", "enabled", "12345678", "<redacted>x"])
+    assert secrets.registered() == ()
+    assert secrets.redact_text("verdict true <redacted>") == "verdict true <redacted>"
 
 
 def test_the_process_s_own_secrets_are_registered() -> None:
     register_process({"HF_TOKEN": SECRET, "HOME": "/root", "X": f"Bearer {SECRET}2"},
                      ["run", "s", "--sglang", f"git+https://u:{SECRET}3@h/r"])
     for value in (SECRET, f"Bearer {SECRET}2", f"{SECRET}3"):
-        assert value in mask.registered()
-    assert "/root" not in mask.registered()
+        assert value in secrets.registered()
+    assert "/root" not in secrets.registered()
 
 
 # ------------------------------------------------------------ files the harness writes
@@ -115,7 +116,7 @@ def test_no_registered_secret_reaches_a_file(tmp_path: Path) -> None:
     from harness.results.writer import save_run
     from tests.results.records import make_run
 
-    mask.register([SECRET])
+    secrets.register([SECRET])
     run_dir = make_run(tmp_path / "results", label=f"night {SECRET}",
                        spec=f"git+https://u:{SECRET}x@h/r@main")
     data = json.loads((run_dir / "run.json").read_text())
@@ -205,7 +206,7 @@ def test_any_planted_secret_reaches_no_output(tmp_path: Path, field: str, secret
                                               capsys: pytest.CaptureFixture[str]) -> None:
     document = _plant(TINY.document, field, secret)
     path = _suite(tmp_path, document)
-    mask.forget()
+    secrets.forget()
     for command in (["show", str(path)], ["run", str(path), "--dry-run", "--results",
                                           str(tmp_path / "r")]):
         main(command)
@@ -219,7 +220,7 @@ def test_any_planted_secret_reaches_no_output(tmp_path: Path, field: str, secret
 @pytest.mark.parametrize("control", ["\x1b]0;pwned\x07", "\x1b[2J", "\x00", "\u202e", "\r",
                                      "\x9b31m", "\x08\x08"])
 def test_printed_text_has_its_control_characters_escaped(control: str) -> None:
-    shown = mask.shown(f"label {control} end")
+    shown = secrets.shown(f"label {control} end")
     assert control not in shown and shown.startswith("label ") and shown.endswith(" end")
     assert "\\x" in shown or "\\u" in shown
 
@@ -260,13 +261,13 @@ def test_the_guarded_stream_keeps_a_terminal_s_styling_only() -> None:
             return True
 
     terminal, pipe = Terminal(), io.StringIO()
-    for target in (mask.GuardedStream(terminal), mask.GuardedStream(pipe)):
+    for target in (secrets.GuardedStream(terminal), secrets.GuardedStream(pipe)):
         target.write(f"\x1b[1mbold\x1b[0m \x1b]0;title\x07 {SECRET}\n")
         target.flush()
-    mask.register([SECRET])
+    secrets.register([SECRET])
     assert terminal.getvalue().startswith("\x1b[1mbold\x1b[0m \\x1b]0;title\\x07")
     assert "\x1b" not in pipe.getvalue()
-    stream = mask.GuardedStream(io.StringIO())
+    stream = secrets.GuardedStream(io.StringIO())
     stream.write(SECRET[:5])
     stream.write(SECRET[5:] + "\n")  # split over two writes
     assert SECRET not in stream.stream.getvalue()
@@ -275,10 +276,16 @@ def test_the_guarded_stream_keeps_a_terminal_s_styling_only() -> None:
 def test_loading_a_suite_registers_its_secrets(tmp_path: Path) -> None:
     """What the engine's server logs later (its model path, a flag's value) is masked by
     value from the moment the suite is loaded: the server log's filter gets them too."""
-    from harness.run.recorded import secret_values
+    import io
+
+    from harness.run.launch import _RedactingPump
 
     document = _plant(_plant(TINY.document, "model_url", SECRET), "arg:--api_key", SECRET + "k")
     loaded = load_suite(_suite(tmp_path, document))
-    assert SECRET in mask.registered() and SECRET + "k" in mask.registered()
-    assert SECRET in secret_values(loaded.suite)  # the server.log pump's list
-    assert SECRET not in mask.mask(f"loading https:/user:{SECRET}@host/x failed: {SECRET}")
+    assert SECRET in secrets.registered() and SECRET + "k" in secrets.registered()
+    assert loaded.suite.engine.extra_args  # the server gets the real value
+    log = io.BytesIO()  # server.log, as the pump writes it (bytes not UTF-8 kept)
+    _RedactingPump(io.BytesIO(f"args {SECRET}k\n\xff raw {SECRET}\n".encode("latin-1")),
+                   log).run()
+    assert SECRET.encode() not in log.getvalue() and b"\xff raw " in log.getvalue()
+    assert SECRET not in redact_text(f"loading https:/user:{SECRET}@host/x failed: {SECRET}")

@@ -41,7 +41,7 @@ def test_the_matrix_refuses_a_spec_with_credentials(capsys: pytest.CaptureFixtur
 def test_plot_titles_and_compare_sides_hide_credentials(tmp_path: Path) -> None:
     from harness.analysis import plots
     from harness.analysis.sides import _build_name
-    from harness.results.store import read_run
+    from harness.results.readers import read_run
     from tests.results.records import make_run
 
     run_dir = make_run(tmp_path / "results", spec=SPEC)  # e.g. written by an older harness

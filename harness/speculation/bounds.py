@@ -31,8 +31,10 @@ Per definition of accept length (`harness.suite.entries.METRIC_DEFINITIONS`):
   T + 1. Each request it counts has at least one verify step, so the prefill tokens add at
   most 1 per step (all of it when every request ends after one full step).
 Draft position p (the p-th draft of a step, `floors.positions[p - 1]`) exists for
-p <= T - k. A stored record's figures are checked against the looser block + 1
-(`harness.results.possible.top_of`), which never refuses what these allow for k = 1.
+p <= T - k. The suite validator (`harness.suite.schema`) refuses a floor or baseline above
+these; the results door (`harness.results.checks.step_of`) refuses a stored figure or
+request row above them, from the settings its record's suite document names: what a suite
+may ask for, a record may hold.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MAX_DRAFT_TOKENS = 64  # `Speculative.num_draft_tokens` / `block_size` at most
+ALGORITHMS = ("DFLASH", "EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "UNO")
+DEFAULT_ALGORITHM = "DFLASH"  # a suite that names none (`Speculative.algorithm`)
 EAGLE_STYLE = frozenset({"EAGLE", "EAGLE3", "NEXTN", "STANDALONE"})
 # Tokens a verify step makes besides its correct drafts (SGLang's
 # num_non_draft_tokens_per_req; per release in harness.engines.sglang.api, where UNO,
@@ -100,3 +104,16 @@ def step_bound(algorithm: str, num_draft_tokens: int | None, num_steps: int | No
                                             f"most {tokens} tokens")
     return StepBound(drafts, non_draft, f"an {algorithm} verify step of {drafts} draft "
                                         f"tokens makes at most {drafts} tokens{unset}")
+
+
+def loosest_bound(num_draft_tokens: int | None, num_steps: int | None,
+                  eagle_topk: int | None, engine: str = "sglang") -> StepBound:
+    """The most a step can make, and the most drafts it can accept, under any algorithm
+    with these counts: for settings that name no algorithm a suite may have."""
+    bounds = [step_bound(name, num_draft_tokens, num_steps, eagle_topk, engine)
+              for name in ALGORITHMS]
+    tokens = max(bound.tokens for bound in bounds)
+    drafts = max(bound.drafts for bound in bounds)
+    return StepBound(tokens, tokens - drafts, f"a verify step of any algorithm (these "
+                                              f"settings name none) makes at most {tokens} "
+                                              "tokens")

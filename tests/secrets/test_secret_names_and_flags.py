@@ -12,17 +12,17 @@ import pytest
 
 from harness.cli import main
 from harness.engines.registry import adapter_for
-from harness.suite.model import parse_suite
-from harness.suite.secrets import (
+from harness.secrets import (
     REDACTED,
-    SECRET_FLAGS,
     is_secret_name,
     redact_argv,
     redact_document,
-    redact_url,
+    redact_text,
     resolve_flag,
-    secret_values,
+    secret_flags,
 )
+from harness.secrets.found import in_argv
+from harness.suite.model import parse_suite
 
 SECRET_NAMES = [
     "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "WANDB_API_KEY", "OPENAI_API_KEY", "DB_PASS",
@@ -59,7 +59,7 @@ def test_not_secret_names(name: str) -> None:
     ("pip install x @ git+https://u:p4ss@h/y", f"pip install x @ git+https://u:{REDACTED}@h/y"),
 ])  # fmt: skip
 def test_url_credentials(url: str, shown: str) -> None:
-    assert redact_url(url) == shown
+    assert redact_text(url) == shown
 
 
 @pytest.mark.parametrize(("kind", "argv"), [
@@ -75,7 +75,7 @@ def test_every_argparse_form_of_a_secret_flag_is_redacted(kind: str, argv: list[
     shown = redact_argv(["serve", *argv, "--max-total-tokens", "4096"], flags)
     assert "sk-PLANT" not in " ".join(shown) and REDACTED in " ".join(shown)
     assert shown[-2:] == ["--max-total-tokens", "4096"]
-    assert secret_values({}, argv, flags) == ("sk-PLANT",)
+    assert in_argv(argv, flags) == ["sk-PLANT"]
 
 
 @pytest.mark.parametrize("argv", [["--ssl-keyfile-passw", "pw-PLANT"],
@@ -95,13 +95,13 @@ def test_resolution_is_the_reserved_flag_check_s() -> None:
     assert resolve_flag("--api-keys", sglang.secret_flags) == ()
     assert resolve_flag("sk-value", sglang.secret_flags) == ()
     assert owned_flag("--speculative-alg=X", sglang.reserved_flags) == "--speculative-algorithm"
-    assert sglang.secret_flags | adapter_for("reference").secret_flags <= SECRET_FLAGS
+    assert sglang.secret_flags | adapter_for("reference").secret_flags <= secret_flags()
 
 
 def test_the_harness_s_own_argv_is_not_read_as_an_engine_s() -> None:
     """`harness ab --a SPEC`: --a is the harness's flag, not an abbreviated --api-key."""
     argv = ["harness", "ab", "s", "--a", "sglang==0.5.22", "--api-key", "sk-PLANT"]
-    assert redact_argv(argv, abbreviations=False) == [*argv[:-1], REDACTED]
+    assert redact_argv(argv, own=True) == [*argv[:-1], REDACTED]
 
 
 SUITE = """
