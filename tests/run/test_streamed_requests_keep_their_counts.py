@@ -213,6 +213,27 @@ def test_an_old_sglang_chat_route_is_sent_unstreamed_and_says_why() -> None:
     assert driver.unstreamed is None
 
 
+def test_a_dp_servers_chat_route_is_sent_unstreamed_to_keep_each_requests_rank() -> None:
+    workload: Any = type("W", (), {"protocol": "chat"})()
+    driver = Driver(Endpoint("http://server", SGLANG), workload)
+    two_ranks = {"version": "0.5.23", "internal_states": [{"avg_spec_accept_length": 2.0},
+                                                          {"avg_spec_accept_length": 2.5}]}
+    driver.check_streaming(two_ranks)
+    assert "2 DP ranks" in (driver.unstreamed or "")
+    driver.check_streaming({**two_ranks, "internal_states": two_ranks["internal_states"][:1]})
+    assert driver.unstreamed is None
+    completion: Any = type("W", (), {"protocol": "completion"})()
+    driver = Driver(Endpoint("http://server", SGLANG), completion)
+    driver.check_streaming(two_ranks)  # /generate's last event carries meta_info.dp_rank
+    assert driver.unstreamed is None
+
+
+def test_a_streamed_generate_keeps_the_rank_that_served_it() -> None:
+    events = generate_events()
+    events[-1] = {**UNSTREAMED, "meta_info": {**META, "dp_rank": 1}}
+    assert parse_generate(receive(sse(events), pieces=3).payload).dp_rank == 1
+
+
 @pytest.mark.parametrize(("streamed", "matched", "answer"), [
     ("4 apples.\n\nQuestion", "Question:", "4 apples.\n\n"),  # stopped inside the string
     ("4 apples.\n\nQuestion: x", "Question:", "4 apples.\n\n"),

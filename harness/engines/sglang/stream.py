@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.engines.interface import NOTHING, StreamPiece
+from harness.engines.sglang.api import rank_states
 from harness.errors import EngineError
 
 # The release whose chat stream carries the per-request counts (return_spec_tokens_details)
@@ -203,7 +204,9 @@ def _version(text: Any) -> tuple[int, ...] | None:
 def stream_refusal(info: Any, chat: bool) -> str | None:
     """Why requests to this server go unstreamed: an SGLang before 0.5.19 streams no
     per-request counts on the chat route (they come only with return_meta_info, which it
-    refuses with streaming)."""
+    refuses with streaming); and with several DP ranks the chat stream names no rank
+    (`meta_info.dp_rank` is only in the unstreamed answer's meta_info; `sglext` has no
+    such field), which the per-rank figures need (harness.metrics.ranks)."""
     if not chat:
         return None
     version = _version(info.get("version") if isinstance(info, Mapping) else None)
@@ -214,4 +217,11 @@ def stream_refusal(info: Any, chat: bool) -> str | None:
                 "return_meta_info is refused with streaming): requests are sent unstreamed, "
                 "so the counts stay exact and TTFT, TPOT and inter-token gaps are not "
                 "measured (end-to-end latency is)")
+    states = rank_states(info)
+    if states is not None and len(states) > 1:
+        return (f"the server runs {len(states)} DP ranks and SGLang's chat stream does not "
+                "say which rank served a request (meta_info.dp_rank comes only with "
+                "return_meta_info, refused with streaming): requests are sent unstreamed, "
+                "so the per-rank figures stay exact and TTFT, TPOT and inter-token gaps are "
+                "not measured (end-to-end latency is)")
     return None
