@@ -6,6 +6,7 @@ streamed chunks carry every output token."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from typing import Any
 
@@ -61,6 +62,9 @@ def test_streamed_chat_counts_equal_the_unstreamed(server: Server) -> None:
     messages = [{"role": "user", "content": "Tom has 3 apples and buys 4 more. How many?"}]
     body = ADAPTER.chat_body(messages, params(0), "q0", {"enable_thinking": True})
     plain, streamed, received = both(server, "/v1/chat/completions", body, chat=True)
-    assert streamed == plain
+    # every figure but the DP rank, which SGLang's chat stream does not carry (a server of
+    # several ranks is sent unstreamed: harness.engines.sglang.stream.stream_refusal)
+    assert plain.dp_rank == 0 and streamed.dp_rank is None
+    assert dataclasses.replace(streamed, dp_rank=plain.dp_rank) == plain
     assert plain.verify_steps > 1 and plain.prompt_sha256 is not None
     assert received.timing.streamed and received.timing.chunk_s
