@@ -166,9 +166,29 @@ class RunCommand:
             print(f"  {reason}")
         if outcome.run_dir is not None:
             print(f"record: {outcome.run_dir}")
+        for line in speed_of(outcome):
+            print(f"  {line}")
         for png in drawn_plots(outcome):
             print(f"plot:   {png}")
         return int(outcome.exit_code)
+
+
+def speed_of(outcome: object) -> list[str]:
+    """Each measured entry's latency and throughput (harness.metrics.latency, as its
+    record holds them; definitions in the record and docs/speed.md)."""
+    from harness.metrics.latency import speed_lines
+
+    entries = getattr(outcome, "entries", None) or [outcome]
+    lines = []
+    for entry in entries:
+        record = getattr(entry, "record", None)
+        measurement = record.measurement if record is not None else None
+        if measurement is None or measurement.latency is None:
+            continue
+        series = f" {record.suite.name}" if len(entries) > 1 else ""
+        lines.append(f"speed{series} (definitions: run.json measurement.latency):")
+        lines += [f"  {line}" for line in speed_lines(measurement.latency)]
+    return lines
 
 
 def drawn_plots(outcome: object) -> list[Path]:

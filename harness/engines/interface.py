@@ -47,6 +47,28 @@ class ParsedResponse:
     dp_rank: int | None = None  # the data-parallel rank that served it, when the server says
 
 
+@dataclass(frozen=True)
+class StreamPiece:
+    """What one streamed event brought: generated output or not, and how many output
+    tokens when the stream says (None: output of an unstated token count)."""
+
+    output: bool
+    tokens: int | None = None
+
+
+NOTHING = StreamPiece(False, 0)
+
+
+class StreamAssembler(Protocol):
+    """Turns one request's streamed events (each a parsed `data:` JSON value, in order)
+    into the response the route answers unstreamed, so the adapter's own parser reads the
+    counts exactly as it reads an unstreamed answer."""
+
+    def feed(self, event: Any) -> StreamPiece: ...
+
+    def payload(self) -> Any: ...
+
+
 def prompt_ids_sha256(ids: Any) -> str | None:
     """`ParsedResponse.prompt_sha256`: sha256 of a prompt's token ids as the server returns
     them (compact JSON list), None if they are not ids."""
@@ -89,6 +111,16 @@ class EngineAdapter(Protocol):
                   rid: str, template_kwargs: Mapping[str, Any]) -> dict[str, Any]: ...
 
     def parse_chat(self, payload: Any, where: str) -> ParsedResponse: ...
+
+    def stream_body(self, body: Mapping[str, Any], chat: bool) -> dict[str, Any]:
+        """`body` (from generate_body or chat_body) asking for a stream of events that ends
+        with the counts the unstreamed answer carries."""
+
+    def stream_assembler(self, chat: bool) -> StreamAssembler: ...
+
+    def stream_refusal(self, info: Any, chat: bool) -> str | None:
+        """Why this server (its `server_info`) cannot stream a route with the per-request
+        counts (then requests go unstreamed, counts exact, no TTFT or gaps), else None."""
 
     def server_figure(self, info: Any) -> float | None: ...
 

@@ -346,3 +346,110 @@ def per_position_acceptance(histogram: Sequence[int]) -> list[float]:
         tail += count
         tails.append(tail / total)
     return tails[::-1]
+
+
+# ------------------------------------------- latency: statistics of values in clusters
+
+
+QUANTILES = (0.5, 0.9, 0.99)
+BOOTSTRAP_CELLS = 4_000_000  # replicate x value cells per batch (memory ~ 32 MB a batch)
+
+
+@dataclass(frozen=True)
+class ClusterStatistic:
+    """A statistic of values grouped in clusters (prompts), with its bootstrap CI."""
+
+    value: float
+    ci: tuple[float, float] | None
+
+
+def _weighted_quantile(sorted_values: np.ndarray, cumulative: np.ndarray, q: float
+                       ) -> np.ndarray:
+    """Per row of `cumulative` (running weights over `sorted_values`): the smallest value
+    whose running weight reaches q of the row's total (numpy's "inverted_cdf")."""
+    import numpy as np
+
+    total = cumulative[:, -1]
+    needed = np.maximum(np.ceil(q * total - 1e-9), 1.0)
+    return sorted_values[(cumulative >= needed[:, None]).argmax(axis=1)]
+
+
+def cluster_statistics(values: Sequence[float], clusters: Sequence[Any],
+                       quantiles: Sequence[float] = QUANTILES, level: float = 0.95,
+                       n_boot: int = 2000, seed: int = 0) -> dict[str, ClusterStatistic]:
+    """The mean and the `quantiles` of `values` ("mean", "p50", "p90", "p99"), each with a
+    percentile-bootstrap CI that resamples whole clusters (a prompt's requests, and all
+    the gaps of its requests, go together), as `bootstrap_ci` does for accept length.
+
+    A quantile is numpy's "inverted_cdf": the smallest observed value with at least q of
+    the values at or below it. An interval that misses its own point estimate (a quantile
+    on few clusters can) is widened to hold it. Fewer than 2 clusters: no interval.
+    """
+    import numpy as np
+
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 1 or v.size == 0 or len(clusters) != v.size:
+        raise ValueError("values and clusters must be 1-D, non-empty, of equal length")
+    if not np.isfinite(v).all():
+        raise ValueError("values must be finite")
+    _, member = np.unique(np.asarray([str(c) for c in clusters]), return_inverse=True)
+    k = int(member.max()) + 1
+    order = np.argsort(v, kind="stable")
+    ordered, owner = v[order], member[order]
+    ones = np.cumsum(np.ones((1, v.size)), axis=1)
+    points = {"mean": float(v.mean())}
+    for q in quantiles:
+        points[_q_name(q)] = float(_weighted_quantile(ordered, ones, q)[0])
+    if k < 2:
+        return {name: ClusterStatistic(point, None) for name, point in points.items()}
+    draws = np.random.default_rng(seed).integers(0, k, size=(n_boot, k))
+    replicates: dict[str, list[np.ndarray]] = {name: [] for name in points}
+    batch = max(1, BOOTSTRAP_CELLS // v.size)
+    for start in range(0, n_boot, batch):
+        chosen = draws[start:start + batch]
+        rows = np.arange(chosen.shape[0])[:, None]
+        weights = np.zeros((chosen.shape[0], k))
+        np.add.at(weights, (np.broadcast_to(rows, chosen.shape), chosen), 1.0)
+        per_value = weights[:, owner]
+        cumulative = np.cumsum(per_value, axis=1)
+        total = cumulative[:, -1]
+        replicates["mean"].append((per_value * ordered).sum(axis=1) / total)
+        for q in quantiles:
+            replicates[_q_name(q)].append(_weighted_quantile(ordered, cumulative, q))
+    tail = (1.0 - level) / 2.0
+    out = {}
+    for name, point in points.items():
+        low, high = np.quantile(np.concatenate(replicates[name]), [tail, 1.0 - tail])
+        out[name] = ClusterStatistic(point, (min(float(low), point), max(float(high), point)))
+    return out
+
+
+def _q_name(q: float) -> str:
+    return f"p{round(q * 100):d}"
+
+
+def ratio_bootstrap_ci(numerators: Sequence[Sequence[float]],
+                       denominators: Sequence[Sequence[float]],
+                       combine: Any, level: float = 0.95, n_boot: int = 2000,
+                       seed: int = 0) -> tuple[float, float] | None:
+    """Percentile-bootstrap CI over clusters of `combine(sums)`, where `sums` are the
+    resampled sums of each numerator and denominator series (row i of every series is
+    cluster i), e.g. a ratio of two ratios of sums. None with fewer than 2 clusters."""
+    import numpy as np
+
+    series = [np.asarray(s, dtype=float) for s in (*numerators, *denominators)]
+    n = series[0].size
+    if n < 2 or any(s.shape != (n,) for s in series):
+        return None
+    index = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    sums = [s[index].sum(axis=1) for s in series]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = np.asarray(combine(sums), dtype=float)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return None
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(values, [tail, 1.0 - tail])
+    return float(low), float(high)

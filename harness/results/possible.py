@@ -14,11 +14,15 @@ forged: a reader skips it (one line naming the file and field) rather than plot 
   step of the record's settings makes in the figure's definition (`checks.step_of`: the
   bound the suite validator refuses a floor above); a figure whose definition the record
   does not say, at most the larger (per_request).
+- Latency (harness.metrics.latency) is a non-negative number of seconds, a distribution's
+  p50 <= p90 <= p99, each figure inside its interval; throughput is non-negative; a
+  request's output arrives in time order, its TTFT being its first arrival.
 Each check raises `BadFile` naming the field.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -149,6 +153,65 @@ def _category(where: str, category: Any, step: StepBound, metric: str) -> None:
               category.get("per_position_ci"))
 
 
+SPREADS = ("ttft_s", "tpot_s", "itl_s", "e2e_s")
+SPREAD_FIGURES = ("mean", "p50", "p90", "p99")
+RATES = ("output_tok_s", "requests_s")
+
+
+def _spread(where: str, spread: Any) -> None:
+    if not isinstance(spread, Mapping):
+        return  # the record model's to refuse
+    count(f"{where}.n", spread.get("n"))
+    for name in SPREAD_FIGURES:
+        figure = number(f"{where}.{name}", spread.get(name), 0.0, None, "seconds are >= 0")
+        interval(f"{where}.{name}_ci", spread.get(f"{name}_ci"), 0.0, math.inf, figure, name)
+    p50, p90, p99 = (spread.get(name) for name in ("p50", "p90", "p99"))
+    if _is_number(p50) and _is_number(p90) and _is_number(p99) and not p50 <= p90 <= p99:
+        raise BadFile(f"{where}: percentiles out of order (p50 {p50!r}, p90 {p90!r}, "
+                      f"p99 {p99!r})")
+
+
+def check_latency(where: str, latency: Any) -> None:
+    """A latency summary's figures (harness.metrics.latency)."""
+    if not isinstance(latency, Mapping):
+        return
+    requests, timed = (count(f"{where}.{key}", latency.get(key))
+                       for key in ("n_requests", "n_timed"))
+    if requests is not None and timed is not None and timed > requests:
+        raise BadFile(f"{where}.n_timed: {timed} is more than n_requests {requests}")
+    count(f"{where}.concurrency", latency.get("concurrency"))
+    number(f"{where}.duration_s", latency.get("duration_s"), 0.0, None, "seconds are >= 0")
+    probability(f"{where}.ci_level", latency.get("ci_level"))
+    entries(f"{where}.notes", latency.get("notes"), MAX_REASONS)
+    entries(f"{where}.definitions", latency.get("definitions"), MAX_REASONS)
+    for key in SPREADS:
+        _spread(f"{where}.{key}", latency.get(key))
+    for key in RATES:
+        figure = number(f"{where}.{key}", latency.get(key), 0.0, None, "a rate is >= 0")
+        interval(f"{where}.{key}_ci", latency.get(f"{key}_ci"), 0.0, math.inf, figure, key)
+
+
+def timing_problem(timing: Any) -> str | None:
+    """Why a request row's `timing` is impossible, or None."""
+    if timing is None:
+        return None
+    if not isinstance(timing, Mapping):
+        return "timing: expected an object"
+    chunks = timing.get("chunk_s") or []
+    if not isinstance(chunks, list) or not all(
+            _is_number(t) and math.isfinite(t) and t >= 0 for t in chunks):
+        return "timing.chunk_s: expected a list of non-negative seconds"
+    if any(b < a for a, b in itertools.pairwise(chunks)):
+        return "timing.chunk_s: output arrives in time order, these go back"
+    if chunks and timing.get("ttft_s") != chunks[0]:
+        return f"timing.ttft_s: {timing.get('ttft_s')!r:.40} is not the first arrival"
+    tokens = timing.get("chunk_tokens")
+    if tokens is not None and (not isinstance(tokens, list) or len(tokens) != len(chunks)
+                               or not all(isinstance(t, int) and t >= 0 for t in tokens)):
+        return "timing.chunk_tokens: expected a non-negative count per arrival"
+    return None
+
+
 def check_figures(data: dict[str, Any]) -> None:
     """Every rule above on a parsed run record (the measurement's totals are
     `checks.check_measurement`'s)."""
@@ -172,6 +235,7 @@ def check_figures(data: dict[str, Any]) -> None:
         if isinstance(categories, Mapping):
             for name, category in categories.items():
                 _category(f"measurement.categories.{name}", category, step, metric)
+        check_latency("measurement.latency", m.get("latency"))
     workload = data.get("workload")
     if isinstance(workload, Mapping):
         entries("workload.categories", workload.get("categories"), MAX_CATEGORIES)
@@ -335,7 +399,7 @@ def check_request_row(row: Mapping[str, Any], step: StepBound | None) -> str | N
     histogram = row.get("accept_histogram")
     if isinstance(histogram, list) and len(histogram) > MAX_POSITIONS:
         return f"accept_histogram: {len(histogram)} entries, more than {MAX_POSITIONS}"
-    return None
+    return timing_problem(row.get("timing"))
 
 
 def check_record(data: Any, raw: bytes | str | None = None) -> None:

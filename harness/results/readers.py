@@ -209,7 +209,9 @@ def iter_request_rows(file: Path, skipped: list[str], step: StepBound | None = N
     first bad line, or a file that cannot be read, raises BadRecord naming the file and
     line."""
     try:
-        lines = read_regular(file)[0].decode("utf-8").splitlines()
+        # JSON Lines end at \n (or \r\n), not at the other breaks str.splitlines knows
+        # (\x0b, \x1c, \u2028, ...), which JSON may hold between tokens or in strings
+        lines = read_regular(file)[0].decode("utf-8").replace("\r\n", "\n").split("\n")
         if len(lines) > MAX_REQUEST_LINES:
             raise BadFile(f"{len(lines)} lines, more than the {MAX_REQUEST_LINES} a run's "
                           "requests may hold")

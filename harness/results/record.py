@@ -194,6 +194,43 @@ class CategoryResult(_Record):
     per_position_ci: list[tuple[float, float]] | None = None
 
 
+class Spread(_Record):
+    """A distribution's statistics over a run's requests (harness.metrics.latency names
+    each figure's definition), each with its bootstrap CI over prompts (whole questions
+    resampled); seconds unless the name says otherwise."""
+
+    n: int  # values in the distribution (requests, or gaps for ITL)
+    mean: float
+    p50: float
+    p90: float
+    p99: float
+    mean_ci: tuple[float, float] | None = None
+    p50_ci: tuple[float, float] | None = None
+    p90_ci: tuple[float, float] | None = None
+    p99_ci: tuple[float, float] | None = None
+
+
+class LatencySummary(_Record):
+    """Latency and throughput of a measured phase (harness.metrics.latency): `definitions`
+    names what each figure is, as stored."""
+
+    definitions: dict[str, str] = Field(default_factory=dict)
+    n_requests: int
+    n_timed: int  # requests streamed with at least one output chunk (TTFT, ITL, TPOT)
+    ttft_s: Spread | None = None
+    tpot_s: Spread | None = None
+    itl_s: Spread | None = None
+    e2e_s: Spread | None = None
+    output_tok_s: float | None = None
+    output_tok_s_ci: tuple[float, float] | None = None
+    requests_s: float | None = None
+    requests_s_ci: tuple[float, float] | None = None
+    duration_s: float | None = None
+    concurrency: int | None = None
+    ci_level: float = 0.95
+    notes: list[str] = Field(default_factory=list)  # requests whose timings are missing, why
+
+
 class RankResult(_Record):
     """One data-parallel rank's figures over the requests it served (or one node's: the
     ranks on it pooled), in both definitions. Its counts are part of the run's: summed over
@@ -247,6 +284,9 @@ class Measurement(_Record):
     duration_s: float | None = None
     stopped_early: bool = False  # sequential stopping settled the verdict early
     sequential: dict[str, Any] | None = None  # the rule's settings and looks, when used
+    # Latency and throughput of the measured phase (streamed requests); it names the
+    # definition of each figure (harness.metrics.latency)
+    latency: LatencySummary | None = None
     # A data-parallel topology: every figure per DP rank and per node, beside the pooled
     # ones above (None for one rank); how the server's per-rank states were matched to
     # ranks (`by rank id`, or `by value` where the release names no rank in them)
@@ -294,6 +334,18 @@ class RunRecord(_Record):
     paired: dict[str, Any] | None = None
 
 
+class RequestTiming(_Record):
+    """When a request's output arrived, on the harness's monotonic clock
+    (`time.perf_counter`), in seconds after the request was sent; what each figure made
+    of it means is `harness.metrics.latency`'s."""
+
+    streamed: bool
+    ttft_s: float | None = None  # the first chunk carrying output
+    chunk_s: list[float] = Field(default_factory=list)  # every chunk carrying output
+    chunk_tokens: list[int] | None = None  # output tokens each carried, where the stream says
+    note: str | None = None  # why a figure is missing (not a stream, no token, the clock)
+
+
 class RequestRow(_Record):
     """One measured request, as sent and as answered."""
 
@@ -321,6 +373,7 @@ class RequestRow(_Record):
     expected: str | None = None
     correct: bool | None = None
     output: str = ""
+    timing: RequestTiming | None = None  # streamed arrival times; None in older records
 
 
 def utc_now() -> datetime:

@@ -13,6 +13,12 @@ a dead child is noticed within a second, naming it: `launch.Server.death`) and p
 no request finished for `progress_limit` seconds, a multiple of the slowest request
 finished so far with a floor, `progress_timeout_s` at most (and until the first finishes),
 ends the run as hung in seconds, not at the 10-minute request timeout.
+
+Once `check_streaming` has read /server_info, every request is streamed
+(harness.run.streaming) unless the adapter says the server cannot stream its counts
+(`stream_refusal`): each row keeps when its
+output arrived (`RequestRow.timing`), and the answer is assembled into the route's
+unstreamed shape, so the counts are read by the same parser either way.
 """
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ import httpx
 
 from harness.engines.interface import EngineAdapter, ParsedResponse
 from harness.errors import TERMINATION, EngineError, Terminated, error_text
-from harness.results.record import RequestRow
+from harness.results.record import RequestRow, RequestTiming
+from harness.run import streaming
 from harness.run.dispatch import Dispatch, Progress, dispatch, drain, progress_limit
 from harness.workloads import Prompt, grade
 
@@ -36,6 +43,7 @@ FLUSH_ATTEMPTS = 20
 FLUSH_RETRY_S = 0.5
 WATCH_INTERVAL_S = 0.2
 DEATH_GRACE_S = 1.0  # after a failed request, how long to wait for the process to be seen dead
+UNCHECKED = "sent unstreamed: whether the server streams its counts was not checked"
 TURN_SEED_STRIDE = 1_000_000  # a later turn's sampling seed: base + question + stride * turn
 
 
@@ -109,8 +117,19 @@ def first_turn(workload: Any, prompt: Prompt) -> str | list[dict[str, str]]:
     return messages(workload, prompt, []) if workload.protocol == "chat" else prompt.text
 
 
-def _row(index: int, prompt: Prompt, turn: int, parsed: ParsedResponse,
-         latency: float, non_draft_tokens: int = 1) -> RequestRow:
+@dataclass(frozen=True)
+class Answer:
+    """One request's answer: its counts, its latency (sending to the end of the answer)
+    and when its output arrived."""
+
+    parsed: ParsedResponse
+    latency_s: float
+    timing: RequestTiming
+
+
+def _row(index: int, prompt: Prompt, turn: int, answer: Answer,
+         non_draft_tokens: int = 1) -> RequestRow:
+    parsed = answer.parsed
     predicted, correct = grade(prompt, parsed.text) if turn == len(prompt.turns) - 1 \
         else (None, None)
     return RequestRow(
@@ -129,12 +148,13 @@ def _row(index: int, prompt: Prompt, turn: int, parsed: ParsedResponse,
                             if parsed.verify_steps else 0.0),
         accept_histogram=parsed.histogram,
         prompt_tokens=parsed.prompt_tokens,
-        latency_s=latency,
+        latency_s=answer.latency_s,
         finish_reason=parsed.finish_reason,
         predicted=predicted,
         expected=prompt.label,
         correct=correct,
         output=parsed.text,
+        timing=answer.timing,
         dp_rank=parsed.dp_rank,
     )
 
@@ -163,6 +183,9 @@ class Driver:
         # An engine whose counters cannot be reset (vLLM): the reading the measured window
         # starts from, taken where the flush would be.
         self.window_start: Any = None
+        # None: stream every request; else why the server's requests go unstreamed
+        self.unstreamed: str | None = UNCHECKED
+        self.clock: streaming.Clock = time.perf_counter
 
     @property
     def route(self) -> str:
@@ -198,10 +221,25 @@ class Driver:
                                           rid, self.workload.chat_template_kwargs)
         return self.adapter.generate_body(prompt.turns[len(answers)], params, rid)
 
+    def check_streaming(self, info: Any) -> None:
+        """Whether this server (its /server_info) streams the route with its counts."""
+        refusal = getattr(self.adapter, "stream_refusal", None)
+        self.unstreamed = refusal(info, self.chat) if refusal is not None else \
+            "this engine's adapter does not stream"
+
     async def generate(self, client: httpx.AsyncClient, prompt: Prompt, rid: str,
-                       answers: Sequence[str] = ()) -> tuple[ParsedResponse, float]:
+                       answers: Sequence[str] = ()) -> Answer:
         path = self.route
         body = self.body(prompt, answers, rid)
+        if self.unstreamed is None:
+            try:
+                received = await streaming.receive(
+                    client, path, self.adapter.stream_body(body, self.chat),
+                    self.adapter.stream_assembler(self.chat), f"request {rid}", self.clock)
+            except httpx.HTTPError as error:
+                raise await self._failed(f"{path} for request {rid}", error) from None
+            return self._answer(received.payload, path, rid, received.latency_s,
+                                received.timing)
         started = time.perf_counter()
         try:
             response = await client.post(path, json=body)
@@ -219,27 +257,33 @@ class Driver:
         except ValueError:
             raise EngineError(f"{path} answered non-JSON for {rid}: "
                               f"{response.text[:200]!r}") from None
+        return self._answer(payload, path, rid, latency,
+                            RequestTiming(streamed=False, note=self.unstreamed))
+
+    def _answer(self, payload: Any, path: str, rid: str, latency: float,
+                timing: RequestTiming) -> Answer:
         parse = self.adapter.parse_chat if self.chat else self.adapter.parse_generate
         parsed = parse(payload, f"{path} ({rid})")
         # An engine whose stop strings the harness applies (vLLM: harness.engines.vllm.stops)
         cut = getattr(self.adapter, "cut_at_stop", None)
         if cut is not None:
             parsed = cut(parsed, payload, self.stop, f"{path} ({rid})", chat=self.chat)
-        return parsed, latency
+            timing = streaming.cut_timing(timing, parsed.completion_tokens)
+        return Answer(parsed, latency, timing)
 
     async def conversation(self, client: httpx.AsyncClient, prompt: Prompt, rid: str,
-                           on_turn: Callable[[int, ParsedResponse, float], None] | None = None
+                           on_turn: Callable[[int, Answer], None] | None = None
                            ) -> list[ParsedResponse]:
         """Every turn of `prompt`, each sent with the model's own earlier answers."""
         answers: list[str] = []
         parsed_turns = []
         for turn in range(len(prompt.turns)):
             suffix = f"-t{turn}" if turn else ""
-            parsed, latency = await self.generate(client, prompt, rid + suffix, answers)
-            answers.append(parsed.text.strip())
-            parsed_turns.append(parsed)
+            answer = await self.generate(client, prompt, rid + suffix, answers)
+            answers.append(answer.parsed.text.strip())
+            parsed_turns.append(answer.parsed)
             if on_turn is not None:
-                on_turn(turn, parsed, latency)
+                on_turn(turn, answer)
         return parsed_turns
 
     async def warm_up(self, prompts: Sequence[Prompt]) -> None:
@@ -346,11 +390,11 @@ class Driver:
             async def one(index: int) -> None:
                 prompt = prompts[index]
 
-                def finished(turn: int, parsed: ParsedResponse, latency: float) -> None:
-                    row = _row(first_row[index] + turn, prompt, turn, parsed, latency,
+                def finished(turn: int, answer: Answer) -> None:
+                    row = _row(first_row[index] + turn, prompt, turn, answer,
                                self.non_draft_tokens)
                     rows[row.index] = row
-                    progress.finished(latency)
+                    progress.finished(answer.latency_s)
                     if on_row is not None:
                         on_row(row)
 

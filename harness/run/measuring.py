@@ -24,6 +24,7 @@ from harness.run.sequential import rule_settings, sequential_rule, sequential_sa
 
 def measure_entry(run: EntryRun, engine: Any, server: Server, workload_plan: Any) -> Verdict:
     """Drive, measure and judge one entry on `server`; the caller writes its record."""
+    from harness.metrics.latency import summarise_latency
     from harness.metrics.measure import summarise
     from harness.run.workload_record import rendered_sha256
 
@@ -46,6 +47,9 @@ def measure_entry(run: EntryRun, engine: Any, server: Server, workload_plan: Any
         run.measurement = summarise(result.rows, suite.floors.metric, result.duration_s,
                                     engine.adapter.server_figure(info), suite.workload.seed,
                                     planned=result.planned)
+        run.measurement.latency = summarise_latency(result.rows, result.duration_s,
+                                                    suite.workload.concurrency,
+                                                    suite.workload.seed)
         run.notes.extend(per_rank(run.measurement, result.rows, suite.topology,
                                   engine.adapter, info))
     runtime_differences = []
@@ -164,6 +168,9 @@ async def _drive(run: EntryRun, engine: Any, server: Server, workload_plan: Any,
     # an adapter without the method (the reference engine, DFlash only) makes 1 per step
     per_step = getattr(engine.adapter, "non_draft_tokens_per_step", None)
     driver.non_draft_tokens = per_step(info, suite) if per_step else 1
+    driver.check_streaming(info)
+    if driver.unstreamed is not None:
+        say(f"{suite.name}: {driver.unstreamed}")
     if mismatches:
         raise EngineError("the server does not run what the suite declares: "
                           + "; ".join(mismatches))

@@ -75,6 +75,12 @@ def test_an_attached_server_is_measured_per_rank_and_left_running(dp2_server: st
         assert rank["server_reported_accept_length"] == pytest.approx(
             rank["accept_length_server_avg"], rel=1e-12)
     assert "DP rank 0:" in done.stdout and "DP rank 1:" in done.stdout
+    # every request streamed from the attached server, its rank kept: latency recorded
+    rows = [json.loads(line) for line in (path.parent / "requests.jsonl").read_text().split("\n")
+            if line.strip()]
+    assert rows and all(row["timing"]["streamed"] and row["timing"]["chunk_s"] for row in rows)
+    assert {row["dp_rank"] for row in rows} == {0, 1}
+    assert measurement["latency"]["n_timed"] == len(rows)
     assert httpx.get(dp2_server + "/health", timeout=10).status_code == 200  # not stopped
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.results.readers import read_run
 from harness.results.record import RunRecord
 from tests.fixtures.sglang_double import assert_no_orphans, server_pids
 
@@ -32,7 +33,9 @@ def test_pass_records_exact_accept_length(fake_env: dict[str, str], write_suite,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     results = tmp_path / "results"
     assert run_cli(write_suite(floor=2.0), results) == 0
-    assert "verdict: PASS" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "verdict: PASS" in out
+    assert "TTFT  p50 " in out and "output tokens/s [" in out
     run_dir = only_run_dir(results)
     record = RunRecord.model_validate_json((run_dir / "run.json").read_text())
     rows = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()]
@@ -54,6 +57,16 @@ def test_pass_records_exact_accept_length(fake_env: dict[str, str], write_suite,
     # the exact server_avg (warm-up left out)
     assert measurement.server_reported_accept_length == pytest.approx(measurement.accept_length)
     assert record.verdict.status == "pass"
+    # every request streamed, its output's arrivals kept; streaming changed no count
+    for row in rows:
+        timing = row["timing"]
+        assert timing["streamed"] and timing["note"] is None
+        assert sum(timing["chunk_tokens"]) == row["completion_tokens"]
+    latency = read_run(run_dir / "run.json").measurement.latency
+    assert (latency.n_requests, latency.n_timed) == (8, 8)
+    assert set(latency.definitions) >= {"ttft", "tpot", "itl", "e2e", "output_throughput"}
+    assert latency.output_tok_s == pytest.approx(tokens / measurement.duration_s)
+    assert latency.ttft_s.p50 <= latency.ttft_s.p99 and latency.ttft_s.p50_ci is not None
     assert record.launch is not None and "--tp-size" in record.launch.command
     assert record.provenance.env.get("CUDA_VISIBLE_DEVICES") == "0,1"
     assert record.build.engine == "sglang" and record.build.version == "0.5.23"

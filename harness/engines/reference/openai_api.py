@@ -9,7 +9,9 @@ Shapes from `sglang/srt/entrypoints/openai/` (`protocol.py`, `serving_completion
 - unset fields take OpenAI's defaults (temperature 1, top_p 1; completions max_tokens 16;
   chat max_tokens unset = what the context leaves);
 - streams are server-sent events ending `data: [DONE]`, a usage chunk only when
-  `stream_options.include_usage` is set.
+  `stream_options.include_usage` is set; a chat stream sends, before it, a chunk with
+  `choices: []` and `sglext` holding the spec counts (`return_spec_tokens_details`) and the
+  prompt's ids (`return_input_ids_in_sglext`).
 """
 
 from __future__ import annotations
@@ -256,11 +258,36 @@ def chat_completions(h: Handler) -> None:
     if text.startswith(sse.sent) and len(text) > len(sse.sent):
         h.sse_data(chunk(text[len(sse.sent):], None, None))
     h.sse_data(chunk(None, reason["type"], reason.get("matched")))
+    sglext = _sglext(body, result, prompt_ids, rid, block)
+    if sglext:
+        h.sse_data({"id": rid, "object": "chat.completion.chunk", "created": created,
+                    "model": name, "choices": [], "sglext": sglext})
     if _include_usage(body):
         h.sse_data({"id": rid, "object": "chat.completion.chunk", "created": created,
                     "model": name, "choices": [],
                     "usage": _usage(result["prompt_tokens"], len(result["output_ids"]))})
     h.sse_end()
+
+
+SPEC_DETAILS = ("spec_accept_rate", "spec_accept_length", "spec_num_correct_drafts",
+                "spec_num_proposed_drafts", "spec_verify_ct", "spec_correct_drafts_histogram")
+
+
+def _sglext(body: dict[str, Any], result: dict[str, Any], prompt_ids: list[int], rid: str,
+            block: int) -> dict[str, Any]:
+    """SGLang 0.5.23's `sglext` chunk of a chat stream (`serving_chat.py`): the request's
+    spec counts with `return_spec_tokens_details` (`SpecTokensDetails`, absent without a
+    verify step), the prompt's ids with `return_input_ids_in_sglext`."""
+    out: dict[str, Any] = {}
+    if body.get("return_spec_tokens_details"):
+        meta = meta_info(result, rid, 0.0, block)
+        if "spec_verify_ct" in meta:
+            out["spec_tokens_details"] = {
+                **{key: meta[key] for key in SPEC_DETAILS}, "spec_cap_length": 0.0,
+                "spec_block_accept_length": 0.0, "spec_cap_lens_histogram": []}
+    if body.get("return_input_ids_in_sglext"):
+        out["input_ids"] = list(prompt_ids)
+    return out
 
 
 ROUTES = {

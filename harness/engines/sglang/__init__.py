@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harness.engines.interface import ParsedResponse, Placement
-from harness.engines.sglang import api
+from harness.engines.interface import ParsedResponse, Placement, StreamAssembler
+from harness.engines.sglang import api, stream
 from harness.engines.sglang.launch import (
     RESERVED_FLAGS,
     SECRET_FLAGS,
@@ -71,6 +71,15 @@ class SGLangAdapter:
 
     def parse_chat(self, payload: Any, where: str) -> ParsedResponse:
         return api.parse_chat(payload, where)
+
+    def stream_body(self, body: Mapping[str, Any], chat: bool) -> dict[str, Any]:
+        return stream.stream_body(body, chat)
+
+    def stream_assembler(self, chat: bool) -> StreamAssembler:
+        return stream.ChatStream() if chat else stream.GenerateStream()
+
+    def stream_refusal(self, info: Any, chat: bool) -> str | None:
+        return stream.stream_refusal(info, chat)
 
     def server_figure(self, info: Any) -> float | None:
         return api.server_figure(info)

@@ -194,7 +194,7 @@ def parse_generate(payload: Any, where: str = "/generate") -> ParsedResponse:
         histogram = None  # malformed histograms are dropped: they only feed a plot
     prompt = meta.get("prompt_tokens")
     return ParsedResponse(
-        text=str(payload.get("text", "")),
+        text=str(payload.get("text") or ""),
         completion_tokens=completion,
         verify_steps=verify,
         correct_drafts=correct_drafts,

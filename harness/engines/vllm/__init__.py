@@ -18,8 +18,8 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harness.engines.interface import ParsedResponse, Placement
-from harness.engines.vllm import api
+from harness.engines.interface import ParsedResponse, Placement, StreamAssembler
+from harness.engines.vllm import api, stream
 from harness.engines.vllm.launch import (
     RESERVED_FLAGS,
     SECRET_FLAGS,
@@ -90,6 +90,15 @@ class VLLMAdapter:
 
     def parse_chat(self, payload: Any, where: str) -> ParsedResponse:
         return api.parse_chat(payload, where)
+
+    def stream_body(self, body: Mapping[str, Any], chat: bool) -> dict[str, Any]:
+        return stream.stream_body(body, chat)
+
+    def stream_assembler(self, chat: bool) -> StreamAssembler:
+        return stream.VLLMStream(chat)
+
+    def stream_refusal(self, info: Any, chat: bool) -> str | None:
+        return None  # both routes stream the counts on their usage chunk
 
     def cut_at_stop(self, parsed: ParsedResponse, payload: Any, stops: Sequence[str],
                     where: str, chat: bool = False) -> ParsedResponse:

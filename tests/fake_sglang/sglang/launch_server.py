@@ -22,7 +22,9 @@ Every field the harness sends is honoured as SGLang reads it: `/generate`'s
 `ChatCompletionRequest.to_sampling_params` from the wheel (`max_completion_tokens` first,
 then `max_tokens`; `stop`; a sampled request's `seed` picks its continuation, greedy ones
 ignore it); `return_meta_info`, `return_prompt_token_ids`, `rid`. Compared with the real
-server's recorded answers: tests/fake_sglang/recorded-0.5.23.json.
+server's recorded answers: tests/fake_sglang/recorded-0.5.23.json. `"stream": true` is
+answered as SGLang streams (`stream_events`), every event sent at once when the request
+finishes (the double plans a request whole, so it has no per-step arrival times).
 
 Failure modes for lifecycle tests (env `FAKE_SGLANG_MODE`): `ok`, `hang` (never
 ready), `crash_start` (exits during start-up with an error in the log),
@@ -213,6 +215,47 @@ def chat_response(rid: str, model: str, prompt: str, result: dict[str, Any],
             "metadata": {"weight_version": "default", "weight_versions": WEIGHT_VERSIONS}}
 
 
+def stream_events(route: str, rid: str, model: str, prompt: str, result: dict[str, Any],
+                  body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `data:` events SGLang 0.5.23 streams for the request (before `[DONE]`): on
+    /generate each event the request's cumulative state (`meta_info.completion_tokens`
+    rising, the last one the full answer); on the chat route the content chunks, the
+    finish chunk, the `sglext` chunk (`return_spec_tokens_details`: the spec counts, absent
+    without a verify step; `return_input_ids_in_sglext`) and the usage chunk
+    (`stream_options.include_usage`)."""
+    final = response(rid, prompt, result)
+    meta = final["meta_info"]
+    if route == "/generate":
+        if meta["completion_tokens"] < 2:
+            return [final]
+        first = {"text": None, "output_ids": [0],
+                 "meta_info": {**{k: v for k, v in meta.items() if not k.startswith("spec_")},
+                               "completion_tokens": 1, "finish_reason": None}}
+        return [first, final]
+    head = {"id": rid, "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": model}
+
+    def chunk(delta: dict[str, Any], reason: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                     "finish_reason": reason, "matched_stop": None}]}
+
+    events = [chunk({"role": "assistant", "content": ""}),
+              chunk({"content": result["text"]}), chunk({}, meta["finish_reason"]["type"])]
+    sglext: dict[str, Any] = {}
+    if body.get("return_spec_tokens_details") and "spec_verify_ct" in meta:
+        sglext["spec_tokens_details"] = {k: v for k, v in meta.items() if k.startswith("spec_")}
+    if body.get("return_input_ids_in_sglext"):
+        sglext["input_ids"] = list(range(meta["prompt_tokens"]))
+    if sglext:
+        events.append({**head, "choices": [], "sglext": sglext})
+    if (body.get("stream_options") or {}).get("include_usage"):
+        completion = meta["completion_tokens"]
+        events.append({**head, "choices": [], "usage": {
+            "prompt_tokens": meta["prompt_tokens"], "completion_tokens": completion,
+            "total_tokens": meta["prompt_tokens"] + completion}})
+    return events
+
+
 CHAT_PROTOCOL = "sglang/srt/entrypoints/openai/protocol.py"
 # The sampling fields of a chat request that the double acts on or reports (the GPU's
 # part, which tokens are sampled, stays the seeded plan's).
@@ -301,6 +344,14 @@ def make_handler(engine: Engine, ready: threading.Event) -> type[BaseHTTPRequest
             self.end_headers()
             self.wfile.write(raw)
 
+        def _stream(self, events: list[dict[str, Any]]) -> None:
+            raw = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(raw.encode())))
+            self.end_headers()
+            self.wfile.write(raw.encode())
+
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path in ("/health", "/health_generate"):
@@ -363,15 +414,22 @@ def make_handler(engine: Engine, ready: threading.Event) -> type[BaseHTTPRequest
                 if route == "/generate":
                     text = str(body.get("text", ""))
                     result = engine.generate(rid, text, dict(body.get("sampling_params") or {}))
-                    self._send(200, response(rid, text, result))
+                    if body.get("stream"):
+                        self._stream(stream_events(route, rid, "", text, result, body))
+                    else:
+                        self._send(200, response(rid, text, result))
                 else:
                     text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
                     params = engine.chat_params(body)
                     # unset, SGLang generates up to the context; the double stops at 128
                     params["max_new_tokens"] = params["max_new_tokens"] or 128
                     result = engine.generate(rid, text, params)
-                    self._send(200, chat_response(rid, engine.args.model_path, text, result,
-                                                  body))
+                    if body.get("stream"):
+                        self._stream(stream_events(route, rid, engine.args.model_path, text,
+                                                   result, body))
+                    else:
+                        self._send(200, chat_response(rid, engine.args.model_path, text,
+                                                      result, body))
                 if EVENTS_FILE:
                     with open(EVENTS_FILE, "a") as events:
                         events.write(f"sent {rid}\n")
