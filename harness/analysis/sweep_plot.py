@@ -46,14 +46,24 @@ def sweep_points(sweep: SweepRecord, results: Path) -> list[Point]:
     return points
 
 
+def point_statuses(sweep: SweepRecord) -> dict[int, str]:
+    """Each point's status as the sweep judged it: the gate's finding where there is one
+    (floors and gate together), else the point's own run verdict."""
+    statuses = {point.concurrency: str(point.status) for point in sweep.points}
+    for finding in sweep.gate.findings if sweep.gate is not None else []:
+        statuses[finding.concurrency] = str(finding.status)
+    return statuses
+
+
 def sweep_figure(sweep: SweepRecord, points: list[Point]) -> Figure:
     figure = new_figure(12.0, 4.2)
     accept, tpot, rate = figure.subplots(1, 3)
     metric = sweep.metric
     reference = None
+    judged = point_statuses(sweep)
     for concurrency, record in points:
         measurement = record.measurement
-        status = record.verdict.status if record.verdict else "error"
+        status = judged.get(concurrency, "error")
         colour = VERDICT_COLOURS.get(status, "black")
         if measurement is None or measurement.partial or measurement.metric != metric:
             continue  # never two definitions on one axis
@@ -88,8 +98,8 @@ def sweep_figure(sweep: SweepRecord, points: list[Point]) -> Figure:
     if floor is not None or (sweep.gate is not None and reference is not None):
         accept.legend(fontsize=8, loc="lower left")
     accept.set_ylabel(f"accept length ({metric} definition)")
-    tpot.set_ylabel("TPOT p50 (v p90), ms: (e2e - TTFT) / (tokens - 1)")
-    rate.set_ylabel("output tokens/s: output tokens / wall time")
+    tpot.set_ylabel("TPOT ms, p50 (CI) and p90 (v)\n(e2e - TTFT) / (output tokens - 1)")
+    rate.set_ylabel("output tokens/s\noutput tokens / measured wall time")
     for axes in (accept, tpot, rate):
         axes.set_xscale("log", base=2)
         axes.set_xticks(sweep.concurrencies, [str(c) for c in sweep.concurrencies])

@@ -109,6 +109,8 @@ def report_lines(swept: SweepOutcome) -> list[str]:
         if measurement is not None and measurement.latency is not None:
             lines += [f"  {line}" for line in speed_lines(measurement.latency)]
     if record.gate is not None:
+        lines.append(f"gate: accept length at each concurrency within {record.gate.max_drop:.1%} "
+                     f"of concurrency 1's, paired by prompt (A: concurrency 1, B: the point)")
         for finding in record.gate.findings:
             gate_lines = [r for r in finding.reasons if r.startswith(("relative gate",
                                                                       "no gate"))]
