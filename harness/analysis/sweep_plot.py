@@ -17,6 +17,7 @@ from harness.analysis.plot_style import (
     shown,
     suite_floor,
 )
+from harness.files import inside
 from harness.results.readers import BadRecord, read_run
 from harness.results.sweeps import SWEEP_PNG, SweepRecord, read_sweep
 
@@ -39,8 +40,11 @@ def sweep_points(sweep: SweepRecord, results: Path) -> list[Point]:
     for point in sweep.points:
         if point.run_dir is None:
             continue
+        run_dir = Path(results) / point.run_dir
+        if not inside(run_dir, results):  # a record names runs of its own results only
+            continue
         try:
-            points.append((point.concurrency, read_run(Path(results) / point.run_dir)))
+            points.append((point.concurrency, read_run(run_dir)))
         except BadRecord:  # a damaged point is left out of the figure, never invented
             continue
     return points

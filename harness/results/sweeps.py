@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -70,7 +70,7 @@ class SweepRecord(_Sweep):
     started_at: datetime
     finished_at: datetime | None = None
     label: str | None = None
-    concurrencies: list[int]
+    concurrencies: list[Annotated[int, Field(ge=1)]]
     metric: Literal["server_avg", "per_request"]  # the accept-length definition judged
     definition: str  # its text (harness.suite.entries.METRIC_DEFINITIONS)
     points: list[SweepPoint]
@@ -108,8 +108,10 @@ def read_sweep(path: Path | str) -> SweepRecord:
         raise BadRecord(file, "missing: not a sweep folder") from None
     except (BadFile, OSError, ValueError, UnicodeDecodeError, RecursionError) as error:
         raise BadRecord(file, f"not a usable sweep record: {error}") from None
-    try:
-        return SweepRecord.model_validate(data)
+    if not isinstance(data, dict):
+        raise BadRecord(file, "not a valid sweep record: not a JSON object")
+    try:  # strict: no number read from a string
+        return SweepRecord.model_validate_json(text, strict=True)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "record"

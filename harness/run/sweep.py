@@ -37,7 +37,7 @@ from harness.results.sweeps import (
     sweep_dir,
     write_sweep,
 )
-from harness.run.judge import EXIT_CODES, Evidence, PairedEvidence, decide, report_status
+from harness.run.judge import Evidence, PairedEvidence, decide, report_exit, report_status
 from harness.run.outcome import RunOptions, RunOutcome
 from harness.suite.model import LoadedSuite, Suite
 
@@ -194,7 +194,12 @@ def run_sweep(loaded: LoadedSuite, concurrencies: tuple[int, ...], options: RunO
     if options.dry_run:
         record = _record(loaded, sweep_id, started, concurrencies, metric, points, None,
                          "pass", options)
-        return SweepOutcome(record, None, points, ExitCode.PASS, outcome.plan)
+        plan = list(outcome.plan)
+        if gate is not None:
+            plan.append(f"gate       accept length at each of {', '.join(names[1:])} within "
+                        f"{gate.max_drop:.1%} of c1's, paired by prompt (one-sided alpha "
+                        f"{gate.alpha:g}, inconclusive judged {gate.inconclusive})")
+        return SweepOutcome(record, None, points, ExitCode.PASS, plan)
     by_series = {entry.record.suite.name: entry for entry in (outcome.entries or [outcome])
                  if entry.record is not None}
     for point in points:
@@ -214,16 +219,18 @@ def run_sweep(loaded: LoadedSuite, concurrencies: tuple[int, ...], options: RunO
                      else [])
     folder = sweep_dir(options.results_dir, loaded.suite.name, started, sweep_id)
     write_sweep(folder, record, options.results_dir)
-    return SweepOutcome(record, folder, points, _exit_code(status, outcome), [])
+    return SweepOutcome(record, folder, points, _exit_code(statuses, outcome), [])
 
 
-def _exit_code(status: str, outcome: RunOutcome) -> ExitCode:
-    if status == "skipped":
+def _exit_code(statuses: list[VerdictStatus], outcome: RunOutcome) -> ExitCode:
+    """The sweep's exit code: the report's (`judge.report_exit`: a failure first, then an
+    error), except a host the suite does not fit (4) and a draft the release's own code
+    rejects (5), which keep the run's own code."""
+    if outcome.status == "skipped":
         return ExitCode.SKIPPED
-    code = EXIT_CODES[status]  # type: ignore[index]
-    if status == "error" and outcome.status == "error" and \
-            outcome.exit_code == ExitCode.VERSION_REJECTS:
-        return outcome.exit_code  # the release's own code refused the draft: its own code
+    code = report_exit(statuses)
+    if code == ExitCode.ENGINE_ERROR and outcome.exit_code == ExitCode.VERSION_REJECTS:
+        return outcome.exit_code
     return code
 
 
