@@ -103,6 +103,9 @@ def check_gate(settings: GateSettings | None, concurrencies: tuple[int, ...]) ->
     if not (math.isfinite(settings.alpha) and 0.0 < settings.alpha < 0.5):
         raise BadInput(f"--alpha {settings.alpha:g}: the gate's one-sided level is in "
                        "(0, 0.5)")
+    if len(concurrencies) < 2:
+        raise BadInput("--max-drop compares points with concurrency 1: give at least one "
+                       "more concurrency (e.g. --concurrency 1,4,16)")
     if REFERENCE_CONCURRENCY not in concurrencies:
         raise BadInput(f"--max-drop compares each point with concurrency "
                        f"{REFERENCE_CONCURRENCY}: add it to --concurrency "

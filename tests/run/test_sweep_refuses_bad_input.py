@@ -75,6 +75,7 @@ def tiny(tmp_path: Path) -> Path:
     (["--concurrency", "1,4", "--max-drop", "1"], "--max-drop"),
     (["--concurrency", "1,4", "--max-drop", "nan"], "--max-drop"),
     (["--concurrency", "2,4", "--max-drop", "0.05"], "concurrency 1"),
+    (["--concurrency", "1", "--max-drop", "0.05"], "at least one more"),
     (["--concurrency", "1,4", "--max-drop", "0.05", "--alpha", "0.7"], "--alpha"),
     (["--concurrency", "1,4", "--alpha", "0.01"], "--max-drop"),
 ])
