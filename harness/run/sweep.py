@@ -18,16 +18,18 @@ The sweep's exit code is `judge.report_exit` over every point and finding.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import math
 import os
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from harness.errors import BadInput, EngineError, ExitCode
+from harness.errors import BadInput, EngineError, ExitCode, Interrupted
 from harness.results.record import RunRecord, VerdictStatus, new_run_id, utc_now
 from harness.results.sweeps import (
     GateFinding,
@@ -189,11 +191,19 @@ def run_sweep(loaded: LoadedSuite, concurrencies: tuple[int, ...], options: RunO
     swept = sweep_suite(loaded, concurrencies)
     names = [point_name(c) for c in concurrencies]
     started, sweep_id = utc_now(), new_run_id()
-    outcome = run_suite(swept, dataclasses.replace(options, entries=names, sequential=False))
     metric = loaded.suite.floors.metric
     entries = {entry.name: entry for entry in suite_entries(swept, names)}
     points = [PointRun(c, entries[point_name(c)].series,
                        entries[point_name(c)].loaded.suite.floors) for c in concurrencies]
+    try:
+        outcome = run_suite(swept, dataclasses.replace(options, entries=names,
+                                                       sequential=False))
+    except Interrupted as error:  # the points' records are kept; the sweep's says so too
+        if not options.dry_run:
+            with contextlib.suppress(OSError, BadInput):
+                _record_interrupted(loaded, sweep_id, started, concurrencies, metric, points,
+                                    options, error.message)
+        raise
     if options.dry_run:
         record = _record(loaded, sweep_id, started, concurrencies, metric, points, None,
                          "pass", options)
@@ -223,6 +233,28 @@ def run_sweep(loaded: LoadedSuite, concurrencies: tuple[int, ...], options: RunO
     folder = sweep_dir(options.results_dir, loaded.suite.name, started, sweep_id)
     write_sweep(folder, record, options.results_dir)
     return SweepOutcome(record, folder, points, _exit_code(statuses, outcome), [])
+
+
+def _record_interrupted(loaded: LoadedSuite, sweep_id: str, started: datetime,
+                        concurrencies: tuple[int, ...], metric: str, points: list[PointRun],
+                        options: RunOptions, why: str) -> None:
+    """The sweep's record after Ctrl-C: each point's run of this sweep (the newest of its
+    series started since the sweep began), read through the door, and status error."""
+    from harness.results.layout import RUNS_DIR, started_from_name
+    from harness.results.readers import read_run
+
+    since = started.replace(microsecond=0)
+    for point in points:
+        folder = Path(options.results_dir) / RUNS_DIR / point.series
+        ours = sorted(run_dir for run_dir in folder.glob("*")
+                      if (when := started_from_name(run_dir.name)) is not None
+                      and when >= since)
+        if ours:
+            point.run_dir, point.record = ours[-1], read_run(ours[-1])
+    record = _record(loaded, sweep_id, started, concurrencies, metric, points, None, "error",
+                     options, reasons=[f"interrupted: {why}"])
+    write_sweep(sweep_dir(options.results_dir, loaded.suite.name, started, sweep_id), record,
+                options.results_dir)
 
 
 def _exit_code(statuses: list[VerdictStatus], outcome: RunOutcome) -> ExitCode:

@@ -57,7 +57,7 @@ def test_a_server_that_dies_at_a_point(fake_env: dict[str, str], tmp_path: Path,
     monkeypatch.setenv("FAKE_SGLANG_CRASH_AFTER", "12")  # c1: 1 + 8 requests; c4 dies
     results = tmp_path / "results"
     code = main(["sweep", str(_suite(tmp_path)), "--concurrency", "1,4", "--results",
-                 str(results), "--max-drop", "0.05", "--no-progress", "--no-plot"])
+                 str(results), "--max-drop", "0.05", "--no-progress"])
     captured = capsys.readouterr()
     assert code == 3, captured.out + captured.err
     one, four = _record(results, "fake_sweep.c1"), _record(results, "fake_sweep.c4")
@@ -65,9 +65,14 @@ def test_a_server_that_dies_at_a_point(fake_env: dict[str, str], tmp_path: Path,
     assert four.verdict.status == "error" and "server exited" in four.verdict.reasons[0]
     assert "concurrency 4: ERROR" in captured.out
     assert "server exited" in captured.out
-    sweep = read_sweep(next((results / "sweeps" / "fake_sweep").glob("*")))
+    sweep_dir = next((results / "sweeps" / "fake_sweep").glob("*"))
+    sweep = read_sweep(sweep_dir)
     assert [point.status for point in sweep.points] == ["pass", "error"]
+    [finding] = sweep.gate.findings
+    assert finding.status == "error" and "never a pass" in finding.reasons[0]
     assert sweep.status == "error"
+    # the plot draws the point that was measured; the one that died is left out
+    assert (sweep_dir / "sweep.png").stat().st_size > 10_000
 
 
 def test_ctrl_c_at_a_point_keeps_every_record(fake_env: dict[str, str], tmp_path: Path
@@ -112,3 +117,8 @@ def test_ctrl_c_at_a_point_keeps_every_record(fake_env: dict[str, str], tmp_path
     assert one.verdict.status == "pass" and one.measurement.n_requests == 8
     assert four.verdict.status == "error" and "interrupted" in four.verdict.reasons[0]
     assert_no_orphans(pids)
+    # the sweep's record names both runs and says it was interrupted
+    sweep = read_sweep(next((results / "sweeps" / "fake_sweep").glob("*")))
+    assert [point.run_id for point in sweep.points] == [one.run_id, four.run_id]
+    assert [point.status for point in sweep.points] == ["pass", "error"]
+    assert sweep.status == "error" and sweep.reasons[0].startswith("interrupted")
