@@ -249,7 +249,9 @@ def _record_interrupted(loaded: LoadedSuite, sweep_id: str, started: datetime,
         ours = sorted(run_dir for run_dir in folder.glob("*")
                       if (when := started_from_name(run_dir.name)) is not None
                       and when >= since)
-        if ours:
+        if not ours:
+            continue
+        with contextlib.suppress(BadInput):  # a run cut before its record: named as absent
             point.run_dir, point.record = ours[-1], read_run(ours[-1])
     record = _record(loaded, sweep_id, started, concurrencies, metric, points, None, "error",
                      options, reasons=[f"interrupted: {why}"])
@@ -269,13 +271,13 @@ def _exit_code(statuses: list[VerdictStatus], outcome: RunOutcome) -> ExitCode:
     return code
 
 
-def _record(loaded: LoadedSuite, sweep_id: str, started: object, concurrencies: tuple[int, ...],
+def _record(loaded: LoadedSuite, sweep_id: str, started: datetime, concurrencies: tuple[int, ...],
             metric: str, points: list[PointRun], gate: SweepGate | None, status: str,
             options: RunOptions, reasons: list[str] | None = None) -> SweepRecord:
     from harness.suite.entries import METRIC_DEFINITIONS
 
     return SweepRecord(
-        sweep_id=sweep_id, suite=loaded.suite.name, started_at=started,  # type: ignore[arg-type]
+        sweep_id=sweep_id, suite=loaded.suite.name, started_at=started,
         finished_at=utc_now(), label=options.label, concurrencies=list(concurrencies),
         metric=metric,  # type: ignore[arg-type]
         definition=METRIC_DEFINITIONS[metric],

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.cli import main
@@ -100,3 +100,20 @@ def test_a_suite_entry_named_like_a_point_is_refused(tmp_path: Path,
                  str(tmp_path / "results")])
     err = capsys.readouterr().err
     assert code == 2 and "c4" in err, err
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=30))
+def test_any_refused_list_exits_2_through_the_command(tiny: Path, tmp_path: Path, text: str
+                                                     ) -> None:
+    try:
+        parse_concurrencies(text)
+    except BadInput:
+        pass
+    else:
+        return  # a valid list would run the suite
+    results = tmp_path / "fuzz-results"
+    assert main(["sweep", str(tiny), f"--concurrency={text}", "--results", str(results),
+                 "--no-progress"]) == 2
+    assert not (results / "runs").exists()
