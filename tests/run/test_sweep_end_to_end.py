@@ -21,7 +21,7 @@ from harness.results.readers import read_requests, read_run
 from harness.results.sweeps import read_sweep
 from tests.tiny_variants import tiny_variant
 
-pytestmark = [pytest.mark.slow,
+pytestmark = [pytest.mark.slow, pytest.mark.e2e,  # nox -s e2e
               pytest.mark.skipif(not has_reference_dependencies(sys.executable),
                                  reason="this environment lacks the reference extra")]
 
