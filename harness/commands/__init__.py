@@ -84,4 +84,5 @@ COMMANDS: dict[str, str] = {
     "calibrate": "harness.commands.calibrate:CalibrateCommand",
     "paired": "harness.commands.paired:PairedCommand",
     "publish": "harness.commands.publish:PublishCommand",
+    "sweep": "harness.commands.sweep:SweepCommand",
 }

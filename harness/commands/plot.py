@@ -14,7 +14,8 @@ class PlotCommand:
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("target", help="a run folder (results/runs/SUITE/RUN), a run's id "
-                            "(e6cf2e4b, a unique prefix will do) or a suite name")
+                            "(e6cf2e4b, a unique prefix will do), a suite name, or a sweep's "
+                            "folder (results/sweeps/SUITE/SWEEP: its figure)")
         add_results_option(parser)
         parser.add_argument("--kind", choices=("run", "history", "histogram"),
                             help="run: accept length vs baselines and floor (default for a run "
@@ -30,6 +31,13 @@ class PlotCommand:
         from harness.results.layout import RUN_FILE
 
         target = run_by_id(args.target, args.results) or Path(args.target)
+        from harness.results.sweeps import SWEEP_FILE
+
+        if (target / SWEEP_FILE).is_file():  # a sweep's folder: its figure (harness sweep)
+            from harness.analysis.sweep_plot import plot_sweep
+
+            print(plot_sweep(target, out=args.out))
+            return 0
         is_run = (target / RUN_FILE).exists() or target.name == RUN_FILE  # FIFO: refused later
         run_dir = target.parent if target.name == RUN_FILE else target
         kind = args.kind or ("run" if is_run else "history")

@@ -12,7 +12,8 @@ average every `--decode-log-interval` decode iterations (default 40, so the figu
 is absent after a short run), `/server_info`'s `avg_spec_accept_length` and
 `_calculate_spec_decoding_metrics` for `meta_info`. Only the GPU's part is simulated: each
 prompt gets a seeded continuation (a GSM8K-like answer, then "Question:", then EOS) and a
-seeded number of correct drafts per verify step around `FAKE_SGLANG_ACCEPT`; up to
+seeded number of correct drafts per verify step around `FAKE_SGLANG_ACCEPT` (less
+`FAKE_SGLANG_ACCEPT_DROP` per other request in the server as it arrives); up to
 `--max-running-requests` (DFLASH default 48) decode together, and with the overlap
 scheduler (off with `--disable-overlap-schedule`) a request finished by a stop string is
 verified once more, as SGLang does. Without the wheel the server refuses to start, saying so.
@@ -55,6 +56,9 @@ STARTUP_S = float(os.environ.get("FAKE_SGLANG_STARTUP_S", "0.3"))
 GENERATE_DELAY_S = float(os.environ.get("FAKE_SGLANG_DELAY_S", "0.0"))
 STEP_S = float(os.environ.get("FAKE_SGLANG_STEP_S", "0.0"))  # wall time of one decode batch
 ACCEPT = float(os.environ.get("FAKE_SGLANG_ACCEPT", "5.6"))
+# Acceptance that falls with the running batch (sglang #21212 measured it per attention
+# backend): the mean correct drafts drop by this much per other request in the server.
+ACCEPT_DROP = float(os.environ.get("FAKE_SGLANG_ACCEPT_DROP", "0.0"))
 CRASH_AFTER = int(os.environ.get("FAKE_SGLANG_CRASH_AFTER", "3"))
 PIDFILE = os.environ.get("FAKE_SGLANG_PIDFILE")
 READY_FILE = os.environ.get("FAKE_SGLANG_READY_FILE")  # when it became ready (benchmarks)
@@ -131,9 +135,12 @@ class Engine:
         # Greedy decoding ignores the seed; sampling repeats with the same seed only
         seeded = text if not params.get("temperature") else \
             f"{text}\0seed={params.get('sampling_seed')}"
+        with self.cond:
+            beside = max(self.in_server - 1, 0)
+        accept = max(ACCEPT - ACCEPT_DROP * beside, 1.0)
         plan = self.simulate.plan_for(rid, seeded, int(params.get("max_new_tokens", 128)),
                                       [stop] if isinstance(stop, str) else list(stop),
-                                      ACCEPT, self.block)
+                                      accept, self.block)
         done = threading.Event()
         with self.cond:
             item = self.scheduler.add(plan)
