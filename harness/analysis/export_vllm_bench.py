@@ -137,7 +137,9 @@ def vllm_bench_summary(record: RunRecord, rows: Sequence[RequestRow]) -> dict[st
         "max_concurrency": summary.concurrency if summary is not None else None,
         "duration": duration,
         "completed": len(rows),
-        "failed": 0,
+        # the harness records completed requests; a run that ended early does not say how
+        # many of the rest failed and how many were never sent
+        "failed": None if measurement is not None and measurement.partial else 0,
         "total_input_tokens": total_input,
         "total_output_tokens": total_output,
         "request_throughput": summary.requests_s if summary is not None else None,
@@ -151,7 +153,8 @@ def vllm_bench_summary(record: RunRecord, rows: Sequence[RequestRow]) -> dict[st
         notes.append("total_input_tokens and total_token_throughput are null: the server "
                      "did not report every request's prompt tokens")
     if measurement is not None and measurement.partial:
-        notes.append(f"the run ended before its plan: {len(rows)} of {n_planned} requests")
+        notes.append(f"the run ended before its plan: {len(rows)} of {n_planned} requests "
+                     "completed; `failed` is null (the rest may have failed or not been sent)")
     document[HARNESS_KEY] = {
         "run_id": record.run_id,
         "suite": record.suite.name,

@@ -36,16 +36,19 @@ class ExportCommand:
         from harness.commands import run_by_id
         from harness.errors import BadInput
         from harness.files import atomic_write_text
+        from harness.results.layout import RUN_FILE
         from harness.results.readers import read_requests, read_run
         from harness.secrets import redact_text
 
         target = run_by_id(args.target, args.results) or Path(args.target)
+        if target.name == RUN_FILE and target.is_file():  # the record named: its folder
+            target = target.parent
         if not target.is_dir():
             raise BadInput(f"{args.target}: not a run folder")
         record = read_run(target)  # BadRecord (exit 2) names the file and field
         if record.measurement is None:
             status = record.verdict.status if record.verdict is not None else "none"
-            raise BadInput(f"{target / 'run.json'}: the run has no measurement (verdict "
+            raise BadInput(f"{target / RUN_FILE}: the run has no measurement (verdict "
                            f"{status}): nothing to export")
         rows = read_requests(target, record, strict=True)  # the first bad line: exit 2
         if args.format == "aiperf":

@@ -204,3 +204,19 @@ def test_out_path_written_whole_and_secrets_hidden(run_copy: Callable[[], Path],
     printed = capsys.readouterr().out
     assert secret not in printed and len(printed.splitlines()) == 8
     assert not (run / "profile_export.jsonl").exists()
+
+
+def test_run_named_by_id_or_record(run_copy: Callable[[], Path], tmp_path: Path) -> None:
+    """`harness export 9910f906 --results DIR`, or the record file itself: the same run."""
+    run = run_copy()
+    results = tmp_path / "results"
+    folder = results / "runs" / "fake_gemma" / run.name
+    folder.parent.mkdir(parents=True)
+    run.rename(folder)
+    run_id = read_run(folder).run_id
+    assert main(["export", run_id[:6], "--format", "vllm-bench", "--results",
+                 str(results)]) == 0
+    by_id = json.loads((folder / "vllm_bench_serve.json").read_text())
+    assert export(folder / "run.json", "vllm-bench", "--out", str(tmp_path / "b.json")) == 0
+    assert json.loads((tmp_path / "b.json").read_text()) == by_id
+    assert by_id["harness"]["run_id"] == run_id

@@ -90,3 +90,19 @@ def test_any_damage_is_exit_2_or_a_whole_export(run_copy: Callable[[], Path], na
         assert earlier.read_text() == "{}"
     else:
         json.loads(earlier.read_text())
+
+
+def test_unwritable_out_named(run_copy: Callable[[], Path], tmp_path: Path,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "a file"
+    blocker.write_text("not a folder")
+    assert main(["export", str(run_copy()), "--format", "aiperf", "--out",
+                 str(blocker / "out.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "out.jsonl: cannot write" in err and "Traceback" not in err
+
+
+def test_unknown_run_id_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "runs").mkdir()
+    assert main(["export", "abcdef12", "--format", "aiperf", "--results", str(tmp_path)]) == 2
+    assert "abcdef12: no run with that id" in capsys.readouterr().err
