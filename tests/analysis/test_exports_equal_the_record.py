@@ -220,3 +220,17 @@ def test_run_named_by_id_or_record(run_copy: Callable[[], Path], tmp_path: Path)
     assert export(folder / "run.json", "vllm-bench", "--out", str(tmp_path / "b.json")) == 0
     assert json.loads((tmp_path / "b.json").read_text()) == by_id
     assert by_id["harness"]["run_id"] == run_id
+
+
+def test_partial_run_says_so(run_copy: Callable[[], Path]) -> None:
+    """A run that ended before its plan: its completed requests, `failed` unknown (null),
+    never a claimed 0."""
+    run = run_copy()
+    record = json.loads((run / "run.json").read_text())
+    record["measurement"].update(partial=True, n_planned=12)
+    record["verdict"] = {"status": "error", "reasons": ["ended before its plan"]}
+    (run / "run.json").write_text(json.dumps(record))
+    summary = summary_of(run)
+    assert summary["completed"] == 8 and summary["num_prompts"] == 12
+    assert summary["failed"] is None
+    assert any("8 of 12 requests" in note for note in summary["harness"]["notes"])
