@@ -106,17 +106,6 @@ def test_summary_keys_are_vllms_pinned(run_copy: Callable[[], Path]) -> None:
     assert keys >= CORE, CORE - keys
 
 
-def test_summary_keys_are_installed_vllms(run_copy: Callable[[], Path]) -> None:
-    serve = installed_vllm_serve()
-    if serve is None:
-        pytest.skip("no vLLM environment under the cache (nox -s vllm_cpu builds one); the "
-                    "pinned keys are checked above")
-    saved = vllm_saved_keys(serve.read_text(encoding="utf-8"))
-    assert saved >= CORE and saved >= VLLM_PINNED, VLLM_PINNED - saved  # the pin holds
-    keys = summary_keys(run_copy())
-    assert keys <= saved, keys - saved
-
-
 def aiperf_lines(run: Path) -> list[dict[str, Any]]:
     assert main(["export", str(run), "--format", "aiperf"]) == 0
     return [json.loads(line) for line in (run / "profile_export.jsonl").read_text().splitlines()]
@@ -146,6 +135,7 @@ def aiperf_python() -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.e2e  # builds AIPerf's environment once (minutes): nox -s e2e
 def test_aiperf_reads_the_lines_with_its_own_model(run_copy: Callable[[], Path]) -> None:
     python = aiperf_python()
     run = run_copy()
