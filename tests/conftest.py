@@ -22,7 +22,7 @@ import pytest
 import harness.engines.registry  # noqa: F401  (harness.secrets reads the engines' flags, as in the CLI)
 
 pytest_plugins = ["tests.fixtures.suites_and_host", "tests.fixtures.sglang_double",
-                  "tests.fixtures.results"]
+                  "tests.fixtures.results", "tests.fixtures.stored_runs"]
 
 # A non-interactive shell starts its background jobs with SIGINT ignored, and a child
 # inherits an ignored signal across exec: the harness processes the tests signal with

@@ -77,6 +77,7 @@ COMMANDS: dict[str, str] = {
     "compare": "harness.commands.compare:CompareCommand",
     "ab": "harness.commands.ab:ABCommand",
     "plot": "harness.commands.plot:PlotCommand",
+    "export": "harness.commands.export:ExportCommand",
     "trend": "harness.commands.trend:TrendCommand",
     "matrix": "harness.commands.matrix:MatrixCommand",
     "reference": "harness.commands.reference:ReferenceCommand",
