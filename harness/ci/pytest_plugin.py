@@ -266,8 +266,8 @@ class SuiteItem(pytest.Item):
                 outcome = run_paired(self.loaded, options, check_against(self.loaded, against),
                                      config.getoption("against_label"))
                 record = getattr(outcome, "record", None)
-                if record is not None and record.paired:
-                    self.user_properties.append(("paired", record.paired["status"]))
+                if record is not None and record.paired is not None:
+                    self.user_properties.append(("paired", record.paired.status))
             else:
                 outcome = runner.run_suite(self.loaded, options)
         finally:

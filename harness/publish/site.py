@@ -231,12 +231,7 @@ def _run_context(site: Site, series: SeriesView, record: RunRecord, path: str, p
     positions = [(k, rate, cis[k - 1] if k <= len(cis) else None,
                   position_floors[k].floor if k in position_floors else None)
                  for k, rate in enumerate(rates, start=1)]  # fmt: skip
-    paired_line = None
-    if isinstance(record.paired, dict):
-        try:
-            paired_line = finding_line(record.paired)
-        except (KeyError, TypeError, ValueError, IndexError):
-            paired_line = "paired section present but unreadable"
+    paired_line = finding_line(record.paired) if record.paired is not None else None
     launch = " ".join(redact_argv(record.launch.command, secret_flags(record.build.engine))) \
         if record.launch is not None else None  # fmt: skip
     return {"record": record, "series": series, "line": line_of(record.label),
