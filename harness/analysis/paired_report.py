@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.analysis.sides import Side
 from harness.results.layout import RUNS_DIR
 from harness.results.readers import BadRecord, read_run
 from harness.results.record import PairedFinding, PairedResultInfo, RunRecord
@@ -153,9 +154,9 @@ def markdown(table: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def stored_finding(side: Any) -> PairedFinding | None:
+def stored_finding(side: Side) -> PairedFinding | None:
     """The paired gate's finding stored with a one-run side's record (`harness compare`)."""
-    if len(getattr(side, "records", [])) != 1:
+    if len(side.records) != 1:
         return None
     path = side.records[0].get("path")
     if not path:

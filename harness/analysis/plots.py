@@ -30,6 +30,8 @@ from harness.analysis.plot_style import (
     suite_floor,
     suite_metric,
 )
+from harness.metrics.definitions import numerator
+from harness.metrics.stats import per_position_acceptance
 from harness.results.baselines import BaselineFigure, load_baselines
 from harness.results.readers import BadRecord, read_requests, read_run
 from harness.results.store import PLOTS_DIR, load_runs
@@ -304,12 +306,8 @@ def histogram_figure(
     record: RunRecord, requests: Sequence[RequestRow], floor: float | None = None
 ) -> Figure:
     """Left: per-request accept lengths. Right: P(draft position k accepted)."""
-    from harness.metrics.stats import per_position_acceptance
-
     figure = new_figure(10, 4)
     left, right = figure.subplots(1, 2)
-    from harness.metrics.definitions import numerator
-
     metric = suite_metric(record)
     per_request = [numerator(r, metric) / r.verify_steps for r in requests if r.verify_steps]
     if per_request:
