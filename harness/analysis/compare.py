@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from typing import Any
 
 from harness.analysis.question_pairing import pairing
 from harness.analysis.selectors import resolve_side
 from harness.analysis.sides import Side, add_run, common_metric
-from harness.metrics import stats
+from harness.metrics import breakdown, stats
 
 __all__ = ["Side", "add_run", "compare", "render", "resolve_side"]
 
@@ -71,13 +72,11 @@ def compare(a: Side, b: Side, level: float = 0.95) -> dict[str, Any]:
     return result
 
 
-def breakdowns(a: Any, b: Any, metric: str, level: float = 0.95,
+def breakdowns(a: Side, b: Side, metric: str, level: float = 0.95,
                pair: bool = True) -> dict[str, Any]:
     """Per category and per draft position: both sides and B - A with CI and p-values,
     paired on the questions both asked (harness.metrics.breakdown) unless `pair` is
     False (the sides asked them differently). Empty when a side has no request rows."""
-    from harness.metrics import breakdown
-
     rows_a, rows_b = a.rows, b.rows  # none for a baseline figure
     if not rows_a or not rows_b:
         return {}
@@ -151,8 +150,6 @@ def render(result: dict[str, Any]) -> None:
         change = f"{pb - pa:+.3f}" if pa is not None and pb is not None else ""
         table.add_row(f"P(position {k + 1} accepted)", fmt(pa), fmt(pb), change)
     table.add_row("verdicts", " ".join(a["verdicts"]) or "-", " ".join(b["verdicts"]) or "-", "")
-    import sys
-
     # a pipe or a log gets the tables whole (rich would squeeze them to 80 columns)
     console = Console() if sys.stdout.isatty() else Console(width=120)
     console.print(table)

@@ -15,9 +15,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.analysis.sides import Side
 from harness.results.layout import RUNS_DIR
 from harness.results.readers import BadRecord, read_run
-from harness.results.record import RunRecord
+from harness.results.record import PairedFinding, PairedResultInfo, RunRecord
 from harness.results.store import UnrecordedRun, unrecorded_run
 
 
@@ -85,7 +86,7 @@ def expand(names: Sequence[str], recorded: Sequence[str]) -> list[str]:
 def _verdict(record: RunRecord) -> str:
     verdict = record.verdict.status if record.verdict else None
     if verdict is None:  # a record written before verdicts were combined: the gate's
-        verdict = (record.paired or {}).get("status")
+        verdict = record.paired.status if record.paired is not None else None
     if record.measurement is not None and record.measurement.partial:
         verdict = "error"
     return str(verdict or "error")
@@ -106,25 +107,26 @@ def row(series: str, latest: Latest | None) -> dict[str, Any]:
                 "reason": missing.describe() if missing else f"{latest.path}: no record"}
     verdict = _verdict(record)
     paired = record.paired
-    if not isinstance(paired, dict) or "result" not in paired:
+    if paired is None:
         reasons = record.verdict.reasons if record.verdict else []
         return {"series": series, "run_id": record.run_id,
                 "status": "error" if verdict == "error" else "not paired",
                 "verdict": verdict, "reason": "; ".join(reasons[:1])}
-    result = paired["result"]
+    result = paired.result
     floors = record.suite.document.get("floors")
     return {
         "series": series, "run_id": record.run_id, "build": record.build.spec,
-        "against": paired["against"].get("spec"), "against_run": paired["against"]["run_id"],
-        "reused": paired["against"]["reused"],
+        "against": paired.against.spec, "against_run": paired.against.run_id,
+        "reused": paired.against.reused,
         "metric": record.measurement.metric if record.measurement else None,
-        "b": result["b"], "a": result["a"], "difference": result["difference"],
-        "ci": result["difference_ci"], "level": result["level"],
-        "relative_change": result["relative_change"],
-        "tolerated_drop": result["tolerated_drop"], "tolerance": result["tolerance"],
-        "decision": result["decision"], "status": verdict,
+        "b": result.b, "a": result.a, "difference": result.difference,
+        "ci": list(result.difference_ci) if result.difference_ci is not None else None,
+        "level": result.level,
+        "relative_change": result.relative_change,
+        "tolerated_drop": result.tolerated_drop, "tolerance": result.tolerance,
+        "decision": result.decision, "status": verdict,
         "floor": floors.get("accept_length") if isinstance(floors, dict) else None,
-        "floors_status": paired["floors_status"], "gate_status": paired["status"],
+        "floors_status": paired.floors_status, "gate_status": paired.status,
         "verdict": verdict,
     }
 
@@ -139,7 +141,8 @@ def markdown(table: list[dict[str, Any]]) -> str:
                          f"{why} | - | - | {str(r.get('verdict', '-')).upper()} |")
             continue
         ci = r["ci"]
-        interval = f"{r['difference']:+.4f} ({r['level']:.0%} CI {ci[0]:+.3f}..{ci[1]:+.3f})"
+        shown = f"{r['level']:.0%} CI {ci[0]:+.3f}..{ci[1]:+.3f}" if ci else "no CI"
+        interval = f"{r['difference']:+.4f} ({shown})"
         reused = ", reused" if r["reused"] else ""
         gate = f"{r['gate_status'].upper()} ({r['decision'].replace('_', ' ')})"
         lines.append(
@@ -151,26 +154,32 @@ def markdown(table: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def stored_finding(side: Any) -> dict[str, Any] | None:
+def stored_finding(side: Side) -> PairedFinding | None:
     """The paired gate's finding stored with a one-run side's record (`harness compare`)."""
-    if len(getattr(side, "records", [])) != 1:
+    if len(side.records) != 1:
         return None
     path = side.records[0].get("path")
     if not path:
         return None
     try:
-        paired = read_run(str(path)).paired
+        return read_run(str(path)).paired
     except BadRecord:
         return None
-    return paired if isinstance(paired, dict) and "result" in paired else None
 
 
-def finding_line(paired: dict[str, Any]) -> str:
-    r = paired["result"]
-    ci = r["difference_ci"]
-    return (f"paired gate {paired['status'].upper()} ({r['decision'].replace('_', ' ')}): "
-            f"B - A = {r['difference']:+.4f} ({r['relative_change']:+.2%}; {r['level']:.0%} CI "
-            f"{ci[0]:+.3f}..{ci[1]:+.3f}) on {r['n']} questions, tolerated drop "
-            f"{r['tolerated_drop']:.4f} = {r['tolerance']}, against run "
-            f"{paired['against']['run_id']}"
-            + (f" ({paired['against']['spec']})" if paired["against"].get("spec") else ""))
+def interval_text(result: PairedResultInfo, digits: int) -> str:
+    """The difference's CI as every reader prints it ("no CI" where the record has none)."""
+    ci = result.difference_ci
+    if ci is None:
+        return "no CI"
+    return f"{result.level:.0%} CI {ci[0]:+.{digits}f}..{ci[1]:+.{digits}f}"
+
+
+def finding_line(paired: PairedFinding) -> str:
+    r = paired.result
+    return (f"paired gate {paired.status.upper()} ({r.decision.replace('_', ' ')}): "
+            f"B - A = {r.difference:+.4f} ({r.relative_change:+.2%}; {interval_text(r, 3)}"
+            f") on {r.n} questions, tolerated drop "
+            f"{r.tolerated_drop:.4f} = {r.tolerance}, against run "
+            f"{paired.against.run_id}"
+            + (f" ({paired.against.spec})" if paired.against.spec else ""))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.analysis.paired_report import interval_text
 from harness.analysis.plot_categories import plot_categories
 from harness.analysis.plot_style import (
     BASELINE_COLOURS,
@@ -29,6 +30,8 @@ from harness.analysis.plot_style import (
     suite_floor,
     suite_metric,
 )
+from harness.metrics.definitions import numerator
+from harness.metrics.stats import per_position_acceptance
 from harness.results.baselines import BaselineFigure, load_baselines
 from harness.results.readers import BadRecord, read_requests, read_run
 from harness.results.store import PLOTS_DIR, load_runs
@@ -110,10 +113,11 @@ def run_figure(
     measurement = record.measurement
     status = record.verdict.status if record.verdict else "external"
     metric = suite_metric(record)
-    paired = (record.paired or {}).get("result") if record.paired else None
-    if paired is not None:  # the reference build this run was paired with (same questions)
-        names.append(f"paired ref\n{shown(record.paired['against']['run_id'])}")  # type: ignore[index]
-        values.append(paired["a"])
+    finding = record.paired
+    paired = finding.result if finding is not None else None
+    if finding is not None:  # the reference build this run was paired with (same questions)
+        names.append(f"paired ref\n{shown(finding.against.run_id)}")
+        values.append(finding.result.a)
         lows.append(0.0)
         highs.append(0.0)
         colours.append("grey")
@@ -150,11 +154,10 @@ def run_figure(
     if measurement is not None:
         level = round(measurement.ci_level * 100)
         detail = f"{measurement.n_requests} requests, {level}% CI (bootstrap over prompts)"
-    if paired is not None:
-        ci = paired["difference_ci"]
-        detail += (f"\npaired gate {record.paired['status'].upper()}: B - A "  # type: ignore[index]
-                   f"{paired['difference']:+.3f} ({paired['level']:.0%} CI {ci[0]:+.3f}.."
-                   f"{ci[1]:+.3f}), tolerated -{paired['tolerated_drop']:.3f} ({metric})")
+    if finding is not None and paired is not None:
+        detail += (f"\npaired gate {finding.status.upper()}: B - A "
+                   f"{paired.difference:+.3f} ({interval_text(paired, 3)}), "
+                   f"tolerated -{paired.tolerated_drop:.3f} ({metric})")
     build = shown(redact_text(record.build.spec or record.build.version or record.build.engine))
     figure.suptitle(f"{shown(record.suite.name)}: {status.upper()}  [{build}]", fontsize=11)
     axes.set_title(detail, fontsize=9)
@@ -303,12 +306,8 @@ def histogram_figure(
     record: RunRecord, requests: Sequence[RequestRow], floor: float | None = None
 ) -> Figure:
     """Left: per-request accept lengths. Right: P(draft position k accepted)."""
-    from harness.metrics.stats import per_position_acceptance
-
     figure = new_figure(10, 4)
     left, right = figure.subplots(1, 2)
-    from harness.metrics.definitions import numerator
-
     metric = suite_metric(record)
     per_request = [numerator(r, metric) / r.verify_steps for r in requests if r.verify_steps]
     if per_request:

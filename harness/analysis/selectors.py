@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.sides import Side, add_record, add_run
+from harness.analysis.trend import incomplete
 from harness.errors import BadInput
 from harness.results.baselines import figure_of, load_baselines
 from harness.results.layout import RUN_FILE
@@ -91,8 +92,6 @@ def _suite_side(selector: str, results: Path, include_incomplete: bool = False) 
     with a figure (runs that errored, or ended before their plan with a partial figure,
     are passed over unless `include_incomplete`); SUITE@LABEL: every such run of that
     label, pooled."""
-    from harness.analysis.trend import incomplete
-
     suite, _, which = selector.partition("@")
     runs = load_runs(results, suite=suite, kind="run")
     if runs.empty:

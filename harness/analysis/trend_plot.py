@@ -6,6 +6,8 @@ import itertools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.analysis.plot_style import save_png
+from harness.analysis.plots import history_figure
 from harness.analysis.trend import Trend, TrendParams, analyse, suite_history
 
 if TYPE_CHECKING:
@@ -23,8 +25,6 @@ def trend_figure(
 ) -> Figure:
     """History (runs, CIs, floor) with each segment's level and each step marked; errored
     and partial runs only with `params.include_incomplete`, drawn as hollow red rings."""
-    from harness.analysis.plots import history_figure
-
     params = params or TrendParams()
     history = suite_history(runs, suite, params.window, params.include_incomplete)
     trend = trend or analyse(history, suite, params)
@@ -62,6 +62,4 @@ def plot_trend(
     params: TrendParams | None = None,
 ) -> Path:
     """Write the trend PNG (e.g. results/plots/<suite>/trend.png) and return its path."""
-    from harness.analysis.plot_style import save_png
-
     return save_png(trend_figure(runs, suite, trend, floor, params), Path(out))

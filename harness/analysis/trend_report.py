@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from harness.analysis.trend import Trend, history_errors, suite_history
+from harness.results.readers import BadRecord, read_run
+from harness.results.store import latest_unrecorded
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,8 +59,6 @@ def _baselines(runs: pd.DataFrame, suite: str, latest: Any) -> list[tuple[str, f
 
 
 def _suite_document(latest: Any) -> dict[str, Any]:
-    from harness.results.readers import BadRecord, read_run
-
     path = getattr(latest, "path", None) if latest is not None else None
     if not isinstance(path, str):
         return {}
@@ -77,8 +77,6 @@ def summarize(runs: pd.DataFrame, trends: dict[str, Trend], window: int = 60,
     the verdict is always the latest run's, so a crashed night is still an error, and so
     is a run folder newer than the latest record without a readable one
     (`runs.attrs["unrecorded"]`, from `store.load_runs`)."""
-    from harness.results.store import latest_unrecorded
-
     unrecorded = runs.attrs.get("unrecorded", [])
     summaries = []
     for suite, trend in trends.items():

@@ -7,8 +7,11 @@ Light to import (stdlib only): every name below is loaded on first use.
 from __future__ import annotations
 
 import importlib
+import json
 import os
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.audit.errors import (
@@ -86,10 +89,6 @@ def audit_build(
 ) -> VersionResult:
     """One build's whole answer on a draft (per-layer attention, or the error its code
     raised, and every other clause), against `target` when given (the preflight)."""
-    import json
-    import tempfile
-    from pathlib import Path
-
     from harness.audit.config import locate_draft_config, parse_config_text
     from harness.audit.evaluate import evaluate_sources
     from harness.audit.source import source_for_build

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.audit.findings import ALL_CLAUSES, Column, Finding, short
+from harness.audit.findings import ALL_CLAUSES, Column, Finding, short, signature
 from harness.suite.draft_contract import Clause, show_value
 
 LEGEND = ("taps = target hidden_states[c] read (hidden_states[0] = embeddings, [c] = output "
@@ -34,8 +34,6 @@ def render_clauses(declared: Mapping[str, Clause | None], columns: Sequence[Colu
     from rich import box  # lazily: the command module must import fast
     from rich.table import Table
     from rich.text import Text
-
-    from harness.audit.findings import signature
 
     console.print(title, markup=False, highlight=False)
     table = Table(box=box.SIMPLE_HEAD)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import inspect
 import logging
 import sys
 import types
@@ -394,8 +395,6 @@ class Resolver:
         except extract.ExtractError:
             return None
         function = namespace["configure_aux_hidden_state_capture"]
-        import inspect
-
         accepted = set(inspect.signature(function).parameters)
         return lambda **given: function(**{k: v for k, v in given.items() if k in accepted})
 

@@ -20,6 +20,7 @@ from harness.suite.draft_contract import (
     expectation_from_declared,
     validate_expected_contract,
 )
+from harness.suite.model import SUITES_DIR, resolve_suite_path
 
 EXPECTED_KEYS = frozenset({"causal", "window"})
 
@@ -107,8 +108,6 @@ def _find_file(spec: str, suites_dir: Path | None) -> Path:
     path = Path(spec).expanduser()
     if path.is_file():
         return path
-    from harness.suite.model import SUITES_DIR, resolve_suite_path  # pydantic: only when needed
-
     try:
         return resolve_suite_path(spec, suites_dir or SUITES_DIR)
     except SuiteError as error:

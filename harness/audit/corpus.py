@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.audit.findings import Column, Finding, findings, flagged
+from harness.audit.clause_table import render_clauses
+from harness.audit.evaluate import evaluate_many
+from harness.audit.findings import ALL_CLAUSES, Column, Finding, findings, flagged, signature
 from harness.audit.target import AuditTarget, read_target
 from harness.suite.attention import DraftConfigError
 from harness.suite.document import DocumentError, load_json
@@ -130,8 +132,6 @@ def sglang_columns(drafts: Sequence[CorpusDraft], sources: Sequence[Any],
                    transformers: str | None = None, use_cache: bool = True
                    ) -> list[list[Column]]:
     """Each draft's SGLang columns, every version in one batch (one worker per pin)."""
-    from harness.audit.evaluate import evaluate_many
-
     results = evaluate_many([d.config_file for d in drafts], sources, transformers,
                             use_cache, [d.target for d in drafts])
     return [[result.column() for result in row] for row in results]
@@ -142,8 +142,6 @@ def render(audits: Sequence[DraftAudit], console: Any, details: bool = True) -> 
     with a flag, its release x clause table and findings."""
     from rich import box
     from rich.table import Table
-
-    from harness.audit.clause_table import render_clauses
 
     if not audits:
         return
@@ -184,8 +182,6 @@ def render(audits: Sequence[DraftAudit], console: Any, details: bool = True) -> 
 
 
 def _summary(audit: DraftAudit, column: Column) -> str:
-    from harness.audit.findings import ALL_CLAUSES, signature
-
     if column.refused is not None:
         return "refused"
     if column.limit is not None:

@@ -16,6 +16,7 @@ import importlib.util
 import json
 import re
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -73,8 +74,6 @@ def env_python(requirement: str, root: Path | None = None) -> Path | None:
 
 
 def _run(command: list[str], what: str) -> None:
-    import subprocess
-
     try:
         result = subprocess.run(command, capture_output=True, text=True,
                                 timeout=INSTALL_TIMEOUT_S, check=False)  # fmt: skip

@@ -13,7 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +28,7 @@ from harness.audit.source import SGLangSource
 from harness.audit.target import AuditTarget
 from harness.errors import BadInput
 from harness.files import cache_root
-from harness.suite.attention import BEHAVIOURS, Behaviour, LayerAttention
+from harness.suite.attention import BEHAVIOURS, Behaviour, LayerAttention, resolve_layers
 from harness.suite.draft_contract import CLAUSES, Clause, clause_from_answer
 
 PROTOCOL = "audit-v3"  # bump when the worker's answer changes meaning: old cache entries die
@@ -153,8 +156,6 @@ def _layers(answer: Mapping[str, Any]) -> list[LayerAttention]:
 
 
 def _behaves_as(probes: Sequence[Any]) -> list[Behaviour]:
-    from harness.suite.attention import resolve_layers
-
     matched: list[Behaviour] = []
     if len(probes) != len(PROBES):
         return matched
@@ -277,7 +278,6 @@ def _request(drafts: Sequence[_Draft], jobs: list[_Job]) -> dict[str, Any]:
 
 
 def _run_worker(python: Path, request: dict[str, Any], jobs: list[_Job]) -> None:
-    import subprocess
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
            "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     try:
@@ -361,9 +361,6 @@ def _evaluate_pending(config_files: Sequence[Path], texts: Sequence[bytes],
                       pending: list[_Job], targets: Sequence[AuditTarget | None]) -> None:
     # One worker per (transformers pin, SGLang patches): patches change transformers for
     # the whole process, as `import sglang` does, so two versions' patches never mix.
-    import tempfile  # here: a cached answer needs none of this
-    from concurrent.futures import ThreadPoolExecutor
-
     groups: dict[tuple[str, str], list[_Job]] = {}
     for job in pending:
         patches = json.dumps(dict(job.source.patches), sort_keys=True)

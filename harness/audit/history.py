@@ -19,7 +19,7 @@ from typing import Any
 from harness.audit.evaluate import VersionResult, evaluate_sources
 from harness.audit.extract import LOADER_COMMON, LOADER_FILE, RESOLVER_FILES
 from harness.audit.source import PATCHES_FILE, commit_source
-from harness.audit.table import describe_change, signature
+from harness.audit.table import describe_change, render_table, signature
 from harness.errors import BadInput
 
 
@@ -115,8 +115,6 @@ def bisect(config_file: Path, repo: Path, good: str, bad: str,
 
 
 def render(result: BisectResult, console: Any, good: str, bad: str) -> None:
-    from harness.audit.table import render_table
-
     good_label = f"GOOD {good} ({result.good.source.short})"
     bad_label = f"BAD {bad} ({result.bad.source.short})"
     console.print(f"{len(result.candidates)} commits from {good} to {bad} touch the files the "

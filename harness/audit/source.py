@@ -16,6 +16,8 @@ import importlib.util
 import json
 import os
 import re
+import subprocess
+import tempfile
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -385,8 +387,6 @@ PATCH_SUFFIXES = (".diff", ".patch")
 
 
 def _git_apply(folder: Path, patch: Path, *args: str) -> str:
-    import subprocess
-
     env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(folder.parent),
            "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
     try:
@@ -404,8 +404,6 @@ def _git_apply(folder: Path, patch: Path, *args: str) -> str:
 def patched_source(base: SGLangSource, patch: str | os.PathLike[str]) -> SGLangSource:
     """`base` with a diff in SGLang's repository layout (`python/sglang/...`) applied to the
     files it changes: a release plus a PR, judged before anything is built."""
-    import tempfile
-
     path = Path(patch).expanduser()
     if not path.is_file():
         raise SGLangSourceError(f"patch {patch}: no such file")

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.audit.clause_table import render_clauses
 from harness.audit.contract import check_contract
 from harness.audit.evaluate import VersionResult
 from harness.audit.findings import Finding, findings
@@ -230,8 +231,6 @@ def render(report: VersionsReport, console: Any) -> None:
                       markup=False)  # fmt: skip
     _render_expectation(report, console)
     if any(result.contract or result.contract_limit for result in results):
-        from harness.audit.clause_table import render_clauses
-
         console.print("")
         render_clauses(report.declared, [result.column() for result in results],
                        report.findings, console,

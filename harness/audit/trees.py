@@ -3,6 +3,9 @@ sdist (member by member, without unpacking), or one commit of a git repository."
 
 from __future__ import annotations
 
+import subprocess
+import tarfile
+import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -44,9 +47,6 @@ class ArchiveTree:
         self._names = self._list()
 
     def _list(self) -> dict[str, str]:
-        import tarfile  # here: a cached extract of the archive needs neither
-        import zipfile
-
         try:
             if self.is_zip:
                 self._zip = zipfile.ZipFile(self.archive)  # kept open: one index read
@@ -66,9 +66,6 @@ class ArchiveTree:
         return names
 
     def read(self, path: str) -> str | None:
-        import tarfile
-        import zipfile
-
         member = self._names.get(path)
         if member is None:
             return None
@@ -93,8 +90,6 @@ class GitTree:
         self.repo, self.commit, self.prefix = repo, commit, prefix
 
     def _git(self, *args: str) -> subprocess.CompletedProcess[bytes]:
-        import subprocess
-
         return subprocess.run(["git", "-C", str(self.repo), *args], capture_output=True,
                               check=False)  # fmt: skip
 
@@ -148,8 +143,6 @@ class OverlayTree:
 
 def resolve_ref(repo: Path, ref: str) -> tuple[str, str]:
     """(sha, subject) of `ref` in a local git repository (`REPO@REF`)."""
-    import subprocess
-
     def git(*args: str) -> str:
         try:
             done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True,

@@ -9,6 +9,7 @@ vLLM). Each draft gets one Column beside SGLang's releases.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -103,8 +104,6 @@ def vllm_source(spec: str) -> VllmSource:
 def _registered(tree: ArchiveTree) -> dict[str, dict[str, str]]:
     """vLLM's own config classes by model_type (its `_CONFIG_REGISTRY`, a LazyConfigDict of
     model_type=ClassName keywords; the class's module from configs/__init__'s map)."""
-    import ast
-
     registry, modules = tree.read(REGISTRY) or "", tree.read(CONFIGS) or ""
     classes: dict[str, str] = {}
     for node in ast.walk(ast.parse(registry)):

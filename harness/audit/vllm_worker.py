@@ -30,6 +30,7 @@ Stdlib + transformers only; never imports the harness's other modules, vLLM or t
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 import os
 import sys
@@ -116,8 +117,6 @@ class Resolver:
         from transformers import AutoConfig, PretrainedConfig
 
         if registered:
-            import importlib
-
             names = {}
             for name, where in extract.transformers_imports(registered["text"],
                                                             registered["path"]).items():

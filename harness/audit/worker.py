@@ -21,6 +21,7 @@ Stdlib + transformers only; never imports the harness's other modules or torch.
 from __future__ import annotations
 
 import copy
+import importlib.machinery
 import json
 import logging
 import os
@@ -74,8 +75,6 @@ class _PlaceholderModules:
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if not name.startswith("sglang.") or name in sys.modules:
             return None
-        import importlib.machinery
-
         return importlib.machinery.ModuleSpec(name, self, is_package=True)
 
     def create_module(self, spec: Any) -> types.ModuleType:

@@ -25,6 +25,7 @@ from harness.bisect.steps import (
     step_rule,
 )
 from harness.errors import BadInput, EngineError, Interrupted, interruption_text
+from harness.run.runner import sigterm_as_interrupt
 from harness.suite.model import LoadedSuite
 
 Say = Callable[[str], None]
@@ -101,8 +102,6 @@ class Bisect:
     # ------------------------------------------------------------------ the session
 
     def run(self) -> SessionOutcome:
-        from harness.run.runner import sigterm_as_interrupt
-
         s = self.session
         try:
             with sigterm_as_interrupt():

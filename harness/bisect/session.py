@@ -21,6 +21,8 @@ from typing import Any
 
 from harness.build import BuildSpec, cache_root, gitrepo, parse_build_spec, split_git_url
 from harness.errors import BadInput, EngineError
+from harness.results.record import utc_now
+from harness.workloads import planned_questions
 
 SESSIONS_DIR = "bisect"
 SESSION_FILE = "session.json"
@@ -239,8 +241,6 @@ def prompt_counts(workload: Any, prompts: int | None, max_prompts: int | None
                   ) -> tuple[int, int]:
     """(questions a step asks, questions an undecided step is extended to). Only kinds
     with a `questions` count can change it; the others bisect on their fixed set."""
-    from harness.workloads import planned_questions
-
     planned = planned_questions(workload)
     if workload.kind not in QUESTION_LIMITS or getattr(workload, "questions", None) is None:
         if prompts not in (None, planned) or max_prompts not in (None, planned):
@@ -264,8 +264,6 @@ def create_session(loaded: Any, good: str, bad: str, *, repo: Path | None, resul
                    wave: int, prompts: int | None, max_prompts: int | None,
                    engine_python: str | None) -> Session:
     """Check the inputs, list the commits and write session.json (bad input: exit 2)."""
-    from harness.results.record import utc_now
-
     suite = loaded.suite
     ends, good_ref, bad_ref = endpoints(good, bad, suite.engine.kind, repo)
     good_sha, bad_sha, commits, added = list_commits(ends.repo, good_ref, bad_ref,

@@ -17,6 +17,9 @@ from typing import Any
 
 from harness.bisect.rule import PairedLook, StepRule, endpoint_difference, significant
 from harness.errors import BadInput, EngineError, HarnessError, Interrupted, TopologySkip
+from harness.metrics.breakdown import question_pairs
+from harness.results.readers import read_requests
+from harness.run import runner
 from harness.suite.model import LoadedSuite, Suite
 from harness.suite.schema import document_sha256
 
@@ -39,16 +42,12 @@ class Reference:
 def question_rows(rows: Sequence[Any], metric: str) -> tuple[tuple[Any, ...], Pairs]:
     """(questions in the order asked, (numerators, verify steps) per question): the turns
     of a multi-turn question summed, as every statistic of the harness does."""
-    from harness.metrics.breakdown import question_pairs
-
     questions, tokens, steps = question_pairs(rows, metric)
     return tuple(questions), (tokens, steps)
 
 
 def read_reference(run_dir: Path, metric: str) -> Reference:
     """A run's questions in the order asked, in the suite's metric."""
-    from harness.results.readers import read_requests
-
     rows = sorted(read_requests(Path(run_dir)), key=lambda row: row.index)
     questions, (tokens, steps) = question_rows(rows, metric)
     return Reference(questions, tuple(tokens), tuple(steps))
@@ -135,14 +134,14 @@ def measure(loaded: LoadedSuite, spec: str, label: str, prompts: int, rule: Bise
             results: Path, engine_python: str | None) -> dict[str, Any]:
     """Run the suite on one build: a journal entry with the verdict, or a skip (the build
     or the launch failed) with the reason. Interrupts and topology skips propagate."""
-    from harness.run.runner import RunOptions, run_suite
-
-    options = RunOptions(results_dir=results, sglang=spec, label=label, plot=False,
-                         progress=False, engine_python=engine_python, enforce_contract=False,
-                         stop_rule=rule, entries=["main"])  # the suite's main workload
+    options = runner.RunOptions(results_dir=results, sglang=spec, label=label, plot=False,
+                                progress=False, engine_python=engine_python,
+                                enforce_contract=False, stop_rule=rule,
+                                entries=["main"])  # the suite's main workload
     entry: dict[str, Any] = {"label": label, "spec": spec, "prompts": prompts}
     try:
-        outcome = run_suite(with_questions(loaded, prompts), options)
+        # through the module: a test stands in for the runner there
+        outcome = runner.run_suite(with_questions(loaded, prompts), options)
     except (Interrupted, TopologySkip):
         raise
     except HarnessError as error:  # e.g. the commit's config does not parse: no run folder

@@ -21,6 +21,7 @@ import ast
 import tomllib
 from collections.abc import Callable, Sequence
 
+from harness.build.sglang_cpu import applicable, split_cuda_only
 from harness.errors import BadInput, EngineError
 
 METHOD = "overlay"
@@ -137,8 +138,6 @@ def dependency_difference(checkout: Sequence[str], release_kept: Sequence[str],
     CPU environment kept. Requirements compare by canonical name, extras, specifier and
     URL, not by spelling."""
     from packaging.requirements import InvalidRequirement
-
-    from harness.build.sglang_cpu import applicable, split_cuda_only
 
     try:
         kept, _ = split_cuda_only(applicable(list(checkout)))

@@ -28,6 +28,7 @@ from harness.build.sglang_env import PreparedBuild
 from harness.build.spec import POLICIES, BuildSpec
 from harness.errors import BadInput, EngineError
 from harness.files import cache_root
+from harness.results.record import BuildInfo
 
 CONFIG_FILE = "reference-build.toml"
 CONFIG_KEYS = {"attention_policy", "draft_noise"}
@@ -148,8 +149,6 @@ def prepare_reference_env(
 
 
 def reference_info(facts: EnvironmentFacts, reference: ReferenceBuild | None) -> Any:
-    from harness.results.record import BuildInfo
-
     if reference is not None and reference.build.kind == "reference-repo":
         commit, dirty, source_hash = reference.commit, reference.dirty, reference.source_hash
     else:  # the engine is the harness's own code

@@ -26,6 +26,7 @@ import shutil
 import sys
 import zipfile
 from collections.abc import Sequence
+from email.parser import Parser
 from pathlib import Path
 
 from harness.build.common import install_timeout, run_command
@@ -107,8 +108,6 @@ def cuda_only(requirement: str) -> bool:
 
 def wheel_requirements(wheel: Path) -> list[str]:
     """The wheel's `Requires-Dist` lines that apply here (no extra, markers true)."""
-    from email.parser import Parser
-
     with zipfile.ZipFile(wheel) as archive:
         names = [n for n in archive.namelist()
                  if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]

@@ -26,6 +26,7 @@ from typing import Any
 from harness.build import gitrepo, overlay
 from harness.build.common import file_sha256, run_command
 from harness.build.envs import ensure_env
+from harness.build.patched import Patch, patched_tree, tree_sha256
 from harness.build.probe import BUILD_NOTE, EnvironmentFacts, probe_environment, save_freeze
 from harness.build.sglang_cpu import (
     CPU_TORCH,
@@ -38,6 +39,7 @@ from harness.build.sglang_cpu import (
 from harness.build.spec import BuildSpec, parse_build_spec, split_git_url
 from harness.errors import BadInput, EngineError
 from harness.files import cache_root
+from harness.results.record import BuildInfo
 from harness.secrets import redact_text
 
 PIP_ARGS_ENV = "HARNESS_PIP_ARGS"  # extra `pip install` arguments, part of the identity
@@ -327,8 +329,6 @@ def _with_patches(build: BuildSpec, facts: EnvironmentFacts, resolved: ResolvedB
     """The facts of the patched tree when there is anything to patch or overlay (a
     local build's `--patch` was applied to its snapshot before installing: not again;
     an overlay's is applied here, first, as a pip build's)."""
-    from harness.build.patched import Patch, patched_tree, tree_sha256
-
     over = resolved if resolved is not None and resolved.base is not None else None
     patches = [Patch(build.patch, "--patch")] if build.patch and (
         build.kind != "local" or over is not None) else []
@@ -365,8 +365,6 @@ def _overlay_note(resolved: ResolvedBuild, release_note: dict[str, Any]) -> dict
 
 def build_info(build: BuildSpec, facts: EnvironmentFacts) -> Any:
     """BuildInfo from what the environment holds: its metadata and the harness's note."""
-    from harness.results.record import BuildInfo
-
     note = facts.build_note or {}
     commit, dirty, source_hash = note.get("commit"), note.get("dirty"), note.get("source_hash")
     source_hash = facts.patched_source or source_hash  # a patched tree is what runs

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import BadInput
 from harness.results.record import GPUInfo
+from harness.run.preflight import check_fit
 from harness.secrets import redact_text
 from harness.suite.document import DocumentError, load_toml
 from harness.suite.model import SUITES_DIR, LoadedSuite
@@ -67,8 +68,6 @@ def load_runners(path: Path = RUNNERS_FILE) -> RunnerConfig:
 
 def _accepts(topology: Topology, runner: Runner) -> int | None:
     """Preference rank of this runner's GPU type for the topology (lower first), or None."""
-    from harness.run.preflight import check_fit
-
     if runner.gpus < topology.gpus:
         return None
     if topology.gpus == 0:

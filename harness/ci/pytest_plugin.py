@@ -26,6 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harness.errors import HarnessError
+from harness.files import default_results_dir
+from harness.secrets import redact_text
+
 if TYPE_CHECKING:
     from harness.ci.gpu_allocator import GPUAllocator
     from harness.suite.model import LoadedSuite
@@ -171,7 +175,6 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 class SuiteFile(pytest.File):
     def collect(self) -> list[pytest.Item]:
         import harness.engines.registry  # noqa: F401  (harness.secrets reads the engines' flags)
-        from harness.errors import HarnessError
         from harness.suite.model import load_suite
 
         try:
@@ -216,8 +219,6 @@ def _allocator(config: pytest.Config) -> GPUAllocator:
 
 
 def _run_options(config: pytest.Config, options_type: Any, devices: Any) -> dict[str, Any]:
-    from harness.files import default_results_dir
-
     options: dict[str, Any] = {
         "results_dir": config.invocation_params.dir / (config.getoption("results_dir")
                                                        or default_results_dir()),
@@ -266,8 +267,8 @@ class SuiteItem(pytest.Item):
                 outcome = run_paired(self.loaded, options, check_against(self.loaded, against),
                                      config.getoption("against_label"))
                 record = getattr(outcome, "record", None)
-                if record is not None and record.paired:
-                    self.user_properties.append(("paired", record.paired["status"]))
+                if record is not None and record.paired is not None:
+                    self.user_properties.append(("paired", record.paired.status))
             else:
                 outcome = runner.run_suite(self.loaded, options)
         finally:
@@ -298,9 +299,6 @@ class SuiteItem(pytest.Item):
         """The verdict, or the error's own line; a traceback (a harness bug) without the
         frames' arguments, which hold the suite and so its secrets. What is printed here
         goes to the terminal and to JUnit's failure text: secrets redacted."""
-        from harness.errors import HarnessError
-        from harness.secrets import redact_text
-
         error = excinfo.value
         if isinstance(error, SuiteVerdict):
             text = error.describe()

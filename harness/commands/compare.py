@@ -78,7 +78,9 @@ class CompareCommand:
         findings = {name: found for name, side in zip("ab", sides, strict=True)
                     if (found := stored_finding(side)) is not None}
         if findings:
-            result["paired_gate"] = findings  # as recorded by `harness run --against`
+            # as recorded by `harness run --against`
+            result["paired_gate"] = {name: found.model_dump(mode="json")
+                                     for name, found in findings.items()}
         if args.json:
             print(json.dumps(result, indent=2, default=str))
         else:

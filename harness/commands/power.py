@@ -167,10 +167,10 @@ def recorded_paired_spread(results: Path, series: str, latest_runs: int
             record = read_run(run_dir)
         except BadRecord:
             continue
-        result = (record.paired or {}).get("result")
-        if not isinstance(result, dict) or result.get("margin_sd") is None:
-            continue  # not paired (the door checked a finding it holds: numbers)
-        sd, level = float(result["margin_sd"]), float(result["a"])
+        result = record.paired.result if record.paired is not None else None
+        if result is None or result.margin_sd is None:
+            continue  # not paired, or a finding recorded before margin_sd
+        sd, level = result.margin_sd, result.a
         if math.isfinite(sd):
             variances.append(sd**2)
             used.append(record.run_id)

@@ -19,9 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.analysis.paired_report import Latest, row
 from harness.analysis.plot_style import document_metric
+from harness.analysis.plots import suite_baselines
 from harness.analysis.trend import Step, Trend, TrendParams, analyse, suite_history
+from harness.build.spec import RELEASE, split_git_url
 from harness.errors import BadInput
+from harness.results.readers import read_run
+from harness.results.store import latest_unrecorded, load_runs
 from harness.secrets import redact_text
 
 if TYPE_CHECKING:
@@ -55,8 +60,6 @@ def _line_key(name: str) -> tuple[int, str]:
 
 def spec_at(spec: str | None, sha: str | None) -> str | None:
     """A build spec pinned to the commit a run resolved (what `harness bisect` takes)."""
-    from harness.build.spec import RELEASE, split_git_url
-
     if not spec or not sha or "==" in spec or RELEASE.fullmatch(spec):
         return spec  # a release names no commit of a repository
     if spec.startswith("git+"):
@@ -135,8 +138,6 @@ class Site:
 
 
 def _read(path: str, records: dict[str, RunRecord], skipped: list[str]) -> RunRecord | None:
-    from harness.results.readers import read_run
-
     if path not in records:
         try:
             records[path] = read_run(Path(path))
@@ -147,9 +148,7 @@ def _read(path: str, records: dict[str, RunRecord], skipped: list[str]) -> RunRe
 
 
 def _paired(record: RunRecord | None) -> dict[str, Any] | None:
-    from harness.analysis.paired_report import Latest, row
-
-    if record is None or not isinstance(record.paired, dict):
+    if record is None or record.paired is None:
         return None
     return row(record.suite.name, Latest(Path("."), record))  # the door checked its finding
 
@@ -184,9 +183,6 @@ def gather(results: Path, params: TrendParams | None = None, run_pages: int = 10
            labels: Sequence[str] | None = None) -> Site:  # fmt: skip
     """The site's content: every series and line of `results` (runs labelled `labels`
     only, when given), each line's latest `run_pages` runs and its step ends with pages."""
-    from harness.analysis.plots import suite_baselines
-    from harness.results.store import latest_unrecorded, load_runs
-
     params = params or TrendParams()
     runs = load_runs(results)
     skipped = list(runs.attrs.get("skipped", []))

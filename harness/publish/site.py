@@ -20,10 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from harness import __version__
+from harness.analysis.paired_report import finding_line
 from harness.analysis.plot_style import category_floor_checks, position_floor_checks
 from harness.analysis.trend import TrendParams
 from harness.engines.registry import secret_flags
 from harness.errors import BadInput
+from harness.publish import charts
 from harness.publish.model import SeriesView, Site, gather, line_of
 from harness.secrets import redact_argv, redact_env, redact_text
 
@@ -219,8 +222,6 @@ def _files(run_dir: Path, page: Path, files_url: str | None, results: Path) -> l
 
 def _run_context(site: Site, series: SeriesView, record: RunRecord, path: str, page: Path,
                  files_url: str | None) -> dict[str, Any]:  # fmt: skip
-    from harness.analysis.paired_report import finding_line
-
     m = record.measurement
     floors = category_floor_checks(record)
     categories = [(name, result, floors[name].floor if name in floors else None)
@@ -231,12 +232,7 @@ def _run_context(site: Site, series: SeriesView, record: RunRecord, path: str, p
     positions = [(k, rate, cis[k - 1] if k <= len(cis) else None,
                   position_floors[k].floor if k in position_floors else None)
                  for k, rate in enumerate(rates, start=1)]  # fmt: skip
-    paired_line = None
-    if isinstance(record.paired, dict):
-        try:
-            paired_line = finding_line(record.paired)
-        except (KeyError, TypeError, ValueError, IndexError):
-            paired_line = "paired section present but unreadable"
+    paired_line = finding_line(record.paired) if record.paired is not None else None
     launch = " ".join(redact_argv(record.launch.command, secret_flags(record.build.engine))) \
         if record.launch is not None else None  # fmt: skip
     return {"record": record, "series": series, "line": line_of(record.label),
@@ -252,9 +248,6 @@ def build_site(results: Path, out: Path, *, params: TrendParams | None = None,
                run_pages: int = 10, labels: Sequence[str] | None = None,
                files_url: str | None = None, command: str = "harness publish") -> Built:
     """Write the site for `results` to `out` (replacing a site this command wrote there)."""
-    from harness import __version__
-    from harness.publish import charts
-
     results, out, params = Path(results), Path(out), params or TrendParams()
     if not results.is_dir():
         raise BadInput(f"{results}: no results folder")

@@ -314,6 +314,8 @@ def check_document(document: Mapping[str, Any], step: StepBound,
 PAIRED_STATUSES = ("pass", "fail")
 DECISIONS = ("not_worse", "worse", "inconclusive")
 VERDICTS = ("pass", "fail", "error", "skipped")
+# the floors' status beside the gate's: "open" when a sequential run's gate settled first
+FLOORS_STATUSES = (*VERDICTS, "open")
 
 
 def _text(where: str, value: Any, required: bool = True) -> None:
@@ -328,12 +330,37 @@ def _choice(where: str, value: Any, allowed: tuple[str, ...]) -> None:
         raise BadFile(f"{where}: {value!r:.40} is not one of {', '.join(allowed)}")
 
 
+def _share(where: str, value: Any) -> float | None:
+    """A level or an alpha: strictly between 0 and 1 (0 and 1 are no test at all)."""
+    figure = number(where, value, 0.0, 1.0, "in (0, 1)")
+    if figure is not None and figure in (0.0, 1.0):
+        raise BadFile(f"{where}: {value!r:.40} is impossible (in (0, 1))")
+    return figure
+
+
+def _paired_gate(gate: Any) -> None:
+    """The `[gate]` a paired run applied, as recorded (its types are the record model's)."""
+    if gate is None:
+        return
+    if not isinstance(gate, Mapping):
+        raise BadFile("paired.gate: expected an object")
+    number("paired.gate.relative_drop", gate.get("relative_drop"), 0.0, 1.0, "in (0, 1)")
+    number("paired.gate.absolute_drop", gate.get("absolute_drop"), 0.0, None, "above 0")
+    for key in ("alpha", "beta"):
+        share = _share(f"paired.gate.{key}", gate.get(key))
+        if share is not None and share >= 0.5:
+            raise BadFile(f"paired.gate.{key}: {gate.get(key)!r:.40} is impossible "
+                          "(in (0, 0.5))")
+    number("paired.gate.paired_sd", gate.get("paired_sd"), 0.0, None, "an sd is >= 0")
+
+
 def check_paired(paired: Any, top: float) -> None:
     """The paired gate's finding (`harness.run.pairing`) as every reader prints it."""
     if not isinstance(paired, Mapping):
         raise BadFile("paired: expected an object")
     _choice("paired.status", paired.get("status"), PAIRED_STATUSES)
-    _choice("paired.floors_status", paired.get("floors_status"), VERDICTS)
+    _choice("paired.floors_status", paired.get("floors_status"), FLOORS_STATUSES)
+    _paired_gate(paired.get("gate"))
     against = paired.get("against")
     if not isinstance(against, Mapping):
         raise BadFile("paired.against: expected an object")
@@ -367,8 +394,8 @@ def check_paired(paired: Any, top: float) -> None:
         raise BadFile("paired.result.tolerated_drop: missing")
     for key in ("margin", "margin_se", "margin_sd", "lower", "upper"):
         number(f"paired.result.{key}", r.get(key))
-    number("paired.result.alpha", r.get("alpha"), 0.0, 1.0, "in (0, 1)")
-    if number("paired.result.level", r.get("level"), 0.0, 1.0, "in (0, 1)") is None:
+    _share("paired.result.alpha", r.get("alpha"))
+    if _share("paired.result.level", r.get("level")) is None:
         raise BadFile("paired.result.level: missing")
     _text("paired.result.tolerance", r.get("tolerance"))
 

@@ -300,6 +300,68 @@ class Verdict(_Record):
     reasons: list[str] = Field(default_factory=list)
 
 
+class _Finding(_Record):
+    # read once through the door, then only read: a reader cannot change what was recorded
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class PairedAgainst(_Finding):
+    """The reference run a paired run was judged against (harness.run.pairing)."""
+
+    run_id: str
+    path: str | None = None  # its run folder
+    spec: str | None = None  # its build spec; None: as installed
+    reused: bool  # a stored run reused rather than measured in this job
+
+
+class PairedGate(_Finding):
+    """The suite's `[gate]` as the run applied it (harness.suite.gate.Gate, as recorded)."""
+
+    against: str | None = None
+    relative_drop: float | None = None
+    absolute_drop: float | None = None
+    metric: Literal["server_avg", "per_request"] | None = None
+    alpha: float | None = None
+    beta: float | None = None
+    inconclusive: Literal["fail", "pass"] | None = None
+    paired_sd: float | None = None
+    calibration: str | None = None
+
+
+class PairedResultInfo(_Finding):
+    """The non-inferiority test's finding (harness.metrics.paired_gate.PairedResult), in
+    the accept-length definition its `tolerance` names."""
+
+    decision: Literal["not_worse", "worse", "inconclusive"]
+    n: int  # paired questions
+    a: float  # A's accept length on them
+    b: float  # B's
+    difference: float  # b - a
+    difference_ci: tuple[float, float] | None = None  # two-sided, at `level`
+    relative_change: float  # (b - a) / a
+    tolerated_drop: float  # in accept-length units at a
+    margin: float | None = None  # difference + tolerated_drop
+    margin_se: float | None = None
+    margin_sd: float | None = None  # per-question sd of the margin (harness power)
+    lower: float | None = None  # one-sided bounds of the margin
+    upper: float | None = None
+    alpha: float | None = None
+    level: float  # of difference_ci
+    tolerance: str  # the tolerance, described
+
+
+class PairedFinding(_Finding):
+    """`harness run --against`: the paired gate's finding and the run it paired against.
+    `floors_status` is the floors' own verdict ("open": a sequential run the gate settled
+    before every floor had)."""
+
+    against: PairedAgainst
+    gate: PairedGate | None = None
+    status: Literal["pass", "fail"]  # the gate's
+    floors_status: Literal["pass", "fail", "error", "skipped", "open"]
+    result: PairedResultInfo
+
+
 class RunRecord(_Record):
     """A run, or a baseline. An external baseline (a figure quoted from elsewhere) has no
     times and no verdict of this harness: `started_at` and `verdict` stay None rather
@@ -331,7 +393,7 @@ class RunRecord(_Record):
     stage: str | None = None  # the stage a run reached: preparation .. recording
     # `harness run --against`: the paired gate's finding and the run it paired against
     # (harness.run.pairing)
-    paired: dict[str, Any] | None = None
+    paired: PairedFinding | None = None
 
 
 class RequestTiming(_Record):

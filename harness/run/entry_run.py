@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError, interruption_text
+from harness.errors import HarnessError, error_text, interruption_text
 from harness.results.layout import RUN_FILE
 from harness.results.record import (
     BuildInfo,
@@ -30,6 +30,12 @@ from harness.run.judge import EXIT_CODES
 from harness.run.outcome import RunOptions, RunOutcome
 from harness.secrets import redact_text
 from harness.suite.model import LoadedSuite
+
+
+def unexpected_text(error: BaseException) -> str:
+    """An error the harness did not expect (a defect, a library missing), named by its
+    type: "unexpected ModuleNotFoundError: No module named 'scipy'"."""
+    return f"unexpected {type(error).__name__}: {error_text(error)}"
 
 
 @dataclass
@@ -101,14 +107,12 @@ class EntryRun:
                           record.verdict.reasons, self.run_dir, record)
 
     def failed(self, error: BaseException) -> RunRecord:
-        from harness.errors import error_text
-
         if isinstance(error, HarnessError):
             message = error.message
         elif isinstance(error, KeyboardInterrupt):
             message = interruption_text(error)
         else:
-            message = error_text(error)
+            message = unexpected_text(error)
         self._partial_measurement()
         return self.finish(Verdict(status="error", reasons=[f"{self.stage}: {message}"]))
 

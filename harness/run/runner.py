@@ -34,7 +34,7 @@ from harness.errors import (
 from harness.results.record import SERVER_LOG, LaunchInfo, RunRecord, new_run_id, utc_now
 from harness.results.writer import create_run_dir
 from harness.run import runtime_attention, runtime_contract
-from harness.run.entry_run import EntryRun
+from harness.run.entry_run import EntryRun, unexpected_text
 from harness.run.heartbeat import heartbeat, say
 from harness.run.judge import Evidence, decide
 from harness.run.launch import LOOPBACK, Server, ServerSpec, free_port
@@ -145,6 +145,14 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
         if outcome.status == "error":  # the error's own code (5: the version rejects it)
             outcome.exit_code = ExitCode(error.exit_code)
         return outcome
+    except Exception as error:  # a defect of ours, or a library missing
+        # the rows measured stay, and every unfinished entry's record says it errored,
+        # naming the error: an error outcome (exit 3), never a traceback and no run.json
+        if not _fail_unfinished(runs, error):  # recorded before it (e.g. the plot)
+            outcome = combined([run.outcome() for run in runs])
+            outcome.reasons.append(f"after the run was recorded: {unexpected_text(error)}")
+            return outcome
+        return combined([run.outcome() for run in runs])
 
 
 def _new_run(entry: Entry, options: RunOptions) -> EntryRun:

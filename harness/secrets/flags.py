@@ -7,8 +7,16 @@ harness/engines). This package sits below the engines, so the engines' registry 
 its table when it is imported (`use_engine_flags`): `secret_flags(kind)` is then that
 engine's list, and `secret_flags()` the union over every registered adapter, for a command
 line whose engine is not known. An adapter in the registry is in the union; there is no
-second list to forget it in. Asked before the registry was imported, it refuses rather
-than guess.
+second list to forget it in.
+
+Who installs the table. The CLI and the pytest plugin import the registry first. A
+library call (`load_suite` in a notebook, a script reading records) enters through a lower
+folder and never imports the engines, and this package may not import them (it sits below
+them: tests/layout/test_imports.py). So the package's metadata names the table instead:
+the entry point `harness.engine_flags` (pyproject.toml) points at the registry, and the
+first question asked before any import installed it loads it from there, only from this
+distribution's own metadata. Where the harness is not installed (no metadata, no entry
+point) it refuses with a message saying so, rather than guess.
 
 The harness's own command line has no engine's parser: a flag there is secret when its
 name says so (`--api-key`, `--hf-token`: harness.secrets.names), written in full.
@@ -17,10 +25,13 @@ name says so (`--api-key`, `--hf-token`: harness.secrets.names), written in full
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from importlib.metadata import entry_points
 
 from harness.secrets.names import is_secret_name
 
 EngineFlags = Callable[[str | None], frozenset[str]]
+ENTRY_POINT_GROUP = "harness.engine_flags"  # pyproject.toml [project.entry-points]
+DISTRIBUTION = "spec-harness"
 _engine_flags: EngineFlags | None = None
 
 
@@ -33,10 +44,28 @@ def use_engine_flags(table: EngineFlags) -> None:
 def secret_flags(kind: str | None = None) -> frozenset[str]:
     """The secret flags of the engine `kind`; of every registered engine when it is None
     or not an engine the registry knows."""
-    if _engine_flags is None:
-        raise RuntimeError("harness.secrets: no engine registry yet (import "
-                           "harness.engines.registry first): the secret flags are its")
-    return _engine_flags(kind)
+    table = _engine_flags
+    if table is None:
+        table = _declared_table()
+        use_engine_flags(table)
+    return table(kind)
+
+
+def _canonical(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def _declared_table() -> EngineFlags:
+    """The engines' table as this distribution's metadata names it (loading it imports
+    the registry, which installs it too)."""
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        if point.dist is not None and _canonical(point.dist.name) == DISTRIBUTION:
+            table: EngineFlags = point.load()
+            return table
+    raise RuntimeError(f"harness.secrets: no engine registry: the {DISTRIBUTION} package is "
+                       f"not installed with its metadata (entry point {ENTRY_POINT_GROUP}); "
+                       "install it (pip install -e .) or import harness.engines.registry "
+                       "first")
 
 
 def dashed(arg: str) -> str:

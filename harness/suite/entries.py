@@ -11,6 +11,7 @@ judged by `[floors]`; further entries are `[[workloads]]`, each with a `name`, i
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
@@ -246,8 +247,6 @@ class Floors(_Strict):
 
     @model_validator(mode="after")
     def _category_names(self) -> Floors:
-        import re
-
         bad = [name for name in self.categories if not re.match(CATEGORY_PATTERN, name)]
         if bad:
             raise ValueError(f"category names {bad} must match {CATEGORY_PATTERN}")

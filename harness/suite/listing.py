@@ -15,9 +15,11 @@ import hashlib
 import json
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 from harness import __version__
+from harness.errors import SuiteError
 from harness.files import atomic_write_text, cache_root
 
 CACHE_NAME = "suite-list.json"
@@ -44,7 +46,6 @@ Row = list[str]  # name, engine, topology, "nightly" or "", description
 def _describe(path: Path, folder: Path) -> tuple[Row | str, bool]:
     """The listing row of one suite (validated: imports pydantic), or the line saying why
     it is invalid, and whether invalid."""
-    from harness.errors import SuiteError
     from harness.suite.model import load_suite
 
     try:
@@ -60,8 +61,6 @@ def _describe(path: Path, folder: Path) -> tuple[Row | str, bool]:
 def format_rows(entries: list[tuple[Row | str, bool]], width: int | None = None) -> list[str]:
     """Aligned lines: each column as wide as its widest cell, so no name runs into the
     next column; with `width` (a terminal's), the description wraps under itself."""
-    import textwrap
-
     rows = [row for row, _ in entries if isinstance(row, list)]
     widths = [max((len(row[i]) for row in rows), default=0) for i in range(4)]
     lines = []

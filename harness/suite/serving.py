@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from harness.errors import BadInput
+from harness.suite.draft_contract import validate_expected_contract
 from harness.suite.release_patches import check_entry
 
 
@@ -50,8 +51,6 @@ class ExpectedLayer(Strict):
 def _expected_contract(value: object) -> object:
     """`expected_contract`: a table of clauses (harness.suite.draft_contract) or
     "declared" (the checkpoint's own values); a bad one names the clause."""
-    from harness.suite.draft_contract import validate_expected_contract
-
     if value is None:
         return None
     try:

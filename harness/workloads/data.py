@@ -21,10 +21,13 @@ import gzip
 import hashlib
 import json
 import os
+import socket
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from harness.errors import BadInput
 
@@ -109,9 +112,6 @@ def hub_reachable(url: str | None = None, timeout_s: float = HUB_PROBE_TIMEOUT_S
     """Whether a TCP connection to the hub (or the URL's host) opens within `timeout_s`.
     `datasets` retries an unreachable hub five times with back-off before it gives up;
     a host with no network is told so at once instead."""
-    import socket
-    from urllib.parse import urlsplit
-
     parts = urlsplit(url or os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
     host = parts.hostname or "huggingface.co"
     port = parts.port or (80 if parts.scheme == "http" else 443)
@@ -128,8 +128,6 @@ def _offline_names() -> list[str]:
 
 def load_hub(ref: HubRef) -> list[dict[str, Any]]:
     """The rows of a hub data set (or a JSON-lines URL) through `datasets`."""
-    import sys
-
     mirror = os.environ.get(MIRROR_ENV)
     no_network = not (mirror and (Path(mirror) / ref.id).is_dir()) and not _offline_names() \
         and not hub_reachable(ref.url)

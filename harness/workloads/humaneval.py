@@ -24,6 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from harness.errors import BadInput
 from harness.suite.entries import HumanEvalWorkload
 from harness.workloads import data as sources
 from harness.workloads.items import Prompt
@@ -60,8 +61,6 @@ def load(workload: HumanEvalWorkload) -> sources.Dataset:
 def build_prompts(dataset: sources.Dataset, workload: HumanEvalWorkload) -> list[Prompt]:
     rows = dataset.rows[: workload.questions]
     if len(rows) < workload.questions:
-        from harness.errors import BadInput
-
         raise BadInput(f"{dataset.source}: has {len(dataset.rows)} problems; the workload "
                        f"asks for {workload.questions}")
     chat = workload.protocol == "chat"

@@ -93,7 +93,7 @@ def _set(data: Any, path: tuple[Any, ...], value: Any) -> None:
 
 def _printed(record: RunRecord) -> None:
     """What every reader of a run record prints of it: none may fail on what passed."""
-    if isinstance(record.paired, dict):
+    if record.paired is not None:
         table = paired_report.rows({SUITE: Latest(Path("x"), record)})
         paired_report.markdown(table)
         paired_report.finding_line(record.paired)

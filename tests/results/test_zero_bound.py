@@ -43,7 +43,8 @@ def test_an_interval_bound_of_zero_is_a_bound() -> None:
 def test_a_pair_of_identical_builds_reaches_every_reader(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = identical_pair(tmp_path)
-    assert read_run(folder).paired["result"]["difference_ci"] == [0.0, 0.0]  # type: ignore[index]
+    finding = read_run(folder).paired
+    assert finding is not None and finding.result.difference_ci == (0.0, 0.0)
     runs = load_runs(tmp_path)
     assert list(runs["run_id"]) == [folder.name[-8:]] and runs.attrs["skipped"] == []
     capsys.readouterr()

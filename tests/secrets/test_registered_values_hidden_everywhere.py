@@ -120,7 +120,13 @@ def test_no_registered_secret_reaches_a_file(tmp_path: Path) -> None:
     run_dir = make_run(tmp_path / "results", label=f"night {SECRET}",
                        spec=f"git+https://u:{SECRET}x@h/r@main")
     data = json.loads((run_dir / "run.json").read_text())
-    data["paired"] = {"against": {"spec": f"git+https://u:pw{SECRET}@github.com/x"}}
+    data["paired"] = {
+        "against": {"run_id": "ref", "spec": f"git+https://u:pw{SECRET}@github.com/x",
+                    "reused": False},
+        "status": "pass", "floors_status": "pass",
+        "result": {"decision": "not_worse", "n": 40, "a": 2.5, "b": 2.5, "difference": 0.0,
+                   "relative_change": 0.0, "tolerated_drop": 0.05, "level": 0.9,
+                   "tolerance": "2.0% of A"}}
     data["run_id"] = "second"
     from harness.results.record import RunRecord
 
