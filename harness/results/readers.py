@@ -260,6 +260,17 @@ def read_requests(run_dir: Path | str, record: RunRecord | None = None,
         return list(iter_request_rows(Path(run_dir) / REQUESTS_FILE, [], step, strict))
 
 
+def read_target_alone(run_dir: Path | str, strict: bool = False) -> list[RequestRow]:
+    """The target-alone run's usable rows ([speedup], `target-alone.jsonl`): requests of a
+    server without speculation (0 verify steps, no spec counts), checked as any request
+    row is but against no verify step's bound. Bad lines as in `read_requests`."""
+    from harness.results.layout import TARGET_ALONE_FILE
+    from harness.results.skips import reporting
+
+    with reporting():
+        return list(iter_request_rows(Path(run_dir) / TARGET_ALONE_FILE, [], None, strict))
+
+
 # ---------------------------------------------------------------- calibration records
 
 
