@@ -437,6 +437,19 @@ def check_request_row(row: Mapping[str, Any], step: StepBound | None) -> str | N
     return timing_problem(row.get("timing"))
 
 
+def check_target_alone_row(row: Mapping[str, Any]) -> str | None:
+    """Why a target-alone request row ([speedup]: a server without speculation) is
+    impossible, or None: it has no verify step and no spec count."""
+    if row.get("verify_steps") != 0:
+        return f"verify_steps: {row.get('verify_steps')!r:.40} on a server without speculation"
+    if row.get("correct_drafts") not in (None, 0) or row.get("accept_histogram") is not None:
+        return "correct_drafts, accept_histogram: spec counts on a server without speculation"
+    for key in ("accept_length", "spec_accept_length"):
+        if row.get(key) not in (None, 0, 0.0):
+            return f"{key}: {row.get(key)!r:.40} on a server without speculation"
+    return timing_problem(row.get("timing"))
+
+
 def check_record(data: Any, raw: bytes | str | None = None) -> None:
     """Every check on a parsed run record: sizes (checks.check_sizes), the measurement's
     totals (checks.check_measurement), then every rule above (BadFile naming the field)."""
