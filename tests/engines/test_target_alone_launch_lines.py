@@ -137,3 +137,29 @@ def test_without_flags_keeps_every_other_argument_in_order(line: list[str]) -> N
     assert not any(arg.split("=", 1)[0] == "--drop" for arg in kept)
     others = iter(line)
     assert all(any(arg == other for other in others) for arg in kept)  # a subsequence
+
+
+def test_answers_of_the_target_alone_are_read_without_spec_counts() -> None:
+    from harness.errors import MissingMetric
+
+    sglang_answer = {"text": "x", "meta_info": {"completion_tokens": 12, "prompt_tokens": 5,
+                                                "finish_reason": {"type": "length"}}}
+    with pytest.raises(MissingMetric, match="verify count"):  # as a speculative answer
+        adapter_for("sglang").parse_generate(sglang_answer, "/generate")
+    parsed = adapter_for("sglang").parse_target_alone(sglang_answer, "/generate", chat=False)
+    assert (parsed.completion_tokens, parsed.verify_steps, parsed.correct_drafts) == (12, 0, None)
+    vllm_answer = {"choices": [{"text": "x", "finish_reason": "length"}],
+                   "usage": {"completion_tokens": 7, "prompt_tokens": 3}}
+    with pytest.raises(MissingMetric, match="speculative_decoding"):
+        adapter_for("vllm").parse_generate(vllm_answer, "/v1/completions")
+    parsed = adapter_for("vllm").parse_target_alone(vllm_answer, "/v1/completions", chat=False)
+    assert (parsed.completion_tokens, parsed.verify_steps) == (7, 0)
+
+
+def test_a_server_running_speculation_is_no_target_alone() -> None:
+    assert adapter_for("sglang").target_alone_mismatches({"speculative_algorithm": "DFLASH"})
+    assert adapter_for("sglang").target_alone_mismatches({"speculative_algorithm": None}) == []
+    spec = {"server_info": {"vllm_config": {"speculative_config": {"method": "dflash"}}}}
+    assert adapter_for("vllm").target_alone_mismatches(spec)
+    assert adapter_for("vllm").target_alone_mismatches({"server_info": {"vllm_config": {
+        "speculative_config": None}}}) == []
