@@ -316,6 +316,9 @@ def check_floors(where: str, floors: Any, step: StepBound, default: str = FLOORS
                 accept(f"{where}.categories.{name}.accept_length", floor.get("accept_length"),
                        top, metric)
                 probability(f"{where}.categories.{name}.accuracy", floor.get("accuracy"))
+    for key in ("speedup_tpot", "speedup_throughput"):  # a ratio floor: above 0, as validated
+        if number(f"{where}.{key}", floors.get(key), 0.0, SPEEDUP_TOP, "a speedup is > 0") == 0:
+            raise BadFile(f"{where}.{key}: 0 is no speedup floor")
     return metric
 
 

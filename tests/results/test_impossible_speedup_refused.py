@@ -139,3 +139,13 @@ def test_an_impossible_target_alone_row_is_skipped(row: dict[str, Any], says: st
     assert len(read_target_alone(tmp_path)) == 1  # the honest row read, the other skipped
     with pytest.raises(BadRecord, match="line 2"):
         read_target_alone(tmp_path, strict=True)
+
+
+@pytest.mark.parametrize("value", [-1.0, 0, "1.5", True, 1e9])
+def test_a_record_whose_suite_holds_an_impossible_speedup_floor_is_refused(
+        value: Any, tmp_path: Path) -> None:
+    folder = make_run(tmp_path)
+    data = json.loads((folder / "run.json").read_text())
+    data["suite"]["document"]["floors"]["speedup_tpot"] = value
+    with pytest.raises(Skip, match=r"floors\.speedup_tpot"):
+        parse_run(json.dumps(data))
