@@ -76,3 +76,11 @@ def test_an_attached_server_is_refused_before_anything_runs(
     assert code == 2, err
     assert "--server" in err and "target alone" in err
     assert not (tmp_path / "results" / "runs").exists()  # refused before a run folder
+
+
+def test_the_dry_run_shows_the_target_alones_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "tiny_dflash_speedup_cpu", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    [line] = [line for line in out.splitlines() if line.startswith("then ")]
+    assert "the target alone ([speedup])" in line and line.endswith("--no-speculation")
+    assert "--block-size" not in line
