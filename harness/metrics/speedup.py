@@ -27,6 +27,7 @@ from typing import Any
 
 from harness.metrics import stats
 from harness.metrics.latency import request_figures
+from harness.results.possible import SPEEDUP_TOP
 from harness.results.record import LatencySummary, Speedup
 
 SPEEDUP_TPOT = "speedup_tpot"
@@ -75,7 +76,9 @@ def _in_flight(latency: LatencySummary | None, rows: Sequence[Any]) -> float | N
 
 
 def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) and value > 0 else None
+    """A ratio every reader keeps (harness.results.possible): finite, above 0, at most
+    `SPEEDUP_TOP` (past it two clocks' rounding, not two servers, made it); else None."""
+    return value if math.isfinite(value) and 0 < value <= SPEEDUP_TOP else None
 
 
 def speedup(speculative: Sequence[Any], target_alone: Sequence[Any],
@@ -99,7 +102,7 @@ def speedup(speculative: Sequence[Any], target_alone: Sequence[Any],
             [t[0], s[1]], [t[1], s[0]],
             lambda sums: (sums[0] / sums[2]) / (sums[3] / sums[1]), seed=seed))
     if found.tpot is None:
-        found.note = "speculation's TPOT is 0: no ratio"
+        found.note = "speculation's TPOT is 0, or the ratio is beyond any two servers': no ratio"
     flight_s = _in_flight(speculative_latency, speculative)
     flight_t = _in_flight(target_alone_latency, target_alone)
     if flight_s is None or flight_t is None or sum(s[3]) <= 0 or sum(t[3]) <= 0:
@@ -116,8 +119,9 @@ def speedup(speculative: Sequence[Any], target_alone: Sequence[Any],
             [s[2], t[3]], [s[3], t[2]],
             lambda sums: (sums[0] / sums[2]) / (sums[3] / sums[1]) * scale, seed=seed))
     if found.throughput is None:
-        found.note = "; ".join(filter(None, [found.note, "a side produced no output token: "
-                                             "no throughput ratio"]))
+        found.note = "; ".join(filter(None, [found.note, "a side produced no output token, or "
+                                             "the ratio is beyond any two servers': no "
+                                             "throughput ratio"]))
     return found
 
 
@@ -126,7 +130,8 @@ def _holding(point: float | None, ci: tuple[float, float] | None
     """An interval widened to hold its own point estimate (as `latency` does)."""
     if point is None or ci is None:
         return None
-    return min(ci[0], point), max(ci[1], point)
+    low, high = min(ci[0], point), max(ci[1], point)
+    return (low, high) if low > 0 and high <= SPEEDUP_TOP else None
 
 
 def speedup_lines(found: Speedup) -> list[str]:
