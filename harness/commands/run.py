@@ -177,6 +177,7 @@ def speed_of(outcome: object) -> list[str]:
     """Each measured entry's latency and throughput (harness.metrics.latency, as its
     record holds them; definitions in the record and docs/speed.md)."""
     from harness.metrics.latency import speed_lines
+    from harness.metrics.speedup import speedup_lines
 
     entries = getattr(outcome, "entries", None) or [outcome]
     lines = []
@@ -188,6 +189,8 @@ def speed_of(outcome: object) -> list[str]:
         series = f" {record.suite.name}" if len(entries) > 1 else ""
         lines.append(f"speed{series} (definitions: run.json measurement.latency):")
         lines += [f"  {line}" for line in speed_lines(measurement.latency)]
+        if measurement.speedup is not None:
+            lines += [f"  {line}" for line in speedup_lines(measurement.speedup)]
     return lines
 
 

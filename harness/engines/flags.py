@@ -57,3 +57,22 @@ def check_suite_flags(suite_name: str, extra: Sequence[str], reserved: Iterable[
     """Every check of `engine.extra_args` (a run's preparation and `harness validate`)."""
     check_extra_args(suite_name, extra, reserved, why)
     check_secret_abbreviations(suite_name, extra, secret)
+
+
+def without_flags(command: Sequence[str], flags: Iterable[str]) -> list[str]:
+    """`command` without each of `flags` and its value (`--flag VALUE` or `--flag=VALUE`):
+    a launch line the harness built (no extra argument sets an owned flag), less some of
+    its own flags, the rest in order."""
+    dropped = frozenset(flags)
+    out: list[str] = []
+    skip = False
+    for arg in command:
+        if skip:
+            skip = False
+            continue
+        name = arg.split("=", 1)[0]
+        if name in dropped:
+            skip = "=" not in arg
+            continue
+        out.append(arg)
+    return out

@@ -103,6 +103,16 @@ class EngineAdapter(Protocol):
                        checkpoints: tuple[Path, Path] | None = None,
                        placement: Placement | None = None) -> list[str]: ...
 
+    def target_alone_command(self, command: Sequence[str]) -> list[str]:
+        """The launch line `command` serving the target alone ([speedup]): the same line
+        less the flags that turn speculation on (harness.run.baseline)."""
+
+    def target_alone_mismatches(self, info: Any) -> list[str]:
+        """Why a server meant to run the target alone runs speculation, else []."""
+
+    def parse_target_alone(self, payload: Any, where: str, chat: bool) -> ParsedResponse:
+        """An answer of the target alone: its tokens, 0 verify steps, no spec counts."""
+
     def generate_body(self, text: str, params: Mapping[str, Any], rid: str) -> dict[str, Any]: ...
 
     def parse_generate(self, payload: Any, where: str) -> ParsedResponse: ...

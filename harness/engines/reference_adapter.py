@@ -8,11 +8,11 @@ per-layer attention as it applied it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.engines.flags import check_suite_flags
+from harness.engines.flags import check_suite_flags, without_flags
 from harness.engines.interface import Placement
 from harness.engines.sglang import SGLangAdapter, api
 from harness.errors import BadInput
@@ -22,7 +22,8 @@ from harness.suite.serving import ReferenceEngine
 
 LAUNCH_MODULE = "harness.engines.reference"
 RESERVED_FLAGS = frozenset({"--host", "--port", "--target", "--draft", "--attention-policy",
-                            "--draft-noise", "--seed", "--block-size", "--dp-size"})
+                            "--draft-noise", "--seed", "--block-size", "--dp-size",
+                            "--no-speculation"})
 SECRET_FLAGS = frozenset({"--api-key", "--admin-api-key"})  # reference/__main__.py
 RESERVED_WHY = ("set the suite's engine.attention_policy, engine.draft_noise, "
                 "workload.seed, speculative.block_size or topology.dp_size instead")
@@ -90,6 +91,11 @@ class ReferenceAdapter(SGLangAdapter):
         if checkpoints is None:
             raise BadInput(f"suite {suite.name}: the reference engine needs checkpoint folders")
         return launch_command(suite, python, host, port, *checkpoints)
+
+    def target_alone_command(self, command: Sequence[str]) -> list[str]:
+        """The launch line `command` serving the target alone ([speedup]): no block size,
+        `--no-speculation` (one target token a step, no draft), the rest as it was."""
+        return [*without_flags(command, ("--block-size",)), "--no-speculation"]
 
     def settings_mismatches(self, info: Any, suite: Suite,
                             models: Models | None = None) -> list[str]:

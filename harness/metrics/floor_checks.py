@@ -9,7 +9,10 @@ comparison of a figure with its floor. The judge (`run/judge`), the sequential r
 floor the judge checks is a floor the rule settles, and one place says "below".
 
 Order: accept length, accuracy, then each category's accept length and accuracy (in the
-suite's order), then the draft positions k = 1.. (the order of the verdict's reasons).
+suite's order), then the draft positions k = 1.., then speedup of TPOT and of throughput
+(the order of the verdict's reasons). A speedup floor is judged on the figure of the
+target-alone run measured after the speculative one ([speedup], harness.metrics.speedup):
+the sequential rule cannot settle it at an early look (`NoEarlySample`), so it stays open.
 """
 
 from __future__ import annotations
@@ -19,14 +22,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from harness.metrics import breakdown
+from harness.metrics import breakdown, speedup
 
 if TYPE_CHECKING:
     from harness.results.record import Measurement
     from harness.suite.entries import Floors
 
 FloorKind = Literal["accept_length", "accuracy", "category_accept_length", "category_accuracy",
-                    "position"]
+                    "position", "speedup_tpot", "speedup_throughput"]
 # "ratio": the skew-corrected t of tokens_i - floor * steps_i over questions;
 # "score": (p - floor) / sqrt(floor (1 - floor) / n) over graded requests
 # (harness.run.sequential computes both at the rule's thresholds).
@@ -36,12 +39,17 @@ ACCEPT_LENGTH = "accept length"  # the key of the overall accept-length check
 ACCURACY = "accuracy"  # the key of the overall accuracy check; also its definition's name
 POSITION_ACCEPTANCE = "position_acceptance"  # the definition of a position floor's figure
 
+SPEEDUP_TPOT = speedup.SPEEDUP_TPOT  # key and definition of the TPOT speedup floor's figure
+SPEEDUP_THROUGHPUT = speedup.SPEEDUP_THROUGHPUT  # ... and of the throughput speedup floor's
+
 # What the definitions other than the accept-length metrics measure (those are
 # harness.suite.entries.METRIC_DEFINITIONS).
 DEFINITIONS: dict[str, str] = {
     ACCURACY: "the share of graded requests answered correctly",
     POSITION_ACCEPTANCE: "P(draft position k accepted): verify steps accepting at least k "
                          "drafts over all verify steps (spec_correct_drafts_histogram)",
+    **{key: text for key, text in speedup.DEFINITIONS.items()
+       if key in (SPEEDUP_TPOT, SPEEDUP_THROUGHPUT)},
 }
 
 
@@ -85,6 +93,12 @@ class GradedSample:
 
 
 @dataclass(frozen=True)
+class NoEarlySample:
+    """A floor whose figure exists only after the run (speedup: the target alone is
+    measured after it): open at every early look."""
+
+
+@dataclass(frozen=True)
 class FloorCheck:
     key: str  # stable: the rule's decisions and the record key floors by it
     kind: FloorKind
@@ -101,7 +115,7 @@ class FloorCheck:
     @property
     def overall(self) -> bool:
         """A floor on the whole run ("the floor"), not on a category or position ("its")."""
-        return self.kind in ("accept_length", "accuracy")
+        return self.kind in ("accept_length", "accuracy", "speedup_tpot", "speedup_throughput")
 
     @property
     def relation(self) -> str:
@@ -123,7 +137,21 @@ class FloorCheck:
             return Figure(measurement.accuracy, f"accuracy {measurement.accuracy:.3f}")
         if self.kind == "position":
             return self._position(measurement)
+        if self.kind in ("speedup_tpot", "speedup_throughput"):
+            return self._speedup(measurement)
         return self._category(measurement)
+
+    def _speedup(self, measurement: Measurement) -> Figure | Missing:
+        found = measurement.speedup
+        which = "tpot" if self.kind == "speedup_tpot" else "throughput"
+        value = getattr(found, which, None) if found is not None else None
+        if found is None or value is None:
+            why = found.note if found is not None and found.note else \
+                "no target-alone run was measured"
+            return Missing(f"{self.key} floor set but no speedup measured: {why}")
+        return Figure(value, f"{self.key} ({self.definition}) {value:.4f}"
+                             + _ci(getattr(found, f"{which}_ci")) + f", {found.n_prompts} "
+                             "prompts paired")
 
     def _category(self, measurement: Measurement) -> Figure | Missing:
         results = measurement.categories or {}
@@ -159,8 +187,10 @@ class FloorCheck:
         return Figure(rate, f"P(position {k} accepted) {rate:.3f}"
                             + _ci(cis[k - 1] if k <= len(cis) else None))
 
-    def sample(self, rows: Sequence[Any]) -> RatioSample | GradedSample:
+    def sample(self, rows: Sequence[Any]) -> RatioSample | GradedSample | NoEarlySample:
         """What the sequential rule tests at an early look, from the request rows so far."""
+        if self.kind in ("speedup_tpot", "speedup_throughput"):
+            return NoEarlySample()
         if self.kind == "accuracy":
             return _graded(rows)
         if self.kind == "accept_length":
@@ -195,6 +225,10 @@ def floor_checks(floors: Floors) -> list[FloorCheck]:
     checks += [FloorCheck(f"position {k}", "position", floor, floors.positions_strict,
                           POSITION_ACCEPTANCE, position=k)
                for k, floor in enumerate(floors.positions, start=1)]
+    for key in (SPEEDUP_TPOT, SPEEDUP_THROUGHPUT):
+        floor = getattr(floors, key)
+        if floor is not None:
+            checks.append(FloorCheck(key, key, floor, False, key))  # type: ignore[arg-type]
     return checks
 
 

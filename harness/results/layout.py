@@ -21,6 +21,9 @@ PLOTS_DIR = "plots"
 CALIBRATIONS_DIR = "calibrations"  # <suite>/<UTC time>-<id>.json: `harness calibrate`
 RUN_FILE = "run.json"
 REQUESTS_FILE = "requests.jsonl"
+# [speedup]: the target alone's requests and its server's log, beside the run's own
+TARGET_ALONE_FILE = "target-alone.jsonl"
+TARGET_ALONE_LOG = "target-alone.log"
 INDEX_FILE = ".index.jsonl"  # per suite folder: the loader's index log (harness.results.index)
 SNAPSHOT_FILE = ".index-snapshot.json"  # and its snapshot
 RUN_TIME = "%Y%m%dT%H%M%SZ"  # a run folder's name starts with its start time, UTC

@@ -191,6 +191,39 @@ def check_latency(where: str, latency: Any) -> None:
         interval(f"{where}.{key}_ci", latency.get(f"{key}_ci"), 0.0, math.inf, figure, key)
 
 
+SPEEDUP_TOP = 1e6  # a speedup past a million-fold is no measurement of two servers
+
+
+def check_speedup(where: str, found: Any) -> None:
+    """Speedup figures (harness.metrics.speedup): each a finite number above 0 (a ratio of
+    two positive rates), inside its own interval; the sides' TPOT and rates >= 0."""
+    if not isinstance(found, Mapping):
+        return  # the record model's to refuse
+    count(f"{where}.n_prompts", found.get("n_prompts"))
+    probability(f"{where}.ci_level", found.get("ci_level"))
+    entries(f"{where}.definitions", found.get("definitions"), MAX_REASONS)
+    for key in ("tpot", "throughput"):
+        figure = number(f"{where}.{key}", found.get(key), 0.0, SPEEDUP_TOP,
+                        "a speedup is a ratio of two positive figures")
+        if figure == 0.0:
+            raise BadFile(f"{where}.{key}: 0 is no speedup of two positive figures")
+        interval(f"{where}.{key}_ci", found.get(f"{key}_ci"), 0.0, SPEEDUP_TOP, figure, key)
+    for key in ("target_alone_tpot_s", "speculative_tpot_s", "target_alone_output_tok_s",
+                "speculative_output_tok_s"):
+        number(f"{where}.{key}", found.get(key), 0.0, None, "seconds and rates are >= 0")
+
+
+def check_target_alone(where: str, found: Any) -> None:
+    """The target-alone run's summary ([speedup]): counts and its latency figures."""
+    if not isinstance(found, Mapping):
+        return
+    requests, planned = (count(f"{where}.{key}", found.get(key))
+                         for key in ("n_requests", "n_planned"))
+    if requests is not None and planned is not None and requests > planned:
+        raise BadFile(f"{where}.n_requests: {requests} is more than n_planned {planned}")
+    check_latency(f"{where}.latency", found.get("latency"))
+
+
 def timing_problem(timing: Any) -> str | None:
     """Why a request row's `timing` is impossible, or None."""
     if timing is None:
@@ -236,6 +269,8 @@ def check_figures(data: dict[str, Any]) -> None:
             for name, category in categories.items():
                 _category(f"measurement.categories.{name}", category, step, metric)
         check_latency("measurement.latency", m.get("latency"))
+        check_speedup("measurement.speedup", m.get("speedup"))
+    check_target_alone("target_alone", data.get("target_alone"))
     workload = data.get("workload")
     if isinstance(workload, Mapping):
         entries("workload.categories", workload.get("categories"), MAX_CATEGORIES)
@@ -281,6 +316,9 @@ def check_floors(where: str, floors: Any, step: StepBound, default: str = FLOORS
                 accept(f"{where}.categories.{name}.accept_length", floor.get("accept_length"),
                        top, metric)
                 probability(f"{where}.categories.{name}.accuracy", floor.get("accuracy"))
+    for key in ("speedup_tpot", "speedup_throughput"):  # a ratio floor: above 0, as validated
+        if number(f"{where}.{key}", floors.get(key), 0.0, SPEEDUP_TOP, "a speedup is > 0") == 0:
+            raise BadFile(f"{where}.{key}: 0 is no speedup floor")
     return metric
 
 
@@ -426,6 +464,19 @@ def check_request_row(row: Mapping[str, Any], step: StepBound | None) -> str | N
     histogram = row.get("accept_histogram")
     if isinstance(histogram, list) and len(histogram) > MAX_POSITIONS:
         return f"accept_histogram: {len(histogram)} entries, more than {MAX_POSITIONS}"
+    return timing_problem(row.get("timing"))
+
+
+def check_target_alone_row(row: Mapping[str, Any]) -> str | None:
+    """Why a target-alone request row ([speedup]: a server without speculation) is
+    impossible, or None: it has no verify step and no spec count."""
+    if row.get("verify_steps") != 0:
+        return f"verify_steps: {row.get('verify_steps')!r:.40} on a server without speculation"
+    if row.get("correct_drafts") not in (None, 0) or row.get("accept_histogram") is not None:
+        return "correct_drafts, accept_histogram: spec counts on a server without speculation"
+    for key in ("accept_length", "spec_accept_length"):
+        if row.get(key) not in (None, 0, 0.0):
+            return f"{key}: {row.get(key)!r:.40} on a server without speculation"
     return timing_problem(row.get("timing"))
 
 

@@ -36,7 +36,7 @@ from harness.results.checks import (
     strict_json,
 )
 from harness.results.layout import REQUESTS_FILE, RUN_FILE
-from harness.results.possible import check_record, check_request_row
+from harness.results.possible import check_record, check_request_row, check_target_alone_row
 from harness.results.rows import METRICS, Skip, flatten_record, validation_reason
 from harness.results.skips import report
 from harness.speculation.bounds import StepBound
@@ -173,7 +173,7 @@ def request_problem(row: Any) -> str | None:
     return None
 
 
-def _request(line: str, step: StepBound | None) -> RequestRow:
+def _request(line: str, step: StepBound | None, target_alone: bool = False) -> RequestRow:
     """One requests.jsonl line as a checked row; BadFile naming the field."""
     from pydantic import ValidationError
 
@@ -186,7 +186,8 @@ def _request(line: str, step: StepBound | None) -> RequestRow:
         if isinstance(error, BadFile):
             raise
         raise BadFile(f"not valid JSON: {error}") from None
-    problem = request_problem(row) or check_request_row(row, step)
+    problem = request_problem(row) or (check_target_alone_row(row) if target_alone
+                                       else check_request_row(row, step))
     if problem:
         raise BadFile(problem)
     steps = row["verify_steps"]
@@ -202,12 +203,13 @@ def _request(line: str, step: StepBound | None) -> RequestRow:
 
 
 def iter_request_rows(file: Path, skipped: list[str], step: StepBound | None = None,
-                      strict: bool = False) -> Iterator[RequestRow]:
+                      strict: bool = False, target_alone: bool = False
+                      ) -> Iterator[RequestRow]:
     """The usable rows of one requests.jsonl (a row impossible for a verify step bounded
     by `step`, the record's settings when known, is not one). Bad lines are reported (the
     first `MAX_LINE_REPORTS` one by one, the rest in one line) and skipped; `strict`: the
     first bad line, or a file that cannot be read, raises BadRecord naming the file and
-    line."""
+    line. `target_alone`: rows of a server without speculation (`check_target_alone_row`)."""
     try:
         # JSON Lines end at \n (or \r\n), not at the other breaks str.splitlines knows
         # (\x0b, \x1c, \u2028, ...), which JSON may hold between tokens or in strings
@@ -230,7 +232,7 @@ def iter_request_rows(file: Path, skipped: list[str], step: StepBound | None = N
         if not line.strip():
             continue
         try:
-            yield _request(line, step)
+            yield _request(line, step, target_alone)
         except BadFile as error:
             if strict:
                 raise BadRecord(f"{file} line {number}", str(error)) from None
@@ -258,6 +260,19 @@ def read_requests(run_dir: Path | str, record: RunRecord | None = None,
     step = step_of_record(record) if record is not None else None
     with reporting():
         return list(iter_request_rows(Path(run_dir) / REQUESTS_FILE, [], step, strict))
+
+
+def read_target_alone(run_dir: Path | str, strict: bool = False) -> list[RequestRow]:
+    """The target-alone run's usable rows ([speedup], `target-alone.jsonl`): requests of a
+    server without speculation (0 verify steps, no spec counts), checked as any request
+    row is, as rows without a verify step (`possible.check_target_alone_row`). Bad lines
+    as in `read_requests`."""
+    from harness.results.layout import TARGET_ALONE_FILE
+    from harness.results.skips import reporting
+
+    with reporting():
+        return list(iter_request_rows(Path(run_dir) / TARGET_ALONE_FILE, [], None, strict,
+                                      target_alone=True))
 
 
 # ---------------------------------------------------------------- calibration records

@@ -231,6 +231,39 @@ class LatencySummary(_Record):
     notes: list[str] = Field(default_factory=list)  # requests whose timings are missing, why
 
 
+class Speedup(_Record):
+    """Speculation against the target alone (same build, host, prompts and sampling,
+    measured back to back), paired by question; `definitions` names each figure
+    (harness.metrics.speedup), as stored. A figure is None where it could not be formed
+    (`note` says why): never a pass."""
+
+    definitions: dict[str, str] = Field(default_factory=dict)
+    n_prompts: int  # questions both runs answered, with a TPOT on both sides
+    tpot: float | None = None  # target alone's mean TPOT / speculation's
+    tpot_ci: tuple[float, float] | None = None
+    throughput: float | None = None  # speculation's output tokens/s / the target alone's
+    throughput_ci: tuple[float, float] | None = None
+    ci_level: float = 0.95
+    target_alone_tpot_s: float | None = None  # mean TPOT over the paired questions
+    speculative_tpot_s: float | None = None
+    target_alone_output_tok_s: float | None = None  # over the paired questions
+    speculative_output_tok_s: float | None = None
+    note: str | None = None  # why a figure is missing
+
+
+class TargetAloneInfo(_Record):
+    """The target served without speculation, measured right after the speculative run on
+    the same prompts ([speedup]): its launch, its figures, or why it failed. Its requests
+    are `target-alone.jsonl`, its server's log `target-alone.log`."""
+
+    status: Literal["measured", "failed"]
+    reason: str | None = None  # what failed
+    launch: LaunchInfo | None = None
+    n_requests: int = 0
+    n_planned: int | None = None
+    latency: LatencySummary | None = None
+
+
 class RankResult(_Record):
     """One data-parallel rank's figures over the requests it served (or one node's: the
     ranks on it pooled), in both definitions. Its counts are part of the run's: summed over
@@ -287,6 +320,9 @@ class Measurement(_Record):
     # Latency and throughput of the measured phase (streamed requests); it names the
     # definition of each figure (harness.metrics.latency)
     latency: LatencySummary | None = None
+    # [speedup]: speculation against the target alone, paired by question
+    # (harness.metrics.speedup names each figure's definition)
+    speedup: Speedup | None = None
     # A data-parallel topology: every figure per DP rank and per node, beside the pooled
     # ones above (None for one rank); how the server's per-rank states were matched to
     # ranks (`by rank id`, or `by value` where the release names no rank in them)
@@ -394,6 +430,8 @@ class RunRecord(_Record):
     # `harness run --against`: the paired gate's finding and the run it paired against
     # (harness.run.pairing)
     paired: PairedFinding | None = None
+    # [speedup]: the target alone, measured back to back after this run (harness.run.baseline)
+    target_alone: TargetAloneInfo | None = None
 
 
 class RequestTiming(_Record):

@@ -42,8 +42,9 @@ class RowLog:
     from the file nor missing from the record (issue 30: 6 rows on disk, 5 counted).
     """
 
-    def __init__(self, folder: Path, rows: list[RequestRow] | None = None) -> None:
-        self.path = Path(folder) / REQUESTS_FILE
+    def __init__(self, folder: Path, rows: list[RequestRow] | None = None,
+                 file_name: str = REQUESTS_FILE) -> None:
+        self.path = Path(folder) / file_name
         self.rows: list[RequestRow] = rows if rows is not None else []
         self._file: Any = None
         self._kept = 0  # rows the list held at the start (not this log's)

@@ -140,6 +140,14 @@ def dry_run_line(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | Non
                        *command])
 
 
+def target_alone_line(suite: Suite, options: Any, chosen: ChosenBuild) -> str:
+    """The target alone's launch line ([speedup], harness.run.baseline): the engine's
+    line less its speculative flags, in the same environment as the line above."""
+    line = _dry_run_command(suite, options, chosen, None)
+    return shlex.join(redact_command(adapter_for(suite.engine.kind).target_alone_command(line),
+                                     suite))
+
+
 def _dry_run_env(suite: Suite, options: Any, chosen: ChosenBuild,
                  fit: Fit | None) -> dict[str, str]:
     """The server's environment as a run would set it: read from the build's environment
@@ -173,6 +181,9 @@ def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
     launch = ([f"launch     {dry_run_line(suite, options, chosen, fit)}"]
               if suite.topology.tensor_parallel_only
               else topology_lines(suite, options, chosen, fit))
+    if suite.speedup is not None and suite.topology.tensor_parallel_only:
+        launch.append(f"then       the target alone ([speedup]): "
+                      f"{target_alone_line(suite, options, chosen)}")
     if getattr(options, "launcher", None) is not None:
         launch = scheduler_plan(suite, options, chosen, fit)
     if getattr(options, "server", None):

@@ -22,6 +22,7 @@ from harness.results.record import (
     RunRecord,
     RuntimeLayerRow,
     SuiteInfo,
+    TargetAloneInfo,
     Verdict,
     utc_now,
 )
@@ -68,6 +69,11 @@ class EntryRun:
     stop_rule: Any = None  # the stop rule the measurement ran under, if any
     data: Any = None  # the workload's prompts (workloads.prepare), loaded before any build
     contract: list[str] = field(default_factory=list)  # attention contract differences
+    # what reached the draft at run time that the audit does not say (runtime_contract)
+    runtime_differences: list[str] = field(default_factory=list)
+    # [speedup]: the target alone's rows (target-alone.jsonl) and summary (harness.run.baseline)
+    target_alone_rows: list[RequestRow] = field(default_factory=list)
+    target_alone: TargetAloneInfo | None = None
 
     def finish(self, verdict: Verdict) -> RunRecord:
         from harness.run import recorded
@@ -88,7 +94,7 @@ class EntryRun:
             attention_runtime=self.attention_runtime, draft_contract=self.draft_contract,
             draft_contract_runtime=self.draft_contract_runtime, workload=self.workload,
             measurement=self.measurement, verdict=verdict, stage=self.stage,
-            paired=self.paired,
+            paired=self.paired, target_alone=self.target_alone,
         )
         # kept before the write: a Ctrl-C during or after it keeps this verdict, never "error"
         self.record = record

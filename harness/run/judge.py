@@ -76,6 +76,9 @@ class Evidence:
     # taps, block size, mask token id, ...) that the audit for this build does not say
     # (harness.run.runtime_contract): the build measured is not the build audited
     runtime_contract: Sequence[str] = ()
+    # figures the suite asks for that the run does not have ([speedup] whose target alone
+    # failed or gave no ratio): an error, never a pass, whatever the floors say
+    missing: Sequence[str] = ()
 
 
 @dataclass
@@ -100,6 +103,11 @@ def decide(evidence: Evidence) -> Judgement:
             "the draft's runtime contract differs from the audit's for this build:",
             *evidence.runtime_contract, *judged.verdict.reasons])
         return Judgement(verdict, EXIT_CODES["error"], judged.floors_status, judged.paired)
+    if evidence.missing:  # a figure the suite asks for is missing: never a pass
+        judged = decide(dataclasses.replace(evidence, missing=()))
+        status: VerdictStatus = "fail" if judged.verdict.status == "fail" else "error"
+        verdict = Verdict(status=status, reasons=[*evidence.missing, *judged.verdict.reasons])
+        return Judgement(verdict, EXIT_CODES[status], judged.floors_status, judged.paired)
     contract = list(evidence.contract)
     if contract and (evidence.contract_enforced or evidence.measurement is None):
         verdict = Verdict(status="fail", reasons=[
@@ -108,7 +116,7 @@ def decide(evidence: Evidence) -> Judgement:
         return Judgement(verdict, EXIT_CODES["fail"], "fail")
     settled = dict(evidence.settled) if evidence.settled is not None else None
     floors, only_open = _floors(evidence.measurement, evidence.floors, settled)
-    status: VerdictStatus = floors.status
+    status = floors.status
     reasons = list(floors.reasons)
     first: list[str] = []
     if contract:  # measured anyway (an A/B of a build known to break it): still a failure
@@ -304,8 +312,23 @@ def judge_entry(suite: Any, options: Any, measurement: Measurement | None,
         # a caller's rule (bisect) chose the prefix: no floor is judged on it, none passes
         settled = dict.fromkeys(check.key for check in floor_checks(suite.floors))
     evidence = Evidence(measurement, suite.floors, settled, list(contract),
-                        options.enforce_contract, runtime_contract=list(runtime_contract))
+                        options.enforce_contract, runtime_contract=list(runtime_contract),
+                        missing=speedup_missing(suite, measurement))
     if options.pairing is not None and judge(measurement, suite.floors,
                                              settled=settled).status != "error":
         evidence.paired = options.pairing.evidence(suite, rows, prompts_sha256)
     return decide(evidence)
+
+
+def speedup_missing(suite: Any, measurement: Measurement | None) -> list[str]:
+    """A suite with [speedup] whose run has no speedup figure: why (the target alone
+    failed, or no question paired), one reason; [] otherwise. A run with no measurement
+    at all is judged an error without it."""
+    if getattr(suite, "speedup", None) is None or measurement is None:
+        return []
+    found = measurement.speedup
+    if found is not None and found.tpot is not None and found.throughput is not None:
+        return []
+    why = found.note if found is not None and found.note else "no target-alone run measured"
+    return [f"[speedup] declared but a speedup figure is missing: {why}; a missing figure "
+            "is never a pass"]

@@ -24,6 +24,24 @@ from harness.run.sequential import rule_settings, sequential_rule, sequential_sa
 
 def measure_entry(run: EntryRun, engine: Any, server: Server, workload_plan: Any) -> Verdict:
     """Drive, measure and judge one entry on `server`; the caller writes its record."""
+    measure_only(run, engine, server, workload_plan)
+    return judge_measured(run)
+
+
+def judge_measured(run: EntryRun) -> Verdict:
+    """The verdict of an entry `measure_only` measured (and, with [speedup], whose target
+    alone `harness.run.baseline` measured after it), by the one judge."""
+    rows = sorted(run.rows, key=lambda row: row.index)  # submission order, as measured
+    judged = judge_entry(run.loaded.suite, run.options, run.measurement, rows,
+                         run.stop_rule, run.contract,
+                         run.workload.prompts_sha256 if run.workload else None,
+                         run.runtime_differences)
+    run.paired = judged.paired
+    return judged.verdict
+
+
+def measure_only(run: EntryRun, engine: Any, server: Server, workload_plan: Any) -> None:
+    """Drive and measure one entry on `server`, every figure recorded on `run`, not judged."""
     from harness.metrics.latency import summarise_latency
     from harness.metrics.measure import summarise
     from harness.run.workload_record import rendered_sha256
@@ -91,11 +109,7 @@ def measure_entry(run: EntryRun, engine: Any, server: Server, workload_plan: Any
             run.notes.append(note)
         if custom is None:
             run.measurement.sequential["floors"] = dict(rule_decisions(run))
-    judged = judge_entry(suite, options, run.measurement, result.rows, run.stop_rule,
-                         run.contract, run.workload.prompts_sha256 if run.workload else None,
-                         runtime_differences)
-    run.paired = judged.paired
-    return judged.verdict
+    run.runtime_differences = list(runtime_differences)
 
 
 def per_rank(measurement: Any, rows: Any, topology: Any, adapter: Any, info: Any

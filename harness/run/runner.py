@@ -33,12 +33,12 @@ from harness.errors import (
 )
 from harness.results.record import SERVER_LOG, LaunchInfo, RunRecord, new_run_id, utc_now
 from harness.results.writer import create_run_dir
-from harness.run import runtime_attention, runtime_contract
+from harness.run import baseline, runtime_attention, runtime_contract
 from harness.run.entry_run import EntryRun, unexpected_text
 from harness.run.heartbeat import heartbeat, say
 from harness.run.judge import Evidence, decide
 from harness.run.launch import LOOPBACK, Server, ServerSpec, free_port
-from harness.run.measuring import measure_entry
+from harness.run.measuring import judge_measured, measure_entry, measure_only
 from harness.run.outcome import RunOptions as RunOptions
 from harness.run.outcome import RunOutcome, combined
 from harness.secrets import redact_text
@@ -115,6 +115,9 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
     if not fit.fits:
         return RunOutcome("skipped", ExitCode.SKIPPED, [fit.reason],
                           plan=dry_run.describe(loaded, options, fit, chosen, entries))
+    baseline.check_possible(suite, options)  # [speedup] where no target alone can launch
+    for entry in entries:
+        baseline.check_possible(entry.loaded.suite, options)
     models = planning.models(suite, options)  # bad input ends here, before a run folder
     if options.server is None:  # an attached server's paths are on its own machine
         planning.check_models(models)
@@ -347,9 +350,18 @@ def _launch_and_measure(runs: list[EntryRun], engine: Any, gpus: Any, fit: Any) 
                 run.stage = "queued"  # waiting for the entries before it
                 described.add_chat_template(run.workload, run.loaded.suite, engine)
             for run, workload_plan in zip(runs, plans, strict=True):
-                verdict = measure_entry(run, engine, server, workload_plan)
-                run.finish(verdict)
+                if run.loaded.suite.speedup is None:
+                    run.finish(measure_entry(run, engine, server, workload_plan))
+                else:  # judged once its target alone is measured too
+                    measure_only(run, engine, server, workload_plan)
     finally:
         for run in runs[1:]:  # one server, one log: each record's folder holds it
             with contextlib.suppress(OSError):
                 (run.run_dir / SERVER_LOG).write_bytes(spec.log_path.read_bytes())
+    # [speedup]: the target alone, back to back, once the speculative server has stopped
+    pending = baseline.wanted(runs)
+    if pending:
+        baseline.measure_target_alone(pending, engine, planning.server_env(suite, fit,
+                                                                           engine.facts))
+        for run in pending:
+            run.finish(judge_measured(run))

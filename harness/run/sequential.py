@@ -42,7 +42,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harness.metrics.floor_checks import ACCEPT_LENGTH, FloorCheck, GradedSample, floor_checks
+from harness.metrics.floor_checks import (
+    ACCEPT_LENGTH,
+    FloorCheck,
+    GradedSample,
+    NoEarlySample,
+    floor_checks,
+)
 
 if TYPE_CHECKING:
     from harness.metrics.stopping import SequentialRule
@@ -137,6 +143,8 @@ def early_decision(rule: SequentialRule, check: FloorCheck, rows: Sequence[Any]
     thresholds `rule.critical_values` gives for the sample's size; None (open) below
     `MIN_GROUP` questions."""
     sample = check.sample(rows)
+    if isinstance(sample, NoEarlySample):
+        return None  # its figure comes after the run: open until the last look
     if isinstance(sample, GradedSample):
         return _score(rule, sample.correct, check.floor)
     return _ratio(rule, sample.tokens, sample.steps, check.floor)

@@ -244,6 +244,11 @@ class Floors(_Strict):
     categories: dict[str, CategoryFloor] = Field(default_factory=dict)
     # P(draft position k accepted) >= positions[k - 1], k = 1.. (vLLM's gate has these).
     positions: list[Annotated[float, Field(ge=0.0, le=1.0)]] = Field(default_factory=list)
+    # Speedup over the target alone ([speedup], harness.metrics.speedup), judged `>=`: of
+    # TPOT (target alone's mean / speculation's) and of output tokens/s (speculation's /
+    # the target alone's). A run without [speedup] has neither figure: refused at load.
+    speedup_tpot: float | None = Field(default=None, gt=0.0, le=1000.0)
+    speedup_throughput: float | None = Field(default=None, gt=0.0, le=1000.0)
 
     @model_validator(mode="after")
     def _category_names(self) -> Floors:

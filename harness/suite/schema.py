@@ -34,6 +34,7 @@ from harness.suite.serving import (
     Strict,
     Topology,
 )
+from harness.suite.speedup import SPEEDUP_FLOOR_KEYS, SpeedupSetting
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_\-]*$"
 
@@ -55,6 +56,8 @@ class Suite(Strict):
     # Further workloads on the same server (e.g. the same prompts at temperature 0.6),
     # each with its own floors; each is recorded as its own series `<name>.<entry>`.
     workloads: list[WorkloadEntry] = Field(default_factory=list)
+    # Speculation against the target alone (harness.suite.speedup): None, no baseline run.
+    speedup: SpeedupSetting | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -129,6 +132,23 @@ class Suite(Strict):
                 raise ValueError(f"gate.metric {self.gate.metric!r} differs from {where}.metric "
                                  f"{floors.metric!r}: the tolerated drop is taken in the "
                                  "floors' definition")
+        return self
+
+    @model_validator(mode="after")
+    def _speedup_floors_need_a_baseline(self) -> Suite:
+        """A speedup floor is judged on a figure only a baseline run gives; a baseline is
+        launched by the harness, which launches no prefill/decode split."""
+        for floors, where in [(self.floors, "floors"),
+                              *((e.floors, f"workloads.{e.name}.floors") for e in self.workloads)]:
+            for key in SPEEDUP_FLOOR_KEYS:
+                if getattr(floors, key) is not None and self.speedup is None:
+                    raise impossible(f"{where}.{key}",
+                                     "a speedup floor needs a baseline to measure against: "
+                                     "declare [speedup] baseline = \"target_only\"")
+        if self.speedup is not None and self.topology.disaggregation is not None:
+            raise impossible("speedup.baseline",
+                             "the harness launches no prefill/decode split, so it cannot "
+                             "launch its target alone; remove [speedup]")
         return self
 
     @property

@@ -83,7 +83,8 @@ def test_show_json(capsys: pytest.CaptureFixture[str]) -> None:
                                        "accuracy_strict": False, "positions_strict": False,
                                        "alpha": 0.05, "beta": 0.2,
                                        "metric": "server_avg", "categories": {},
-                                       "positions": []}
+                                       "positions": [], "speedup_tpot": None,
+                                       "speedup_throughput": None}
     # the sampled entry, with SGLang's T = 0.6 floors (test_dflash.py)
     [entry] = data["suite"]["workloads"]
     assert (entry["name"], entry["temperature"], entry["top_p"]) == ("t06", 0.6, 0.95)

@@ -60,6 +60,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         default="fixed", help="SGLang causality behaviour to replay")
     parser.add_argument("--block-size", type=int, default=None,
                         help="speculative block size (default: the draft's)")
+    parser.add_argument("--no-speculation", action="store_true",
+                        help="serve the target alone: one target token a step, no draft "
+                             "(the target-alone run of a suite's [speedup])")
     parser.add_argument("--draft-noise", type=float, default=0.0,
                         help="probability that each draft token is spoiled (0..1)")
     parser.add_argument("--seed", type=int, default=0)
@@ -89,6 +92,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         value = getattr(args, flag)
         if value is not None and value < 1:
             parser.error(f"--{flag.replace('_', '-')} must be at least 1")
+    if args.no_speculation and args.block_size not in (None, 1):
+        parser.error("--no-speculation decodes one token a step: it takes no --block-size")
+    if args.no_speculation:
+        args.block_size = 1  # the decoder's plain path: no draft step, one target token
     args.workers = args.workers or default_workers()
     return args
 
@@ -117,11 +124,8 @@ def server_args(args: argparse.Namespace, block_size: int, target_config: dict[s
         "vocab_size": int(target_config["vocab_size"]),
         "model_type": target_config.get("model_type"),
         "architectures": target_config.get("architectures"),
-        "speculative_algorithm": "DFLASH",
-        "speculative_draft_model_path": draft,
-        "speculative_num_draft_tokens": block_size,
-        "speculative_dflash_block_size": block_size,
-        "speculative_num_steps": 1, "speculative_eagle_topk": 1,
+        # SGLang's server args without speculation: the algorithm and its settings unset
+        **_speculative_args(args, draft, block_size),
         "version": VERSION,
         "engine": "reference", "harness_version": __version__,
         "attention_policy": args.attention_policy,
@@ -131,6 +135,18 @@ def server_args(args: argparse.Namespace, block_size: int, target_config: dict[s
         "workers": args.workers, "reproducible_env": reproducible,
         "weights_sha256": served_weights_sha256(args.target, args.draft),
     }
+
+
+def _speculative_args(args: argparse.Namespace, draft: str, block_size: int
+                      ) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "speculative_algorithm": "DFLASH", "speculative_draft_model_path": draft,
+        "speculative_num_draft_tokens": block_size,
+        "speculative_dflash_block_size": block_size,
+        "speculative_num_steps": 1, "speculative_eagle_topk": 1}
+    if args.no_speculation:
+        return dict.fromkeys(values)
+    return values
 
 
 def load(args: argparse.Namespace):  # -> Engine (started)

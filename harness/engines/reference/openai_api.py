@@ -217,7 +217,7 @@ def chat_completions(h: Handler) -> None:
     sampling = _sampling(body, body.get("max_completion_tokens") or body.get("max_tokens"))
     rid, created = uuid.uuid4().hex, int(time.time())
     name = body.get("model") or DEFAULT_MODEL_NAME
-    block = int(h.engine.server_args["speculative_num_draft_tokens"])
+    block = int(h.engine.server_args["speculative_num_draft_tokens"] or 1)
     if not stream:
         result, latency = run_request(h, prompt_ids, sampling, stream=False, rid=rid)
         reason = result["finish_reason"]

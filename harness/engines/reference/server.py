@@ -81,7 +81,7 @@ def generate(h: Handler) -> None:
     prompt_ids = prompt_ids_of(h, body)
     sampling = parse_sampling(body.get("sampling_params"))
     rid = str(body.get("rid") or uuid.uuid4().hex)
-    block = int(h.engine.server_args["speculative_num_draft_tokens"])
+    block = int(h.engine.server_args["speculative_num_draft_tokens"] or 1)
     if not body.get("stream"):
         result, latency = run_request(h, prompt_ids, sampling, stream=False, rid=rid)
         h.reply_json({"text": result["text"], "output_ids": result["output_ids"],

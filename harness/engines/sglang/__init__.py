@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from harness.engines.flags import without_flags
 from harness.engines.interface import ParsedResponse, Placement, StreamAssembler
 from harness.engines.sglang import api, stream
 from harness.engines.sglang.launch import (
     RESERVED_FLAGS,
     SECRET_FLAGS,
+    SPECULATIVE_FLAGS,
     api_key,
     check_flags,
     launch_command,
@@ -58,6 +60,21 @@ class SGLangAdapter:
                        checkpoints: tuple[Path, Path] | None = None,
                        placement: Placement | None = None) -> list[str]:
         return launch_command(suite, python, host, port, models, placement)
+
+    def target_alone_command(self, command: Sequence[str]) -> list[str]:
+        """The launch line `command` without speculation ([speedup]): every speculative
+        flag the harness set dropped, the rest (the build's serving flags) as it was."""
+        return without_flags(command, SPECULATIVE_FLAGS)
+
+    def target_alone_mismatches(self, info: Any) -> list[str]:
+        """The target-alone server must run no speculation (`/server_info`'s resolved
+        `speculative_algorithm` unset)."""
+        return api.speculation_running(info)
+
+    def parse_target_alone(self, payload: Any, where: str, chat: bool) -> ParsedResponse:
+        """An answer of the target alone: its tokens, no spec counts (none are sent)."""
+        parse = api.parse_chat if chat else api.parse_generate
+        return parse(payload, where, speculative=False)
 
     def generate_body(self, text: str, params: Mapping[str, Any], rid: str) -> dict[str, Any]:
         return api.generate_body(text, params, rid)

@@ -129,7 +129,8 @@ def chat_template_flag(extra_args: Sequence[str]) -> str | None:
     return None
 
 
-def parse_chat(payload: Any, where: str = CHAT_PATH) -> ParsedResponse:
+def parse_chat(payload: Any, where: str = CHAT_PATH, speculative: bool = True
+               ) -> ParsedResponse:
     """Read one `/v1/chat/completions` response (one choice, `return_meta_info`): the
     answer is `message.content`, the figures its `meta_info` as for /generate."""
     if not isinstance(payload, Mapping):
@@ -145,14 +146,17 @@ def parse_chat(payload: Any, where: str = CHAT_PATH) -> ParsedResponse:
                             "\"return_meta_info\": true; SGLang 0.5.17 and later send it)")
     message = choice.get("message")
     content = message.get("content") if isinstance(message, Mapping) else None
-    parsed = parse_generate({"text": content or "", "meta_info": meta}, where)
+    parsed = parse_generate({"text": content or "", "meta_info": meta}, where, speculative)
     if meta.get("finish_reason") is None and choice.get("finish_reason") is not None:
         parsed = replace(parsed, finish_reason=str(choice["finish_reason"]))
     return replace(parsed, prompt_sha256=prompt_ids_sha256(choice.get("prompt_token_ids")))
 
 
-def parse_generate(payload: Any, where: str = "/generate") -> ParsedResponse:
-    """Read one native `/generate` response; raise `MissingMetric` if a figure is absent."""
+def parse_generate(payload: Any, where: str = "/generate", speculative: bool = True
+                   ) -> ParsedResponse:
+    """Read one native `/generate` response; raise `MissingMetric` if a figure is absent.
+    `speculative` False: a server running the target alone ([speedup]), whose answers
+    carry no spec counts: the tokens alone, 0 verify steps."""
     if isinstance(payload, list) and len(payload) == 1:
         payload = payload[0]  # a batch of one comes back as a one-element list
     if not isinstance(payload, Mapping):
@@ -164,6 +168,14 @@ def parse_generate(payload: Any, where: str = "/generate") -> ParsedResponse:
     if tokens is None:
         raise MissingMetric(f"{where}: meta_info has no completion token count "
                             f"(looked for {', '.join(COMPLETION_TOKEN_KEYS)})")
+    if not speculative:
+        prompt = meta.get("prompt_tokens")
+        return ParsedResponse(
+            text=str(payload.get("text") or ""),
+            completion_tokens=_as_count(tokens, "completion_tokens", where), verify_steps=0,
+            correct_drafts=None, histogram=None,
+            prompt_tokens=int(prompt) if isinstance(prompt, int) else None,
+            finish_reason=_finish_reason(meta), dp_rank=_rank(meta.get("dp_rank")))
     steps = _first(meta, VERIFY_STEP_KEYS)
     if steps is None and isinstance(tokens, int) and tokens <= 1:
         # SGLang omits every spec key when a request ended before any verify step
@@ -317,3 +329,13 @@ def server_non_draft_tokens(info: Any, declared_algorithm: str | None) -> int:
     algorithm = mapping.get("speculative_algorithm") or declared_algorithm
     version = mapping.get("version")
     return non_draft_tokens_per_step(algorithm, version if isinstance(version, str) else None)
+
+
+def speculation_running(info: Any) -> list[str]:
+    """Why a server meant to run the target alone runs speculation (`/server_info`'s
+    `speculative_algorithm` set), else []."""
+    algorithm = info.get("speculative_algorithm") if isinstance(info, Mapping) else None
+    if algorithm:
+        return [f"the target-alone server runs speculation: speculative_algorithm "
+                f"{str(algorithm)[:100]!r}"]
+    return []

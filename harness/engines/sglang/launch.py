@@ -42,6 +42,10 @@ RESERVED_FLAGS = frozenset({
     "--disaggregation-mode", "--disaggregation-transfer-backend",
     "--disaggregation-bootstrap-port",
 })
+# The flags that turn speculation on, all set by the harness alone (reserved above):
+# without them SGLang serves the target alone ([speedup]).
+SPECULATIVE_FLAGS = frozenset(flag for flag in RESERVED_FLAGS
+                              if flag.startswith("--speculative-"))
 # SGLang's secret flags: 0.5.23's fields/serving.py api_key, admin_api_key,
 # ssl_keyfile_password; fields/exec_.py watermark_config (a JSON file path or an inline
 # JSON object holding watermark_key and watermark_key_b, which earlier releases took as

@@ -18,11 +18,13 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from harness.engines.flags import without_flags
 from harness.engines.interface import ParsedResponse, Placement, StreamAssembler
 from harness.engines.vllm import api, stream
 from harness.engines.vllm.launch import (
     RESERVED_FLAGS,
     SECRET_FLAGS,
+    SPECULATIVE_FLAGS,
     api_key,
     check_flags,
     launch_command,
@@ -77,6 +79,20 @@ class VLLMAdapter:
 
             raise BadInput(f"suite {suite.name}: no target and draft model to serve")
         return launch_command(suite, python, host, port, models, placement)
+
+    def target_alone_command(self, command: Sequence[str]) -> list[str]:
+        """The launch line `command` without speculation ([speedup]): no
+        `--speculative-config`, and no per-request spec metrics to ask for."""
+        return without_flags(command, SPECULATIVE_FLAGS)
+
+    def target_alone_mismatches(self, info: Any) -> list[str]:
+        """The target-alone server must run no speculation."""
+        return api.speculation_running(info)
+
+    def parse_target_alone(self, payload: Any, where: str, chat: bool) -> ParsedResponse:
+        """An answer of the target alone: its tokens, no spec counts (none are sent)."""
+        parse = api.parse_chat if chat else api.parse_generate
+        return parse(payload, where, speculative=False)
 
     def generate_body(self, text: str, params: Mapping[str, Any], rid: str) -> dict[str, Any]:
         return api.generate_body(text, params, rid)

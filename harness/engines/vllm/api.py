@@ -157,7 +157,7 @@ def _count(value: Any, field: str, where: str) -> int:
     return value
 
 
-def _parse(payload: Any, where: str, chat: bool) -> ParsedResponse:
+def _parse(payload: Any, where: str, chat: bool, speculative: bool = True) -> ParsedResponse:
     if not isinstance(payload, Mapping):
         raise MissingMetric(f"{where}: expected a JSON object, got {type(payload).__name__}")
     choices = payload.get("choices")
@@ -170,6 +170,8 @@ def _parse(payload: Any, where: str, chat: bool) -> ParsedResponse:
         raise MissingMetric(f"{where}: the response has no usage.completion_tokens")
     metrics = payload.get("metrics")
     spec = metrics.get("speculative_decoding") if isinstance(metrics, Mapping) else None
+    if not speculative:  # the target alone ([speedup]): tokens only, no verify step
+        spec = {"num_spec_steps": 0, "num_accepted_draft_tokens": 0}
     if not isinstance(spec, Mapping):
         raise MissingMetric(f"{where}: the response has no metrics.speculative_decoding (the "
                             "server runs without --per-request-spec-decode-metrics, or "
@@ -179,7 +181,7 @@ def _parse(payload: Any, where: str, chat: bool) -> ParsedResponse:
     steps = _count(spec.get("num_spec_steps"), "speculative_decoding.num_spec_steps", where)
     accepted = _count(spec.get("num_accepted_draft_tokens"),
                       "speculative_decoding.num_accepted_draft_tokens", where)
-    if completion > 1 and steps == 0:
+    if completion > 1 and steps == 0 and speculative:
         raise MissingMetric(f"{where}: {completion} tokens but 0 verify steps: speculative "
                             "decoding did not run for this request")
     histogram = spec.get("acceptance_histogram")
@@ -206,12 +208,14 @@ def _parse(payload: Any, where: str, chat: bool) -> ParsedResponse:
         prompt_sha256=prompt_ids_sha256(ids))
 
 
-def parse_generate(payload: Any, where: str = GENERATE_PATH) -> ParsedResponse:
-    return _parse(payload, where, chat=False)
+def parse_generate(payload: Any, where: str = GENERATE_PATH, speculative: bool = True
+                   ) -> ParsedResponse:
+    return _parse(payload, where, chat=False, speculative=speculative)
 
 
-def parse_chat(payload: Any, where: str = CHAT_PATH) -> ParsedResponse:
-    return _parse(payload, where, chat=True)
+def parse_chat(payload: Any, where: str = CHAT_PATH, speculative: bool = True
+               ) -> ParsedResponse:
+    return _parse(payload, where, chat=True, speculative=speculative)
 
 
 def server_figure(info: Any) -> float | None:
@@ -266,3 +270,15 @@ def window_mismatches(rows_steps: int, rows_accepted: int, counters: Any) -> lis
         problems.append(f"{ACCEPTED} rose by {counters[ACCEPTED]}, the responses count "
                         f"{rows_accepted} accepted drafts")
     return problems
+
+
+def speculation_running(info: Any) -> list[str]:
+    """Why a server meant to run the target alone runs speculation (its resolved
+    `vllm_config.speculative_config` set), else []."""
+    config = info.get("server_info") if isinstance(info, Mapping) else None
+    vllm_config = config.get("vllm_config") if isinstance(config, Mapping) else None
+    spec = vllm_config.get("speculative_config") if isinstance(vllm_config, Mapping) else None
+    if spec:
+        return [f"the target-alone server runs speculation: speculative_config "
+                f"{str(spec)[:200]}"]
+    return []

@@ -51,6 +51,9 @@ METHODS = {"DFLASH": "dflash", "EAGLE": "eagle", "EAGLE3": "eagle3", "NGRAM": "n
 # each step's accepted drafts in order (`per_step_accepted`), which place a stop string on
 # a step (harness.engines.vllm.stops).
 PER_REQUEST_LEVEL = "detailed"
+# The flags of the line that turn speculation on and ask for its counts: without them
+# vLLM serves the target alone ([speedup]).
+SPECULATIVE_FLAGS = frozenset({"--speculative-config", "--per-request-spec-decode-metrics"})
 
 
 def normalised_flag(arg: str) -> str:

@@ -1,0 +1,187 @@
+"""The target alone ([speedup]): the suite's target served by the same build on the same
+host without speculation, measured right after the speculative run on the prompts it
+answered, with the same sampling, and paired with it by question (harness.metrics.speedup).
+
+Its launch line is the engine adapter's (`target_alone_command`: the speculative line
+less its speculative flags); its answers are read by the adapter's parser without spec
+counts (`parse_target_alone`), and the server is checked to run no speculation
+(`target_alone_mismatches`). Its rows go to `target-alone.jsonl` as they finish, its
+server's log to `target-alone.log`, its summary to the record's `target_alone`.
+
+A target-alone run that fails (its server dies or never answers, a request fails) is
+named in the record and the verdict; the speculative run's rows and figures are kept,
+and its speedup figures are missing, which the judge never passes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.errors import BadInput, EngineError, HarnessError, Interrupted
+from harness.results.layout import TARGET_ALONE_FILE, TARGET_ALONE_LOG
+from harness.results.record import LaunchInfo, Speedup, TargetAloneInfo
+from harness.results.writer import RowLog
+from harness.run.entry_run import EntryRun
+from harness.run.heartbeat import heartbeat, say
+from harness.run.launch import LOOPBACK, Server, ServerSpec, free_port
+
+NOT_LAUNCHED = ("the harness launches the target alone itself, on the host and build it "
+                "launched the speculative server with")
+
+
+def wanted(runs: Sequence[EntryRun]) -> list[EntryRun]:
+    """The entries whose suite declares [speedup]."""
+    return [run for run in runs if run.loaded.suite.speedup is not None]
+
+
+def check_possible(suite: Any, options: Any, adapter: Any = None) -> None:
+    """BadInput, before anything runs, where no target-alone run can be launched: a server
+    attached with --server or a scheduler's deployment (neither is the harness's to
+    relaunch), a topology of several launch lines, or an engine without the line."""
+    if suite.speedup is None or options.dry_run:
+        return
+    where = f"{suite.name}: [speedup] baseline = {suite.speedup.baseline!r}"
+    if options.server is not None:
+        raise BadInput(f"suite {where} cannot be measured against a server attached with "
+                       f"--server: {NOT_LAUNCHED}; run it without --server")
+    if options.launcher is not None:
+        raise BadInput(f"suite {where} cannot be measured on a {options.launcher} "
+                       f"deployment: {NOT_LAUNCHED}")
+    if not suite.topology.tensor_parallel_only:
+        raise BadInput(f"suite {where}: the target alone is launched as one server; this "
+                       f"topology ({suite.topology.parallel_text()}) takes several")
+    if adapter is not None and not hasattr(adapter, "target_alone_command"):
+        raise BadInput(f"suite {where}: the {suite.engine.kind} adapter has no launch line "
+                       "without speculation")
+
+
+class TargetAloneAdapter:
+    """An engine adapter as the driver sees it for the target alone: its answers read
+    without spec counts, the server checked to run no speculation, the rest the engine's."""
+
+    def __init__(self, adapter: Any) -> None:
+        self.inner = adapter
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def parse_generate(self, payload: Any, where: str) -> Any:
+        return self.inner.parse_target_alone(payload, where, chat=False)
+
+    def parse_chat(self, payload: Any, where: str) -> Any:
+        return self.inner.parse_target_alone(payload, where, chat=True)
+
+    def settings_mismatches(self, info: Any, suite: Any, models: Any = None) -> list[str]:
+        return list(self.inner.target_alone_mismatches(info))
+
+    def non_draft_tokens_per_step(self, info: Any, suite: Any) -> int:
+        return 1  # no verify step: every token is the target's own
+
+
+def measure_target_alone(runs: Sequence[EntryRun], engine: Any, env: Mapping[str, str]
+                         ) -> None:
+    """Launch the target alone and measure each [speedup] entry's prompts on it, after
+    the speculative server has stopped; each entry gets its `target_alone` and its
+    measurement's `speedup`. A failure is recorded on every entry not yet measured."""
+    runs = [run for run in wanted(runs) if run.measurement is not None]
+    if not runs:
+        return
+    first = runs[0]
+    suite = first.loaded.suite
+    port = free_port()
+    command = engine.adapter.target_alone_command(engine.command(LOOPBACK, port))
+    spec = ServerSpec(command=command, log_path=first.run_dir / TARGET_ALONE_LOG, port=port,
+                      env=dict(env), launch_timeout_s=suite.engine.launch_timeout_s,
+                      ready_paths=engine.adapter.ready_paths)
+    from harness.run.recorded import redact_command
+
+    launch = LaunchInfo(command=redact_command(command, suite), host=LOOPBACK, port=port)
+    pending = list(runs)
+    try:
+        with Server(spec) as server:
+            for run in runs:
+                run.stage = "target alone"
+            say(f"launching the target alone of {suite.name}: log {spec.log_path}")
+            with heartbeat(lambda elapsed: f"launching the target alone ({elapsed:.0f} s)"):
+                launch.ready_after_s = server.wait_ready()
+            for run in runs:
+                _measure(run, engine, server, launch)
+                pending.remove(run)
+    except (KeyboardInterrupt, Interrupted):
+        raise
+    except (HarnessError, OSError) as error:
+        reason = error.message if isinstance(error, HarnessError) else str(error)
+        for run in pending:
+            _failed(run, launch, f"{run.stage}: {reason}")
+    finally:
+        for run in runs[1:]:  # one server, one log: each record's folder holds it
+            with contextlib.suppress(OSError):
+                (run.run_dir / TARGET_ALONE_LOG).write_bytes(spec.log_path.read_bytes())
+
+
+def _measure(run: EntryRun, engine: Any, server: Server, launch: LaunchInfo) -> None:
+    from harness.metrics.latency import summarise_latency
+    from harness.metrics.speedup import speedup
+
+    suite = run.loaded.suite
+    answered = {row.question_index for row in run.rows}
+    prompts = [prompt for prompt in run.data.prompts if prompt.question_index in answered]
+    planned = sum(len(prompt.turns) for prompt in prompts)
+    say(f"{suite.name}: the target alone, {len(prompts)} prompts ({planned} requests)")
+    with RowLog(run.run_dir, run.target_alone_rows, TARGET_ALONE_FILE) as log:
+        result = asyncio.run(_drive(run, engine, server, prompts, log.append))
+    latency = summarise_latency(result.rows, result.duration_s, suite.workload.concurrency,
+                                suite.workload.seed)
+    run.target_alone = TargetAloneInfo(status="measured", launch=launch,
+                                       n_requests=len(result.rows), n_planned=planned,
+                                       latency=latency)
+    assert run.measurement is not None
+    run.measurement.speedup = speedup(sorted(run.rows, key=lambda row: row.index),
+                                      result.rows, run.measurement.latency, latency,
+                                      suite.workload.seed)
+
+
+async def _drive(run: EntryRun, engine: Any, server: Server, prompts: Sequence[Any],
+                 keep: Any) -> Any:
+    from harness.run.drive import Driver, Endpoint
+    from harness.workloads import warmup_prompts
+
+    suite = run.loaded.suite
+    adapter = TargetAloneAdapter(engine.adapter)
+    endpoint = Endpoint(server.spec.base_url, adapter,  # type: ignore[arg-type]
+                        engine.adapter.auth_headers(suite),
+                        engine.adapter.auth_headers(suite, admin=True), server.death)
+    driver = Driver(endpoint, suite.workload, run.data.stop)
+    run.stage = "target alone: settings check"
+    info = await driver.server_info()
+    mismatches = adapter.settings_mismatches(info, suite)
+    if mismatches:
+        raise EngineError("the target-alone server: " + "; ".join(mismatches))
+    driver.non_draft_tokens = 1
+    driver.check_streaming(info)
+    warm = warmup_prompts(list(prompts), suite.workload.warmup_requests)
+    run.stage = "target alone: warm-up"
+    if warm:
+        await driver.warm_up(warm)
+    await driver.flush()
+    run.stage = "target alone: measurement"
+    result = await driver.measure(prompts, keep, None)
+    if len(result.rows) < result.planned:
+        raise EngineError(f"the target alone finished {len(result.rows)} of {result.planned} "
+                          "requests")
+    return result
+
+
+def _failed(run: EntryRun, launch: LaunchInfo, reason: str) -> None:
+    """The target alone failed: named, its finished rows kept, no speedup figure."""
+    from harness.metrics.speedup import DEFINITIONS
+
+    run.target_alone = TargetAloneInfo(status="failed", reason=reason, launch=launch,
+                                       n_requests=len(run.target_alone_rows))
+    if run.measurement is not None:
+        run.measurement.speedup = Speedup(definitions=dict(DEFINITIONS), n_prompts=0,
+                                          note=f"the target-alone run failed: {reason}")
+    say(f"{run.loaded.suite.name}: the target-alone run failed: {reason}")
