@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.analysis.paired_report import interval_text
 from harness.analysis.plot_categories import plot_categories
+from harness.analysis.plot_latency import plot_latency
 from harness.analysis.plot_style import (
     BASELINE_COLOURS,
     FLOOR_COLOUR,
@@ -183,6 +184,8 @@ def plot_run(
     figure = run_figure(record, baselines, suite_floor(record))
     if out is None and record.measurement is not None and record.measurement.categories:
         plot_categories(run_dir, record=record)  # beside it: the per-category figure
+    if out is None and record.measurement is not None and record.measurement.latency:
+        plot_latency(run_dir, record=record)  # and the latency distribution
     return save_png(figure, out or run_dir / RUN_PNG)
 
 

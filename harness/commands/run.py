@@ -195,11 +195,12 @@ def speed_of(outcome: object) -> list[str]:
 
 
 def drawn_plots(outcome: object) -> list[Path]:
-    """The PNGs the run drew, each entry's (the run figure, then its categories)."""
+    """The PNGs the run drew, each entry's (the run figure, its categories, its latency)."""
     from harness.analysis.plot_categories import CATEGORIES_PNG
+    from harness.analysis.plot_latency import LATENCY_PNG
     from harness.analysis.plots import RUN_PNG
 
     entries = getattr(outcome, "entries", None) or [outcome]
     folders = [entry.run_dir for entry in entries if entry.run_dir is not None]
-    return [folder / name for folder in folders for name in (RUN_PNG, CATEGORIES_PNG)
+    return [folder / name for folder in folders for name in (RUN_PNG, CATEGORIES_PNG, LATENCY_PNG)
             if (folder / name).is_file()]
