@@ -48,7 +48,14 @@ from harness.engines.reference.seed_configs import (
     muse_glimmer_text,
 )
 from harness.engines.reference.seed_recipe import SeedRecipe, recipe_for, with_overrides
-from harness.engines.reference.train import _warmup_cosine, block_masks, build_tokenizer
+from harness.engines.reference.train import (
+    _draft_forward,
+    _warmup_cosine,
+    block_masks,
+    build_tokenizer,
+    draft_update,
+    log_draft_step,
+)
 from harness.suite.attention import resolve_layers
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
@@ -255,17 +262,6 @@ def _draft_field(draft_config: dict[str, Any], name: str) -> Any:
     return draft_config.get("dflash_config", {}).get(name, draft_config.get(name))
 
 
-def _draft_forward(draft, noise, features, positions, masks) -> torch.Tensor:
-    """DFlashDraftModel.forward with one mask per layer (it accepts a single shared mask)."""
-    hidden = noise
-    context = draft.hidden_norm(draft.fc(features))
-    embeddings = draft.rotary_emb(hidden, positions)
-    for layer, mask in zip(draft.layers, masks, strict=True):
-        hidden = layer(hidden_states=hidden, target_hidden=context, attention_mask=mask,
-                       position_ids=positions, position_embeddings=embeddings)
-    return draft.norm(hidden)
-
-
 def train_draft(recipe: SeedRecipe, target, draft_config: dict[str, Any],
                 sequences: list[tuple[list[int], int]], pad: int, mask_id: int):
     from dflash.model import DFlashDraftModel
@@ -305,17 +301,9 @@ def train_draft(recipe: SeedRecipe, target, draft_config: dict[str, Any],
                                 block_masks(anchors, context, block, layers))
         logits = target.logits(hidden).view(len(picked), count, block, -1)[:, :, 1:]
         labels = block_ids.view(len(picked), count, block)[:, :, 1:]
-        losses = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
-                                 reduction="none").view_as(labels)
-        loss = (losses * weights).sum() / (weights.sum() * len(picked) * count)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(draft.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
+        loss = draft_update(draft, optimizer, schedule, logits, labels, weights)
         if step % 50 == 0 or step == recipe.draft_steps - 1:
-            first = (logits[:, :, 0].argmax(-1) == labels[:, :, 0]).float().mean().item()
-            log(f"draft step {step}: loss {loss.item():.3f}, offset-1 accuracy {first:.2f}")
+            log_draft_step(step, loss, logits, labels, log)
     draft.eval()
     return draft
 

@@ -263,22 +263,34 @@ def train_draft(recipe: Recipe, tokenizer, target, sequences, out: Path):
                                     block_masks(anchors, context, block, layers))
         logits = head(hidden_out).view(len(picked), count, block, -1)[:, :, 1:]
         labels = block_ids.view(len(picked), count, block)[:, :, 1:]
-        losses = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
-                                 reduction="none").view_as(labels)
-        loss = (losses * weights).sum() / (weights.sum() * len(picked) * count)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(draft.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
+        loss = draft_update(draft, optimizer, schedule, logits, labels, weights)
         if step % 50 == 0 or step == recipe.draft_steps - 1:
-            first = (logits[:, :, 0].argmax(-1) == labels[:, :, 0]).float().mean().item()
-            log(f"draft step {step}: loss {loss.item():.3f}, offset-1 accuracy {first:.2f}")
+            log_draft_step(step, loss, logits, labels, log)
     draft.eval()
     draft.save_pretrained(out)
     _strip_is_causal(out / "config.json")
     tokenizer.save_pretrained(out, save_jinja_files=False)
     return draft
+
+
+def draft_update(draft, optimizer, schedule, logits, labels, weights) -> torch.Tensor:
+    """One optimiser step on the block loss: cross-entropy at every block offset after the
+    anchor, weighted by offset (`weights`), averaged over the blocks (shared by the tiny
+    pair's and the seed pairs' builds, so both train their drafts alike)."""
+    losses = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                             reduction="none").view_as(labels)
+    loss = (losses * weights).sum() / (weights.sum() * labels.shape[0] * labels.shape[1])
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(draft.parameters(), 1.0)
+    optimizer.step()
+    schedule.step()
+    return loss
+
+
+def log_draft_step(step, loss, logits, labels, say) -> None:
+    first = (logits[:, :, 0].argmax(-1) == labels[:, :, 0]).float().mean().item()
+    say(f"draft step {step}: loss {loss.item():.3f}, offset-1 accuracy {first:.2f}")
 
 
 def _draft_forward(draft, noise, features, positions, masks) -> torch.Tensor:
