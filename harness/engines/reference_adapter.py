@@ -8,6 +8,7 @@ per-layer attention as it applied it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,27 @@ from harness.suite.serving import ReferenceEngine
 LAUNCH_MODULE = "harness.engines.reference"
 RESERVED_FLAGS = frozenset({"--host", "--port", "--target", "--draft", "--attention-policy",
                             "--draft-noise", "--seed", "--block-size", "--dp-size",
-                            "--no-speculation"})
+                            "--no-speculation", "--device"})
 SECRET_FLAGS = frozenset({"--api-key", "--admin-api-key"})  # reference/__main__.py
 RESERVED_WHY = ("set the suite's engine.attention_policy, engine.draft_noise, "
-                "workload.seed, speculative.block_size or topology.dp_size instead")
+                "workload.seed, speculative.block_size, topology.dp_size or topology.gpus "
+                "instead")
+# A rehearsal's override of the device a GPU suite's engine runs on (`cpu`), so that a host
+# without CUDA walks the whole GPU path (gpus = 1, the allocator, the GPU provenance) with
+# the models on the CPU (ci/gpu/rehearse.sh). The launch line and the record's
+# provenance.device say what ran; never set on a real GPU run.
+DEVICE_ENV = "HARNESS_REFERENCE_DEVICE"
+
+
+def engine_device(suite: Suite) -> str:
+    """Where the reference engine's models run: `cuda` for a topology with GPUs (one), `cpu`
+    for `gpus = 0`; `$HARNESS_REFERENCE_DEVICE` (cpu or cuda) overrides it."""
+    override = os.environ.get(DEVICE_ENV, "").strip()
+    if override:
+        if override not in ("cpu", "cuda"):
+            raise BadInput(f"{DEVICE_ENV}={override!r}: expected cpu or cuda")
+        return override
+    return "cuda" if suite.topology.gpus > 0 else "cpu"
 
 
 def check_flags(suite: Suite) -> None:
@@ -55,13 +73,19 @@ def launch_command(suite: Suite, python: str, host: str, port: int,
         command += ["--block-size", str(suite.speculative.draft_tokens)]
     if suite.topology.dp_size > 1:
         command += ["--dp-size", str(suite.topology.dp_size)]
+    device = engine_device(suite)
+    if device != "cpu":  # a CPU suite's line is as it always was
+        command += ["--device", device]
     return command + list(engine.extra_args)
 
 
 def check_topology(suite: Suite) -> None:
-    """The reference engine is one process on one CPU: of a topology it runs only data
-    parallelism (ranks with their own counters, as SGLang's); the rest is refused."""
+    """The reference engine is one process on one CPU or one GPU: of a topology it runs only
+    data parallelism (ranks with their own counters, as SGLang's); the rest is refused."""
     topology = suite.topology
+    if topology.gpus > 1:
+        raise BadInput(f"suite {suite.name}: the reference engine runs on one GPU at most "
+                       f"(topology.gpus = {topology.gpus}); set gpus = 1 (CUDA) or 0 (CPU)")
     unsupported = [name for name, value, default in (
         ("tp_size", topology.tp_size, 1), ("pp_size", topology.pp_size, 1),
         ("nnodes", topology.nnodes, 1), ("dp_attention", topology.dp_attention, False),
@@ -69,7 +93,7 @@ def check_topology(suite: Suite) -> None:
     if unsupported:
         raise BadInput(f"suite {suite.name}: the reference engine runs no "
                        f"{', '.join('topology.' + name for name in unsupported)} (one process "
-                       "on CPU; of a topology it serves dp_size only)")
+                       "on CPU or one GPU; of a topology it serves dp_size only)")
 
 
 class ReferenceAdapter(SGLangAdapter):
@@ -105,6 +129,8 @@ class ReferenceAdapter(SGLangAdapter):
         }
         if models is not None:
             expected["speculative_draft_model_path"] = models.draft
+        # the device the suite asked for is the one the server reports: never a fall-back
+        expected["device"] = engine_device(suite)
         return api.settings_mismatches(info, expected, None)
 
     def check_release(self, suite: Suite, python: str, lines: Any, env: Any,

@@ -84,6 +84,9 @@ class Provenance(_Record):
     cuda: str | None = None
     driver: str | None = None
     gpus: list[GPUInfo] = Field(default_factory=list)
+    # Where the engine's models ran, where the harness chooses it (the reference engine:
+    # "cuda" for a topology with gpus = 1, else "cpu"); None for engines that pick it
+    device: str | None = None
     data_source: str | None = None
     data_sha256: str | None = None
     # sha256 of each checkpoint file the engine served (the reference engine's weights;

@@ -17,7 +17,7 @@ from harness.run.plan import PreparedEngine, server_env, stand_in_folders
 from harness.run.preflight import Fit
 from harness.secrets import redact_argv, redact_document
 from harness.suite.model import LoadedSuite, Suite, VLLMEngine
-from harness.suite.serving import SGLangEngine
+from harness.suite.serving import ReferenceEngine, SGLangEngine
 
 
 def redact_command(command: Sequence[str], suite: Suite) -> list[str]:
@@ -58,11 +58,16 @@ def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequenc
             and engine is not None:
         patches = {p["path"]: p["sha256"] for p in getattr(engine.facts, "patches", ())
                    if p["role"] == "engine.test_patches"}
-    return collect.collect(engine.facts if engine else None, used,
-                           server_env(loaded.suite, fit, engine.facts if engine else None),
-                           getattr(data, "source", None), getattr(data, "sha256", None),
-                           loaded.suite.workload.seed, weights_sha256=weights,
-                           stand_ins_sha256=stand_ins, test_patches_sha256=patches)
+    record = collect.collect(engine.facts if engine else None, used,
+                             server_env(loaded.suite, fit, engine.facts if engine else None),
+                             getattr(data, "source", None), getattr(data, "sha256", None),
+                             loaded.suite.workload.seed, weights_sha256=weights,
+                             stand_ins_sha256=stand_ins, test_patches_sha256=patches)
+    if isinstance(loaded.suite.engine, ReferenceEngine):  # the device it launches on
+        from harness.engines.reference_adapter import engine_device
+
+        record.device = engine_device(loaded.suite)
+    return record
 
 
 def draw_plot(run_dir: Path, results_dir: Path) -> Path | None:

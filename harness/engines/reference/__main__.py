@@ -21,8 +21,11 @@ from typing import Any
 from harness import __version__
 from harness.engines.reference.checkpoints import served_weights_sha256
 from harness.engines.reference.loading import (
+    DEVICES,
     CheckpointError,
+    DeviceError,
     Options,
+    check_device,
     check_folders,
     set_reproducible_env,
 )
@@ -83,6 +86,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="require `Authorization: Bearer KEY` (health probes stay open)")
     parser.add_argument("--admin-api-key", default=None,
                         help="key for admin routes (/flush_cache), as SGLang's")
+    parser.add_argument("--device", choices=DEVICES, default="cpu",
+                        help="where the models run (default cpu); cuda: the first visible "
+                             "CUDA device, refused (exit 2) when torch has none, never a "
+                             "fall-back to the CPU")
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
     if not 0.0 <= args.draft_noise <= 1.0:
@@ -103,7 +110,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def options_of(args: argparse.Namespace) -> Options:
     return Options(target=str(args.target), draft=str(args.draft), policy=args.attention_policy,
                    block_size=args.block_size, noise=args.draft_noise, seed=args.seed,
-                   threads=args.threads, interop_threads=args.interop_threads)
+                   threads=args.threads, interop_threads=args.interop_threads,
+                   device=args.device)
 
 
 def server_args(args: argparse.Namespace, block_size: int, target_config: dict[str, Any],
@@ -117,7 +125,7 @@ def server_args(args: argparse.Namespace, block_size: int, target_config: dict[s
     return {
         "model_path": target, "tokenizer_path": target,
         "served_model_name": args.served_model_name or target,
-        "host": args.host, "port": args.port, "device": "cpu", "tp_size": 1,
+        "host": args.host, "port": args.port, "device": args.device, "tp_size": 1,
         "dp_size": args.dp_size,
         "random_seed": args.seed, "context_length": args.context_length or
         int(target_config.get("max_position_embeddings") or 4096),
@@ -156,6 +164,7 @@ def load(args: argparse.Namespace):  # -> Engine (started)
     from harness.engines.reference.policy import read_draft_config
 
     check_folders(args.target, args.draft)
+    device = check_device(args.device)  # before any worker starts: no silent CPU fall-back
     try:
         target_config = json.loads((args.target / "config.json").read_text())
         draft_config = read_draft_config(args.draft)
@@ -164,6 +173,7 @@ def load(args: argparse.Namespace):  # -> Engine (started)
     reproducible = set_reproducible_env()
     block_size = args.block_size or int(draft_config.get("block_size") or 16)
     settings = server_args(args, block_size, target_config, draft_config, reproducible)
+    settings["device_info"] = device
     engine = Engine(options_of(args), args.workers, settings, dp_size=args.dp_size)
     # The workers start first: their imports and weights load while this process loads
     # its tokenizer (the start-up is about a second shorter with a core to spare).
@@ -194,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         engine = load(args)
-    except CheckpointError as error:
+    except (CheckpointError, DeviceError) as error:
         print(f"reference engine: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     from harness.engines.reference.routes import routes
@@ -208,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"reference engine: cannot bind {args.host}:{args.port}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     log.info("policy %s: %s", args.attention_policy, engine.server_args["attention_layers"])
+    log.info("device %s", engine.server_args["device_info"])
     log.info("%d workers, %d intra-op / %d inter-op torch threads each", args.workers,
              args.threads, args.interop_threads)
     log.info("loaded in %.1f s; serving on http://%s:%d", time.perf_counter() - started,

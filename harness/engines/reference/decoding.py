@@ -118,6 +118,8 @@ class SpeculativeDecoder:
         self.target, self.draft, self.tokenizer = target, draft, tokenizer
         self.block_size, self.noise = block_size, noise
         self.vocab_size = int(target.config.vocab_size)
+        # where the models' weights lie ("cpu" or "cuda:0"): every tensor of a request too
+        self.device = next(target.parameters()).device
 
     @torch.inference_mode()
     def generate(
@@ -133,7 +135,7 @@ class SpeculativeDecoder:
     ) -> Generation:
         prompt_ids = self.tokenizer(prompt)["input_ids"] if isinstance(prompt, str) else prompt
         key = request_key(list(prompt_ids), self.noise.seed, seed)
-        generator = torch.Generator().manual_seed(int(key, 16) % (2**63))
+        generator = torch.Generator(device=self.device).manual_seed(int(key, 16) % (2**63))
         run = _Run(self, list(prompt_ids), max_new_tokens, temperature, top_p, top_k,
                    stop or [], key, generator)
         run.on_step = on_step
@@ -168,14 +170,15 @@ class _Run:
 
     def execute(self) -> Generation:
         d, model, target = self.d, self.d.draft, self.d.target
-        input_ids = torch.tensor([self.prompt_ids])
+        device = d.device
+        input_ids = torch.tensor([self.prompt_ids], device=device)
         num_input = input_ids.shape[1]
         max_length = num_input + self.max_new_tokens
         block_size = d.block_size
         # Room for a full block past max_length: SGLang verifies whole blocks to the end.
         output_ids = torch.full((1, max_length + block_size + 1), model.mask_token_id,
-                                dtype=torch.long)
-        position_ids = torch.arange(output_ids.shape[1]).unsqueeze(0)
+                                dtype=torch.long, device=device)
+        position_ids = torch.arange(output_ids.shape[1], device=device).unsqueeze(0)
         cache_target = _make_cache(target.config)
         cache_draft = _make_cache(model.config)
 
@@ -272,7 +275,7 @@ class _Run:
         gamma = drafts.shape[1]
         p = target_probs[:, :gamma].gather(-1, drafts[..., None])[..., 0]
         q = draft_probs.gather(-1, drafts[..., None])[..., 0]
-        draws = torch.rand(q.shape, generator=self.generator)
+        draws = torch.rand(q.shape, generator=self.generator, device=q.device)
         accepted = int((draws * q < p).to(torch.int32).cumprod(-1).sum(-1)[0].item())
         if accepted == gamma:
             return accepted, self.sample_probs(target_probs[:, -1])[0]

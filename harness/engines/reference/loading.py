@@ -28,6 +28,40 @@ class CheckpointError(Exception):
     """A target or draft folder that cannot be served; the message says why."""
 
 
+class DeviceError(Exception):
+    """The device asked for (`--device cuda`) is not usable here; the message says why.
+    Never answered by a fall-back to the CPU: a run that asked for CUDA measures CUDA."""
+
+
+DEVICES = ("cpu", "cuda")
+
+
+def check_device(device: str) -> dict[str, Any]:
+    """What `device` is here (reported in /server_info), or DeviceError. `cpu` needs nothing
+    (torch is not imported); `cuda` imports torch in this process, which is safe: the
+    workers are spawned, not forked, so none inherits a CUDA state."""
+    if device == "cpu":
+        return {"device": "cpu"}
+    if device != "cuda":
+        raise DeviceError(f"--device {device!r}: expected one of {', '.join(DEVICES)}")
+    try:
+        import torch
+    except ImportError as error:
+        raise DeviceError(f"--device cuda: torch cannot be imported ({error})") from None
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    where = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
+    if torch.version.cuda is None:
+        raise DeviceError(f"--device cuda: torch {torch.__version__} is a build without CUDA; "
+                          "serve this suite on a host whose torch has CUDA (the engine does "
+                          "not fall back to the CPU)")
+    if not torch.cuda.is_available():
+        raise DeviceError(f"--device cuda: torch {torch.__version__} (CUDA {torch.version.cuda})"
+                          f" sees no CUDA device{where}; the engine does not fall back to the "
+                          "CPU")
+    return {"device": "cuda", "cuda_device_name": torch.cuda.get_device_name(0),
+            "torch_cuda": torch.version.cuda, "cuda_visible_devices": visible}
+
+
 @dataclass(frozen=True)
 class Options:
     """What a worker needs to build its decoder (plain data: it crosses processes)."""
@@ -40,6 +74,7 @@ class Options:
     seed: int = 0
     threads: int = 1
     interop_threads: int = 1
+    device: str = "cpu"  # "cuda": the models and every tensor of a request on cuda:0
 
 
 def set_reproducible_env() -> dict[str, str]:
@@ -116,6 +151,9 @@ def load_decoder(options: Options) -> tuple[Any, list[dict[str, Any]]]:
     if any(not 0 <= index < layers for index in draft.target_layer_ids):
         raise CheckpointError(f"draft target_layer_ids {draft.target_layer_ids} outside the "
                               f"target's {layers} layers")
+    if options.device != "cpu":
+        check_device(options.device)
+        target, draft = target.to(options.device), draft.to(options.device)
     apply_policy(draft, draft_config, options.policy)
     block_size = options.block_size or draft.block_size
     decoder = SpeculativeDecoder(target, draft, tokenizer, block_size,
