@@ -74,8 +74,8 @@ def launch_command(suite: Suite, python: str, host: str, port: int,
     if suite.topology.dp_size > 1:
         command += ["--dp-size", str(suite.topology.dp_size)]
     device = engine_device(suite)
-    if device != "cpu":  # a CPU suite's line is as it always was
-        command += ["--device", device]
+    if device != "cpu" or suite.topology.gpus > 0:  # a CPU suite's line is as it was;
+        command += ["--device", device]  # a GPU suite's says where it runs, overridden too
     return command + list(engine.extra_args)
 
 

@@ -60,8 +60,11 @@ def test_reference_suites_run_in_parallel_on_disjoint_gpus(tmp_path: Path) -> No
     (suites / "ref_needs_8.toml").write_text(_suite_text(too_big))
 
     lock_dir, results, junit = tmp_path / "locks", tmp_path / "results", tmp_path / "junit.xml"
+    # the simulated GPUs are leased; the engine computes on the CPU (a gpus = 1 suite
+    # launches it with --device cuda, which a CPU torch refuses)
     env = {**os.environ, "HARNESS_GPU_INVENTORY": "4xH100:80",
-           "HARNESS_GPU_LOCK_DIR": str(lock_dir)}  # fmt: skip
+           "HARNESS_GPU_LOCK_DIR": str(lock_dir),
+           "HARNESS_REFERENCE_DEVICE": "cpu"}  # fmt: skip
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--suites", str(suites),
                "-n", "3", "--results-dir", str(results), f"--junitxml={junit}", "-rsf"]  # fmt: skip
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
