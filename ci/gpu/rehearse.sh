@@ -26,6 +26,15 @@ torch_python="${HARNESS_TORCH_PYTHON:-python3}"
     echo "rehearse: no pack (run: python ci/gpu/pack.py)" >&2
     exit 2
 }
+# The pack's harness wheel is what runs: one older than the checkout's code would rehearse
+# old code.
+wheel="$(ls "${HARNESS_GPU_PACK:-$root/.gpu-pack}"/wheels/spec_harness-*.whl)"
+newer="$(find "$root/harness" "$root/pyproject.toml" -type f -newer "$wheel" \
+    -not -path '*/__pycache__/*' -print -quit)"
+[[ -z "$newer" ]] || {
+    echo "rehearse: $newer is newer than the pack's $wheel (run: python ci/gpu/pack.py)" >&2
+    exit 2
+}
 export HARNESS_TORCH_PYTHON="$torch_python"
 export HARNESS_GPU_INVENTORY=1xH100:80 HARNESS_REFERENCE_DEVICE=cpu HARNESS_GPU_REHEARSAL=1
 export OUT="${OUT:-$root/.gpu-out/rehearsal}"

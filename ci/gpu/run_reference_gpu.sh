@@ -14,7 +14,7 @@
 # set, else .gpu-out/. docs/reference-engine.md, "On a GPU host", says how to call it.
 #
 # Settings (environment): HARNESS_TORCH_PYTHON (default python3: the interpreter holding
-# torch), HARNESS_GPU_PACK (default .gpu-pack), HARNESS_GPU_BUDGET_S (default 420: both
+# torch), HARNESS_GPU_PACK (default .gpu-pack), HARNESS_GPU_BUDGET_S (default 330: both
 # runs, venv included, so that the script and a rerun fit 15 minutes of device time),
 # HARNESS_GPU_REHEARSAL=1 (set by ci/gpu/rehearse.sh only: allows wheels of the pack that
 # this interpreter cannot install, taken from the torch interpreter instead).
@@ -23,7 +23,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 pack="${HARNESS_GPU_PACK:-$root/.gpu-pack}"
 torch_python="${HARNESS_TORCH_PYTHON:-python3}"
-budget_s="${HARNESS_GPU_BUDGET_S:-420}"
+budget_s="${HARNESS_GPU_BUDGET_S:-330}"
 out="${OUT:-$root/.gpu-out}"
 suite="$root/suites/tiny_dflash_gpu.toml"
 started=$SECONDS

@@ -77,7 +77,7 @@ def _fake_torch(monkeypatch: pytest.MonkeyPatch, cuda: str | None, available: bo
 def test_check_device_refuses_a_torch_without_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     assert check_device("cpu") == {"device": "cpu"}
     _fake_torch(monkeypatch, None, False)
-    with pytest.raises(DeviceError, match="build without CUDA.*not fall back to the CPU"):
+    with pytest.raises(DeviceError, match=r"build without CUDA.*not fall back to the CPU"):
         check_device("cuda")
     _fake_torch(monkeypatch, "13.0", False)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
