@@ -99,3 +99,35 @@ def test_the_engine_exits_2_without_a_traceback_when_cuda_is_missing() -> None:
     assert "Traceback" not in done.stderr
     assert done.stderr.startswith("reference engine: --device cuda: torch "), done.stderr
     assert "not fall back to the CPU" in done.stderr
+
+
+def test_harness_run_of_the_gpu_suite_without_cuda_errs_with_the_engines_line(
+        tmp_path: Path) -> None:
+    """The whole path on a host without CUDA: a simulated GPU fits, the engine is launched
+    with --device cuda, refuses, and the run ends in exit 3 with the engine's line and a
+    record whose provenance says cuda (no CPU run happened)."""
+    import json
+    import os
+
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this host has CUDA: the engine would serve")
+    env = {**os.environ, "HARNESS_GPU_INVENTORY": "1xH100:80", "PYTHONPATH": str(ROOT),
+           "HARNESS_CACHE": str(tmp_path / "cache")}
+    env.pop(reference_adapter.DEVICE_ENV, None)
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "run", str(GPU_SUITE), "--results",
+         str(tmp_path / "results"), "--no-progress", "--no-plot"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    output = done.stdout + done.stderr
+    if "GSM8K" in output and "no local" in output.lower():
+        pytest.skip("no local GSM8K data (HARNESS_DATA_DIR)")
+    assert done.returncode == 3, output
+    assert "server exited with code 2" in output and "is a build without CUDA" in output
+    assert "Traceback" not in output
+    (record_path,) = (tmp_path / "results").rglob("run.json")
+    record = json.loads(record_path.read_text())
+    assert record["verdict"]["status"] == "error"
+    assert record["provenance"]["device"] == "cuda"
+    assert [g["name"] for g in record["provenance"]["gpus"]] == ["H100"]
+    assert record["launch"]["command"][-2:] == ["--device", "cuda"]
