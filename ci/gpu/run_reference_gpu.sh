@@ -50,8 +50,10 @@ say "work folder $work; outputs in $out; budget ${budget_s} s"
 # -- the offline venv ---------------------------------------------------------------------
 # --system-site-packages reaches the *base* interpreter's packages; the host's python3 is
 # itself a venv (/opt/torch/.venv), so its own site-packages are added by a .pth file (a
-# plain path: its .pth files, such as an editable install, are not run).
-"$torch_python" -m venv --system-site-packages "$work/venv"
+# plain path: its .pth files, such as an editable install, are not run). Without pip of
+# its own (no ensurepip needed, which a distribution's base Python may lack): the torch
+# interpreter's pip, found through that path, installs into the venv it runs in.
+"$torch_python" -m venv --without-pip --system-site-packages "$work/venv"
 py="$work/venv/bin/python"
 site="$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 "$torch_python" -c 'import sysconfig
@@ -63,8 +65,12 @@ say "venv $work/venv over $torch_python ($(tr '\n' ' ' < "$site/_torch_host.pth"
 mapfile -t wheels < <("$py" - "$pack/wheels" <<'PY'
 import sys
 from pathlib import Path
-from packaging.tags import sys_tags
-from packaging.utils import parse_wheel_filename
+try:
+    from packaging.tags import sys_tags
+    from packaging.utils import parse_wheel_filename
+except ImportError:  # pip's own copy
+    from pip._vendor.packaging.tags import sys_tags
+    from pip._vendor.packaging.utils import parse_wheel_filename
 here = set(sys_tags())
 for wheel in sorted(Path(sys.argv[1]).glob("*.whl")):
     fits = bool(set(parse_wheel_filename(wheel.name)[3]) & here)
