@@ -119,10 +119,13 @@ say "run 1 ended: exit $rc1"
 # -- run 2: through the pytest plugin and the GPU allocator ---------------------------------
 say "run 2: pytest --suites (the allocator's lease) ($(left) s left)"
 rc2=0
-mkdir -p "$work/pytest" && cd "$work/pytest"  # an empty folder: pytest collects the suite alone
+# An empty folder, and every path glued to its option: pytest finds no configuration (a
+# bare path argument would lead it to the checkout's pyproject.toml) and collects the suite
+# alone.
+mkdir -p "$work/pytest" && cd "$work/pytest"
 timeout --kill-after=20 "$(left)" "$py" -m pytest -p no:cacheprovider -q -rA \
-    --rootdir "$work/pytest" --suites "$suite" --results-dir "$work/results/run2" \
-    --label gpu-script-2 --gpu-wait 60 --junitxml "$work/junit.xml" 2>&1 |
+    --rootdir="$work/pytest" --suites="$suite" --results-dir="$work/results/run2" \
+    --label=gpu-script-2 --gpu-wait=60 --junitxml="$work/junit.xml" 2>&1 |
     tee "$out/run2.log" || rc2=$?
 cd "$work"
 say "run 2 ended: exit $rc2"
