@@ -150,7 +150,7 @@ def _torch_python() -> str | None:
 @pytest.mark.slow
 def test_rehearsal_runs_offline(tmp_path: Path) -> None:
     """ci/gpu/rehearse.sh end to end, offline, with the pack made beforehand (pack.py needs
-    the network). About 2 minutes on a shared 2-core host."""
+    the network). 133 s on a quiet 2-core host, 204-248 s under load."""
     python = _torch_python()
     if python is None or not (ROOT / ".gpu-pack" / "wheels").is_dir() or \
             shutil.which("unshare") is None:
