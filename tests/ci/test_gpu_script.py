@@ -123,7 +123,7 @@ def test_scripts_fetch_nothing(script: Path) -> None:
 def test_the_host_script_isolates_the_harness_it_runs() -> None:
     text = (GPU / "run_reference_gpu.sh").read_text()
     assert re.search(r"^unset PYTHONPATH\b", text, re.M)
-    assert "-m venv --system-site-packages" in text
+    assert "-m venv --without-pip --system-site-packages" in text
     assert "import harness; print(harness.__file__)" in text
     assert '"$work/venv/"*' in text  # the harness found must be the venv's
     assert "HF_HUB_OFFLINE=1" in text and "PIP_NO_INDEX=1" in text
