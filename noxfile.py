@@ -152,7 +152,8 @@ TESTS_ARGS = ("-n", "2", "--dist", "loadscope", "--durations=15",
               "--ignore", "tests/run/schedulers/test_lws_schema.py")
 
 
-def tests_args(posargs: list[str], marks: str = "not e2e") -> list[str]:
+def tests_args(posargs: list[str], marks: str = "not e2e and not gpu_rehearsal"
+               ) -> list[str]:
     """The default arguments, the marker selection, then the caller's. `-p no:xdist` would
     leave `-n 2` to an unknown option, so the xdist flags go when the caller turns xdist
     off."""
@@ -182,14 +183,27 @@ def _pytest(session: nox.Session, marks: str) -> None:
 @nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def tests(session: nox.Session) -> None:
     """The test suite but its end-to-end runs (`nox -s e2e`): the loop while working."""
-    _pytest(session, "not e2e")
+    _pytest(session, "not e2e and not gpu_rehearsal")
 
 
 @nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def e2e(session: nox.Session) -> None:
     """The end-to-end cases (pytest marker e2e): whole harness runs on the reference engine,
     bisect, the paired gate, calibration, a fresh clone; minutes each. CI runs both."""
-    _pytest(session, "e2e")
+    _pytest(session, "e2e and not gpu_rehearsal")
+
+
+@nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
+def gpu_rehearsal(session: nox.Session) -> None:
+    """The prepared GPU host script (ci/gpu, docs/reference-engine.md) rehearsed on CPU:
+    pack.py downloads the wheels the GPU host lacks (network), then the rehearsal runs the
+    script offline in a network namespace of its own, two whole suite runs (minutes). Run
+    it before lending a GPU to the script; CI runs the script's unit tests, not this."""
+    _uv_reads_pips_wheels()
+    session.install("-e", ".[test,reference]", "pip")
+    session.run("python", "ci/gpu/pack.py")
+    session.run("pytest", "-p", "no:xdist", "-q", "-m", "gpu_rehearsal", "tests/ci",
+                env={"HARNESS_STRICT_SKIPS": "1"})
 
 
 @nox.session(python=PYTHON, venv_backend=FAST_BACKEND)

@@ -146,11 +146,11 @@ def _torch_python() -> str | None:
     return sys.executable if importlib.util.find_spec("torch") else None
 
 
-@pytest.mark.e2e
+@pytest.mark.gpu_rehearsal  # `nox -s gpu_rehearsal`, which makes the pack first
 @pytest.mark.slow
 def test_rehearsal_runs_offline(tmp_path: Path) -> None:
     """ci/gpu/rehearse.sh end to end, offline, with the pack made beforehand (pack.py needs
-    the network). 133 s on a quiet 2-core host, 204-248 s under load."""
+    the network): two whole suite runs, minutes (`nox -s gpu_rehearsal`)."""
     python = _torch_python()
     if python is None or not (ROOT / ".gpu-pack" / "wheels").is_dir() or \
             shutil.which("unshare") is None:
