@@ -291,6 +291,11 @@ def run_paired(loaded: LoadedSuite, options: Any, against: str, against_label: s
         return run_suite(loaded, options)
     for line in sizing_lines(loaded, options):  # before a GPU hour is spent
         _say(line)
+    setting = loaded.suite.speedup
+    if setting is not None and setting.max_drop is not None:
+        _say(f"speedup gate: B's TPOT and throughput speedups over its target alone within "
+             f"{setting.max_drop:.1%} of A's, paired by prompt (one-sided alpha "
+             f"{gate.alpha:g}, inconclusive judged {gate.inconclusive})")
     wanted = expected_identities(loaded, options_a) if reuse else {}
     references: dict[str, Reference] = {}
     metric_of = _metrics(loaded, options)
