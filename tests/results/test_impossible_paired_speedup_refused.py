@@ -5,6 +5,7 @@ twice) is refused by every reader, naming the field; any value is judged without
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -118,7 +119,5 @@ def test_any_value_is_accepted_or_refused_never_a_crash(finding: dict[str, Any],
                          (lambda v: check_speedup("measurement.speedup", {
                              **SPEEDUP, "per_question": [v, {**QUESTION, "question_index": 9}]}),
                           {**QUESTION, **question})):
-        try:
+        with contextlib.suppress(BadFile):  # refused, naming the field: never a crash
             check(json.loads(json.dumps(value, allow_nan=True)))
-        except BadFile:
-            pass
