@@ -127,18 +127,29 @@ def row(series: str, latest: Latest | None) -> dict[str, Any]:
         "decision": result.decision, "status": verdict,
         "floor": floors.get("accept_length") if isinstance(floors, dict) else None,
         "floors_status": paired.floors_status, "gate_status": paired.status,
-        "verdict": verdict,
+        "speedup_gate": speedup_gate_text(paired), "verdict": verdict,
     }
+
+
+def speedup_gate_text(paired: PairedFinding) -> str:
+    """The paired speedup gate's findings in one cell: each figure's status and B / A of
+    its speedups (`[speedup] max_drop`); "-" where the run did not gate speedup."""
+    cells = []
+    for found in paired.speedup or []:
+        name = found.figure.removeprefix("speedup_")
+        shown = f" B/A {found.ratio:.3f}" if found.ratio is not None else ""
+        cells.append(f"{name} {found.status.upper()}{shown}")
+    return "; ".join(cells) or "-"
 
 
 def markdown(table: list[dict[str, Any]]) -> str:
     lines = ["| series | B | A (run) | B accept length | A | B - A (CI) | relative | tolerated "
-             "| paired gate | floor | floors | verdict |", "|" + "---|" * 12]
+             "| paired gate | speedup gate | floor | floors | verdict |", "|" + "---|" * 13]
     for r in table:
         if "b" not in r:
             why = f" ({r['reason']})" if r.get("reason") else ""
             lines.append(f"| {r['series']} | - | - | - | - | - | - | - | **{r['status']}**"
-                         f"{why} | - | - | {str(r.get('verdict', '-')).upper()} |")
+                         f"{why} | - | - | - | {str(r.get('verdict', '-')).upper()} |")
             continue
         ci = r["ci"]
         shown = f"{r['level']:.0%} CI {ci[0]:+.3f}..{ci[1]:+.3f}" if ci else "no CI"
@@ -149,7 +160,7 @@ def markdown(table: list[dict[str, Any]]) -> str:
             f"| {r['series']} | {r['build'] or '-'} | {r['against']} ({r['against_run']}"
             f"{reused}) | {r['b']:.4f} ({r['metric']}) | {r['a']:.4f} | {interval} | "
             f"{r['relative_change']:+.2%} | {r['tolerated_drop']:.4f} = {r['tolerance']} | "
-            f"{gate} | {r['floor']} | {r['floors_status'].upper()} | "
+            f"{gate} | {r['speedup_gate']} | {r['floor']} | {r['floors_status'].upper()} | "
             f"{r['verdict'].upper()} |")
     return "\n".join(lines)
 

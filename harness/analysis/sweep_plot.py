@@ -1,7 +1,8 @@
 """A concurrency sweep's figure (`harness sweep`, `harness plot SWEEP_DIR`): accept length
 (in the definition the suite judges, with its CI and the gate's tolerated drop), TPOT and
-output throughput against concurrency, each point read from its own run record through
-the one door. A point without a figure is left out of that panel, never drawn as zero."""
+output throughput against concurrency, and with `[speedup]` the speedup of TPOT and of
+throughput over the target alone, each point read from its own run record through the one
+door. A point without a figure is left out of that panel, never drawn as zero."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from harness.results.readers import BadRecord, read_run
 from harness.results.sweeps import SWEEP_PNG, SweepRecord, read_sweep
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
     from harness.results.record import RunRecord
@@ -59,9 +61,28 @@ def point_statuses(sweep: SweepRecord) -> dict[int, str]:
     return statuses
 
 
+def _has_speedup(points: list[Point]) -> bool:
+    return any(record.measurement is not None and record.measurement.speedup is not None
+               for _, record in points)
+
+
+def _speedup_point(axes: Axes, concurrency: float, value: float | None,
+                   ci: tuple[float, float] | None, marker: str, colour: str) -> None:
+    """One speedup figure at one point, with its CI; a missing figure is left out."""
+    if value is None:
+        return
+    low, high = ci or (value, value)
+    below, above = error_bar(value, low, high)
+    axes.errorbar(concurrency, value, yerr=[[below], [above]], fmt=marker, ms=7, capsize=5,
+                  color=colour)
+
+
 def sweep_figure(sweep: SweepRecord, points: list[Point]) -> Figure:
-    figure = new_figure(12.0, 4.2)
-    accept, tpot, rate = figure.subplots(1, 3)
+    with_speedup = _has_speedup(points)
+    figure = new_figure(16.0 if with_speedup else 12.0, 4.2)
+    panels = figure.subplots(1, 4 if with_speedup else 3)
+    accept, tpot, rate = panels[:3]
+    speedup = panels[3] if with_speedup else None
     metric = sweep.metric
     reference = None
     judged = point_statuses(sweep)
@@ -92,6 +113,12 @@ def sweep_figure(sweep: SweepRecord, points: list[Point]) -> Figure:
             below, above = error_bar(value_r, low_r, high_r)
             rate.errorbar(concurrency, value_r, yerr=[[below], [above]], fmt="o", ms=7,
                           capsize=5, color="#ff7f0e")
+        found = measurement.speedup
+        if speedup is not None and found is not None:
+            _speedup_point(speedup, concurrency, found.tpot, found.tpot_ci, "o", "#1f77b4")
+            # beside TPOT's marker, not on it (a log axis: a constant factor is a shift)
+            _speedup_point(speedup, concurrency * 1.08, found.throughput,
+                           found.throughput_ci, "s", "#ff7f0e")
     floor = suite_floor(points[0][1]) if points else None
     if floor is not None:
         accept.axhline(floor, color=FLOOR_COLOUR, ls="--", lw=1.2, label=f"floor {floor:g}")
@@ -104,7 +131,14 @@ def sweep_figure(sweep: SweepRecord, points: list[Point]) -> Figure:
     accept.set_ylabel(f"accept length ({metric} definition)")
     tpot.set_ylabel("TPOT ms, p50 (CI) and p90 (v)\n(e2e - TTFT) / (output tokens - 1)")
     rate.set_ylabel("output tokens/s\noutput tokens / measured wall time")
-    for axes in (accept, tpot, rate):
+    if speedup is not None:
+        speedup.axhline(1.0, color="grey", ls=":", lw=1.2, label="no speedup (1x)")
+        speedup.plot([], [], "o", color="#1f77b4", label="TPOT: alone / speculative")
+        speedup.plot([], [], "s", color="#ff7f0e", label="throughput: speculative / alone")
+        speedup.legend(fontsize=8, loc="best")
+        speedup.set_ylabel("speedup over the target alone (95% CI)\n"
+                           "definitions: measurement.speedup.definitions")
+    for axes in panels:
         axes.set_xscale("log", base=2)
         axes.set_xticks(sweep.concurrencies, [str(c) for c in sweep.concurrencies])
         axes.set_xlabel("concurrency (requests in flight)")

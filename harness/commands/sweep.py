@@ -88,6 +88,7 @@ def report_lines(swept: SweepOutcome) -> list[str]:
     """Per point: its verdict, accept length (definition, CI), record and speed; then
     the gate's findings and the sweep's status."""
     from harness.metrics.latency import speed_lines
+    from harness.metrics.speedup import speedup_lines
 
     record = swept.record
     lines = [f"accept length: {record.metric} definition: {record.definition}",
@@ -108,6 +109,8 @@ def report_lines(swept: SweepOutcome) -> list[str]:
             lines.append(f"  record: {point.run_dir}")
         if measurement is not None and measurement.latency is not None:
             lines += [f"  {line}" for line in speed_lines(measurement.latency)]
+        if measurement is not None and measurement.speedup is not None:
+            lines += [f"  {line}" for line in speedup_lines(measurement.speedup)]
     if record.gate is not None:
         lines.append(f"gate: accept length at each concurrency within {record.gate.max_drop:.1%} "
                      f"of concurrency 1's, paired by prompt (A: concurrency 1, B: the point)")

@@ -211,6 +211,48 @@ def check_speedup(where: str, found: Any) -> None:
     for key in ("target_alone_tpot_s", "speculative_tpot_s", "target_alone_output_tok_s",
                 "speculative_output_tok_s"):
         number(f"{where}.{key}", found.get(key), 0.0, None, "seconds and rates are >= 0")
+    for key in ("speculative_in_flight", "target_alone_in_flight"):
+        if number(f"{where}.{key}", found.get(key), 0.0, None, "requests in flight") == 0.0:
+            raise BadFile(f"{where}.{key}: 0 requests in flight measured nothing")
+    _question_speeds(f"{where}.per_question", found.get("per_question"),
+                     found.get("n_prompts"))
+
+
+QUESTION_SUMS = ("speculative_tpot_sum_s", "speculative_e2e_s", "target_alone_tpot_sum_s",
+                 "target_alone_e2e_s")
+QUESTION_COUNTS = ("speculative_tpot_n", "speculative_tokens", "target_alone_tpot_n",
+                   "target_alone_tokens")
+
+
+def _question_speeds(where: str, rows: Any, paired: Any) -> None:
+    """The paired questions' sums (harness.metrics.speedup): one per question, as many as
+    `n_prompts`, each a TPOT on both sides (the pairing's own rule), times >= 0."""
+    if rows is None:
+        return
+    if not isinstance(rows, list):
+        raise BadFile(f"{where}: expected a list")
+    if isinstance(paired, int) and len(rows) != paired:
+        raise BadFile(f"{where}: {len(rows)} questions, n_prompts says {paired}")
+    seen: set[int] = set()
+    for i, row in enumerate(rows):
+        here = f"{where}[{i}]"
+        if not isinstance(row, Mapping):
+            raise BadFile(f"{here}: expected an object")
+        question = count(f"{here}.question_index", row.get("question_index"))
+        if question is None or question in seen:
+            raise BadFile(f"{here}.question_index: {row.get('question_index')!r:.40} is "
+                          "missing or repeated")
+        seen.add(question)
+        for key in QUESTION_SUMS:
+            if number(f"{here}.{key}", row.get(key), 0.0, None, "seconds are >= 0") is None:
+                raise BadFile(f"{here}.{key}: missing")
+        for key in QUESTION_COUNTS:
+            if count(f"{here}.{key}", row.get(key)) is None:
+                raise BadFile(f"{here}.{key}: missing")
+        for side in ("speculative", "target_alone"):
+            if row[f"{side}_tpot_n"] == 0:
+                raise BadFile(f"{here}.{side}_tpot_n: 0: a paired question has a TPOT on "
+                              "both sides")
 
 
 def check_target_alone(where: str, found: Any) -> None:
@@ -392,10 +434,64 @@ def _paired_gate(gate: Any) -> None:
     number("paired.gate.paired_sd", gate.get("paired_sd"), 0.0, None, "an sd is >= 0")
 
 
+SPEEDUP_GATED = ("speedup_tpot", "speedup_throughput")
+SPEEDUP_STATUSES = ("pass", "fail", "error")
+
+
+def _paired_speedup(findings: Any) -> None:
+    """The paired speedup gate's findings (`[speedup] max_drop`): each figure once, a
+    status, and a test's figures consistent (B / A, inside its interval), or the reason
+    no test was made."""
+    if findings is None:
+        return
+    if not isinstance(findings, list) or len(findings) > len(SPEEDUP_GATED):
+        raise BadFile("paired.speedup: expected a list of at most "
+                      f"{len(SPEEDUP_GATED)} findings")
+    figures: set[str] = set()
+    for i, found in enumerate(findings):
+        here = f"paired.speedup[{i}]"
+        if not isinstance(found, Mapping):
+            raise BadFile(f"{here}: expected an object")
+        _choice(f"{here}.figure", found.get("figure"), SPEEDUP_GATED)
+        if found["figure"] in figures:
+            raise BadFile(f"{here}.figure: {found['figure']} is given twice")
+        figures.add(found["figure"])
+        _choice(f"{here}.status", found.get("status"), SPEEDUP_STATUSES)
+        if found.get("decision") is None:  # no test: only an error, saying why
+            if found["status"] != "error":
+                raise BadFile(f"{here}: status {found['status']} without a test")
+            _text(f"{here}.reason", found.get("reason"))
+            continue
+        _choice(f"{here}.decision", found.get("decision"), DECISIONS)
+        if found["status"] == "error":
+            raise BadFile(f"{here}: a test was made, its status cannot be error")
+        if (found["decision"] == "not_worse" and found["status"] != "pass") or \
+                (found["decision"] == "worse" and found["status"] != "fail"):
+            raise BadFile(f"{here}.status: {found['status']} contradicts decision "
+                          f"{found['decision']}")
+        if count(f"{here}.n", found.get("n")) is None or found["n"] < 2:
+            raise BadFile(f"{here}.n: a test pairs at least 2 questions")
+        a, b = (number(f"{here}.{key}", found.get(key), 0.0, SPEEDUP_TOP, "a speedup")
+                for key in ("a", "b"))
+        if not a or not b:
+            raise BadFile(f"{here}: a and b are speedups above 0")
+        ratio = number(f"{here}.ratio", found.get("ratio"), 0.0, None, "B / A")
+        if ratio is None or not math.isclose(ratio, b / a, rel_tol=PRINTED):
+            raise BadFile(f"{here}.ratio: {found.get('ratio')!r:.40} is not b / a "
+                          f"({b / a:.6g})")
+        interval(f"{here}.ratio_ci", found.get("ratio_ci"), 0.0, math.inf, ratio, "ratio")
+        drop = _share(f"{here}.max_drop", found.get("max_drop"))
+        alpha = _share(f"{here}.alpha", found.get("alpha"))
+        if drop is None or alpha is None or alpha >= 0.5:
+            raise BadFile(f"{here}: max_drop in (0, 1) and alpha in (0, 0.5) are required")
+        _share(f"{here}.level", found.get("level"))
+
+
 def check_paired(paired: Any, top: float) -> None:
     """The paired gate's finding (`harness.run.pairing`) as every reader prints it."""
     if not isinstance(paired, Mapping):
         raise BadFile("paired: expected an object")
+    _paired_speedup(paired.get("speedup"))
     _choice("paired.status", paired.get("status"), PAIRED_STATUSES)
     _choice("paired.floors_status", paired.get("floors_status"), FLOORS_STATUSES)
     _paired_gate(paired.get("gate"))

@@ -234,6 +234,22 @@ class LatencySummary(_Record):
     notes: list[str] = Field(default_factory=list)  # requests whose timings are missing, why
 
 
+class QuestionSpeed(_Record):
+    """One paired question's sums on both sides of a speedup (harness.metrics.speedup):
+    what a later run needs to pair its speedup with this one's by question (the paired
+    speedup gate, `[speedup] max_drop`). Times in seconds."""
+
+    question_index: int
+    speculative_tpot_sum_s: float  # Σ TPOT over its requests with a TPOT
+    speculative_tpot_n: int  # those requests
+    speculative_tokens: int  # Σ output tokens
+    speculative_e2e_s: float  # Σ end-to-end latency
+    target_alone_tpot_sum_s: float
+    target_alone_tpot_n: int
+    target_alone_tokens: int
+    target_alone_e2e_s: float
+
+
 class Speedup(_Record):
     """Speculation against the target alone (same build, host, prompts and sampling,
     measured back to back), paired by question; `definitions` names each figure
@@ -251,6 +267,13 @@ class Speedup(_Record):
     speculative_tpot_s: float | None = None
     target_alone_output_tok_s: float | None = None  # over the paired questions
     speculative_output_tok_s: float | None = None
+    # each side's mean requests in flight (Σ e2e / the measured phase's wall time), the
+    # scale `throughput` holds fixed
+    speculative_in_flight: float | None = None
+    target_alone_in_flight: float | None = None
+    # the paired questions' sums, the figures' own inputs (absent in records written
+    # before the paired speedup gate: such a run cannot be a speedup reference)
+    per_question: list[QuestionSpeed] | None = None
     note: str | None = None  # why a figure is missing
 
 
@@ -389,6 +412,26 @@ class PairedResultInfo(_Finding):
     tolerance: str  # the tolerance, described
 
 
+class PairedSpeedupInfo(_Finding):
+    """The paired speedup gate's finding for one figure (`[speedup] max_drop`,
+    harness.metrics.speedup.PairedSpeedupResult; its definition in `definition`), or why
+    no test could be made (`status` error, `reason`)."""
+
+    figure: Literal["speedup_tpot", "speedup_throughput"]
+    status: Literal["pass", "fail", "error"]
+    reason: str | None = None  # why no test could be made
+    decision: Literal["not_worse", "worse", "inconclusive"] | None = None
+    n: int | None = None  # questions both builds paired
+    a: float | None = None  # A's speedup on them
+    b: float | None = None  # B's
+    ratio: float | None = None  # b / a
+    ratio_ci: tuple[float, float] | None = None  # two-sided, at `level`
+    max_drop: float | None = None  # a share of A's speedup
+    alpha: float | None = None
+    level: float | None = None
+    definition: str | None = None
+
+
 class PairedFinding(_Finding):
     """`harness run --against`: the paired gate's finding and the run it paired against.
     `floors_status` is the floors' own verdict ("open": a sequential run the gate settled
@@ -399,6 +442,8 @@ class PairedFinding(_Finding):
     status: Literal["pass", "fail"]  # the gate's
     floors_status: Literal["pass", "fail", "error", "skipped", "open"]
     result: PairedResultInfo
+    # `[speedup] max_drop`: each speedup of B against A's, paired by prompt
+    speedup: list[PairedSpeedupInfo] | None = None
 
 
 class RunRecord(_Record):

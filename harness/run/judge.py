@@ -38,6 +38,8 @@ from typing import Any
 from harness.errors import ExitCode
 from harness.metrics.floor_checks import ACCEPT_LENGTH, Figure, FloorCheck, Missing, floor_checks
 from harness.metrics.measure import DISAGREEMENT_TOLERANCE
+from harness.metrics.paired_gate import describe, status_of
+from harness.metrics.speedup import GATE_DEFINITION, PairedSpeedupResult, describe_paired_speedup
 from harness.results.record import Measurement, Verdict, VerdictStatus
 from harness.suite.model import Floors
 
@@ -49,6 +51,16 @@ EXIT_CODES: dict[VerdictStatus, ExitCode] = {
 }
 
 
+@dataclass(frozen=True)
+class SpeedupEvidence:
+    """The paired speedup gate on one figure (`[speedup] max_drop`): its test, or why no
+    test could be made (`result` None, `reason` says why: never a pass)."""
+
+    figure: str  # speedup_tpot or speedup_throughput
+    result: PairedSpeedupResult | None
+    reason: str | None = None
+
+
 @dataclass
 class PairedEvidence:
     """The paired gate's finding on B's rows (`harness.run.pairing.PairedJudge.evidence`)."""
@@ -56,6 +68,7 @@ class PairedEvidence:
     result: Any  # metrics.paired_gate.PairedResult
     gate: Any  # suite.gate.Gate (its `inconclusive` setting, its tolerance)
     against: dict[str, Any]  # run_id, path, spec, reused of the reference run
+    speedup: Sequence[SpeedupEvidence] = ()  # `[speedup] max_drop`: one per gated figure
 
 
 @dataclass
@@ -95,8 +108,6 @@ def decide(evidence: Evidence) -> Judgement:
     error (no or partial measurement, mixed definitions, an unjudgeable floor) stands
     over everything; a failed floor is a backstop the gate cannot lift; the gate's
     inconclusive finding is judged by its `inconclusive` setting."""
-    from harness.metrics.paired_gate import describe, status_of
-
     if evidence.runtime_contract:  # an error that stands over every other finding
         judged = decide(dataclasses.replace(evidence, runtime_contract=()))
         verdict = Verdict(status="error", reasons=[
@@ -134,13 +145,43 @@ def decide(evidence: Evidence) -> Judgement:
                    f"relative gate {gate_status.upper()}: {describe(found.result, gate_status)}",
                    f"paired against run {against.get('run_id')} ({spec}, {how}): "
                    f"{against.get('path')}"]
+        speedup_statuses, speedup_reasons, speedup_found = _speedup_gate(found.speedup,
+                                                                         gate.inconclusive)
+        reasons[-1:-1] = speedup_reasons  # after the accept-length gate, before the run named
         if status not in ("error", "fail"):
-            status = gate_status  # type: ignore[assignment]
+            status = report_status([gate_status, *speedup_statuses])  # type: ignore[list-item]
         floors_status = "open" if only_open else floors.status
         paired = {"against": dict(against), "gate": gate.model_dump(), "status": gate_status,
                   "floors_status": floors_status, "result": found.result.to_dict()}
+        if speedup_found:
+            paired["speedup"] = speedup_found
     return Judgement(Verdict(status=status, reasons=[*first, *reasons]), EXIT_CODES[status],
                      floors.status, paired)
+
+
+def _speedup_gate(findings: Sequence[SpeedupEvidence], inconclusive: str
+                  ) -> tuple[list[VerdictStatus], list[str], list[dict[str, Any]]]:
+    """The paired speedup gate's (statuses, reasons, recorded findings): each figure's
+    decision judged as the accept-length gate's is (`status_of`, the `[gate]`'s
+    `inconclusive`); a figure with no test is an error, never a pass."""
+    statuses: list[VerdictStatus] = []
+    reasons: list[str] = []
+    recorded: list[dict[str, Any]] = []
+    for found in findings:
+        if found.result is None:
+            statuses.append("error")
+            reasons.append(f"speedup gate ({found.figure}) ERROR: no test: {found.reason}; a "
+                           "missing test is never a pass")
+            recorded.append({"figure": found.figure, "status": "error",
+                             "reason": found.reason or "no test",
+                             "definition": GATE_DEFINITION})
+            continue
+        status = status_of(found.result.decision, inconclusive)
+        statuses.append(status)  # type: ignore[arg-type]
+        reasons.append(describe_paired_speedup(found.result, status))
+        recorded.append({**found.result.to_dict(), "status": status,
+                         "definition": GATE_DEFINITION})
+    return statuses, reasons, recorded
 
 
 @dataclass(frozen=True)
@@ -316,7 +357,8 @@ def judge_entry(suite: Any, options: Any, measurement: Measurement | None,
                         missing=speedup_missing(suite, measurement))
     if options.pairing is not None and judge(measurement, suite.floors,
                                              settled=settled).status != "error":
-        evidence.paired = options.pairing.evidence(suite, rows, prompts_sha256)
+        evidence.paired = options.pairing.evidence(
+            suite, rows, prompts_sha256, measurement.speedup if measurement else None)
     return decide(evidence)
 
 

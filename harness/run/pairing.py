@@ -27,9 +27,10 @@ from typing import Any
 from harness.errors import BadInput, EngineError
 from harness.metrics.breakdown import question_pairs
 from harness.metrics.paired_gate import PairedResult, PairedRule, Tolerance, paired_test
+from harness.metrics.speedup import GATED, paired_speedup
 from harness.results.layout import REQUESTS_FILE, RUN_FILE
 from harness.results.readers import BadRecord, read_requests, read_run
-from harness.results.record import RequestRow, RunRecord
+from harness.results.record import RequestRow, RunRecord, Speedup
 from harness.results.skips import report
 from harness.run.identity import (
     IDENTITY_FIELDS,
@@ -38,7 +39,7 @@ from harness.run.identity import (
     identity_of,
     served,
 )
-from harness.run.judge import PairedEvidence
+from harness.run.judge import PairedEvidence, SpeedupEvidence
 from harness.suite.gate import Gate
 from harness.suite.model import LoadedSuite, Suite
 
@@ -89,6 +90,7 @@ class Reference:
     pairs: dict[Any, tuple[int, int]] = field(default_factory=dict)
     prompts_sha256: str | None = None  # A's workload.prompts_sha256
     prompt_hashes: dict[Any, str] = field(default_factory=dict)  # question -> server's hash
+    speedup: Speedup | None = None  # A's speedup over its target alone ([speedup])
 
 
 def reference_from(run_dir: Path, series: str, metric: str, spec: str | None,
@@ -106,7 +108,8 @@ def reference_from(run_dir: Path, series: str, metric: str, spec: str | None,
     return Reference(series, run_dir, record.run_id, spec, reused,
                      {key: (t, s) for key, t, s in zip(keys, tokens, steps, strict=True)},
                      record.workload.prompts_sha256 if record.workload else None,
-                     _prompt_hashes(rows))
+                     _prompt_hashes(rows),
+                     record.measurement.speedup if record.measurement else None)
 
 
 def _prompt_hashes(rows: Sequence[Any]) -> dict[Any, str]:
@@ -185,11 +188,13 @@ class PairedJudge:
         return self.references[series]
 
     def evidence(self, suite: Suite, rows: Sequence[Any],
-                 prompts_sha256: str | None = None) -> PairedEvidence:
+                 prompts_sha256: str | None = None,
+                 speedup: Speedup | None = None) -> PairedEvidence:
         """The gate's finding on B's rows, for the judge (`harness.run.judge.decide`): the
         look that settled a sequential run (at that look's spent level), else the fixed
         test on every question B answered. `prompts_sha256`: B's workload hash; a
-        reference whose prompts differ is refused (never paired)."""
+        reference whose prompts differ is refused (never paired). `speedup`: B's, paired
+        with A's when the suite gates it (`[speedup] max_drop`)."""
         reference = self._reference(suite.name)
         if prompts_sha256 and reference.prompts_sha256 \
                 and prompts_sha256 != reference.prompts_sha256:
@@ -206,7 +211,33 @@ class PairedJudge:
             result = paired_test(a, b, tolerance, self.gate.alpha)
         against = {"run_id": reference.run_id, "path": str(reference.run_dir),
                    "spec": reference.spec, "reused": reference.reused}
-        return PairedEvidence(result, self.gate, against)
+        return PairedEvidence(result, self.gate, against,
+                              speedup_evidence(suite, reference, speedup, self.gate.alpha))
+
+
+def speedup_evidence(suite: Suite, reference: Reference, speedup: Speedup | None,
+                     alpha: float) -> list[SpeedupEvidence]:
+    """The paired speedup gate on each gated figure (`[speedup] max_drop`): B's speedup
+    against A's, paired by question; [] where the suite does not gate speedup."""
+    setting = suite.speedup
+    if setting is None or setting.max_drop is None:
+        return []
+    out = []
+    for figure in GATED:
+        if reference.speedup is None:
+            out.append(SpeedupEvidence(figure, None, f"the reference run {reference.run_id} "
+                                       "has no speedup over its target alone"))
+        elif speedup is None:
+            out.append(SpeedupEvidence(figure, None, "this run has no speedup over its "
+                                       "target alone"))
+        else:
+            try:
+                out.append(SpeedupEvidence(figure, paired_speedup(
+                    reference.speedup, speedup, figure, setting.max_drop, alpha,
+                    suite.workload.seed)))
+            except ValueError as error:
+                out.append(SpeedupEvidence(figure, None, str(error)))
+    return out
 
 
 def _say(message: str) -> None:
@@ -260,6 +291,11 @@ def run_paired(loaded: LoadedSuite, options: Any, against: str, against_label: s
         return run_suite(loaded, options)
     for line in sizing_lines(loaded, options):  # before a GPU hour is spent
         _say(line)
+    setting = loaded.suite.speedup
+    if setting is not None and setting.max_drop is not None:
+        _say(f"speedup gate: B's TPOT and throughput speedups over its target alone within "
+             f"{setting.max_drop:.1%} of A's, paired by prompt (one-sided alpha "
+             f"{gate.alpha:g}, inconclusive judged {gate.inconclusive})")
     wanted = expected_identities(loaded, options_a) if reuse else {}
     references: dict[str, Reference] = {}
     metric_of = _metrics(loaded, options)

@@ -84,3 +84,25 @@ def test_the_dry_run_shows_the_target_alones_line(capsys: pytest.CaptureFixture[
     [line] = [line for line in out.splitlines() if line.startswith("then ")]
     assert "the target alone ([speedup])" in line and line.endswith("--no-speculation")
     assert "--block-size" not in line
+
+
+def test_a_tolerated_speedup_drop_is_read() -> None:
+    suite, _ = parse_suite(REFERENCE + SPEEDUP + "max_drop = 0.15\n", "s.toml")
+    assert suite.speedup is not None and suite.speedup.max_drop == 0.15
+
+
+@pytest.mark.parametrize("value", ["0", "1", "1.5", "-0.1", "inf", "nan", '"0.1"', "true",
+                                   "1e400", "[0.1]"])
+def test_an_impossible_tolerated_speedup_drop_is_refused_naming_it(value: str) -> None:
+    message = refused(REFERENCE + SPEEDUP + f"max_drop = {value}\n")
+    assert "suites/s.toml" in message and "speedup.max_drop" in message
+
+
+def test_validate_exits_2_on_an_impossible_drop(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    suite = tmp_path / "s.toml"
+    suite.write_text(REFERENCE + SPEEDUP + "max_drop = 0\n")
+    assert main(["validate", str(suite)]) == 2
+    captured = capsys.readouterr()
+    assert "speedup.max_drop" in captured.err + captured.out
+    assert "Traceback" not in captured.err
