@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+import harness.engines.registry  # noqa: F401  (hands harness.secrets the engines' flags)
 from harness import __version__
 from harness.commands import COMMANDS, Command
 from harness.errors import EXIT_CODE_MEANINGS, ExitCode, HarnessError, interruption_text
+from harness.results.skips import reporting
+from harness.secrets import guarded_streams, redact_text, register_process
 
 
 def load_command(target: str) -> Command | None:
@@ -42,9 +47,6 @@ class SubcommandParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         """argparse's message, with the nearest choice for a mistyped one (`rnu` -> `run`)."""
-        import difflib
-        import re
-
         found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if found:
             choices = re.findall(r"'([^']*)'", found.group(2))
@@ -56,8 +58,6 @@ class SubcommandParser(argparse.ArgumentParser):
 
 def nearest_flag(extras: Sequence[str], parser: argparse.ArgumentParser) -> str | None:
     """The parser's flag closest to the first unknown one (`--dry_run` -> `--dry-run`)."""
-    import difflib
-
     flags = [flag for action in parser._actions for flag in action.option_strings
              if flag.startswith("--")]
     for extra in extras:
@@ -95,9 +95,6 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import harness.engines.registry  # noqa: F401  (hands harness.secrets the engines' flags)
-    from harness.secrets import guarded_streams, register_process
-
     # every secret the process knows is redacted in all it prints (and every file it
     # writes); control characters of record text are escaped (harness.secrets)
     register_process(os.environ, list(sys.argv[1:] if argv is None else argv))
@@ -111,13 +108,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return ExitCode.BAD_INPUT
-    from harness.results.skips import reporting
-
     try:
         with reporting():  # each unusable file is reported once per command
             return int(commands[args.command].run(args))
     except HarnessError as error:
-        from harness.secrets import redact_text  # a spec's credentials stay hidden
 
         print(f"harness {args.command}: {redact_text(error.message)}", file=sys.stderr)
         return int(error.exit_code)

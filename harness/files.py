@@ -8,6 +8,7 @@ folder is `harness.results.layout`'s.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from harness.secrets import redact_text
@@ -51,7 +52,6 @@ def atomic_write_text(path: Path, text: str, root: Path | str | None = None) -> 
     """Write via a temp file and rename, so readers never see half a file; secrets redacted
     (harness.secrets). With `root` (the results folder), refuse (OutsideResults) when the
     file's folder leads out of it."""
-    import tempfile  # here: it costs start-up time every command would pay (`harness --help`)
 
     text = redact_text(text)  # every secret, in every file the harness writes
     if root is not None:  # before mkdir too: no folder is made through a link out of root

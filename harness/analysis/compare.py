@@ -17,6 +17,9 @@ import math
 import sys
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+
 from harness.analysis.question_pairing import pairing
 from harness.analysis.selectors import resolve_side
 from harness.analysis.sides import Side, add_run, common_metric
@@ -108,9 +111,6 @@ def _p(value: Any) -> float:
 
 def render(result: dict[str, Any]) -> None:
     """Print the comparison as a rich table."""
-    from rich.console import Console
-    from rich.table import Table
-
     a, b, d = result["a"], result["b"], result["difference"]
     level = round(result["level"] * 100)
     table = Table(title=f"{a['name']}  vs  {b['name']}", show_lines=False)
@@ -201,8 +201,6 @@ def _position_rows(result: dict[str, Any]) -> list[list[str]]:
 
 
 def _breakdown_table(title: str, rows: list[list[str]]) -> Any:
-    from rich.table import Table
-
     table = Table(title=title)
     for column in ("", "prompts A/B", "A", "B", "B - A", "CI", "p", "Holm"):
         table.add_column(column, justify="left" if not column else "right")

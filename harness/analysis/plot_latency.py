@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from harness.analysis.plot_style import new_figure, save_png, shown
 from harness.metrics.latency import E2E, ITL, TPOT, TTFT, request_figures
 from harness.results.readers import read_requests, read_run
@@ -52,8 +54,6 @@ def _scale(spread: Spread) -> tuple[float, str]:
 
 
 def _panel(axes: Axes, values: list[float], spread: Spread, title: str) -> None:
-    import numpy as np
-
     factor, unit = _scale(spread)
     ordered = np.sort(np.asarray(values, dtype=float)) * factor
     share = np.arange(1, len(ordered) + 1) / len(ordered)

@@ -7,12 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
 from harness.metrics.floor_checks import FloorCheck, recorded_floor_checks
 from harness.secrets import redact_text
 
 if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-
     from harness.results.record import RunRecord
 
 VERDICT_COLOURS = {"pass": "#2a9d4b", "fail": "#d62828", "error": "#7a7a7a", "skipped": "#999999"}
@@ -21,9 +23,6 @@ FLOOR_COLOUR = "#d62828"
 
 
 def new_figure(width: float, height: float) -> Figure:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     figure = Figure(figsize=(width, height), dpi=110, layout="constrained")
     FigureCanvasAgg(figure)
     return figure
@@ -109,8 +108,6 @@ def error_bar(value: float, low: float, high: float) -> tuple[float, float]:
 
 def error_bars(values: Any, low: Any, high: Any) -> list[Any]:
     """`error_bar` over arrays (numpy), as `errorbar(yerr=...)` takes them."""
-    import numpy as np
-
     below = np.nan_to_num(np.clip(values - low, 0, None), nan=0.0)
     above = np.nan_to_num(np.clip(high - values, 0, None), nan=0.0)
     return [below, above]

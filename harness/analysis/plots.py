@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from harness.analysis.paired_report import interval_text
 from harness.analysis.plot_categories import plot_categories
 from harness.analysis.plot_latency import plot_latency
@@ -257,8 +259,6 @@ def _draw_binned(axes: Any, times: Any, values: Any, low: Any, high: Any) -> Non
     At pixel resolution this is what drawing every run would show, in a fraction of the
     time (100k runs: ~0.1 s instead of ~2 s); failing runs are still marked one by one.
     """
-    import numpy as np
-
     stamps = times.astype("datetime64[ns]").astype(np.int64)
     edges = np.linspace(stamps[0], stamps[-1], PIXEL_BINS + 1)
     bins = np.clip(np.searchsorted(edges, stamps, side="right") - 1, 0, PIXEL_BINS - 1)

@@ -12,16 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import numpy as np
+import numpy as np
 
-    from harness.metrics.stats import Decision
 from harness.metrics.stopping import SequentialRule, in_flight_limit
+
+if TYPE_CHECKING:
+    from harness.metrics.stats import Decision
 
 
 def _rng(seed: int | np.random.Generator) -> np.random.Generator:
-    import numpy as np
-
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
 
@@ -39,8 +38,6 @@ def simulate_prompts(
     verify-step count independent of a_i, and numerator = steps + Poisson(steps * (a_i - 1))
     (step-level noise). E[numerator] / E[steps] = accept_length exactly.
     """
-    import numpy as np
-
     rng = _rng(seed)
     if accept_length <= 1.0:
         raise ValueError("accept_length must exceed 1")
@@ -185,8 +182,6 @@ def simulate_history(
     times a Student-t(3) variate scaled to unit variance (heavy tails); `excess_sd` adds
     N(0, excess_sd^2) night-to-night variation that the CIs do not show.
     """
-    import numpy as np
-
     rng = _rng(seed)
     level = rng.uniform(1.6, 2.0)
     half_width = rng.uniform(0.05, 0.1, nights)

@@ -37,12 +37,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    import pandas as pd
+import pandas as pd
 
 _NORMAL = NormalDist()
 
@@ -227,8 +225,6 @@ def open_drop(steps: Sequence[Step], min_shift: float) -> Step | None:
 def incomplete(rows: pd.DataFrame) -> pd.Series:
     """True for a run whose verdict is an error or that ended before its plan (partial):
     its figure, if any, is not a night's measurement of the build."""
-    import pandas as pd
-
     verdict = rows["verdict"] if "verdict" in rows else pd.Series("", index=rows.index)
     partial = rows["partial"] if "partial" in rows else pd.Series(False, index=rows.index)
     return (verdict == "error") | (partial.astype("boolean").fillna(False).astype(bool))

@@ -13,6 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import matplotlib
+import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
+
 from harness.bisect import search
 from harness.bisect.driver import SessionOutcome
 from harness.secrets import redact_text
@@ -136,10 +140,7 @@ def render(result: dict[str, Any]) -> list[str]:
 
 def plot(outcome: SessionOutcome, result: dict[str, Any]) -> Path | None:
     """Accept length and the paired difference from GOOD along the commits visited."""
-    import matplotlib
-
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     s = outcome.session
     n = len(s.commits)
@@ -180,7 +181,6 @@ def plot(outcome: SessionOutcome, result: dict[str, Any]) -> Path | None:
                                  if c["sha"] == result["first_bad"]["sha"])) + 1
         for axis in (top, bottom):
             axis.axvline(x - 0.5, color="tab:red", ls="--", lw=0.8)
-    from matplotlib.lines import Line2D
 
     top.legend(handles=[Line2D([], [], marker="o", ls="", color=colours[name], label=name)
                         for name in ("good", "bad", "undecided")], loc="best", fontsize=8)

@@ -14,10 +14,8 @@ p = 1 removes the pairing altogether (the worst case for a paired test).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import numpy as np
+import numpy as np
 
 
 def simulate_builds(
@@ -26,8 +24,6 @@ def simulate_builds(
     diverge: float = 0.0,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """[(numerators, steps)] of each build in `accept_lengths`, on the same n prompts."""
-    import numpy as np
-
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     if min(accept_lengths) <= 1.0:
         raise ValueError("accept lengths must exceed 1")

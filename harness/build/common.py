@@ -19,6 +19,9 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+import psutil
+from filelock import FileLock, Timeout
+
 from harness.errors import EngineError, error_text
 from harness.secrets import redact_text
 
@@ -108,8 +111,6 @@ def _run(command: Sequence[str], what: str, *, timeout_s: float, cwd: Path | Non
 
 def _stop_group(process: subprocess.Popen[str]) -> None:
     """Kill a child and every descendant it started (pip's build backends, git's helpers)."""
-    import psutil
-
     try:
         tree = [psutil.Process(process.pid)]
         tree += tree[0].children(recursive=True)
@@ -158,8 +159,6 @@ def describe_holder(lock_file: Path) -> str:
 @contextlib.contextmanager
 def bounded_lock(lock_file: Path, what: str, timeout_s: float | None = None) -> Iterator[None]:
     """A file lock (released by the OS when its holder dies) waited for at most `timeout_s`."""
-    from filelock import FileLock, Timeout
-
     timeout = lock_timeout() if timeout_s is None else timeout_s
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(lock_file), timeout=timeout)
@@ -184,8 +183,6 @@ def bounded_lock(lock_file: Path, what: str, timeout_s: float | None = None) -> 
 
 
 def lock_is_free(lock_file: Path) -> bool:
-    from filelock import FileLock, Timeout
-
     if not lock_file.exists():
         return True
     try:

@@ -21,6 +21,10 @@ import ast
 import tomllib
 from collections.abc import Callable, Sequence
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
 from harness.build.sglang_cpu import applicable, split_cuda_only
 from harness.errors import BadInput, EngineError
 
@@ -47,8 +51,6 @@ def read_version(text: str, where: str, file: str = VERSION_FILE) -> str | None:
     """`__version__` of a `version.py` when it is a string literal (older SGLang writes
     it so), checked to be a PEP 440 version; None when the file takes it from elsewhere
     (SGLang 0.5.x: `from sglang._version import __version__`, made by setuptools-scm)."""
-    from packaging.version import InvalidVersion, Version
-
     what = f"--sglang {where}: {file}"
     try:
         tree = ast.parse(text)
@@ -100,7 +102,6 @@ def tree_version(read: Reader, package: str, where: str,
     tag = nearest_tag()
     if tag is not None:
         version = tag.removeprefix("v")
-        from packaging.version import InvalidVersion, Version
 
         try:
             Version(version)
@@ -137,8 +138,6 @@ def dependency_difference(checkout: Sequence[str], release_kept: Sequence[str],
     here, less the CUDA-only ones (the CPU recipe's rule), against what the release's
     CPU environment kept. Requirements compare by canonical name, extras, specifier and
     URL, not by spelling."""
-    from packaging.requirements import InvalidRequirement
-
     try:
         kept, _ = split_cuda_only(applicable(list(checkout)))
     except InvalidRequirement as error:
@@ -169,9 +168,6 @@ def check_dependencies(checkout: Sequence[str] | None, release_kept: Sequence[st
 
 
 def _canonical(line: str) -> str:
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
     requirement = Requirement(line)
     requirement.marker = None
     return "|".join([canonicalize_name(requirement.name),

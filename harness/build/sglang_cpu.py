@@ -29,6 +29,9 @@ from collections.abc import Sequence
 from email.parser import Parser
 from pathlib import Path
 
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
 from harness.build.common import install_timeout, run_command
 from harness.errors import EngineError
 
@@ -94,9 +97,6 @@ def host_device() -> str:
 
 def cuda_only(requirement: str) -> bool:
     """Whether a `Requires-Dist` line names a CUDA-only distribution (see the rule above)."""
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
     parsed = Requirement(requirement)
     name = canonicalize_name(parsed.name)
     if name in PURE_PYTHON_NVIDIA:
@@ -119,8 +119,6 @@ def wheel_requirements(wheel: Path) -> list[str]:
 
 def applicable(lines: Sequence[str]) -> list[str]:
     """The requirements that apply to this interpreter and platform (no extra)."""
-    from packaging.requirements import Requirement
-
     wanted = []
     for line in lines:
         requirement = Requirement(line)
@@ -143,8 +141,6 @@ def split_cuda_only(lines: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def _without_marker(line: str) -> str:
-    from packaging.requirements import Requirement
-
     requirement = Requirement(line)
     requirement.marker = None  # already evaluated for this interpreter
     return str(requirement)

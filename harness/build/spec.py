@@ -11,6 +11,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
 from harness.errors import BadInput
 from harness.secrets import found_in, redact_text, register
 
@@ -82,7 +85,6 @@ class BuildSpec:
         """The release a pip build pins (`sglang==0.5.22`: 0.5.22); None for any other."""
         if self.kind != "pip" or self.spec is None:
             return None
-        from packaging.requirements import Requirement
 
         pins = [s.version for s in Requirement(self.spec).specifier
                 if s.operator in ("==", "===") and "*" not in s.version]
@@ -159,9 +161,6 @@ def _path_and_ref(text: str) -> tuple[Path | None, str | None]:
 
 
 def _requirement(spec: str, flag: str, engine: EngineKind | None = "sglang") -> BuildSpec:
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
-
     try:
         requirement = Requirement(spec)
     except InvalidRequirement as error:

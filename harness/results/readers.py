@@ -35,10 +35,10 @@ from harness.results.checks import (
     step_of,
     strict_json,
 )
-from harness.results.layout import REQUESTS_FILE, RUN_FILE
+from harness.results.layout import REQUESTS_FILE, RUN_FILE, TARGET_ALONE_FILE
 from harness.results.possible import check_record, check_request_row, check_target_alone_row
 from harness.results.rows import METRICS, Skip, flatten_record, validation_reason
-from harness.results.skips import report
+from harness.results.skips import report, reporting
 from harness.speculation.bounds import StepBound
 
 if TYPE_CHECKING:
@@ -250,8 +250,6 @@ def read_requests(run_dir: Path | str, record: RunRecord | None = None,
     settings makes (`record`, else its run.json when readable, else any settings'). Bad lines are
     reported (once per command) and skipped; `strict`: BadRecord on the first, naming
     the file and line, and on a missing or unreadable file."""
-    from harness.results.skips import reporting
-
     if record is None:
         try:
             record = read_run(run_dir)
@@ -267,9 +265,6 @@ def read_target_alone(run_dir: Path | str, strict: bool = False) -> list[Request
     server without speculation (0 verify steps, no spec counts), checked as any request
     row is, as rows without a verify step (`possible.check_target_alone_row`). Bad lines
     as in `read_requests`."""
-    from harness.results.layout import TARGET_ALONE_FILE
-    from harness.results.skips import reporting
-
     with reporting():
         return list(iter_request_rows(Path(run_dir) / TARGET_ALONE_FILE, [], None, strict,
                                       target_alone=True))

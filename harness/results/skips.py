@@ -9,6 +9,7 @@ command opens its own scope: each call reports what it skipped. Messages go to t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,8 +30,6 @@ def reporting() -> Iterator[None]:
         yield
     finally:
         if outer is None and _count > MAX_PRINTED:
-            import logging
-
             logging.getLogger("harness.results.store").warning(
                 "%d more skipped files or lines not printed", _count - MAX_PRINTED)
         _printed = outer
@@ -48,6 +47,4 @@ def report(skipped: list[str], path: Path | str, reason: str) -> None:
         _count += 1
         if _count > MAX_PRINTED:
             return
-    import logging
-
     logging.getLogger("harness.results.store").warning(message)

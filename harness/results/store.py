@@ -22,7 +22,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import numpy as np
+import pandas as pd
 
 from harness.files import default_results_dir
 from harness.results.index import INDEXED, scan_suite
@@ -51,9 +54,6 @@ from harness.results.rows import (
     is_number,
 )
 from harness.results.skips import report, reporting
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 __all__ = [
     "PLOTS_DIR", "RUN_COLUMNS", "Skip", "UnrecordedRun", "default_results_dir", "flatten_record",
@@ -220,9 +220,6 @@ def _frame(table: dict[str, list[Any]], base: str) -> pd.DataFrame:
     row has the same types whether it came from an index or from its run.json: numbers
     float64 (NaN for none), counts int64 (float64 when one is missing), flags bool
     (object when one is missing), times UTC timestamps, text as pandas infers it."""
-    import numpy as np
-    import pandas as pd
-
     def floats(chunk: Any) -> Any:
         if isinstance(chunk, array):
             return np.frombuffer(chunk, dtype=float)
@@ -273,8 +270,6 @@ def load_requests(sources: Path | str | Iterable[Path | str]) -> pd.DataFrame:
     whose record the door refuses, bad lines and unreadable files are listed in
     `df.attrs["skipped"]` and skipped.
     """
-    import pandas as pd
-
     rows: list[dict[str, Any]] = []
     skipped: list[str] = []
     with reporting():

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness.files import atomic_write_text, check_inside
 from harness.results.checks import BadFile, read_regular, strict_json
 from harness.results.layout import run_dir_name
+from harness.results.readers import BadRecord
 from harness.results.record import VerdictStatus
 
 SWEEPS_DIR = "sweeps"
@@ -97,8 +98,6 @@ def write_sweep(folder: Path, record: SweepRecord, results: Path) -> Path:
 def read_sweep(path: Path | str) -> SweepRecord:
     """A sweep folder's record (or the file itself); BadRecord naming the file and
     what is wrong (exit 2) when it is missing or not a usable sweep record."""
-    from harness.results.readers import BadRecord
-
     file = Path(path)
     file = file / SWEEP_FILE if file.is_dir() else file
     try:

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from harness.workloads import gsm8k, humaneval, jsonl, spec_bench
+from harness.workloads.gsm8k import grade as by_last_number
 from harness.workloads.items import Prompt, warmup_prompts
 
 __all__ = ["Prompt", "WorkloadPlan", "describe", "grade", "planned_questions", "prepare",
@@ -39,27 +41,19 @@ def prepare(workload: Any) -> WorkloadPlan:
     """Load the workload's rows and build its prompts (BadInput on bad or missing data)."""
     kind = workload.kind
     if kind == "gsm8k":
-        from harness.workloads import gsm8k
-
         data = gsm8k.load_gsm8k(workload.data)
         return WorkloadPlan(gsm8k.build_prompts(data, workload), data.source, data.sha256,
                             data.file_sha256, gsm8k.STOP_STRINGS, True)
     if kind == "spec_bench":
-        from harness.workloads import spec_bench
-
         dataset = spec_bench.load(workload)
         return WorkloadPlan(spec_bench.build_prompts(dataset, workload), dataset.source,
                             dataset.sha256, dataset.file_sha256, (), False)
     if kind == "humaneval":
-        from harness.workloads import humaneval
-
         dataset = humaneval.load(workload)
         return WorkloadPlan(humaneval.build_prompts(dataset, workload), dataset.source,
                             dataset.sha256, dataset.file_sha256,
                             humaneval.stop_strings(workload), False)
     if kind == "jsonl":
-        from harness.workloads import jsonl
-
         dataset = jsonl.load(workload)
         return WorkloadPlan(jsonl.build_prompts(dataset, workload), dataset.source,
                             dataset.sha256, dataset.file_sha256, tuple(workload.stop),
@@ -70,15 +64,11 @@ def prepare(workload: Any) -> WorkloadPlan:
 def grade(prompt: Prompt, text: str) -> tuple[str | None, bool | None]:
     """(predicted answer, correct) by the GSM8K rule when the prompt has a label, else
     (None, None): only gsm8k and jsonl rows with an answer are graded."""
-    from harness.workloads.gsm8k import grade as by_last_number
-
     return by_last_number(prompt, text)
 
 
 def describe(workload: Any) -> str:
     """One line: which prompts and how they are graded."""
-    from harness.workloads import gsm8k, humaneval, jsonl, spec_bench
-
     module = {"gsm8k": gsm8k, "spec_bench": spec_bench, "humaneval": humaneval,
               "jsonl": jsonl}[workload.kind]
     return module.describe(workload)

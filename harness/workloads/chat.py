@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from huggingface_hub import try_to_load_from_cache
+
 TEMPLATE_FILES = ("chat_template.jinja", "tokenizer_config.json")
 
 
@@ -33,10 +35,6 @@ def _template_from(name: str, text: str) -> str | None:
 
 
 def _cached(model: str, filename: str, revision: str | None) -> Path | None:
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:  # pragma: no cover - a core dependency
-        return None
     try:
         found = try_to_load_from_cache(model, filename, revision=revision)
     except Exception:  # not a repo id (a path, a typo): nothing cached under it
