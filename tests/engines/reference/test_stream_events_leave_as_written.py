@@ -8,8 +8,8 @@ of a short request reached the client in one burst (the harness then measured TT
 whole answer and TPOT/ITL near 0). The server sets TCP_NODELAY, as SGLang's does.
 
 The first test drives the HTTP plumbing alone (no torch, well under a second); the second
-streams real verify steps from the engine and compares each event's arrival with the
-server's own `response_sent_to_client_ts` in it.
+streams real verify steps from the engine: its first event arrives with the headers it was
+written with, and the steps' events spread over the decoding as the server timed it.
 """
 
 from __future__ import annotations
@@ -119,26 +119,29 @@ def test_engine_steps_reach_the_client_as_they_are_sent(server: Server) -> None:
         "stream": True}).encode()
     request = (f"POST /generate HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json"
                f"\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
-    first_delays = []
+    tries: list[tuple[float, float, float]] = []  # first event's delay, spread, decoding
     with socket.create_connection((host, int(port)), timeout=120) as sock:
         for attempt in range(1 + ATTEMPTS):  # the first makes the connection a reused one
             sock.sendall(request)
             headers_at, raw = _read_response(sock, time.monotonic)
             events = [(at, json.loads(data)) for at, data in raw if data != b"[DONE]"]
-            if attempt:
-                first_delays.append(events[0][0] - headers_at)
-                if first_delays[-1] < LATE_S:
-                    break
-    assert min(first_delays) < LATE_S, (
-        f"the first event arrived {min(first_delays) * 1e3:.1f} ms after the headers it was "
-        f"written with (best of {len(first_delays)} attempts): small writes are held back")
-    final = events[-1][1]
-    assert len(final["output_ids"]) == 32 and final["meta_info"]["finish_reason"]
-    steps = final["meta_info"]["spec_verify_ct"]
-    step_events = [at for at, event in events[:-1]]
-    assert len(step_events) == steps + 1 >= 4  # the prefill's token, then one per step
-    spread = step_events[-1] - step_events[0]
-    decoding = final["meta_info"]["e2e_latency"] * steps / (steps + 1)
-    assert spread > 0.5 * decoding, (
-        f"{steps} verify steps took {decoding * 1e3:.1f} ms on the server, but their events "
-        f"reached the client within {spread * 1e3:.1f} ms: streamed in a burst")
+            final = events[-1][1]
+            assert len(final["output_ids"]) == 32 and final["meta_info"]["finish_reason"]
+            steps = final["meta_info"]["spec_verify_ct"]
+            step_events = [at for at, _ in events[:-1]]
+            assert len(step_events) == steps + 1 >= 4  # the prefill's token, then each step
+            if not attempt:
+                continue
+            tries.append((step_events[0] - headers_at, step_events[-1] - step_events[0],
+                          final["meta_info"]["e2e_latency"] * steps / (steps + 1)))
+            if tries[-1][0] < LATE_S and tries[-1][1] > 0.5 * tries[-1][2]:
+                break
+    # A host too busy to run the client for a while (measured: 100 ms on a loaded 2-core
+    # machine) bunches the reads of one attempt; Nagle holds the first event of every one.
+    assert min(delay for delay, _, _ in tries) < LATE_S, (
+        f"the first event arrived {min(d for d, _, _ in tries) * 1e3:.1f} ms after the "
+        f"headers it was written with (best of {len(tries)} attempts): small writes are "
+        "held back")
+    assert any(spread > 0.5 * decoding for _, spread, decoding in tries), (
+        "in every attempt the verify steps' events reached the client in a burst "
+        f"(spread, decoding ms: {[(round(s * 1e3, 1), round(d * 1e3, 1)) for _, s, d in tries]})")
