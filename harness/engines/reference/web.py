@@ -55,6 +55,11 @@ class Handler(BaseHTTPRequestHandler):
     api_key: str | None = None
     admin_api_key: str | None = None
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY on each connection (socketserver's switch), as uvicorn, SGLang's server,
+    # sets it: a streamed event is a small write, and with Nagle's algorithm on it waits
+    # for the ACK of the previous one, which the client's kernel delays by up to 40 ms on a
+    # reused keep-alive connection, so a request's per-step events left in bursts.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s - %s", self.address_string(), format % args)
