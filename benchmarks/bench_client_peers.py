@@ -85,10 +85,9 @@ class FakeServer:
     def __init__(self, step_ms: float) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
             [sys.executable, str(SERVER), "--port", str(self.port), "--model", MODEL,
-             "--step-ms", str(step_ms)], stdout=self.log, stderr=subprocess.STDOUT)
+             "--step-ms", str(step_ms)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
@@ -114,16 +113,13 @@ class FakeServer:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        self.log.close()
 
 
 # --- the clients ------------------------------------------------------------------------
 
 def prompts(n: int) -> list[Prompt]:
-    words = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
-             "november oscar papa quebec romeo sierra tango uniform victor whiskey xray "
-             "yankee zulu one two three four five six").split()
-    return [Prompt(i, f"Question {i}: " + " ".join(words[:INPUT_TOKENS - 2]), None)
+    words = " ".join(f"w{k}" for k in range(INPUT_TOKENS - 2))
+    return [Prompt(i, f"Question {i}: {words}", None)
             for i in range(n)]
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -225,10 +226,8 @@ def main() -> None:
     parser.add_argument("--step-ms", type=float, default=0.0,
                         help="wait between decode steps (one token to every stream)")
     args = parser.parse_args()
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(args.port, args.model, args.step_ms / 1000))
-    except KeyboardInterrupt:
-        pass
 
 
 if __name__ == "__main__":
