@@ -75,8 +75,11 @@ class Figures:
     server_tokens_per_s: float  # the server's count over the same run
 
 
+REQUESTS = {1: 64}  # requests at a concurrency (`--requests-at-1`); 512 elsewhere
+
+
 def requests_at(concurrency: int) -> int:
-    return 64 if concurrency == 1 else 512
+    return REQUESTS.get(concurrency, 512)
 
 
 # --- the server -------------------------------------------------------------------------
@@ -285,11 +288,14 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 64, 256])
     parser.add_argument("--step-ms", type=float, default=0.0,
                         help="the server's wait between decode steps (its pace per token)")
+    parser.add_argument("--requests-at-1", type=int, default=REQUESTS[1],
+                        help="requests at concurrency 1 (fewer with a slow --step-ms)")
     parser.add_argument("--clients", nargs="+", default=["harness", "vllm bench", "aiperf"],
                         choices=["harness", "vllm bench", "aiperf"])
     parser.add_argument("--profile", action="store_true",
                         help="profile the harness client at the highest concurrency")
     args = parser.parse_args()
+    REQUESTS[1] = args.requests_at_1
     peers: dict[str, object] = {}
     if "vllm bench" in args.clients:
         try:
