@@ -11,8 +11,10 @@
   one verify step per token, no draft accepted), then `data: [DONE]`; unstreamed, the same
   answer as one JSON body (clients' readiness probes send one);
 - `GET /health`, `/v1/models`, `/version`, `/metrics` (empty): what the clients probe;
-- `GET /stats`: the chunks of output sent since `POST /stats/reset`, and the first and last
-  send times (`time.monotonic()`), the server's own count of the tokens it streamed.
+- `GET /stats`: the chunks of output sent since `POST /stats/reset`, the first and last
+  send times (`time.monotonic()`), the server's own count of the tokens it streamed, and
+  its actual pace (`pace_s`: the mean interval between two consecutive steps that wrote,
+  which is `--step-ms` plus the step's own cost and the event loop's lateness).
 
 Tokens are made like an engine's decode steps: one step writes the next token to every
 stream in flight, then waits `--step-ms` (0: only yields to the event loop, so the server
@@ -59,10 +61,13 @@ class Stats:
     requests: int = 0
     first: float | None = None
     last: float | None = None
+    gaps: int = 0  # intervals between two consecutive steps that both wrote
+    gaps_s: float = 0.0  # their sum: the server's actual pace per token is gaps_s / gaps
 
     def as_dict(self) -> dict[str, Any]:
+        pace = self.gaps_s / self.gaps if self.gaps else None
         return {"chunks": self.chunks, "requests": self.requests, "first": self.first,
-                "last": self.last}
+                "last": self.last, "pace_s": pace}
 
 
 @dataclass
@@ -85,10 +90,12 @@ class FakeServer:
 
     async def stepper(self) -> None:
         """The decode loop: one token to every stream in flight per step."""
+        previous = None  # when the last step that wrote ran
         while True:
             if not self.active:
                 self.wake.clear()
                 await self.wake.wait()
+                previous = None  # an idle wait is no interval between tokens
             wrote = 0
             now = time.monotonic()
             for stream in list(self.active):
@@ -108,9 +115,14 @@ class FakeServer:
                     stream.done.set_result(None)
                 wrote += 1
             if wrote:
-                self.stats.chunks += wrote
-                self.stats.first = self.stats.first or now
-                self.stats.last = now
+                stats = self.stats
+                if previous is not None and stats.first is not None:
+                    stats.gaps += 1
+                    stats.gaps_s += now - previous
+                stats.chunks += wrote
+                stats.first = stats.first or now
+                stats.last = now
+            previous = now if wrote else None
             await asyncio.sleep(self.step_s if wrote or not self.active else 0.001)
 
     def answers(self, body: dict[str, Any], chat: bool, n: int, rid: str

@@ -110,3 +110,11 @@ def test_probes_answer(url: str) -> None:
     models = httpx.get(url + "/v1/models", trust_env=False).json()
     assert [m["id"] for m in models["data"]] == ["fake-model"]
     assert httpx.get(url + "/nowhere", trust_env=False).status_code == 404
+
+
+def test_stats_report_the_pace(url: str) -> None:
+    httpx.post(url + "/stats/reset", trust_env=False)
+    events(url, {"prompt": "hi", "max_tokens": 6, "stream": True})
+    stats = httpx.get(url + "/stats", trust_env=False).json()
+    assert stats["chunks"] == 6
+    assert stats["pace_s"] is not None and stats["pace_s"] >= 0
