@@ -24,7 +24,7 @@ Every client sends the same number of requests of the same output length (128 to
 Each figure is the median of `--rounds` rounds (the machine this runs on may be loaded:
 the table says so). The ratios are the harness's over the best peer's: tokens/s >= 0.90
 and added latency <= 1.10 pass. A client that cannot be built or run is reported, and the
-ratios use the peers that ran. Added latency under FLOOR_MS (0.01 ms) counts as
+ratios use the peers that ran. Added latency under FLOOR_MS (0.1 ms) counts as
 FLOOR_MS: with `--step-ms 0` the chunks come faster than a client reads, so TPOT is how
 fast it drains a stream and the added figure is near zero for a fast client; a paced run
 (e.g. `--step-ms 20 --requests-at-1 8`) measures it against a known pace. `--profile`
@@ -72,9 +72,10 @@ AIPERF = "aiperf==0.13.0"
 AIPERF_ENV = ROOT / ".cache" / "aiperf-0.13.0"
 CLIENT_TIMEOUT_S = 900
 PROFILE_TOP = 15
-# Added latency below this is not measurable here (clock, event-loop wake-ups): a ratio
-# to a peer that adds less is taken against it.
-FLOOR_MS = 0.01
+# Added latency below this is not resolved on a loaded 2-core host (the same client's
+# figure moves by about +-0.05 ms per token between rounds against a 20 ms pace), and is
+# far below any real engine's TPOT: a ratio to a peer that adds less is taken against it.
+FLOOR_MS = 0.1
 
 
 @dataclass
