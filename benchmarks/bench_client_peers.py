@@ -282,7 +282,9 @@ def report(results: dict[tuple[str, int], list[Figures]], concurrencies: list[in
             medians[client] = m
             print(f"{c:>5} {client:<11} {m.tokens:>7} {m.tokens_per_s:>9.0f} "
                   f"{m.server_tokens_per_s:>13.0f} {m.tpot_ms:>8.3f} "
-                  f"{m.server_pace_ms:>12.3f} {added[client]:>13.3f}")
+                  f"{m.server_pace_ms:>12.3f} {added[client]:>13.3f}"
+                  + ("" if m.tokens == requests_at(c) * OUTPUT_TOKENS else
+                     f"  (expected {requests_at(c) * OUTPUT_TOKENS} tokens)"))
         ours = medians.get("harness")
         peers = {k: v for k, v in medians.items() if k != "harness"}
         if ours is None or not peers:
