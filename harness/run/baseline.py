@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -66,7 +67,11 @@ class TargetAloneAdapter:
         self.inner = adapter
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+        found = getattr(self.inner, name)
+        if name == "cut_at_stop":  # an engine whose stop strings the harness applies (vLLM):
+            # the target alone's answer has no verify step to place the stop on
+            return functools.partial(found, speculative=False)
+        return found
 
     def parse_generate(self, payload: Any, where: str) -> Any:
         return self.inner.parse_target_alone(payload, where, chat=False)

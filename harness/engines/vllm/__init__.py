@@ -117,12 +117,14 @@ class VLLMAdapter:
         return None  # both routes stream the counts on their usage chunk
 
     def cut_at_stop(self, parsed: ParsedResponse, payload: Any, stops: Sequence[str],
-                    where: str, chat: bool = False) -> ParsedResponse:
+                    where: str, chat: bool = False, speculative: bool = True
+                    ) -> ParsedResponse:
         """The response as vLLM answers a request sent with `stops`, counts kept
-        (harness.engines.vllm.stops: vLLM sends none for a stop-string finish)."""
+        (harness.engines.vllm.stops: vLLM sends none for a stop-string finish); the target
+        alone's (`speculative` False) has no counts to keep."""
         from harness.engines.vllm.stops import cut_at_stop
 
-        return cut_at_stop(parsed, payload, stops, where, chat=chat)
+        return cut_at_stop(parsed, payload, stops, where, chat=chat, speculative=speculative)
 
     async def read_server_info(self, client: httpx.AsyncClient,
                                start: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -87,6 +87,24 @@ def _pieces(payload: Mapping[str, Any], chat: bool) -> list[str] | None:
     return tokens
 
 
+def _tokens_through(parsed: ParsedResponse, payload: Any, match: tuple[int, int], where: str,
+                    chat: bool) -> int:
+    """The output tokens up to the one that completes the stop string at `match`, from each
+    token's own text (`logprobs`); MissingMetric where it cannot be placed."""
+    pieces = _pieces(payload, chat) if isinstance(payload, Mapping) else None
+    if pieces is None or len(pieces) != parsed.completion_tokens:
+        raise MissingMetric(f"{where}: the response has no text per output token (logprobs) "
+                            f"for its {parsed.completion_tokens} tokens: the stop string "
+                            "cannot be placed on a token")
+    start, end = match
+    ends = token_ends(pieces, parsed.text)
+    kept = next((i + 1 for i, e in enumerate(ends) if e is not None and e >= end), None)
+    if kept is None:
+        raise MissingMetric(f"{where}: no output token completes the stop string at "
+                            f"characters {start}-{end} of the text")
+    return kept
+
+
 def steps_for_tokens(per_step: Sequence[int], tokens: int) -> int:
     """How many verify steps made the first `tokens` output tokens: the prefill makes one,
     each verify step its accepted drafts plus one (vLLM's `num_spec_steps` counts steps)."""
@@ -98,14 +116,20 @@ def steps_for_tokens(per_step: Sequence[int], tokens: int) -> int:
 
 
 def cut_at_stop(parsed: ParsedResponse, payload: Any, stops: Sequence[str], where: str,
-                chat: bool = False) -> ParsedResponse:
+                chat: bool = False, speculative: bool = True) -> ParsedResponse:
     """`parsed` (a response generated without stop strings) as vLLM would have answered it
-    with `stops`: text, tokens, finish reason and counts up to the first stop string."""
+    with `stops`: text, tokens, finish reason and counts up to the first stop string.
+    `speculative` False: an answer of the target alone ([speedup]), which has no verify
+    step to place: its text and tokens are cut, it keeps no counts."""
     if not stops:
         return parsed
     match = first_stop(parsed.text, stops)
     if match is None:
         return parsed
+    if not speculative:
+        kept = _tokens_through(parsed, payload, match, where, chat)
+        return dataclasses.replace(parsed, text=parsed.text[:match[0]], completion_tokens=kept,
+                                   finish_reason="stop")
     metrics = payload.get("metrics") if isinstance(payload, Mapping) else None
     spec = metrics.get("speculative_decoding") if isinstance(metrics, Mapping) else None
     per_step = spec.get("per_step_accepted") if isinstance(spec, Mapping) else None
@@ -116,17 +140,8 @@ def cut_at_stop(parsed: ParsedResponse, payload: Any, stops: Sequence[str], wher
                             "(speculative_decoding.per_step_accepted, the server's "
                             "--per-request-spec-decode-metrics detailed) agreeing with its "
                             "totals: the stop string cannot be placed on a verify step")
-    pieces = _pieces(payload, chat)
-    if pieces is None or len(pieces) != parsed.completion_tokens:
-        raise MissingMetric(f"{where}: the response has no text per output token (logprobs) "
-                            f"for its {parsed.completion_tokens} tokens: the stop string "
-                            "cannot be placed on a token")
-    start, end = match
-    ends = token_ends(pieces, parsed.text)
-    kept = next((i + 1 for i, e in enumerate(ends) if e is not None and e >= end), None)
-    if kept is None:
-        raise MissingMetric(f"{where}: no output token completes the stop string at "
-                            f"characters {start}-{end} of the text")
+    start = match[0]
+    kept = _tokens_through(parsed, payload, match, where, chat)
     steps = steps_for_tokens(per_step, kept)
     width = len(parsed.histogram) if parsed.histogram else max(per_step, default=0) + 1
     histogram = [0] * width

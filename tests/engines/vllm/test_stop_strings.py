@@ -175,3 +175,35 @@ def test_damaged_counts_or_token_texts_are_refused_cleanly(spec: dict, logprobs:
         return
     assert cut.completion_tokens <= parsed.completion_tokens
     assert cut.verify_steps <= parsed.verify_steps
+
+
+@pytest.mark.parametrize("chat", [False, True])
+def test_the_target_alones_answer_is_cut_with_no_counts_to_place(chat: bool) -> None:
+    """[speedup]'s target alone: vLLM sends no speculative metrics, so there is no verify
+    step to place the stop string on; its text and tokens are cut as vLLM would, through
+    the engine-agnostic wrapper the target-alone run reads answers with."""
+    from harness.run.baseline import TargetAloneAdapter
+
+    data = payload(chat=chat)
+    del data["metrics"]  # a server without speculation sends none
+    alone = TargetAloneAdapter(adapter_for("vllm"))
+    parse = alone.parse_chat if chat else alone.parse_generate
+    parsed = parse(data, "w")
+    assert (parsed.verify_steps, parsed.correct_drafts) == (0, 0)
+    cut = alone.cut_at_stop(parsed, data, STOPS, "w", chat=chat)
+    assert cut.text == " Kim has 36 + 16 = <<36+16=48>>48 toys.\n#### 54\n\n"
+    assert cut.completion_tokens == 21 and cut.finish_reason == "stop"
+    assert (cut.verify_steps, cut.correct_drafts) == (0, 0)
+    # a speculative answer without its per-step counts is still refused, never guessed
+    with pytest.raises(MissingMetric, match="no per-step counts"):
+        adapter_for("vllm").cut_at_stop(parsed, data, STOPS, "w", chat=chat)
+    # and the target alone's needs each token's text as much as a speculative one
+    del data["choices"][0]["logprobs"]
+    with pytest.raises(MissingMetric, match="no text per output token"):
+        alone.cut_at_stop(parsed, data, STOPS, "w", chat=chat)
+
+
+def test_an_engine_without_harness_stop_strings_has_none_for_its_target_alone() -> None:
+    from harness.run.baseline import TargetAloneAdapter
+
+    assert getattr(TargetAloneAdapter(adapter_for("sglang")), "cut_at_stop", None) is None
