@@ -280,8 +280,12 @@ def vllm_cpu(session: nox.Session) -> None:
     code = _harness(session, "run", "tiny_dflash_vllm_cpu", *session.posargs)
     if code != 0:
         session.error(f"tiny_dflash_vllm_cpu: harness run exited {code}")
+    # the stored streamed run its export checks read is made on the SGLang test double,
+    # which runs SGLang 0.5.23's own metrics code: the wheel where the test and the double's
+    # server both look (not only the harness cache, which a fresh machine lacks)
+    _fetch_sglang_wheels(session, ["0.5.23"])
     env = {"HARNESS_REQUIRE_VLLM": "1", "HARNESS_REFERENCE_WORKERS": "1",
-           "HARNESS_STRICT_SKIPS": "1"}
+           "HARNESS_STRICT_SKIPS": "1", "HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS)}
     if "HARNESS_CACHE" in os.environ:
         env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
     session.run("pytest", "-p", "no:cacheprovider", "-q", "-s", "tests/vllm_oracle", env=env)
