@@ -10,9 +10,6 @@ tests/run/test_paired_speedup_gate.py's)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -20,24 +17,17 @@ import pytest
 import tomli_w
 
 from harness.analysis.sweep_plot import sweep_figure, sweep_points
-from harness.build import has_reference_dependencies
 from harness.results.readers import read_run
 from harness.results.sweeps import read_sweep
+from tests.run.test_sweep_end_to_end import harness, pytestmark  # noqa: F401  (its runner, marks)
 from tests.tiny_variants import tiny_variant
 
-pytestmark = [pytest.mark.slow, pytest.mark.e2e,  # nox -s e2e
-              pytest.mark.skipif(not has_reference_dependencies(sys.executable),
-                                 reason="this environment lacks the reference extra")]
-
-ROOT = Path(__file__).resolve().parents[2]
 QUESTIONS = 4
 
 
-def harness(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg",
-           "HARNESS_REFERENCE_WORKERS": "1"}
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
-                          text=True, env=env, timeout=1200)
+@pytest.fixture(autouse=True)
+def one_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HARNESS_REFERENCE_WORKERS", "1")  # a quicker launch, the same figures
 
 
 def speedup_suite(folder: Path) -> Path:
