@@ -155,3 +155,19 @@ def test_the_hook_chains_to_the_environments_own_sitecustomize(tmp_path: Path) -
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               env=env, check=True, timeout=60)
         assert done.stdout.split() == ["1", hooked]
+
+
+def test_vllms_cpu_dflash_suites_record_with_the_recorder_first_on_the_path(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.build import REPO_ROOT
+    from harness.suite.model import load_suite
+
+    suite = load_suite(REPO_ROOT / "suites" / "tiny_dflash_vllm_cpu.toml").suite
+    assert runtime_attention.wanted(suite)
+    for other in ("qwen3_8b_dflash_vllm", "tiny_ngram_sglang_cpu"):  # vLLM on GPU: not read
+        assert not runtime_attention.wanted(load_suite(other).suite), other
+    monkeypatch.setenv("PYTHONPATH", "/the/harness")
+    assert runtime_attention.recorder_path(suite, {}) == f"{FOLDER}:/the/harness"
+    assert runtime_attention.recorder_path(suite, {"PYTHONPATH": "/hook"}) == f"{FOLDER}:/hook"
+    sglang = load_suite(REPO_ROOT / "suites" / "tiny_dflash_sglang_cpu.toml").suite
+    assert runtime_attention.recorder_path(sglang, {}) is None
