@@ -23,7 +23,7 @@ from typing import Any
 from harness.audit.envs import cache_root, ensure_env
 from harness.audit.errors import AuditLimitError
 from harness.audit.findings import ATTENTION, Column, attention_clause
-from harness.audit.trees import ArchiveTree, FolderTree
+from harness.audit.trees import ArchiveTree, FolderTree, Tree
 from harness.audit.wheels import SGLangSourceError
 from harness.suite.attention import LayerAttention
 from harness.suite.draft_contract import CLAUSES, Clause, clause_from_answer
@@ -101,7 +101,7 @@ def vllm_source(spec: str) -> VllmSource:
     return VllmSource(label, wheel, data["files"], data["transformers"], data["registered"])
 
 
-def _registered(tree: ArchiveTree) -> dict[str, dict[str, str]]:
+def _registered(tree: Tree) -> dict[str, dict[str, str]]:
     """vLLM's own config classes by model_type (its `_CONFIG_REGISTRY`, a LazyConfigDict of
     model_type=ClassName keywords; the class's module from configs/__init__'s map)."""
     registry, modules = tree.read(REGISTRY) or "", tree.read(CONFIGS) or ""

@@ -18,6 +18,7 @@ harness/engines/vllm/recorder, put first on the server's PYTHONPATH: `recorder_p
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,6 @@ def recorder_path(suite: Any, env: dict[str, str]) -> str | None:
     chains to any other), for a vLLM suite; None for others (SGLang's stand-ins record)."""
     if getattr(suite.engine, "kind", None) != "vllm":
         return None
-    import os
-
     from harness.engines.vllm.recorder import FOLDER
 
     rest = env.get("PYTHONPATH") or os.environ.get("PYTHONPATH")
