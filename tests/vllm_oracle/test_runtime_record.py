@@ -114,6 +114,7 @@ def test_every_clause_that_reached_vllms_draft_equals_the_audit(clean) -> None:
     assert (runtime["embeddings"]["value"], runtime["lm_head"]["value"]) == ("target",
                                                                              "target")
     assert "DFlashQwen3Model.mask_token_id" in runtime["mask_token_id"]["note"]
+    assert "combine_hidden_states" in runtime["fc_input_width"]["note"]  # as delivered
     kernel = [(r["index"], r["causal"], r["window"]) for r in record["attention_runtime"]]
     assert kernel == [(i, True, 16) for i in range(5)]
     assert kernel == [(r["index"], r["causal"], r["window"]) for r in record["attention"]]

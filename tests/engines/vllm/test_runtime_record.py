@@ -55,7 +55,8 @@ def _vllm_shaped(aux: tuple[int, ...], k: int = 7, mask_id: int = 2,
     inner = types.SimpleNamespace(layers=layers, mask_token_id=mask_id,
                                   fc=types.SimpleNamespace(input_size=384),
                                   embed_tokens=target.model.embed_tokens)
-    draft = types.SimpleNamespace(model=inner, lm_head=target.lm_head)
+    draft = types.SimpleNamespace(model=inner, lm_head=target.lm_head,
+                                  combine_hidden_states=lambda hidden: hidden)
     drafter = types.SimpleNamespace(method="dflash", model=draft, num_speculative_tokens=k,
                                     parallel_drafting_token_id=mask_id,
                                     eagle3_use_aux_hidden_state=True)
@@ -82,7 +83,11 @@ def _run(vllm_record, modules, causal: bool = True) -> None:
     vllm_record.install_runner(runner_module)
     vllm_record.install_attention(attention_module)
     vllm_record.install_runner(runner_module)  # installed once, whatever the imports
-    runner_module.GPUModelRunner()._setup_eagle3_aux_hidden_state_outputs()
+    runner = runner_module.GPUModelRunner()
+    runner._setup_eagle3_aux_hidden_state_outputs()
+    for _ in range(2):  # recorded once
+        runner.drafter.model.combine_hidden_states(types.SimpleNamespace(
+            dim=lambda: 2, shape=(7, 384)))
     metadata = types.SimpleNamespace(causal=causal)
     for _ in range(3):  # one line per distinct (layer, causal, window)
         for layer in layers:
@@ -107,6 +112,7 @@ def test_what_reached_vllms_draft_equals_the_audit(recorder) -> None:
     assert differences == []
     assert rows["taps"].value == [2, 3, 4]
     assert rows["block_size"].value == 8 and rows["mask_token_id"].note is not None
+    assert "combine_hidden_states" in rows["fc_input_width"].note  # as delivered, once
     assert rows["embeddings"].value == "target" and rows["lm_head"].value == "target"
     table, differences = runtime_attention.check(kernel, LAYERS)
     assert differences == [] and [(r.index, r.causal, r.window) for r in table] == \

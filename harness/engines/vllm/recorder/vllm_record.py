@@ -11,8 +11,9 @@ its own code ran, and one JSON line per clause is appended to the file
   hidden_states[c] for each c, the audit's convention), the block the drafter proposes
   (`num_speculative_tokens + 1` query tokens per request), the mask token id the drafter
   feeds its masked slots (`parallel_drafting_token_id`) and the one the draft model
-  embeds (`mask_token_id`), the draft's decoder layers, the width its `fc` projects from,
-  and whose embeddings and `lm_head` the draft ended up with;
+  embeds (`mask_token_id`), the draft's decoder layers, the width its `fc` projects from
+  (and, once, the width of the target hidden states the proposer hands the draft's
+  `combine_hidden_states`), and whose embeddings and `lm_head` the draft ended up with;
 - from the CPU attention backend's `forward` (`CPUAttentionBackendImpl`, the call into
   `cpu_attention_with_kv_cache`): for each draft layer, the causality and window that
   reached the kernel, one line per distinct (layer, causal, window), to the file
@@ -95,6 +96,7 @@ def record_runner(runner: Any) -> None:
     width = getattr(getattr(inner, "fc", None), "input_size", None)
     if isinstance(width, int):
         _write("fc_input_width", width, f"{type(inner).__name__}.fc")
+    _record_delivered(draft)
     language = _language_model(target)
     embed = getattr(getattr(language, "model", None), "embed_tokens", None)
     if embed is not None and inner is not None:
@@ -104,6 +106,26 @@ def record_runner(runner: Any) -> None:
     if head is not None and draft is not None:
         _write("lm_head", "target" if getattr(draft, "lm_head", None) is head else "draft",
                f"{where}._maybe_share_lm_head")
+
+
+def _record_delivered(draft: Any) -> None:
+    """Record, once, the width of the target hidden states the proposer hands the draft
+    (`SpecDecodeBaseProposer.propose` -> the draft's `combine_hidden_states`)."""
+    original = getattr(draft, "combine_hidden_states", None)
+    if original is None or getattr(original, "_harness_recorded", False):
+        return
+    done: list[bool] = []
+
+    @functools.wraps(original)
+    def combine_hidden_states(hidden_states: Any, *args: Any, **kwargs: Any) -> Any:
+        if not done and getattr(hidden_states, "dim", lambda: 0)() == 2:
+            done.append(True)
+            _write("fc_input_width", int(hidden_states.shape[-1]),
+                   "combine_hidden_states (target hidden states received)")
+        return original(hidden_states, *args, **kwargs)
+
+    combine_hidden_states._harness_recorded = True  # type: ignore[attr-defined]
+    draft.combine_hidden_states = combine_hidden_states  # this instance only
 
 
 def install_runner(module: Any) -> None:
