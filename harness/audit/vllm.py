@@ -15,7 +15,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from typing import Any
 from harness.audit.envs import cache_root, ensure_env
 from harness.audit.errors import AuditLimitError
 from harness.audit.findings import ATTENTION, Column, attention_clause
-from harness.audit.trees import ArchiveTree
+from harness.audit.trees import ArchiveTree, FolderTree, Tree
 from harness.audit.wheels import SGLangSourceError
 from harness.suite.attention import LayerAttention
 from harness.suite.draft_contract import CLAUSES, Clause, clause_from_answer
@@ -101,7 +101,7 @@ def vllm_source(spec: str) -> VllmSource:
     return VllmSource(label, wheel, data["files"], data["transformers"], data["registered"])
 
 
-def _registered(tree: ArchiveTree) -> dict[str, dict[str, str]]:
+def _registered(tree: Tree) -> dict[str, dict[str, str]]:
     """vLLM's own config classes by model_type (its `_CONFIG_REGISTRY`, a LazyConfigDict of
     model_type=ClassName keywords; the class's module from configs/__init__'s map)."""
     registry, modules = tree.read(REGISTRY) or "", tree.read(CONFIGS) or ""
@@ -152,15 +152,50 @@ def vllm_columns(spec: str, drafts: Sequence[Any]) -> list[Column]:
     """One vLLM column per draft (the drafts of a corpus, with their targets)."""
     source = vllm_source(spec)
     python = ensure_env(source.transformers)
-    request = {"files": source.files, "drafts": [
+    return _columns(str(python), source, [
         {"dir": str(d.config_file.parent),
          "target_layers": d.target.num_layers if d.target is not None else None,
          "registered": source.registered.get(str(d.config.get("model_type")))}
-        for d in drafts]}
+        for d in drafts])
+
+
+# the folder of the vllm package an interpreter would import, without importing it
+_FIND_VLLM = ("import importlib.util; "
+              "print(list(importlib.util.find_spec('vllm').submodule_search_locations)[0])")
+
+
+def installed_source(python: str) -> VllmSource:
+    """The files of the vLLM installed in `python`'s environment the audit reads (the
+    engine a run launches: the same modules the wheel's column reads)."""
+    try:
+        done = subprocess.run([python, "-I", "-c", _FIND_VLLM], capture_output=True,
+                              text=True, timeout=120, check=True)
+    except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
+        raise SGLangSourceError(f"no vllm package in {python}: {error}") from None
+    tree = FolderTree(Path(done.stdout.strip().splitlines()[-1]).parent)
+    files = {path: text for path in FILES if (text := tree.read(path)) is not None}
+    version = re.search(r"__version__\s*=\s*version\s*=\s*['\"]([^'\"]+)",
+                        tree.read("vllm/_version.py") or "")
+    label = f"vllm {version.group(1) if version else '(installed)'}"
+    return VllmSource(label, tree.parent, files, "transformers", _registered(tree))
+
+
+def installed_column(python: str, draft_dir: Path, config: Mapping[str, Any],
+                     target_layers: int | None) -> Column:
+    """The audit's vLLM column for one draft, by the code of the vLLM installed in
+    `python`'s environment, run in that interpreter (it has transformers)."""
+    source = installed_source(python)
+    return _columns(python, source, [
+        {"dir": str(draft_dir), "target_layers": target_layers,
+         "registered": source.registered.get(str(config.get("model_type")))}])[0]
+
+
+def _columns(python: str, source: VllmSource, drafts: list[dict[str, Any]]) -> list[Column]:
+    request = {"files": source.files, "drafts": drafts}
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
            "PYTHONDONTWRITEBYTECODE": "1"}
     try:
-        done = subprocess.run([str(python), "-I", str(WORKER)], input=json.dumps(request),
+        done = subprocess.run([python, "-I", str(WORKER)], input=json.dumps(request),
                               capture_output=True, text=True, timeout=WORKER_TIMEOUT_S,
                               env=env, check=False)  # fmt: skip
     except subprocess.TimeoutExpired:

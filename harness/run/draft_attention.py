@@ -18,6 +18,7 @@ from harness.suite.model import LoadedSuite, Suite, VLLMEngine
 from harness.suite.serving import ReferenceEngine, SGLangEngine
 
 SERVER_BLOCK_FLAG = "--speculative-num-draft-tokens"
+SERVED_BLOCK_VLLM = "--speculative-config num_speculative_tokens + 1"
 
 
 @dataclass(frozen=True)
@@ -72,10 +73,11 @@ def preflight(loaded: LoadedSuite, engine: PreparedEngine) -> Preflight:
             path, _ = locate_draft_config(engine.draft_config, engine.draft_revision)
             resolved = vllm_layers(engine.python, Path(path))
             explicit = _explicit_causality(Path(path))
+            config, clauses = _vllm_clauses(suite, engine, Path(path))
             return Preflight([LayerRow(index=row["index"], layer_type=row["layer_type"],
                                        window=row["window"], causal=row["causal"],
                                        explicit=explicit)
-                              for row in resolved["layers"]])
+                              for row in resolved["layers"]], clauses, config)
         if isinstance(suite.engine, ReferenceEngine):
             from harness.audit import load_draft_config
             from harness.suite.attention import resolve_layers
@@ -109,6 +111,38 @@ def preflight(loaded: LoadedSuite, engine: PreparedEngine) -> Preflight:
         return Preflight(None)
     return Preflight([LayerRow.model_validate(layer.to_dict()) for layer in layers], clauses,
                      config)
+
+
+def _vllm_clauses(suite: Suite, engine: PreparedEngine, config_json: Path
+                  ) -> tuple[Mapping[str, Any] | None, dict[str, Clause]]:
+    """The draft's config and its clauses by the audit's vLLM column, run on the code of
+    the vLLM this run launches (harness/audit/vllm.py), with the block the server is
+    given: vLLM reads no block size from a DFlash draft, it proposes the suite's
+    `num_speculative_tokens` (block size - 1) after the bonus token."""
+    from harness.audit import load_draft_config
+    from harness.audit.vllm import installed_column
+    from harness.engines.vllm.launch import num_speculative_tokens
+    from harness.suite.draft_contract import CLAUSES
+
+    if suite.speculative.algorithm != "DFLASH":
+        return None, {}
+    config, _ = load_draft_config(engine.draft_config, engine.draft_revision)
+    target = _target(engine)
+    try:
+        column = installed_column(engine.python, config_json.parent, config,
+                                  getattr(target, "num_layers", None))
+    except HarnessError:
+        if suite.draft is not None and suite.draft.expected_contract is not None:
+            raise
+        return config, {}  # the attention table stands; no clause to compare at run time
+    if column.refused is not None or column.limit is not None:
+        return config, {}
+    clauses = {name: column.clauses[name] for name in CLAUSES if name in column.clauses}
+    own = clauses.get("block_size")
+    clauses["block_size"] = Clause(num_speculative_tokens(suite) + 1,
+                                   SERVED_BLOCK_VLLM,
+                                   note=own.note if own is not None else None)
+    return config, clauses
 
 
 def _target(engine: PreparedEngine) -> Any:

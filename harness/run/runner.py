@@ -321,6 +321,8 @@ def _launch_and_measure(runs: list[EntryRun], engine: Any, gpus: Any, fit: Any) 
         # ... and the stand-ins what reached the draft of every other clause
         clauses = first.run_dir / runtime_contract.RECORD_FILE
         env[runtime_contract.RECORD_ENV] = str(clauses)
+        if (path := runtime_attention.recorder_path(suite, env)) is not None:
+            env["PYTHONPATH"] = path  # vLLM: its recorder, first on the server's path
         for run in runs:
             run.runtime_record = record
             run.contract_record = clauses if run.draft_contract else None

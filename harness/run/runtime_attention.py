@@ -10,12 +10,15 @@ called with, the layer taken from the attention backend's `layer` argument in it
 caller's frame and the model from the model file on the stack (`dflash`: the draft).
 
 A suite gets the check when its server runs kernel stand-ins (`engine.stand_ins`) and its
-algorithm has a DFlash draft whose attention the audit resolves (DFLASH).
+algorithm has a DFlash draft whose attention the audit resolves (DFLASH). vLLM's CPU
+DFLASH records the same lines from its own CPU attention backend (the recorder in
+harness/engines/vllm/recorder, put first on the server's PYTHONPATH: `recorder_path`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,10 +32,29 @@ DRAFT_MODEL = "dflash"  # sglang/srt/models/dflash.py: the DFlash draft's model 
 
 
 def wanted(suite: Any) -> bool:
-    """Whether this suite's server records its draft's kernel calls."""
+    """Whether this suite's server records its draft's kernel calls (and, with them, what
+    reached the draft of every other clause: runtime_contract.py): SGLang DFLASH with
+    kernel stand-ins, and vLLM's DFLASH on CPU, whose recorder
+    (harness/engines/vllm/recorder) reads vLLM's own objects and its CPU attention
+    backend's calls."""
     engine = suite.engine
-    return (getattr(engine, "kind", None) == "sglang" and bool(getattr(engine, "stand_ins", []))
-            and suite.speculative.algorithm == "DFLASH")
+    if suite.speculative.algorithm != "DFLASH":
+        return False
+    kind = getattr(engine, "kind", None)
+    if kind == "vllm":
+        return suite.topology.gpus == 0  # the CPU backend is the one the recorder reads
+    return kind == "sglang" and bool(getattr(engine, "stand_ins", []))
+
+
+def recorder_path(suite: Any, env: dict[str, str]) -> str | None:
+    """The server's PYTHONPATH with the vLLM recorder's folder first (its sitecustomize
+    chains to any other), for a vLLM suite; None for others (SGLang's stand-ins record)."""
+    if getattr(suite.engine, "kind", None) != "vllm":
+        return None
+    from harness.engines.vllm.recorder import FOLDER
+
+    rest = env.get("PYTHONPATH") or os.environ.get("PYTHONPATH")
+    return ":".join([str(FOLDER), *filter(None, [rest])])
 
 
 def read_runtime(path: Path) -> list[RuntimeLayerRow]:

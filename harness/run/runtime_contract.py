@@ -10,6 +10,8 @@ reads them into run.json (`draft_contract_runtime`) and compares: a clause whose
 value differs from the audit's, or a resolved clause the engine recorded nothing for, is
 an error naming the clause, judged before accept length (the build measured is not the
 build audited). Per-layer attention has its own record (runtime_attention.py).
+vLLM's CPU DFlash writes the same lines from vLLM's own objects (harness/engines/vllm/
+recorder/vllm_record.py), compared with the audit's vLLM column for the vLLM launched.
 """
 
 from __future__ import annotations

@@ -1,0 +1,188 @@
+"""What reached vLLM's DFlash draft at run time, read from vLLM's own objects.
+
+Loaded by sitecustomize.py (this folder, first on the vLLM server's PYTHONPATH) only when
+the harness names a record file. Nothing vLLM does is changed: its objects are read after
+its own code ran, and one JSON line per clause is appended to the file
+`HARNESS_CONTRACT_RECORD` names, in the format harness/run/runtime_contract.py reads:
+
+- after `GPUModelRunner._setup_eagle3_aux_hidden_state_outputs` (the CPU runner's
+  `load_model` calls it once the target and the DFlash drafter are loaded): the target
+  layers the target's forward loop captures (its decoder's `aux_hidden_state_layers`:
+  hidden_states[c] for each c, the audit's convention), the block the drafter proposes
+  (`num_speculative_tokens + 1` query tokens per request), the mask token id the drafter
+  feeds its masked slots (`parallel_drafting_token_id`) and the one the draft model
+  embeds (`mask_token_id`), the draft's decoder layers, the width its `fc` projects from
+  (and, once, the width of the target hidden states the proposer hands the draft's
+  `combine_hidden_states`), and whose embeddings and `lm_head` the draft ended up with;
+- from the CPU attention backend's `forward` (`CPUAttentionBackendImpl`, the call into
+  `cpu_attention_with_kv_cache`): for each draft layer, the causality and window that
+  reached the kernel, one line per distinct (layer, causal, window), to the file
+  `HARNESS_ATTENTION_RECORD` names (harness/run/runtime_attention.py's format).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from typing import Any
+
+CONTRACT_ENV = "HARNESS_CONTRACT_RECORD"
+ATTENTION_ENV = "HARNESS_ATTENTION_RECORD"
+RUNNER_MODULE = "vllm.v1.worker.gpu_model_runner"
+ATTENTION_MODULE = "vllm.v1.attention.backends.cpu_attn"
+DRAFT_MODEL = "dflash"  # the model name runtime_attention.py reads as the draft's
+
+_DRAFT_LAYERS: dict[int, int] = {}  # id(the draft layer's attention impl) -> layer index
+_SEEN: set[tuple[int, bool, int | None]] = set()
+
+
+def _append(env: str, line: dict[str, Any]) -> None:
+    path = os.environ.get(env)
+    if not path:
+        return
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(json.dumps({"pid": os.getpid(), **line}, sort_keys=True) + "\n")
+
+
+def _write(clause: str, value: Any, where: str) -> None:
+    _append(CONTRACT_ENV, {"clause": clause, "value": value, "where": where})
+
+
+def _decoder(model: Any) -> Any:
+    """The target's decoder, unwrapped as `SupportsEagle3.set_aux_hidden_state_layers`
+    unwraps it (the language model of a multimodal model, then its `model`)."""
+    parent = model
+    if hasattr(model, "get_language_model"):
+        parent = model.get_language_model()
+    elif hasattr(model, "language_model"):
+        parent = model.language_model
+    return getattr(parent, "model", parent)
+
+
+def _language_model(model: Any) -> Any:
+    return model.get_language_model() if hasattr(model, "get_language_model") else model
+
+
+def record_runner(runner: Any) -> None:
+    """Read the loaded target and DFlash drafter of a model runner."""
+    drafter = getattr(runner, "drafter", None)
+    if drafter is None or getattr(drafter, "method", None) != "dflash":
+        return
+    where = type(drafter).__name__
+    draft = getattr(drafter, "model", None)  # DFlashQwen3ForCausalLM
+    inner = getattr(draft, "model", None)  # DFlashQwen3Model
+    target = runner.get_model() if hasattr(runner, "get_model") else runner.model
+    if getattr(drafter, "eagle3_use_aux_hidden_state", True):
+        layers = getattr(_decoder(target), "aux_hidden_state_layers", None)
+        if layers is not None:
+            _write("taps", sorted({int(c) for c in layers}),
+                   "target aux_hidden_state_layers")
+    _write("block_size", int(drafter.num_speculative_tokens) + 1,
+           f"{where}: num_speculative_tokens + 1")
+    _write("mask_token_id", int(drafter.parallel_drafting_token_id),
+           f"{where}.parallel_drafting_token_id")
+    own = getattr(inner, "mask_token_id", None)
+    if own is not None:
+        _write("mask_token_id", int(own), f"{type(inner).__name__}.mask_token_id")
+    layers = getattr(inner, "layers", None)
+    if layers is not None:
+        _write("draft_layers", len(layers), f"{type(inner).__name__}.layers")
+        for index, layer in enumerate(layers):
+            impl = getattr(getattr(getattr(layer, "self_attn", None), "attn", None), "impl",
+                           None)
+            if impl is not None:
+                _DRAFT_LAYERS[id(impl)] = index
+    width = getattr(getattr(inner, "fc", None), "input_size", None)
+    if isinstance(width, int):
+        _write("fc_input_width", width, f"{type(inner).__name__}.fc")
+    _record_delivered(draft)
+    language = _language_model(target)
+    embed = getattr(getattr(language, "model", None), "embed_tokens", None)
+    if embed is not None and inner is not None:
+        _write("embeddings", "target" if inner.embed_tokens is embed else "draft",
+               f"{where}._maybe_share_embeddings")
+    head = getattr(language, "lm_head", None)
+    if head is not None and draft is not None:
+        _write("lm_head", "target" if getattr(draft, "lm_head", None) is head else "draft",
+               f"{where}._maybe_share_lm_head")
+
+
+def _record_delivered(draft: Any) -> None:
+    """Record, once, the width of the target hidden states the proposer hands the draft
+    (`SpecDecodeBaseProposer.propose` -> the draft's `combine_hidden_states`)."""
+    original = getattr(draft, "combine_hidden_states", None)
+    if original is None or getattr(original, "_harness_recorded", False):
+        return
+    done: list[bool] = []
+
+    @functools.wraps(original)
+    def combine_hidden_states(hidden_states: Any, *args: Any, **kwargs: Any) -> Any:
+        if not done and getattr(hidden_states, "dim", lambda: 0)() == 2:
+            done.append(True)
+            _write("fc_input_width", int(hidden_states.shape[-1]),
+                   "combine_hidden_states (target hidden states received)")
+        return original(hidden_states, *args, **kwargs)
+
+    combine_hidden_states._harness_recorded = True  # type: ignore[attr-defined]
+    draft.combine_hidden_states = combine_hidden_states  # this instance only
+
+
+def install_runner(module: Any) -> None:
+    cls = getattr(module, "GPUModelRunner", None)
+    original = getattr(cls, "_setup_eagle3_aux_hidden_state_outputs", None)
+    if original is None or getattr(original, "_harness_recorded", False):
+        return
+
+    @functools.wraps(original)
+    def setup(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, *args, **kwargs)
+        record_runner(self)
+        return result
+
+    setup._harness_recorded = True  # type: ignore[attr-defined]
+    cls._setup_eagle3_aux_hidden_state_outputs = setup
+
+
+def record_call(impl: Any, attn_metadata: Any) -> None:
+    """One kernel call of a draft layer: the causality and window it received."""
+    index = _DRAFT_LAYERS.get(id(impl))
+    causal = getattr(attn_metadata, "causal", None)
+    if index is None or not isinstance(causal, bool):
+        return
+    window = getattr(impl, "sliding_window", None)
+    window = None if window is None or window < 0 else int(window)
+    key = (index, causal, window)
+    if key in _SEEN:
+        return
+    _SEEN.add(key)
+    _append(ATTENTION_ENV, {"model": DRAFT_MODEL, "layer": index, "kernel": "extend",
+                            "causal": causal, "window": window})
+
+
+def install_attention(module: Any) -> None:
+    cls = getattr(module, "CPUAttentionBackendImpl", None)
+    original = getattr(cls, "forward", None)
+    if original is None or getattr(original, "_harness_recorded", False):
+        return
+
+    @functools.wraps(original)
+    def forward(self: Any, layer: Any, query: Any, key: Any, value: Any, kv_cache: Any,
+                attn_metadata: Any, *args: Any, **kwargs: Any) -> Any:
+        if _DRAFT_LAYERS and attn_metadata is not None:
+            record_call(self, attn_metadata)
+        return original(self, layer, query, key, value, kv_cache, attn_metadata, *args,
+                        **kwargs)
+
+    forward._harness_recorded = True  # type: ignore[attr-defined]
+    cls.forward = forward
+
+
+def hooks() -> dict[str, Any]:
+    """module -> what to install once it is imported."""
+    found: dict[str, Any] = {}
+    if os.environ.get(CONTRACT_ENV) or os.environ.get(ATTENTION_ENV):
+        found[RUNNER_MODULE] = install_runner
+    if os.environ.get(ATTENTION_ENV):
+        found[ATTENTION_MODULE] = install_attention
+    return found

@@ -1,0 +1,179 @@
+"""The vLLM recorder (harness/engines/vllm/recorder) on vLLM-shaped objects (no vLLM
+needed): what it reads from a loaded DFlash drafter and target, the kernel calls of the
+draft's layers, and the harness's comparison of both with the audit (runtime_contract.py,
+runtime_attention.py). The real server's record: tests/vllm_oracle/test_runtime_record.py."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from harness.engines.vllm.recorder import FOLDER
+from harness.results.record import ClauseRow, LayerRow
+from harness.run import runtime_attention, runtime_contract
+
+
+@pytest.fixture
+def recorder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.syspath_prepend(str(FOLDER))
+    import vllm_record
+
+    clauses = tmp_path / runtime_contract.RECORD_FILE
+    kernel = tmp_path / runtime_attention.RECORD_FILE
+    monkeypatch.setenv(vllm_record.CONTRACT_ENV, str(clauses))
+    monkeypatch.setenv(vllm_record.ATTENTION_ENV, str(kernel))
+    assert vllm_record.CONTRACT_ENV == runtime_contract.RECORD_ENV
+    assert vllm_record.ATTENTION_ENV == runtime_attention.RECORD_ENV
+    assert vllm_record.DRAFT_MODEL == runtime_attention.DRAFT_MODEL
+    vllm_record._DRAFT_LAYERS.clear()
+    vllm_record._SEEN.clear()
+    yield vllm_record, clauses, kernel
+    sys.modules.pop("vllm_record", None)
+
+
+def _vllm_shaped(aux: tuple[int, ...], k: int = 7, mask_id: int = 2,
+                 windows: tuple[int | None, ...] = (16, 16, 16)):
+    """A model runner after load_model: the target (Qwen3ForCausalLM: .model with
+    aux_hidden_state_layers and embed_tokens, .lm_head) and its DFlashProposer."""
+
+    class CPUAttentionBackendImpl:  # vllm/v1/attention/backends/cpu_attn.py's shape
+        def __init__(self, window: int | None) -> None:
+            self.sliding_window = -1 if window is None else window
+
+        def forward(self, layer, query, key, value, kv_cache, attn_metadata, output=None):
+            return output
+
+    target = types.SimpleNamespace(
+        model=types.SimpleNamespace(aux_hidden_state_layers=(), embed_tokens=object()),
+        lm_head=object())
+    layers = [types.SimpleNamespace(self_attn=types.SimpleNamespace(
+        attn=types.SimpleNamespace(impl=CPUAttentionBackendImpl(w)))) for w in windows]
+    inner = types.SimpleNamespace(layers=layers, mask_token_id=mask_id,
+                                  fc=types.SimpleNamespace(input_size=384),
+                                  embed_tokens=target.model.embed_tokens)
+    draft = types.SimpleNamespace(model=inner, lm_head=target.lm_head,
+                                  combine_hidden_states=lambda hidden: hidden)
+    drafter = types.SimpleNamespace(method="dflash", model=draft, num_speculative_tokens=k,
+                                    parallel_drafting_token_id=mask_id,
+                                    eagle3_use_aux_hidden_state=True)
+
+    class GPUModelRunner:
+        def __init__(self) -> None:
+            self.model, self.drafter = target, drafter
+
+        def get_model(self):
+            return self.model
+
+        def _setup_eagle3_aux_hidden_state_outputs(self) -> None:
+            self.model.model.aux_hidden_state_layers = tuple(sorted(set(aux)))
+
+    runner_module = types.ModuleType("gpu_model_runner")
+    runner_module.GPUModelRunner = GPUModelRunner
+    attention_module = types.ModuleType("cpu_attn")
+    attention_module.CPUAttentionBackendImpl = CPUAttentionBackendImpl
+    return runner_module, attention_module, layers
+
+
+def _run(vllm_record, modules, causal: bool = True) -> None:
+    runner_module, attention_module, layers = modules
+    vllm_record.install_runner(runner_module)
+    vllm_record.install_attention(attention_module)
+    vllm_record.install_runner(runner_module)  # installed once, whatever the imports
+    runner = runner_module.GPUModelRunner()
+    runner._setup_eagle3_aux_hidden_state_outputs()
+    for _ in range(2):  # recorded once
+        runner.drafter.model.combine_hidden_states(types.SimpleNamespace(
+            dim=lambda: 2, shape=(7, 384)))
+    metadata = types.SimpleNamespace(causal=causal)
+    for _ in range(3):  # one line per distinct (layer, causal, window)
+        for layer in layers:
+            layer.self_attn.attn.impl.forward(None, None, None, None, None, metadata)
+    attention_module.CPUAttentionBackendImpl(None).forward(  # a target layer's call
+        None, None, None, None, None, metadata)
+
+
+AUDIT = {"taps": ClauseRow(value=[2, 3, 4], source="draft config"),
+         "block_size": ClauseRow(value=8, source="num_speculative_tokens + 1"),
+         "mask_token_id": ClauseRow(value=2, source="draft config"),
+         "draft_layers": ClauseRow(value=3), "fc_input_width": ClauseRow(value=384),
+         "embeddings": ClauseRow(value=None, note="decided at load"),
+         "lm_head": ClauseRow(value=None, note="decided at load")}
+LAYERS = [LayerRow(index=i, window=16, causal=True) for i in range(3)]
+
+
+def test_what_reached_vllms_draft_equals_the_audit(recorder) -> None:
+    vllm_record, clauses, kernel = recorder
+    _run(vllm_record, _vllm_shaped((2, 3, 4)))
+    rows, differences = runtime_contract.check(clauses, AUDIT)
+    assert differences == []
+    assert rows["taps"].value == [2, 3, 4]
+    assert rows["block_size"].value == 8 and rows["mask_token_id"].note is not None
+    assert "combine_hidden_states" in rows["fc_input_width"].note  # as delivered, once
+    assert rows["embeddings"].value == "target" and rows["lm_head"].value == "target"
+    table, differences = runtime_attention.check(kernel, LAYERS)
+    assert differences == [] and [(r.index, r.causal, r.window) for r in table] == \
+        [(0, True, 16), (1, True, 16), (2, True, 16)]
+    assert len(kernel.read_text().splitlines()) == 3  # the target's layer: not recorded
+
+
+def test_a_tap_block_or_mask_difference_fails_naming_the_clause(recorder) -> None:
+    vllm_record, clauses, _ = recorder
+    _run(vllm_record, _vllm_shaped((1, 2, 3), k=15, mask_id=1))
+    _, differences = runtime_contract.check(clauses, AUDIT)
+    assert [d.split(":")[0] for d in differences] == \
+        ["taps", "block_size", "mask_token_id", "mask_token_id"]
+    assert differences[0] == ("taps: reached the model as [1,2,3] (target "
+                              "aux_hidden_state_layers); the audit says [2,3,4] "
+                              "(draft config)")
+
+
+def test_a_window_or_causality_the_kernel_received_otherwise_is_named(recorder) -> None:
+    vllm_record, _, kernel = recorder
+    _run(vllm_record, _vllm_shaped((2, 3, 4), windows=(16, None, 16)), causal=False)
+    _, differences = runtime_attention.check(kernel, LAYERS)
+    assert [d.split(":")[0] for d in differences] == ["draft layer 0", "draft layer 1",
+                                                      "draft layer 2"]
+    assert "bidirectional, no window" in differences[1]
+
+
+def test_nothing_is_recorded_without_the_variables(recorder, monkeypatch) -> None:
+    vllm_record, clauses, kernel = recorder
+    monkeypatch.delenv(vllm_record.CONTRACT_ENV)
+    monkeypatch.delenv(vllm_record.ATTENTION_ENV)
+    assert vllm_record.hooks() == {}
+    _run(vllm_record, _vllm_shaped((2, 3, 4)))
+    assert not clauses.exists() and not kernel.exists()
+
+
+def test_the_hook_chains_to_the_environments_own_sitecustomize(tmp_path: Path) -> None:
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "sitecustomize.py").write_text("import os\nos.environ['OWN_HOOK_RAN'] = '1'\n")
+    code = ("import os, sys; print(os.environ.get('OWN_HOOK_RAN'), "
+            "any(type(f).__name__ == '_AfterImport' for f in sys.meta_path))")
+    for record, hooked in (("", "False"), (str(tmp_path / "r.jsonl"), "True")):
+        env = {"PYTHONPATH": f"{FOLDER}:{own}", "HARNESS_CONTRACT_RECORD": record,
+               "PATH": "/usr/bin:/bin"}
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=env, check=True, timeout=60)
+        assert done.stdout.split() == ["1", hooked]
+
+
+def test_vllms_cpu_dflash_suites_record_with_the_recorder_first_on_the_path(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.build import REPO_ROOT
+    from harness.suite.model import load_suite
+
+    suite = load_suite(REPO_ROOT / "suites" / "tiny_dflash_vllm_cpu.toml").suite
+    assert runtime_attention.wanted(suite)
+    for other in ("qwen3_8b_dflash_vllm", "tiny_ngram_sglang_cpu"):  # vLLM on GPU: not read
+        assert not runtime_attention.wanted(load_suite(other).suite), other
+    monkeypatch.setenv("PYTHONPATH", "/the/harness")
+    assert runtime_attention.recorder_path(suite, {}) == f"{FOLDER}:/the/harness"
+    assert runtime_attention.recorder_path(suite, {"PYTHONPATH": "/hook"}) == f"{FOLDER}:/hook"
+    sglang = load_suite(REPO_ROOT / "suites" / "tiny_dflash_sglang_cpu.toml").suite
+    assert runtime_attention.recorder_path(sglang, {}) is None

@@ -1,0 +1,136 @@
+"""Run time = audit on vLLM's CPU DFlash (`nox -s vllm_cpu`): the recorder the harness puts
+on the vLLM server's path (harness/engines/vllm/recorder) records what reached the draft,
+and the run compares it with the audit's vLLM clauses for the vLLM it launched.
+
+- The real suite: every clause the audit resolves, and each draft layer's attention at the
+  CPU kernel, equal to the audit's; the run passes.
+- A planted engine defect the audit cannot see (an environment hook, chained by the
+  recorder's sitecustomize, that drops vLLM's `+ 1` from DFlash's `target_layer_ids`, so
+  the target captures its taps one layer early): the run is an error (exit 3) naming the
+  clause, before accept length is judged."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.vllm_oracle.vllm_code import vllm_python
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = "tiny_dflash_vllm_cpu"
+
+# Drops the + 1 of GPUModelRunner._get_eagle3_aux_layers_from_config for a DFlash draft
+# (DFlash's target_layer_ids are layer outputs; vLLM captures hidden_states[id + 1]).
+PLANTED = r'''
+import importlib.abc, importlib.util, sys
+
+NAME = "vllm.v1.worker.gpu_model_runner"
+
+
+def plant(module):
+    cls = module.GPUModelRunner
+    original = cls._get_eagle3_aux_layers_from_config
+
+    def early(self):
+        layers = original(self)
+        return tuple(i - 1 for i in layers) if layers else layers
+
+    cls._get_eagle3_aux_layers_from_config = early
+
+
+class Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name != NAME:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            plant(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, Finder())
+'''
+
+
+def _run(folder: Path, name: str, env: dict[str, str] | None = None
+         ) -> tuple[subprocess.CompletedProcess[str], dict]:
+    """`harness run` on a copy of the suite named `name` (its [engine.env] extended)."""
+    text = (ROOT / "suites" / f"{SUITE}.toml").read_text().replace(
+        f'name = "{SUITE}"', f'name = "{name}"')
+    for key, value in (env or {}).items():
+        text = text.replace("[engine.env]\n", f"[engine.env]\n{key} = {json.dumps(value)}\n")
+    suite = folder / f"{name}.toml"
+    suite.write_text(text)
+    results = folder / "results"
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "run", str(suite), "--results", str(results),
+         "--no-progress", "--no-plot"], cwd=ROOT, capture_output=True, text=True,
+        timeout=1800, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+    records = sorted((results / "runs" / name).glob("*/run.json"))
+    assert records, done.stdout[-3000:] + done.stderr[-3000:]
+    return done, json.loads(records[-1].read_text())
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory: pytest.TempPathFactory):
+    vllm_python()  # the environment `harness run tiny_dflash_vllm_cpu` built (else skip)
+    return _run(tmp_path_factory.mktemp("clean"), SUITE)
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory):
+    vllm_python()
+    folder = tmp_path_factory.mktemp("planted")
+    hook = folder / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(PLANTED)
+    return _run(folder, f"{SUITE}_taps_early", {"PYTHONPATH": str(hook)})
+
+
+RESOLVED = {"taps": [1, 2, 3, 4], "block_size": 8, "mask_token_id": 2, "draft_layers": 5,
+            "fc_input_width": 512}
+
+
+def test_every_clause_that_reached_vllms_draft_equals_the_audit(clean) -> None:
+    done, record = clean
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    audit, runtime = record["draft_contract"], record["draft_contract_runtime"]
+    assert {name: audit[name]["value"] for name in RESOLVED} == RESOLVED
+    assert {name: runtime[name]["value"] for name in RESOLVED} == RESOLVED
+    assert audit["block_size"]["source"] == "--speculative-config num_speculative_tokens + 1"
+    assert runtime["taps"]["source"] == "target aux_hidden_state_layers"
+    # recorded, though the audit leaves them to the weights at load (not compared)
+    assert (runtime["embeddings"]["value"], runtime["lm_head"]["value"]) == ("target",
+                                                                             "target")
+    assert "DFlashQwen3Model.mask_token_id" in runtime["mask_token_id"]["note"]
+    assert "combine_hidden_states" in runtime["fc_input_width"]["note"]  # as delivered
+    kernel = [(r["index"], r["causal"], r["window"]) for r in record["attention_runtime"]]
+    assert kernel == [(i, True, 16) for i in range(5)]
+    assert kernel == [(r["index"], r["causal"], r["window"]) for r in record["attention"]]
+    assert record["verdict"]["status"] == "pass"
+
+
+def test_taps_captured_one_layer_early_fail_the_run_naming_the_clause(planted) -> None:
+    done, record = planted
+    assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
+    assert record["draft_contract"]["taps"]["value"] == [1, 2, 3, 4]  # the audit: unpatched
+    assert record["draft_contract_runtime"]["taps"]["value"] == [0, 1, 2, 3]
+    reasons = record["verdict"]["reasons"]
+    assert record["verdict"]["status"] == "error"
+    assert reasons[:2] == [
+        "the draft's runtime contract differs from the audit's for this build:",
+        "taps: reached the model as [0,1,2,3] (target aux_hidden_state_layers); the audit "
+        "says [1,2,3,4] (draft config)"]
+    assert not any(r.split(":")[0] in ("block_size", "mask_token_id", "draft_layers")
+                   for r in reasons)  # only the planted clause differs
