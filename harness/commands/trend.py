@@ -87,7 +87,7 @@ def _recorded(runs: pd.DataFrame) -> list[str]:
     return sorted(recorded)
 
 
-def _since(text: str | None) -> object:
+def _since(text: str | None) -> pd.Timestamp | None:
     if text is None:
         return None
     try:
