@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Literal
 
+from harness.metrics import spending as alpha_spending
 from harness.metrics import stats
 
 if TYPE_CHECKING:
@@ -205,10 +206,8 @@ class PairedRule:
 
     def nominal_alphas(self) -> list[float]:
         """The one-sided level each look tests at (the last close to alpha)."""
-        from harness.metrics.spending import nominal_alphas
-
-        return nominal_alphas([n / self.max_n for n in self.looks()], self.alpha,
-                              self.spending)
+        return alpha_spending.nominal_alphas([n / self.max_n for n in self.looks()],
+                                             self.alpha, self.spending)
 
     def decide(self, a: tuple[Sequence[float], Sequence[float]],
                b: tuple[Sequence[float], Sequence[float]]) -> PairedResult | None:
