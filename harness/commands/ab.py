@@ -24,6 +24,7 @@ from harness.suite.model import load_suite, suite_entries
 
 
 def run(args: argparse.Namespace) -> int:
+    """`harness ab` (its arguments: commands/parsers/ab.py)."""
     loaded = load_suite(args.suite)
     loaded_b = load_suite(args.b_suite) if args.b_suite else loaded
     _same_workloads(loaded, loaded_b)

@@ -39,6 +39,7 @@ DEFAULT_RELEASE = "0.5.23"  # --corpus without --sglang
 
 
 def run(args: argparse.Namespace) -> int:
+    """`harness audit` (its arguments: commands/parsers/audit.py)."""
     try:
         return _run(args)
     except HarnessError as error:

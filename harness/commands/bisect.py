@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 
 def run(args: argparse.Namespace) -> int:
+    """`harness bisect` (its arguments: commands/parsers/bisect.py)."""
     if args.resume is not None:
         session = load_session(args.results, args.resume or None)
         loaded = load_suite(session.suite)

@@ -14,6 +14,7 @@ from harness.suite.model import load_suite
 
 
 def run(args: argparse.Namespace) -> int:
+    """`harness calibrate` (its arguments: commands/parsers/calibrate.py)."""
     if args.runs < 2:
         raise BadInput(f"--runs must be >= 2 (a spread needs two runs), got {args.runs}")
     loaded = load_suite(args.suite)

@@ -14,6 +14,7 @@ from harness.run.judge import DropEvidence, decide_drop
 
 
 def run(args: argparse.Namespace) -> int:
+    """`harness compare` (its arguments: commands/parsers/compare.py)."""
     if not 0.0 < args.level < 1.0:
         raise BadInput(f"--level must be in (0, 1), got {args.level}")
     if not 0.0 < args.alpha < 1.0:

@@ -22,6 +22,7 @@ STDOUT = "-"
 
 
 def run(args: argparse.Namespace) -> int:
+    """`harness export` (its arguments: commands/parsers/export.py)."""
     target = run_by_id(args.target, args.results) or Path(args.target)
     if target.name == RUN_FILE and target.is_file():  # the record named: its folder
         target = target.parent

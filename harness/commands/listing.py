@@ -13,6 +13,7 @@ from harness.suite.listing import format_rows, listing
 
 
 def run(args: argparse.Namespace) -> int:
+    """`harness list` (its arguments: commands/parsers/suites.py)."""
     folder = args.suites_dir or SUITES_DIR
     entries = listing(sorted(folder.glob("*.toml")), folder)
     # a terminal's width wraps the description; a pipe gets one line per suite

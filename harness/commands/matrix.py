@@ -10,6 +10,7 @@ from harness.suite.model import load_suite, shipped_suites
 
 
 def run(args: argparse.Namespace) -> int:
+    """`harness matrix` (its arguments: commands/parsers/matrix.py)."""
     specs = _split(args.suites) or shipped_suites()
     suites = [load_suite(spec) for spec in specs]
     if args.nightly_only:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 
 def run(args: argparse.Namespace) -> int:
+    """`harness paired` (its arguments: commands/parsers/paired.py)."""
     since = None
     if args.since:
         try:

@@ -16,6 +16,7 @@ from harness.results.sweeps import SWEEP_FILE
 
 
 def run(args: argparse.Namespace) -> int:
+    """`harness plot` (its arguments: commands/parsers/plot.py)."""
     target = run_by_id(args.target, args.results) or Path(args.target)
     if (target / SWEEP_FILE).is_file():  # a sweep's folder: its figure (harness sweep)
         print(plot_sweep(target, out=args.out))

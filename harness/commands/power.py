@@ -15,7 +15,7 @@ import argparse
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
@@ -33,11 +33,13 @@ from harness.workloads import planned_questions
 
 if TYPE_CHECKING:
     from harness.suite.model import LoadedSuite
+    from harness.suite.schema import Suite
 
 OFFSETS = (-0.5, -0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3, 0.5)
 
 
 def run(args: argparse.Namespace) -> int:
+    """`harness power` (its arguments: commands/parsers/power.py)."""
     for name in ("alpha", "beta"):
         value = getattr(args, name)
         if value is not None and not 0.0 < value < 0.5:
@@ -86,7 +88,7 @@ def power_report(
     sd: float | None = None,
     latest_runs: int = 5,
     paired_sd: float | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     suite, floors = loaded.suite, loaded.suite.floors
     metric = getattr(floors, "metric", "server_avg")
     alpha = alpha if alpha is not None else getattr(floors, "alpha", 0.05)
@@ -158,7 +160,7 @@ def recorded_paired_spread(results: Path, series: str, latest_runs: int
 
 
 def paired_power(loaded: LoadedSuite, results: Path, n: int, sd_given: float | None = None,
-                 latest_runs: int = 5) -> dict[str, Any] | None:
+                 latest_runs: int = 5) -> dict[str, object] | None:
     """The paired gate's operating characteristic at the suite's question count."""
     suite = loaded.suite
     gate = suite.gate
@@ -202,7 +204,7 @@ def paired_power(loaded: LoadedSuite, results: Path, n: int, sd_given: float | N
                 reference, tolerance, sd, n, gate.alpha, gate.inconclusive)}
 
 
-def sequential_floors(suite: Any, alpha: float, beta: float) -> dict[str, Any]:
+def sequential_floors(suite: Suite, alpha: float, beta: float) -> dict[str, object]:
     """What `--sequential` settles and the error rates it guarantees, per floor and for
     the verdict (harness.run.sequential): each floor's early fail <= alpha when the floor
     is met and its early pass <= beta when it is not; the run's early fail of a build that
@@ -222,7 +224,7 @@ def _min_group() -> int:
     return MIN_GROUP
 
 
-def render_power(report: dict[str, Any]) -> None:
+def render_power(report: dict[str, object]) -> None:
     alpha, beta = report["alpha"], report["beta"]
     console = Console()
     console.print(f"{report['suite']}: gate = {report['gate']} {report['floor']:g} "

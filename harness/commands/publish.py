@@ -12,6 +12,7 @@ from harness.publish.site import build_site
 
 
 def run(args: argparse.Namespace) -> int:
+    """`harness publish` (its arguments: commands/parsers/publish.py)."""
     if args.window < 2 or not 0 < args.alpha < 1 or args.run_pages < 0:
         raise BadInput("--window must be >= 2, --alpha in (0, 1), --run-pages >= 0")
     if args.files_url and not args.files_url.startswith(("https://", "http://")):

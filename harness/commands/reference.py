@@ -40,6 +40,7 @@ USAGE = ("usage: harness reference build [--pair PAIR] [--out DIR] [--force] [--
 
 
 def run(args: argparse.Namespace) -> int:
+    """`harness reference` (its arguments: commands/parsers/reference.py)."""
     seed = getattr(args, "pair", "tiny") != "tiny"
     if args.reference_action == "build":
         return _build_seed(args) if seed else _build(args)

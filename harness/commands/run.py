@@ -13,6 +13,7 @@ from harness.errors import BadInput
 from harness.metrics.latency import speed_lines
 from harness.metrics.speedup import speedup_lines
 from harness.run.attach import server_url
+from harness.run.outcome import RunOutcome
 from harness.run.pairing import check_against, run_paired
 from harness.run.plan import requested_spec
 from harness.run.runner import RunOptions, run_suite
@@ -20,7 +21,7 @@ from harness.run.schedulers.slurm import SlurmOptions
 from harness.suite.model import load_suite
 
 
-def launcher_options(args: argparse.Namespace) -> object:
+def launcher_options(args: argparse.Namespace) -> SlurmOptions | None:
     """`--slurm-*` as the Slurm launcher's options (BadInput for a kubernetes launch that is
     not a dry run: the harness prints its manifest, `kubectl apply` starts it)."""
     if args.launcher == "kubernetes":
@@ -41,6 +42,7 @@ def launcher_options(args: argparse.Namespace) -> object:
 
 
 def run(args: argparse.Namespace) -> int:
+    """`harness run` (its arguments: commands/parsers/run.py)."""
     loaded = load_suite(args.suite)
     options = RunOptions(
         results_dir=args.results, sglang=args.sglang, patch=args.patch,
@@ -100,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 
-def speed_of(outcome: object) -> list[str]:
+def speed_of(outcome: RunOutcome) -> list[str]:
     """Each measured entry's latency and throughput (harness.metrics.latency, as its
     record holds them; definitions in the record and docs/speed.md)."""
     entries = getattr(outcome, "entries", None) or [outcome]
@@ -118,7 +120,7 @@ def speed_of(outcome: object) -> list[str]:
     return lines
 
 
-def drawn_plots(outcome: object) -> list[Path]:
+def drawn_plots(outcome: RunOutcome) -> list[Path]:
     """The PNGs the run drew, each entry's (the run figure, its categories, its latency)."""
     entries = getattr(outcome, "entries", None) or [outcome]
     folders = [entry.run_dir for entry in entries if entry.run_dir is not None]

@@ -18,6 +18,7 @@ from harness.suite.model import load_suite
 
 
 def show(args: argparse.Namespace) -> int:
+    """`harness show` (its arguments: commands/parsers/suites.py)."""
     loaded = load_suite(args.suite)
     # as validated, with every secret the run would hide hidden here too
     data = redact_document(loaded.suite.model_dump(mode="json"),
@@ -34,6 +35,7 @@ def show(args: argparse.Namespace) -> int:
 
 
 def validate(args: argparse.Namespace) -> int:
+    """`harness validate` (its arguments: commands/parsers/suites.py)."""
     files: list[Path] = []
     for path in args.paths:
         files += sorted(path.glob("*.toml")) if path.is_dir() else [path]

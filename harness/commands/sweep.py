@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 
 def run(args: argparse.Namespace) -> int:
+    """`harness sweep` (its arguments: commands/parsers/sweep.py)."""
     concurrencies = parse_concurrencies(args.concurrency)
     if args.max_drop is None and (args.alpha != 0.05 or args.inconclusive != "pass"):
         raise BadInput("--alpha and --inconclusive set the gate: give --max-drop too")

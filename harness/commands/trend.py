@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 
 def run(args: argparse.Namespace) -> int:
+    """`harness trend` (its arguments: commands/parsers/trend.py)."""
     root = args.results
     if not root.is_dir():
         raise BadInput(f"{root}: no results folder")
