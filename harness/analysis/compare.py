@@ -28,13 +28,13 @@ from harness.metrics import breakdown, stats
 __all__ = ["Side", "add_run", "compare", "render", "resolve_side"]
 
 
-def compare(a: Side, b: Side, level: float = 0.95) -> dict[str, Any]:
+def compare(a: Side, b: Side, level: float = 0.95) -> dict[str, object]:
     """Both sides' summaries and B minus A with CI and p-values (two-sided, and one-sided
     for a drop of B below A)."""
     metric = common_metric(a, b)
     a.use_metric(metric)
     b.use_metric(metric)
-    result: dict[str, Any] = {"a": a.summary(level), "b": b.summary(level), "level": level,
+    result: dict[str, object] = {"a": a.summary(level), "b": b.summary(level), "level": level,
                               "metric": metric}  # fmt: skip
     matched = None
     if a.has_requests and b.has_requests:
@@ -76,7 +76,7 @@ def compare(a: Side, b: Side, level: float = 0.95) -> dict[str, Any]:
 
 
 def breakdowns(a: Side, b: Side, metric: str, level: float = 0.95,
-               pair: bool = True) -> dict[str, Any]:
+               pair: bool = True) -> dict[str, object]:
     """Per category and per draft position: both sides and B - A with CI and p-values,
     paired on the questions both asked (harness.metrics.breakdown) unless `pair` is
     False (the sides asked them differently). Empty when a side has no request rows."""
@@ -89,7 +89,7 @@ def breakdowns(a: Side, b: Side, metric: str, level: float = 0.95,
     return found
 
 
-def adjust(found: dict[str, Any]) -> dict[str, Any]:
+def adjust(found: dict[str, object]) -> dict[str, object]:
     """Holm's correction over every per-category and per-position row together: each row
     gets `p_adjusted`, which the significance marks use. An A/A comparison of 6 categories
     and 7 positions marked at least one row in 41% of comparisons unadjusted; Holm holds
@@ -109,7 +109,7 @@ def _p(value: Any) -> float:
     return float(value) if isinstance(value, int | float) else math.nan
 
 
-def render(result: dict[str, Any]) -> None:
+def render(result: dict[str, object]) -> None:
     """Print the comparison as a rich table."""
     a, b, d = result["a"], result["b"], result["difference"]
     level = round(result["level"] * 100)
@@ -183,7 +183,7 @@ def _flag(p_value: Any) -> str:
     return "**" if p_value < 0.01 else "*" if p_value < 0.05 else ""
 
 
-def _difference_row(name: str, d: dict[str, Any]) -> list[str]:
+def _difference_row(name: str, d: dict[str, object]) -> list[str]:
     ci = d.get("ci")
     adjusted = d.get("p_adjusted", d["p_value"])
     return [name, f"{d['n_a']}/{d['n_b']}", _fmt(d["a"]), _fmt(d["b"]),
@@ -192,11 +192,11 @@ def _difference_row(name: str, d: dict[str, Any]) -> list[str]:
             _fmt(adjusted, 4)]
 
 
-def _category_rows(result: dict[str, Any]) -> list[list[str]]:
+def _category_rows(result: dict[str, object]) -> list[list[str]]:
     return [_difference_row(name, d) for name, d in (result.get("categories") or {}).items()]
 
 
-def _position_rows(result: dict[str, Any]) -> list[list[str]]:
+def _position_rows(result: dict[str, object]) -> list[list[str]]:
     return [_difference_row(f"k = {d['position']}", d) for d in result.get("positions") or []]
 
 

@@ -13,7 +13,6 @@ floors the run was judged against, each with its definition's text.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from harness.metrics.definitions import METRICS, numerator
 from harness.metrics.floor_checks import DEFINITIONS as FLOOR_DEFINITIONS
@@ -59,12 +58,12 @@ def pooled(record: RunRecord, metric: str) -> float | None:
             else measurement.accept_length_per_request)
 
 
-def acceptance_block(record: RunRecord, rows: Sequence[RequestRow]) -> dict[str, Any]:
+def acceptance_block(record: RunRecord, rows: Sequence[RequestRow]) -> dict[str, object]:
     """Both definitions, both aggregations, the floors judged, each labelled."""
     measurement = record.measurement
     judged = measurement.metric if measurement is not None else None
     with_steps = [row for row in rows if row.verify_steps > 0]
-    block: dict[str, Any] = {
+    block: dict[str, object] = {
         "judged_definition": judged,
         "aggregations": dict(AGGREGATIONS),
         "requests_with_verify_steps": len(with_steps),
@@ -83,7 +82,7 @@ def acceptance_block(record: RunRecord, rows: Sequence[RequestRow]) -> dict[str,
     return block
 
 
-def floors_of(record: RunRecord) -> list[dict[str, Any]]:
+def floors_of(record: RunRecord) -> list[dict[str, object]]:
     """The floors the record's suite declares, each as `<figure> (<definition>) <op>
     <floor>` with its definition's text; the accept-length floors hold the pooled figure."""
     measurement = record.measurement

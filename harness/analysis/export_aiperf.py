@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
 
 from harness.analysis.export_acceptance import per_request_value
 from harness.metrics.definitions import METRICS
@@ -48,15 +47,15 @@ def _ns(moment: datetime | None) -> int:
     return 0 if moment is None else int(moment.timestamp() * 1_000_000_000)
 
 
-def _value(value: float | int | list[float], unit: str) -> dict[str, Any]:
+def _value(value: float | int | list[float], unit: str) -> dict[str, object]:
     return {"value": value, "unit": unit}
 
 
-def request_line(record: RunRecord, row: RequestRow) -> dict[str, Any]:
+def request_line(record: RunRecord, row: RequestRow) -> dict[str, object]:
     """One request as an AIPerf `MetricRecordInfo` (plus the harness's own `harness`)."""
     figures = request_figures(row)
     start = _ns(record.started_at)
-    metrics: dict[str, Any] = {
+    metrics: dict[str, object] = {
         "request_latency": _value(figures.e2e * 1000.0, MS),
         "output_sequence_length": _value(row.completion_tokens, TOKENS),
     }
@@ -106,7 +105,7 @@ def request_line(record: RunRecord, row: RequestRow) -> dict[str, Any]:
     }
 
 
-def profile_export_lines(record: RunRecord, rows: list[RequestRow]) -> Iterator[dict[str, Any]]:
+def profile_export_lines(record: RunRecord, rows: list[RequestRow]) -> Iterator[dict[str, object]]:
     """One line per request row, in the order the requests were sent."""
     for row in sorted(rows, key=lambda r: r.index):
         yield request_line(record, row)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from typing import Any
 
 from harness.analysis.export_acceptance import acceptance_block
 from harness.metrics.latency import request_figures
@@ -53,9 +52,9 @@ def _ms(value: float | None) -> float | None:
     return None if value is None else value * 1000.0
 
 
-def latency_keys(summary: LatencySummary | None, rows: Sequence[RequestRow]) -> dict[str, Any]:
+def latency_keys(summary: LatencySummary | None, rows: Sequence[RequestRow]) -> dict[str, object]:
     """mean/median/std/p50/p90/p99 of each distribution, in ms; null when not measured."""
-    keys: dict[str, Any] = {}
+    keys: dict[str, object] = {}
     values = _per_request_values(rows)
     for stem, field in LATENCIES.items():
         spread: Spread | None = getattr(summary, field) if summary is not None else None
@@ -84,10 +83,10 @@ def _per_request_values(rows: Sequence[RequestRow]) -> dict[str, list[float]]:
     return values
 
 
-def speculative_keys(record: RunRecord, rows: Sequence[RequestRow]) -> dict[str, Any]:
+def speculative_keys(record: RunRecord, rows: Sequence[RequestRow]) -> dict[str, object]:
     """vLLM's spec_decode_* keys the harness measures, in vLLM's definitions."""
     steps = sum(row.verify_steps for row in rows)
-    keys: dict[str, Any] = {"spec_decode_num_drafts": steps}
+    keys: dict[str, object] = {"spec_decode_num_drafts": steps}
     drafts = [row.correct_drafts for row in rows if row.verify_steps > 0]
     if steps and all(count is not None for count in drafts):
         accepted = sum(count for count in drafts if count is not None)
@@ -107,7 +106,7 @@ def model_id(record: RunRecord) -> str | None:
     return "reference engine's tiny target" if record.build.engine == "reference" else None
 
 
-def vllm_bench_summary(record: RunRecord, rows: Sequence[RequestRow]) -> dict[str, Any]:
+def vllm_bench_summary(record: RunRecord, rows: Sequence[RequestRow]) -> dict[str, object]:
     """The summary document of a stored run (its record and its request rows)."""
     measurement = record.measurement
     summary = measurement.latency if measurement is not None else None
@@ -124,7 +123,7 @@ def vllm_bench_summary(record: RunRecord, rows: Sequence[RequestRow]) -> dict[st
                   and total_input is not None and duration else None)
     started = record.started_at
     n_planned = measurement.n_planned if measurement is not None else None
-    document: dict[str, Any] = {
+    document: dict[str, object] = {
         "date": started.strftime("%Y%m%d-%H%M%S") if started is not None else None,
         "endpoint_type": record.build.engine,
         "backend": record.build.engine,

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from harness.analysis.sides import Side
 from harness.results.layout import RUNS_DIR
@@ -92,11 +91,11 @@ def _verdict(record: RunRecord) -> str:
     return str(verdict or "error")
 
 
-def rows(found: dict[str, Latest | None]) -> list[dict[str, Any]]:
+def rows(found: dict[str, Latest | None]) -> list[dict[str, object]]:
     return [row(series, latest) for series, latest in found.items()]
 
 
-def row(series: str, latest: Latest | None) -> dict[str, Any]:
+def row(series: str, latest: Latest | None) -> dict[str, object]:
     """One series' line of the report: its latest run's paired finding and verdict."""
     if latest is None:
         return {"series": series, "status": "no paired run"}
@@ -142,7 +141,7 @@ def speedup_gate_text(paired: PairedFinding) -> str:
     return "; ".join(cells) or "-"
 
 
-def markdown(table: list[dict[str, Any]]) -> str:
+def markdown(table: list[dict[str, object]]) -> str:
     lines = ["| series | B | A (run) | B accept length | A | B - A (CI) | relative | tolerated "
              "| paired gate | speedup gate | floor | floors | verdict |", "|" + "---|" * 13]
     for r in table:

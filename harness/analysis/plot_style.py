@@ -5,7 +5,7 @@ of a record's figures a plot may draw (never two definitions mixed).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -66,7 +66,7 @@ def suite_metric(record: RunRecord) -> str:
     return document_metric(record.suite.document, record.schema_version)
 
 
-def document_metric(document: dict[str, Any], schema_version: int) -> str:
+def document_metric(document: dict[str, object], schema_version: int) -> str:
     floors = document.get("floors") or {}
     metric = floors.get("metric")
     if metric in ("server_avg", "per_request"):
@@ -106,7 +106,7 @@ def error_bar(value: float, low: float, high: float) -> tuple[float, float]:
     return length(value - low), length(high - value)
 
 
-def error_bars(values: Any, low: Any, high: Any) -> list[Any]:
+def error_bars(values: np.ndarray, low: np.ndarray, high: np.ndarray) -> list[np.ndarray]:
     """`error_bar` over arrays (numpy), as `errorbar(yerr=...)` takes them."""
     below = np.nan_to_num(np.clip(values - low, 0, None), nan=0.0)
     above = np.nan_to_num(np.clip(high - values, 0, None), nan=0.0)

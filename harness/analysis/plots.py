@@ -64,7 +64,7 @@ def baselines_for(record: RunRecord, results_root: Path | None) -> list[Baseline
                            results_root)
 
 
-def suite_baselines(suite: str, document: dict[str, Any], schema_version: int,
+def suite_baselines(suite: str, document: dict[str, object], schema_version: int,
                     results_root: Path | None) -> list[BaselineFigure]:
     metric = document_metric(document, schema_version)
     figures = [figure for figure in (load_baselines(results_root, suite)

@@ -4,8 +4,8 @@ the sides are compared as independent samples, with warnings saying why."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
 
 from harness.analysis.sides import PROTOCOL_FIELDS, Side
 
@@ -16,7 +16,7 @@ class Pairing:
     paired when both sides asked them the same way; `warnings` say loudly why not."""
 
     paired: bool
-    shared: tuple[Any, ...]
+    shared: tuple[Hashable, ...]
     n_a: int
     n_b: int
     warnings: tuple[str, ...] = ()

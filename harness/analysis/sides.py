@@ -16,9 +16,9 @@ as they say.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from harness.errors import BadInput
 from harness.metrics import stats
@@ -36,7 +36,7 @@ class Side:
     """What one side of a comparison measured."""
 
     name: str
-    records: list[dict[str, Any]] = field(default_factory=list)  # loader rows of its runs
+    records: list[dict[str, object]] = field(default_factory=list)  # loader rows of its runs
     baseline: BaselineFigure | None = None
     questions: list[int] = field(default_factory=list)
     steps: list[int] = field(default_factory=list)  # per question, pooled over runs
@@ -49,8 +49,8 @@ class Side:
     positions: list[list[float]] = field(default_factory=list)
     rows: list[RequestRow] = field(default_factory=list)  # its runs' request rows
     # what identifies its prompts, per run (`protocol_of`): pairing needs one on each side
-    protocols: list[dict[str, Any]] = field(default_factory=list)
-    prompt_hashes: dict[Any, str] = field(default_factory=dict)  # question -> prompt sha256
+    protocols: list[dict[str, object]] = field(default_factory=list)
+    prompt_hashes: dict[Hashable, str] = field(default_factory=dict)  # question -> prompt sha256
 
     @property
     def declared(self) -> str | None:
@@ -93,7 +93,7 @@ class Side:
     def has_requests(self) -> bool:
         return len(self.tokens) > 0 and sum(self.steps) > 0
 
-    def restricted(self, questions: Any) -> tuple[list[int], list[int]]:
+    def restricted(self, questions: Iterable[Hashable]) -> tuple[list[int], list[int]]:
         """(numerators, steps) of the compared metric over `questions` only, in order."""
         where = {q: i for i, q in enumerate(self.questions)}
         keep = [where[q] for q in questions]
@@ -137,7 +137,7 @@ class Side:
             return list(self.positions[0])
         return []
 
-    def summary(self, level: float) -> dict[str, Any]:
+    def summary(self, level: float) -> dict[str, object]:
         return {
             "name": self.name,
             "runs": [row["run_id"] for row in self.records],
@@ -157,7 +157,7 @@ class Side:
         }
 
 
-def _figure(row: dict[str, Any], metric: str) -> float | None:
+def _figure(row: dict[str, object], metric: str) -> float | None:
     """A record's accept length under `metric`, from its sums when it has them."""
     steps = row["verify_steps"]
     if steps:
@@ -171,7 +171,7 @@ def _figure(row: dict[str, Any], metric: str) -> float | None:
     return float(value) if is_number(value) else None
 
 
-def _build_name(row: dict[str, Any]) -> str:
+def _build_name(row: dict[str, object]) -> str:
     """The spec as given, else the installed engine and its version ("reference 0.1.0")."""
     installed = " ".join(str(part) for part in (row["build.engine"], row["build.version"])
                          if part)
@@ -206,7 +206,7 @@ PROTOCOL_FIELDS = ("kind", "protocol", "data_sha256", "chat_template_sha256",
                    "top_p", "top_k", "sampling_seed")
 
 
-def protocol_of(record: RunRecord) -> dict[str, Any]:
+def protocol_of(record: RunRecord) -> dict[str, object]:
     """What identifies a run's prompts, from its record (None for what it does not say;
     the data hash falls back to the provenance's)."""
     workload = record.workload

@@ -58,7 +58,7 @@ def _baselines(runs: pd.DataFrame, suite: str, latest: Any) -> list[tuple[str, f
     return sorted(found.items(), key=lambda item: item[1])
 
 
-def _suite_document(latest: Any) -> dict[str, Any]:
+def _suite_document(latest: Any) -> dict[str, object]:
     path = getattr(latest, "path", None) if latest is not None else None
     if not isinstance(path, str):
         return {}
@@ -69,7 +69,8 @@ def _suite_document(latest: Any) -> dict[str, Any]:
 
 
 def summarize(runs: pd.DataFrame, trends: dict[str, Trend], window: int = 60,
-              since: Any = None, include_incomplete: bool = False) -> list[SuiteSummary]:
+              since: pd.Timestamp | None = None, include_incomplete: bool = False,
+              ) -> list[SuiteSummary]:
     """One summary per suite. `since` (a UTC timestamp): only a run started at or after it
     is tonight's; a suite whose latest run is older has no verdict tonight (an error).
     The figure and "change since last night" come from complete runs only, unless

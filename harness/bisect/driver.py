@@ -25,6 +25,7 @@ from harness.bisect.steps import (
     step_rule,
 )
 from harness.errors import BadInput, EngineError, Interrupted, interruption_text
+from harness.metrics.stats import Difference
 from harness.run.runner import sigterm_as_interrupt
 from harness.suite.model import LoadedSuite
 
@@ -40,11 +41,11 @@ class SessionOutcome:
     """How a session ended; `report.summarise` turns it into the result."""
 
     session: Session
-    entries: dict[str, dict[str, Any]]  # journal entries by role
+    entries: dict[str, dict[str, object]]  # journal entries by role
     outcomes: dict[int, search.Outcome] = field(default_factory=dict)
     final: dict[int, str] = field(default_factory=dict)  # commit index -> role of its verdict
     order: list[int] = field(default_factory=list)  # commit indices in the order visited
-    endpoint: Any = None  # stats.Difference of BAD - GOOD
+    endpoint: Difference | None = None  # BAD - GOOD
     differ: bool = False
 
 
@@ -58,12 +59,12 @@ class Bisect:
 
     # ------------------------------------------------------------------ measurements
 
-    def _settings(self, role: str, sha: str) -> dict[str, Any]:
+    def _settings(self, role: str, sha: str) -> dict[str, object]:
         s = self.session
         return {"session": s.session, "role": role, "commit": sha, "metric": s.metric}
 
     def _measure(self, role: str, sha: str, prompts: int, make_rule: Callable[[], Any],
-                 index: int | None) -> dict[str, Any]:
+                 index: int | None) -> dict[str, object]:
         if role in self.done:
             entry = self.done[role]
             if entry.get("commit") != sha:
@@ -161,7 +162,7 @@ class Bisect:
         return verdict, role
 
     def _test(self, role: str, index: int, prompts: int, after: int, effect: float
-              ) -> dict[str, Any]:
+              ) -> dict[str, object]:
         s = self.session
         commit = s.commits[index]
         good = self._reference(prompts)
@@ -176,7 +177,7 @@ class Bisect:
         return entry
 
 
-def describe_entry(entry: dict[str, Any]) -> str:
+def describe_entry(entry: dict[str, object]) -> str:
     """One line for a measured step: figure, paired difference, verdict, requests."""
     if entry["verdict"] == "skip":
         return f"skip: {entry.get('reason')}"

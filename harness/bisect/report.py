@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -25,7 +24,7 @@ RESULT_FILE = "result.json"
 PLOT_FILE = "bisect.png"
 
 
-def _side(outcome: SessionOutcome, index: int) -> dict[str, Any]:
+def _side(outcome: SessionOutcome, index: int) -> dict[str, object]:
     """The commit at `index` (-1: GOOD) and the run that classified it."""
     s = outcome.session
     if index < 0:
@@ -42,10 +41,10 @@ def _side(outcome: SessionOutcome, index: int) -> dict[str, Any]:
             "difference": stat.get("difference"), "difference_se": stat.get("se")}
 
 
-def summarise(outcome: SessionOutcome) -> dict[str, Any]:
+def summarise(outcome: SessionOutcome) -> dict[str, object]:
     s = outcome.session
     measured = [e for e in outcome.entries.values() if "requests" in e]
-    result: dict[str, Any] = {
+    result: dict[str, object] = {
         "session": s.session, "suite": s.suite, "metric": s.metric,
         "good": s.good, "bad": s.bad, "commits": len(s.commits),
         "first_parent": s.first_parent, "paths": s.paths,
@@ -74,14 +73,14 @@ def summarise(outcome: SessionOutcome) -> dict[str, Any]:
     return result
 
 
-def write(outcome: SessionOutcome, result: dict[str, Any]) -> Path:
+def write(outcome: SessionOutcome, result: dict[str, object]) -> Path:
     folder = outcome.session.folder
     text = redact_text(json.dumps(result, indent=2, default=str))  # an output: no secret
     (folder / RESULT_FILE).write_text(text + "\n")
     return folder / RESULT_FILE
 
 
-def _figure(side: dict[str, Any]) -> str:
+def _figure(side: dict[str, object]) -> str:
     value, ci = side.get("accept_length"), side.get("ci")
     if value is None:
         return "no figure"
@@ -93,7 +92,7 @@ def _p(value: float) -> str:
     return "p < 0.0001" if value < 1e-4 else f"p = {value:.2g}"
 
 
-def render(result: dict[str, Any]) -> list[str]:
+def render(result: dict[str, object]) -> list[str]:
     """The result as a user reads it."""
     endpoints = result["endpoints"]
     suite = Path(result["suite"]).stem
@@ -138,7 +137,7 @@ def render(result: dict[str, Any]) -> list[str]:
     return lines
 
 
-def plot(outcome: SessionOutcome, result: dict[str, Any]) -> Path | None:
+def plot(outcome: SessionOutcome, result: dict[str, object]) -> Path | None:
     """Accept length and the paired difference from GOOD along the commits visited."""
     matplotlib.use("Agg")
 

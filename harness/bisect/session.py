@@ -16,13 +16,18 @@ import json
 import os
 import secrets
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness.build import BuildSpec, cache_root, gitrepo, parse_build_spec, split_git_url
 from harness.errors import BadInput, EngineError
 from harness.results.record import utc_now
 from harness.workloads import planned_questions
+
+if TYPE_CHECKING:
+    from harness.suite.entries import Workload
+    from harness.suite.schema import LoadedSuite
 
 SESSIONS_DIR = "bisect"
 SESSION_FILE = "session.json"
@@ -169,7 +174,7 @@ class Session:
     results: str
     started_at: str
     engine_python: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
 
     @property
     def folder(self) -> Path:
@@ -186,13 +191,13 @@ class Session:
         self.folder.mkdir(parents=True, exist_ok=False)
         (self.folder / SESSION_FILE).write_text(json.dumps(asdict(self), indent=2) + "\n")
 
-    def append(self, entry: dict[str, Any]) -> None:
+    def append(self, entry: dict[str, object]) -> None:
         with open(self.folder / STEPS_FILE, "a", encoding="utf-8") as journal:
             journal.write(json.dumps(entry, default=str) + "\n")
             journal.flush()
             os.fsync(journal.fileno())
 
-    def journal(self) -> list[dict[str, Any]]:
+    def journal(self) -> list[dict[str, object]]:
         path = self.folder / STEPS_FILE
         if not path.is_file():
             return []
@@ -209,7 +214,7 @@ class Session:
         return entries
 
 
-def new_session_id(now: Any) -> str:
+def new_session_id(now: datetime) -> str:
     return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
 
 
@@ -237,7 +242,7 @@ def load_session(results: Path, session: str | None) -> Session:
 QUESTION_LIMITS = {"gsm8k": 1319, "humaneval": 164, "jsonl": None}
 
 
-def prompt_counts(workload: Any, prompts: int | None, max_prompts: int | None
+def prompt_counts(workload: Workload, prompts: int | None, max_prompts: int | None
                   ) -> tuple[int, int]:
     """(questions a step asks, questions an undecided step is extended to). Only kinds
     with a `questions` count can change it; the others bisect on their fixed set."""
@@ -259,7 +264,7 @@ def prompt_counts(workload: Any, prompts: int | None, max_prompts: int | None
     return base, ceiling
 
 
-def create_session(loaded: Any, good: str, bad: str, *, repo: Path | None, results: Path,
+def create_session(loaded: LoadedSuite, good: str, bad: str, *, repo: Path | None, results: Path,
                    first_parent: bool, paths: tuple[str, ...], alpha: float | None,
                    wave: int, prompts: int | None, max_prompts: int | None,
                    engine_python: str | None) -> Session:

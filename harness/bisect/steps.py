@@ -10,15 +10,15 @@ beside the session id, the role and the commit, so every record says what the st
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from harness.bisect.rule import PairedLook, StepRule, endpoint_difference, significant
 from harness.errors import BadInput, EngineError, HarnessError, Interrupted, TopologySkip
 from harness.metrics.breakdown import question_pairs
 from harness.results.readers import read_requests
+from harness.results.record import RequestRow
 from harness.run import runner
 from harness.suite.model import LoadedSuite, Suite
 from harness.suite.schema import document_sha256
@@ -30,7 +30,7 @@ Pairs = tuple[list[int], list[int]]  # (numerators, verify steps) prompt by prom
 class Reference:
     """GOOD's rows: the questions in the order sent, and their (numerator, steps)."""
 
-    questions: tuple[Any, ...]
+    questions: tuple[Hashable, ...]
     tokens: tuple[int, ...]
     steps: tuple[int, ...]
 
@@ -39,7 +39,8 @@ class Reference:
         return list(self.tokens), list(self.steps)
 
 
-def question_rows(rows: Sequence[Any], metric: str) -> tuple[tuple[Any, ...], Pairs]:
+def question_rows(rows: Sequence[RequestRow], metric: str
+                  ) -> tuple[tuple[Hashable, ...], Pairs]:
     """(questions in the order asked, (numerators, verify steps) per question): the turns
     of a multi-turn question summed, as every statistic of the harness does."""
     questions, tokens, steps = question_pairs(rows, metric)
@@ -57,11 +58,11 @@ class BisectRule:
     """The runner's stop rule for one bisect measurement (see module docstring)."""
 
     def __init__(self, metric: str, looks: Sequence[int], reference: Reference | None,
-                 decide: Callable[[Pairs], tuple[str | None, dict[str, Any]]],
-                 settings: dict[str, Any]) -> None:
+                 decide: Callable[[Pairs], tuple[str | None, dict[str, object]]],
+                 settings: dict[str, object]) -> None:
         self.metric, self._looks, self.reference = metric, list(looks), reference
         self._decide, self._settings = decide, settings
-        self.last: dict[str, Any] = {}
+        self.last: dict[str, object] = {}
 
     def looks(self, max_n: int) -> list[int]:
         if self._looks[-1] != max_n:
@@ -69,7 +70,7 @@ class BisectRule:
                               f"has {max_n}")
         return list(self._looks)
 
-    def decide_rows(self, rows: Sequence[Any]) -> str | None:
+    def decide_rows(self, rows: Sequence[RequestRow]) -> str | None:
         """The driver hands the rows of the first `look` questions (all their turns)."""
         questions, pairs = question_rows(rows, self.metric)
         if len(questions) not in self._looks:
@@ -81,20 +82,20 @@ class BisectRule:
         self.last = {**seen, "n": len(questions)}
         return verdict
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> dict[str, object]:
         return {"rule": "bisect", **self._settings, **self.last}
 
 
-def reference_rule(metric: str, prompts: int, settings: dict[str, Any]) -> BisectRule:
+def reference_rule(metric: str, prompts: int, settings: dict[str, object]) -> BisectRule:
     """GOOD: all prompts, no stop; it is the reference of every step."""
     return BisectRule(metric, [prompts], None, lambda _: ("reference", {}), settings)
 
 
 def endpoint_rule(metric: str, good: Reference, prompts: int, alpha: float,
-                  settings: dict[str, Any]) -> BisectRule:
+                  settings: dict[str, object]) -> BisectRule:
     """BAD: all prompts, no stop (an early stop would overstate |Δ|); then the paired
     test against GOOD."""
-    def decide(pairs: Pairs) -> tuple[str, dict[str, Any]]:
+    def decide(pairs: Pairs) -> tuple[str, dict[str, object]]:
         n = len(pairs[0])
         difference = endpoint_difference((good.tokens[:n], good.steps[:n]), pairs, alpha)
         verdict = "differs" if significant(difference, alpha) else "no difference"
@@ -103,9 +104,9 @@ def endpoint_rule(metric: str, good: Reference, prompts: int, alpha: float,
     return BisectRule(metric, [prompts], good, decide, settings)
 
 
-def step_rule(metric: str, rule: StepRule, good: Reference, settings: dict[str, Any]
+def step_rule(metric: str, rule: StepRule, good: Reference, settings: dict[str, object]
               ) -> BisectRule:
-    def decide(pairs: Pairs) -> tuple[str | None, dict[str, Any]]:
+    def decide(pairs: Pairs) -> tuple[str | None, dict[str, object]]:
         look: PairedLook = rule.look(*pairs)
         return rule.decide(*pairs), {"difference": look.difference, "se": look.se,
                                      "llr": look.llr, "threshold": look.threshold}
@@ -131,14 +132,14 @@ def with_questions(loaded: LoadedSuite, questions: int) -> LoadedSuite:
 
 
 def measure(loaded: LoadedSuite, spec: str, label: str, prompts: int, rule: BisectRule,
-            results: Path, engine_python: str | None) -> dict[str, Any]:
+            results: Path, engine_python: str | None) -> dict[str, object]:
     """Run the suite on one build: a journal entry with the verdict, or a skip (the build
     or the launch failed) with the reason. Interrupts and topology skips propagate."""
     options = runner.RunOptions(results_dir=results, sglang=spec, label=label, plot=False,
                                 progress=False, engine_python=engine_python,
                                 enforce_contract=False, stop_rule=rule,
                                 entries=["main"])  # the suite's main workload
-    entry: dict[str, Any] = {"label": label, "spec": spec, "prompts": prompts}
+    entry: dict[str, object] = {"label": label, "spec": spec, "prompts": prompts}
     try:
         # through the module: a test stands in for the runner there
         outcome = runner.run_suite(with_questions(loaded, prompts), options)

@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import psutil
 from filelock import FileLock
@@ -69,7 +68,7 @@ def _process_started(pid: int) -> float | None:
         return None
 
 
-def _holder_alive(entry: dict[str, Any]) -> bool:
+def _holder_alive(entry: dict[str, object]) -> bool:
     if entry.get("host") != socket.gethostname():
         return True  # a lease from another host (shared dir): never ours to judge
     started = _process_started(int(entry["pid"]))
@@ -107,7 +106,7 @@ class GPUAllocator:
     def _lock(self) -> FileLock:
         return FileLock(str(self.state_path) + ".lock")
 
-    def _read(self) -> dict[str, dict[str, Any]]:
+    def _read(self) -> dict[str, dict[str, object]]:
         try:
             data = json.loads(self.state_path.read_text())
         except FileNotFoundError:
@@ -116,17 +115,17 @@ class GPUAllocator:
             return {}  # a torn file cannot happen under the lock; a foreign one is discarded
         return data.get("leases", {}) if isinstance(data, dict) else {}
 
-    def _write(self, leases: dict[str, dict[str, Any]]) -> None:
+    def _write(self, leases: dict[str, dict[str, object]]) -> None:
         tmp = self.state_path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"leases": leases}, indent=1))
         os.replace(tmp, self.state_path)
 
-    def _log(self, event: str, lease_id: str, entry: dict[str, Any]) -> None:
+    def _log(self, event: str, lease_id: str, entry: dict[str, object]) -> None:
         row = {"event": event, "lease": lease_id, "time": time.time(), **entry}
         with self.log_path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(row) + "\n")
 
-    def _reap(self, leases: dict[str, dict[str, Any]]) -> None:
+    def _reap(self, leases: dict[str, dict[str, object]]) -> None:
         for lease_id, entry in list(leases.items()):
             if not _holder_alive(entry):
                 del leases[lease_id]
@@ -204,7 +203,7 @@ class GPUAllocator:
             self.release(held)
 
 
-def read_lease_log(lock_dir: Path) -> list[dict[str, Any]]:
+def read_lease_log(lock_dir: Path) -> list[dict[str, object]]:
     """The acquire/release/reclaim events, oldest first."""
     path = Path(lock_dir) / LOG_FILE
     if not path.exists():

@@ -12,7 +12,6 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -135,7 +134,7 @@ class MatrixEntry:
     build: str | None = None  # the build spec this job tests (None: the suite's default)
     build_label: str | None = None  # recorded with the run; the trend keeps one line each
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return dict(self.__dict__)
 
 
@@ -164,7 +163,7 @@ def build_matrix(
     sessions: dict[str, str] | None = None,
     root: Path = REPO_ROOT,
     builds: Sequence[tuple[str, str]] = (),
-) -> dict[str, list[dict[str, Any]]]:
+) -> dict[str, list[dict[str, object]]]:
     """`{"include": [...]}` sorted by runner, suite, build; [] include when nothing to run.
 
     With `builds`, every suite that runs SGLang gets one job per (label, spec); suites of

@@ -194,7 +194,8 @@ class SuiteFile(pytest.File):
 class SuiteVerdict(Exception):
     """A suite that ran and did not pass: its verdict and reasons, shown without traceback."""
 
-    def __init__(self, status: str, exit_code: int, reasons: list[str], run_dir: Any) -> None:
+    def __init__(self, status: str, exit_code: int, reasons: list[str],
+                 run_dir: Path | None) -> None:
         self.status = status
         self.exit_code = exit_code
         self.reasons = reasons

@@ -1,30 +1,42 @@
-"""CLI subcommands: one class per subcommand (asv style).
+"""CLI subcommands: one class per subcommand (asv style), in two halves.
 
-Each entry names `module:Class`; modules stay light at import time (heavy
-libraries are imported inside `run`) so that `harness --help` is fast.
+- `harness/commands/parsers/NAME.py`: the command's class (its name, help and arguments),
+  light: `harness --help` builds every parser, and imports no heavy library
+  (tests/test_cli_startup.py).
+- `harness/commands/NAME.py`: the work, its imports at the top; `Command.work` names it
+  ("module:function"), and it is imported only when the command runs. This is the one
+  place a command's dependencies load late.
+
+`COMMANDS` names each command's class (`module:Class`).
 """
 
 from __future__ import annotations
 
 import argparse
-import re
+import importlib
 from pathlib import Path
-from typing import Protocol
+from typing import ClassVar
 
 from harness.files import RESULTS_DIR, RESULTS_ENV, default_results_dir
 
-__all__ = ["COMMANDS", "RESULTS_DIR", "Command", "add_results_option", "run_by_id"]
+__all__ = ["COMMANDS", "RESULTS_DIR", "Command", "add_results_option"]
 
 
-class Command(Protocol):
-    """One `harness` subcommand."""
+class Command:
+    """One `harness` subcommand: its parser, and the function that does its work."""
 
-    name: str
-    help: str
+    name: ClassVar[str]
+    help: ClassVar[str]
+    work: ClassVar[str]
+    """"module:function" taking the parsed arguments and returning the exit code; the
+    module is imported when the command runs, not when its parser is built."""
 
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """The command's arguments (none by default)."""
 
-    def run(self, args: argparse.Namespace) -> int: ...
+    def run(self, args: argparse.Namespace) -> int:
+        module, _, function = self.work.partition(":")
+        return int(getattr(importlib.import_module(module), function)(args))
 
 
 def add_results_option(parser: argparse.ArgumentParser, help: str = "results folder") -> None:
@@ -34,56 +46,23 @@ def add_results_option(parser: argparse.ArgumentParser, help: str = "results fol
                         help=f"{help} (default: ${RESULTS_ENV}, else ./{RESULTS_DIR})")
 
 
-_RUN_ID = re.compile(r"^(?:\d{8}T\d{6}Z-)?([0-9a-f]{4,})$")
-
-
-def run_by_id(selector: str, results: Path) -> Path | None:
-    """The run folder a short id names (`e6cf2e4b`, a prefix of one of at least 4 hex
-    digits, or the folder's own name), found with the results loader; None when the
-    selector is an existing path, is not shaped like an id, or names a suite folder.
-    BadInput when no run has the id, or several share the prefix (listed)."""
-    match = _RUN_ID.match(selector)
-    if match is None or Path(selector).exists():
-        return None
-    from harness.errors import BadInput
-    from harness.results.layout import RUN_FILE
-    from harness.results.store import load_runs
-
-    if (Path(results) / "runs" / selector).is_dir():
-        return None  # a suite of that name
-    runs = load_runs(results, kind="run")
-    found = runs[runs["run_id"].astype(str).str.startswith(match.group(1))] \
-        if not runs.empty else runs
-    folders = sorted({Path(p).parent if Path(p).name == RUN_FILE else Path(p)
-                      for p in found["path"]})
-    if len(folders) > 1:
-        raise BadInput(f"{selector}: {len(folders)} runs under {results} have an id starting "
-                       f"so: " + ", ".join(str(f) for f in folders[:10])
-                       + "; give more of the id")
-    if not folders:
-        raise BadInput(f"{selector}: no run with that id under {results} (nor a suite of "
-                       f"that name); a run's id ends its folder's name, as `harness run` "
-                       f"prints it; --results names another results folder")
-    return folders[0]
-
-
 COMMANDS: dict[str, str] = {
-    "list": "harness.commands.suites:ListCommand",
-    "show": "harness.commands.suites:ShowCommand",
-    "validate": "harness.commands.suites:ValidateCommand",
-    "run": "harness.commands.run:RunCommand",
-    "audit": "harness.commands.audit:AuditCommand",
-    "power": "harness.commands.power:PowerCommand",
-    "compare": "harness.commands.compare:CompareCommand",
-    "ab": "harness.commands.ab:ABCommand",
-    "plot": "harness.commands.plot:PlotCommand",
-    "export": "harness.commands.export:ExportCommand",
-    "trend": "harness.commands.trend:TrendCommand",
-    "matrix": "harness.commands.matrix:MatrixCommand",
-    "reference": "harness.commands.reference:ReferenceCommand",
-    "bisect": "harness.commands.bisect:BisectCommand",
-    "calibrate": "harness.commands.calibrate:CalibrateCommand",
-    "paired": "harness.commands.paired:PairedCommand",
-    "publish": "harness.commands.publish:PublishCommand",
-    "sweep": "harness.commands.sweep:SweepCommand",
+    "list": "harness.commands.parsers.suites:ListCommand",
+    "show": "harness.commands.parsers.suites:ShowCommand",
+    "validate": "harness.commands.parsers.suites:ValidateCommand",
+    "run": "harness.commands.parsers.run:RunCommand",
+    "audit": "harness.commands.parsers.audit:AuditCommand",
+    "power": "harness.commands.parsers.power:PowerCommand",
+    "compare": "harness.commands.parsers.compare:CompareCommand",
+    "ab": "harness.commands.parsers.ab:ABCommand",
+    "plot": "harness.commands.parsers.plot:PlotCommand",
+    "export": "harness.commands.parsers.export:ExportCommand",
+    "trend": "harness.commands.parsers.trend:TrendCommand",
+    "matrix": "harness.commands.parsers.matrix:MatrixCommand",
+    "reference": "harness.commands.parsers.reference:ReferenceCommand",
+    "bisect": "harness.commands.parsers.bisect:BisectCommand",
+    "calibrate": "harness.commands.parsers.calibrate:CalibrateCommand",
+    "paired": "harness.commands.parsers.paired:PairedCommand",
+    "publish": "harness.commands.parsers.publish:PublishCommand",
+    "sweep": "harness.commands.parsers.sweep:SweepCommand",
 }

@@ -9,102 +9,75 @@ naming the side and its reasons, before any table (README, exit codes).
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
-from harness.commands import add_results_option
+from harness.analysis.compare import Side, add_run, compare, render
+from harness.build import parse_build_spec
+from harness.errors import BadInput, EngineError, ExitCode, TopologySkip
+from harness.run import runner
+from harness.run.judge import DropEvidence, decide_drop
+from harness.run.runner import RunOptions
+from harness.suite.model import load_suite, suite_entries
 
 
-class ABCommand:
-    name = "ab"
-    help = "run a suite on two engine builds (e.g. pre-fix vs post-fix) and compare them"
+def run(args: argparse.Namespace) -> int:
+    """`harness ab` (its arguments: commands/parsers/ab.py)."""
+    loaded = load_suite(args.suite)
+    loaded_b = load_suite(args.b_suite) if args.b_suite else loaded
+    _same_workloads(loaded, loaded_b)
+    for spec, flag, suite in ((args.a, "--a", loaded), (args.b, "--b", loaded_b)):
+        parse_build_spec(spec, engine=suite.suite.engine.kind, flag=flag)  # before runs
+    sides: list[dict[str, Any]] = []  # per build: series -> side
+    broken: list[str] = []
+    for spec, label, side_suite in ((args.a, args.label_a, loaded),
+                                    (args.b, args.label_b, loaded_b)):
+        # Both sides are measured even when one breaks the draft's attention contract
+        # (pre-fix builds do): the record notes the differences.
+        options = RunOptions(results_dir=args.results, sglang=spec, label=label,
+                             engine_python=args.engine_python,
+                             enforce_contract=False)  # fmt: skip
+        outcome = runner.run_suite(side_suite, options)  # looked up at the call: tests replace it
+        if outcome.status == "skipped":  # the host does not fit: exit 4, as `run` says
+            raise TopologySkip(f"build {label} ({spec}): " + "; ".join(outcome.reasons))
+        sides.append({series: side for series, side in _sides(outcome, label, spec)})
+        broken += _broken(outcome, label, spec)
+    if broken:
+        raise EngineError("no comparison of a crashed or partial run: " + "; ".join(broken))
+    if args.b_suite:  # another suite: its entries pair with A's in order
+        sides[1] = dict(zip(sides[0], sides[1].values(), strict=False))
+    results = {}
+    for series, side_a in sides[0].items():
+        if series in sides[1]:
+            results[series] = compare(side_a, sides[1][series])
+    if not results:
+        raise EngineError("the two builds share no measured workload entry")
+    if args.json:
+        only = next(iter(results.values())) if len(results) == 1 else {"entries": results}
+        print(json.dumps(only, indent=2, default=str))
+    else:
+        for series, result in results.items():
+            if len(results) > 1:
+                print(f"\n== {series}")
+            render(result)
+    if not args.fail_on_drop:
+        return int(ExitCode.PASS)
+    judged = decide_drop([DropEvidence(series, result["difference"]["p_drop"],
+                                       _alpha(loaded, series),
+                                       result["difference"]["method"])
+                          for series, result in results.items()])
+    print(f"--fail-on-drop: {judged.verdict.status.upper()}: "
+          + "; ".join(judged.verdict.reasons), file=sys.stderr)
+    return int(judged.exit_code)
 
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("suite", help="suite file or name")
-        parser.add_argument("--a", required=True, metavar="SPEC",
-                            help="build A (e.g. sglang==0.5.17, git URL@ref, local checkout; "
-                            "for a reference-engine suite reference:policy=regressed,noise=0)")
-        parser.add_argument("--b", required=True, metavar="SPEC", help="build B")
-        parser.add_argument("--b-suite", metavar="SUITE",
-                            help="run build B on this suite instead: another engine's suite "
-                            "with the same workload (e.g. reference vs vLLM on CPU, SGLang vs "
-                            "vLLM on GPU); the runs are paired by question, entry by entry")
-        parser.add_argument("--label-a", default="a", help="label recorded with run A")
-        parser.add_argument("--label-b", default="b", help="label recorded with run B")
-        add_results_option(parser)
-        parser.add_argument("--engine-python", metavar="PATH",
-                            help="interpreter of the reference engine's environment")
-        parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
-        parser.add_argument("--fail-on-drop", action="store_true",
-                            help="exit 1 when B is significantly below A (at the suite's alpha), "
-                            "3 when no drop test can be made")
 
-    def run(self, args: argparse.Namespace) -> int:
-        import json
-        import sys
-
-        from harness.analysis.compare import compare, render
-        from harness.build import parse_build_spec
-        from harness.errors import EngineError, ExitCode
-        from harness.run.judge import DropEvidence, decide_drop
-        from harness.run.runner import RunOptions, run_suite
-        from harness.suite.model import load_suite
-
-        loaded = load_suite(args.suite)
-        loaded_b = load_suite(args.b_suite) if args.b_suite else loaded
-        _same_workloads(loaded, loaded_b)
-        for spec, flag, suite in ((args.a, "--a", loaded), (args.b, "--b", loaded_b)):
-            parse_build_spec(spec, engine=suite.suite.engine.kind, flag=flag)  # before runs
-        sides: list[dict[str, Any]] = []  # per build: series -> side
-        broken: list[str] = []
-        for spec, label, side_suite in ((args.a, args.label_a, loaded),
-                                        (args.b, args.label_b, loaded_b)):
-            # Both sides are measured even when one breaks the draft's attention contract
-            # (pre-fix builds do): the record notes the differences.
-            options = RunOptions(results_dir=args.results, sglang=spec, label=label,
-                                 engine_python=args.engine_python,
-                                 enforce_contract=False)  # fmt: skip
-            outcome = run_suite(side_suite, options)
-            if outcome.status == "skipped":  # the host does not fit: exit 4, as `run` says
-                from harness.errors import TopologySkip
-
-                raise TopologySkip(f"build {label} ({spec}): " + "; ".join(outcome.reasons))
-            sides.append({series: side for series, side in _sides(outcome, label, spec)})
-            broken += _broken(outcome, label, spec)
-        if broken:
-            raise EngineError("no comparison of a crashed or partial run: " + "; ".join(broken))
-        if args.b_suite:  # another suite: its entries pair with A's in order
-            sides[1] = dict(zip(sides[0], sides[1].values(), strict=False))
-        results = {}
-        for series, side_a in sides[0].items():
-            if series in sides[1]:
-                results[series] = compare(side_a, sides[1][series])
-        if not results:
-            raise EngineError("the two builds share no measured workload entry")
-        if args.json:
-            only = next(iter(results.values())) if len(results) == 1 else {"entries": results}
-            print(json.dumps(only, indent=2, default=str))
-        else:
-            for series, result in results.items():
-                if len(results) > 1:
-                    print(f"\n== {series}")
-                render(result)
-        if not args.fail_on_drop:
-            return int(ExitCode.PASS)
-        judged = decide_drop([DropEvidence(series, result["difference"]["p_drop"],
-                                           _alpha(loaded, series),
-                                           result["difference"]["method"])
-                              for series, result in results.items()])
-        print(f"--fail-on-drop: {judged.verdict.status.upper()}: "
-              + "; ".join(judged.verdict.reasons), file=sys.stderr)
-        return int(judged.exit_code)
 
 
 def _sides(outcome: Any, label: str, spec: str) -> list[tuple[str, Any]]:
     """One comparison side per workload entry the build measured (its request rows kept
     for the per-category and per-position breakdowns)."""
-    from harness.analysis.compare import Side, add_run
-    from harness.errors import EngineError
     sides = []
     for entry in getattr(outcome, "entries", None) or [outcome]:
         record = entry.record
@@ -139,8 +112,6 @@ def _broken(outcome: Any, label: str, spec: str) -> list[str]:
 
 def _same_workloads(a: Any, b: Any) -> None:
     """Two suites compared question by question must send the same workloads."""
-    from harness.errors import BadInput
-
     keys = ("workload", "workloads")
     if [a.document.get(k) for k in keys] != [b.document.get(k) for k in keys]:
         raise BadInput(f"--b-suite {b.path}: its workloads differ from {a.path}'s; a "
@@ -148,8 +119,6 @@ def _same_workloads(a: Any, b: Any) -> None:
 
 
 def _alpha(loaded: Any, series: str) -> float:
-    from harness.suite.model import suite_entries
-
     for entry in suite_entries(loaded):
         if entry.series == series:
             return entry.loaded.suite.floors.alpha

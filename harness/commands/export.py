@@ -4,69 +4,50 @@ tools read (NVIDIA AIPerf's profile_export.jsonl, `vllm bench serve`'s saved sum
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
-from harness.commands import add_results_option
+from harness.analysis.export_aiperf import profile_export_lines
+from harness.analysis.export_vllm_bench import vllm_bench_summary
+from harness.commands.parsers.export import DEFAULT_NAMES
+from harness.commands.run_ids import run_by_id
+from harness.errors import BadInput
+from harness.files import atomic_write_text
+from harness.results.layout import RUN_FILE
+from harness.results.readers import read_requests, read_run
+from harness.secrets import redact_text
 
 # format -> the file written in the run folder when --out is not given
-DEFAULT_NAMES = {"aiperf": "profile_export.jsonl", "vllm-bench": "vllm_bench_serve.json"}
 STDOUT = "-"
 
 
-class ExportCommand:
-    name = "export"
-    help = ("write a run in the shape users' tools read: per-request records as AIPerf's "
-            "profile_export.jsonl, or the summary JSON `vllm bench serve --save-result` "
-            "writes; acceptance named by its definition, units stated")
-
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("target", metavar="RUN_DIR", help="a run folder "
-                            "(results/runs/SUITE/RUN) or a run's id (a unique prefix will do)")
-        parser.add_argument("--format", required=True, choices=tuple(DEFAULT_NAMES),
-                            help="aiperf: one JSON object per request (AIPerf's "
-                            "MetricRecordInfo); vllm-bench: one summary JSON object")
-        parser.add_argument("--out", metavar="PATH", help="write here (`-`: standard "
-                            "output); default RUN_DIR/" + " or RUN_DIR/".join(
-                                DEFAULT_NAMES.values()))
-        add_results_option(parser, help="results folder a run id is looked up in")
-
-    def run(self, args: argparse.Namespace) -> int:
-        import json
-
-        from harness.commands import run_by_id
-        from harness.errors import BadInput
-        from harness.files import atomic_write_text
-        from harness.results.layout import RUN_FILE
-        from harness.results.readers import read_requests, read_run
-        from harness.secrets import redact_text
-
-        target = run_by_id(args.target, args.results) or Path(args.target)
-        if target.name == RUN_FILE and target.is_file():  # the record named: its folder
-            target = target.parent
-        if not target.is_dir():
-            raise BadInput(f"{args.target}: not a run folder")
-        record = read_run(target)  # BadRecord (exit 2) names the file and field
-        if record.measurement is None:
-            status = record.verdict.status if record.verdict is not None else "none"
-            raise BadInput(f"{target / RUN_FILE}: the run has no measurement (verdict "
-                           f"{status}): nothing to export")
-        rows = read_requests(target, record, strict=True)  # the first bad line: exit 2
-        if args.format == "aiperf":
-            from harness.analysis.export_aiperf import profile_export_lines
-
-            text = "".join(json.dumps(line, allow_nan=False) + "\n"
-                           for line in profile_export_lines(record, rows))
-        else:
-            from harness.analysis.export_vllm_bench import vllm_bench_summary
-
-            text = json.dumps(vllm_bench_summary(record, rows), allow_nan=False, indent=2) + "\n"
-        if args.out == STDOUT:
-            print(redact_text(text), end="")
-            return 0
-        out = Path(args.out) if args.out else target / DEFAULT_NAMES[args.format]
-        try:
-            atomic_write_text(out, text, root=None if args.out else target)
-        except OSError as error:
-            raise BadInput(f"{out}: cannot write ({error.strerror or error})") from None
-        print(out)
+def run(args: argparse.Namespace) -> int:
+    """`harness export` (its arguments: commands/parsers/export.py)."""
+    target = run_by_id(args.target, args.results) or Path(args.target)
+    if target.name == RUN_FILE and target.is_file():  # the record named: its folder
+        target = target.parent
+    if not target.is_dir():
+        raise BadInput(f"{args.target}: not a run folder")
+    record = read_run(target)  # BadRecord (exit 2) names the file and field
+    if record.measurement is None:
+        status = record.verdict.status if record.verdict is not None else "none"
+        raise BadInput(f"{target / RUN_FILE}: the run has no measurement (verdict "
+                       f"{status}): nothing to export")
+    rows = read_requests(target, record, strict=True)  # the first bad line: exit 2
+    if args.format == "aiperf":
+        text = "".join(json.dumps(line, allow_nan=False) + "\n"
+                       for line in profile_export_lines(record, rows))
+    else:
+        text = json.dumps(vllm_bench_summary(record, rows), allow_nan=False, indent=2) + "\n"
+    if args.out == STDOUT:
+        print(redact_text(text), end="")
         return 0
+    out = Path(args.out) if args.out else target / DEFAULT_NAMES[args.format]
+    try:
+        atomic_write_text(out, text, root=None if args.out else target)
+    except OSError as error:
+        raise BadInput(f"{out}: cannot write ({error.strerror or error})") from None
+    print(out)
+    return 0
+
+

@@ -12,62 +12,54 @@ expected number of requests. See docs/statistics.md.
 from __future__ import annotations
 
 import argparse
+import json
+import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from harness.commands import add_results_option
+from rich.console import Console
+from rich.table import Table
+
+from harness.errors import BadInput
+from harness.metrics import paired_gate, stats
+from harness.metrics.definitions import metric_pairs
+from harness.metrics.floor_checks import floor_checks
+from harness.metrics.stopping import SequentialRule
+from harness.results.readers import BadRecord, read_requests, read_run
+from harness.results.store import load_runs
+from harness.run.sequential import MIN_GROUP
+from harness.suite.model import load_suite
+from harness.workloads import planned_questions
 
 if TYPE_CHECKING:
     from harness.suite.model import LoadedSuite
+    from harness.suite.schema import Suite
 
 OFFSETS = (-0.5, -0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3, 0.5)
 
 
-class PowerCommand:
-    name = "power"
-    help = "print the gate's error rates vs true accept length and number of prompts for a suite"
+def run(args: argparse.Namespace) -> int:
+    """`harness power` (its arguments: commands/parsers/power.py)."""
+    for name in ("alpha", "beta"):
+        value = getattr(args, name)
+        if value is not None and not 0.0 < value < 0.5:
+            raise BadInput(f"--{name} must be in (0, 0.5), got {value}")
+    if args.paired_sd is not None and args.paired_sd < 0:
+        raise BadInput(f"--paired-sd must be >= 0, got {args.paired_sd}")
+    if args.sd is not None and args.sd <= 0:
+        raise BadInput(f"--sd must be positive, got {args.sd}")
+    if args.runs < 1:
+        raise BadInput(f"--runs must be >= 1, got {args.runs}")
+    report = power_report(load_suite(args.suite), args.results, alpha=args.alpha,
+                          beta=args.beta, sd=args.sd, latest_runs=args.runs,
+                          paired_sd=args.paired_sd)  # fmt: skip
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        render_power(report)
+    return 0
 
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("suite", help="suite file or name")
-        add_results_option(parser, "per-prompt spread is taken from the suite's latest runs here")
-        parser.add_argument("--alpha", type=float,
-                            help="tolerated false-fail rate (default: the suite's floors.alpha)")
-        parser.add_argument("--beta", type=float,
-                            help="tolerated false-pass rate (default: the suite's floors.beta)")
-        parser.add_argument("--sd", type=float, metavar="SD",
-                            help="per-prompt sd of the suite's metric (default: from the latest "
-                            "recorded runs, else a documented default, see docs/statistics.md)")
-        parser.add_argument("--runs", type=int, default=5, metavar="N",
-                            help="how many latest runs to estimate the spread from (default 5)")
-        parser.add_argument("--paired-sd", type=float, metavar="SD",
-                            help="per-question sd of B - A for the paired gate (default: from "
-                            "the suite's latest paired runs, else an assumed 0.75)")
-        parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
-    def run(self, args: argparse.Namespace) -> int:
-        import json
-
-        from harness.errors import BadInput
-        from harness.suite.model import load_suite
-
-        for name in ("alpha", "beta"):
-            value = getattr(args, name)
-            if value is not None and not 0.0 < value < 0.5:
-                raise BadInput(f"--{name} must be in (0, 0.5), got {value}")
-        if args.paired_sd is not None and args.paired_sd < 0:
-            raise BadInput(f"--paired-sd must be >= 0, got {args.paired_sd}")
-        if args.sd is not None and args.sd <= 0:
-            raise BadInput(f"--sd must be positive, got {args.sd}")
-        if args.runs < 1:
-            raise BadInput(f"--runs must be >= 1, got {args.runs}")
-        report = power_report(load_suite(args.suite), args.results, alpha=args.alpha,
-                              beta=args.beta, sd=args.sd, latest_runs=args.runs,
-                              paired_sd=args.paired_sd)  # fmt: skip
-        if args.json:
-            print(json.dumps(report, indent=2, default=str))
-        else:
-            render_power(report)
-        return 0
 
 
 def recorded_spread(
@@ -75,12 +67,6 @@ def recorded_spread(
 ) -> tuple[float, list[str]] | None:
     """Pooled per-prompt sd of the metric's numerators over the suite's latest runs with
     request rows, and the run ids used."""
-    import math
-
-    from harness.metrics import stats
-    from harness.metrics.definitions import metric_pairs
-    from harness.results.readers import read_requests
-    from harness.results.store import load_runs
 
     runs = load_runs(results, suite=suite, kind="run")
     variances, used = [], []
@@ -102,11 +88,7 @@ def power_report(
     sd: float | None = None,
     latest_runs: int = 5,
     paired_sd: float | None = None,
-) -> dict[str, Any]:
-    from harness.metrics import stats
-    from harness.metrics.stopping import SequentialRule
-    from harness.workloads import planned_questions
-
+) -> dict[str, object]:
     suite, floors = loaded.suite, loaded.suite.floors
     metric = getattr(floors, "metric", "server_avg")
     alpha = alpha if alpha is not None else getattr(floors, "alpha", 0.05)
@@ -157,9 +139,6 @@ def recorded_paired_spread(results: Path, series: str, latest_runs: int
                            ) -> tuple[float, list[str], float] | None:
     """Pooled per-question sd of B - A over the series' latest paired runs (their record's
     `paired.result.margin_sd`), the run ids, and the latest one's A figure."""
-    import math
-
-    from harness.results.readers import BadRecord, read_run
 
     variances, used, levels = [], [], []
     for run_dir in sorted((results / "runs" / series).glob("*"), reverse=True):
@@ -181,10 +160,8 @@ def recorded_paired_spread(results: Path, series: str, latest_runs: int
 
 
 def paired_power(loaded: LoadedSuite, results: Path, n: int, sd_given: float | None = None,
-                 latest_runs: int = 5) -> dict[str, Any] | None:
+                 latest_runs: int = 5) -> dict[str, object] | None:
     """The paired gate's operating characteristic at the suite's question count."""
-    from harness.metrics import paired_gate
-
     suite = loaded.suite
     gate = suite.gate
     if gate is None:
@@ -227,14 +204,12 @@ def paired_power(loaded: LoadedSuite, results: Path, n: int, sd_given: float | N
                 reference, tolerance, sd, n, gate.alpha, gate.inconclusive)}
 
 
-def sequential_floors(suite: Any, alpha: float, beta: float) -> dict[str, Any]:
+def sequential_floors(suite: Suite, alpha: float, beta: float) -> dict[str, object]:
     """What `--sequential` settles and the error rates it guarantees, per floor and for
     the verdict (harness.run.sequential): each floor's early fail <= alpha when the floor
     is met and its early pass <= beta when it is not; the run's early fail of a build that
     meets all F floors <= F alpha (any floor may fail it), its early pass of a build that
     misses one <= beta (a pass needs every floor to pass early)."""
-    from harness.metrics.floor_checks import floor_checks
-
     names = [check.key for check in floor_checks(suite.floors)]
     return {
         "floors": [{"floor": name, "p_early_fail_if_met": alpha,
@@ -246,15 +221,10 @@ def sequential_floors(suite: Any, alpha: float, beta: float) -> dict[str, Any]:
 
 
 def _min_group() -> int:
-    from harness.run.sequential import MIN_GROUP
-
     return MIN_GROUP
 
 
-def render_power(report: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
+def render_power(report: dict[str, object]) -> None:
     alpha, beta = report["alpha"], report["beta"]
     console = Console()
     console.print(f"{report['suite']}: gate = {report['gate']} {report['floor']:g} "

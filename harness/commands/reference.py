@@ -13,70 +13,43 @@ the rest of the harness process, never imports torch.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
+from harness.build import cache_root
+from harness.engines.reference.causal_draft import causal_draft, verify_causal_draft
+from harness.engines.reference.checkpoints import (
+    SHIPPED_DIR,
+    build,
+    checkpoint_dir,
+    folder_hashes,
+    read_manifest,
+    write_manifest,
+)
+from harness.engines.reference.seed_checkpoints import MANIFEST, build_dir, pair_dir
+from harness.engines.reference.seed_checkpoints import build as build_seed
+from harness.engines.reference.seed_checkpoints import folder_hashes as seed_folder_hashes
+from harness.engines.reference.seed_checkpoints import write_manifest as write_seed_manifest
+from harness.engines.reference.seed_recipe import recipe_for
 from harness.errors import BadInput
 
 USAGE = ("usage: harness reference build [--pair PAIR] [--out DIR] [--force] [--ship] | "
          "verify [--pair PAIR] [--out DIR]")
-PAIR_CHOICES = ("tiny", "gemma4", "muse_glimmer")
-PAIR_HELP = ("which checkpoints: tiny (the reference engine's Qwen3 pair, the default), "
-             "gemma4 or muse_glimmer (the seed's pairs in miniature)")
 
 
-class ReferenceCommand:
-    """The reference engine's maintenance subcommands."""
-
-    name = "reference"
-    help = "CPU reference engine: build or verify its tiny target and DFlash draft checkpoints"
-
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        actions = parser.add_subparsers(dest="reference_action", metavar="ACTION")
-        build = actions.add_parser(
-            "build", help="train the tiny checkpoints (skipped when cached)",
-            description="Train the tiny Qwen3 target and DFlash draft deterministically. "
-            "Default output: $HARNESS_CACHE (or ~/.cache/spec-harness)/reference/<recipe hash>/.")
-        build.add_argument("--pair", choices=PAIR_CHOICES, default="tiny", help=PAIR_HELP)
-        build.add_argument("--out", type=Path, default=None,
-                           help="output folder (gets target/, draft/, recipe.json)")
-        build.add_argument("--force", action="store_true", help="rebuild even when present")
-        build.add_argument("--ship", action="store_true",
-                           help="then replace the shipped checkpoints and their manifest")
-        build.add_argument("--python", default=sys.executable,
-                           help="Python of the engine environment (default: this one)")
-        verify = actions.add_parser(
-            "verify", help="rebuild the full recipe and compare with the shipped files",
-            description="Rebuild the full recipe (about 4 minutes on 2 idle cores) and "
-            "compare the sha256 of every file with the shipped manifest. Identical on a "
-            "machine of the kind that built them; other CPU types may round differently.")
-        verify.add_argument("--pair", choices=PAIR_CHOICES, default="tiny", help=PAIR_HELP)
-        verify.add_argument("--out", type=Path, default=None,
-                            help="build folder (default: a temporary one, removed after)")
-        verify.add_argument("--python", default=sys.executable,
-                            help="Python of the engine environment (default: this one)")
-
-    def run(self, args: argparse.Namespace) -> int:
-        seed = getattr(args, "pair", "tiny") != "tiny"
-        if args.reference_action == "build":
-            return _build_seed(args) if seed else _build(args)
-        if args.reference_action == "verify":
-            return _verify_seed(args) if seed else _verify(args)
-        raise BadInput(USAGE)
+def run(args: argparse.Namespace) -> int:
+    """`harness reference` (its arguments: commands/parsers/reference.py)."""
+    seed = getattr(args, "pair", "tiny") != "tiny"
+    if args.reference_action == "build":
+        return _build_seed(args) if seed else _build(args)
+    if args.reference_action == "verify":
+        return _verify_seed(args) if seed else _verify(args)
+    raise BadInput(USAGE)
 
 
 def _build(args: argparse.Namespace) -> int:
-    from harness.build import cache_root
-    from harness.engines.reference.causal_draft import causal_draft
-    from harness.engines.reference.checkpoints import (
-        SHIPPED_DIR,
-        build,
-        checkpoint_dir,
-        write_manifest,
-    )
-
     out = args.out or checkpoint_dir(cache_root())
     folder = build(args.python, out, force=args.force)
     print(f"target: {folder / 'target'}")
@@ -94,13 +67,6 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from harness.engines.reference.checkpoints import (
-        SHIPPED_DIR,
-        build,
-        folder_hashes,
-        read_manifest,
-    )
-
     shipped = read_manifest(SHIPPED_DIR)["files"]
     with tempfile.TemporaryDirectory(prefix="reference-verify-") as scratch:
         out = args.out or Path(scratch) / "build"
@@ -110,8 +76,6 @@ def _verify(args: argparse.Namespace) -> int:
     for name in sorted(set(shipped) | set(rebuilt)):
         mark = "DIFFERS" if name in differing else "same"
         print(f"{mark:8} {name}  {rebuilt.get(name, '-')[:16]}")
-    from harness.engines.reference.causal_draft import verify_causal_draft
-
     causal = verify_causal_draft()  # the cut is exact: it matches on every machine
     print(f"{'DIFFERS' if causal else 'same':8} causal draft (tiny:causal)"
           + (f": {', '.join(causal)}" if causal else ""))
@@ -124,17 +88,8 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _build_seed(args: argparse.Namespace) -> int:
-    from harness.build import cache_root
-    from harness.engines.reference.seed_checkpoints import (
-        build,
-        build_dir,
-        pair_dir,
-        write_manifest,
-    )
-    from harness.engines.reference.seed_recipe import recipe_for
-
     out = args.out or build_dir(cache_root(), args.pair)
-    folder = build(args.pair, args.python, out, force=args.force)
+    folder = build_seed(args.pair, args.python, out, force=args.force)
     print(f"target: {folder / 'target'}")
     print(f"draft:  {folder / 'draft'}")
     if args.ship:
@@ -143,21 +98,12 @@ def _build_seed(args: argparse.Namespace) -> int:
             shutil.rmtree(shipped / role, ignore_errors=True)
             shutil.copytree(folder / role, shipped / role)
         shutil.copy2(folder / "recipe.json", shipped / "recipe.json")
-        write_manifest(shipped, recipe_for(args.pair))
+        write_seed_manifest(shipped, recipe_for(args.pair))
         print(f"shipped: {shipped} (manifest rewritten)")
     return 0
 
 
 def _verify_seed(args: argparse.Namespace) -> int:
-    import json
-
-    from harness.engines.reference.seed_checkpoints import (
-        MANIFEST,
-        build,
-        folder_hashes,
-        pair_dir,
-    )
-
     shipped_dir = pair_dir(args.pair)
     try:
         shipped = json.loads((shipped_dir / MANIFEST).read_text())["files"]
@@ -165,7 +111,7 @@ def _verify_seed(args: argparse.Namespace) -> int:
         raise BadInput(f"{shipped_dir / MANIFEST}: cannot read the manifest: {error}") from None
     with tempfile.TemporaryDirectory(prefix="reference-verify-") as scratch:
         out = args.out or Path(scratch) / "build"
-        rebuilt = folder_hashes(build(args.pair, args.python, out, force=True))
+        rebuilt = seed_folder_hashes(build_seed(args.pair, args.python, out, force=True))
     differing = sorted(name for name in set(shipped) | set(rebuilt)
                        if shipped.get(name) != rebuilt.get(name))
     for name in sorted(set(shipped) | set(rebuilt)):

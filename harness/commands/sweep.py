@@ -8,88 +8,52 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.commands import add_results_option
+from harness.analysis.sweep_plot import plot_sweep
+from harness.build import parse_build_spec
+from harness.errors import BadInput
+from harness.metrics.latency import speed_lines
+from harness.metrics.speedup import speedup_lines
+from harness.run.outcome import RunOptions
+from harness.run.sweep import GateSettings, check_gate, parse_concurrencies, run_sweep
+from harness.suite.model import load_suite
 
 if TYPE_CHECKING:
     from harness.run.sweep import SweepOutcome
 
 
-class SweepCommand:
-    name = "sweep"
-    help = ("measure a suite's workload at several concurrencies on one launch: accept "
-            "length, latency and throughput per point, a plot against concurrency, and "
-            "with --max-drop a paired gate of each point against concurrency 1")
-
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("suite", help="suite file or name (see `harness list`)")
-        parser.add_argument("--concurrency", required=True, metavar="N,N,...",
-                            help="requests in flight at each point, e.g. 1,4,16,64 (each at "
-                            "most the workload's questions); each point is the series "
-                            "<suite>.cN")
-        add_results_option(parser)
-        parser.add_argument("--max-drop", type=float, metavar="X",
-                            help="gate: accept length at each concurrency within X (a share, "
-                            "e.g. 0.05) of concurrency 1's, paired by prompt; needs 1 in "
-                            "--concurrency")
-        parser.add_argument("--alpha", type=float, default=0.05,
-                            help="the gate's one-sided level (default 0.05)")
-        parser.add_argument("--inconclusive", choices=("pass", "fail"), default="pass",
-                            help="how a gate finding that is neither shown worse nor shown "
-                            "not worse is judged (default pass, as [gate])")
-        parser.add_argument("--sglang", "--build", dest="sglang", metavar="SPEC",
-                            help="build under test (as `harness run --build`)")
-        parser.add_argument("--engine-python", metavar="PATH",
-                            help="interpreter of the engine's environment")
-        parser.add_argument("--label", help="a tag recorded with every point's run")
-        parser.add_argument("--dry-run", action="store_true",
-                            help="print the launch command and every point's plan; run nothing")
-        parser.add_argument("--no-plot", action="store_true",
-                            help="draw neither the sweep's plot nor the points' own")
-        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-
-    def run(self, args: argparse.Namespace) -> int:
-        from harness.run.outcome import RunOptions
-        from harness.run.sweep import GateSettings, check_gate, parse_concurrencies, run_sweep
-        from harness.suite.model import load_suite
-
-        concurrencies = parse_concurrencies(args.concurrency)
-        if args.max_drop is None and (args.alpha != 0.05 or args.inconclusive != "pass"):
-            from harness.errors import BadInput
-
-            raise BadInput("--alpha and --inconclusive set the gate: give --max-drop too")
-        gate = None if args.max_drop is None else GateSettings(args.max_drop, args.alpha,
-                                                               args.inconclusive)
-        check_gate(gate, concurrencies)  # before the suite is read: a flag's own error
-        loaded = load_suite(args.suite)
-        if args.sglang is not None:
-            from harness.build import parse_build_spec
-
-            parse_build_spec(args.sglang, None, engine=loaded.suite.engine.kind)
-        options = RunOptions(results_dir=args.results, sglang=args.sglang,
-                             dry_run=args.dry_run, engine_python=args.engine_python,
-                             label=args.label, plot=not args.no_plot,
-                             progress=not args.no_progress)
-        swept = run_sweep(loaded, concurrencies, options, gate)
-        if args.dry_run:
-            print("\n".join(swept.plan))
-            return int(swept.exit_code)
-        for line in report_lines(swept):
-            print(line)
-        if swept.folder is not None and not args.no_plot and \
-                any(point.record is not None and point.record.measurement is not None
-                    for point in swept.points):
-            from harness.analysis.sweep_plot import plot_sweep
-
-            print(f"plot:   {plot_sweep(swept.folder)}")
+def run(args: argparse.Namespace) -> int:
+    """`harness sweep` (its arguments: commands/parsers/sweep.py)."""
+    concurrencies = parse_concurrencies(args.concurrency)
+    if args.max_drop is None and (args.alpha != 0.05 or args.inconclusive != "pass"):
+        raise BadInput("--alpha and --inconclusive set the gate: give --max-drop too")
+    gate = None if args.max_drop is None else GateSettings(args.max_drop, args.alpha,
+                                                           args.inconclusive)
+    check_gate(gate, concurrencies)  # before the suite is read: a flag's own error
+    loaded = load_suite(args.suite)
+    if args.sglang is not None:
+        parse_build_spec(args.sglang, None, engine=loaded.suite.engine.kind)
+    options = RunOptions(results_dir=args.results, sglang=args.sglang,
+                         dry_run=args.dry_run, engine_python=args.engine_python,
+                         label=args.label, plot=not args.no_plot,
+                         progress=not args.no_progress)
+    swept = run_sweep(loaded, concurrencies, options, gate)
+    if args.dry_run:
+        print("\n".join(swept.plan))
         return int(swept.exit_code)
+    for line in report_lines(swept):
+        print(line)
+    if swept.folder is not None and not args.no_plot and \
+            any(point.record is not None and point.record.measurement is not None
+                for point in swept.points):
+        print(f"plot:   {plot_sweep(swept.folder)}")
+    return int(swept.exit_code)
+
+
 
 
 def report_lines(swept: SweepOutcome) -> list[str]:
     """Per point: its verdict, accept length (definition, CI), record and speed; then
     the gate's findings and the sweep's status."""
-    from harness.metrics.latency import speed_lines
-    from harness.metrics.speedup import speedup_lines
-
     record = swept.record
     lines = [f"accept length: {record.metric} definition: {record.definition}",
              "speed: definitions in each record's measurement.latency.definitions "

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import TYPE_CHECKING
 
-from harness.commands import add_results_option
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from harness.analysis.trend import TrendParams, analyse_all
+from harness.analysis.trend_plot import TREND_PNG, plot_trend
+from harness.analysis.trend_report import SuiteSummary, markdown_table, summarize
 from harness.errors import BadInput
+from harness.results.store import PLOTS_DIR, load_runs
+from harness.run.judge import report_exit
 
 if TYPE_CHECKING:
     from harness.analysis.trend_report import SuiteSummary
@@ -16,104 +25,35 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-class TrendCommand:
-    name = "trend"
-    help = (
-        "detect steps in each suite's accept-length history; exit 1 when a latest run is "
-        "below its floor or a drop is open, 3 when a latest run errored or a named suite has "
-        "no run"
-    )
+def run(args: argparse.Namespace) -> int:
+    """`harness trend` (its arguments: commands/parsers/trend.py)."""
+    root = args.results
+    if not root.is_dir():
+        raise BadInput(f"{root}: no results folder")
+    if args.window < 2 or not 0 < args.alpha < 1:
+        raise BadInput("--window must be >= 2 and --alpha in (0, 1)")
+    params = TrendParams(alpha=args.alpha, min_shift=args.min_shift, window=args.window,
+                         include_incomplete=args.include_incomplete)
+    runs = load_runs(root)
+    if args.label is not None:  # baselines stay: they carry their own labels
+        runs = runs[(runs["kind"] == "baseline") | (runs["label"] == args.label)]
+    trends = analyse_all(runs, _with_entries(args.suites, runs) or _recorded(runs), params)
+    summaries = summarize(runs, trends, params.window, _since(args.since),
+                          params.include_incomplete)
+    if args.plot:
+        for item in summaries:
+            plot_trend(runs, item.suite, root / PLOTS_DIR / item.suite / TREND_PNG,
+                       item.trend, item.floor, params)  # fmt: skip
+    if args.json:
+        print(json.dumps([_as_json(item) for item in summaries], indent=2, default=str))
+    elif args.markdown:
+        print("## Speculative decoding: nightly accept length\n")
+        print(markdown_table(summaries))
+    else:
+        _print_table(summaries)
+    return report_exit(_status(item) for item in summaries)
 
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("suites", nargs="*", metavar="SUITE", help="suite names (default: all)")
-        add_results_option(parser)
-        output = parser.add_mutually_exclusive_group()
-        output.add_argument(
-            "--markdown",
-            action="store_true",
-            help="print the summary as a markdown table (for a CI step summary)",
-        )
-        output.add_argument("--json", action="store_true", help="print steps and alarms as JSON")
-        parser.add_argument(
-            "--plot",
-            action="store_true",
-            help="write results/plots/<suite>/trend.png with the steps marked",
-        )
-        parser.add_argument(
-            "--window",
-            type=int,
-            default=60,
-            metavar="N",
-            help="look at the last N runs of each suite (default 60)",
-        )
-        parser.add_argument(
-            "--min-shift",
-            type=float,
-            default=0.1,
-            metavar="X",
-            help="smallest accept-length step that counts (default 0.1)",
-        )
-        parser.add_argument(
-            "--since",
-            default=None,
-            metavar="TIME",
-            help="only runs started at or after TIME (ISO 8601, UTC) are tonight's: a suite "
-            "whose latest run is older has no verdict, which is an error (exit 3)",
-        )
-        parser.add_argument(
-            "--label",
-            default=None,
-            metavar="LABEL",
-            help="only runs with this label (e.g. main or release: one trend line each)",
-        )
-        parser.add_argument(
-            "--include-incomplete",
-            action="store_true",
-            help="bring runs that errored or ended before their plan (partial) into the "
-            "history and the change since the last run, marked; by default they are left out",
-        )
-        parser.add_argument(
-            "--alpha",
-            type=float,
-            default=0.01,
-            help="false-alarm probability per suite history (default 0.01)",
-        )
 
-    def run(self, args: argparse.Namespace) -> int:
-        import json
-
-        from harness.analysis.trend import TrendParams, analyse_all
-        from harness.analysis.trend_report import markdown_table, summarize
-        from harness.results.store import PLOTS_DIR, load_runs
-        from harness.run.judge import report_exit
-
-        root = args.results
-        if not root.is_dir():
-            raise BadInput(f"{root}: no results folder")
-        if args.window < 2 or not 0 < args.alpha < 1:
-            raise BadInput("--window must be >= 2 and --alpha in (0, 1)")
-        params = TrendParams(alpha=args.alpha, min_shift=args.min_shift, window=args.window,
-                             include_incomplete=args.include_incomplete)
-        runs = load_runs(root)
-        if args.label is not None:  # baselines stay: they carry their own labels
-            runs = runs[(runs["kind"] == "baseline") | (runs["label"] == args.label)]
-        trends = analyse_all(runs, _with_entries(args.suites, runs) or _recorded(runs), params)
-        summaries = summarize(runs, trends, params.window, _since(args.since),
-                              params.include_incomplete)
-        if args.plot:
-            from harness.analysis.trend_plot import TREND_PNG, plot_trend
-
-            for item in summaries:
-                plot_trend(runs, item.suite, root / PLOTS_DIR / item.suite / TREND_PNG,
-                           item.trend, item.floor, params)  # fmt: skip
-        if args.json:
-            print(json.dumps([_as_json(item) for item in summaries], indent=2, default=str))
-        elif args.markdown:
-            print("## Speculative decoding: nightly accept length\n")
-            print(markdown_table(summaries))
-        else:
-            _print_table(summaries)
-        return report_exit(_status(item) for item in summaries)
 
 
 def _status(item: SuiteSummary) -> VerdictStatus:
@@ -148,11 +88,9 @@ def _recorded(runs: pd.DataFrame) -> list[str]:
     return sorted(recorded)
 
 
-def _since(text: str | None) -> object:
+def _since(text: str | None) -> pd.Timestamp | None:
     if text is None:
         return None
-    import pandas as pd
-
     try:
         moment = pd.Timestamp(text)
     except ValueError:
@@ -162,8 +100,6 @@ def _since(text: str | None) -> object:
 
 
 def _as_json(item: object) -> dict[str, object]:
-    from harness.analysis.trend_report import SuiteSummary
-
     assert isinstance(item, SuiteSummary)
     return {
         "suite": item.suite,
@@ -196,9 +132,6 @@ def _as_json(item: object) -> dict[str, object]:
 
 
 def _print_table(summaries: list) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     table = Table(title="accept length trend")
     for column in ("suite", "runs", "last [CI]", "floor", "verdict", "change", "trend"):
         table.add_column(column)

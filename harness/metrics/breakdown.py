@@ -14,12 +14,15 @@ Rows are `RequestRow`s or their dicts (requests.jsonl, `store.load_requests` rec
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import MissingMetric
 from harness.metrics import stats
-from harness.metrics.definitions import METRICS, numerator
+from harness.metrics.definitions import METRICS, RequestLike, numerator
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_CATEGORY = "all"
 
@@ -30,33 +33,34 @@ def _get(row: Any, key: str, default: Any = None) -> Any:
     return default if isinstance(value, float) and math.isnan(value) else value
 
 
-def rows_from_frame(frame: Any) -> list[dict[str, Any]]:
+def rows_from_frame(frame: pd.DataFrame) -> list[dict[str, object]]:
     """`store.load_requests` rows as dicts, a missing cell (NaN) left out as in the file."""
     return [{k: v for k, v in row.items() if not (isinstance(v, float) and math.isnan(v))}
             for row in frame.to_dict("records")]
 
 
-def category_of(row: Any) -> str:
+def category_of(row: RequestLike) -> str:
     return str(_get(row, "category") or DEFAULT_CATEGORY)
 
 
-def by_question(rows: Sequence[Any]) -> dict[Any, list[Any]]:
+def by_question(rows: Sequence[RequestLike]) -> dict[Hashable, list[RequestLike]]:
     """Rows grouped by question, in order of first appearance (runs keep their own
     question numbering; pooled runs of one suite share it)."""
-    groups: dict[Any, list[Any]] = {}
+    groups: dict[Hashable, list[RequestLike]] = {}
     for row in rows:
         groups.setdefault(_get(row, "question_index"), []).append(row)
     return groups
 
 
-def by_category(rows: Sequence[Any]) -> dict[str, list[Any]]:
-    groups: dict[str, list[Any]] = {}
+def by_category(rows: Sequence[RequestLike]) -> dict[str, list[RequestLike]]:
+    groups: dict[str, list[RequestLike]] = {}
     for row in rows:
         groups.setdefault(category_of(row), []).append(row)
     return groups
 
 
-def question_pairs(rows: Sequence[Any], metric: str) -> tuple[list[Any], list[int], list[int]]:
+def question_pairs(rows: Sequence[RequestLike], metric: str
+                   ) -> tuple[list[Hashable], list[int], list[int]]:
     """(questions, numerators, verify steps), one entry per question (turns summed)."""
 
     keys, tokens, steps = [], [], []
@@ -67,7 +71,8 @@ def question_pairs(rows: Sequence[Any], metric: str) -> tuple[list[Any], list[in
     return keys, tokens, steps
 
 
-def position_counts(rows: Sequence[Any]) -> tuple[list[Any], list[list[int]], list[int]]:
+def position_counts(rows: Sequence[RequestLike]
+                    ) -> tuple[list[Hashable], list[list[int]], list[int]]:
     """(questions, tails[k][q], totals[q]) over the questions whose rows carry a histogram:
     tails[k][q] counts question q's verify steps that accepted at least k + 1 drafts."""
     keys, summed = [], []
@@ -82,7 +87,7 @@ def position_counts(rows: Sequence[Any]) -> tuple[list[Any], list[list[int]], li
     return keys, tails, totals
 
 
-def per_position(rows: Sequence[Any], level: float = 0.95, seed: int = 0
+def per_position(rows: Sequence[RequestLike], level: float = 0.95, seed: int = 0
                  ) -> tuple[list[float], list[tuple[float, float]] | None]:
     """P(position k accepted) for k = 1.., and its bootstrap CI over questions (None with
     fewer than two questions)."""
@@ -96,7 +101,7 @@ def per_position(rows: Sequence[Any], level: float = 0.95, seed: int = 0
     return rates, cis
 
 
-def summarise_group(rows: Sequence[Any], metric: str, seed: int = 0) -> dict[str, Any]:
+def summarise_group(rows: Sequence[RequestLike], metric: str, seed: int = 0) -> dict[str, object]:
     """A category's figures (the fields of `record.CategoryResult`)."""
     keys, tokens, steps = question_pairs(rows, metric)
     total_steps = sum(steps)
@@ -129,7 +134,8 @@ def summarise_group(rows: Sequence[Any], metric: str, seed: int = 0) -> dict[str
     }
 
 
-def categories(rows: Sequence[Any], metric: str, seed: int = 0) -> dict[str, dict[str, Any]]:
+def categories(rows: Sequence[RequestLike], metric: str, seed: int = 0
+               ) -> dict[str, dict[str, object]]:
     return {name: summarise_group(group, metric, seed)
             for name, group in by_category(rows).items()}
 
@@ -137,16 +143,16 @@ def categories(rows: Sequence[Any], metric: str, seed: int = 0) -> dict[str, dic
 # ---------------------------------------------------------------- two sides
 
 
-def _subset(side: tuple[list[Any], list[int], list[int]], keys: Sequence[Any]
-            ) -> tuple[list[Any], list[int], list[int]]:
+def _subset(side: tuple[list[Hashable], list[int], list[int]], keys: Sequence[Hashable]
+            ) -> tuple[list[Hashable], list[int], list[int]]:
     where = {key: i for i, key in enumerate(side[0])}
     picked = [where[key] for key in keys]
     return list(keys), [side[1][i] for i in picked], [side[2][i] for i in picked]
 
 
-def _difference(a: tuple[list[Any], list[int], list[int]],
-                b: tuple[list[Any], list[int], list[int]], level: float,
-                pair: bool = True) -> dict[str, Any]:
+def _difference(a: tuple[list[Hashable], list[int], list[int]],
+                b: tuple[list[Hashable], list[int], list[int]], level: float,
+                pair: bool = True) -> dict[str, object]:
     """B - A of two (questions, numerators, steps) samples: paired on the questions both
     asked when there are at least two and `pair` (the caller knows both sides asked them
     the same way), else independent. `n_shared`: the questions the paired figure used."""
@@ -172,8 +178,8 @@ def _difference(a: tuple[list[Any], list[int], list[int]],
             "n_shared": len(shared) if paired else 0}
 
 
-def compare_categories(rows_a: Sequence[Any], rows_b: Sequence[Any], metric: str,
-                       level: float = 0.95, pair: bool = True) -> dict[str, dict[str, Any]]:
+def compare_categories(rows_a: Sequence[RequestLike], rows_b: Sequence[RequestLike], metric: str,
+                       level: float = 0.95, pair: bool = True) -> dict[str, dict[str, object]]:
     """Per category present on either side: both figures and B - A with CI and p-values
     (paired on the shared questions unless `pair` is False)."""
     groups_a, groups_b = by_category(rows_a), by_category(rows_b)
@@ -183,8 +189,8 @@ def compare_categories(rows_a: Sequence[Any], rows_b: Sequence[Any], metric: str
             for name in names}
 
 
-def compare_positions(rows_a: Sequence[Any], rows_b: Sequence[Any],
-                      level: float = 0.95, pair: bool = True) -> list[dict[str, Any]]:
+def compare_positions(rows_a: Sequence[RequestLike], rows_b: Sequence[RequestLike],
+                      level: float = 0.95, pair: bool = True) -> list[dict[str, object]]:
     """Per draft position k = 1..: P(k accepted) on both sides and B - A, paired on the
     questions both asked unless `pair` is False."""
     keys_a, tails_a, totals_a = position_counts(rows_a)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from typing import Any
 
 from harness.metrics import stats
 from harness.metrics.paired_gate import aa_false_alarm
@@ -45,7 +44,7 @@ TOLERANCE_STEP = 0.005
 
 
 def summarise_repeats(runs: Sequence[tuple[Sequence[float], Sequence[float]]],
-                      alpha: float = 0.05, beta: float = 0.2) -> dict[str, Any]:
+                      alpha: float = 0.05, beta: float = 0.2) -> dict[str, object]:
     """Spread and suggestions from the per-question (numerators, steps) of N >= 2 runs of
     one series, each run's questions in the same order."""
     if len(runs) < 2:

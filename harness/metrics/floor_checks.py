@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from harness.metrics import breakdown, speedup
+from harness.metrics.definitions import RequestLike
 from harness.suite.entries import Floors
 
 if TYPE_CHECKING:
@@ -189,7 +190,7 @@ class FloorCheck:
         return Figure(rate, f"P(position {k} accepted) {rate:.3f}"
                             + _ci(cis[k - 1] if k <= len(cis) else None))
 
-    def sample(self, rows: Sequence[Any]) -> RatioSample | GradedSample | NoEarlySample:
+    def sample(self, rows: Sequence[RequestLike]) -> RatioSample | GradedSample | NoEarlySample:
         """What the sequential rule tests at an early look, from the request rows so far."""
         if self.kind in ("speedup_tpot", "speedup_throughput"):
             return NoEarlySample()
@@ -234,7 +235,7 @@ def floor_checks(floors: Floors) -> list[FloorCheck]:
     return checks
 
 
-def recorded_floor_checks(document: Mapping[str, Any], metric: str) -> list[FloorCheck]:
+def recorded_floor_checks(document: Mapping[str, object], metric: str) -> list[FloorCheck]:
     """The checks of the floors a record's suite document declares (`metric`: the
     definition its figures are in, for records whose document predates `floors.metric`).
     A document whose floors do not validate declares none: nothing is drawn against them."""

@@ -18,12 +18,17 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from harness.metrics import stats
-from harness.results.record import LatencySummary, RequestTiming, Spread
+from harness.results.record import (
+    LatencySummary,
+    RequestRow,
+    RequestTiming,
+    Spread,
+)
 
 TTFT = "ttft"
 E2E = "e2e"
@@ -67,8 +72,8 @@ class RequestFigures:
     gaps: list[float]
 
 
-def request_figures(row: Any) -> RequestFigures:
-    """The figures of one request row (a RequestRow or TargetAloneRow)."""
+def request_figures(row: RequestRow) -> RequestFigures:
+    """The figures of one request row (the run's, or the target alone's)."""
     timing: RequestTiming | None = getattr(row, "timing", None)
     tokens = int(row.completion_tokens)
     if timing is None or not timing.streamed or not timing.chunk_s:
@@ -79,7 +84,7 @@ def request_figures(row: Any) -> RequestFigures:
     return RequestFigures(ttft, e2e, tpot, [b - a for a, b in itertools.pairwise(chunks)])
 
 
-def spread(values: Sequence[float], clusters: Sequence[Any], seed: int) -> Spread | None:
+def spread(values: Sequence[float], clusters: Sequence[Hashable], seed: int) -> Spread | None:
     """`values`' mean and percentiles with CIs over `clusters` (None: no value)."""
     if not values:
         return None
@@ -96,16 +101,18 @@ def throughput_ci(counts: Sequence[float], e2e: Sequence[float], in_flight: floa
                                     lambda sums: sums[0] / sums[1] * in_flight, seed=seed)
 
 
-def by_question(rows: Sequence[Any], value: Any) -> tuple[list[Any], list[float]]:
+def by_question(rows: Sequence[RequestRow],
+                value: Callable[[RequestRow], float],
+                ) -> tuple[list[Hashable], list[float]]:
     """(questions, Σ value(row) over each question's rows), in first-seen order."""
-    sums: dict[Any, float] = {}
+    sums: dict[Hashable, float] = {}
     for row in rows:
         sums[row.question_index] = sums.get(row.question_index, 0.0) + float(value(row))
     return list(sums), list(sums.values())
 
 
-def summarise_latency(rows: Sequence[Any], duration_s: float, concurrency: int | None = None,
-                      seed: int = 0) -> LatencySummary:
+def summarise_latency(rows: Sequence[RequestRow], duration_s: float,
+                      concurrency: int | None = None, seed: int = 0) -> LatencySummary:
     """The latency and throughput figures of a measured phase (`DEFINITIONS`)."""
     figures = [(row, request_figures(row)) for row in rows]
     timed = [(row, f) for row, f in figures if f.ttft is not None]

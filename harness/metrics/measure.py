@@ -30,10 +30,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 from harness.metrics import breakdown, stats
-from harness.metrics.definitions import accept_lengths
+from harness.metrics.definitions import RequestLike, accept_lengths
 from harness.results.record import CategoryResult, Measurement, RequestRow
 
 # Relative disagreement between the exact server_avg and the server's own figure that is
@@ -41,7 +40,7 @@ from harness.results.record import CategoryResult, Measurement, RequestRow
 DISAGREEMENT_TOLERANCE = 0.05
 
 
-def confidence_interval(rows: Sequence[Any], metric: str, seed: int
+def confidence_interval(rows: Sequence[RequestLike], metric: str, seed: int
                         ) -> tuple[float, float] | None:
     """Bootstrap CI over prompts of the accept length under `metric`: whole questions
     are resampled (the turns of a multi-turn question stay together)."""

@@ -35,9 +35,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
+from harness.metrics import spending as alpha_spending
 from harness.metrics import stats
+
+if TYPE_CHECKING:
+    from harness.suite.gate import Gate
 
 Decision = Literal["not_worse", "worse", "inconclusive"]
 MIN_QUESTIONS = 2
@@ -87,7 +91,7 @@ class PairedResult:
     level: float  # of difference_ci
     tolerance: str  # Tolerance.describe()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -202,10 +206,8 @@ class PairedRule:
 
     def nominal_alphas(self) -> list[float]:
         """The one-sided level each look tests at (the last close to alpha)."""
-        from harness.metrics.spending import nominal_alphas
-
-        return nominal_alphas([n / self.max_n for n in self.looks()], self.alpha,
-                              self.spending)
+        return alpha_spending.nominal_alphas([n / self.max_n for n in self.looks()],
+                                             self.alpha, self.spending)
 
     def decide(self, a: tuple[Sequence[float], Sequence[float]],
                b: tuple[Sequence[float], Sequence[float]]) -> PairedResult | None:
@@ -246,8 +248,8 @@ def questions_needed(sd: float, tolerated: float, alpha: float, beta: float,
     return needed
 
 
-def sizing(gate: Any, tolerated: float, n: int, sd: float | None = None,
-           sd_source: str = "[gate] paired_sd") -> dict[str, Any]:
+def sizing(gate: Gate, tolerated: float, n: int, sd: float | None = None,
+           sd_source: str = "[gate] paired_sd") -> dict[str, object]:
     """Is the gate sized for its question count? `sd`: the paired spread (default: the
     gate's declared `paired_sd`). The run prints `message` before it measures anything."""
     sd = gate.paired_sd if sd is None else sd

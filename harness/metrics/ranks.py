@@ -23,11 +23,10 @@ minimises the total difference), and the record says so (`server_rank_match`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from harness.errors import EngineError, MissingMetric
 from harness.metrics.definitions import numerators
-from harness.results.record import RankResult, RequestRow
+from harness.results.record import Measurement, RankResult, RequestRow
 
 MATCH_BY_ID = "by rank id"
 MATCH_BY_VALUE = ("by value: the server's states name no rank (SGLang lists them in the "
@@ -161,7 +160,7 @@ def disagreements(ranks: Sequence[RankResult], tolerance: float) -> list[str]:
     return notes
 
 
-def summary(measurement: Any) -> list[str]:
+def summary(measurement: Measurement) -> list[str]:
     """Lines for the verdict: each rank's and node's figure beside the pooled one."""
     if not measurement.per_rank:
         return []

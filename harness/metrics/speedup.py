@@ -29,7 +29,7 @@ from typing import Any, Literal
 from harness.metrics import stats
 from harness.metrics.latency import request_figures
 from harness.results.possible import SPEEDUP_TOP
-from harness.results.record import LatencySummary, QuestionSpeed, Speedup
+from harness.results.record import LatencySummary, QuestionSpeed, RequestRow, Speedup
 
 SPEEDUP_TPOT = "speedup_tpot"
 SPEEDUP_THROUGHPUT = "speedup_throughput"
@@ -52,7 +52,7 @@ DEFINITIONS: dict[str, str] = {
 }
 
 
-def _per_question(rows: Sequence[Any]) -> dict[int, list[float]]:
+def _per_question(rows: Sequence[RequestRow]) -> dict[int, list[float]]:
     """question -> [Σ TPOT, requests with a TPOT, output tokens, Σ e2e] over its rows."""
     out: dict[int, list[float]] = {}
     for row in rows:
@@ -66,7 +66,7 @@ def _per_question(rows: Sequence[Any]) -> dict[int, list[float]]:
     return out
 
 
-def _in_flight(latency: LatencySummary | None, rows: Sequence[Any]) -> float | None:
+def _in_flight(latency: LatencySummary | None, rows: Sequence[RequestRow]) -> float | None:
     """The run's mean requests in flight: Σ e2e / the measured phase's wall time."""
     duration = latency.duration_s if latency is not None else None
     if not duration or duration <= 0:
@@ -82,7 +82,7 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) and 0 < value <= SPEEDUP_TOP else None
 
 
-def speedup(speculative: Sequence[Any], target_alone: Sequence[Any],
+def speedup(speculative: Sequence[RequestRow], target_alone: Sequence[RequestRow],
             speculative_latency: LatencySummary | None,
             target_alone_latency: LatencySummary | None, seed: int = 0) -> Speedup:
     """The speedup figures of two runs' rows, paired by question (`DEFINITIONS`)."""
@@ -189,7 +189,7 @@ class PairedSpeedupResult:
     alpha: float
     level: float  # of ratio_ci: 1 - 2 alpha
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 

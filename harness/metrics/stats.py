@@ -17,10 +17,10 @@ stay fast. Synthetic data for tests and benchmarks lives in `harness.analysis.si
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     import numpy as np
@@ -68,7 +68,7 @@ def t_quantile(p: float, df: float) -> float:
 # ------------------------------------------------------------------ numerators and ratio
 
 
-def numerator(row: Mapping[str, Any], metric: Metric) -> int | None:
+def numerator(row: Mapping[str, object], metric: Metric) -> int | None:
     """A request row's numerator under `metric` (docs/statistics.md, "Two definitions").
 
     server_avg (SGLang's /server_info avg_spec_accept_length): correct drafts + verify
@@ -93,7 +93,8 @@ def numerator(row: Mapping[str, Any], metric: Metric) -> int | None:
     return None if tokens is None else max(int(tokens) - 1, 0)
 
 
-def metric_pairs(rows: Sequence[Mapping[str, Any]], metric: Metric) -> tuple[list[int], list[int]]:
+def metric_pairs(rows: Sequence[Mapping[str, object]], metric: Metric
+                 ) -> tuple[list[int], list[int]]:
     """(numerators, verify steps) of the rows that have both and at least one verify step."""
     numerators, steps = [], []
     for row in rows:
@@ -374,7 +375,7 @@ def _weighted_quantile(sorted_values: np.ndarray, cumulative: np.ndarray, q: flo
     return sorted_values[(cumulative >= needed[:, None]).argmax(axis=1)]
 
 
-def cluster_statistics(values: Sequence[float], clusters: Sequence[Any],
+def cluster_statistics(values: Sequence[float], clusters: Sequence[Hashable],
                        quantiles: Sequence[float] = QUANTILES, level: float = 0.95,
                        n_boot: int = 2000, seed: int = 0) -> dict[str, ClusterStatistic]:
     """The mean and the `quantiles` of `values` ("mean", "p50", "p90", "p99"), each with a
@@ -432,7 +433,8 @@ def _q_name(q: float) -> str:
 
 def ratio_bootstrap_ci(numerators: Sequence[Sequence[float]],
                        denominators: Sequence[Sequence[float]],
-                       combine: Any, level: float = 0.95, n_boot: int = 2000,
+                       combine: Callable[[list[np.ndarray]], np.ndarray],
+                       level: float = 0.95, n_boot: int = 2000,
                        seed: int = 0) -> tuple[float, float] | None:
     """Percentile-bootstrap CI over clusters of `combine(sums)`, where `sums` are the
     resampled sums of each numerator and denominator series (row i of every series is

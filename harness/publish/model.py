@@ -49,7 +49,7 @@ def slug(text: str, limit: int = 60) -> str:
     return f"{safe[:limit]}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 
-def line_of(label: Any) -> str:
+def line_of(label: object) -> str:
     return label if isinstance(label, str) and label else UNLABELLED
 
 
@@ -76,8 +76,8 @@ class StepView:
     """A step the detector found in one line, with the runs either side."""
 
     step: Step
-    before: dict[str, Any]  # the loader's row of the last run before the step
-    after: dict[str, Any]  # and of the first run after it
+    before: dict[str, object]  # the loader's row of the last run before the step
+    after: dict[str, object]  # and of the first run after it
     is_open: bool  # the drop that raises the alarm
     bisect: str | None  # the command to find the commit (drops between two commits)
 
@@ -95,9 +95,9 @@ class LineView:
     history: pd.DataFrame  # what the trend analyses
     trend: Trend
     steps: list[StepView]
-    latest: dict[str, Any]  # the latest run's row (whatever its verdict)
+    latest: dict[str, object]  # the latest run's row (whatever its verdict)
     change: float | None  # since the run before, complete runs only
-    paired: dict[str, Any] | None  # the latest run's paired finding (paired_report row)
+    paired: dict[str, object] | None  # the latest run's paired finding (paired_report row)
     # a run folder of the series newer than `latest` without a readable record (its line
     # is unknown: it counts for every line it is newer than)
     unrecorded: UnrecordedRun | None = None
@@ -147,7 +147,7 @@ def _read(path: str, records: dict[str, RunRecord], skipped: list[str]) -> RunRe
     return records[path]
 
 
-def _paired(record: RunRecord | None) -> dict[str, Any] | None:
+def _paired(record: RunRecord | None) -> dict[str, object] | None:
     if record is None or record.paired is None:
         return None
     return row(record.suite.name, Latest(Path("."), record))  # the door checked its finding

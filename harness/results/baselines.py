@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harness.files import atomic_write_text, default_results_dir
 from harness.results.layout import BASELINES_DIR
@@ -50,7 +50,7 @@ class BaselineFigure:
     external: bool = False  # a hand-entered figure from elsewhere, not measured here
 
 
-def figure_of(row: dict[str, Any]) -> BaselineFigure | None:
+def figure_of(row: dict[str, object]) -> BaselineFigure | None:
     """A loader row (`record_row.flatten_record`) as a figure; None if it has no figure."""
     if not is_number(row["accept_length"]):
         return None

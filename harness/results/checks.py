@@ -26,7 +26,6 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from harness.results.rows import METRICS
 from harness.speculation.bounds import (
@@ -78,7 +77,7 @@ def read_regular(file: Path, limit: int = MAX_FILE_BYTES) -> tuple[bytes, os.sta
     return data, status
 
 
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
     seen = dict(pairs)
     if len(seen) != len(pairs):  # the rare case: find the key to name it
         keys = [key for key, _ in pairs]
@@ -87,7 +86,7 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return seen
 
 
-def _constant(name: str) -> Any:
+def _constant(name: str) -> object:
     raise BadFile(f"{name} is not a JSON number")
 
 
@@ -97,14 +96,14 @@ def _integer(text: str) -> int:
     return value
 
 
-def strict_json(text: bytes | str) -> Any:
+def strict_json(text: bytes | str) -> object:
     """JSON without duplicate keys, NaN/Infinity or integers beyond 64 bits (BadFile);
     ValueError / RecursionError for text that is not JSON at all."""
     return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant,
                       parse_int=_integer)
 
 
-def _strings(value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, str]]:
+def _strings(value: object, path: str, depth: int = 0) -> Iterator[tuple[str, str]]:
     if depth > MAX_DEPTH:
         raise BadFile(f"{path or 'record'}: nested deeper than {MAX_DEPTH}")
     if isinstance(value, str):
@@ -129,7 +128,7 @@ def may_hold_long_strings(raw: bytes | str) -> bool:
     return b'\\"' in raw or max(map(len, raw.split(b'"'))) > MAX_NAME_CHARS
 
 
-def check_sizes(data: Any, raw: bytes | str | None = None) -> None:
+def check_sizes(data: object, raw: bytes | str | None = None) -> None:
     """BadFile naming the first string longer than it may be (`raw`: the JSON text it
     was parsed from, for the fast check)."""
     if raw is not None and not may_hold_long_strings(raw):
@@ -141,23 +140,23 @@ def check_sizes(data: Any, raw: bytes | str | None = None) -> None:
             raise BadFile(f"{path or 'key'}: {len(text)} characters, more than {limit}")
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
 
 
-def _positive(*values: Any) -> int | None:
+def _positive(*values: object) -> int | None:
     return next((v for v in values if isinstance(v, int) and not isinstance(v, bool)
                  and v > 0), None)
 
 
-def _object(value: Any, key: str) -> dict[str, Any]:
+def _object(value: object, key: str) -> dict[str, object]:
     found = value.get(key) if isinstance(value, dict) else None
     return found if isinstance(found, dict) else {}
 
 
-def step_of(data: Any) -> StepBound:
+def step_of(data: object) -> StepBound:
     """The most one verify step of a record's settings makes: the suite validator's bound
     (`harness.speculation.bounds.step_bound`) on the `[speculative]` settings and engine
     its suite document names (the draft count its build ran with where the document has
@@ -177,7 +176,7 @@ def step_of(data: Any) -> StepBound:
     return step_bound(algorithm, *counts, engine)
 
 
-def metric_of(measurement: dict[str, Any]) -> str:
+def metric_of(measurement: dict[str, object]) -> str:
     """The definition a measurement's `accept_length` is in: its `metric`; a schema 1
     record's (or one that names none) per_request, the looser."""
     metric = measurement.get("metric")
@@ -195,14 +194,14 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=RELATIVE_TOLERANCE, abs_tol=1e-9)
 
 
-def check_measurement(data: dict[str, Any]) -> None:
+def check_measurement(data: dict[str, object]) -> None:
     """BadFile naming the first impossible figure of a record's measurement."""
     m = data.get("measurement")
     if not isinstance(m, dict) or not m:
         return
     step, metric = step_of(data), metric_of(m)
 
-    def accept(where: str, value: Any, metric: str) -> None:
+    def accept(where: str, value: object, metric: str) -> None:
         number = _number(value)
         if value is None or number is None:
             return  # types are the record model's and the loader's to check
@@ -239,12 +238,12 @@ def check_measurement(data: dict[str, Any]) -> None:
     _check_counts(m)
 
 
-def _count(m: dict[str, Any], key: str) -> int | None:
+def _count(m: dict[str, object], key: str) -> int | None:
     value = m.get(key)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _check_counts(m: dict[str, Any]) -> None:
+def _check_counts(m: dict[str, object]) -> None:
     tokens, steps, correct = (_count(m, k) for k in ("completion_tokens", "verify_steps",
                                                      "correct_drafts"))
     if tokens is not None and steps is not None and tokens < steps:

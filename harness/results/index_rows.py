@@ -56,7 +56,7 @@ def _time_ok(text: str) -> bool:
         return False
 
 
-def bad_rows(table: Mapping[str, Sequence[Any]], n: int,
+def bad_rows(table: Mapping[str, Sequence[object]], n: int,
              suite: str | None = None) -> dict[int, str]:
     """Positions of the rows of `table` (column name -> n values) that no record could
     have given (in the folder of `suite`, when given), each with the first reason found."""

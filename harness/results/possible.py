@@ -25,7 +25,6 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping
-from typing import Any
 
 from harness.results.checks import (
     MAX_BLOCK,
@@ -46,11 +45,11 @@ CI_TOLERANCE = 1e-6  # a figure vs its own interval (float rounding)
 PRINTED = 1e-3  # a stated difference vs the one its figures give (as rounded in print)
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def number(where: str, value: Any, low: float | None = None, high: float | None = None,
+def number(where: str, value: object, low: float | None = None, high: float | None = None,
            what: str = "") -> float | None:
     """A JSON number (None stays None) that is finite and within [low, high]; BadFile
     for a string, a boolean, or anything out of bounds."""
@@ -66,7 +65,7 @@ def number(where: str, value: Any, low: float | None = None, high: float | None 
     return figure
 
 
-def count(where: str, value: Any) -> int | None:
+def count(where: str, value: object) -> int | None:
     if value is None:
         return None
     if not _is_number(value) or not isinstance(value, int) or value < 0:
@@ -74,7 +73,7 @@ def count(where: str, value: Any) -> int | None:
     return value
 
 
-def entries(where: str, value: Any, limit: int) -> None:
+def entries(where: str, value: object, limit: int) -> None:
     if isinstance(value, list | dict) and len(value) > limit:
         raise BadFile(f"{where}: {len(value)} entries, more than the {limit} it may hold")
 
@@ -88,16 +87,16 @@ def top_of(step: StepBound, metric: str = LOOSER) -> float:
     return float(step.accept_length(metric))
 
 
-def accept(where: str, value: Any, top: float, metric: str = LOOSER) -> float | None:
+def accept(where: str, value: object, top: float, metric: str = LOOSER) -> float | None:
     return number(where, value, 1.0, top, f"an accept length in {metric} is between 1 and "
                                           f"{top:g}")
 
 
-def probability(where: str, value: Any) -> float | None:
+def probability(where: str, value: object) -> float | None:
     return number(where, value, 0.0, 1.0, "a share is in [0, 1]")
 
 
-def interval(where: str, value: Any, low: float, high: float, figure: float | None,
+def interval(where: str, value: object, low: float, high: float, figure: float | None,
              figure_name: str) -> None:
     """[lo, hi] within [low, high], lo <= hi, and `figure` (when given) inside it."""
     if value is None:
@@ -116,7 +115,7 @@ def interval(where: str, value: Any, low: float, high: float, figure: float | No
                       f"[{lo!r}, {hi!r}]")
 
 
-def positions(where: str, values: Any, cis: Any) -> None:
+def positions(where: str, values: object, cis: object) -> None:
     entries(where, values, MAX_POSITIONS)
     if isinstance(values, list):
         for i, value in enumerate(values):
@@ -129,7 +128,7 @@ def positions(where: str, values: Any, cis: Any) -> None:
             interval(f"{ci_where}[{i}]", pair, 0.0, 1.0, own, "the position's rate")
 
 
-def _category(where: str, category: Any, step: StepBound, metric: str) -> None:
+def _category(where: str, category: object, step: StepBound, metric: str) -> None:
     """A measurement's category: its accept length in the measurement's `metric`."""
     if not isinstance(category, Mapping):
         return  # the record model's to refuse
@@ -158,7 +157,7 @@ SPREAD_FIGURES = ("mean", "p50", "p90", "p99")
 RATES = ("output_tok_s", "requests_s")
 
 
-def _spread(where: str, spread: Any) -> None:
+def _spread(where: str, spread: object) -> None:
     if not isinstance(spread, Mapping):
         return  # the record model's to refuse
     count(f"{where}.n", spread.get("n"))
@@ -171,7 +170,7 @@ def _spread(where: str, spread: Any) -> None:
                       f"p99 {p99!r})")
 
 
-def check_latency(where: str, latency: Any) -> None:
+def check_latency(where: str, latency: object) -> None:
     """A latency summary's figures (harness.metrics.latency)."""
     if not isinstance(latency, Mapping):
         return
@@ -194,7 +193,7 @@ def check_latency(where: str, latency: Any) -> None:
 SPEEDUP_TOP = 1e6  # a speedup past a million-fold is no measurement of two servers
 
 
-def check_speedup(where: str, found: Any) -> None:
+def check_speedup(where: str, found: object) -> None:
     """Speedup figures (harness.metrics.speedup): each a finite number above 0 (a ratio of
     two positive rates), inside its own interval; the sides' TPOT and rates >= 0."""
     if not isinstance(found, Mapping):
@@ -224,7 +223,7 @@ QUESTION_COUNTS = ("speculative_tpot_n", "speculative_tokens", "target_alone_tpo
                    "target_alone_tokens")
 
 
-def _question_speeds(where: str, rows: Any, paired: Any) -> None:
+def _question_speeds(where: str, rows: object, paired: object) -> None:
     """The paired questions' sums (harness.metrics.speedup): one per question, as many as
     `n_prompts`, each a TPOT on both sides (the pairing's own rule), times >= 0."""
     if rows is None:
@@ -255,7 +254,7 @@ def _question_speeds(where: str, rows: Any, paired: Any) -> None:
                               "both sides")
 
 
-def check_target_alone(where: str, found: Any) -> None:
+def check_target_alone(where: str, found: object) -> None:
     """The target-alone run's summary ([speedup]): counts and its latency figures."""
     if not isinstance(found, Mapping):
         return
@@ -266,7 +265,7 @@ def check_target_alone(where: str, found: Any) -> None:
     check_latency(f"{where}.latency", found.get("latency"))
 
 
-def timing_problem(timing: Any) -> str | None:
+def timing_problem(timing: object) -> str | None:
     """Why a request row's `timing` is impossible, or None."""
     if timing is None:
         return None
@@ -287,7 +286,7 @@ def timing_problem(timing: Any) -> str | None:
     return None
 
 
-def check_figures(data: dict[str, Any]) -> None:
+def check_figures(data: dict[str, object]) -> None:
     """Every rule above on a parsed run record (the measurement's totals are
     `checks.check_measurement`'s)."""
     step = step_of(data)
@@ -333,11 +332,11 @@ def check_figures(data: dict[str, Any]) -> None:
 FLOORS_METRIC = "server_avg"  # a suite's floors' definition when it names none
 
 
-def _metric(value: Any, default: str) -> str:
+def _metric(value: object, default: str) -> str:
     return value if value in ("server_avg", "per_request") else default
 
 
-def check_floors(where: str, floors: Any, step: StepBound, default: str = FLOORS_METRIC
+def check_floors(where: str, floors: object, step: StepBound, default: str = FLOORS_METRIC
                  ) -> str:
     """A document's floors, each accept length within what a step makes in the floors'
     definition (the suite validator's bound); returns that definition."""
@@ -364,7 +363,7 @@ def check_floors(where: str, floors: Any, step: StepBound, default: str = FLOORS
     return metric
 
 
-def check_baselines(where: str, baselines: Any, step: StepBound, metric: str) -> None:
+def check_baselines(where: str, baselines: object, step: StepBound, metric: str) -> None:
     """Baselines in a suite document: each in its own definition, else its floors'."""
     entries(where, baselines, MAX_BASELINES)
     for i, baseline in enumerate(baselines if isinstance(baselines, list) else []):
@@ -375,7 +374,7 @@ def check_baselines(where: str, baselines: Any, step: StepBound, metric: str) ->
             probability(f"{where}[{i}].accuracy", baseline.get("accuracy"))
 
 
-def check_document(document: Mapping[str, Any], step: StepBound,
+def check_document(document: Mapping[str, object], step: StepBound,
                    where: str = "suite.document") -> None:
     """A suite document's floors and baselines (as a record keeps it): finite, possible
     for the settings' verify step in their definition, bounded in number."""
@@ -398,19 +397,19 @@ VERDICTS = ("pass", "fail", "error", "skipped")
 FLOORS_STATUSES = (*VERDICTS, "open")
 
 
-def _text(where: str, value: Any, required: bool = True) -> None:
+def _text(where: str, value: object, required: bool = True) -> None:
     if value is None and not required:
         return
     if not isinstance(value, str):
         raise BadFile(f"{where}: expected a string, got {value!r:.40}")
 
 
-def _choice(where: str, value: Any, allowed: tuple[str, ...]) -> None:
+def _choice(where: str, value: object, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise BadFile(f"{where}: {value!r:.40} is not one of {', '.join(allowed)}")
 
 
-def _share(where: str, value: Any) -> float | None:
+def _share(where: str, value: object) -> float | None:
     """A level or an alpha: strictly between 0 and 1 (0 and 1 are no test at all)."""
     figure = number(where, value, 0.0, 1.0, "in (0, 1)")
     if figure is not None and figure in (0.0, 1.0):
@@ -418,7 +417,7 @@ def _share(where: str, value: Any) -> float | None:
     return figure
 
 
-def _paired_gate(gate: Any) -> None:
+def _paired_gate(gate: object) -> None:
     """The `[gate]` a paired run applied, as recorded (its types are the record model's)."""
     if gate is None:
         return
@@ -438,7 +437,7 @@ SPEEDUP_GATED = ("speedup_tpot", "speedup_throughput")
 SPEEDUP_STATUSES = ("pass", "fail", "error")
 
 
-def _paired_speedup(findings: Any) -> None:
+def _paired_speedup(findings: object) -> None:
     """The paired speedup gate's findings (`[speedup] max_drop`): each figure once, a
     status, and a test's figures consistent (B / A, inside its interval), or the reason
     no test was made."""
@@ -487,7 +486,7 @@ def _paired_speedup(findings: Any) -> None:
         _share(f"{here}.level", found.get("level"))
 
 
-def check_paired(paired: Any, top: float) -> None:
+def check_paired(paired: object, top: float) -> None:
     """The paired gate's finding (`harness.run.pairing`) as every reader prints it."""
     if not isinstance(paired, Mapping):
         raise BadFile("paired: expected an object")
@@ -534,7 +533,7 @@ def check_paired(paired: Any, top: float) -> None:
     _text("paired.result.tolerance", r.get("tolerance"))
 
 
-def check_request_row(row: Mapping[str, Any], step: StepBound | None) -> str | None:
+def check_request_row(row: Mapping[str, object], step: StepBound | None) -> str | None:
     """Why a request row's counts are impossible for a verify step bounded by `step` (the
     record's settings, `checks.step_of`; None: settings unknown, the loosest), or None
     (types are `readers.request_problem`'s)."""
@@ -563,7 +562,7 @@ def check_request_row(row: Mapping[str, Any], step: StepBound | None) -> str | N
     return timing_problem(row.get("timing"))
 
 
-def check_target_alone_row(row: Mapping[str, Any]) -> str | None:
+def check_target_alone_row(row: Mapping[str, object]) -> str | None:
     """Why a target-alone request row ([speedup]: a server without speculation) is
     impossible, or None: it has no verify step and no spec count."""
     if row.get("verify_steps") != 0:
@@ -576,7 +575,7 @@ def check_target_alone_row(row: Mapping[str, Any]) -> str | None:
     return timing_problem(row.get("timing"))
 
 
-def check_record(data: Any, raw: bytes | str | None = None) -> None:
+def check_record(data: object, raw: bytes | str | None = None) -> None:
     """Every check on a parsed run record: sizes (checks.check_sizes), the measurement's
     totals (checks.check_measurement), then every rule above (BadFile naming the field)."""
     check_sizes(data, raw)

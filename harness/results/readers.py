@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from harness.errors import BadInput
 from harness.results import possible as p
@@ -70,8 +70,8 @@ class NoRecord(BadRecord):
 class ParsedRun(NamedTuple):
     """One run record as read: its JSON, the loader's row of it, and the typed record."""
 
-    data: dict[str, Any]
-    row: dict[str, Any]
+    data: dict[str, object]
+    row: dict[str, object]
     record: RunRecord
 
 
@@ -146,11 +146,11 @@ def step_of_record(record: RunRecord) -> StepBound:
 # ---------------------------------------------------------------- request rows
 
 
-def _count(value: Any) -> bool:
+def _count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def request_problem(row: Any) -> str | None:
+def request_problem(row: object) -> str | None:
     """Why a requests.jsonl line's counts cannot be used, or None (the rest of its types
     are the row model's)."""
     if not isinstance(row, dict):
@@ -273,7 +273,7 @@ def read_target_alone(run_dir: Path | str, strict: bool = False) -> list[Request
 # ---------------------------------------------------------------- calibration records
 
 
-def _load(file: Path) -> tuple[bytes, Any]:
+def _load(file: Path) -> tuple[bytes, object]:
     try:
         text, _ = read_regular(file)
         if not text.strip():
@@ -289,7 +289,7 @@ def _load(file: Path) -> tuple[bytes, Any]:
         raise BadRecord(file, f"not valid JSON (truncated or corrupt): {error}") from None
 
 
-def read_calibration(path: Path | str) -> dict[str, Any]:
+def read_calibration(path: Path | str) -> dict[str, object]:
     """A calibration record (`harness calibrate`), checked: every field `show` and the
     gate print is there, of its type, and possible. BadRecord otherwise (reported)."""
     file = Path(path)
@@ -306,7 +306,7 @@ def read_calibration(path: Path | str) -> dict[str, Any]:
     return data  # type: ignore[no-any-return]
 
 
-def check_calibration(data: Any) -> None:
+def check_calibration(data: object) -> None:
     """BadFile naming the first field of a calibration record that is missing, of
     another type, or impossible."""
     if not isinstance(data, dict) or data.get("kind") != CALIBRATION_KIND:

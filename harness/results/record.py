@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,7 +35,7 @@ class SuiteInfo(_Record):
     name: str
     path: str | None = None
     sha256: str
-    document: dict[str, Any]
+    document: dict[str, object]
     entry: str | None = None  # the `[[workloads]]` entry; None: the suite's main workload
 
 
@@ -48,7 +48,7 @@ class BuildInfo(_Record):
     git_sha: str | None = None
     patch_sha256: str | None = None
     python: str | None = None  # the engine environment's interpreter
-    options: dict[str, Any] = Field(default_factory=dict)  # e.g. attention policy, noise
+    options: dict[str, object] = Field(default_factory=dict)  # e.g. attention policy, noise
     git_dirty: bool | None = None  # the installed source had uncommitted changes
     source_hash: str | None = None  # "git-tree:<id>" | "sha256:<hex>" of the installed source
     ref: str | None = None  # the ref asked for (branch/tag) before resolving to git_sha
@@ -56,8 +56,8 @@ class BuildInfo(_Record):
     # "overlay": a local checkout's package served over its release's CPU environment
     # (harness/build/overlay.py); base: that release's spec and environment key.
     method: str | None = None
-    base: dict[str, Any] | None = None
-    direct_url: dict[str, Any] | None = None  # PEP 610 direct_url.json (credentials redacted)
+    base: dict[str, object] | None = None
+    direct_url: dict[str, object] | None = None  # PEP 610 direct_url.json (credentials redacted)
     freeze_sha256: str | None = None  # sha256 of the engine environment's dependency listing
     freeze_path: str | None = None  # that listing, beside the record (engine-freeze.txt)
 
@@ -100,7 +100,7 @@ class Provenance(_Record):
     seed: int | None = None
     # A server the run attached to (`--server URL`): what it reported of itself, by route
     # (SGLang's /get_model_info; vLLM's /version, /v1/models); its args are build.options
-    server: dict[str, Any] | None = None
+    server: dict[str, object] | None = None
     argv: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)  # only allow-listed, never secrets
 
@@ -163,7 +163,7 @@ class WorkloadInfo(_Record):
     top_k: int | None = None
     sampling_seed: int | None = None  # base of the per-request seeds (temperature > 0)
     stop: list[str] = Field(default_factory=list)
-    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    chat_template_kwargs: dict[str, object] = Field(default_factory=dict)
     system_prompt_sha256: str | None = None
     # The target's chat template as shipped with its tokenizer (chat_template.jinja or
     # tokenizer_config.json `chat_template`): its sha256 and the file it was read from.
@@ -342,7 +342,7 @@ class Measurement(_Record):
     latency_p90_s: float | None = None
     duration_s: float | None = None
     stopped_early: bool = False  # sequential stopping settled the verdict early
-    sequential: dict[str, Any] | None = None  # the rule's settings and looks, when used
+    sequential: dict[str, object] | None = None  # the rule's settings and looks, when used
     # Latency and throughput of the measured phase (streamed requests); it names the
     # definition of each figure (harness.metrics.latency)
     latency: LatencySummary | None = None

@@ -15,7 +15,10 @@ from __future__ import annotations
 import json
 import math
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 READS_SCHEMA = 2  # the newest record schema this loader understands
 METRICS = ("server_avg", "per_request")
@@ -50,7 +53,7 @@ class Skip(Exception):
     """A file the loader cannot use; the message says why."""
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
              int: "an integer", float: "a number", type(None): "null"}  # fmt: skip
     return names.get(type(value), type(value).__name__)
@@ -59,7 +62,7 @@ def _kind(value: Any) -> str:
 class _Section:
     """Typed access to one JSON object of the record; errors name the dotted field."""
 
-    def __init__(self, data: Any, name: str, required: bool = True) -> None:
+    def __init__(self, data: object, name: str, required: bool = True) -> None:
         if data is None and not required:
             data = {}
         if not isinstance(data, dict):
@@ -69,7 +72,7 @@ class _Section:
     def _where(self, key: str) -> str:
         return f"{self.name}.{key}" if self.name else key
 
-    def _get(self, key: str, required: bool, accepts: tuple[type, ...], what: str) -> Any:
+    def _get(self, key: str, required: bool, accepts: tuple[type, ...], what: str) -> object:
         value = self.data.get(key)
         if value is None:
             if required:
@@ -120,11 +123,11 @@ class _Section:
     def section(self, key: str, required: bool = False) -> _Section:
         return _Section(self.data.get(key), self._where(key), required)
 
-    def items(self, key: str) -> list[Any]:
+    def items(self, key: str) -> list[object]:
         return self._get(key, False, (list,), "a list") or []
 
 
-def flatten_record(data: Any, path: str = "") -> dict[str, Any]:
+def flatten_record(data: object, path: str = "") -> dict[str, object]:
     """The loader's row for one parsed run.json; raises Skip naming what is wrong."""
     if not isinstance(data, dict):
         raise Skip("not a JSON object")
@@ -183,7 +186,7 @@ def flatten_record(data: Any, path: str = "") -> dict[str, Any]:
     return row
 
 
-def _measurement(m: _Section, version: int) -> dict[str, Any]:
+def _measurement(m: _Section, version: int) -> dict[str, object]:
     """The measurement's columns; all None when the run measured nothing."""
     empty = not m.data
     value = m.number("accept_length", required=not empty)
@@ -230,12 +233,12 @@ def _measurement(m: _Section, version: int) -> dict[str, Any]:
     }
 
 
-def validation_reason(error: Any) -> str:
+def validation_reason(error: ValidationError) -> str:
     """A pydantic ValidationError as one line: the first bad field and what is wrong."""
     first = error.errors()[0]
     where = ".".join(str(part) for part in first["loc"]) or "record"
     return f"{where}: {first['msg']}"
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value == value

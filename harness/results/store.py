@@ -91,9 +91,10 @@ def unrecorded_run(suite: str, folder: Path, reason: str) -> UnrecordedRun:
 
 
 def latest_unrecorded(unrecorded: Sequence[UnrecordedRun], suite: str,
-                      after: Any = None) -> UnrecordedRun | None:
+                      after: datetime | None = None) -> UnrecordedRun | None:
     """The newest of `suite`'s unrecorded runs that started after `after` (a time: the
-    latest record's start; None: any), else None."""
+    latest record's start; None, or a missing cell of the runs' frame (NaN, NaT): any),
+    else None."""
     found = [run for run in unrecorded if run.suite == suite
              and (after is None or after != after or run.started_at > after)]
     return max(found, key=lambda run: run.started_at, default=None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -50,7 +50,7 @@ class GateFinding(_Sweep):
     concurrency: int = Field(ge=1)
     status: VerdictStatus
     reasons: list[str] = Field(default_factory=list)
-    result: dict[str, Any] | None = None
+    result: dict[str, object] | None = None
 
 
 class SweepGate(_Sweep):

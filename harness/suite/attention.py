@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from harness.errors import BadInput
 
@@ -46,10 +46,10 @@ class LayerAttention:
     causal: bool
     explicit: bool  # causality came from an explicit is_causal, not from a default
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
-    def audit_dict(self) -> dict[str, Any]:
+    def audit_dict(self) -> dict[str, object]:
         """The layer as `harness audit --json` prints it: the window under names that say
         its unit. `window_tokens` is the config's `sliding_window` (the tokens a query
         sees, itself included); SGLang stores one less (`window_left`, the tokens to the
@@ -75,7 +75,7 @@ class DraftAttentionFields:
     is_causal: bool | None
 
 
-def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
+def text_config(config: Mapping[str, object]) -> Mapping[str, object]:
     """The text sub-config when the draft nests one (multimodal wrappers), else the config.
 
     SGLang reads `is_causal` only from the text config, and `layer_types` /
@@ -93,20 +93,20 @@ def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
     return nested
 
 
-def _lookup(config: Mapping[str, Any], key: str) -> Any:
+def _lookup(config: Mapping[str, object], key: str) -> object:
     """Text config first, then the top level: the order SGLang's dflash_utils uses."""
     value = text_config(config).get(key)
     return config.get(key) if value is None else value
 
 
-def _positive_int(value: Any, field: str) -> int:
+def _positive_int(value: object, field: str) -> int:
     # bool is an int in Python; a `true` window or layer count is a typo, not a number.
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise DraftConfigError(f"draft config {field} must be a positive integer, got {value!r}")
     return value
 
 
-def read_fields(config: Mapping[str, Any]) -> DraftAttentionFields:
+def read_fields(config: Mapping[str, object]) -> DraftAttentionFields:
     """Validate the attention fields of a draft config; raise DraftConfigError naming the fault."""
     text = text_config(config)
     raw_types = _lookup(config, "layer_types")
@@ -175,7 +175,7 @@ def _layer_causality(
     return layer_type == SLIDING_ATTENTION, False
 
 
-def resolve_layers(config: Mapping[str, Any], behaviour: Behaviour) -> list[LayerAttention]:
+def resolve_layers(config: Mapping[str, object], behaviour: Behaviour) -> list[LayerAttention]:
     """Per-layer attention of a draft config under one known SGLang behaviour."""
     if behaviour not in BEHAVIOURS:
         raise ValueError(f"unknown behaviour {behaviour!r}; known: {', '.join(BEHAVIOURS)}")
@@ -194,6 +194,6 @@ def resolve_layers(config: Mapping[str, Any], behaviour: Behaviour) -> list[Laye
     return layers
 
 
-def resolve_all(config: Mapping[str, Any]) -> dict[Behaviour, list[LayerAttention]]:
+def resolve_all(config: Mapping[str, object]) -> dict[Behaviour, list[LayerAttention]]:
     """The table under every known behaviour, keyed by behaviour."""
     return {behaviour: resolve_layers(config, behaviour) for behaviour in BEHAVIOURS}

@@ -33,7 +33,6 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import tomli_w
 
@@ -69,14 +68,14 @@ class CpuVariant:
     name: str
     source: str  # the GPU suite's file stem in suites/
     pair: str  # the miniature: harness/engines/reference/seed/<pair>/
-    workload: dict[str, Any]
+    workload: dict[str, object]
     floor: float
     floor_note: str
     # the draft's layers, causal or not, when the source states none (else the source's)
     causal: tuple[bool, ...] | None = None
-    baselines: tuple[dict[str, Any], ...] = ()
+    baselines: tuple[dict[str, object], ...] = ()
     notes: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
 
 
 def cpu_extra_args(args: Sequence[str]) -> list[str]:
@@ -108,8 +107,8 @@ def _draft_layer_types(pair: str, repo: Path) -> list[str]:
     return list(config["layer_types"])
 
 
-def expected_layers(source: Mapping[str, Any], variant: CpuVariant,
-                    repo: Path = REPO) -> list[dict[str, Any]]:
+def expected_layers(source: Mapping[str, object], variant: CpuVariant,
+                    repo: Path = REPO) -> list[dict[str, object]]:
     """The source's expected attention (or the variant's), with the miniature's window."""
     stated = source.get("draft", {}).get("expected_layers")
     causal = (list(variant.causal) if variant.causal is not None
@@ -123,14 +122,15 @@ def expected_layers(source: Mapping[str, Any], variant: CpuVariant,
             for c, kind in zip(causal, types, strict=True)]
 
 
-def derive(source: Mapping[str, Any], variant: CpuVariant, repo: Path = REPO) -> dict[str, Any]:
+def derive(source: Mapping[str, object], variant: CpuVariant,
+           repo: Path = REPO) -> dict[str, object]:
     """The derived suite's document from its GPU source's."""
     engine = dict(source["engine"])
     engine.update(CPU_ENGINE)
     engine["extra_args"] = cpu_extra_args(source["engine"].get("extra_args", []))
     speculative = dict(source.get("speculative", {}))
     speculative["draft_attention_backend"] = CPU_DRAFT_BACKEND
-    document: dict[str, Any] = {
+    document: dict[str, object] = {
         "name": variant.name,
         "description": (f"{source['name']} on real SGLang's CPU path: its launch line on "
                         f"the {variant.pair} miniature (harness/engines/reference/seed)"),
@@ -152,7 +152,7 @@ def derive(source: Mapping[str, Any], variant: CpuVariant, repo: Path = REPO) ->
     return document
 
 
-def render(document: Mapping[str, Any], variant: CpuVariant) -> str:
+def render(document: Mapping[str, object], variant: CpuVariant) -> str:
     """The suite file: a header saying where it comes from, then the document."""
     header = [
         f"# DERIVED from suites/{variant.source}.toml by harness/suite/cpu_variants.py:",

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 import tomllib
-from typing import Any
 
 MAX_DEPTH = 16
 INT_RANGE = (-(2**63), 2**63 - 1)  # TOML's integers: signed 64-bit
@@ -40,7 +39,7 @@ def _too_deep(kind: str) -> DocumentError:
                              f"(a document may nest {MAX_DEPTH} levels)")
 
 
-def load_toml(text: str) -> dict[str, Any]:
+def load_toml(text: str) -> dict[str, object]:
     """TOML text as a document whose values pass `check_values`."""
     try:
         document = tomllib.loads(text)
@@ -52,7 +51,7 @@ def load_toml(text: str) -> dict[str, Any]:
     return document
 
 
-def load_json(text: str | bytes) -> Any:
+def load_json(text: str | bytes) -> object:
     """JSON text as data whose values pass `check_values`."""
     try:
         data = json.loads(text)
@@ -70,10 +69,10 @@ def field_name(path: tuple[str | int, ...]) -> str:
     return ".".join(parts if len(parts) <= 8 else [*parts[:6], "...", parts[-1]])
 
 
-def check_values(document: Any) -> None:
+def check_values(document: object) -> None:
     """DocumentError at the first value past a limit: nested deeper than `MAX_DEPTH`, a
     float that is not finite, an integer outside 64 bits. Iterative: any depth is safe."""
-    pending: list[tuple[Any, tuple[str | int, ...]]] = [(document, ())]
+    pending: list[tuple[object, tuple[str | int, ...]]] = [(document, ())]
     while pending:
         value, path = pending.pop()
         if isinstance(value, dict | list):

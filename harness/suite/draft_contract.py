@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from harness.suite.attention import DraftConfigError
 
@@ -60,7 +59,7 @@ class Clause:
     def resolved(self) -> bool:
         return self.error is None and self.limit is None and self.value is not None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         value = list(self.value) if isinstance(self.value, tuple) else self.value
         return {"value": value, "source": self.source, "note": self.note,
                 "error": self.error, "limit": self.limit}
@@ -82,7 +81,7 @@ def show_value(value: ClauseValue) -> str:
     return str(value)
 
 
-def clause_from_answer(answer: Mapping[str, Any] | None) -> Clause:
+def clause_from_answer(answer: Mapping[str, object] | None) -> Clause:
     """A Clause from an audit worker's JSON answer (values already plain JSON)."""
     if not isinstance(answer, Mapping):
         return Clause(None, limit="no answer")
@@ -92,7 +91,7 @@ def clause_from_answer(answer: Mapping[str, Any] | None) -> Clause:
                   _str(answer.get("note")), text, _str(answer.get("limit")))
 
 
-def _value(value: Any) -> ClauseValue:
+def _value(value: object) -> ClauseValue:
     if isinstance(value, list | tuple):
         return tuple(int(v) for v in value)
     if isinstance(value, bool):
@@ -102,25 +101,25 @@ def _value(value: Any) -> ClauseValue:
     return str(value)
 
 
-def _str(value: Any) -> str | None:
+def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
 # --- what the checkpoint declares ----------------------------------------------------------
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _int(value: Any, field: str, low: int, high: int) -> int:
+def _int(value: object, field: str, low: int, high: int) -> int:
     if not _is_int(value) or not low <= value <= high:
         raise DraftConfigError(f"draft config {field} must be an integer from {low} to "
                                f"{high}, got {value!r}")
     return int(value)
 
 
-def _dflash(config: Mapping[str, Any]) -> Mapping[str, Any]:
+def _dflash(config: Mapping[str, object]) -> Mapping[str, object]:
     nested = config.get("dflash_config")
     if nested is None:
         return {}
@@ -130,7 +129,7 @@ def _dflash(config: Mapping[str, Any]) -> Mapping[str, Any]:
     return nested
 
 
-def _text(config: Mapping[str, Any]) -> Mapping[str, Any]:
+def _text(config: Mapping[str, object]) -> Mapping[str, object]:
     nested = config.get("text_config")
     if nested is None:
         return config
@@ -140,7 +139,7 @@ def _text(config: Mapping[str, Any]) -> Mapping[str, Any]:
     return nested
 
 
-def _declared(config: Mapping[str, Any], key: str) -> tuple[Any, str | None]:
+def _declared(config: Mapping[str, object], key: str) -> tuple[object, str | None]:
     """(value, where): dflash_config first, then the top level (SGLang's precedence)."""
     nested = _dflash(config)
     if key in nested and nested[key] is not None:
@@ -150,7 +149,7 @@ def _declared(config: Mapping[str, Any], key: str) -> tuple[Any, str | None]:
     return None, None
 
 
-def validate_draft_config(config: Any) -> None:
+def validate_draft_config(config: object) -> None:
     """Refuse a draft config whose contract fields have the wrong type or an absurd value,
     naming the field (DraftConfigError, exit 2). Only shapes and bounds: what an engine
     would do with a well-formed value is the audit's to show, not this check's."""
@@ -197,13 +196,13 @@ def validate_draft_config(config: Any) -> None:
                                    f"{brief(value)}")
 
 
-def brief(value: Any) -> str:
+def brief(value: object) -> str:
     """A value as an error message shows it: its repr, cut at 80 characters."""
     text = repr(value)
     return text if len(text) <= 80 else text[:79] + "…"
 
 
-def _declared_taps(config: Mapping[str, Any]) -> tuple[tuple[int, ...] | None, str | None]:
+def _declared_taps(config: Mapping[str, object]) -> tuple[tuple[int, ...] | None, str | None]:
     """The declared target_layer_ids (layer-output ids), validated."""
     ids, where = _declared(config, "target_layer_ids")
     if ids is None:
@@ -222,7 +221,7 @@ def _declared_taps(config: Mapping[str, Any]) -> tuple[tuple[int, ...] | None, s
     return tuple(int(v) for v in ids), field
 
 
-def declared_contract(config: Mapping[str, Any]) -> dict[str, Clause | None]:
+def declared_contract(config: Mapping[str, object]) -> dict[str, Clause | None]:
     """What the checkpoint itself declares of each clause (None: left to the engine).
 
     Taps are converted to the stated convention: a target_layer_ids entry L (the output of
@@ -261,7 +260,7 @@ def declared_contract(config: Mapping[str, Any]) -> dict[str, Clause | None]:
 # --- an expectation, and a resolution's differences from it --------------------------------
 
 
-def validate_expected_contract(expected: Any, where: str = "expected_contract"
+def validate_expected_contract(expected: object, where: str = "expected_contract"
                                ) -> dict[str, ClauseValue] | str:
     """A suite's `expected_contract`: a table of clause -> value, or "declared" (the
     checkpoint's own values are the expectation). Raises DraftConfigError naming the key."""
@@ -299,7 +298,7 @@ def validate_expected_contract(expected: Any, where: str = "expected_contract"
     return checked
 
 
-def expectation_from_declared(config: Mapping[str, Any]) -> dict[str, ClauseValue]:
+def expectation_from_declared(config: Mapping[str, object]) -> dict[str, ClauseValue]:
     """`expected_contract = "declared"`: every clause the checkpoint declares."""
     return {name: clause.value for name, clause in declared_contract(config).items()
             if clause is not None}

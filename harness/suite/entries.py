@@ -311,7 +311,7 @@ ENTRY_KEYS = frozenset({"name", "floors", "baselines"})
 INHERITED_FLOOR_KEYS = ("metric", "alpha", "beta")
 
 
-def known_categories(workload: Any) -> set[str] | None:
+def known_categories(workload: Workload) -> set[str] | None:
     """The categories a workload's requests can carry; None when only its data can say
     (a jsonl workload with a `category_field`)."""
     kind = workload.kind

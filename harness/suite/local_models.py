@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from harness.suite.document import DocumentError, load_json
 
@@ -51,7 +50,7 @@ def find_local(name: str) -> Path | None:
     return None
 
 
-def read_config(name: str) -> tuple[dict[str, Any], Path] | None:
+def read_config(name: str) -> tuple[dict[str, object], Path] | None:
     """The config.json of a local checkpoint (a folder holding one, or the file itself)
     and where it was read; None when `name` names no local checkpoint with one.
     DocumentError (naming the file) for one that cannot be read or is no JSON object."""
@@ -73,12 +72,12 @@ def read_config(name: str) -> tuple[dict[str, Any], Path] | None:
     return data, file
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
     return float(value) if ok and math.isfinite(value) else None
 
 
-def context_length(config: Mapping[str, Any]) -> tuple[int, str] | None:
+def context_length(config: Mapping[str, object]) -> tuple[int, str] | None:
     """The context SGLang gives a model of this config (module docstring) and the keys it
     came from (`text_config.max_position_embeddings x rope_scaling.factor 4`); None when
     the config declares none."""

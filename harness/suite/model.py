@@ -15,7 +15,6 @@ This module loads suites and re-exports (`__all__`) the names most callers use, 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -70,7 +69,7 @@ _UNION_MEMBERS = frozenset({"constrained-str", "str", "EnvModel"})
 _TAGS = {"engine": ("sglang", "reference", "vllm"), "workload": WORKLOAD_KINDS}
 
 
-def _location(loc: tuple[Any, ...]) -> str:
+def _location(loc: tuple[object, ...]) -> str:
     parts = [str(p) for p in loc if str(p) not in _UNION_MEMBERS
              and not str(p).startswith(("function-after", "tagged-union"))]
     # drop discriminator tags that pydantic inserts: `engine.sglang.x`, `workload.gsm8k.x`,
@@ -82,7 +81,7 @@ def _location(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or "(document)"
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: dict[str, object]) -> str:
     kind = error["type"]
     ctx = error.get("ctx") or {}
     if kind == IMPOSSIBLE:
@@ -125,7 +124,7 @@ def format_validation_error(source: str, error: ValidationError) -> str:
     return "\n".join(lines)
 
 
-def read_document(text: str, source: str) -> dict[str, Any]:
+def read_document(text: str, source: str) -> dict[str, object]:
     """The suite's TOML as a document within the limits of `harness.suite.document`
     (nesting, finite numbers, 64-bit integers); SuiteError naming the file and field."""
     try:
@@ -136,7 +135,7 @@ def read_document(text: str, source: str) -> dict[str, Any]:
         raise SuiteError(f"{source}: invalid suite\n  {error.field}: {error.problem}") from None
 
 
-def parse_suite(text: str, source: str) -> tuple[Suite, dict[str, Any]]:
+def parse_suite(text: str, source: str) -> tuple[Suite, dict[str, object]]:
     document = read_document(text, source)
     register_document(document)  # at load: redacted in every output from now on
     try:

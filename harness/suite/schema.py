@@ -238,10 +238,10 @@ class LoadedSuite(BaseModel):
     suite: Suite
     path: Path
     sha256: str
-    document: dict[str, Any]
+    document: dict[str, object]
 
 
-def document_sha256(document: dict[str, Any]) -> str:
+def document_sha256(document: dict[str, object]) -> str:
     """Hash of the parsed document: stable across whitespace and comment edits."""
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()

@@ -15,11 +15,14 @@ chat template) and the sampling settings are the workload's request fields
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness.workloads import gsm8k, humaneval, jsonl, spec_bench
 from harness.workloads.gsm8k import grade as by_last_number
 from harness.workloads.items import Prompt, warmup_prompts
+
+if TYPE_CHECKING:
+    from harness.suite.entries import Workload  # a suite's workload, or one of its entries
 
 __all__ = ["Prompt", "WorkloadPlan", "describe", "grade", "planned_questions", "prepare",
            "warmup_prompts"]
@@ -37,7 +40,7 @@ class WorkloadPlan:
     graded: bool
 
 
-def prepare(workload: Any) -> WorkloadPlan:
+def prepare(workload: Workload) -> WorkloadPlan:
     """Load the workload's rows and build its prompts (BadInput on bad or missing data)."""
     kind = workload.kind
     if kind == "gsm8k":
@@ -67,14 +70,14 @@ def grade(prompt: Prompt, text: str) -> tuple[str | None, bool | None]:
     return by_last_number(prompt, text)
 
 
-def describe(workload: Any) -> str:
+def describe(workload: Workload) -> str:
     """One line: which prompts and how they are graded."""
     module = {"gsm8k": gsm8k, "spec_bench": spec_bench, "humaneval": humaneval,
               "jsonl": jsonl}[workload.kind]
     return module.describe(workload)
 
 
-def planned_questions(workload: Any) -> int:
+def planned_questions(workload: Workload) -> int:
     """How many questions a run of the workload asks (the sample size of its figure);
     read from the suite where it says, else from the data (a Spec-Bench selection)."""
     if workload.kind in ("gsm8k", "humaneval"):

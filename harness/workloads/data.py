@@ -26,7 +26,6 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from harness.errors import BadInput
@@ -61,13 +60,13 @@ class HubRef:
 
 @dataclass(frozen=True)
 class Dataset:
-    rows: list[dict[str, Any]]  # canonical rows: only the protocol's fields
+    rows: list[dict[str, object]]  # canonical rows: only the protocol's fields
     source: str  # a file path, or hf:<id>/<config>/<split>
     sha256: str  # of the canonical rows
     file_sha256: str | None = None  # of a local file's bytes
 
 
-def canonical_sha256(rows: Sequence[dict[str, Any]]) -> str:
+def canonical_sha256(rows: Sequence[dict[str, object]]) -> str:
     text = "".join(json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
                    + "\n" for row in rows)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -82,7 +81,7 @@ def local_candidates(relative: str) -> list[Path]:
     return candidates
 
 
-def read_lines(raw: bytes, source: str, what: str) -> list[tuple[int, dict[str, Any]]]:
+def read_lines(raw: bytes, source: str, what: str) -> list[tuple[int, dict[str, object]]]:
     """(line number, object) per non-blank JSON line; lines end only at "\\n" (JSON
     strings may hold raw U+2028 and friends). BadInput names the file and line."""
     if source.endswith(".gz"):
@@ -126,7 +125,7 @@ def _offline_names() -> list[str]:
     return [name for name in OFFLINE_ENVS if os.environ.get(name, "") not in ("", "0")]
 
 
-def load_hub(ref: HubRef) -> list[dict[str, Any]]:
+def load_hub(ref: HubRef) -> list[dict[str, object]]:
     """The rows of a hub data set (or a JSON-lines URL) through `datasets`."""
     mirror = os.environ.get(MIRROR_ENV)
     no_network = not (mirror and (Path(mirror) / ref.id).is_dir()) and not _offline_names() \
@@ -197,7 +196,7 @@ def missing_data_help(relative: str) -> str:
 
 
 def load(relative: str, explicit: str | None, hub: HubRef | None, what: str,
-         canonical: Callable[[str, list[tuple[int, dict[str, Any]]]], list[dict[str, Any]]],
+         canonical: Callable[[str, list[tuple[int, dict[str, object]]]], list[dict[str, object]]],
          also: Sequence[Path] = ()) -> Dataset:
     """A kind's rows: the explicit file, else a local copy (then the paths `also`), else
     `hub` through `datasets`.
@@ -226,8 +225,8 @@ def load(relative: str, explicit: str | None, hub: HubRef | None, what: str,
     return Dataset(rows, source, canonical_sha256(rows))
 
 
-def field(item: dict[str, Any], name: str, source: str, number: int, what: str,
-          kinds: tuple[type, ...] = (str,)) -> Any:
+def field(item: dict[str, object], name: str, source: str, number: int, what: str,
+          kinds: tuple[type, ...] = (str,)) -> object:
     """`item[name]`, of one of `kinds`; BadInput naming the file, line and field."""
     if name not in item:
         raise BadInput(f"{source}:{number}: not a {what} row (no field {name!r})")

@@ -20,7 +20,7 @@ from harness.analysis.trend import (
     winsorize,
 )
 from harness.analysis.trend_report import markdown_table, summarize
-from harness.commands.trend import TrendCommand
+from harness.commands.parsers.trend import TrendCommand
 from harness.errors import BadInput
 
 NIGHTS = 60

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.ci.matrix import RUNNERS_FILE, build_matrix, load_runners, nox_sessions
-from harness.commands.matrix import MatrixCommand
+from harness.commands.parsers.matrix import MatrixCommand
 from harness.errors import BadInput
 from harness.suite.model import SUITES_DIR, load_suite
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.cli import nearest_flag
-from harness.commands import run_by_id
+from harness.commands.run_ids import run_by_id
 from harness.commands.suites import toml_text
 from harness.errors import BadInput, SuiteError
 from harness.suite.listing import format_rows

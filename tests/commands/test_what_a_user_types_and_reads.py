@@ -62,7 +62,7 @@ def test_compare_and_plot_take_a_runs_short_id(tmp_path: Path,
 
 def test_an_ambiguous_short_id_lists_the_runs(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.commands import run_by_id
+    from harness.commands.run_ids import run_by_id
     from harness.errors import BadInput
 
     results = tmp_path / "results"

@@ -1,0 +1,33 @@
+"""The parser of `harness ab`; its work: harness/commands/ab.py."""
+
+from __future__ import annotations
+
+import argparse
+
+from harness.commands import Command, add_results_option
+
+
+class ABCommand(Command):
+    name = "ab"
+    help = "run a suite on two engine builds (e.g. pre-fix vs post-fix) and compare them"
+    work = "harness.commands.ab:run"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("suite", help="suite file or name")
+        parser.add_argument("--a", required=True, metavar="SPEC",
+                            help="build A (e.g. sglang==0.5.17, git URL@ref, local checkout; "
+                            "for a reference-engine suite reference:policy=regressed,noise=0)")
+        parser.add_argument("--b", required=True, metavar="SPEC", help="build B")
+        parser.add_argument("--b-suite", metavar="SUITE",
+                            help="run build B on this suite instead: another engine's suite "
+                            "with the same workload (e.g. reference vs vLLM on CPU, SGLang vs "
+                            "vLLM on GPU); the runs are paired by question, entry by entry")
+        parser.add_argument("--label-a", default="a", help="label recorded with run A")
+        parser.add_argument("--label-b", default="b", help="label recorded with run B")
+        add_results_option(parser)
+        parser.add_argument("--engine-python", metavar="PATH",
+                            help="interpreter of the reference engine's environment")
+        parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+        parser.add_argument("--fail-on-drop", action="store_true",
+                            help="exit 1 when B is significantly below A (at the suite's alpha), "
+                            "3 when no drop test can be made")

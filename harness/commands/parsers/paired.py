@@ -1,0 +1,27 @@
+"""The parser of `harness paired`; its work: harness/commands/paired.py."""
+
+from __future__ import annotations
+
+import argparse
+
+from harness.commands import Command, add_results_option
+
+
+class PairedCommand(Command):
+    name = "paired"
+    help = "the latest paired-gate finding of each suite (B vs its reference), beside the floors"
+    work = "harness.commands.paired:run"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("suites", nargs="*", metavar="SERIES",
+                            help="suites or series (default: every one with runs)")
+        add_results_option(parser)
+        parser.add_argument("--since", metavar="TIME",
+                            help="only runs started at or after this ISO time (UTC)")
+        parser.add_argument("--label", help="only runs with this label (e.g. main)")
+        parser.add_argument("--markdown", action="store_true", help="a Markdown table")
+        parser.add_argument("--json", action="store_true", help="JSON rows")
+        parser.epilog = ("Judges only the latest run of each series (a suite expands to its "
+                         "workload entries). Exit codes: 0 every latest run passed; 1 one "
+                         "failed (floors or paired gate); else 3 a latest run errored, or a named "
+                         "series has no paired run that matches.")

@@ -1,0 +1,30 @@
+"""The parser of `harness power`; its work: harness/commands/power.py."""
+
+from __future__ import annotations
+
+import argparse
+
+from harness.commands import Command, add_results_option
+
+
+class PowerCommand(Command):
+    name = "power"
+    help = "print the gate's error rates vs true accept length and number of prompts for a suite"
+    work = "harness.commands.power:run"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("suite", help="suite file or name")
+        add_results_option(parser, "per-prompt spread is taken from the suite's latest runs here")
+        parser.add_argument("--alpha", type=float,
+                            help="tolerated false-fail rate (default: the suite's floors.alpha)")
+        parser.add_argument("--beta", type=float,
+                            help="tolerated false-pass rate (default: the suite's floors.beta)")
+        parser.add_argument("--sd", type=float, metavar="SD",
+                            help="per-prompt sd of the suite's metric (default: from the latest "
+                            "recorded runs, else a documented default, see docs/statistics.md)")
+        parser.add_argument("--runs", type=int, default=5, metavar="N",
+                            help="how many latest runs to estimate the spread from (default 5)")
+        parser.add_argument("--paired-sd", type=float, metavar="SD",
+                            help="per-question sd of B - A for the paired gate (default: from "
+                            "the suite's latest paired runs, else an assumed 0.75)")
+        parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
