@@ -20,6 +20,7 @@ from typing import Any
 
 from harness import __version__
 from harness.engines.reference.checkpoints import served_weights_sha256
+from harness.engines.reference.engine import Engine, EngineFailure
 from harness.engines.reference.loading import (
     DEVICES,
     CheckpointError,
@@ -27,8 +28,12 @@ from harness.engines.reference.loading import (
     Options,
     check_device,
     check_folders,
+    load_tokenizer,
     set_reproducible_env,
 )
+from harness.engines.reference.policy import read_draft_config
+from harness.engines.reference.routes import routes
+from harness.engines.reference.web import make_server
 from harness.suite.attention import resolve_layers
 
 EXIT_BAD_INPUT = 2
@@ -159,10 +164,6 @@ def _speculative_args(args: argparse.Namespace, draft: str, block_size: int
 
 def load(args: argparse.Namespace):  # -> Engine (started)
     """Check the folders, start the workers (each loads the models), build the engine."""
-    from harness.engines.reference.engine import Engine, EngineFailure
-    from harness.engines.reference.loading import load_tokenizer
-    from harness.engines.reference.policy import read_draft_config
-
     check_folders(args.target, args.draft)
     device = check_device(args.device)  # before any worker starts: no silent CPU fall-back
     try:
@@ -207,8 +208,6 @@ def main(argv: list[str] | None = None) -> int:
     except (CheckpointError, DeviceError) as error:
         print(f"reference engine: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    from harness.engines.reference.routes import routes
-    from harness.engines.reference.web import make_server
 
     try:
         server = make_server(engine, args.host, args.port, routes(), api_key=args.api_key,

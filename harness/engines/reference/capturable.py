@@ -27,6 +27,8 @@ import struct
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from harness.build import file_sha256
 from harness.errors import EngineError
 
@@ -49,8 +51,6 @@ def capturable_layers(target_layer_ids: list[int], target_layers: int) -> list[i
 
 def read_safetensors(path: Path) -> dict[str, object]:
     """name -> numpy array (float32 tensors only: the tiny checkpoints hold no other)."""
-    import numpy as np
-
     data = path.read_bytes()
     (length,) = struct.unpack("<Q", data[:8])
     header = json.loads(data[8:8 + length])
@@ -70,8 +70,6 @@ def read_safetensors(path: Path) -> dict[str, object]:
 def write_safetensors(path: Path, tensors: dict[str, object]) -> None:
     """The safetensors layout in a fixed form: names sorted, data in that order, the
     header JSON compact and padded with spaces to 8 bytes (the same bytes every time)."""
-    import numpy as np
-
     header: dict[str, object] = {"__metadata__": {"format": "pt"}}
     chunks, offset = [], 0
     for name in sorted(tensors):
@@ -88,8 +86,6 @@ def write_safetensors(path: Path, tensors: dict[str, object]) -> None:
 
 def derive(source: Path, out: Path) -> None:
     """Write the capturable draft derived from the DFlash draft in `source` into `out`."""
-    import numpy as np
-
     config = json.loads((source / "config.json").read_text())
     ids = list(config["dflash_config"]["target_layer_ids"])
     kept = capturable_layers(ids, int(config["num_target_layers"]))

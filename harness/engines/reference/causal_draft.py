@@ -21,9 +21,11 @@ import os
 import re
 import shutil
 import struct
+import tempfile
 from pathlib import Path
 
 from harness.build import bounded_lock, file_sha256
+from harness.engines.reference.checkpoints import shipped_checkpoints
 from harness.errors import EngineError
 from harness.files import cache_root as harness_cache_root
 
@@ -78,8 +80,6 @@ def cut_layers(target: Path, out: Path, layers: int = LAYERS) -> Path:
 
 
 def shipped_target() -> Path:
-    from harness.engines.reference.checkpoints import shipped_checkpoints
-
     shipped = shipped_checkpoints()
     if shipped is None:
         raise EngineError("the shipped reference checkpoints are missing "
@@ -127,8 +127,6 @@ def draft_hashes(folder: Path) -> dict[str, str]:
 def verify_causal_draft() -> list[str]:
     """The files whose cut of the shipped target differs from `SHIPPED_SHA256` (made in
     a scratch folder, the cache left alone)."""
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="causal-draft-") as scratch:
         made = draft_hashes(cut_layers(shipped_target(), Path(scratch) / "draft"))
     return sorted(name for name in set(made) | set(SHIPPED_SHA256)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import logging
 import multiprocessing
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -116,8 +117,6 @@ class Engine:
         threading.Thread(target=self._watch, name="worker-watch", daemon=True).start()
 
     def _next_event(self, deadline: float) -> tuple[str, Any, Any]:
-        import queue
-
         while True:
             try:
                 return self.events.get(timeout=0.5)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.engines.reference.policy import applied_table, apply_policy, read_draft_config
+
 # Kernels chosen by the CPU's vector ISA round differently (AVX-512 vs AVX2 sum in other
 # orders), and a greedy token can flip on a near tie. Pinning MKL's code path (conditional
 # numerical reproducibility), ATen's kernel set and oneDNN's ISA is meant to keep the
@@ -129,7 +131,6 @@ def load_decoder(options: Options) -> tuple[Any, list[dict[str, Any]]]:
     from transformers import AutoModelForCausalLM
 
     from harness.engines.reference.decoding import DraftNoise, SpeculativeDecoder
-    from harness.engines.reference.policy import applied_table, apply_policy, read_draft_config
 
     target_dir, draft_dir = Path(options.target), Path(options.draft)
     check_folders(target_dir, draft_dir)

@@ -35,9 +35,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from dflash.model import DFlashDraftModel
+from safetensors.torch import save_file
 from torch.nn import functional as F
+from transformers import PreTrainedTokenizerFast, Qwen3Config
 
 from harness.engines.reference import corpus
+from harness.engines.reference.muse_glimmer_model import MuseGlimmerLM, vendor_name
 from harness.engines.reference.recipe import DEFAULT_RECIPE as TOKENIZER_RECIPE
 from harness.engines.reference.seed_configs import (
     DRAFT_CONFIGS,
@@ -64,7 +68,6 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 def gemma4_tokenizer(tokenizer, out: Path):
     """The reference tokenizer plus gemma-4's multimodal markers, which its processor reads
     as tokenizer attributes (`image_token`, `boi_token`, ...): ids 1024 onwards."""
-    from transformers import PreTrainedTokenizerFast
 
     markers = dict(GEMMA4_SPECIAL_TOKENS)
     backend = tokenizer.backend_tokenizer
@@ -88,7 +91,6 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 
 def write_weights(path: Path, tensors: dict[str, torch.Tensor]) -> None:
     """bfloat16 safetensors, tensors in sorted order: the same bytes for the same values."""
-    from safetensors.torch import save_file
 
     save_file({name: tensors[name].detach().to(torch.bfloat16).contiguous()
                for name in sorted(tensors)}, str(path), metadata={"format": "pt"})
@@ -152,7 +154,6 @@ class MuseGlimmerTarget:
     """The project's torch Muse Glimmer decoder (`muse_glimmer_model`)."""
 
     def __init__(self, config: dict[str, Any], text: dict[str, Any]) -> None:
-        from harness.engines.reference.muse_glimmer_model import MuseGlimmerLM
 
         self.config = config
         self.model = MuseGlimmerLM(text)
@@ -176,7 +177,6 @@ class MuseGlimmerTarget:
         return self.model.greedy(batch, new_tokens)
 
     def tensors(self) -> dict[str, torch.Tensor]:
-        from harness.engines.reference.muse_glimmer_model import vendor_name
 
         return {vendor_name(name): value for name, value in self.model.state_dict().items()}
 
@@ -238,7 +238,6 @@ def draft_layers(pair: str, draft_config: dict[str, Any]) -> list[tuple[bool, in
 
 def _qwen3_config(draft_config: dict[str, Any], target_layers: int):
     """The dflash reference model's config for the same shapes (it builds Qwen3 layers)."""
-    from transformers import Qwen3Config
 
     keys = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
             "num_attention_heads", "num_key_value_heads", "head_dim", "rms_norm_eps",
@@ -264,7 +263,6 @@ def _draft_field(draft_config: dict[str, Any], name: str) -> Any:
 
 def train_draft(recipe: SeedRecipe, target, draft_config: dict[str, Any],
                 sequences: list[tuple[list[int], int]], pad: int, mask_id: int):
-    from dflash.model import DFlashDraftModel
 
     torch.manual_seed(recipe.seed + 30)
     draft = DFlashDraftModel(_qwen3_config(draft_config, len(recipe.target_layer_types)))

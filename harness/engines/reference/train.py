@@ -22,10 +22,14 @@ import time
 from pathlib import Path
 
 import torch
+from dflash.model import DFlashDraftModel, extract_context_feature
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from torch.nn import functional as F
+from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
 from harness.engines.reference import corpus
 from harness.engines.reference.recipe import DEFAULT_RECIPE, Recipe, with_overrides
+from harness.suite.attention import resolve_layers
 
 EOS, PAD, MASK = "<|endoftext|>", "<|pad|>", "<|mask|>"
 
@@ -40,8 +44,6 @@ def build_tokenizer(recipe: Recipe, out: Path):  # -> PreTrainedTokenizerFast
     Digits are not split: frequent numbers become single tokens, which a tiny target copies
     from question to answer far more reliably than digit strings (it babbled digits).
     """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
 
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
@@ -63,7 +65,6 @@ def build_tokenizer(recipe: Recipe, out: Path):  # -> PreTrainedTokenizerFast
 
 
 def target_config(recipe: Recipe, tokenizer):  # -> Qwen3Config
-    from transformers import Qwen3Config
 
     return Qwen3Config(
         vocab_size=len(tokenizer),
@@ -83,7 +84,6 @@ def target_config(recipe: Recipe, tokenizer):  # -> Qwen3Config
 
 
 def train_target(recipe: Recipe, tokenizer, out: Path):  # -> Qwen3ForCausalLM
-    from transformers import Qwen3ForCausalLM
 
     torch.manual_seed(recipe.seed)
     model = Qwen3ForCausalLM(target_config(recipe, tokenizer))
@@ -150,7 +150,6 @@ def distill_sequences(recipe: Recipe, tokenizer, target) -> list[tuple[list[int]
 
 
 def draft_config(recipe: Recipe, tokenizer):  # -> Qwen3Config
-    from transformers import Qwen3Config
 
     config = Qwen3Config(
         vocab_size=len(tokenizer),
@@ -218,9 +217,6 @@ def block_masks(
 
 
 def train_draft(recipe: Recipe, tokenizer, target, sequences, out: Path):
-    from dflash.model import DFlashDraftModel, extract_context_feature
-
-    from harness.suite.attention import resolve_layers
 
     torch.manual_seed(recipe.seed + 30)
     config = draft_config(recipe, tokenizer)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.engines.flags import without_flags
 from harness.engines.interface import ParsedResponse, Placement, StreamAssembler
-from harness.engines.sglang import api, stream
+from harness.engines.sglang import api, release_check, stream
 from harness.engines.sglang.launch import (
     RESERVED_FLAGS,
     SECRET_FLAGS,
@@ -23,7 +23,7 @@ from harness.engines.sglang.launch import (
     check_flags,
     launch_command,
 )
-from harness.suite.checkpoints import Models
+from harness.suite.checkpoints import Models, resolve_models
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -110,8 +110,6 @@ class SGLangAdapter:
 
     def settings_mismatches(self, info: Any, suite: Suite,
                             models: Models | None = None) -> list[str]:
-        from harness.suite.checkpoints import resolve_models
-
         reason = getattr(suite.engine, "unreported_settings_ok", None)
         return api.settings_mismatches(
             info, expected_settings(suite, models or resolve_models(suite)), reason)
@@ -134,8 +132,6 @@ class SGLangAdapter:
                       env: Mapping[str, str], version: str | None) -> None:
         """The build's own parser and resolution over each launch line of a multi-rank
         topology: BadInput (exit 2) with the release's message where it refuses one."""
-        from harness.engines.sglang import release_check
-
         argvs = {name: list(line[3:]) for name, line in lines.items()}  # after -m module
         answers = release_check.probe(python, list(argvs.values()), env)
         topology = suite.topology

@@ -29,6 +29,7 @@ Facts read in SGLang 0.5.23's source (and 0.5.17's where they differ):
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -303,8 +304,6 @@ NON_DRAFT_TOKENS_PER_STEP: dict[str, tuple[tuple[str, int], ...]] = {
 
 
 def _version_key(version: str) -> tuple[int, ...]:
-    import re
-
     return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
 
 

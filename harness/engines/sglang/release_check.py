@@ -13,6 +13,7 @@ import of SGLang (seconds; minutes on a loaded machine).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -26,8 +27,6 @@ PROBE_TIMEOUT_S = 600.0
 def probe(python: str, lines: Sequence[Sequence[str]], env: Mapping[str, str],
           timeout_s: float = PROBE_TIMEOUT_S) -> list[dict[str, object]]:
     """SGLang's answer for each line (the arguments after `-m sglang.launch_server`)."""
-    import os
-
     try:
         done = subprocess.run([python, str(PROBE)], input=json.dumps([list(a) for a in lines]),
                               capture_output=True, text=True, timeout=timeout_s,

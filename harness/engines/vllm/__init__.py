@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from harness.engines.flags import without_flags
 from harness.engines.interface import ParsedResponse, Placement, StreamAssembler
+from harness.engines.sglang.api import chat_template_flag
 from harness.engines.vllm import api, stream
 from harness.engines.vllm.launch import (
+    METHODS,
     RESERVED_FLAGS,
     SECRET_FLAGS,
     SPECULATIVE_FLAGS,
@@ -30,6 +32,9 @@ from harness.engines.vllm.launch import (
     launch_command,
     num_speculative_tokens,
 )
+from harness.engines.vllm.stops import cut_at_stop
+from harness.errors import BadInput
+from harness.suite import checkpoints as suite_checkpoints
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -44,8 +49,6 @@ __all__ = ["ADAPTER", "RESERVED_FLAGS", "VLLMAdapter", "launch_command"]
 
 def expected_settings(suite: Suite, models: Models | None) -> dict[str, Any]:
     """`vllm_config.speculative_config` key -> what the suite declares."""
-    from harness.engines.vllm.launch import METHODS
-
     method = METHODS.get(suite.speculative.algorithm)
     draft = models.draft if models is not None and method != "ngram" else None
     return {"method": method, "model": draft,
@@ -70,13 +73,9 @@ class VLLMAdapter:
                        models: Models | None = None,
                        checkpoints: tuple[Path, Path] | None = None,
                        placement: Placement | None = None) -> list[str]:
-        from harness.suite.checkpoints import Models as ModelsType
-
         if models is None and checkpoints is not None:
-            models = ModelsType(str(checkpoints[0]), str(checkpoints[1]))
+            models = suite_checkpoints.Models(str(checkpoints[0]), str(checkpoints[1]))
         if models is None:
-            from harness.errors import BadInput
-
             raise BadInput(f"suite {suite.name}: no target and draft model to serve")
         return launch_command(suite, python, host, port, models, placement)
 
@@ -122,8 +121,6 @@ class VLLMAdapter:
         """The response as vLLM answers a request sent with `stops`, counts kept
         (harness.engines.vllm.stops: vLLM sends none for a stop-string finish); the target
         alone's (`speculative` False) has no counts to keep."""
-        from harness.engines.vllm.stops import cut_at_stop
-
         return cut_at_stop(parsed, payload, stops, where, chat=chat, speculative=speculative)
 
     async def read_server_info(self, client: httpx.AsyncClient,
@@ -163,8 +160,6 @@ class VLLMAdapter:
             window.get(api.DRAFTS, 0) > rows_steps or window.get(api.ACCEPTED, 0) > rows_accepted)
 
     def chat_template_override(self, suite: Suite) -> str | None:
-        from harness.engines.sglang.api import chat_template_flag
-
         return chat_template_flag(list(suite.engine.extra_args))
 
     def settings_mismatches(self, info: Any, suite: Suite,

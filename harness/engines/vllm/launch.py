@@ -22,6 +22,7 @@ from typing import Any
 
 from harness.engines.flags import check_extra_args, check_secret_abbreviations
 from harness.engines.interface import Placement
+from harness.engines.sglang.launch import flag_value
 from harness.errors import BadInput
 from harness.suite.checkpoints import Models
 from harness.suite.model import Suite, VLLMEngine
@@ -211,6 +212,4 @@ def launch_command(suite: Suite, python: str, host: str, port: int,
 def api_key(suite: Suite) -> str | None:
     """`--api-key` of the suite's extra_args (entrypoints/openai/cli_args.py): vLLM then
     wants `Authorization: Bearer KEY` on /v1 routes."""
-    from harness.engines.sglang.launch import flag_value
-
     return flag_value(list(suite.engine.extra_args), "--api-key")
