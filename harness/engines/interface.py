@@ -9,7 +9,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -64,12 +64,12 @@ class StreamAssembler(Protocol):
     into the response the route answers unstreamed, so the adapter's own parser reads the
     counts exactly as it reads an unstreamed answer."""
 
-    def feed(self, event: Any) -> StreamPiece: ...
+    def feed(self, event: object) -> StreamPiece: ...
 
-    def payload(self) -> Any: ...
+    def payload(self) -> object: ...
 
 
-def prompt_ids_sha256(ids: Any) -> str | None:
+def prompt_ids_sha256(ids: object) -> str | None:
     """`ParsedResponse.prompt_sha256`: sha256 of a prompt's token ids as the server returns
     them (compact JSON list), None if they are not ids."""
     if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool)
@@ -107,36 +107,37 @@ class EngineAdapter(Protocol):
         """The launch line `command` serving the target alone ([speedup]): the same line
         less the flags that turn speculation on (harness.run.baseline)."""
 
-    def target_alone_mismatches(self, info: Any) -> list[str]:
+    def target_alone_mismatches(self, info: object) -> list[str]:
         """Why a server meant to run the target alone runs speculation, else []."""
 
-    def parse_target_alone(self, payload: Any, where: str, chat: bool) -> ParsedResponse:
+    def parse_target_alone(self, payload: object, where: str, chat: bool) -> ParsedResponse:
         """An answer of the target alone: its tokens, 0 verify steps, no spec counts."""
 
-    def generate_body(self, text: str, params: Mapping[str, Any], rid: str) -> dict[str, Any]: ...
+    def generate_body(self, text: str, params: Mapping[str, object],
+                      rid: str) -> dict[str, object]: ...
 
-    def parse_generate(self, payload: Any, where: str) -> ParsedResponse: ...
+    def parse_generate(self, payload: object, where: str) -> ParsedResponse: ...
 
-    def chat_body(self, messages: Sequence[Mapping[str, str]], params: Mapping[str, Any],
-                  rid: str, template_kwargs: Mapping[str, Any]) -> dict[str, Any]: ...
+    def chat_body(self, messages: Sequence[Mapping[str, str]], params: Mapping[str, object],
+                  rid: str, template_kwargs: Mapping[str, object]) -> dict[str, object]: ...
 
-    def parse_chat(self, payload: Any, where: str) -> ParsedResponse: ...
+    def parse_chat(self, payload: object, where: str) -> ParsedResponse: ...
 
-    def stream_body(self, body: Mapping[str, Any], chat: bool) -> dict[str, Any]:
+    def stream_body(self, body: Mapping[str, object], chat: bool) -> dict[str, object]:
         """`body` (from generate_body or chat_body) asking for a stream of events that ends
         with the counts the unstreamed answer carries."""
 
     def stream_assembler(self, chat: bool) -> StreamAssembler: ...
 
-    def stream_refusal(self, info: Any, chat: bool) -> str | None:
+    def stream_refusal(self, info: object, chat: bool) -> str | None:
         """Why this server (its `server_info`) cannot stream a route with the per-request
         counts (then requests go unstreamed, counts exact, no TTFT or gaps), else None."""
 
-    def server_figure(self, info: Any) -> float | None: ...
+    def server_figure(self, info: object) -> float | None: ...
 
-    def settings_mismatches(self, info: Any, suite: Suite,
+    def settings_mismatches(self, info: object, suite: Suite,
                             models: Models | None = None) -> list[str]: ...
 
-    def attention_from_server(self, info: Any) -> list[dict[str, Any]] | None: ...
+    def attention_from_server(self, info: object) -> list[dict[str, object]] | None: ...
 
     def auth_headers(self, suite: Suite, admin: bool = False) -> dict[str, str]: ...

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from harness.engines.flags import check_suite_flags, without_flags
 from harness.engines.interface import Placement
@@ -121,9 +120,9 @@ class ReferenceAdapter(SGLangAdapter):
         `--no-speculation` (one target token a step, no draft), the rest as it was."""
         return [*without_flags(command, ("--block-size",)), "--no-speculation"]
 
-    def settings_mismatches(self, info: Any, suite: Suite,
+    def settings_mismatches(self, info: object, suite: Suite,
                             models: Models | None = None) -> list[str]:
-        expected: dict[str, Any] = {
+        expected: dict[str, object] = {
             "speculative_algorithm": suite.speculative.algorithm,
             "speculative_num_draft_tokens": suite.speculative.draft_tokens,
         }
@@ -133,12 +132,13 @@ class ReferenceAdapter(SGLangAdapter):
         expected["device"] = engine_device(suite)
         return api.settings_mismatches(info, expected, None)
 
-    def check_release(self, suite: Suite, python: str, lines: Any, env: Any,
+    def check_release(self, suite: Suite, python: str, lines: Mapping[str, Sequence[str]],
+                      env: Mapping[str, str],
                       version: str | None) -> None:
         """The reference engine's topology is checked with the suite (`check_topology`):
         there is no SGLang release to ask."""
 
-    def attention_from_server(self, info: Any) -> list[dict[str, Any]] | None:
+    def attention_from_server(self, info: object) -> list[dict[str, object]] | None:
         layers = info.get("attention_layers") if isinstance(info, Mapping) else None
         return layers if isinstance(layers, list) else None
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 UNREPORTED_HINT = ("the server cannot be shown to run the suite's settings (set "
                    "engine.unreported_settings_ok to a reason to skip this check)")
 
 
-def same_model(reported: Any, declared: str) -> bool:
+def same_model(reported: object, declared: str) -> bool:
     """A hub id stays as given, or becomes a hub-cache snapshot path
     (`models--org--name/snapshots/...`); a local folder may be reported resolved."""
     if not isinstance(reported, str):
@@ -27,9 +26,9 @@ def same_model(reported: Any, declared: str) -> bool:
         return False
 
 
-def mismatches(reported: Mapping[str, Any], expected: Mapping[str, Any],
+def mismatches(reported: Mapping[str, object], expected: Mapping[str, object],
                unreported_ok: str | None, *, source: str, prefix: str = "",
-               is_model: Callable[[str], bool], equal: Callable[[Any, Any], bool]
+               is_model: Callable[[str], bool], equal: Callable[[object, object], bool]
                ) -> list[str]:
     """One line per declared setting (`expected`: key -> value, None: not declared) that
     `reported` (the server's own account, read from `source`) lacks or contradicts."""

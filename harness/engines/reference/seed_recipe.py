@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
 
 from harness.engines.reference.recipe import DEFAULT_RECIPE as TOKENIZER_RECIPE
 
@@ -93,9 +93,9 @@ class SeedRecipe:
     draft_lr: float = 2e-3
     # DFlash's loss weight for block offset k is exp(-(k - 1) / gamma)
     draft_loss_gamma: float = 4.0
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
     def digest(self) -> str:
@@ -136,7 +136,7 @@ MUSE_GLIMMER = SeedRecipe(
 RECIPES: dict[str, SeedRecipe] = {recipe.pair: recipe for recipe in (GEMMA4, MUSE_GLIMMER)}
 
 # Small enough to build twice in a test: every stage runs, a few steps each.
-REDUCED_OVERRIDES: dict[str, Any] = {
+REDUCED_OVERRIDES: dict[str, object] = {
     "corpus_documents": 100, "target_steps": 3, "target_batch": 2, "target_seq_len": 64,
     "distill_prompts": 6, "distill_new_tokens": 20, "draft_steps": 3, "draft_batch": 3,
     "draft_anchors": 2,
@@ -150,7 +150,7 @@ def recipe_for(pair: str) -> SeedRecipe:
         raise ValueError(f"no seed pair {pair!r}; known: {', '.join(RECIPES)}") from None
 
 
-def with_overrides(recipe: SeedRecipe, overrides: dict[str, Any]) -> SeedRecipe:
+def with_overrides(recipe: SeedRecipe, overrides: Mapping[str, object]) -> SeedRecipe:
     """`recipe` with some fields replaced (lists become tuples); unknown names are errors."""
     known = set(recipe.to_json())
     unknown = sorted(set(overrides) - known)

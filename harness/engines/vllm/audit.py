@@ -20,9 +20,12 @@ import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from harness.errors import EngineError
+
+if TYPE_CHECKING:
+    from harness.suite.attention import LayerAttention
 
 RESOLVE_TIMEOUT_S = 600.0
 
@@ -64,7 +67,38 @@ print(json.dumps({"layers": rows, "v1_refuses": error, "config_class": config_cl
 """
 
 
-def vllm_layers(python: str, config_json: Path) -> dict[str, Any]:
+class VllmLayer(TypedDict):
+    """One draft layer as vLLM's resolver answers (`RESOLVE_LAYERS`)."""
+
+    index: int
+    layer_type: str | None
+    window: int | None
+    causal: bool
+
+
+class VllmLayers(TypedDict):
+    """`RESOLVE_LAYERS`'s answer: the layers, why the V1 runner refuses the draft (None:
+    it does not), and the draft config's class."""
+
+    layers: list[VllmLayer]
+    v1_refuses: str | None
+    config_class: str | None
+
+
+class CrossEngineRow(TypedDict):
+    """One layer in both engines (`cross_engine_rows`); None where an engine lacks it."""
+
+    index: int
+    layer_type: str | None
+    sglang_causal: bool | None
+    sglang_window: int | None
+    vllm_causal: bool | None
+    vllm_window: int | None
+    causal_differs: bool
+    window_differs: bool
+
+
+def vllm_layers(python: str, config_json: Path) -> VllmLayers:
     """vLLM's per-layer attention for a draft config, from `python`'s vLLM (the config
     loaded as vLLM loads a draft: from a folder holding it as config.json)."""
     env = {**os.environ, "VLLM_NO_USAGE_STATS": "1", "HF_HUB_OFFLINE": "1",
@@ -77,7 +111,7 @@ def vllm_layers(python: str, config_json: Path) -> dict[str, Any]:
         return _resolve(python, folder, env)
 
 
-def _resolve(python: str, folder: Path, env: dict[str, str]) -> dict[str, Any]:
+def _resolve(python: str, folder: Path, env: dict[str, str]) -> VllmLayers:
     try:
         done = subprocess.run([python, "-c", RESOLVE_LAYERS, str(folder)],
                               capture_output=True, text=True, timeout=RESOLVE_TIMEOUT_S,
@@ -90,11 +124,11 @@ def _resolve(python: str, folder: Path, env: dict[str, str]) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def cross_engine_rows(sglang: Sequence[Any], vllm: Sequence[dict[str, Any]]
-                      ) -> list[dict[str, Any]]:
+def cross_engine_rows(sglang: Sequence[LayerAttention], vllm: Sequence[VllmLayer]
+                      ) -> list[CrossEngineRow]:
     """One row per layer: each engine's causality and window, and whether they disagree
     (`causal_differs`: causal in one engine, bidirectional in the other)."""
-    rows = []
+    rows: list[CrossEngineRow] = []
     for i in range(max(len(sglang), len(vllm))):
         a = sglang[i] if i < len(sglang) else None
         b = vllm[i] if i < len(vllm) else None
@@ -111,7 +145,7 @@ def cross_engine_rows(sglang: Sequence[Any], vllm: Sequence[dict[str, Any]]
     return rows
 
 
-def render_rows(rows: Sequence[dict[str, Any]], v1_refuses: str | None) -> list[str]:
+def render_rows(rows: Sequence[CrossEngineRow], v1_refuses: str | None) -> list[str]:
     def side(causal: bool | None, window: int | None) -> str:
         if causal is None:
             return "-"

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from harness.engines.flags import check_extra_args, check_secret_abbreviations
 from harness.engines.interface import Placement
@@ -118,13 +117,13 @@ def num_speculative_tokens(suite: Suite) -> int:
     return spec.draft_tokens - 1
 
 
-def speculative_config(suite: Suite, models: Models) -> dict[str, Any]:
+def speculative_config(suite: Suite, models: Models) -> dict[str, object]:
     """The `--speculative-config` JSON (vllm/config/speculative.py, `SpeculativeConfig`)."""
     spec = suite.speculative
     if spec.algorithm not in METHODS:
         raise BadInput(f"suite {suite.name}: vLLM has no speculative method for "
                        f"{spec.algorithm}; vLLM suites use one of {', '.join(METHODS)}")
-    config: dict[str, Any] = {"method": METHODS[spec.algorithm],
+    config: dict[str, object] = {"method": METHODS[spec.algorithm],
                               "num_speculative_tokens": num_speculative_tokens(suite)}
     if spec.algorithm != "NGRAM":
         config["model"] = models.draft
