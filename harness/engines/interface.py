@@ -141,3 +141,12 @@ class EngineAdapter(Protocol):
     def attention_from_server(self, info: object) -> list[dict[str, object]] | None: ...
 
     def auth_headers(self, suite: Suite, admin: bool = False) -> dict[str, str]: ...
+
+    # A server the harness did not launch (`--server URL`, harness.run.attach): the routes
+    # whose JSON answers say what it runs, the one that says it is alive, and what they say.
+    identity_paths: tuple[str, ...]
+    liveness_path: str
+
+    def identity(self, reports: Mapping[str, object]) -> dict[str, object]:
+        """The build and deployment the server reports (its version, the model it serves,
+        its parallel sizes; None where it does not say), from `identity_paths`' answers."""

@@ -10,7 +10,7 @@ SGLang's own functions from its wheels against them).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harness.engines.flags import without_flags
 from harness.engines.interface import ParsedResponse, Placement, StreamAssembler
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["ADAPTER", "RESERVED_FLAGS", "SGLangAdapter", "launch_command"]
 
 
-def expected_settings(suite: Suite, models: Models) -> dict[str, Any]:
+def expected_settings(suite: Suite, models: Models) -> dict[str, object]:
     """`/server_info` key -> what the suite declares (SGLang's resolved server args)."""
     return {
         "speculative_algorithm": suite.speculative.algorithm,
@@ -66,66 +66,66 @@ class SGLangAdapter:
         flag the harness set dropped, the rest (the build's serving flags) as it was."""
         return without_flags(command, SPECULATIVE_FLAGS)
 
-    def target_alone_mismatches(self, info: Any) -> list[str]:
+    def target_alone_mismatches(self, info: object) -> list[str]:
         """The target-alone server must run no speculation (`/server_info`'s resolved
         `speculative_algorithm` unset)."""
         return api.speculation_running(info)
 
-    def parse_target_alone(self, payload: Any, where: str, chat: bool) -> ParsedResponse:
+    def parse_target_alone(self, payload: object, where: str, chat: bool) -> ParsedResponse:
         """An answer of the target alone: its tokens, no spec counts (none are sent)."""
         parse = api.parse_chat if chat else api.parse_generate
         return parse(payload, where, speculative=False)
 
-    def generate_body(self, text: str, params: Mapping[str, Any], rid: str) -> dict[str, Any]:
+    def generate_body(self, text: str, params: Mapping[str, object], rid: str) -> dict[str, object]:
         return api.generate_body(text, params, rid)
 
-    def parse_generate(self, payload: Any, where: str) -> ParsedResponse:
+    def parse_generate(self, payload: object, where: str) -> ParsedResponse:
         return api.parse_generate(payload, where)
 
-    def chat_body(self, messages: Sequence[Mapping[str, str]], params: Mapping[str, Any],
-                  rid: str, template_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    def chat_body(self, messages: Sequence[Mapping[str, str]], params: Mapping[str, object],
+                  rid: str, template_kwargs: Mapping[str, object]) -> dict[str, object]:
         return api.chat_body(messages, params, rid, template_kwargs)
 
-    def parse_chat(self, payload: Any, where: str) -> ParsedResponse:
+    def parse_chat(self, payload: object, where: str) -> ParsedResponse:
         return api.parse_chat(payload, where)
 
-    def stream_body(self, body: Mapping[str, Any], chat: bool) -> dict[str, Any]:
+    def stream_body(self, body: Mapping[str, object], chat: bool) -> dict[str, object]:
         return stream.stream_body(body, chat)
 
     def stream_assembler(self, chat: bool) -> StreamAssembler:
         return stream.ChatStream() if chat else stream.GenerateStream()
 
-    def stream_refusal(self, info: Any, chat: bool) -> str | None:
+    def stream_refusal(self, info: object, chat: bool) -> str | None:
         return stream.stream_refusal(info, chat)
 
-    def server_figure(self, info: Any) -> float | None:
+    def server_figure(self, info: object) -> float | None:
         return api.server_figure(info)
 
-    def server_rank_states(self, info: Any) -> list[tuple[int | None, float | None]] | None:
+    def server_rank_states(self, info: object) -> list[tuple[int | None, float | None]] | None:
         """Each DP rank's own figure from `/server_info` (harness.metrics.ranks)."""
         return api.rank_states(info)
 
     def chat_template_override(self, suite: Suite) -> str | None:
         return api.chat_template_flag(getattr(suite.engine, "extra_args", []))
 
-    def settings_mismatches(self, info: Any, suite: Suite,
+    def settings_mismatches(self, info: object, suite: Suite,
                             models: Models | None = None) -> list[str]:
         reason = getattr(suite.engine, "unreported_settings_ok", None)
         return api.settings_mismatches(
             info, expected_settings(suite, models or resolve_models(suite)), reason)
 
-    def non_draft_tokens_per_step(self, info: Any, suite: Suite) -> int:
+    def non_draft_tokens_per_step(self, info: object, suite: Suite) -> int:
         """Tokens each verify step makes besides its correct drafts (UNO: 2)."""
         return api.server_non_draft_tokens(info, suite.speculative.algorithm)
 
     identity_paths = api.IDENTITY_PATHS
     liveness_path = api.LIVENESS_PATH
 
-    def identity(self, reports: Mapping[str, Any]) -> dict[str, Any]:
+    def identity(self, reports: Mapping[str, object]) -> dict[str, object]:
         """What the server reports of its build and deployment (`--server URL`)."""
         return api.identity(reports)
 
-    def attention_from_server(self, info: Any) -> list[dict[str, Any]] | None:
+    def attention_from_server(self, info: object) -> list[dict[str, object]] | None:
         return None  # SGLang does not report the draft's per-layer attention
 
     def check_release(self, suite: Suite, python: str, lines: Mapping[str, Sequence[str]],

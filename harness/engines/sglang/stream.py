@@ -77,7 +77,7 @@ class GenerateStream:
         self.texts: list[str] = []
         self.ids_lengths: list[int] = []
 
-    def feed(self, event: Any) -> StreamPiece:
+    def feed(self, event: object) -> StreamPiece:
         event = _raise_on_error(event)
         meta = event.get("meta_info")
         if not isinstance(meta, Mapping):
@@ -94,7 +94,7 @@ class GenerateStream:
         new, self.tokens = count - self.tokens, count
         return StreamPiece(True, new)
 
-    def payload(self) -> Any:
+    def payload(self) -> object:
         if self.last is None:
             return {}
         out = dict(self.last)
@@ -123,7 +123,7 @@ class ChatStream:
         self.usage: Mapping[str, Any] | None = None
         self.matched_stop: Any = None
 
-    def feed(self, event: Any) -> StreamPiece:
+    def feed(self, event: object) -> StreamPiece:
         event = _raise_on_error(event)
         sglext = event.get("sglext")
         if isinstance(sglext, Mapping):
@@ -150,7 +150,7 @@ class ChatStream:
             return StreamPiece(True, None)
         return NOTHING
 
-    def payload(self) -> Any:
+    def payload(self) -> object:
         meta: dict[str, Any] = {}
         if self.usage is not None:
             for key in ("completion_tokens", "prompt_tokens"):

@@ -40,7 +40,7 @@ class VLLMStream:
         self.usage: Mapping[str, Any] | None = None
         self.metrics: Mapping[str, Any] | None = None
 
-    def feed(self, event: Any) -> StreamPiece:
+    def feed(self, event: object) -> StreamPiece:
         message = stream_error(event)
         if message is not None:
             raise EngineError(f"the server ended the stream with an error: {message[:500]}")
@@ -82,7 +82,7 @@ class VLLMStream:
             self.has_logprobs = True
             self.pieces.extend(entries)
 
-    def payload(self) -> Any:
+    def payload(self) -> object:
         choice: dict[str, Any] = {"index": 0, "finish_reason": self.finish_reason,
                                   "stop_reason": self.stop_reason}
         text = "".join(self.text)
