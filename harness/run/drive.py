@@ -34,8 +34,8 @@ from harness.engines.interface import EngineAdapter, ParsedResponse
 from harness.errors import TERMINATION, EngineError, Terminated, error_text
 from harness.results.record import RequestRow, RequestTiming
 from harness.run import streaming
-from harness.run.http_client import Client, TransportError, TransportTimeout
 from harness.run.dispatch import Dispatch, Progress, dispatch, drain, progress_limit
+from harness.run.http_client import Client, TransportError, TransportTimeout
 from harness.workloads import Prompt, grade
 
 FLUSH_ATTEMPTS = 20
