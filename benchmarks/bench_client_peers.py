@@ -168,6 +168,16 @@ def harness_client(server: FakeServer, concurrency: int, profile: cProfile.Profi
                    *server.figures())
 
 
+def harness_warm_up(server: FakeServer) -> None:
+    """Two untimed requests first (imports and the first connection out of the measured
+    window), as `vllm bench serve` sends its own untimed test request."""
+    workload = GSM8KWorkload(questions=2, concurrency=1, max_tokens=OUTPUT_TOKENS,
+                             temperature=0.0)
+    driver = Driver(Endpoint(server.url, adapter_for("vllm")), workload)
+    driver.check_streaming(None)
+    asyncio.run(driver.measure(prompts(2)))
+
+
 def vllm_python() -> str:
     from harness.build import vllm_env
     from harness.build.spec import parse_build_spec
@@ -334,6 +344,8 @@ def main() -> int:
     results: dict[tuple[str, int], list[Figures]] = {}
     server = FakeServer(args.step_ms)
     try:
+        if "harness" in args.clients:
+            harness_warm_up(server)
         with tempfile.TemporaryDirectory() as tmp:
             scratch = Path(tmp)
             for r in range(args.rounds):
