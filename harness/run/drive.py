@@ -30,13 +30,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import httpx
-
 from harness.engines.interface import EngineAdapter, ParsedResponse
 from harness.errors import TERMINATION, EngineError, Terminated, error_text
 from harness.results.record import RequestRow, RequestTiming
 from harness.run import streaming
 from harness.run.dispatch import Dispatch, Progress, dispatch, drain, progress_limit
+from harness.run.http_client import Client, TransportError, TransportTimeout
 from harness.workloads import Prompt, grade
 
 FLUSH_ATTEMPTS = 20
@@ -191,14 +190,11 @@ class Driver:
     def route(self) -> str:
         return self.adapter.chat_path if self.chat else self.adapter.generate_path
 
-    def client(self, concurrency: int | None = None, timeout: float | None = None
-               ) -> httpx.AsyncClient:
-        n = concurrency or self.workload.concurrency
-        limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
-        return httpx.AsyncClient(
-            base_url=self.endpoint.base_url, limits=limits, trust_env=False,
-            headers=self.endpoint.headers,
-            timeout=httpx.Timeout(timeout or self.workload.request_timeout_s, connect=10.0))
+    def client(self, concurrency: int | None = None, timeout: float | None = None) -> Client:
+        """The server's client (harness.run.http_client): one connection per request in
+        flight, no proxy from the environment, the workload's request timeout."""
+        return Client(self.endpoint.base_url, concurrency or self.workload.concurrency,
+                      timeout or self.workload.request_timeout_s, self.endpoint.headers)
 
     async def _failed(self, what: str, error: BaseException) -> EngineError:
         """The error to raise for a failed request: the server's death if that is the cause."""
@@ -209,7 +205,7 @@ class Driver:
             await asyncio.sleep(0.05)
         if isinstance(error, EngineError):  # the server's own answer, as it gave it
             return error
-        if isinstance(error, httpx.TimeoutException):
+        if isinstance(error, TransportTimeout):
             return EngineError(f"{what} timed out after {self.workload.request_timeout_s:g} s")
         return EngineError(f"{what} failed: {error_text(error)}")
 
@@ -227,7 +223,7 @@ class Driver:
         self.unstreamed = refusal(info, self.chat) if refusal is not None else \
             "this engine's adapter does not stream"
 
-    async def generate(self, client: httpx.AsyncClient, prompt: Prompt, rid: str,
+    async def generate(self, client: Client, prompt: Prompt, rid: str,
                        answers: Sequence[str] = ()) -> Answer:
         path = self.route
         body = self.body(prompt, answers, rid)
@@ -236,14 +232,14 @@ class Driver:
                 received = await streaming.receive(
                     client, path, self.adapter.stream_body(body, self.chat),
                     self.adapter.stream_assembler(self.chat), f"request {rid}", self.clock)
-            except httpx.HTTPError as error:
+            except TransportError as error:
                 raise await self._failed(f"{path} for request {rid}", error) from None
             return self._answer(received.payload, path, rid, received.latency_s,
                                 received.timing)
         started = time.perf_counter()
         try:
-            response = await client.post(path, json=body)
-        except httpx.HTTPError as error:
+            response = await client.post(path, body)
+        except TransportError as error:
             raise await self._failed(f"{path} for request {rid}", error) from None
         latency = time.perf_counter() - started
         if response.status_code != 200:
@@ -271,7 +267,7 @@ class Driver:
             timing = streaming.cut_timing(timing, parsed.completion_tokens)
         return Answer(parsed, latency, timing)
 
-    async def conversation(self, client: httpx.AsyncClient, prompt: Prompt, rid: str,
+    async def conversation(self, client: Client, prompt: Prompt, rid: str,
                            on_turn: Callable[[int, Answer], None] | None = None
                            ) -> list[ParsedResponse]:
         """Every turn of `prompt`, each sent with the model's own earlier answers."""
@@ -303,7 +299,7 @@ class Driver:
             for _ in range(FLUSH_ATTEMPTS):
                 try:
                     response = await client.post(path, headers=self.endpoint.admin_headers)
-                except httpx.HTTPError as error:
+                except TransportError as error:
                     raise await self._failed(path, error) from None
                 if response.status_code == 200:
                     return
@@ -323,13 +319,13 @@ class Driver:
             async with self.client(1, timeout=30.0) as client:
                 try:
                     return await read(client, self.window_start)
-                except httpx.HTTPError as error:
+                except TransportError as error:
                     raise await self._failed("reading the server's figures", error) from None
         async with self.client(1, timeout=30.0) as client:
             for path in self.adapter.server_info_paths:
                 try:
                     response = await client.get(path)
-                except httpx.HTTPError:
+                except TransportError:
                     continue
                 if response.status_code == 200:
                     try:

@@ -24,11 +24,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from harness.engines.interface import StreamAssembler
 from harness.errors import EngineError
 from harness.results.record import RequestTiming
+from harness.run.http_client import Client
 
 Clock = Callable[[], float]
 DONE = "[DONE]"
@@ -124,21 +123,22 @@ def not_a_stream(path: str, content_type: str) -> str:
             "between tokens are not measured (its counts are the response's own)")
 
 
-async def receive(client: httpx.AsyncClient, path: str, body: dict[str, Any],
+async def receive(client: Client, path: str, body: dict[str, Any],
                   assembler: StreamAssembler, where: str, clock: Clock) -> Received:
-    """Send `body` to `path` as a stream and read its events as they arrive. HTTP errors
-    propagate (the driver names them, with the server's death if that is the cause)."""
+    """Send `body` to `path` as a stream and read its events as they arrive. A failure to
+    get the answer (`http_client.TransportError`) propagates (the driver names it, with
+    the server's death if that is the cause)."""
     timer = Timer(clock)
     parser = SSEParser()
     timer.start()
-    async with client.stream("POST", path, json=body) as response:
+    async with client.stream(path, body) as response:
         if response.status_code != 200:
-            text = (await response.aread()).decode("utf-8", "replace")
+            text = (await response.read()).decode("utf-8", "replace")
             raise EngineError(f"{path} answered {response.status_code} for {where}: "
                               f"{text[:500] or '(empty body)'}")
-        content_type = response.headers.get("content-type", "")
+        content_type = response.content_type
         if EVENT_STREAM not in content_type.lower():
-            raw = await response.aread()
+            raw = await response.read()
             ended = timer.now()
             try:
                 payload = json.loads(raw)
@@ -148,7 +148,7 @@ async def receive(client: httpx.AsyncClient, path: str, body: dict[str, Any],
             return Received(payload, ended - timer.started,
                             timer.timing(False, not_a_stream(path, content_type)))
         done = False
-        async for chunk in response.aiter_bytes():
+        async for chunk in response.chunks():
             at = timer.now()
             for data in parser.feed(chunk):
                 done = done or _take(data, assembler, timer, at, path, where)

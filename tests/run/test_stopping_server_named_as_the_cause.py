@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import asyncio
 
-import httpx
 import pytest
+from aiohttp import web
 
 from harness.engines.sglang import ADAPTER
 from harness.errors import EngineError
 from harness.run import drive
 from harness.run.drive import Driver, Endpoint
+from harness.run.http_client import Client
 from harness.suite.model import SpecBenchWorkload
 from harness.workloads import Prompt
+from tests.run.http_double import serving
 
 PROMPT = Prompt(0, "Write a poem.", None, "writing", "81")
 
@@ -26,15 +28,15 @@ def _generate(status: int, dies: bool) -> tuple[EngineError, list[str]]:
         calls.append("liveness")
         return "Slurm job 7 is CANCELLED (by user)" if dies else None
 
-    def answer(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(status, json={"error": {"message": "no decoding worker is left"}})
+    async def answer(request: web.Request) -> web.StreamResponse:
+        return web.json_response({"error": {"message": "no decoding worker is left"}},
+                                 status=status)
 
     driver = Driver(Endpoint("http://server", ADAPTER, liveness=liveness),
                     SpecBenchWorkload(kind="spec_bench", concurrency=1, max_tokens=8))
 
     async def once() -> None:
-        async with httpx.AsyncClient(transport=httpx.MockTransport(answer),
-                                     base_url="http://server") as client:
+        async with serving(answer) as url, Client(url, 1, 30) as client:
             await driver.generate(client, PROMPT, "q0")
 
     with pytest.raises(EngineError) as raised:

@@ -7,11 +7,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import pytest
+from aiohttp import web
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +21,8 @@ from harness.errors import EngineError
 from harness.results.record import RequestTiming
 from harness.run import streaming
 from harness.run.drive import UNCHECKED, Driver, Endpoint
+from harness.run.http_client import Client
+from tests.run.http_double import serving, stream
 
 META = {"id": "q0", "finish_reason": {"type": "stop", "matched": 1}, "prompt_tokens": 7,
         "completion_tokens": 9, "spec_verify_ct": 3, "spec_num_correct_drafts": 6,
@@ -57,31 +58,19 @@ def ticking(step: float = 0.25, back_at: int | None = None) -> streaming.Clock:
 def receive(body: bytes, content_type: str = "text/event-stream", pieces: int = 0,
             chat: bool = False, clock: streaming.Clock | None = None,
             adapter: Any = SGLANG) -> streaming.Received:
-    async def chunks() -> AsyncIterator[bytes]:
-        size = max(1, len(body) // pieces) if pieces else len(body)
-        for start in range(0, len(body), size):
-            yield body[start:start + size]
+    """`body` served over a socket in `pieces` writes, received by the harness's client."""
+    size = max(1, len(body) // pieces) if pieces else max(1, len(body))
+    chunks = [body[start:start + size] for start in range(0, len(body), size)]
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"content-type": content_type},
-                              stream=_Stream(chunks()))
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return await stream(request, chunks, content_type)
 
     async def go() -> streaming.Received:
-        async with httpx.AsyncClient(transport=httpx.MockTransport(handler),
-                                     base_url="http://server") as client:
+        async with serving(handler) as url, Client(url, 1, 30) as client:
             return await streaming.receive(client, "/generate", {"stream": True},
                                            adapter.stream_assembler(chat), "request q0",
                                            clock or ticking())
     return asyncio.run(go())
-
-
-class _Stream(httpx.AsyncByteStream):
-    def __init__(self, chunks: AsyncIterator[bytes]) -> None:
-        self.chunks = chunks
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self.chunks:
-            yield chunk
 
 
 def test_a_streamed_generate_parses_to_the_unstreamed_counts() -> None:

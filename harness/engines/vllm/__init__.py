@@ -39,8 +39,7 @@ from harness.suite import checkpoints as suite_checkpoints
 if TYPE_CHECKING:
     from pathlib import Path
 
-    import httpx
-
+    from harness.run.http_client import Client
     from harness.suite.checkpoints import Models
     from harness.suite.model import Suite
 
@@ -123,14 +122,14 @@ class VLLMAdapter:
         alone's (`speculative` False) has no counts to keep."""
         return cut_at_stop(parsed, payload, stops, where, chat=chat, speculative=speculative)
 
-    async def read_server_info(self, client: httpx.AsyncClient,
+    async def read_server_info(self, client: Client,
                                start: Mapping[str, Any] | None) -> dict[str, Any]:
         """/server_info (the resolved config) and /metrics (the counters, and over the
         window since `start`, a reading taken by this method)."""
         info: dict[str, Any] = {"server_info": None, "counters": {}, "window": {}}
         # The first /server_info collects the system's facts (collect_env: pip list, lscpu,
         # ...), cached after: it may take longer than an ordinary read.
-        response = await client.get(api.SERVER_INFO_PATH, timeout=api.SERVER_INFO_TIMEOUT_S)
+        response = await client.get(api.SERVER_INFO_PATH, timeout_s=api.SERVER_INFO_TIMEOUT_S)
         if response.status_code == 200:
             with contextlib.suppress(ValueError):
                 info["server_info"] = response.json()

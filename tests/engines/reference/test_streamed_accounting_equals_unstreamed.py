@@ -10,13 +10,13 @@ import dataclasses
 import time
 from typing import Any
 
-import httpx
 import pytest
 
 from harness.engines.interface import ParsedResponse
 from harness.engines.sglang import ADAPTER
 from harness.run import streaming
 from harness.run.drive import sampling_params
+from harness.run.http_client import Client
 from harness.suite.model import GSM8KWorkload
 from tests.engines.reference.conftest import STOP, Server
 
@@ -28,8 +28,8 @@ def both(server: Server, path: str, body: dict[str, Any], chat: bool
     parse = ADAPTER.parse_chat if chat else ADAPTER.parse_generate
 
     async def go() -> tuple[Any, streaming.Received]:
-        async with httpx.AsyncClient(base_url=server.base, timeout=300) as client:
-            plain = (await client.post(path, json=body)).json()
+        async with Client(server.base, 1, 300) as client:
+            plain = (await client.post(path, body)).json()
             streamed = await streaming.receive(client, path, ADAPTER.stream_body(body, chat),
                                                ADAPTER.stream_assembler(chat), "the test",
                                                time.perf_counter)
