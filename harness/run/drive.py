@@ -30,12 +30,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from harness.engines.http_client import Client, TransportError, TransportTimeout
 from harness.engines.interface import EngineAdapter, ParsedResponse
 from harness.errors import TERMINATION, EngineError, Terminated, error_text
 from harness.results.record import RequestRow, RequestTiming
 from harness.run import streaming
 from harness.run.dispatch import Dispatch, Progress, dispatch, drain, progress_limit
-from harness.run.http_client import Client, TransportError, TransportTimeout
 from harness.workloads import Prompt, grade
 
 FLUSH_ATTEMPTS = 20
@@ -191,7 +191,7 @@ class Driver:
         return self.adapter.chat_path if self.chat else self.adapter.generate_path
 
     def client(self, concurrency: int | None = None, timeout: float | None = None) -> Client:
-        """The server's client (harness.run.http_client): one connection per request in
+        """The server's client (harness.engines.http_client): one connection per request in
         flight, no proxy from the environment, the workload's request timeout."""
         return Client(self.endpoint.base_url, concurrency or self.workload.concurrency,
                       timeout or self.workload.request_timeout_s, self.endpoint.headers)

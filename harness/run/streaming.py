@@ -24,10 +24,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.engines.http_client import Client
 from harness.engines.interface import StreamAssembler
 from harness.errors import EngineError
 from harness.results.record import RequestTiming
-from harness.run.http_client import Client
 
 Clock = Callable[[], float]
 DONE = "[DONE]"

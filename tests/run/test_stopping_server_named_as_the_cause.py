@@ -9,14 +9,14 @@ import asyncio
 import pytest
 from aiohttp import web
 
+from harness.engines.http_client import Client
 from harness.engines.sglang import ADAPTER
 from harness.errors import EngineError
 from harness.run import drive
 from harness.run.drive import Driver, Endpoint
-from harness.run.http_client import Client
 from harness.suite.model import SpecBenchWorkload
 from harness.workloads import Prompt
-from tests.run.http_double import serving
+from tests.fixtures.http_double import serving
 
 PROMPT = Prompt(0, "Write a poem.", None, "writing", "81")
 

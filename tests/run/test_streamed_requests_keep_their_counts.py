@@ -14,6 +14,7 @@ from aiohttp import web
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.engines.http_client import Client
 from harness.engines.sglang import ADAPTER as SGLANG
 from harness.engines.sglang.api import parse_chat, parse_generate
 from harness.engines.vllm import ADAPTER as VLLM
@@ -21,8 +22,7 @@ from harness.errors import EngineError
 from harness.results.record import RequestTiming
 from harness.run import streaming
 from harness.run.drive import UNCHECKED, Driver, Endpoint
-from harness.run.http_client import Client
-from tests.run.http_double import serving, stream
+from tests.fixtures.http_double import serving, stream
 
 META = {"id": "q0", "finish_reason": {"type": "stop", "matched": 1}, "prompt_tokens": 7,
         "completion_tokens": 9, "spec_verify_ct": 3, "spec_num_correct_drafts": 6,

@@ -39,7 +39,7 @@ from harness.suite import checkpoints as suite_checkpoints
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from harness.run.http_client import Client
+    from harness.engines.http_client import Client
     from harness.suite.checkpoints import Models
     from harness.suite.model import Suite
 

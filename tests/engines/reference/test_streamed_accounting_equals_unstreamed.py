@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from harness.engines.http_client import Client
 from harness.engines.interface import ParsedResponse
 from harness.engines.sglang import ADAPTER
 from harness.run import streaming
 from harness.run.drive import sampling_params
-from harness.run.http_client import Client
 from harness.suite.model import GSM8KWorkload
 from tests.engines.reference.conftest import STOP, Server
 

@@ -65,7 +65,7 @@ class Response:
     def text(self) -> str:
         return self.content.decode("utf-8", "replace")
 
-    def json(self) -> Any:
+    def json(self) -> object:
         """The body as JSON (ValueError when it is not)."""
         return json.loads(self.content)
 
@@ -130,7 +130,7 @@ class Client:
             raise RuntimeError("the client is used outside its `async with`")
         return self._session
 
-    async def request(self, method: str, path: str, body: Mapping[str, Any] | None = None,
+    async def request(self, method: str, path: str, body: Mapping[str, object] | None = None,
                       headers: Mapping[str, str] | None = None,
                       timeout_s: float | None = None) -> Response:
         """One whole answer to `method path` (with `body` sent as JSON when given)."""
@@ -147,12 +147,12 @@ class Client:
     async def get(self, path: str, timeout_s: float | None = None) -> Response:
         return await self.request("GET", path, timeout_s=timeout_s)
 
-    async def post(self, path: str, body: Mapping[str, Any] | None = None,
+    async def post(self, path: str, body: Mapping[str, object] | None = None,
                    headers: Mapping[str, str] | None = None) -> Response:
         return await self.request("POST", path, body, headers)
 
     @contextlib.asynccontextmanager
-    async def stream(self, path: str, body: Mapping[str, Any]) -> AsyncIterator[StreamResponse]:
+    async def stream(self, path: str, body: Mapping[str, object]) -> AsyncIterator[StreamResponse]:
         """POST `body` as JSON to `path`, its answer read as it arrives."""
         with _translated():
             answer = await self.session.post(self.base_url + path, json=body)

@@ -1,4 +1,4 @@
-"""The harness's client to an engine (harness.run.http_client, aiohttp) over a real socket:
+"""The harness's client to an engine (harness.engines.http_client, aiohttp) over a real socket:
 every way a request gets no answer is a `TransportError` the driver names (a timeout as
 one, the server's own words for an error status), and no proxy is taken from the
 environment."""
@@ -11,15 +11,15 @@ import json
 import pytest
 from aiohttp import web
 
+from harness.engines.http_client import Client, TransportError, TransportTimeout
 from harness.engines.sglang import ADAPTER
 from harness.errors import EngineError
 from harness.run import drive
 from harness.run.drive import Driver, Endpoint
-from harness.run.http_client import Client, TransportError, TransportTimeout
 from harness.run.launch import free_port
 from harness.suite.model import SpecBenchWorkload
 from harness.workloads import Prompt
-from tests.run.http_double import serving, stream
+from tests.fixtures.http_double import serving, stream
 
 PROMPT = Prompt(0, "Write a poem.", None, "writing", "81")
 EVENT = b'data: {"text": "a", "output_ids": [1], "meta_info": {"completion_tokens": 1}}\n\n'
