@@ -23,7 +23,10 @@ Every client sends the same number of requests of the same output length (128 to
   cost; with `--step-ms 0`, how fast the server could write).
 Each figure is the median of `--rounds` rounds (the machine this runs on may be loaded:
 the table says so). The ratios are the harness's over the best peer's: tokens/s >= 0.90
-and added latency <= 1.10 pass. A client that cannot be built or run is reported, and the
+and added latency <= 1.10 pass, each judged where it means something. By default it runs
+twice: the server at full speed (`--step-ms 0`), where tokens/s is judged, then paced at
+20 ms a token, where the added latency is judged; `--step-ms X` runs one of them. A
+client that cannot be built or run is reported, and the
 ratios use the peers that ran. Added latency under FLOOR_MS (0.1 ms) counts as
 FLOOR_MS: with `--step-ms 0` the chunks come faster than a client reads, so TPOT is how
 fast it drains a stream and the added figure is near zero for a fast client; a paced run
@@ -92,7 +95,10 @@ class Figures:
         return self.tpot_ms - self.server_pace_ms
 
 
-REQUESTS = {1: 64}  # requests at a concurrency (`--requests-at-1`); 512 elsewhere
+FAST_REQUESTS_AT_1 = 64
+PACED_STEP_MS = 20.0  # a pace near a real engine's per-token step
+PACED_REQUESTS_AT_1 = 8  # 8 x 128 tokens x 20 ms: about 20 s a client and round
+REQUESTS = {1: FAST_REQUESTS_AT_1}  # requests at a concurrency (`--requests-at-1`); 512 elsewhere
 
 
 def requests_at(concurrency: int) -> int:
@@ -211,7 +217,12 @@ def aiperf_bin() -> Path:
     """AIPerf in its own venv under .cache (uv; built once)."""
     binary = AIPERF_ENV / "bin" / "aiperf"
     if binary.exists():
-        return binary
+        # a venv made at another path (a moved or linked .cache) names an interpreter that
+        # is gone: rebuilt rather than failing at every round
+        interpreter = binary.read_text(errors="replace").partition("\n")[0].removeprefix("#!")
+        if Path(interpreter.strip()).exists():
+            return binary
+        shutil.rmtree(AIPERF_ENV)
     uv = shutil.which("uv")
     if uv is None:
         raise RuntimeError("uv is needed to build AIPerf's venv")
@@ -308,11 +319,19 @@ def report(results: dict[tuple[str, int], list[Figures]], concurrencies: list[in
         added_ratio = max(added_ours, FLOOR_MS) / added_best
         ok_rate = rate_ratio >= 1 - GOAL
         ok_added = added_ratio <= 1 + GOAL
-        passed &= ok_rate and ok_added
+        # Each figure is judged where it means something: tokens/s against a server at full
+        # speed (what a client can sustain), added latency against a paced one (with no
+        # pace, TPOT is how fast a client drains a stream that outruns it, and the slowest
+        # reader looks best).
+        paced = step_ms > 0
+        passed &= ok_added if paced else ok_rate
+        rate_verdict = ("PASS" if ok_rate else "FAIL") if not paced else "not judged: paced"
+        added_verdict = (("PASS" if ok_added else "FAIL") if paced else
+                         "not judged: the server has no pace")
         print(f"{c:>5} ratios: tokens/s harness / best ({best_rate[0]}) {rate_ratio:.2f} "
-              f"(goal >= {1 - GOAL:.2f}: {'PASS' if ok_rate else 'FAIL'}); added latency per "
+              f"(goal >= {1 - GOAL:.2f}: {rate_verdict}); added latency per "
               f"token harness / best ({best_added}) {added_ratio:.2f} (goal <= "
-              f"{1 + GOAL:.2f}: {'PASS' if ok_added else 'FAIL'})")
+              f"{1 + GOAL:.2f}: {added_verdict})")
     return passed
 
 
@@ -320,16 +339,29 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 64, 256])
-    parser.add_argument("--step-ms", type=float, default=0.0,
-                        help="the server's wait between decode steps (its pace per token)")
-    parser.add_argument("--requests-at-1", type=int, default=REQUESTS[1],
+    parser.add_argument("--step-ms", type=float, default=None,
+                        help="the server's wait between decode steps (its pace per token); "
+                             f"default: both, 0 (tokens/s judged) then {PACED_STEP_MS:g} "
+                             f"(added latency judged, {PACED_REQUESTS_AT_1} requests at 1)")
+    parser.add_argument("--requests-at-1", type=int, default=None,
                         help="requests at concurrency 1 (fewer with a slow --step-ms)")
     parser.add_argument("--clients", nargs="+", default=["harness", "vllm bench", "aiperf"],
                         choices=["harness", "vllm bench", "aiperf"])
     parser.add_argument("--profile", action="store_true",
                         help="profile the harness client at the lowest and highest concurrency")
     args = parser.parse_args()
-    REQUESTS[1] = args.requests_at_1
+    paces = [0.0, PACED_STEP_MS] if args.step_ms is None else [args.step_ms]
+    passed = True
+    for step_ms in paces:
+        at_1 = args.requests_at_1 or (PACED_REQUESTS_AT_1 if step_ms > 0 else FAST_REQUESTS_AT_1)
+        passed &= measure(args, step_ms, at_1)
+    return 0 if passed else 1
+
+
+def measure(args: argparse.Namespace, step_ms: float, requests_at_1: int) -> bool:
+    """Every client at every concurrency against a server paced at `step_ms`: the report's
+    verdict."""
+    REQUESTS[1] = requests_at_1
     peers: dict[str, object] = {}
     if "vllm bench" in args.clients:
         try:
@@ -342,7 +374,7 @@ def main() -> int:
         except Exception as error:
             print(f"aiperf: not run ({error})")
     results: dict[tuple[str, int], list[Figures]] = {}
-    server = FakeServer(args.step_ms)
+    server = FakeServer(step_ms)
     try:
         if "harness" in args.clients:
             harness_warm_up(server)
@@ -382,8 +414,7 @@ def main() -> int:
                 print("\n".join(text.getvalue().strip().splitlines()[-PROFILE_TOP - 2:]))
     finally:
         server.close()
-    passed = report(results, args.concurrency, args.step_ms, args.rounds)
-    return 0 if passed else 1
+    return report(results, args.concurrency, step_ms, args.rounds)
 
 
 if __name__ == "__main__":
