@@ -24,6 +24,7 @@ from harness.metrics.calibration import summarise_repeats
 from harness.results.layout import CALIBRATIONS_DIR
 from harness.results.readers import read_calibration, read_requests, read_run
 from harness.results.record import RunRecord, new_run_id, utc_now
+from harness.run import runner
 from harness.suite.model import LoadedSuite, Suite
 from harness.suite.schema import document_sha256
 
@@ -52,8 +53,6 @@ def with_seeds(loaded: LoadedSuite, repeat: int) -> LoadedSuite:
 
 def calibrate(loaded: LoadedSuite, options: Any, runs: int) -> tuple[Path, dict[str, Any]]:
     """Run the suite `runs` times, write the calibration record; (path, record)."""
-    from harness.run.runner import run_suite
-
     if runs < 2:
         raise BadInput(f"--runs must be >= 2 (a spread needs two runs), got {runs}")
     started, calibration_id = utc_now(), new_run_id()
@@ -62,7 +61,8 @@ def calibrate(loaded: LoadedSuite, options: Any, runs: int) -> tuple[Path, dict[
     run_ids: dict[str, list[str]] = {}
     first: RunRecord | None = None
     for repeat in range(runs):
-        outcome = run_suite(with_seeds(loaded, repeat), dataclasses.replace(options, label=label))
+        outcome = runner.run_suite(with_seeds(loaded, repeat),
+                                   dataclasses.replace(options, label=label))
         if outcome.status == "skipped":  # the host does not fit: exit 4, as `run` says
             raise TopologySkip("; ".join(outcome.reasons))
         for entry in outcome.entries or [outcome]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, error_text, interruption_text
+from harness.metrics.measure import summarise
 from harness.results.layout import RUN_FILE
 from harness.results.record import (
     BuildInfo,
@@ -27,6 +28,7 @@ from harness.results.record import (
     utc_now,
 )
 from harness.results.writer import write_run
+from harness.run import recorded
 from harness.run.judge import EXIT_CODES
 from harness.run.outcome import RunOptions, RunOutcome
 from harness.secrets import redact_text
@@ -76,8 +78,6 @@ class EntryRun:
     target_alone: TargetAloneInfo | None = None
 
     def finish(self, verdict: Verdict) -> RunRecord:
-        from harness.run import recorded
-
         loaded = self.loaded
         verdict.reasons.extend(self.notes)
         # error texts may quote a secret
@@ -126,8 +126,6 @@ class EntryRun:
         """The requests that finished before the run ended: kept, never a pass."""
         if self.measurement is not None or not self.rows:
             return
-        from harness.metrics.measure import summarise
-
         suite = self.loaded.suite
         with contextlib.suppress(HarnessError, ValueError):
             self.measurement = summarise(

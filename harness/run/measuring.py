@@ -11,15 +11,29 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
 from harness.errors import TERMINATION, EngineError, Terminated
+from harness.metrics import ranks
+from harness.metrics.latency import summarise_latency
+from harness.metrics.measure import DISAGREEMENT_TOLERANCE, summarise
 from harness.results.record import LayerRow, RequestRow, Verdict
 from harness.results.writer import RowLog
 from harness.run import runtime_attention, runtime_contract
+from harness.run.drive import Driver, Endpoint
 from harness.run.entry_run import EntryRun
 from harness.run.heartbeat import heartbeat, say
 from harness.run.judge import judge_entry
 from harness.run.launch import Server
-from harness.run.sequential import rule_settings, sequential_rule, sequential_saving_note
+from harness.run.sequential import (
+    rule_settings,
+    sequential_rule,
+    sequential_saving_note,
+    stratified_order,
+)
+from harness.run.workload_record import rendered_sha256
+from harness.workloads import warmup_prompts
 
 
 def measure_entry(run: EntryRun, engine: Any, server: Server, workload_plan: Any) -> Verdict:
@@ -42,10 +56,6 @@ def judge_measured(run: EntryRun) -> Verdict:
 
 def measure_only(run: EntryRun, engine: Any, server: Server, workload_plan: Any) -> None:
     """Drive and measure one entry on `server`, every figure recorded on `run`, not judged."""
-    from harness.metrics.latency import summarise_latency
-    from harness.metrics.measure import summarise
-    from harness.run.workload_record import rendered_sha256
-
     options, suite = run.options, run.loaded.suite
     prompts = workload_plan.prompts
     say(f"{suite.name}: {len(prompts)} prompts ({run.planned} requests), "
@@ -117,9 +127,6 @@ def per_rank(measurement: Any, rows: Any, topology: Any, adapter: Any, info: Any
     """A data-parallel topology's figures per DP rank and per node (harness.metrics.ranks),
     each rank cross-checked against its own state in `/server_info`; the server's pooled
     figure is then theirs weighted by verify steps. Returns the notes for the verdict."""
-    from harness.metrics import ranks
-    from harness.metrics.measure import DISAGREEMENT_TOLERANCE
-
     if topology.dp_ranks < 2:
         return []
     per_rank = ranks.by_rank(rows, topology.dp_ranks, topology.node_of_rank)
@@ -167,9 +174,6 @@ def _check_window(adapter: Any, result: Any, info: Any, measurement: Any) -> Non
 
 async def _drive(run: EntryRun, engine: Any, server: Server, workload_plan: Any,
                  keep: Any) -> tuple[Any, Any]:
-    from harness.run.drive import Driver, Endpoint
-    from harness.workloads import warmup_prompts
-
     suite, options = run.loaded.suite, run.options
     prompts = workload_plan.prompts
     endpoint = Endpoint(server.spec.base_url, engine.adapter,
@@ -198,8 +202,6 @@ async def _drive(run: EntryRun, engine: Any, server: Server, workload_plan: Any,
     run.stop_rule = rule
     if rule is not None:
         # every look sees each category in proportion (seeded, the same for every build)
-        from harness.run.sequential import stratified_order
-
         prompts = stratified_order(prompts, suite.workload.seed)
     with _progress(run.planned or len(prompts), options.progress) as advance:
         def on_row(row: RequestRow) -> None:
@@ -216,9 +218,6 @@ def _progress(total: int, enabled: bool) -> Iterator[Any]:
     if not enabled:
         yield None
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
     with Progress("[progress.description]{task.description}", BarColumn(),
                   MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=False) as bar:

@@ -24,14 +24,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.build import parse_build_spec
 from harness.errors import BadInput, EngineError
 from harness.metrics.breakdown import question_pairs
-from harness.metrics.paired_gate import PairedResult, PairedRule, Tolerance, paired_test
+from harness.metrics.paired_gate import PairedResult, PairedRule, Tolerance, paired_test, sizing
 from harness.metrics.speedup import GATED, paired_speedup
 from harness.results.layout import REQUESTS_FILE, RUN_FILE
 from harness.results.readers import BadRecord, read_requests, read_run
 from harness.results.record import RequestRow, RunRecord, Speedup
 from harness.results.skips import report
+from harness.run import plan as planning
+from harness.run import preflight, recorded, runner
 from harness.run.identity import (
     IDENTITY_FIELDS,
     SERVED_KEY,
@@ -40,8 +43,10 @@ from harness.run.identity import (
     served,
 )
 from harness.run.judge import PairedEvidence, SpeedupEvidence
+from harness.run.workload_record import workload_info
 from harness.suite.gate import Gate
-from harness.suite.model import LoadedSuite, Suite
+from harness.suite.model import LoadedSuite, Suite, suite_entries
+from harness.workloads import planned_questions, prepare
 
 
 def tolerance_of(gate: Gate, suite: Suite) -> Tolerance:
@@ -248,10 +253,6 @@ def expected_identities(loaded: LoadedSuite, options: Any) -> dict[str, dict[str
     """Per series, the identity a run of A made now would have: A's engine is prepared
     (its environment built or found in the cache, nothing launched) to know its commit
     and dependency hash."""
-    from harness.run import plan as planning
-    from harness.run import preflight, recorded
-    from harness.suite.model import suite_entries
-
     loaded_a, chosen = planning.choose_build(loaded, options)
     suite = loaded_a.suite
     engine = planning.prepare_engine(suite, options, planning.models(suite, options), chosen)
@@ -262,9 +263,6 @@ def expected_identities(loaded: LoadedSuite, options: Any) -> dict[str, dict[str
     provenance = recorded.provenance(loaded_a, engine, gpus, fit, None)
     out = {}
     for entry in suite_entries(loaded_a, list(options.entries) if options.entries else None):
-        from harness.run.workload_record import workload_info
-        from harness.workloads import prepare
-
         data = prepare(entry.loaded.suite.workload)
         sent = workload_info(entry.loaded.suite, entry.name, data, engine)
         out[entry.series] = identity(entry.loaded.sha256, entry.loaded.document, engine.build,
@@ -275,20 +273,16 @@ def expected_identities(loaded: LoadedSuite, options: Any) -> dict[str, dict[str
 def run_paired(loaded: LoadedSuite, options: Any, against: str, against_label: str = "against",
                reuse: bool = True) -> Any:
     """Measure (or reuse) A, then run B judged by floors and the paired gate."""
-    from harness.run.runner import run_suite
-
     gate = loaded.suite.gate or Gate(relative_drop=0.02)  # a pair needs a tolerance
     if loaded.suite.gate is None:
         _say("note: the suite has no [gate]: default tolerated drop 2% of A, alpha 0.05")
     options_a = dataclasses.replace(options, sglang=against, patch=None, label=against_label,
                                     sequential=False, stop_rule=None, enforce_contract=False,
                                     pairing=None)
-    from harness.run import preflight
-
     fit = preflight.check_fit(loaded.suite.topology, preflight.gpu_inventory(),
                               options.gpu_devices)
     if not fit.fits:  # skipped (exit 4) before either side is built or measured
-        return run_suite(loaded, options)
+        return runner.run_suite(loaded, options)
     for line in sizing_lines(loaded, options):  # before a GPU hour is spent
         _say(line)
     setting = loaded.suite.speedup
@@ -310,7 +304,7 @@ def run_paired(loaded: LoadedSuite, options: Any, against: str, against_label: s
     if missing:
         entries = [_entry_name(loaded, s) for s in missing]
         _say(f"reference: measuring {against} on this host ({', '.join(missing)})")
-        outcome_a = run_suite(loaded, dataclasses.replace(options_a, entries=entries))
+        outcome_a = runner.run_suite(loaded, dataclasses.replace(options_a, entries=entries))
         if outcome_a.status == "skipped":  # the host does not fit the suite: nor B then
             return outcome_a
         for entry in outcome_a.entries or [outcome_a]:
@@ -323,17 +317,13 @@ def run_paired(loaded: LoadedSuite, options: Any, against: str, against_label: s
             references[series] = reference_from(Path(entry.run_dir), series, metric_of[series],
                                                 against, False)
     judge = PairedJudge(gate, references)
-    return run_suite(loaded, dataclasses.replace(options, pairing=judge))
+    return runner.run_suite(loaded, dataclasses.replace(options, pairing=judge))
 
 
 def sizing_lines(loaded: LoadedSuite, options: Any) -> list[str]:
     """Per series: is the gate sized for its question count ("underpowered: N questions
     needed" when not), from the declared `[gate] paired_sd`. A's level for a relative
     tolerance: the highest baseline, else the floor (the run's A is not measured yet)."""
-    from harness.metrics.paired_gate import sizing
-    from harness.suite.model import suite_entries
-    from harness.workloads import planned_questions
-
     gate = loaded.suite.gate
     if gate is None:
         return []
@@ -349,8 +339,6 @@ def sizing_lines(loaded: LoadedSuite, options: Any) -> list[str]:
 
 
 def _metrics(loaded: LoadedSuite, options: Any) -> dict[str, str]:
-    from harness.suite.model import suite_entries
-
     gate = loaded.suite.gate
     return {e.series: (gate.metric if gate and gate.metric else e.loaded.suite.floors.metric)
             for e in suite_entries(loaded, list(options.entries) if options.entries else None)}
@@ -362,8 +350,6 @@ def _entry_name(loaded: LoadedSuite, series: str) -> str:
 
 def check_against(loaded: LoadedSuite, against: str | None) -> str | None:
     """The reference build a run pairs against: --against, else the suite's gate.against."""
-    from harness.build import parse_build_spec
-
     spec = against or (loaded.suite.gate.against if loaded.suite.gate else None)
     if spec is not None:
         parse_build_spec(spec, engine=loaded.suite.engine.kind, flag="--against")

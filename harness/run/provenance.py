@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
+from harness.build.gitrepo import head_state
 from harness.results.record import GPUInfo, Provenance
 from harness.run.preflight import driver_version
 from harness.secrets import is_secret_name, redact_argv, redact_text
@@ -43,8 +44,6 @@ def safe_env(env: Mapping[str, str], extra_names: Iterable[str] = ()) -> dict[st
 
 
 def harness_git() -> tuple[str | None, bool | None]:
-    from harness.build.gitrepo import head_state
-
     return head_state(REPO_ROOT, exact=True)
 
 

@@ -10,9 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from harness import build as builds
+from harness.engines.reference.checkpoints import (
+    draft_files_sha256,
+    file_sha256,
+    served_weights_sha256,
+)
+from harness.engines.reference_adapter import engine_device
 from harness.engines.registry import secret_flags
 from harness.errors import error_text
 from harness.results.record import GPUInfo, Provenance
+from harness.run import provenance as collect
 from harness.run.plan import PreparedEngine, server_env, stand_in_folders
 from harness.run.preflight import Fit
 from harness.secrets import redact_argv, redact_document
@@ -33,20 +40,14 @@ def redacted_document(loaded: LoadedSuite) -> dict[str, Any]:
 
 def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequence[GPUInfo],
                fit: Fit | None, data: Any) -> Provenance:
-    from harness.run import provenance as collect
-
     used = [g for g in gpus if fit is not None and g.index in fit.devices]
     weights = None
     if engine is not None and engine.checkpoints is not None:
-        from harness.engines.reference.checkpoints import served_weights_sha256
-
         weights = served_weights_sha256(*engine.checkpoints)
     elif engine is not None and isinstance(engine.suite.engine, VLLMEngine) and \
             engine.models is not None and \
             (Path(engine.models.draft) / "model.safetensors").is_file() and \
             (Path(engine.models.target) / "model.safetensors").is_file():
-        from harness.engines.reference.checkpoints import draft_files_sha256, file_sha256
-
         # local folders (vLLM's tiny suite): the weights and the draft config it serves
         weights = {"target": file_sha256(Path(engine.models.target) / "model.safetensors"),
                    **draft_files_sha256(Path(engine.models.draft))}
@@ -64,8 +65,6 @@ def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequenc
                              loaded.suite.workload.seed, weights_sha256=weights,
                              stand_ins_sha256=stand_ins, test_patches_sha256=patches)
     if isinstance(loaded.suite.engine, ReferenceEngine):  # the device it launches on
-        from harness.engines.reference_adapter import engine_device
-
         record.device = engine_device(loaded.suite)
     return record
 

@@ -23,7 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.engines.vllm.recorder import FOLDER
 from harness.errors import EngineError
+from harness.results.checks import BadFile, read_regular
 from harness.results.record import LayerRow, RuntimeLayerRow
 
 RECORD_ENV = "HARNESS_ATTENTION_RECORD"  # the stand-in reads the same name
@@ -51,8 +53,6 @@ def recorder_path(suite: Any, env: dict[str, str]) -> str | None:
     chains to any other), for a vLLM suite; None for others (SGLang's stand-ins record)."""
     if getattr(suite.engine, "kind", None) != "vllm":
         return None
-    from harness.engines.vllm.recorder import FOLDER
-
     rest = env.get("PYTHONPATH") or os.environ.get("PYTHONPATH")
     return ":".join([str(FOLDER), *filter(None, [rest])])
 
@@ -60,8 +60,6 @@ def recorder_path(suite: Any, env: dict[str, str]) -> str | None:
 def read_runtime(path: Path) -> list[RuntimeLayerRow]:
     """The draft layers' rows of the kernel's record, distinct and in layer order. A line
     that is not the stand-in's JSON is an error naming the file and line."""
-    from harness.results.checks import BadFile, read_regular
-
     try:  # the results' door: a regular file of bounded size, read without blocking
         data, _ = read_regular(path)
     except FileNotFoundError:

@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import EngineError
+from harness.results.checks import BadFile, read_regular
 from harness.results.record import ClauseRow
+from harness.suite.draft_contract import Clause, clause_differences
 
 RECORD_ENV = "HARNESS_CONTRACT_RECORD"  # the stand-in reads the same name
 RECORD_FILE = "contract-runtime.jsonl"  # in the (first) run's folder, beside server.log
@@ -31,8 +33,6 @@ RECORD_FILE = "contract-runtime.jsonl"  # in the (first) run's folder, beside se
 def read_runtime(path: Path) -> dict[str, list[tuple[int | str | list[int], str]]]:
     """clause -> the distinct (value, where recorded) lines, in the order written. A line
     that is not the stand-in's JSON is an error naming the file and line."""
-    from harness.results.checks import BadFile, read_regular
-
     try:
         data, _ = read_regular(path)
     except FileNotFoundError:
@@ -122,8 +122,6 @@ def expected_differences(suite: Any, audit: Mapping[str, ClauseRow] | None,
         return []
     if isinstance(expected, str):  # "declared": the preflight compared those already
         return []
-    from harness.suite.draft_contract import Clause, clause_differences
-
     recorded = {name: Clause(tuple(row.value) if isinstance(row.value, list) else row.value,
                              row.source) for name, row in runtime.items()}
     wanted = {name: value for name, value in expected.items() if name in recorded}

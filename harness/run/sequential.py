@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from harness.metrics.breakdown import question_pairs
 from harness.metrics.floor_checks import (
     ACCEPT_LENGTH,
     FloorCheck,
@@ -49,9 +50,9 @@ from harness.metrics.floor_checks import (
     NoEarlySample,
     floor_checks,
 )
+from harness.metrics.stopping import SequentialRule, skew_corrected_z
 
 if TYPE_CHECKING:
-    from harness.metrics.stopping import SequentialRule
     from harness.suite.entries import Floors
 
 MIN_GROUP = 20  # questions a floor needs at a look before it may settle (the t approximation)
@@ -115,13 +116,9 @@ class FloorsRule:
         return "inconclusive" if last else None
 
     def _questions(self, rows: Sequence[Any]) -> int:
-        from harness.metrics.breakdown import question_pairs
-
         return len(question_pairs(rows, self.metric)[0])
 
     def _floors_decision(self, rows: Sequence[Any]) -> str | None:
-        from harness.metrics.breakdown import question_pairs
-
         _, tokens, steps = question_pairs(rows, self.metric)
         n = len(tokens)
         if n >= self.rule.max_n or n not in self.rule.looks():
@@ -167,8 +164,6 @@ def _ratio(rule: SequentialRule, tokens: Sequence[int], steps: Sequence[int], fl
     over the group's questions, at the thresholds for its own size."""
     import numpy as np
 
-    from harness.metrics.stopping import skew_corrected_z
-
     if len(tokens) < MIN_GROUP or sum(steps) <= 0:
         return None
     fail_at, pass_at = rule.critical_values(len(tokens))
@@ -180,8 +175,6 @@ def _ratio(rule: SequentialRule, tokens: Sequence[int], steps: Sequence[int], fl
 def stop_rule(suite: Any, max_n: int) -> FloorsRule:
     """`max_n`: the questions the workload plans (the rule looks at question counts);
     the rule settles every floor of the suite (`harness.run.sequential`)."""
-    from harness.metrics.stopping import SequentialRule
-
     floors = suite.floors
     rule = SequentialRule(floor=floors.accept_length, alpha=floors.alpha,
                           beta=floors.beta, max_n=max_n, strict=floors.strict)

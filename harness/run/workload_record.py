@@ -10,14 +10,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.results.record import RequestRow, WorkloadInfo
+from harness.run.drive import first_turn
 from harness.workloads import WorkloadPlan
+from harness.workloads.chat import template_source
 
 
 def prompts_sha256(workload: Any, plan: WorkloadPlan) -> str:
     """sha256 over the first request of every planned question as the harness sends it
     (the text, or the chat messages), one compact JSON value per line, in order."""
-    from harness.run.drive import first_turn
-
     lines = "".join(json.dumps(first_turn(workload, prompt), ensure_ascii=False,
                                separators=(",", ":")) + "\n" for prompt in plan.prompts)
     return hashlib.sha256(lines.encode("utf-8")).hexdigest()
@@ -49,8 +49,6 @@ def add_chat_template(info: WorkloadInfo | None, suite: Any, engine: Any) -> Non
     the model, so a hub model's files are in the local cache)."""
     if info is None or info.protocol != "chat" or engine is None:
         return
-    from harness.workloads.chat import template_source
-
     models = getattr(engine, "models", None)
     override = getattr(engine.adapter, "chat_template_override", lambda s: None)(suite)
     found = template_source(models.target if models else None,

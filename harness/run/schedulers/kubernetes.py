@@ -19,6 +19,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from harness.engines.interface import Placement
+from harness.errors import BadInput
 from harness.run.schedulers.deployment import secret_variable, secret_words
 
 API_VERSION = "leaderworkerset.x-k8s.io/v1"
@@ -55,12 +57,8 @@ def manifest(engine: Any, suite: Any, env: Mapping[str, str], image: str | None 
              ) -> str:
     """The LeaderWorkerSet and its leader's Service, as a YAML stream (JSON documents,
     which YAML reads as they are) with the Secret to create named in a comment."""
-    from harness.engines.interface import Placement
-
     topology = suite.topology
     if topology.disaggregation is not None:
-        from harness.errors import BadInput
-
         raise BadInput(f"suite {suite.name}: the manifest is one LeaderWorkerSet serving one "
                        "server over nnodes; a prefill/decode split is two of them behind the "
                        "engine's router (not written by the harness): deploy it and measure "

@@ -37,8 +37,9 @@ from typing import Any
 
 import httpx
 
+from harness.engines.interface import Placement
 from harness.errors import BadInput, EngineError
-from harness.run.launch import log_tail
+from harness.run.launch import log_tail, signals_deferred
 from harness.run.schedulers.deployment import secret_variable, secret_words
 from harness.secrets import redact_text
 
@@ -354,8 +355,6 @@ class SlurmJob:
             log.write_bytes(shown.encode("utf-8", "surrogateescape"))
 
     def __enter__(self) -> SlurmJob:
-        from harness.run.launch import signals_deferred
-
         self.check_cluster()
         with signals_deferred():  # a Ctrl-C between submit and the id would orphan it
             self.submit()
@@ -368,8 +367,6 @@ class SlurmJob:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        from harness.run.launch import signals_deferred
-
         with signals_deferred():
             self.cancel()
 
@@ -378,8 +375,6 @@ def prepare(engine: Any, suite: Any, env: Mapping[str, str], run_dir: Path,
             options: SlurmOptions, ready_paths: tuple[str, ...],
             tools: dict[str, str] | None = None) -> SlurmJob:
     """The job for the suite's topology: node 0's launch line templated for every node."""
-    from harness.engines.interface import Placement
-
     topology = suite.topology
     check_topology(topology)
     placement = Placement(node_rank=0, nnodes=topology.nnodes,
