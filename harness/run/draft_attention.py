@@ -8,13 +8,12 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from harness.audit import audit_build, check_contract, load_draft_config
 from harness.audit.config import locate_draft_config
 from harness.audit.errors import VersionRejected
 from harness.audit.source import checkout_source
-from harness.audit.target import load_target
+from harness.audit.target import AuditTarget, load_target
 from harness.audit.vllm import installed_column
 from harness.engines.vllm.audit import vllm_layers
 from harness.engines.vllm.launch import num_speculative_tokens
@@ -42,7 +41,7 @@ class Preflight:
 
     attention: list[LayerRow] | None
     clauses: dict[str, Clause] = field(default_factory=dict)  # the other clauses
-    config: Mapping[str, Any] | None = None  # the draft's config.json (for "declared")
+    config: Mapping[str, object] | None = None  # the draft's config.json (for "declared")
 
     def clause_rows(self) -> dict[str, ClauseRow] | None:
         if not self.clauses:
@@ -75,7 +74,7 @@ def preflight(loaded: LoadedSuite, engine: PreparedEngine) -> Preflight:
         # The audit resolves a DFlash draft's attention; a STANDALONE or EAGLE draft is
         # the model's own causal stack, which it would misreport as bidirectional.
         return Preflight(None)
-    config: Mapping[str, Any] | None = None
+    config: Mapping[str, object] | None = None
     clauses: dict[str, Clause] = {}
     try:
         if isinstance(suite.engine, VLLMEngine):
@@ -118,7 +117,7 @@ def preflight(loaded: LoadedSuite, engine: PreparedEngine) -> Preflight:
 
 
 def _vllm_clauses(suite: Suite, engine: PreparedEngine, config_json: Path
-                  ) -> tuple[Mapping[str, Any] | None, dict[str, Clause]]:
+                  ) -> tuple[Mapping[str, object] | None, dict[str, Clause]]:
     """The draft's config and its clauses by the audit's vLLM column, run on the code of
     the vLLM this run launches (harness/audit/vllm.py), with the block the server is
     given: vLLM reads no block size from a DFlash draft, it proposes the suite's
@@ -144,7 +143,7 @@ def _vllm_clauses(suite: Suite, engine: PreparedEngine, config_json: Path
     return config, clauses
 
 
-def _target(engine: PreparedEngine) -> Any:
+def _target(engine: PreparedEngine) -> AuditTarget | None:
     """The target served beside the draft, as the audit reads it (its folder's config and
     tokenizer); None when it cannot be read here (a hub id not in the local cache)."""
     target = engine.models.target if engine.models else None

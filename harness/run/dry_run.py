@@ -8,7 +8,7 @@ import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness import build as builds
 from harness.build.sglang_cpu import CPU_ENGINE_ENV, host_device
@@ -32,15 +32,27 @@ from harness.run.schedulers.deployment import placements
 from harness.secrets import redact_env, redact_text
 from harness.suite.checkpoints import Models, model_source
 from harness.suite.draft_contract import show_value
-from harness.suite.model import METRIC_DEFINITIONS, LoadedSuite, Suite, VLLMEngine, suite_entries
+from harness.suite.model import (
+    METRIC_DEFINITIONS,
+    Baseline,
+    Entry,
+    LoadedSuite,
+    Suite,
+    VLLMEngine,
+    suite_entries,
+)
 from harness.suite.release_patches import shown
 from harness.suite.serving import DRAFTLESS, ReferenceEngine, SGLangEngine
 from harness.workloads import describe as describe_workload
 from harness.workloads import prepare
 
+if TYPE_CHECKING:
+    from harness.run.outcome import RunOptions
+
 PORT_PLACEHOLDER = 30000
 
-def _dry_run_command(suite: Suite, options: Any, chosen: ChosenBuild,
+
+def _dry_run_command(suite: Suite, options: RunOptions, chosen: ChosenBuild,
                      placement: Placement | None = None) -> list[str]:
     adapter = adapter_for(suite.engine.kind)
     if isinstance(suite.engine, VLLMEngine):
@@ -74,7 +86,7 @@ def _dry_run_command(suite: Suite, options: Any, chosen: ChosenBuild,
                                   placement)
 
 
-def scheduler_plan(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | None
+def scheduler_plan(suite: Suite, options: RunOptions, chosen: ChosenBuild, fit: Fit | None
                    ) -> list[str]:
     """What a scheduler would be given: Slurm's batch script and its sbatch line, or a
     Kubernetes LeaderWorkerSet manifest (secrets redacted as everywhere)."""
@@ -111,7 +123,7 @@ def _port(placement: Placement | None) -> int:
                                else 0)
 
 
-def topology_lines(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | None
+def topology_lines(suite: Suite, options: RunOptions, chosen: ChosenBuild, fit: Fit | None
                    ) -> list[str]:
     """Every process of a multi-process topology as its own pasteable line: node 0's
     rendezvous and a split's bootstrap port stand as placeholders like the port."""
@@ -123,7 +135,7 @@ def topology_lines(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | N
     return lines
 
 
-def dry_run_line(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | None,
+def dry_run_line(suite: Suite, options: RunOptions, chosen: ChosenBuild, fit: Fit | None,
                  placement: Placement | None = None) -> str:
     """The launch as a shell line that runs when pasted: `env` with the server's whole
     environment (the stand-ins on PYTHONPATH, SGLang's CPU engine switch, the suite's
@@ -137,7 +149,7 @@ def dry_run_line(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | Non
                        *command])
 
 
-def target_alone_line(suite: Suite, options: Any, chosen: ChosenBuild) -> str:
+def target_alone_line(suite: Suite, options: RunOptions, chosen: ChosenBuild) -> str:
     """The target alone's launch line ([speedup], harness.run.baseline): the engine's
     line less its speculative flags, in the same environment as the line above."""
     line = _dry_run_command(suite, options, chosen, None)
@@ -145,7 +157,7 @@ def target_alone_line(suite: Suite, options: Any, chosen: ChosenBuild) -> str:
                                      suite))
 
 
-def _dry_run_env(suite: Suite, options: Any, chosen: ChosenBuild,
+def _dry_run_env(suite: Suite, options: RunOptions, chosen: ChosenBuild,
                  fit: Fit | None) -> dict[str, str]:
     """The server's environment as a run would set it: read from the build's environment
     when it exists (its build note), else what the build will record (the CPU recipe's
@@ -160,13 +172,13 @@ def _dry_run_env(suite: Suite, options: Any, chosen: ChosenBuild,
     return server_env(suite, fit, facts, build_env)
 
 
-def _placeholder(ref: Any) -> str:
+def _placeholder(ref: object) -> str:
     model = getattr(ref, "model", None)
     return f"${model.env}" if hasattr(model, "env") else str(model)
 
 
-def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
-             entries: Sequence[Any] | None = None) -> list[str]:
+def describe(loaded: LoadedSuite, options: RunOptions, fit: Fit, chosen: ChosenBuild,
+             entries: Sequence[Entry] | None = None) -> list[str]:
     """What a run of this suite does, for `--dry-run` and for a skipped run. A dry run
     also loads each workload's data (exit 2 when it cannot), so the plan shows the data
     hash the run will record; a skipped run does not."""
@@ -286,7 +298,7 @@ def floor_lines(checks: list[FloorCheck]) -> list[str]:
 
 
 
-def baseline_line(baseline: Any, metric: str) -> str:
+def baseline_line(baseline: Baseline, metric: str) -> str:
     """A baseline in the plan: its figure, definition, where it was measured, its source;
     "measured here" said once when the source already says it."""
     where = "external" if baseline.external else "measured here"

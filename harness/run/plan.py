@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from harness import build as builds
 from harness.engines.interface import EngineAdapter, Placement
@@ -36,6 +36,21 @@ from harness.suite.local_models import (
 from harness.suite.model import Entry, LoadedSuite, Suite, VLLMEngine, suite_entries
 from harness.suite.release_patches import patch_files
 from harness.suite.serving import ReferenceEngine, SGLangEngine
+
+if TYPE_CHECKING:
+    from harness.run.outcome import RunOptions
+
+
+class ServedEngine(Protocol):
+    """What measuring a server reads of its engine: the adapter that speaks to it and the
+    models it was asked to serve (a `PreparedEngine`, or `harness.run.attach`'s engine
+    for a server nobody here launched)."""
+
+    @property
+    def adapter(self) -> EngineAdapter: ...
+
+    @property
+    def models(self) -> Models | None: ...
 
 
 @dataclass
@@ -97,7 +112,7 @@ def requested_spec(suite: Suite, spec: str | None, patch: Path | None) -> str | 
     return spec
 
 
-def choose_build(loaded: LoadedSuite, options: Any) -> tuple[LoadedSuite, ChosenBuild]:
+def choose_build(loaded: LoadedSuite, options: RunOptions) -> tuple[LoadedSuite, ChosenBuild]:
     """Parse the run's build spec against the suite's engine (exit 2 when it does not
     parse or does not apply) and apply a reference build's settings to the suite served.
 
@@ -137,7 +152,7 @@ def choose_build(loaded: LoadedSuite, options: Any) -> tuple[LoadedSuite, Chosen
     return loaded.model_copy(update={"suite": served}), ChosenBuild(build, reference)
 
 
-def models(suite: Suite, options: Any) -> Models | None:
+def models(suite: Suite, options: RunOptions) -> Models | None:
     """The models the run serves (exit 2 when a model with no public id is not given).
     A checkpoint the harness makes itself (`tiny:causal`) is made into the cache here
     (milliseconds; a dry run makes it too, so that its printed line runs as pasted)."""
@@ -205,9 +220,9 @@ def tiny_model(name: str) -> str:
     return str(TINY_MODELS[name]())
 
 
-def build_options(suite: Suite) -> dict[str, Any]:
+def build_options(suite: Suite) -> dict[str, object]:
     engine = suite.engine
-    options: dict[str, Any] = {"num_draft_tokens": suite.speculative.draft_tokens,
+    options: dict[str, object] = {"num_draft_tokens": suite.speculative.draft_tokens,
                                "algorithm": suite.speculative.algorithm}
     if isinstance(engine, ReferenceEngine):
         options |= {"attention_policy": engine.attention_policy,
@@ -219,7 +234,7 @@ def reference_dirs() -> tuple[Path, Path]:
     return default_dirs(builds.cache_root())
 
 
-def prepare_engine(suite: Suite, options: Any, models: Models | None,
+def prepare_engine(suite: Suite, options: RunOptions, models: Models | None,
                    chosen: ChosenBuild) -> PreparedEngine:
     """Make (or find) the engine's environment and checkpoints; the heavy part of a run."""
     adapter = adapter_for(suite.engine.kind)
@@ -251,7 +266,7 @@ def vllm_tiny_models(engine: VLLMEngine) -> Models:
     return Models(str(target), str(draft))
 
 
-def _suite_paths(suite: Suite, key: str, what: str, exists: Any) -> list[Path]:
+def _suite_paths(suite: Suite, key: str, what: str, exists: Callable[[Path], bool]) -> list[Path]:
     """`engine.<key>` of the suite, absolute (relative ones from the repository root);
     one that `exists` refuses is exit 2 naming it."""
     paths = [Path(f) if Path(f).is_absolute() else builds.REPO_ROOT / f

@@ -7,7 +7,6 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from harness import build as builds
 from harness.engines.reference.checkpoints import (
@@ -25,6 +24,7 @@ from harness.run.preflight import Fit
 from harness.secrets import redact_argv, redact_document
 from harness.suite.model import LoadedSuite, Suite, VLLMEngine
 from harness.suite.serving import ReferenceEngine, SGLangEngine
+from harness.workloads import WorkloadPlan
 
 
 def redact_command(command: Sequence[str], suite: Suite) -> list[str]:
@@ -32,14 +32,14 @@ def redact_command(command: Sequence[str], suite: Suite) -> list[str]:
     return redact_argv(command, secret_flags(suite.engine.kind))
 
 
-def redacted_document(loaded: LoadedSuite) -> dict[str, Any]:
+def redacted_document(loaded: LoadedSuite) -> dict[str, object]:
     """The suite document as recorded: secret env values and flag values replaced."""
     return redact_document(json.loads(json.dumps(loaded.document)),
                            secret_flags(loaded.suite.engine.kind))
 
 
 def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequence[GPUInfo],
-               fit: Fit | None, data: Any) -> Provenance:
+               fit: Fit | None, data: WorkloadPlan | None) -> Provenance:
     used = [g for g in gpus if fit is not None and g.index in fit.devices]
     weights = None
     if engine is not None and engine.checkpoints is not None:

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from types import FrameType
 
 from harness import build as builds
 from harness.build.common import current_step
@@ -33,7 +33,14 @@ from harness.errors import (
     Interrupted,
     Terminated,
 )
-from harness.results.record import SERVER_LOG, LaunchInfo, RunRecord, new_run_id, utc_now
+from harness.results.record import (
+    SERVER_LOG,
+    GPUInfo,
+    LaunchInfo,
+    RunRecord,
+    new_run_id,
+    utc_now,
+)
 from harness.results.writer import create_run_dir
 from harness.run import (
     baseline,
@@ -55,12 +62,16 @@ from harness.run.launch import LOOPBACK, Server, ServerSpec, free_port
 from harness.run.measuring import judge_measured, measure_entry, measure_only
 from harness.run.outcome import RunOptions as RunOptions
 from harness.run.outcome import RunOutcome, combined
+from harness.run.plan import ChosenBuild, PreparedEngine
+from harness.run.preflight import Fit
 from harness.run.schedulers import slurm
-from harness.run.schedulers.deployment import checked_lines, node_lines
+from harness.run.schedulers.deployment import NodeLine, checked_lines, node_lines
 from harness.run.schedulers.local import LocalNodes, rendezvous
+from harness.run.schedulers.slurm import SlurmJob
 from harness.secrets import redact_text
+from harness.suite.checkpoints import Models
 from harness.suite.model import Entry, LoadedSuite, suite_entries
-from harness.workloads import prepare
+from harness.workloads import WorkloadPlan, prepare
 
 
 def _preparing(elapsed: float) -> str:
@@ -78,7 +89,7 @@ def _launching(elapsed: float, log: Path) -> str:
 def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (CI cancelling a job) unwinds like Ctrl-C, so cleanup always runs."""
 
-    def handler(signum: int, _frame: Any) -> None:
+    def handler(signum: int, _frame: FrameType | None) -> None:
         TERMINATION.signum = signum  # kept: the raise may land where it is swallowed
         raise Terminated(signum)
 
@@ -181,8 +192,8 @@ def _fail_unfinished(runs: list[EntryRun], error: BaseException) -> list[RunReco
     return records
 
 
-def _prepare_and_measure(runs: list[EntryRun], models: Any, chosen: Any, gpus: Any, fit: Any
-                         ) -> RunOutcome:
+def _prepare_and_measure(runs: list[EntryRun], models: Models | None, chosen: ChosenBuild,
+                         gpus: Sequence[GPUInfo], fit: Fit) -> RunOutcome:
     first = runs[0]
     options = first.options
     suite = first.loaded.suite
@@ -221,7 +232,8 @@ def _prepare_and_measure(runs: list[EntryRun], models: Any, chosen: Any, gpus: A
     return combined([run.outcome() for run in runs])
 
 
-def _topology_lines(run: EntryRun, engine: Any, port: int, env: dict[str, str]) -> list[Any]:
+def _topology_lines(run: EntryRun, engine: PreparedEngine, port: int, env: dict[str, str]
+                    ) -> list[NodeLine]:
     """A topology's launch lines on this host (every node over 127.0.0.1), once the
     release's own parser has read them (exit 2 with its message where it refuses one); []
     for one node of tensor parallelism alone, which launches as it always has (its lines
@@ -241,14 +253,15 @@ def _topology_lines(run: EntryRun, engine: Any, port: int, env: dict[str, str]) 
     return lines
 
 
-def _slurm_job(run: EntryRun, engine: Any, env: dict[str, str]) -> Any:
+def _slurm_job(run: EntryRun, engine: PreparedEngine, env: dict[str, str]) -> SlurmJob:
     suite = run.loaded.suite
     return slurm.prepare(engine, suite, env, run.run_dir, run.options.launcher_options
                          or slurm.SlurmOptions(),
                          engine.adapter.ready_paths, slurm.commands())
 
 
-def _measure_on(runs: list[EntryRun], engine: Any, plans: list[Any], job: Any) -> None:
+def _measure_on(runs: list[EntryRun], engine: PreparedEngine, plans: list[WorkloadPlan],
+                job: SlurmJob) -> None:
     """Measure every entry on a deployment a scheduler starts (`job`: a context manager
     that submits it, waits until it runs, and cancels it on every exit path)."""
     first = runs[0]
@@ -279,14 +292,15 @@ def _measure_on(runs: list[EntryRun], engine: Any, plans: list[Any], job: Any) -
                 (run.run_dir / SERVER_LOG).write_bytes(job.spec.log_path.read_bytes())
 
 
-def _server(spec: ServerSpec, lines: list[Any], logs: Path) -> Any:
+def _server(spec: ServerSpec, lines: list[NodeLine], logs: Path) -> Server | LocalNodes:
     """The process tree to launch: one server, or one per node on this host."""
     if len(lines) <= 1:
         return Server(spec)
     return LocalNodes(lines, spec, logs)
 
 
-def _launch_and_measure(runs: list[EntryRun], engine: Any, gpus: Any, fit: Any) -> None:
+def _launch_and_measure(runs: list[EntryRun], engine: PreparedEngine, gpus: Sequence[GPUInfo],
+                        fit: Fit) -> None:
     first = runs[0]
     suite = first.loaded.suite
     plans = []
