@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Hashable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import BadInput, EngineError, TopologySkip
 from harness.files import atomic_write_text
@@ -24,8 +25,12 @@ from harness.metrics.calibration import summarise_repeats
 from harness.results.layout import CALIBRATIONS_DIR
 from harness.results.readers import read_calibration, read_requests, read_run
 from harness.results.record import RunRecord, new_run_id, utc_now
+from harness.run import runner
 from harness.suite.model import LoadedSuite, Suite
 from harness.suite.schema import document_sha256
+
+if TYPE_CHECKING:
+    from harness.run.outcome import RunOptions
 
 SEED_STRIDE = 100_000_000  # far above a request's own offsets (question + 1e6 per turn)
 CALIBRATION_FILE_KIND = "calibration"
@@ -50,19 +55,19 @@ def with_seeds(loaded: LoadedSuite, repeat: int) -> LoadedSuite:
                        document=document)
 
 
-def calibrate(loaded: LoadedSuite, options: Any, runs: int) -> tuple[Path, dict[str, Any]]:
+def calibrate(loaded: LoadedSuite, options: RunOptions, runs: int
+              ) -> tuple[Path, dict[str, object]]:
     """Run the suite `runs` times, write the calibration record; (path, record)."""
-    from harness.run.runner import run_suite
-
     if runs < 2:
         raise BadInput(f"--runs must be >= 2 (a spread needs two runs), got {runs}")
     started, calibration_id = utc_now(), new_run_id()
     label = f"calibrate-{calibration_id}"
-    per_series: dict[str, list[tuple[list[Any], list[int], list[int]]]] = {}
+    per_series: dict[str, list[tuple[list[Hashable], list[int], list[int]]]] = {}
     run_ids: dict[str, list[str]] = {}
     first: RunRecord | None = None
     for repeat in range(runs):
-        outcome = run_suite(with_seeds(loaded, repeat), dataclasses.replace(options, label=label))
+        outcome = runner.run_suite(with_seeds(loaded, repeat),
+                                   dataclasses.replace(options, label=label))
         if outcome.status == "skipped":  # the host does not fit: exit 4, as `run` says
             raise TopologySkip("; ".join(outcome.reasons))
         for entry in outcome.entries or [outcome]:
@@ -120,7 +125,7 @@ def calibrate(loaded: LoadedSuite, options: Any, runs: int) -> tuple[Path, dict[
 
 
 def find_calibration(results: Path, suite: str, calibration_id: str | None = None
-                     ) -> tuple[Path, dict[str, Any]] | None:
+                     ) -> tuple[Path, dict[str, object]] | None:
     """The calibration record with this id (or the newest one) for the suite."""
     folder = Path(results) / CALIBRATIONS_DIR / suite
     for path in sorted(folder.glob("*.json"), reverse=True):

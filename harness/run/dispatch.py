@@ -15,9 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from harness.metrics.stopping import in_flight_limit
 
@@ -69,14 +68,14 @@ class Dispatch:
     cancelled: list[int] = field(default_factory=list)  # prompt positions, in flight at the end
 
 
-async def dispatch(n: int, concurrency: int, one: Callable[[int], Any], looks: Sequence[int],
-                   look: Callable[[int], str | None], state: Dispatch,
+async def dispatch(n: int, concurrency: int, one: Callable[[int], Awaitable[None]],
+                   looks: Sequence[int], look: Callable[[int], str | None], state: Dispatch,
                    progress: Progress, past_look: int | None = None) -> None:
     """Prompts 0..n-1 with `concurrency` in flight; `look(at)` once prompts 0..at-1
     have all finished; a settled look ends the dispatch, cancelling what runs. A prompt
     past the next look is sent only while fewer than `past_look` run (None: `concurrency`).
     Once the watchdog halts it (a dead server), what runs finishes and nothing is sent."""
-    running: dict[asyncio.Future[Any], int] = {}
+    running: dict[asyncio.Future[None], int] = {}
     done: set[int] = set()
     prefix, pending = 0, list(looks)
 
@@ -112,7 +111,7 @@ async def dispatch(n: int, concurrency: int, one: Callable[[int], Any], looks: S
         state.cancelled.sort()
 
 
-async def drain(task: asyncio.Future[Any], progress: Progress | None) -> None:
+async def drain(task: asyncio.Future[object], progress: Progress | None) -> None:
     """Let `task` read what the server already sent (see DRAIN_QUIET_S)."""
     if progress is None:
         return

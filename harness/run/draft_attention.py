@@ -8,12 +8,26 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from harness.audit import audit_build, check_contract, load_draft_config
+from harness.audit.config import locate_draft_config
+from harness.audit.errors import VersionRejected
+from harness.audit.source import checkout_source
+from harness.audit.target import AuditTarget, load_target
+from harness.audit.vllm import installed_column
+from harness.engines.vllm.audit import vllm_layers
+from harness.engines.vllm.launch import num_speculative_tokens
 from harness.errors import EngineError, HarnessError
 from harness.results.record import ClauseRow, LayerRow
 from harness.run.plan import PreparedEngine
-from harness.suite.draft_contract import Clause
+from harness.suite.attention import LayerAttention, resolve_layers
+from harness.suite.draft_contract import (
+    CLAUSES,
+    DECLARED,
+    Clause,
+    clause_differences,
+    expectation_from_declared,
+)
 from harness.suite.model import LoadedSuite, Suite, VLLMEngine
 from harness.suite.serving import ReferenceEngine, SGLangEngine
 
@@ -27,7 +41,7 @@ class Preflight:
 
     attention: list[LayerRow] | None
     clauses: dict[str, Clause] = field(default_factory=dict)  # the other clauses
-    config: Mapping[str, Any] | None = None  # the draft's config.json (for "declared")
+    config: Mapping[str, object] | None = None  # the draft's config.json (for "declared")
 
     def clause_rows(self) -> dict[str, ClauseRow] | None:
         if not self.clauses:
@@ -49,8 +63,6 @@ def preflight(loaded: LoadedSuite, engine: PreparedEngine) -> Preflight:
     expected contract, an unreachable draft config only leaves the table empty; a draft the
     version's own code rejects stops the run with that version's message (exit 5).
     """
-    from harness.audit.errors import VersionRejected
-
     suite = loaded.suite
     expected = suite.draft.expected_layers if suite.draft else None
     wanted = expected is not None or (suite.draft is not None
@@ -62,13 +74,10 @@ def preflight(loaded: LoadedSuite, engine: PreparedEngine) -> Preflight:
         # The audit resolves a DFlash draft's attention; a STANDALONE or EAGLE draft is
         # the model's own causal stack, which it would misreport as bidirectional.
         return Preflight(None)
-    config: Mapping[str, Any] | None = None
+    config: Mapping[str, object] | None = None
     clauses: dict[str, Clause] = {}
     try:
         if isinstance(suite.engine, VLLMEngine):
-            from harness.audit.config import locate_draft_config
-            from harness.engines.vllm.audit import vllm_layers
-
             # vLLM's own resolver (model_executor/models/qwen3_dflash.py) in its environment
             path, _ = locate_draft_config(engine.draft_config, engine.draft_revision)
             resolved = vllm_layers(engine.python, Path(path))
@@ -79,15 +88,9 @@ def preflight(loaded: LoadedSuite, engine: PreparedEngine) -> Preflight:
                                        explicit=explicit)
                               for row in resolved["layers"]], clauses, config)
         if isinstance(suite.engine, ReferenceEngine):
-            from harness.audit import load_draft_config
-            from harness.suite.attention import resolve_layers
-
             config, _ = load_draft_config(engine.draft_config)
             layers = resolve_layers(config, suite.engine.attention_policy)
         else:
-            from harness.audit import audit_build, load_draft_config
-            from harness.audit.source import checkout_source
-
             parent = engine.facts.sglang_parent if engine.facts else None
             if parent is None:
                 raise EngineError(f"cannot locate sglang's package folder in {engine.python}")
@@ -114,16 +117,11 @@ def preflight(loaded: LoadedSuite, engine: PreparedEngine) -> Preflight:
 
 
 def _vllm_clauses(suite: Suite, engine: PreparedEngine, config_json: Path
-                  ) -> tuple[Mapping[str, Any] | None, dict[str, Clause]]:
+                  ) -> tuple[Mapping[str, object] | None, dict[str, Clause]]:
     """The draft's config and its clauses by the audit's vLLM column, run on the code of
     the vLLM this run launches (harness/audit/vllm.py), with the block the server is
     given: vLLM reads no block size from a DFlash draft, it proposes the suite's
     `num_speculative_tokens` (block size - 1) after the bonus token."""
-    from harness.audit import load_draft_config
-    from harness.audit.vllm import installed_column
-    from harness.engines.vllm.launch import num_speculative_tokens
-    from harness.suite.draft_contract import CLAUSES
-
     if suite.speculative.algorithm != "DFLASH":
         return None, {}
     config, _ = load_draft_config(engine.draft_config, engine.draft_revision)
@@ -145,12 +143,9 @@ def _vllm_clauses(suite: Suite, engine: PreparedEngine, config_json: Path
     return config, clauses
 
 
-def _target(engine: PreparedEngine) -> Any:
+def _target(engine: PreparedEngine) -> AuditTarget | None:
     """The target served beside the draft, as the audit reads it (its folder's config and
     tokenizer); None when it cannot be read here (a hub id not in the local cache)."""
-    from harness.audit.config import locate_draft_config
-    from harness.audit.target import load_target
-
     target = engine.models.target if engine.models else None
     if not target:
         return None
@@ -194,12 +189,6 @@ def contract_differences(suite: Suite, attention: Sequence[LayerRow] | None,
     contract = suite.draft.expected_contract if suite.draft else None
     if contract is None:
         return found
-    from harness.suite.draft_contract import (
-        DECLARED,
-        clause_differences,
-        expectation_from_declared,
-    )
-
     if checked is None or not checked.clauses:
         return [*found, "expected_contract: this build's clauses were not resolved before "
                         "the launch (the audit resolves them for SGLang builds)"]
@@ -217,9 +206,6 @@ def _layer_differences(suite: Suite, attention: Sequence[LayerRow] | None) -> li
     expected = suite.draft.expected_layers if suite.draft else None
     if expected is None or attention is None:
         return []
-    from harness.audit import check_contract
-    from harness.suite.attention import LayerAttention
-
     actual = [LayerAttention(**row.model_dump(include={"index", "layer_type", "window",
                                                        "causal", "explicit"}))
               for row in attention]

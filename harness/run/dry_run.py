@@ -8,10 +8,12 @@ import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness import build as builds
+from harness.build.sglang_cpu import CPU_ENGINE_ENV, host_device
 from harness.engines.interface import Placement
+from harness.engines.reference.checkpoints import uniform_draft
 from harness.engines.registry import adapter_for
 from harness.errors import BadInput
 from harness.metrics.floor_checks import FloorCheck, floor_checks
@@ -25,15 +27,32 @@ from harness.run.plan import (
 )
 from harness.run.preflight import Fit
 from harness.run.recorded import redact_command
+from harness.run.schedulers import kubernetes, slurm
+from harness.run.schedulers.deployment import placements
 from harness.secrets import redact_env, redact_text
 from harness.suite.checkpoints import Models, model_source
-from harness.suite.model import LoadedSuite, Suite, VLLMEngine
+from harness.suite.draft_contract import show_value
+from harness.suite.model import (
+    METRIC_DEFINITIONS,
+    Baseline,
+    Entry,
+    LoadedSuite,
+    Suite,
+    VLLMEngine,
+    suite_entries,
+)
 from harness.suite.release_patches import shown
 from harness.suite.serving import DRAFTLESS, ReferenceEngine, SGLangEngine
+from harness.workloads import describe as describe_workload
+from harness.workloads import prepare
+
+if TYPE_CHECKING:
+    from harness.run.outcome import RunOptions
 
 PORT_PLACEHOLDER = 30000
 
-def _dry_run_command(suite: Suite, options: Any, chosen: ChosenBuild,
+
+def _dry_run_command(suite: Suite, options: RunOptions, chosen: ChosenBuild,
                      placement: Placement | None = None) -> list[str]:
     adapter = adapter_for(suite.engine.kind)
     if isinstance(suite.engine, VLLMEngine):
@@ -61,20 +80,16 @@ def _dry_run_command(suite: Suite, options: Any, chosen: ChosenBuild,
             else reference_dirs())
     if not chosen_models and isinstance(suite.engine, ReferenceEngine) and \
             suite.engine.tiny_draft != "shipped":
-        from harness.engines.reference.checkpoints import uniform_draft
-
         dirs = uniform_draft(suite.engine.tiny_draft)
     python = options.engine_python or sys.executable
     return adapter.launch_command(suite, python, "127.0.0.1", PORT_PLACEHOLDER, None, dirs,
                                   placement)
 
 
-def scheduler_plan(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | None
+def scheduler_plan(suite: Suite, options: RunOptions, chosen: ChosenBuild, fit: Fit | None
                    ) -> list[str]:
     """What a scheduler would be given: Slurm's batch script and its sbatch line, or a
     Kubernetes LeaderWorkerSet manifest (secrets redacted as everywhere)."""
-    from harness.run.recorded import redact_command
-
     env = _dry_run_env(suite, options, chosen, fit)
 
     class Planned:  # what the schedulers ask of an engine: its line per placement
@@ -91,13 +106,9 @@ def scheduler_plan(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | N
                                    zip(["", *line[:-1]], line, strict=True)], suite)
 
     if options.launcher == "kubernetes":
-        from harness.run.schedulers import kubernetes
-
         manifest = kubernetes.manifest(Planned, suite, env)
         return ["launch     kubernetes: this LeaderWorkerSet, for `kubectl apply -f -`; then "
                 "`harness run SUITE --server http://<its service>:<port>`", manifest]
-    from harness.run.schedulers import slurm
-
     job_options = options.launcher_options or slurm.SlurmOptions()
     run_dir = Path(options.results_dir).resolve() / "runs" / suite.name / "<run folder>"
     job = slurm.prepare(Planned, suite, env, run_dir, job_options, ())
@@ -112,12 +123,10 @@ def _port(placement: Placement | None) -> int:
                                else 0)
 
 
-def topology_lines(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | None
+def topology_lines(suite: Suite, options: RunOptions, chosen: ChosenBuild, fit: Fit | None
                    ) -> list[str]:
     """Every process of a multi-process topology as its own pasteable line: node 0's
     rendezvous and a split's bootstrap port stand as placeholders like the port."""
-    from harness.run.schedulers.deployment import placements
-
     named = placements(suite.topology, f"127.0.0.1:{PORT_PLACEHOLDER + 1}",
                        PORT_PLACEHOLDER + 2)
     lines = [f"topology   {suite.topology.parallel_text()}: {len(named)} processes"]
@@ -126,7 +135,7 @@ def topology_lines(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | N
     return lines
 
 
-def dry_run_line(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | None,
+def dry_run_line(suite: Suite, options: RunOptions, chosen: ChosenBuild, fit: Fit | None,
                  placement: Placement | None = None) -> str:
     """The launch as a shell line that runs when pasted: `env` with the server's whole
     environment (the stand-ins on PYTHONPATH, SGLang's CPU engine switch, the suite's
@@ -140,7 +149,7 @@ def dry_run_line(suite: Suite, options: Any, chosen: ChosenBuild, fit: Fit | Non
                        *command])
 
 
-def target_alone_line(suite: Suite, options: Any, chosen: ChosenBuild) -> str:
+def target_alone_line(suite: Suite, options: RunOptions, chosen: ChosenBuild) -> str:
     """The target alone's launch line ([speedup], harness.run.baseline): the engine's
     line less its speculative flags, in the same environment as the line above."""
     line = _dry_run_command(suite, options, chosen, None)
@@ -148,7 +157,7 @@ def target_alone_line(suite: Suite, options: Any, chosen: ChosenBuild) -> str:
                                      suite))
 
 
-def _dry_run_env(suite: Suite, options: Any, chosen: ChosenBuild,
+def _dry_run_env(suite: Suite, options: RunOptions, chosen: ChosenBuild,
                  fit: Fit | None) -> dict[str, str]:
     """The server's environment as a run would set it: read from the build's environment
     when it exists (its build note), else what the build will record (the CPU recipe's
@@ -159,24 +168,20 @@ def _dry_run_env(suite: Suite, options: Any, chosen: ChosenBuild,
         if Path(python).is_file():
             facts = builds.probe_environment(python)
         elif chosen.spec.kind == "pip":
-            from harness.build.sglang_cpu import CPU_ENGINE_ENV, host_device
-
             build_env = dict(CPU_ENGINE_ENV) if host_device() == "cpu" else None
     return server_env(suite, fit, facts, build_env)
 
 
-def _placeholder(ref: Any) -> str:
+def _placeholder(ref: object) -> str:
     model = getattr(ref, "model", None)
     return f"${model.env}" if hasattr(model, "env") else str(model)
 
 
-def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
-             entries: Sequence[Any] | None = None) -> list[str]:
+def describe(loaded: LoadedSuite, options: RunOptions, fit: Fit, chosen: ChosenBuild,
+             entries: Sequence[Entry] | None = None) -> list[str]:
     """What a run of this suite does, for `--dry-run` and for a skipped run. A dry run
     also loads each workload's data (exit 2 when it cannot), so the plan shows the data
     hash the run will record; a skipped run does not."""
-    from harness.suite.model import suite_entries
-
     suite = loaded.suite
     launch = ([f"launch     {dry_run_line(suite, options, chosen, fit)}"]
               if suite.topology.tensor_parallel_only
@@ -229,8 +234,6 @@ def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
         lines.append(f"contract   draft layers: {contract}")
     expected = suite.draft.expected_contract if suite.draft else None
     if expected is not None:
-        from harness.suite.draft_contract import show_value
-
         clauses = expected if isinstance(expected, str) else ", ".join(
             f"{name} {show_value(tuple(v) if isinstance(v, list) else v)}"
             for name, v in expected.items())
@@ -240,9 +243,6 @@ def describe(loaded: LoadedSuite, options: Any, fit: Fit, chosen: ChosenBuild,
 
 
 def _describe_entry(loaded: LoadedSuite, load_data: bool) -> list[str]:
-    from harness.suite.model import METRIC_DEFINITIONS
-    from harness.workloads import describe as describe_workload
-
     suite, workload = loaded.suite, loaded.suite.workload
     floors = suite.floors
     adapter = adapter_for(suite.engine.kind)
@@ -266,8 +266,6 @@ def _describe_entry(loaded: LoadedSuite, load_data: bool) -> list[str]:
         f"then POST {route} per request",
     ]
     if load_data:
-        from harness.workloads import prepare
-
         plan = prepare(workload)
         requests = sum(len(p.turns) for p in plan.prompts)
         lines.append(f"data       {plan.source} (rows sha256 {plan.sha256}); "
@@ -300,7 +298,7 @@ def floor_lines(checks: list[FloorCheck]) -> list[str]:
 
 
 
-def baseline_line(baseline: Any, metric: str) -> str:
+def baseline_line(baseline: Baseline, metric: str) -> str:
     """A baseline in the plan: its figure, definition, where it was measured, its source;
     "measured here" said once when the source already says it."""
     where = "external" if baseline.external else "measured here"

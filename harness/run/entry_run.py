@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError, error_text, interruption_text
+from harness.metrics.measure import summarise
 from harness.results.layout import RUN_FILE
 from harness.results.record import (
     BuildInfo,
@@ -24,13 +26,20 @@ from harness.results.record import (
     SuiteInfo,
     TargetAloneInfo,
     Verdict,
+    WorkloadInfo,
     utc_now,
 )
 from harness.results.writer import write_run
+from harness.run import recorded
 from harness.run.judge import EXIT_CODES
 from harness.run.outcome import RunOptions, RunOutcome
 from harness.secrets import redact_text
 from harness.suite.model import LoadedSuite
+from harness.workloads import WorkloadPlan
+
+if TYPE_CHECKING:
+    from harness.run.outcome import CallersRule
+    from harness.run.sequential import FloorsRule
 
 
 def unexpected_text(error: BaseException) -> str:
@@ -47,11 +56,11 @@ class EntryRun:
     options: RunOptions
     run_dir: Path
     run_id: str
-    started: Any
+    started: datetime
     entry: str | None = None
     stage: str = "preparation"
     planned: int | None = None  # requests the workload plans
-    workload: Any = None  # record.WorkloadInfo once the prompts are built
+    workload: WorkloadInfo | None = None  # once the prompts are built
     build: BuildInfo | None = None
     provenance: Provenance | None = None
     launch: LaunchInfo | None = None
@@ -65,9 +74,11 @@ class EntryRun:
     rows: list[RequestRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     record: RunRecord | None = None  # once written, run.json is never rewritten
-    paired: dict[str, Any] | None = None  # the paired gate's finding (RunOptions.pairing)
-    stop_rule: Any = None  # the stop rule the measurement ran under, if any
-    data: Any = None  # the workload's prompts (workloads.prepare), loaded before any build
+    paired: dict[str, object] | None = None  # the paired gate's finding (RunOptions.pairing)
+    # the stop rule the measurement ran under, if any
+    stop_rule: CallersRule | FloorsRule | None = None
+    # the workload's prompts (workloads.prepare), loaded before any build
+    data: WorkloadPlan | None = None
     contract: list[str] = field(default_factory=list)  # attention contract differences
     # what reached the draft at run time that the audit does not say (runtime_contract)
     runtime_differences: list[str] = field(default_factory=list)
@@ -76,8 +87,6 @@ class EntryRun:
     target_alone: TargetAloneInfo | None = None
 
     def finish(self, verdict: Verdict) -> RunRecord:
-        from harness.run import recorded
-
         loaded = self.loaded
         verdict.reasons.extend(self.notes)
         # error texts may quote a secret
@@ -126,8 +135,6 @@ class EntryRun:
         """The requests that finished before the run ended: kept, never a pass."""
         if self.measurement is not None or not self.rows:
             return
-        from harness.metrics.measure import summarise
-
         suite = self.loaded.suite
         with contextlib.suppress(HarnessError, ValueError):
             self.measurement = summarise(

@@ -6,9 +6,10 @@ Its own module so that the runner (which records the served models) and the pair
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
 
 from harness.results.record import BuildInfo, Provenance, RunRecord, WorkloadInfo
+from harness.suite.checkpoints import Models
 
 # The identity of a measurement: a stored run of A is reused only when all of these match:
 # everything that changes the figure (issue 27, case 4) -- the suite, the data and the
@@ -23,8 +24,8 @@ IDENTITY_FIELDS = ("suite_sha256", "data_sha256", "prompts_sha256", "engine", "g
                    "cuda", "torch")
 
 
-def identity(suite_sha256: str | None, document: Mapping[str, Any], build: BuildInfo,
-             provenance: Provenance, workload: WorkloadInfo | None) -> dict[str, Any]:
+def identity(suite_sha256: str | None, document: Mapping[str, object], build: BuildInfo,
+             provenance: Provenance, workload: WorkloadInfo | None) -> dict[str, object]:
     """The fields of a measurement (its suite, build, provenance and workload as a record
     keeps them) that make two measurements the same."""
     gpus = sorted(gpu.name for gpu in provenance.gpus)
@@ -52,7 +53,7 @@ def identity(suite_sha256: str | None, document: Mapping[str, Any], build: Build
     }
 
 
-def identity_of(record: RunRecord) -> dict[str, Any]:
+def identity_of(record: RunRecord) -> dict[str, object]:
     """A stored run's identity (`identity`), from its typed record."""
     return identity(record.suite.sha256, record.suite.document, record.build,
                     record.provenance, record.workload)
@@ -61,7 +62,8 @@ def identity_of(record: RunRecord) -> dict[str, Any]:
 SERVED_KEY = "served"  # build.options key: the target and draft the server was given
 
 
-def served(models: Any, checkpoints: Any = None) -> dict[str, Any] | None:
+def served(models: Models | None, checkpoints: tuple[Path, Path] | None = None
+           ) -> dict[str, str | None] | None:
     """The served target and draft (paths or hub ids, revisions) as a build option, so a
     record names them and a reuse compares them."""
     if checkpoints is not None:

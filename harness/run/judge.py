@@ -33,15 +33,21 @@ import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness.errors import ExitCode
 from harness.metrics.floor_checks import ACCEPT_LENGTH, Figure, FloorCheck, Missing, floor_checks
 from harness.metrics.measure import DISAGREEMENT_TOLERANCE
 from harness.metrics.paired_gate import describe, status_of
-from harness.metrics.speedup import GATE_DEFINITION, PairedSpeedupResult, describe_paired_speedup
+from harness.metrics.speedup import GATE_DEFINITION, describe_paired_speedup
 from harness.results.record import Measurement, Verdict, VerdictStatus
-from harness.suite.model import Floors
+from harness.run.evidence import PairedEvidence, SpeedupEvidence
+from harness.suite.model import Floors, Suite
+
+if TYPE_CHECKING:
+    from harness.metrics.definitions import RequestLike
+    from harness.run.outcome import CallersRule, RunOptions
+    from harness.run.sequential import FloorsRule
 
 EXIT_CODES: dict[VerdictStatus, ExitCode] = {
     "pass": ExitCode.PASS,
@@ -49,26 +55,6 @@ EXIT_CODES: dict[VerdictStatus, ExitCode] = {
     "error": ExitCode.ENGINE_ERROR,
     "skipped": ExitCode.SKIPPED,
 }
-
-
-@dataclass(frozen=True)
-class SpeedupEvidence:
-    """The paired speedup gate on one figure (`[speedup] max_drop`): its test, or why no
-    test could be made (`result` None, `reason` says why: never a pass)."""
-
-    figure: str  # speedup_tpot or speedup_throughput
-    result: PairedSpeedupResult | None
-    reason: str | None = None
-
-
-@dataclass
-class PairedEvidence:
-    """The paired gate's finding on B's rows (`harness.run.pairing.PairedJudge.evidence`)."""
-
-    result: Any  # metrics.paired_gate.PairedResult
-    gate: Any  # suite.gate.Gate (its `inconclusive` setting, its tolerance)
-    against: dict[str, Any]  # run_id, path, spec, reused of the reference run
-    speedup: Sequence[SpeedupEvidence] = ()  # `[speedup] max_drop`: one per gated figure
 
 
 @dataclass
@@ -99,7 +85,7 @@ class Judgement:
     verdict: Verdict
     exit_code: ExitCode
     floors_status: VerdictStatus
-    paired: dict[str, Any] | None = None  # the record's `paired` section
+    paired: dict[str, object] | None = None  # the record's `paired` section
     notes: list[str] = field(default_factory=list)
 
 
@@ -160,13 +146,13 @@ def decide(evidence: Evidence) -> Judgement:
 
 
 def _speedup_gate(findings: Sequence[SpeedupEvidence], inconclusive: str
-                  ) -> tuple[list[VerdictStatus], list[str], list[dict[str, Any]]]:
+                  ) -> tuple[list[VerdictStatus], list[str], list[dict[str, object]]]:
     """The paired speedup gate's (statuses, reasons, recorded findings): each figure's
     decision judged as the accept-length gate's is (`status_of`, the `[gate]`'s
     `inconclusive`); a figure with no test is an error, never a pass."""
     statuses: list[VerdictStatus] = []
     reasons: list[str] = []
-    recorded: list[dict[str, Any]] = []
+    recorded: list[dict[str, object]] = []
     for found in findings:
         if found.result is None:
             statuses.append("error")
@@ -337,10 +323,10 @@ def _cross_check_notes(measurement: Measurement) -> list[str]:
     return []
 
 
-def judge_entry(suite: Any, options: Any, measurement: Measurement | None,
-                rows: Sequence[Any], stop_rule: Any = None,
+def judge_entry(suite: Suite, options: RunOptions, measurement: Measurement | None,
+                rows: Sequence[RequestLike], stop_rule: CallersRule | FloorsRule | None = None,
                 contract: Sequence[str] = (), prompts_sha256: str | None = None,
-                runtime_contract: Sequence[str] = ()) -> Any:
+                runtime_contract: Sequence[str] = ()) -> Judgement:
     """The evidence of one measured entry of a run (`options`: its RunOptions), judged by
     `decide`: its
     floors (each as the sequential rule settled it, when the run's own rule stopped
@@ -362,7 +348,7 @@ def judge_entry(suite: Any, options: Any, measurement: Measurement | None,
     return decide(evidence)
 
 
-def speedup_missing(suite: Any, measurement: Measurement | None) -> list[str]:
+def speedup_missing(suite: Suite, measurement: Measurement | None) -> list[str]:
     """A suite with [speedup] whose run has no speedup figure: why (the target alone
     failed, or no question paired), one reason; [] otherwise. A run with no measurement
     at all is judged an error without it."""

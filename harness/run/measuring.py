@@ -8,21 +8,42 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from harness.errors import TERMINATION, EngineError, Terminated
-from harness.results.record import LayerRow, RequestRow, Verdict
+from harness.metrics import ranks
+from harness.metrics.latency import summarise_latency
+from harness.metrics.measure import DISAGREEMENT_TOLERANCE, summarise
+from harness.results.record import LayerRow, Measurement, RequestRow, Verdict
 from harness.results.writer import RowLog
 from harness.run import runtime_attention, runtime_contract
+from harness.run.drive import Driver, Endpoint
 from harness.run.entry_run import EntryRun
 from harness.run.heartbeat import heartbeat, say
 from harness.run.judge import judge_entry
 from harness.run.launch import Server
-from harness.run.sequential import rule_settings, sequential_rule, sequential_saving_note
+from harness.run.sequential import (
+    rule_settings,
+    sequential_rule,
+    sequential_saving_note,
+    stratified_order,
+)
+from harness.run.workload_record import rendered_sha256
+from harness.workloads import WorkloadPlan, warmup_prompts
+
+if TYPE_CHECKING:
+    from harness.engines.interface import EngineAdapter
+    from harness.run.drive import DriveResult
+    from harness.run.plan import ServedEngine
+    from harness.suite.serving import Topology
 
 
-def measure_entry(run: EntryRun, engine: Any, server: Server, workload_plan: Any) -> Verdict:
+def measure_entry(run: EntryRun, engine: ServedEngine, server: Server,
+                  workload_plan: WorkloadPlan) -> Verdict:
     """Drive, measure and judge one entry on `server`; the caller writes its record."""
     measure_only(run, engine, server, workload_plan)
     return judge_measured(run)
@@ -40,12 +61,9 @@ def judge_measured(run: EntryRun) -> Verdict:
     return judged.verdict
 
 
-def measure_only(run: EntryRun, engine: Any, server: Server, workload_plan: Any) -> None:
+def measure_only(run: EntryRun, engine: ServedEngine, server: Server,
+                 workload_plan: WorkloadPlan) -> None:
     """Drive and measure one entry on `server`, every figure recorded on `run`, not judged."""
-    from harness.metrics.latency import summarise_latency
-    from harness.metrics.measure import summarise
-    from harness.run.workload_record import rendered_sha256
-
     options, suite = run.options, run.loaded.suite
     prompts = workload_plan.prompts
     say(f"{suite.name}: {len(prompts)} prompts ({run.planned} requests), "
@@ -112,14 +130,11 @@ def measure_only(run: EntryRun, engine: Any, server: Server, workload_plan: Any)
     run.runtime_differences = list(runtime_differences)
 
 
-def per_rank(measurement: Any, rows: Any, topology: Any, adapter: Any, info: Any
-             ) -> list[str]:
+def per_rank(measurement: Measurement, rows: Sequence[RequestRow], topology: Topology,
+             adapter: EngineAdapter, info: object) -> list[str]:
     """A data-parallel topology's figures per DP rank and per node (harness.metrics.ranks),
     each rank cross-checked against its own state in `/server_info`; the server's pooled
     figure is then theirs weighted by verify steps. Returns the notes for the verdict."""
-    from harness.metrics import ranks
-    from harness.metrics.measure import DISAGREEMENT_TOLERANCE
-
     if topology.dp_ranks < 2:
         return []
     per_rank = ranks.by_rank(rows, topology.dp_ranks, topology.node_of_rank)
@@ -135,12 +150,13 @@ def per_rank(measurement: Any, rows: Any, topology: Any, adapter: Any, info: Any
             *ranks.disagreements(per_rank, DISAGREEMENT_TOLERANCE)]
 
 
-def rule_decisions(run: Any) -> dict[str, str | None]:
+def rule_decisions(run: EntryRun) -> dict[str, str | None]:
     """Each floor's decision at the stop (`run/sequential.FloorsRule`), {} without one."""
     return dict(getattr(getattr(run, "stop_rule", None), "decisions", None) or {})
 
 
-def _check_window(adapter: Any, result: Any, info: Any, measurement: Any) -> None:
+def _check_window(adapter: EngineAdapter, result: DriveResult, info: object,
+                  measurement: Measurement) -> None:
     """An engine whose server-wide counters cover exactly the measured window (vLLM):
     their rise must equal the responses' own counts, or neither figure can be trusted."""
     check = getattr(adapter, "window_mismatches", None)
@@ -165,11 +181,9 @@ def _check_window(adapter: Any, result: Any, info: Any, measurement: Any) -> Non
         measurement.server_per_position_acceptance = None
 
 
-async def _drive(run: EntryRun, engine: Any, server: Server, workload_plan: Any,
-                 keep: Any) -> tuple[Any, Any]:
-    from harness.run.drive import Driver, Endpoint
-    from harness.workloads import warmup_prompts
-
+async def _drive(run: EntryRun, engine: ServedEngine, server: Server,
+                 workload_plan: WorkloadPlan, keep: Callable[[RequestRow], None]
+                 ) -> tuple[DriveResult, object]:
     suite, options = run.loaded.suite, run.options
     prompts = workload_plan.prompts
     endpoint = Endpoint(server.spec.base_url, engine.adapter,
@@ -198,8 +212,6 @@ async def _drive(run: EntryRun, engine: Any, server: Server, workload_plan: Any,
     run.stop_rule = rule
     if rule is not None:
         # every look sees each category in proportion (seeded, the same for every build)
-        from harness.run.sequential import stratified_order
-
         prompts = stratified_order(prompts, suite.workload.seed)
     with _progress(run.planned or len(prompts), options.progress) as advance:
         def on_row(row: RequestRow) -> None:
@@ -212,13 +224,10 @@ async def _drive(run: EntryRun, engine: Any, server: Server, workload_plan: Any,
 
 
 @contextlib.contextmanager
-def _progress(total: int, enabled: bool) -> Iterator[Any]:
+def _progress(total: int, enabled: bool) -> Iterator[Callable[[], None] | None]:
     if not enabled:
         yield None
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
     with Progress("[progress.description]{task.description}", BarColumn(),
                   MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=False) as bar:

@@ -7,13 +7,41 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from harness.errors import ExitCode
 from harness.files import default_results_dir
-from harness.results.record import RunRecord, VerdictStatus
+from harness.results.record import RequestRow, RunRecord, Speedup, VerdictStatus
+
+if TYPE_CHECKING:
+    from harness.metrics.definitions import RequestLike
+    from harness.run.evidence import PairedEvidence
+    from harness.run.schedulers.slurm import SlurmOptions
+    from harness.suite.model import Suite
 
 SEVERITY = {"pass": 0, "skipped": 1, "fail": 2, "error": 3}
+
+
+class CallersRule(Protocol):
+    """A caller's sequential rule (the driver's StopRule, harness.run.drive, with the
+    settings the record keeps in `measurement.sequential`)."""
+
+    def looks(self, max_n: int) -> list[int]: ...
+
+    def decide_rows(self, rows: Sequence[RequestRow]) -> str | None: ...
+
+    def settings(self) -> dict[str, object]: ...
+
+
+class Pairing(Protocol):
+    """`harness run --against`'s judge (harness.run.pairing.PairedJudge, which imports
+    the runner, hence the protocol here): its stop rule and its finding on B's rows."""
+
+    def stop_rule(self, suite: Suite, max_n: int) -> CallersRule: ...
+
+    def evidence(self, suite: Suite, rows: Sequence[RequestLike],
+                 prompts_sha256: str | None = None,
+                 speedup: Speedup | None = None) -> PairedEvidence: ...
 
 
 @dataclass
@@ -35,16 +63,16 @@ class RunOptions:
     # A caller's sequential rule instead of the suite's floor rule (harness.run.drive.StopRule
     # with a `settings() -> dict`), e.g. bisect's paired comparison with a reference build:
     # its decision and settings go to measurement.sequential; the floors are judged as usual.
-    stop_rule: Any = None
+    stop_rule: CallersRule | None = None
     # `harness run --against`: the paired gate's judge (harness.run.pairing.PairedJudge);
     # each entry is also judged against the reference build's run, paired by question.
-    pairing: Any = None
+    pairing: Pairing | None = None
     # `harness run --server URL`: measure a deployment someone else started (no launch, no
     # kill; harness.run.attach); `launcher`: who starts the suite's topology (None: this
     # host's processes; "slurm": a Slurm job, harness.run.schedulers.slurm)
     server: str | None = None
     launcher: str | None = None
-    launcher_options: Any = None
+    launcher_options: SlurmOptions | None = None
 
 
 @dataclass

@@ -19,19 +19,23 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from harness.build import parse_build_spec
 from harness.errors import BadInput, EngineError
 from harness.metrics.breakdown import question_pairs
-from harness.metrics.paired_gate import PairedResult, PairedRule, Tolerance, paired_test
+from harness.metrics.paired_gate import PairedResult, PairedRule, Tolerance, paired_test, sizing
 from harness.metrics.speedup import GATED, paired_speedup
 from harness.results.layout import REQUESTS_FILE, RUN_FILE
 from harness.results.readers import BadRecord, read_requests, read_run
 from harness.results.record import RequestRow, RunRecord, Speedup
 from harness.results.skips import report
+from harness.run import plan as planning
+from harness.run import preflight, recorded, runner
+from harness.run.evidence import PairedEvidence, SpeedupEvidence
 from harness.run.identity import (
     IDENTITY_FIELDS,
     SERVED_KEY,
@@ -39,9 +43,14 @@ from harness.run.identity import (
     identity_of,
     served,
 )
-from harness.run.judge import PairedEvidence, SpeedupEvidence
+from harness.run.outcome import RunOptions, RunOutcome
+from harness.run.workload_record import workload_info
 from harness.suite.gate import Gate
-from harness.suite.model import LoadedSuite, Suite
+from harness.suite.model import LoadedSuite, Suite, suite_entries
+from harness.workloads import planned_questions, prepare
+
+if TYPE_CHECKING:
+    from harness.metrics.definitions import RequestLike
 
 
 def tolerance_of(gate: Gate, suite: Suite) -> Tolerance:
@@ -58,7 +67,7 @@ def complete(record: RunRecord) -> bool:
             and m.n_requests == m.n_planned)
 
 
-def reusable(results_dir: Path, series: str, wanted: dict[str, Any]) -> Path | None:
+def reusable(results_dir: Path, series: str, wanted: Mapping[str, object]) -> Path | None:
     """The newest complete run of `series` whose identity is `wanted`, else None. A build
     with uncommitted changes and no hash of its source is never reused: two different
     edits would look the same."""
@@ -87,9 +96,9 @@ class Reference:
     run_id: str
     spec: str | None
     reused: bool
-    pairs: dict[Any, tuple[int, int]] = field(default_factory=dict)
+    pairs: dict[Hashable, tuple[int, int]] = field(default_factory=dict)
     prompts_sha256: str | None = None  # A's workload.prompts_sha256
-    prompt_hashes: dict[Any, str] = field(default_factory=dict)  # question -> server's hash
+    prompt_hashes: dict[Hashable, str] = field(default_factory=dict)  # question -> server's hash
     speedup: Speedup | None = None  # A's speedup over its target alone ([speedup])
 
 
@@ -112,7 +121,7 @@ def reference_from(run_dir: Path, series: str, metric: str, spec: str | None,
                      record.measurement.speedup if record.measurement else None)
 
 
-def _prompt_hashes(rows: Sequence[Any]) -> dict[Any, str]:
+def _prompt_hashes(rows: Sequence[RequestLike]) -> dict[Hashable, str]:
     """Question -> the server's hash of its first turn's prompt token ids, where given."""
     out = {}
     for row in rows:
@@ -139,7 +148,7 @@ class _PairedStop:
         self.last = self.rule.decide(a, b)
         return None if self.last is None else self.last.decision
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> dict[str, object]:
         return {"rule": "paired non-inferiority (harness.metrics.paired_gate.PairedRule)",
                 "alpha": self.rule.alpha, "spending": self.rule.spending,
                 "nominal_alphas": self.rule.nominal_alphas(),
@@ -147,8 +156,8 @@ class _PairedStop:
                 "against": self.reference.run_id, "metric": self.metric}
 
 
-def aligned(reference: Reference, rows: Sequence[Any], metric: str
-            ) -> tuple[tuple[list[int], list[int]], tuple[list[int], list[int]], list[Any]]:
+def aligned(reference: Reference, rows: Sequence[RequestLike], metric: str
+            ) -> tuple[tuple[list[int], list[int]], tuple[list[int], list[int]], list[Hashable]]:
     """(A's pairs, B's pairs, questions) on B's questions, in B's order; BadInput-free:
     a question A did not answer is an EngineError (the sides are not the same prompts)."""
     keys, tokens, steps = question_pairs(rows, metric)
@@ -187,7 +196,7 @@ class PairedJudge:
             raise EngineError(f"{series}: no reference run to pair with")
         return self.references[series]
 
-    def evidence(self, suite: Suite, rows: Sequence[Any],
+    def evidence(self, suite: Suite, rows: Sequence[RequestLike],
                  prompts_sha256: str | None = None,
                  speedup: Speedup | None = None) -> PairedEvidence:
         """The gate's finding on B's rows, for the judge (`harness.run.judge.decide`): the
@@ -244,14 +253,11 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def expected_identities(loaded: LoadedSuite, options: Any) -> dict[str, dict[str, Any]]:
+def expected_identities(loaded: LoadedSuite, options: RunOptions
+                        ) -> dict[str, dict[str, object]]:
     """Per series, the identity a run of A made now would have: A's engine is prepared
     (its environment built or found in the cache, nothing launched) to know its commit
     and dependency hash."""
-    from harness.run import plan as planning
-    from harness.run import preflight, recorded
-    from harness.suite.model import suite_entries
-
     loaded_a, chosen = planning.choose_build(loaded, options)
     suite = loaded_a.suite
     engine = planning.prepare_engine(suite, options, planning.models(suite, options), chosen)
@@ -262,9 +268,6 @@ def expected_identities(loaded: LoadedSuite, options: Any) -> dict[str, dict[str
     provenance = recorded.provenance(loaded_a, engine, gpus, fit, None)
     out = {}
     for entry in suite_entries(loaded_a, list(options.entries) if options.entries else None):
-        from harness.run.workload_record import workload_info
-        from harness.workloads import prepare
-
         data = prepare(entry.loaded.suite.workload)
         sent = workload_info(entry.loaded.suite, entry.name, data, engine)
         out[entry.series] = identity(entry.loaded.sha256, entry.loaded.document, engine.build,
@@ -272,23 +275,19 @@ def expected_identities(loaded: LoadedSuite, options: Any) -> dict[str, dict[str
     return out
 
 
-def run_paired(loaded: LoadedSuite, options: Any, against: str, against_label: str = "against",
-               reuse: bool = True) -> Any:
+def run_paired(loaded: LoadedSuite, options: RunOptions, against: str,
+               against_label: str = "against", reuse: bool = True) -> RunOutcome:
     """Measure (or reuse) A, then run B judged by floors and the paired gate."""
-    from harness.run.runner import run_suite
-
     gate = loaded.suite.gate or Gate(relative_drop=0.02)  # a pair needs a tolerance
     if loaded.suite.gate is None:
         _say("note: the suite has no [gate]: default tolerated drop 2% of A, alpha 0.05")
     options_a = dataclasses.replace(options, sglang=against, patch=None, label=against_label,
                                     sequential=False, stop_rule=None, enforce_contract=False,
                                     pairing=None)
-    from harness.run import preflight
-
     fit = preflight.check_fit(loaded.suite.topology, preflight.gpu_inventory(),
                               options.gpu_devices)
     if not fit.fits:  # skipped (exit 4) before either side is built or measured
-        return run_suite(loaded, options)
+        return runner.run_suite(loaded, options)
     for line in sizing_lines(loaded, options):  # before a GPU hour is spent
         _say(line)
     setting = loaded.suite.speedup
@@ -310,7 +309,7 @@ def run_paired(loaded: LoadedSuite, options: Any, against: str, against_label: s
     if missing:
         entries = [_entry_name(loaded, s) for s in missing]
         _say(f"reference: measuring {against} on this host ({', '.join(missing)})")
-        outcome_a = run_suite(loaded, dataclasses.replace(options_a, entries=entries))
+        outcome_a = runner.run_suite(loaded, dataclasses.replace(options_a, entries=entries))
         if outcome_a.status == "skipped":  # the host does not fit the suite: nor B then
             return outcome_a
         for entry in outcome_a.entries or [outcome_a]:
@@ -323,17 +322,13 @@ def run_paired(loaded: LoadedSuite, options: Any, against: str, against_label: s
             references[series] = reference_from(Path(entry.run_dir), series, metric_of[series],
                                                 against, False)
     judge = PairedJudge(gate, references)
-    return run_suite(loaded, dataclasses.replace(options, pairing=judge))
+    return runner.run_suite(loaded, dataclasses.replace(options, pairing=judge))
 
 
-def sizing_lines(loaded: LoadedSuite, options: Any) -> list[str]:
+def sizing_lines(loaded: LoadedSuite, options: RunOptions) -> list[str]:
     """Per series: is the gate sized for its question count ("underpowered: N questions
     needed" when not), from the declared `[gate] paired_sd`. A's level for a relative
     tolerance: the highest baseline, else the floor (the run's A is not measured yet)."""
-    from harness.metrics.paired_gate import sizing
-    from harness.suite.model import suite_entries
-    from harness.workloads import planned_questions
-
     gate = loaded.suite.gate
     if gate is None:
         return []
@@ -348,9 +343,7 @@ def sizing_lines(loaded: LoadedSuite, options: Any) -> list[str]:
     return lines
 
 
-def _metrics(loaded: LoadedSuite, options: Any) -> dict[str, str]:
-    from harness.suite.model import suite_entries
-
+def _metrics(loaded: LoadedSuite, options: RunOptions) -> dict[str, str]:
     gate = loaded.suite.gate
     return {e.series: (gate.metric if gate and gate.metric else e.loaded.suite.floors.metric)
             for e in suite_entries(loaded, list(options.entries) if options.entries else None)}
@@ -362,8 +355,6 @@ def _entry_name(loaded: LoadedSuite, series: str) -> str:
 
 def check_against(loaded: LoadedSuite, against: str | None) -> str | None:
     """The reference build a run pairs against: --against, else the suite's gate.against."""
-    from harness.build import parse_build_spec
-
     spec = against or (loaded.suite.gate.against if loaded.suite.gate else None)
     if spec is not None:
         parse_build_spec(spec, engine=loaded.suite.engine.kind, flag="--against")

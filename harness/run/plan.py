@@ -14,13 +14,16 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from harness import build as builds
 from harness.engines.interface import EngineAdapter, Placement
+from harness.engines.reference.causal_draft import causal_draft
+from harness.engines.reference.checkpoints import default_dirs, ensure_checkpoints, uniform_draft
 from harness.engines.registry import adapter_for
 from harness.errors import BadInput
 from harness.results.record import BuildInfo
+from harness.run.checkpoint_folder import check_folder
 from harness.run.preflight import Fit
 from harness.suite.checkpoints import Models, resolve_models
 from harness.suite.document import DocumentError
@@ -30,8 +33,24 @@ from harness.suite.local_models import (
     max_tokens_problem,
     named_as_path,
 )
-from harness.suite.model import Entry, LoadedSuite, Suite, VLLMEngine
+from harness.suite.model import Entry, LoadedSuite, Suite, VLLMEngine, suite_entries
+from harness.suite.release_patches import patch_files
 from harness.suite.serving import ReferenceEngine, SGLangEngine
+
+if TYPE_CHECKING:
+    from harness.run.outcome import RunOptions
+
+
+class ServedEngine(Protocol):
+    """What measuring a server reads of its engine: the adapter that speaks to it and the
+    models it was asked to serve (a `PreparedEngine`, or `harness.run.attach`'s engine
+    for a server nobody here launched)."""
+
+    @property
+    def adapter(self) -> EngineAdapter: ...
+
+    @property
+    def models(self) -> Models | None: ...
 
 
 @dataclass
@@ -72,8 +91,6 @@ def check_suite(loaded: LoadedSuite) -> None:
     that fails): its workload entries, each entry's engine flags as its adapter checks
     them. `harness validate` runs it; so does a run, before any work. (The default build
     is not checked: a run uses it only on a host with no SGLang installed.)"""
-    from harness.suite.model import suite_entries
-
     for ref in (loaded.suite.target, loaded.suite.draft):
         model = getattr(ref, "model", None)
         name = getattr(model, "default", None) or (model if isinstance(model, str) else "")
@@ -95,7 +112,7 @@ def requested_spec(suite: Suite, spec: str | None, patch: Path | None) -> str | 
     return spec
 
 
-def choose_build(loaded: LoadedSuite, options: Any) -> tuple[LoadedSuite, ChosenBuild]:
+def choose_build(loaded: LoadedSuite, options: RunOptions) -> tuple[LoadedSuite, ChosenBuild]:
     """Parse the run's build spec against the suite's engine (exit 2 when it does not
     parse or does not apply) and apply a reference build's settings to the suite served.
 
@@ -135,7 +152,7 @@ def choose_build(loaded: LoadedSuite, options: Any) -> tuple[LoadedSuite, Chosen
     return loaded.model_copy(update={"suite": served}), ChosenBuild(build, reference)
 
 
-def models(suite: Suite, options: Any) -> Models | None:
+def models(suite: Suite, options: RunOptions) -> Models | None:
     """The models the run serves (exit 2 when a model with no public id is not given).
     A checkpoint the harness makes itself (`tiny:causal`) is made into the cache here
     (milliseconds; a dry run makes it too, so that its printed line runs as pasted)."""
@@ -158,8 +175,6 @@ def local_model(name: str) -> str:
 def check_models(chosen: Models | None) -> None:
     """A model named as a local path must exist, and a local folder must agree with itself
     (`checkpoint_folder`): exit 2 before any build or download."""
-    from harness.run.checkpoint_folder import check_folder
-
     for role, name in (("target", chosen.target if chosen else None),
                        ("draft", chosen.draft if chosen else None)):
         if name and named_as_path(name) and not Path(name).expanduser().exists():
@@ -187,8 +202,6 @@ def check_context(entries: Sequence[Entry], chosen: Models | None) -> None:
 
 
 def _causal() -> Path:
-    from harness.engines.reference.causal_draft import causal_draft
-
     return causal_draft()
 
 
@@ -207,9 +220,9 @@ def tiny_model(name: str) -> str:
     return str(TINY_MODELS[name]())
 
 
-def build_options(suite: Suite) -> dict[str, Any]:
+def build_options(suite: Suite) -> dict[str, object]:
     engine = suite.engine
-    options: dict[str, Any] = {"num_draft_tokens": suite.speculative.draft_tokens,
+    options: dict[str, object] = {"num_draft_tokens": suite.speculative.draft_tokens,
                                "algorithm": suite.speculative.algorithm}
     if isinstance(engine, ReferenceEngine):
         options |= {"attention_policy": engine.attention_policy,
@@ -218,12 +231,10 @@ def build_options(suite: Suite) -> dict[str, Any]:
 
 
 def reference_dirs() -> tuple[Path, Path]:
-    from harness.engines.reference.checkpoints import default_dirs
-
     return default_dirs(builds.cache_root())
 
 
-def prepare_engine(suite: Suite, options: Any, models: Models | None,
+def prepare_engine(suite: Suite, options: RunOptions, models: Models | None,
                    chosen: ChosenBuild) -> PreparedEngine:
     """Make (or find) the engine's environment and checkpoints; the heavy part of a run."""
     adapter = adapter_for(suite.engine.kind)
@@ -239,14 +250,10 @@ def prepare_engine(suite: Suite, options: Any, models: Models | None,
         served = models or vllm_tiny_models(suite.engine)
         return PreparedEngine(suite, prepared.info, prepared.python, adapter, served,
                               facts=prepared.facts)
-    from harness.engines.reference.checkpoints import ensure_checkpoints
-
     prepared = builds.prepare_reference_env(options.engine_python, chosen.reference)
     checkpoints = ((Path(models.target), Path(models.draft)) if models
                    else ensure_checkpoints(prepared.python, builds.cache_root()))
     if not models and suite.engine.tiny_draft != "shipped":
-        from harness.engines.reference.checkpoints import uniform_draft
-
         checkpoints = uniform_draft(suite.engine.tiny_draft)
     return PreparedEngine(suite, prepared.info, prepared.python, adapter,
                           Models(str(checkpoints[0]), str(checkpoints[1])), checkpoints,
@@ -255,13 +262,11 @@ def prepare_engine(suite: Suite, options: Any, models: Models | None,
 
 def vllm_tiny_models(engine: VLLMEngine) -> Models:
     """The shipped tiny target and the uniform-layer copy of its DFlash draft."""
-    from harness.engines.reference.checkpoints import uniform_draft
-
     target, draft = uniform_draft(engine.tiny_draft)
     return Models(str(target), str(draft))
 
 
-def _suite_paths(suite: Suite, key: str, what: str, exists: Any) -> list[Path]:
+def _suite_paths(suite: Suite, key: str, what: str, exists: Callable[[Path], bool]) -> list[Path]:
     """`engine.<key>` of the suite, absolute (relative ones from the repository root);
     one that `exists` refuses is exit 2 naming it."""
     paths = [Path(f) if Path(f).is_absolute() else builds.REPO_ROOT / f
@@ -281,8 +286,6 @@ def stand_in_folders(suite: Suite) -> list[Path]:
 def test_patch_files(suite: Suite, release: str | None = None) -> list[Path]:
     """The suite's test-only patches for a build of `release`, absolute (`{version}` in
     an entry is the release; checked alone, a suite needs a file for some release)."""
-    from harness.suite.release_patches import patch_files
-
     return patch_files(getattr(suite.engine, "test_patches", []), builds.REPO_ROOT, release,
                        f"suite {suite.name}: engine.test_patches")
 

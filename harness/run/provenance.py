@@ -15,9 +15,10 @@ import socket
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from harness import __version__
+from harness.build import EnvironmentFacts
+from harness.build.gitrepo import head_state
 from harness.results.record import GPUInfo, Provenance
 from harness.run.preflight import driver_version
 from harness.secrets import is_secret_name, redact_argv, redact_text
@@ -43,8 +44,6 @@ def safe_env(env: Mapping[str, str], extra_names: Iterable[str] = ()) -> dict[st
 
 
 def harness_git() -> tuple[str | None, bool | None]:
-    from harness.build.gitrepo import head_state
-
     return head_state(REPO_ROOT, exact=True)
 
 
@@ -66,13 +65,13 @@ def cpu_info(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str | None, list[st
 
 
 def collect(
-    facts: Any,  # harness.build.EnvironmentFacts of the engine, or None
+    facts: EnvironmentFacts | None,  # the engine's environment
     gpus: Sequence[GPUInfo],
     server_env: Mapping[str, str],
     data_source: str | None,
     data_sha256: str | None,
     seed: int | None,
-    **extra: Any,
+    **extra: object,
 ) -> Provenance:
     sha, dirty = harness_git()
     versions = dict(facts.versions) if facts is not None else {}

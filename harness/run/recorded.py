@@ -7,17 +7,24 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from harness import build as builds
+from harness.engines.reference.checkpoints import (
+    draft_files_sha256,
+    file_sha256,
+    served_weights_sha256,
+)
+from harness.engines.reference_adapter import engine_device
 from harness.engines.registry import secret_flags
 from harness.errors import error_text
 from harness.results.record import GPUInfo, Provenance
+from harness.run import provenance as collect
 from harness.run.plan import PreparedEngine, server_env, stand_in_folders
 from harness.run.preflight import Fit
 from harness.secrets import redact_argv, redact_document
 from harness.suite.model import LoadedSuite, Suite, VLLMEngine
 from harness.suite.serving import ReferenceEngine, SGLangEngine
+from harness.workloads import WorkloadPlan
 
 
 def redact_command(command: Sequence[str], suite: Suite) -> list[str]:
@@ -25,28 +32,22 @@ def redact_command(command: Sequence[str], suite: Suite) -> list[str]:
     return redact_argv(command, secret_flags(suite.engine.kind))
 
 
-def redacted_document(loaded: LoadedSuite) -> dict[str, Any]:
+def redacted_document(loaded: LoadedSuite) -> dict[str, object]:
     """The suite document as recorded: secret env values and flag values replaced."""
     return redact_document(json.loads(json.dumps(loaded.document)),
                            secret_flags(loaded.suite.engine.kind))
 
 
 def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequence[GPUInfo],
-               fit: Fit | None, data: Any) -> Provenance:
-    from harness.run import provenance as collect
-
+               fit: Fit | None, data: WorkloadPlan | None) -> Provenance:
     used = [g for g in gpus if fit is not None and g.index in fit.devices]
     weights = None
     if engine is not None and engine.checkpoints is not None:
-        from harness.engines.reference.checkpoints import served_weights_sha256
-
         weights = served_weights_sha256(*engine.checkpoints)
     elif engine is not None and isinstance(engine.suite.engine, VLLMEngine) and \
             engine.models is not None and \
             (Path(engine.models.draft) / "model.safetensors").is_file() and \
             (Path(engine.models.target) / "model.safetensors").is_file():
-        from harness.engines.reference.checkpoints import draft_files_sha256, file_sha256
-
         # local folders (vLLM's tiny suite): the weights and the draft config it serves
         weights = {"target": file_sha256(Path(engine.models.target) / "model.safetensors"),
                    **draft_files_sha256(Path(engine.models.draft))}
@@ -64,8 +65,6 @@ def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequenc
                              loaded.suite.workload.seed, weights_sha256=weights,
                              stand_ins_sha256=stand_ins, test_patches_sha256=patches)
     if isinstance(loaded.suite.engine, ReferenceEngine):  # the device it launches on
-        from harness.engines.reference_adapter import engine_device
-
         record.device = engine_device(loaded.suite)
     return record
 

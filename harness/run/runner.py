@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from types import FrameType
 
+from harness import build as builds
+from harness.build.common import current_step
 from harness.errors import (
     TERMINATION,
     BadInput,
@@ -31,31 +33,54 @@ from harness.errors import (
     Interrupted,
     Terminated,
 )
-from harness.results.record import SERVER_LOG, LaunchInfo, RunRecord, new_run_id, utc_now
+from harness.results.record import (
+    SERVER_LOG,
+    GPUInfo,
+    LaunchInfo,
+    RunRecord,
+    new_run_id,
+    utc_now,
+)
 from harness.results.writer import create_run_dir
-from harness.run import baseline, runtime_attention, runtime_contract
+from harness.run import (
+    baseline,
+    draft_attention,
+    dry_run,
+    preflight,
+    recorded,
+    runtime_attention,
+    runtime_contract,
+)
+from harness.run import plan as planning
+from harness.run import workload_record as described
+from harness.run.attach import measure_attached
 from harness.run.entry_run import EntryRun, unexpected_text
-from harness.run.heartbeat import heartbeat, say
+from harness.run.heartbeat import heartbeat, last_log_line, say
+from harness.run.identity import SERVED_KEY, served
 from harness.run.judge import Evidence, decide
 from harness.run.launch import LOOPBACK, Server, ServerSpec, free_port
 from harness.run.measuring import judge_measured, measure_entry, measure_only
 from harness.run.outcome import RunOptions as RunOptions
 from harness.run.outcome import RunOutcome, combined
+from harness.run.plan import ChosenBuild, PreparedEngine
+from harness.run.preflight import Fit
+from harness.run.schedulers import slurm
+from harness.run.schedulers.deployment import NodeLine, checked_lines, node_lines
+from harness.run.schedulers.local import LocalNodes, rendezvous
+from harness.run.schedulers.slurm import SlurmJob
 from harness.secrets import redact_text
-from harness.suite.model import Entry, LoadedSuite
+from harness.suite.checkpoints import Models
+from harness.suite.model import Entry, LoadedSuite, suite_entries
+from harness.workloads import WorkloadPlan, prepare
 
 
 def _preparing(elapsed: float) -> str:
-    from harness.build.common import current_step
-
     step = current_step()
     return (f"preparing the engine: {redact_text(step) if step else 'its environment and models'}"
             f" ({elapsed:.0f} s)")
 
 
 def _launching(elapsed: float, log: Path) -> str:
-    from harness.run.heartbeat import last_log_line
-
     said = last_log_line(log)
     return f"launching ({elapsed:.0f} s): " + (f"log: {said}" if said else "log still empty")
 
@@ -64,7 +89,7 @@ def _launching(elapsed: float, log: Path) -> str:
 def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (CI cancelling a job) unwinds like Ctrl-C, so cleanup always runs."""
 
-    def handler(signum: int, _frame: Any) -> None:
+    def handler(signum: int, _frame: FrameType | None) -> None:
         TERMINATION.signum = signum  # kept: the raise may land where it is swallowed
         raise Terminated(signum)
 
@@ -82,10 +107,6 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
     """Run one suite; user errors raise `HarnessError`, everything else ends in an outcome."""
-    from harness.run import dry_run, preflight
-    from harness.run import plan as planning
-    from harness.suite.model import suite_entries
-
     planning.check_suite(loaded)  # what `harness validate` checks, before any work
     loaded, chosen = planning.choose_build(loaded, options)
     suite = loaded.suite
@@ -99,8 +120,6 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
                        "measure it through its router with `harness run SUITE --server URL`,"
                        " or print its lines with --dry-run")
     if options.launcher == "slurm" and not options.dry_run:
-        from harness.run.schedulers import slurm
-
         slurm.preflight(suite.topology, options.launcher_options or slurm.SlurmOptions())
     if options.server is not None or options.launcher is not None:
         # the deployment's GPUs are its own (a server someone runs, a scheduler's nodes)
@@ -123,8 +142,6 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
         planning.check_models(models)
         planning.check_context(entries, models)
     # each entry's data too, before any build or launch: missing data costs seconds
-    from harness.workloads import prepare
-
     data = [prepare(entry.loaded.suite.workload) for entry in entries]
     runs = [_new_run(entry, options) for entry in entries]
     for run, workload_plan in zip(runs, data, strict=True):
@@ -175,26 +192,18 @@ def _fail_unfinished(runs: list[EntryRun], error: BaseException) -> list[RunReco
     return records
 
 
-def _prepare_and_measure(runs: list[EntryRun], models: Any, chosen: Any, gpus: Any, fit: Any
-                         ) -> RunOutcome:
-    from harness import build as builds
-    from harness.run import draft_attention, recorded
-    from harness.run import plan as planning
-
+def _prepare_and_measure(runs: list[EntryRun], models: Models | None, chosen: ChosenBuild,
+                         gpus: Sequence[GPUInfo], fit: Fit) -> RunOutcome:
     first = runs[0]
     options = first.options
     suite = first.loaded.suite
     for run in runs:
         run.provenance = recorded.provenance(run.loaded, None, gpus, fit, None)
     if options.server is not None:
-        from harness.run.attach import measure_attached
-
         return measure_attached(runs, models, gpus, fit)
     with heartbeat(_preparing):
         engine = planning.prepare_engine(suite, options, models, chosen)
     engine.build.options.update(planning.build_options(suite))
-    from harness.run.identity import SERVED_KEY, served
-
     engine.build.options[SERVED_KEY] = served(engine.models, engine.checkpoints)
     checked = draft_attention.preflight(first.loaded, engine)
     attention = checked.attention
@@ -223,14 +232,12 @@ def _prepare_and_measure(runs: list[EntryRun], models: Any, chosen: Any, gpus: A
     return combined([run.outcome() for run in runs])
 
 
-def _topology_lines(run: EntryRun, engine: Any, port: int, env: dict[str, str]) -> list[Any]:
+def _topology_lines(run: EntryRun, engine: PreparedEngine, port: int, env: dict[str, str]
+                    ) -> list[NodeLine]:
     """A topology's launch lines on this host (every node over 127.0.0.1), once the
     release's own parser has read them (exit 2 with its message where it refuses one); []
     for one node of tensor parallelism alone, which launches as it always has (its lines
     are checked by SGLang's parser in `nox -s sglang_args`)."""
-    from harness.run.schedulers.deployment import checked_lines, node_lines
-    from harness.run.schedulers.local import rendezvous
-
     topology = run.loaded.suite.topology
     if topology.tensor_parallel_only:
         return []  # one process tree: launched as it always has been
@@ -246,20 +253,17 @@ def _topology_lines(run: EntryRun, engine: Any, port: int, env: dict[str, str]) 
     return lines
 
 
-def _slurm_job(run: EntryRun, engine: Any, env: dict[str, str]) -> Any:
-    from harness.run.schedulers import slurm
-
+def _slurm_job(run: EntryRun, engine: PreparedEngine, env: dict[str, str]) -> SlurmJob:
     suite = run.loaded.suite
     return slurm.prepare(engine, suite, env, run.run_dir, run.options.launcher_options
                          or slurm.SlurmOptions(),
                          engine.adapter.ready_paths, slurm.commands())
 
 
-def _measure_on(runs: list[EntryRun], engine: Any, plans: list[Any], job: Any) -> None:
+def _measure_on(runs: list[EntryRun], engine: PreparedEngine, plans: list[WorkloadPlan],
+                job: SlurmJob) -> None:
     """Measure every entry on a deployment a scheduler starts (`job`: a context manager
     that submits it, waits until it runs, and cancels it on every exit path)."""
-    from harness.run import workload_record as described
-
     first = runs[0]
     suite = first.loaded.suite
     launch = LaunchInfo(command=[], host="", port=0, launcher="slurm")
@@ -288,21 +292,15 @@ def _measure_on(runs: list[EntryRun], engine: Any, plans: list[Any], job: Any) -
                 (run.run_dir / SERVER_LOG).write_bytes(job.spec.log_path.read_bytes())
 
 
-def _server(spec: ServerSpec, lines: list[Any], logs: Path) -> Any:
+def _server(spec: ServerSpec, lines: list[NodeLine], logs: Path) -> Server | LocalNodes:
     """The process tree to launch: one server, or one per node on this host."""
     if len(lines) <= 1:
         return Server(spec)
-    from harness.run.schedulers.local import LocalNodes
-
     return LocalNodes(lines, spec, logs)
 
 
-def _launch_and_measure(runs: list[EntryRun], engine: Any, gpus: Any, fit: Any) -> None:
-    from harness.run import plan as planning
-    from harness.run import recorded
-    from harness.run import workload_record as described
-    from harness.workloads import prepare
-
+def _launch_and_measure(runs: list[EntryRun], engine: PreparedEngine, gpus: Sequence[GPUInfo],
+                        fit: Fit) -> None:
     first = runs[0]
     suite = first.loaded.suite
     plans = []

@@ -21,17 +21,22 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from harness.engines.vllm.recorder import FOLDER
 from harness.errors import EngineError
+from harness.results.checks import BadFile, read_regular
 from harness.results.record import LayerRow, RuntimeLayerRow
+
+if TYPE_CHECKING:
+    from harness.suite.model import Suite
 
 RECORD_ENV = "HARNESS_ATTENTION_RECORD"  # the stand-in reads the same name
 RECORD_FILE = "attention-runtime.jsonl"  # in the (first) run's folder, beside server.log
 DRAFT_MODEL = "dflash"  # sglang/srt/models/dflash.py: the DFlash draft's model code
 
 
-def wanted(suite: Any) -> bool:
+def wanted(suite: Suite) -> bool:
     """Whether this suite's server records its draft's kernel calls (and, with them, what
     reached the draft of every other clause: runtime_contract.py): SGLang DFLASH with
     kernel stand-ins, and vLLM's DFLASH on CPU, whose recorder
@@ -46,13 +51,11 @@ def wanted(suite: Any) -> bool:
     return kind == "sglang" and bool(getattr(engine, "stand_ins", []))
 
 
-def recorder_path(suite: Any, env: dict[str, str]) -> str | None:
+def recorder_path(suite: Suite, env: dict[str, str]) -> str | None:
     """The server's PYTHONPATH with the vLLM recorder's folder first (its sitecustomize
     chains to any other), for a vLLM suite; None for others (SGLang's stand-ins record)."""
     if getattr(suite.engine, "kind", None) != "vllm":
         return None
-    from harness.engines.vllm.recorder import FOLDER
-
     rest = env.get("PYTHONPATH") or os.environ.get("PYTHONPATH")
     return ":".join([str(FOLDER), *filter(None, [rest])])
 
@@ -60,8 +63,6 @@ def recorder_path(suite: Any, env: dict[str, str]) -> str | None:
 def read_runtime(path: Path) -> list[RuntimeLayerRow]:
     """The draft layers' rows of the kernel's record, distinct and in layer order. A line
     that is not the stand-in's JSON is an error naming the file and line."""
-    from harness.results.checks import BadFile, read_regular
-
     try:  # the results' door: a regular file of bounded size, read without blocking
         data, _ = read_regular(path)
     except FileNotFoundError:
@@ -131,7 +132,7 @@ def check(record_file: Path, audit: Sequence[LayerRow] | None
     return runtime, differences(audit, runtime)
 
 
-def expected_differences(suite: Any, runtime: Sequence[RuntimeLayerRow] | None) -> list[str]:
+def expected_differences(suite: Suite, runtime: Sequence[RuntimeLayerRow] | None) -> list[str]:
     """What the kernel received against the suite's expected_layers, layer by layer."""
     expected = suite.draft.expected_layers if suite.draft else None
     if not expected or not runtime:

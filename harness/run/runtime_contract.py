@@ -19,10 +19,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness.errors import EngineError
+from harness.results.checks import BadFile, read_regular
 from harness.results.record import ClauseRow
+from harness.suite.draft_contract import Clause, clause_differences
+
+if TYPE_CHECKING:
+    from harness.suite.model import Suite
 
 RECORD_ENV = "HARNESS_CONTRACT_RECORD"  # the stand-in reads the same name
 RECORD_FILE = "contract-runtime.jsonl"  # in the (first) run's folder, beside server.log
@@ -31,8 +36,6 @@ RECORD_FILE = "contract-runtime.jsonl"  # in the (first) run's folder, beside se
 def read_runtime(path: Path) -> dict[str, list[tuple[int | str | list[int], str]]]:
     """clause -> the distinct (value, where recorded) lines, in the order written. A line
     that is not the stand-in's JSON is an error naming the file and line."""
-    from harness.results.checks import BadFile, read_regular
-
     try:
         data, _ = read_regular(path)
     except FileNotFoundError:
@@ -113,7 +116,7 @@ def check(record_file: Path, audit: Mapping[str, ClauseRow] | None
     return rows(runtime), differences(audit, runtime)
 
 
-def expected_differences(suite: Any, audit: Mapping[str, ClauseRow] | None,
+def expected_differences(suite: Suite, audit: Mapping[str, ClauseRow] | None,
                          runtime: Mapping[str, ClauseRow] | None) -> list[str]:
     """The recorded clauses against the suite's expected_contract ("declared": the values
     the audit read from the checkpoint), each line naming the clause, "at run time"."""
@@ -122,8 +125,6 @@ def expected_differences(suite: Any, audit: Mapping[str, ClauseRow] | None,
         return []
     if isinstance(expected, str):  # "declared": the preflight compared those already
         return []
-    from harness.suite.draft_contract import Clause, clause_differences
-
     recorded = {name: Clause(tuple(row.value) if isinstance(row.value, list) else row.value,
                              row.source) for name, row in runtime.items()}
     wanted = {name: value for name, value in expected.items() if name in recorded}

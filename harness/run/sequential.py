@@ -40,8 +40,9 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from harness.metrics.breakdown import question_pairs
 from harness.metrics.floor_checks import (
     ACCEPT_LENGTH,
     FloorCheck,
@@ -49,19 +50,23 @@ from harness.metrics.floor_checks import (
     NoEarlySample,
     floor_checks,
 )
+from harness.metrics.stopping import SequentialRule, skew_corrected_z
 
 if TYPE_CHECKING:
-    from harness.metrics.stopping import SequentialRule
+    from harness.metrics.definitions import RequestLike
+    from harness.run.outcome import CallersRule, RunOptions
     from harness.suite.entries import Floors
+    from harness.suite.model import Suite
+    from harness.workloads import Prompt
 
 MIN_GROUP = 20  # questions a floor needs at a look before it may settle (the t approximation)
 
 
-def stratified_order(prompts: Sequence[Any], seed: int) -> list[Any]:
+def stratified_order(prompts: Sequence[Prompt], seed: int) -> list[Prompt]:
     """The prompts reordered so that every prefix holds each category in proportion:
     within a category a seeded shuffle, across categories the largest-remainder
     interleaving (the category furthest behind its share goes next). One category: as is."""
-    groups: dict[str, list[Any]] = {}
+    groups: dict[str, list[Prompt]] = {}
     for prompt in prompts:
         groups.setdefault(str(prompt.category), []).append(prompt)
     if len(groups) < 2:
@@ -71,7 +76,7 @@ def stratified_order(prompts: Sequence[Any], seed: int) -> list[Any]:
         draws.shuffle(members)
     total = len(prompts)
     taken = dict.fromkeys(groups, 0)
-    order: list[Any] = []
+    order: list[Prompt] = []
     for position in range(1, total + 1):
         name = max(groups, key=lambda g: (len(groups[g]) * position / total - taken[g],
                                           -list(groups).index(g)))
@@ -88,7 +93,8 @@ class FloorsRule:
     metric: str
     floors: Floors
     decisions: dict[str, str | None] = field(default_factory=dict)  # floor -> at the stop
-    paired: Any = None  # the paired gate's stop rule (`--against`), settled with the floors
+    # the paired gate's stop rule (`--against`), settled with the floors
+    paired: CallersRule | None = None
     gate_decision: str | None = None  # its decision at the stop (not_worse/worse/...)
 
     def looks(self, max_n: int) -> list[int]:
@@ -102,7 +108,7 @@ class FloorsRule:
         """The floors the rule settles, by key (as `decisions` keys them)."""
         return [check.key for check in self.checks()]
 
-    def decide_rows(self, rows: Sequence[Any]) -> str | None:
+    def decide_rows(self, rows: Sequence[RequestLike]) -> str | None:
         floors = self._floors_decision(rows)
         if self.paired is None:
             return floors
@@ -114,14 +120,10 @@ class FloorsRule:
             return "pass"
         return "inconclusive" if last else None
 
-    def _questions(self, rows: Sequence[Any]) -> int:
-        from harness.metrics.breakdown import question_pairs
-
+    def _questions(self, rows: Sequence[RequestLike]) -> int:
         return len(question_pairs(rows, self.metric)[0])
 
-    def _floors_decision(self, rows: Sequence[Any]) -> str | None:
-        from harness.metrics.breakdown import question_pairs
-
+    def _floors_decision(self, rows: Sequence[RequestLike]) -> str | None:
         _, tokens, steps = question_pairs(rows, self.metric)
         n = len(tokens)
         if n >= self.rule.max_n or n not in self.rule.looks():
@@ -137,7 +139,7 @@ class FloorsRule:
         return "pass" if all(d == "pass" for d in found) else None
 
 
-def early_decision(rule: SequentialRule, check: FloorCheck, rows: Sequence[Any]
+def early_decision(rule: SequentialRule, check: FloorCheck, rows: Sequence[RequestLike]
                    ) -> str | None:
     """A floor at an early look: its statistic on its sample (`check.sample`) at the
     thresholds `rule.critical_values` gives for the sample's size; None (open) below
@@ -167,8 +169,6 @@ def _ratio(rule: SequentialRule, tokens: Sequence[int], steps: Sequence[int], fl
     over the group's questions, at the thresholds for its own size."""
     import numpy as np
 
-    from harness.metrics.stopping import skew_corrected_z
-
     if len(tokens) < MIN_GROUP or sum(steps) <= 0:
         return None
     fail_at, pass_at = rule.critical_values(len(tokens))
@@ -177,18 +177,17 @@ def _ratio(rule: SequentialRule, tokens: Sequence[int], steps: Sequence[int], fl
     return "fail" if z < -fail_at else "pass" if z > pass_at else None
 
 
-def stop_rule(suite: Any, max_n: int) -> FloorsRule:
+def stop_rule(suite: Suite, max_n: int) -> FloorsRule:
     """`max_n`: the questions the workload plans (the rule looks at question counts);
     the rule settles every floor of the suite (`harness.run.sequential`)."""
-    from harness.metrics.stopping import SequentialRule
-
     floors = suite.floors
     rule = SequentialRule(floor=floors.accept_length, alpha=floors.alpha,
                           beta=floors.beta, max_n=max_n, strict=floors.strict)
     return FloorsRule(rule, floors.metric, floors)
 
 
-def sequential_rule(suite: Any, options: Any, max_n: int) -> Any:
+def sequential_rule(suite: Suite, options: RunOptions, max_n: int
+                    ) -> CallersRule | FloorsRule | None:
     """The stop rule of a run (`options`: its RunOptions): the caller's (bisect), or with
     --sequential the floors' rule, carrying the paired gate's with --against (B stops only
     when every floor and the gate have settled); None for a fixed run."""
@@ -221,7 +220,8 @@ def sequential_saving_note(concurrency: int, questions: int,
     return None
 
 
-def rule_settings(suite: Any, max_n: int, used: Any = None) -> dict[str, Any]:
+def rule_settings(suite: Suite, max_n: int, used: CallersRule | FloorsRule | None = None
+                  ) -> dict[str, object]:
     """The rule's settings as the record keeps them (`measurement.sequential`)."""
     floors, rule = suite.floors, stop_rule(suite, max_n)
     settings = {"alpha": floors.alpha, "beta": floors.beta, "floor": floors.accept_length,

@@ -29,7 +29,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from pydantic import ValidationError
+
 from harness.errors import BadInput, EngineError, ExitCode, Interrupted
+from harness.metrics.paired_gate import Tolerance, paired_test
+from harness.results.layout import RUNS_DIR, started_from_name
+from harness.results.readers import read_requests, read_run
 from harness.results.record import RunRecord, VerdictStatus, new_run_id, utc_now
 from harness.results.sweeps import (
     GateFinding,
@@ -39,9 +44,15 @@ from harness.results.sweeps import (
     sweep_dir,
     write_sweep,
 )
+from harness.run import runner
 from harness.run.judge import Evidence, PairedEvidence, decide, report_exit, report_status
 from harness.run.outcome import RunOptions, RunOutcome
-from harness.suite.model import LoadedSuite, Suite
+from harness.run.pairing import aligned, reference_from
+from harness.suite.entries import METRIC_DEFINITIONS
+from harness.suite.gate import Gate
+from harness.suite.model import LoadedSuite, Suite, format_validation_error, suite_entries
+from harness.suite.schema import document_sha256
+from harness.workloads import planned_questions
 
 if TYPE_CHECKING:
     from harness.suite.entries import Floors
@@ -118,12 +129,6 @@ def sweep_suite(loaded: LoadedSuite, concurrencies: tuple[int, ...]) -> LoadedSu
     """The suite with its main workload as one entry per concurrency (its own entries
     left out), checked as any suite is; BadInput when a point's name is taken by one of
     the suite's entries or a point is more than the workload's questions."""
-    from pydantic import ValidationError
-
-    from harness.suite.model import format_validation_error
-    from harness.suite.schema import document_sha256
-    from harness.workloads import planned_questions
-
     suite = loaded.suite
     taken = [point_name(c) for c in concurrencies
              if point_name(c) in {entry.name for entry in suite.workloads}]
@@ -184,9 +189,6 @@ class SweepOutcome:
 def run_sweep(loaded: LoadedSuite, concurrencies: tuple[int, ...], options: RunOptions,
               gate: GateSettings | None = None) -> SweepOutcome:
     """Measure every point on one launch, judge the gate, write the sweep's record."""
-    from harness.run.runner import run_suite
-    from harness.suite.model import suite_entries
-
     check_gate(gate, concurrencies)
     swept = sweep_suite(loaded, concurrencies)
     names = [point_name(c) for c in concurrencies]
@@ -196,7 +198,7 @@ def run_sweep(loaded: LoadedSuite, concurrencies: tuple[int, ...], options: RunO
     points = [PointRun(c, entries[point_name(c)].series,
                        entries[point_name(c)].loaded.suite.floors) for c in concurrencies]
     try:
-        outcome = run_suite(swept, dataclasses.replace(options, entries=names,
+        outcome = runner.run_suite(swept, dataclasses.replace(options, entries=names,
                                                        sequential=False))
     except Interrupted as error:  # the points' records are kept; the sweep's says so too
         if not options.dry_run:
@@ -240,9 +242,6 @@ def _record_interrupted(loaded: LoadedSuite, sweep_id: str, started: datetime,
                         options: RunOptions, why: str) -> None:
     """The sweep's record after Ctrl-C: each point's run of this sweep (the newest of its
     series started since the sweep began), read through the door, and status error."""
-    from harness.results.layout import RUNS_DIR, started_from_name
-    from harness.results.readers import read_run
-
     since = started.replace(microsecond=0)
     for point in points:
         folder = Path(options.results_dir) / RUNS_DIR / point.series
@@ -274,8 +273,6 @@ def _exit_code(statuses: list[VerdictStatus], outcome: RunOutcome) -> ExitCode:
 def _record(loaded: LoadedSuite, sweep_id: str, started: datetime, concurrencies: tuple[int, ...],
             metric: str, points: list[PointRun], gate: SweepGate | None, status: str,
             options: RunOptions, reasons: list[str] | None = None) -> SweepRecord:
-    from harness.suite.entries import METRIC_DEFINITIONS
-
     return SweepRecord(
         sweep_id=sweep_id, suite=loaded.suite.name, started_at=started,
         finished_at=utc_now(), label=options.label, concurrencies=list(concurrencies),
@@ -296,11 +293,6 @@ def judge_gate(points: list[PointRun], gate: GateSettings, metric: str) -> list[
     """Each point above concurrency 1 against concurrency 1, paired by prompt, judged by
     the one judge (floors and the paired gate). A point or a reference without a whole
     measurement is an error: a missing test is never a pass."""
-    from harness.metrics.paired_gate import Tolerance, paired_test
-    from harness.results.readers import read_requests
-    from harness.run.pairing import aligned, reference_from
-    from harness.suite.gate import Gate
-
     reference_point = next(p for p in points if p.concurrency == REFERENCE_CONCURRENCY)
     tolerance = Tolerance(gate.max_drop, True, metric)
     rule = Gate(relative_drop=gate.max_drop, alpha=gate.alpha,

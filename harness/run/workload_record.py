@@ -7,24 +7,29 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness.results.record import RequestRow, WorkloadInfo
+from harness.run.drive import first_turn
 from harness.workloads import WorkloadPlan
+from harness.workloads.chat import template_source
+
+if TYPE_CHECKING:
+    from harness.run.plan import ServedEngine
+    from harness.suite.entries import Workload
+    from harness.suite.model import Suite
 
 
-def prompts_sha256(workload: Any, plan: WorkloadPlan) -> str:
+def prompts_sha256(workload: Workload, plan: WorkloadPlan) -> str:
     """sha256 over the first request of every planned question as the harness sends it
     (the text, or the chat messages), one compact JSON value per line, in order."""
-    from harness.run.drive import first_turn
-
     lines = "".join(json.dumps(first_turn(workload, prompt), ensure_ascii=False,
                                separators=(",", ":")) + "\n" for prompt in plan.prompts)
     return hashlib.sha256(lines.encode("utf-8")).hexdigest()
 
 
-def workload_info(suite: Any, entry: str | None, plan: WorkloadPlan, engine: Any
-                  ) -> WorkloadInfo:
+def workload_info(suite: Suite, entry: str | None, plan: WorkloadPlan,
+                  engine: ServedEngine | None) -> WorkloadInfo:
     workload = suite.workload
     chat = workload.protocol == "chat"
     adapter = engine.adapter if engine is not None else None
@@ -44,13 +49,12 @@ def workload_info(suite: Any, entry: str | None, plan: WorkloadPlan, engine: Any
         data_source=plan.source, data_sha256=plan.sha256, data_file_sha256=plan.file_sha256)
 
 
-def add_chat_template(info: WorkloadInfo | None, suite: Any, engine: Any) -> None:
+def add_chat_template(info: WorkloadInfo | None, suite: Suite, engine: ServedEngine | None
+                      ) -> None:
     """The target's chat template hash, for a chat workload (after the server has loaded
     the model, so a hub model's files are in the local cache)."""
     if info is None or info.protocol != "chat" or engine is None:
         return
-    from harness.workloads.chat import template_source
-
     models = getattr(engine, "models", None)
     override = getattr(engine.adapter, "chat_template_override", lambda s: None)(suite)
     found = template_source(models.target if models else None,

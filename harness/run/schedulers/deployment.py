@@ -10,11 +10,34 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from harness.engines.interface import Placement
 from harness.engines.registry import secret_flags
 from harness.secrets import REDACTED, redact_argv, redact_env
+
+if TYPE_CHECKING:
+    from harness.suite.model import Suite
+    from harness.suite.serving import Topology
+
+
+class Launchable(Protocol):
+    """What a scheduler asks of an engine: its launch line per placement, and the Python
+    it runs in (`harness.run.plan.PreparedEngine`, or a dry run's planned engine; the plan
+    imports the run's options, which name a scheduler's, so not that class here)."""
+
+    @property
+    def python(self) -> str: ...
+
+    def command(self, host: str, port: int, placement: Placement | None = None
+                ) -> list[str]: ...
+
+
+class PreparedLaunch(Launchable, Protocol):
+    """A prepared engine, with the suite it serves (its topology)."""
+
+    @property
+    def suite(self) -> Suite: ...
 
 
 @dataclass(frozen=True)
@@ -30,7 +53,7 @@ class NodeLine:
         return self.placement.node_rank == 0
 
 
-def placements(topology: Any, dist_init_addr: str | None,
+def placements(topology: Topology, dist_init_addr: str | None,
                bootstrap_port: int | None = None) -> list[tuple[str, Placement]]:
     """Every process of a topology, named: per side (one, or prefill and decode), per node.
     `dist_init_addr`: host:port of node 0's rendezvous (several nodes); `bootstrap_port`:
@@ -50,7 +73,7 @@ def placements(topology: Any, dist_init_addr: str | None,
     return named
 
 
-def node_lines(engine: Any, host: str, port: int, dist_init_addr: str | None,
+def node_lines(engine: PreparedLaunch, host: str, port: int, dist_init_addr: str | None,
                ports: dict[str, int] | None = None, bootstrap_port: int | None = None,
                node_port: Callable[[int], int] | None = None) -> list[NodeLine]:
     """The launch line of every process of the suite's topology (`placements`); `port`:

@@ -17,9 +17,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
-from harness.run.schedulers.deployment import secret_variable, secret_words
+from harness.engines.interface import Placement
+from harness.errors import BadInput
+from harness.run.schedulers.deployment import Launchable, secret_variable, secret_words
+
+if TYPE_CHECKING:
+    from harness.suite.model import Suite
 
 API_VERSION = "leaderworkerset.x-k8s.io/v1"
 HTTP_PORT = 30000
@@ -36,9 +41,9 @@ def resource_name(suite_name: str) -> str:
     return name[:52].rstrip("-")
 
 
-def _container(args: list[str], env: list[dict[str, Any]], image: str, gpus: int,
-               leader: bool) -> dict[str, Any]:
-    container: dict[str, Any] = {
+def _container(args: list[str], env: list[dict[str, object]], image: str, gpus: int,
+               leader: bool) -> dict[str, object]:
+    container: dict[str, object] = {
         "name": "server", "image": image, "command": args[:1], "args": args[1:],
         "env": env,
     }
@@ -51,16 +56,12 @@ def _container(args: list[str], env: list[dict[str, Any]], image: str, gpus: int
     return container
 
 
-def manifest(engine: Any, suite: Any, env: Mapping[str, str], image: str | None = None
+def manifest(engine: Launchable, suite: Suite, env: Mapping[str, str], image: str | None = None
              ) -> str:
     """The LeaderWorkerSet and its leader's Service, as a YAML stream (JSON documents,
     which YAML reads as they are) with the Secret to create named in a comment."""
-    from harness.engines.interface import Placement
-
     topology = suite.topology
     if topology.disaggregation is not None:
-        from harness.errors import BadInput
-
         raise BadInput(f"suite {suite.name}: the manifest is one LeaderWorkerSet serving one "
                        "server over nnodes; a prefill/decode split is two of them behind the "
                        "engine's router (not written by the harness): deploy it and measure "
@@ -84,7 +85,7 @@ def manifest(engine: Any, suite: Any, env: Mapping[str, str], image: str | None 
     # the build's interpreter or console script by its host path: the image's own
     program = args[0].rsplit("/", 1)[-1]
     args[0] = "python3" if program.startswith("python") else program
-    container_env: list[dict[str, Any]] = [
+    container_env: list[dict[str, object]] = [
         {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
     for key, value in env.items():
         if key in ("PYTHONPATH", "CUDA_VISIBLE_DEVICES"):
@@ -96,7 +97,7 @@ def manifest(engine: Any, suite: Any, env: Mapping[str, str], image: str | None 
     container_env += [{"name": key, "valueFrom": {"secretKeyRef": {"name": name, "key": key}}}
                       for key in secret_env]
     image = image or _image(engine)
-    lws: dict[str, Any] = {
+    lws: dict[str, object] = {
         "apiVersion": API_VERSION, "kind": "LeaderWorkerSet",
         "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "spec-harness"}},
         "spec": {
@@ -132,7 +133,7 @@ def manifest(engine: Any, suite: Any, env: Mapping[str, str], image: str | None 
                       json.dumps(service, indent=2)])
 
 
-def _image(engine: Any) -> str:
+def _image(engine: Launchable) -> str:
     """SGLang's own image for a released build, else a placeholder to fill in."""
     spec = getattr(engine, "spec_text", None) or ""
     if spec.startswith("sglang=="):

@@ -33,14 +33,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING
 
 import httpx
 
+from harness.engines.interface import Placement
 from harness.errors import BadInput, EngineError
-from harness.run.launch import log_tail
-from harness.run.schedulers.deployment import secret_variable, secret_words
+from harness.run.launch import log_tail, signals_deferred
+from harness.run.schedulers.deployment import Launchable, secret_variable, secret_words
 from harness.secrets import redact_text
+
+if TYPE_CHECKING:
+    from harness.suite.model import Suite
+    from harness.suite.serving import Topology
 
 ENDPOINT_FILE = "endpoint.json"
 SCRIPT_FILE = "job.sbatch"
@@ -180,7 +185,7 @@ def check_cluster(tools: Mapping[str, str], nnodes: int, options: SlurmOptions) 
                        "lower topology.nnodes")
 
 
-def preflight(topology: Any, options: SlurmOptions) -> dict[str, str]:
+def preflight(topology: Topology, options: SlurmOptions) -> dict[str, str]:
     """What a Slurm launch needs before any build: the commands, a partition with enough
     nodes, a topology the launcher runs. Returns the commands' paths."""
     tools = commands()
@@ -189,7 +194,7 @@ def preflight(topology: Any, options: SlurmOptions) -> dict[str, str]:
     return tools
 
 
-def check_topology(topology: Any) -> None:
+def check_topology(topology: Topology) -> None:
     """The launcher starts one server over its nodes; a split is two and a router."""
     if topology.disaggregation is not None:
         raise BadInput("--launcher slurm launches one server (over nnodes); a "
@@ -354,8 +359,6 @@ class SlurmJob:
             log.write_bytes(shown.encode("utf-8", "surrogateescape"))
 
     def __enter__(self) -> SlurmJob:
-        from harness.run.launch import signals_deferred
-
         self.check_cluster()
         with signals_deferred():  # a Ctrl-C between submit and the id would orphan it
             self.submit()
@@ -368,18 +371,14 @@ class SlurmJob:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        from harness.run.launch import signals_deferred
-
         with signals_deferred():
             self.cancel()
 
 
-def prepare(engine: Any, suite: Any, env: Mapping[str, str], run_dir: Path,
+def prepare(engine: Launchable, suite: Suite, env: Mapping[str, str], run_dir: Path,
             options: SlurmOptions, ready_paths: tuple[str, ...],
             tools: dict[str, str] | None = None) -> SlurmJob:
     """The job for the suite's topology: node 0's launch line templated for every node."""
-    from harness.engines.interface import Placement
-
     topology = suite.topology
     check_topology(topology)
     placement = Placement(node_rank=0, nnodes=topology.nnodes,

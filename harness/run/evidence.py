@@ -1,0 +1,32 @@
+"""The paired gate's finding on B's rows, as the judge reads it (`harness.run.judge.decide`)
+and the pairing makes it (`harness.run.pairing.PairedJudge.evidence`); apart from both, so
+the run's options (`harness.run.outcome.Pairing`) can name it without an import circle."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from harness.metrics.paired_gate import PairedResult
+from harness.metrics.speedup import PairedSpeedupResult
+from harness.suite.gate import Gate
+
+
+@dataclass(frozen=True)
+class SpeedupEvidence:
+    """The paired speedup gate on one figure (`[speedup] max_drop`): its test, or why no
+    test could be made (`result` None, `reason` says why: never a pass)."""
+
+    figure: str  # speedup_tpot or speedup_throughput
+    result: PairedSpeedupResult | None
+    reason: str | None = None
+
+
+@dataclass
+class PairedEvidence:
+    """The paired gate's finding on B's rows (`harness.run.pairing.PairedJudge.evidence`)."""
+
+    result: PairedResult
+    gate: Gate  # its `inconclusive` setting, its tolerance
+    against: dict[str, object]  # run_id, path, spec, reused of the reference run
+    speedup: Sequence[SpeedupEvidence] = ()  # `[speedup] max_drop`: one per gated figure
