@@ -42,7 +42,6 @@ ENGINE_ENV = ("runs inside an engine's own environment (launched by path): stand
               "at its top, the engine's transformers imported where it is used")
 SUITE_MODEL = ("heavy for start-up: `harness list` reads each suite's cached listing; the suite "
                "model (pydantic) loads only when a listing is stale")
-<<<<<<< HEAD
 ENGINE_WORKER = ("runs inside an engine's own environment (`python -m harness.engines."
                  "reference`): torch, dflash and transformers (and decoding.py, torch at its "
                  "top) load where a worker decodes or a tokenizer is read, so the launcher "
@@ -50,10 +49,8 @@ ENGINE_WORKER = ("runs inside an engine's own environment (`python -m harness.en
 ADAPTERS = ("heavy for start-up: the CLI and the pytest plugin import the registry for the "
             "secret flags; an adapter (its launch line reads the suite model, pydantic) loads "
             "when a suite names its engine (tests/test_cli_startup.py)")
-=======
 PLOTS = ("heavy for start-up: the run path stays free of matplotlib and pandas; the plot "
          "module loads only when a run's figure is drawn (a failed plot never fails a run)")
->>>>>>> seams-run
 RECORD_MODEL = ("heavy for start-up: the loader reads an indexed history without the record "
                 "model (pydantic), parsed only where a record is read")
 
@@ -102,12 +99,7 @@ ALLOWED: dict[str, dict[str, str]] = {
 # run stage's server-facing modules (drive, streaming, attach, baseline) are being
 # rewritten by another change; the rest of harness.run is held to the rule.
 PENDING: tuple[str, ...] = (
-<<<<<<< HEAD
-    "harness.run",
-=======
-    "harness.engines", "harness.run.attach", "harness.run.baseline", "harness.run.drive",
-    "harness.run.streaming",
->>>>>>> seams-run
+    "harness.run.attach", "harness.run.baseline", "harness.run.drive", "harness.run.streaming",
 )
 
 
