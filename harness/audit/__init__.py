@@ -12,7 +12,7 @@ import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harness.audit.errors import (
     VERSION_REJECTS,
@@ -52,14 +52,14 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'harness.audit' has no attribute {name!r}")
 
 
 def audit_for_build(
-    config: Mapping[str, Any] | str | os.PathLike[str],
+    config: Mapping[str, object] | str | os.PathLike[str],
     source: SGLangSource | str | os.PathLike[str] | None,
     transformers: str | None = None,
     revision: str | None = None,
@@ -81,7 +81,7 @@ def audit_for_build(
 
 
 def audit_build(
-    config: Mapping[str, Any] | str | os.PathLike[str],
+    config: Mapping[str, object] | str | os.PathLike[str],
     source: SGLangSource | str | os.PathLike[str] | None,
     transformers: str | None = None,
     revision: str | None = None,

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness.audit.findings import ALL_CLAUSES, Column, said, signature
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ class DraftChange:
         return any(c.after.startswith(("refuses", "refused")) and
                    not c.before.startswith(("refuses", "refused")) for c in self.changes)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"draft": self.draft, "refused_after": self.refuses,
                 "changes": [c.to_dict() for c in self.changes]}
 
@@ -65,7 +68,7 @@ def judge_change(names: Sequence[str], columns: Sequence[Sequence[Column]]) -> l
 
 
 def render(changed: Sequence[DraftChange], total: int, before: str, after: str,
-           console: Any) -> None:
+           console: Console) -> None:
     console.print(f"change {before} -> {after}: {len(changed)} of {total} drafts resolve "
                   "differently", markup=False)
     refused = [c.draft for c in changed if c.refuses]

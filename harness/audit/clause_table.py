@@ -10,10 +10,13 @@ could not resolve it (the finding says why), `-` when not declared or not resolv
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness.audit.findings import ALL_CLAUSES, Column, Finding, short, signature
 from harness.suite.draft_contract import Clause, show_value
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 LEGEND = ("taps = target hidden_states[c] read (hidden_states[0] = embeddings, [c] = output "
           "of decoder layer c - 1; a checkpoint's target_layer_ids L is L + 1); * = chosen "
@@ -30,7 +33,7 @@ def declared_cell(clause: Clause | None) -> str:
 
 
 def render_clauses(declared: Mapping[str, Clause | None], columns: Sequence[Column],
-                   found: Sequence[Finding], console: Any, title: str) -> None:
+                   found: Sequence[Finding], console: Console, title: str) -> None:
     from rich import box  # lazily: the command module must import fast
     from rich.table import Table
     from rich.text import Text

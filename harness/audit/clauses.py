@@ -77,7 +77,7 @@ def _error(error: BaseException) -> dict[str, str]:
 
 
 def _answer(value: Any = None, source: str | None = None, error: BaseException | None = None,
-            note: str | None = None, limit: str | None = None) -> dict[str, Any]:
+            note: str | None = None, limit: str | None = None) -> dict[str, object]:
     return {"value": value, "source": source, "note": note,
             "error": None if error is None else _error(error), "limit": limit}
 
@@ -144,7 +144,7 @@ def _text(config: Any) -> Any:
 class Resolver:
     """One version's clauses for one draft (and its target, when the audit has one)."""
 
-    def __init__(self, job: Mapping[str, Any], label: str) -> None:
+    def __init__(self, job: Mapping[str, object], label: str) -> None:
         self.job, self.label = job, label
         files = dict(job["files"])
         try:
@@ -162,7 +162,7 @@ class Resolver:
         return self.parse(draft_hf_config=config)
 
     def resolve(self, config: Any, target: Any | None, target_arch: str | None,
-                tokenizer: Any | None) -> dict[str, Any]:
+                tokenizer: Any | None) -> dict[str, object]:
         try:
             parsed = self._parsed(config)
         except Exception as error:  # the version refuses the draft's DFlash fields
@@ -182,13 +182,13 @@ class Resolver:
         answers["lm_head"] = self._lm_head()
         return answers
 
-    def _draft_layers(self, parsed: Any) -> dict[str, Any]:
+    def _draft_layers(self, parsed: Any) -> dict[str, object]:
         try:
             return _answer(parsed.require_num_layers(), "num_hidden_layers")
         except Exception as error:
             return _answer(error=error)
 
-    def _block_size(self, config: Any, parsed: Any) -> dict[str, Any]:
+    def _block_size(self, config: Any, parsed: Any) -> dict[str, object]:
         def read(other: Any) -> Any:
             return self._parsed(other).resolve_block_size(default=None)
 
@@ -203,7 +203,7 @@ class Resolver:
                             f"(default={default!r}); the server's "
                             "--speculative-num-draft-tokens, when given, wins")
 
-    def _mask_token(self, config: Any, parsed: Any) -> dict[str, Any]:
+    def _mask_token(self, config: Any, parsed: Any) -> dict[str, object]:
         def read(other: Any) -> Any:
             return self._parsed(other).mask_token
 
@@ -212,7 +212,7 @@ class Resolver:
                        note=None if source else "DEFAULT_DFLASH_MASK_TOKEN")
 
     def _mask_token_id(self, config: Any, parsed: Any, target: Any | None,
-                       tokenizer: Any | None) -> dict[str, Any]:
+                       tokenizer: Any | None) -> dict[str, object]:
         def read(other: Any) -> Any:
             return self._parsed(other).mask_token_id
 
@@ -248,7 +248,7 @@ class Resolver:
         found = extract.find_method({DFLASH_MODEL: self.model_text}, DRAFT_CLASS, "__init__")
         return None if found is None else found[0]
 
-    def _fc(self, config: Any) -> tuple[dict[str, Any], list[int] | None]:
+    def _fc(self, config: Any) -> tuple[dict[str, object], list[int] | None]:
         init = self._draft_init()
         if init is None:
             return _answer(limit=f"{DFLASH_MODEL} has no {DRAFT_CLASS}.__init__"), None
@@ -274,7 +274,7 @@ class Resolver:
                                    f"{hidden}; taps as the draft sizes fc: {taps}"), taps
 
     def _taps(self, config: Any, parsed: Any, target: Any | None, arch: str | None,
-              fc_taps: list[int] | None) -> dict[str, Any]:
+              fc_taps: list[int] | None) -> dict[str, object]:
         def read(other: Any) -> Any:
             return self._parsed(other).target_layer_ids
 
@@ -350,7 +350,7 @@ class Resolver:
         if not files:
             raise Limit(f"this version defines no class {arch}")
         found = extract.find_method(files, arch, "set_dflash_layers_to_capture")
-        attributes: dict[str, Any] = {}
+        attributes: dict[str, object] = {}
         if found is not None:
             node, path = found
             namespace = extract.base_namespace("harness_sglang_target")
@@ -417,7 +417,7 @@ class Resolver:
                 return extract.compile_function(found[0], f"{DFLASH_WORKER}:{name}", namespace)
         return None
 
-    def _embeddings(self, config: Any) -> dict[str, Any]:
+    def _embeddings(self, config: Any) -> dict[str, object]:
         text = self.contract_files.get(DFLASH_WORKER)
         if text is None:
             return _answer(limit=f"this version has no {DFLASH_WORKER}")
@@ -442,7 +442,7 @@ class Resolver:
             return _answer("target", "the DFLASH worker reads the target's embeddings")
         return _answer(limit="cannot tell where this version's DFLASH worker embeds tokens")
 
-    def _lm_head(self) -> dict[str, Any]:
+    def _lm_head(self) -> dict[str, object]:
         tree = self._worker_tree()
         if tree is None:
             return _answer(limit=f"this version has no {DFLASH_WORKER}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
 
 from harness.suite.attention import DraftConfigError
 from harness.suite.document import DocumentError, load_json
@@ -15,7 +14,7 @@ CONFIG_NAME = "config.json"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
 
-def parse_config_text(text: str, source: str) -> dict[str, Any]:
+def parse_config_text(text: str, source: str) -> dict[str, object]:
     """A draft config from JSON text; DraftConfigError when it is not a JSON object."""
     try:
         document = load_json(text)
@@ -28,7 +27,7 @@ def parse_config_text(text: str, source: str) -> dict[str, Any]:
     return document
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> dict[str, object]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
@@ -77,7 +76,7 @@ def locate_draft_config(
 
 def load_draft_config(
     reference: str | os.PathLike[str], revision: str | None = None
-) -> tuple[dict[str, Any], str]:
+) -> tuple[dict[str, object], str]:
     """(config, where it was read from) for a config file, a checkpoint folder or a hub id."""
     path, origin = locate_draft_config(reference, revision)
     return _read(path), origin

@@ -37,7 +37,7 @@ def _window_words(window: int | None) -> str:
     return "full attention" if window is None else f"window {window}"
 
 
-def validate_expected(expected: Any, source: str = "expected_layers") -> list[dict[str, Any]]:
+def validate_expected(expected: object, source: str = "expected_layers") -> list[dict[str, object]]:
     """Check the shape of an expectation; return it as plain dicts with `window` filled in."""
     if isinstance(expected, str | bytes) or not isinstance(expected, Sequence):
         raise ContractError(f"{source} must be a list of per-layer tables, got {expected!r}")
@@ -64,7 +64,7 @@ def validate_expected(expected: Any, source: str = "expected_layers") -> list[di
 
 
 def check_contract(
-    expected: Sequence[Mapping[str, Any]], actual: Sequence[LayerAttention]
+    expected: Sequence[Mapping[str, object]], actual: Sequence[LayerAttention]
 ) -> list[str]:
     """Human-readable differences between the expected and the resolved layers; empty = same."""
     wanted = validate_expected(expected)
@@ -85,7 +85,7 @@ def check_contract(
     return differences
 
 
-def expected_from_layers(layers: Sequence[LayerAttention]) -> list[dict[str, Any]]:
+def expected_from_layers(layers: Sequence[LayerAttention]) -> list[dict[str, object]]:
     """The contract a resolved table satisfies, in suite form (window only when sliding)."""
     return [
         {"causal": layer.causal, **({} if layer.window is None else {"window": layer.window})}
@@ -93,7 +93,7 @@ def expected_from_layers(layers: Sequence[LayerAttention]) -> list[dict[str, Any
     ]
 
 
-def _expected_in(document: Mapping[str, Any], source: str) -> list[dict[str, Any]]:
+def _expected_in(document: Mapping[str, object], source: str) -> list[dict[str, object]]:
     # A suite nests it under [draft]; a bare expectation file has it at the top.
     draft = document.get("draft")
     if isinstance(draft, Mapping) and "expected_layers" in draft:
@@ -118,11 +118,11 @@ def _find_file(spec: str, suites_dir: Path | None) -> Path:
 class Expectation:
     """What `--expect` names: per-layer attention, the other clauses, or both."""
 
-    layers: list[dict[str, Any]] | None
+    layers: list[dict[str, object]] | None
     contract: dict[str, ClauseValue] | str | None  # or "declared": the checkpoint's values
     origin: str
 
-    def clauses_for(self, config: Mapping[str, Any]) -> dict[str, ClauseValue] | None:
+    def clauses_for(self, config: Mapping[str, object]) -> dict[str, ClauseValue] | None:
         """The expected clauses for this draft config ("declared" read from it)."""
         if self.contract == DECLARED:
             return expectation_from_declared(config)
@@ -173,7 +173,7 @@ def _document(spec: str, suites_dir: Path | None) -> tuple[Any, str]:
     return document, str(path)
 
 
-def load_expected(spec: str, suites_dir: Path | None = None) -> tuple[list[dict[str, Any]], str]:
+def load_expected(spec: str, suites_dir: Path | None = None) -> tuple[list[dict[str, object]], str]:
     """`--expect FILE|SUITE`: a suite path or name, or a JSON/TOML file; returns (layers, where)."""
     document, where = _document(spec, suites_dir)
     if isinstance(document, list):  # a bare JSON list of layers

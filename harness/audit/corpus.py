@@ -13,15 +13,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness.audit.clause_table import render_clauses
 from harness.audit.evaluate import evaluate_many
 from harness.audit.findings import ALL_CLAUSES, Column, Finding, findings, flagged, signature
+from harness.audit.source import SGLangSource
 from harness.audit.target import AuditTarget, read_target
 from harness.suite.attention import DraftConfigError
 from harness.suite.document import DocumentError, load_json
 from harness.suite.draft_contract import Clause, declared_contract
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 CONFIG = "config.json"
 TARGET = "target"
@@ -32,7 +36,7 @@ MAX_CONFIG_BYTES = 1 << 20  # a draft config is a few kilobytes
 class CorpusDraft:
     name: str
     config_file: Path
-    config: dict[str, Any]
+    config: dict[str, object]
     declared: dict[str, Clause | None]
     target: AuditTarget | None = None
 
@@ -49,7 +53,7 @@ class DraftAudit:
     def flags(self) -> list[Finding]:
         return flagged(self.found)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "draft": self.draft.name,
             "config": str(self.draft.config_file),
@@ -66,7 +70,7 @@ class DraftAudit:
         }
 
 
-def parse_json_bytes(data: bytes, where: str) -> Any:
+def parse_json_bytes(data: bytes, where: str) -> object:
     """JSON from bytes, read by the project's one JSON reader (harness.suite.document): not
     UTF-8, not JSON, nested too deep, a number that is not finite is bad input."""
     try:
@@ -128,7 +132,7 @@ def audit_corpus(drafts: Sequence[CorpusDraft], columns: Sequence[Sequence[Colum
             for draft, cols in zip(drafts, columns, strict=True)]
 
 
-def sglang_columns(drafts: Sequence[CorpusDraft], sources: Sequence[Any],
+def sglang_columns(drafts: Sequence[CorpusDraft], sources: Sequence[SGLangSource],
                    transformers: str | None = None, use_cache: bool = True
                    ) -> list[list[Column]]:
     """Each draft's SGLang columns, every version in one batch (one worker per pin)."""
@@ -137,7 +141,7 @@ def sglang_columns(drafts: Sequence[CorpusDraft], sources: Sequence[Any],
     return [[result.column() for result in row] for row in results]
 
 
-def render(audits: Sequence[DraftAudit], console: Any, details: bool = True) -> None:
+def render(audits: Sequence[DraftAudit], console: Console, details: bool = True) -> None:
     """Draft x engine (one row per draft: each build's verdict on it), then, for each draft
     with a flag, its release x clause table and findings."""
     from rich import box

@@ -37,7 +37,7 @@ EXTRACT = Path(__file__).with_name("extract.py")
 CLAUSES_FILE = Path(__file__).with_name("clauses.py")
 WORKER_TIMEOUT_S = 300
 # Probe drafts that tell the known behaviours apart: each layer type, is_causal unset/true/false.
-PROBES: tuple[dict[str, Any], ...] = (
+PROBES: tuple[dict[str, object], ...] = (
     *(
         {
             "num_hidden_layers": 2,
@@ -80,7 +80,7 @@ class VersionError:
             text = text[:299] + "…"
         return f"{self.type}: {text}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"stage": self.stage, "type": self.type, "message": self.message,
                 "where": self.where}  # fmt: skip
 
@@ -121,7 +121,7 @@ class VersionResult:
             return None
         return [(layer.causal, layer.window) for layer in self.layers]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         source = self.source
         return {
             "label": source.label, "version": source.version, "kind": source.kind,
@@ -143,7 +143,7 @@ def _window(window_left: int | None) -> int | None:
     return None if window_left is None or window_left < 0 else int(window_left) + 1
 
 
-def _layers(answer: Mapping[str, Any]) -> list[LayerAttention]:
+def _layers(answer: Mapping[str, object]) -> list[LayerAttention]:
     types = answer.get("layer_types") or []
     flipped = answer.get("flipped")
     layers = []
@@ -167,7 +167,7 @@ def _behaves_as(probes: Sequence[Any]) -> list[Behaviour]:
     return matched
 
 
-def _result(source: SGLangSource, answer: Mapping[str, Any]) -> VersionResult:
+def _result(source: SGLangSource, answer: Mapping[str, object]) -> VersionResult:
     error = answer.get("error")
     if error:
         if error["stage"] == "extract":
@@ -243,7 +243,7 @@ class _Job:
     requirement: str
     config: int  # index into the configs evaluated together
     cache: Path
-    answer: dict[str, Any] | None = None
+    answer: dict[str, object] | None = None
 
 
 @dataclass(frozen=True)
@@ -254,7 +254,7 @@ class _Draft:
     target: AuditTarget | None = None
 
 
-def _job_request(index: int, job: _Job, drafts: Sequence[_Draft]) -> dict[str, Any]:
+def _job_request(index: int, job: _Job, drafts: Sequence[_Draft]) -> dict[str, object]:
     source, draft = job.source, drafts[job.config]
     target = draft.target
     return {"id": str(index), "label": source.label, "files": dict(source.files),
@@ -265,7 +265,7 @@ def _job_request(index: int, job: _Job, drafts: Sequence[_Draft]) -> dict[str, A
             "target_config_class": source.config_class(target.model_type) if target else None}
 
 
-def _request(drafts: Sequence[_Draft], jobs: list[_Job]) -> dict[str, Any]:
+def _request(drafts: Sequence[_Draft], jobs: list[_Job]) -> dict[str, object]:
     # Built in the main thread: ast.parse (config_class) is not safe across threads in 3.11.
     return {
         "configs": [{"dir": str(draft.folder), "raw": draft.raw,
@@ -277,7 +277,7 @@ def _request(drafts: Sequence[_Draft], jobs: list[_Job]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _run_worker(python: Path, request: dict[str, Any], jobs: list[_Job]) -> None:
+def _run_worker(python: Path, request: dict[str, object], jobs: list[_Job]) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
            "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     try:

@@ -59,12 +59,12 @@ class AttentionType(enum.Enum):
 _MODULES = itertools.count()
 
 
-def base_namespace(name: str) -> dict[str, Any]:
+def base_namespace(name: str) -> dict[str, object]:
     """Names SGLang's modules import that extracted code may use: the dict of a fresh
     module registered in sys.modules (a dataclass looks its module up there)."""
     module = types.ModuleType(f"{name}_{next(_MODULES)}")
     sys.modules[module.__name__] = module
-    namespace: dict[str, Any] = module.__dict__
+    namespace: dict[str, object] = module.__dict__
     namespace.update({
         "__builtins__": builtins,
         "AttentionType": AttentionType,
@@ -138,7 +138,7 @@ def parse(text: str, path: str) -> ast.Module:
         raise ExtractError(f"cannot parse {path}: {error}") from error
 
 
-def _compile(body: list[ast.stmt], label: str, namespace: dict[str, Any]) -> None:
+def _compile(body: list[ast.stmt], label: str, namespace: dict[str, object]) -> None:
     module = ast.Module(body=body, type_ignores=[])
     try:
         # Annotations stay strings: they name torch types that do not exist here.
@@ -151,7 +151,7 @@ def _compile(body: list[ast.stmt], label: str, namespace: dict[str, Any]) -> Non
 
 def extract_functions(
     files: Mapping[str, str], roots: Sequence[str], required: str, label: str
-) -> tuple[dict[str, Any], tuple[str, ...]]:
+) -> tuple[dict[str, object], tuple[str, ...]]:
     """(namespace, names) with `roots` and every module-level function, class (such as
     `DFlashDraftConfig`, a dataclass) and literal constant they reach compiled.
 
@@ -205,7 +205,7 @@ def transformers_imports(text: str, path: str) -> dict[str, str]:
 
 
 def extract_class(text: str, path: str, class_name: str, base: Any,
-                  names: Mapping[str, Any] | None = None) -> type:
+                  names: Mapping[str, object] | None = None) -> type:
     """A config class compiled from its module, with the base `PretrainedConfig` given.
 
     Its module-level helper functions and literal constants come along; the module's own
@@ -276,7 +276,8 @@ def _placeholder(name: str) -> type:
 
 
 def extract_loader(files: Mapping[str, str], base: Any, auto_config: Any,
-                   registry: Mapping[str, Any], imported: Mapping[str, Any] | None = None) -> Any:
+                   registry: Mapping[str, object],
+                   imported: Mapping[str, object] | None = None) -> Any:
     """SGLang's own `HfModelConfigParser.parse`, compiled with the helpers it reaches.
 
     `registry` stands for SGLang's `_CONFIG_REGISTRY` (model_type -> its config class) for
@@ -367,7 +368,7 @@ def class_bases(text: str, path: str, class_name: str) -> list[str]:
     return []
 
 
-def compile_function(node: ast.FunctionDef, label: str, namespace: dict[str, Any]) -> Any:
+def compile_function(node: ast.FunctionDef, label: str, namespace: dict[str, object]) -> Any:
     """A method compiled as a plain function (its decorators dropped) in `namespace`; the
     caller passes a stand-in for `self`."""
     function = copy.deepcopy(node)
@@ -393,7 +394,7 @@ def _stored_names(statement: ast.stmt) -> set[str]:
 
 
 def method_slice(node: ast.FunctionDef, wanted: Sequence[str], label: str,
-                 namespace: dict[str, Any]) -> Any:
+                 namespace: dict[str, object]) -> Any:
     """The statements of a method's body that compute `wanted`, as a function with the
     method's own parameters returning {name: value}.
 

@@ -14,13 +14,16 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness.audit.evaluate import VersionResult, evaluate_sources
 from harness.audit.extract import LOADER_COMMON, LOADER_FILE, RESOLVER_FILES
 from harness.audit.source import PATCHES_FILE, commit_source
 from harness.audit.table import describe_change, render_table, signature
 from harness.errors import BadInput
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 class BisectError(BadInput):
@@ -35,7 +38,7 @@ class BisectResult:
     first: VersionResult | None  # the first whose table differs from GOOD's
     before: VersionResult | None  # the table just before it (equal to GOOD's)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "good": self.good.to_dict(),
             "bad": self.bad.to_dict(),
@@ -114,7 +117,7 @@ def bisect(config_file: Path, repo: Path, good: str, bad: str,
     return BisectResult(good_result, bad_result, candidates, None, None)
 
 
-def render(result: BisectResult, console: Any, good: str, bad: str) -> None:
+def render(result: BisectResult, console: Console, good: str, bad: str) -> None:
     good_label = f"GOOD {good} ({result.good.source.short})"
     bad_label = f"BAD {bad} ({result.bad.source.short})"
     console.print(f"{len(result.candidates)} commits from {good} to {bad} touch the files the "

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness.audit.contract import check_contract
 from harness.suite.attention import Behaviour, LayerAttention, read_fields, resolve_all
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 JSON_SCHEMA_VERSION = 2  # 2: a layer's `window` is `window_tokens` + `sglang_window_left`
 
@@ -21,7 +24,7 @@ class AuditReport:
     is_causal: bool | None
     behaviours: dict[Behaviour, list[LayerAttention]]
     checked_against: str  # the table the expectation is checked against
-    expected: list[dict[str, Any]] | None = None
+    expected: list[dict[str, object]] | None = None
     expected_origin: str | None = None
     differences: list[str] = field(default_factory=list)
 
@@ -52,7 +55,7 @@ class AuditReport:
         """Layers of the checked table whose causality comes from a default (the named risk)."""
         return [layer.index for layer in self.checked_layers if not layer.explicit]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         differing = set(self.differing_layers())
         defaults = set(self.default_layers())
         return {
@@ -74,9 +77,9 @@ class AuditReport:
 
 
 def build_report(
-    config: Mapping[str, Any],
+    config: Mapping[str, object],
     config_origin: str,
-    expected: list[dict[str, Any]] | None = None,
+    expected: list[dict[str, object]] | None = None,
     expected_origin: str | None = None,
     behaviour: Behaviour = "fixed",
 ) -> AuditReport:
@@ -105,7 +108,7 @@ def _type_word(layer_type: str | None) -> str:
     return "-" if layer_type is None else layer_type.removesuffix("_attention")
 
 
-def render(report: AuditReport, console: Any) -> None:
+def render(report: AuditReport, console: Console) -> None:
     """Print the per-layer table and the findings on a rich Console."""
     from rich import box  # lazily: the command module must import fast
     from rich.table import Table

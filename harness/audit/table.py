@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness.audit.clause_table import render_clauses
 from harness.audit.contract import check_contract
@@ -19,6 +19,9 @@ from harness.audit.evaluate import VersionResult
 from harness.audit.findings import Finding, findings
 from harness.suite.attention import LayerAttention
 from harness.suite.draft_contract import Clause, ClauseValue, clause_differences
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 JSON_SCHEMA_VERSION = 4  # 4: each version's `contract`, the report's `declared`, `findings`
 
@@ -29,7 +32,7 @@ def cell(layer: LayerAttention) -> str:
     return text if layer.explicit else f"{text}*"
 
 
-def signature(result: VersionResult) -> Any:
+def signature(result: VersionResult) -> tuple[object, ...]:
     """What two versions must share to count as the same table."""
     if result.error is not None:
         return ("error", result.error.type, result.error.message)
@@ -40,7 +43,7 @@ def signature(result: VersionResult) -> Any:
 class VersionsReport:
     config_origin: str
     results: list[VersionResult]
-    expected: list[dict[str, Any]] | None = None
+    expected: list[dict[str, object]] | None = None
     expected_origin: str | None = None
     differences: dict[str, list[str]] = field(default_factory=dict)
     # the other clauses: what the checkpoint declares, what each version resolves
@@ -76,7 +79,7 @@ class VersionsReport:
                 found.append((index, describe_change(before, after)))
         return found
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "schema_version": JSON_SCHEMA_VERSION,
             "config": self.config_origin,
@@ -120,7 +123,7 @@ def describe_change(before: VersionResult, after: VersionResult) -> list[str]:
 def build_versions_report(
     config_origin: str,
     results: Sequence[VersionResult],
-    expected: list[dict[str, Any]] | None = None,
+    expected: list[dict[str, object]] | None = None,
     expected_origin: str | None = None,
     declared: dict[str, Clause | None] | None = None,
     expected_clauses: dict[str, ClauseValue] | None = None,
@@ -149,7 +152,7 @@ def _notes(results: Sequence[VersionResult]) -> dict[tuple[str, str], str]:
     return letters
 
 
-def render_table(results: Sequence[VersionResult], console: Any, title: str,
+def render_table(results: Sequence[VersionResult], console: Console, title: str,
                  headings: Mapping[int, str] | None = None) -> None:
     """The layers x versions table, its change marks and its error notes."""
     from rich import box  # lazily: the command module must import fast
@@ -200,7 +203,7 @@ def render_table(results: Sequence[VersionResult], console: Any, title: str,
         console.print(f"[{letter}] {who}: {first.error.short} ({step}{where})", markup=False)
 
 
-def render(report: VersionsReport, console: Any) -> None:
+def render(report: VersionsReport, console: Console) -> None:
     """The table, what changed between neighbours, per-version notes and the expectation."""
     results = report.results
     render_table(results, console, f"DFlash draft attention: {report.config_origin}")
@@ -238,7 +241,7 @@ def render(report: VersionsReport, console: Any) -> None:
         _render_clause_expectation(report, console)
 
 
-def _render_clause_expectation(report: VersionsReport, console: Any) -> None:
+def _render_clause_expectation(report: VersionsReport, console: Console) -> None:
     if report.expected_clauses is None:
         return
     for version, differences in report.clause_diffs.items():
@@ -252,7 +255,7 @@ def _render_clause_expectation(report: VersionsReport, console: Any) -> None:
                           f"expected_contract under {version}")
 
 
-def _render_expectation(report: VersionsReport, console: Any) -> None:
+def _render_expectation(report: VersionsReport, console: Console) -> None:
     if report.expected is None:
         return
     for version, differences in report.differences.items():

@@ -14,7 +14,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from harness.suite.attention import DraftConfigError
 from harness.suite.document import DocumentError, load_json
@@ -35,13 +34,13 @@ class AuditTarget:
     tokenizer: bool  # tokenizer files beside the config
     fingerprint: str  # sha256 over config.json and the tokenizer files (cache key)
 
-    def request(self) -> dict[str, Any]:
+    def request(self) -> dict[str, object]:
         """What the audit worker is told."""
         return {"dir": str(self.folder), "architecture": self.architecture,
                 "tokenizer": self.tokenizer}
 
 
-def _layers(config: Mapping[str, Any], where: str) -> int:
+def _layers(config: Mapping[str, object], where: str) -> int:
     text = config.get("text_config")
     holder = text if isinstance(text, Mapping) else config
     value = holder.get("num_hidden_layers", config.get("num_hidden_layers"))
@@ -51,7 +50,7 @@ def _layers(config: Mapping[str, Any], where: str) -> int:
     return value
 
 
-def read_target(config: Any, folder: Path, where: str) -> AuditTarget:
+def read_target(config: object, folder: Path, where: str) -> AuditTarget:
     """An AuditTarget from a parsed target config.json in `folder` (validated)."""
     if not isinstance(config, Mapping):
         raise DraftConfigError(f"{where}: a target config must be a JSON object, got "

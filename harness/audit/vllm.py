@@ -18,7 +18,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from harness.audit.envs import cache_root, ensure_env
 from harness.audit.errors import AuditLimitError
@@ -27,6 +27,9 @@ from harness.audit.trees import ArchiveTree, FolderTree, Tree
 from harness.audit.wheels import SGLangSourceError
 from harness.suite.attention import LayerAttention
 from harness.suite.draft_contract import CLAUSES, Clause, clause_from_answer
+
+if TYPE_CHECKING:
+    from harness.audit.corpus import CorpusDraft
 
 WORKER = Path(__file__).with_name("vllm_worker.py")
 EXTRACT = Path(__file__).with_name("extract.py")
@@ -129,7 +132,7 @@ def _registered(tree: Tree) -> dict[str, dict[str, str]]:
     return found
 
 
-def _column(label: str, answer: dict[str, Any]) -> Column:
+def _column(label: str, answer: dict[str, object]) -> Column:
     if answer.get("error"):
         error = answer["error"]
         return Column(label, "vllm", refused=f"{error['type']}: {error['message']}")
@@ -148,7 +151,7 @@ def _column(label: str, answer: dict[str, Any]) -> Column:
     return Column(label, "vllm", clauses)
 
 
-def vllm_columns(spec: str, drafts: Sequence[Any]) -> list[Column]:
+def vllm_columns(spec: str, drafts: Sequence[CorpusDraft]) -> list[Column]:
     """One vLLM column per draft (the drafts of a corpus, with their targets)."""
     source = vllm_source(spec)
     python = ensure_env(source.transformers)
@@ -180,7 +183,7 @@ def installed_source(python: str) -> VllmSource:
     return VllmSource(label, tree.parent, files, "transformers", _registered(tree))
 
 
-def installed_column(python: str, draft_dir: Path, config: Mapping[str, Any],
+def installed_column(python: str, draft_dir: Path, config: Mapping[str, object],
                      target_layers: int | None) -> Column:
     """The audit's vLLM column for one draft, by the code of the vLLM installed in
     `python`'s environment, run in that interpreter (it has transformers)."""
@@ -190,7 +193,7 @@ def installed_column(python: str, draft_dir: Path, config: Mapping[str, Any],
          "registered": source.registered.get(str(config.get("model_type")))}])[0]
 
 
-def _columns(python: str, source: VllmSource, drafts: list[dict[str, Any]]) -> list[Column]:
+def _columns(python: str, source: VllmSource, drafts: list[dict[str, object]]) -> list[Column]:
     request = {"files": source.files, "drafts": drafts}
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
            "PYTHONDONTWRITEBYTECODE": "1"}

@@ -64,7 +64,7 @@ class Limit(Exception):
 
 
 def _answer(value: Any = None, source: str | None = None, error: BaseException | None = None,
-            note: str | None = None, limit: str | None = None) -> dict[str, Any]:
+            note: str | None = None, limit: str | None = None) -> dict[str, object]:
     return {"value": value, "source": source, "note": note, "limit": limit,
             "error": None if error is None else {"type": type(error).__name__,
                                                  "message": str(error)}}
@@ -110,7 +110,7 @@ class Resolver:
         self.mask = _method(files, PROPOSER, "SpecDecodeBaseProposer",
                             "_init_parallel_drafting_params")
 
-    def config(self, folder: str, registered: Mapping[str, Any] | None) -> Any:
+    def config(self, folder: str, registered: Mapping[str, object] | None) -> Any:
         """The config vLLM builds: its own class for a model_type in its registry
         (`_CONFIG_REGISTRY`, e.g. muse_glimmer_assistant), else transformers'; then
         EAGLEConfig(..., method="dflash")."""
@@ -132,7 +132,7 @@ class Resolver:
             hf = AutoConfig.from_pretrained(folder, trust_remote_code=False)
         return self.eagle(hf, method="dflash", model_type="eagle")
 
-    def attention(self, config: Any) -> dict[str, Any]:
+    def attention(self, config: Any) -> dict[str, object]:
         layers = int(config.num_hidden_layers)
         note = None
         self.runner.use_v2_model_runner = False
@@ -151,7 +151,7 @@ class Resolver:
     def _spec(self, config: Any) -> Any:
         return types.SimpleNamespace(draft_model_config=types.SimpleNamespace(hf_config=config))
 
-    def taps(self, config: Any, target_layers: int | None) -> dict[str, Any]:
+    def taps(self, config: Any, target_layers: int | None) -> dict[str, object]:
         declared = self.aux(self._spec(config))
         source = "draft config"
         if not declared:
@@ -167,11 +167,11 @@ class Resolver:
         return _answer(list(holder.aux_hidden_state_layers), source,
                        note=f"aux layers {list(declared)}")
 
-    def fc(self, config: Any) -> dict[str, Any]:
+    def fc(self, config: Any) -> dict[str, object]:
         vllm_config = types.SimpleNamespace(speculative_config=self._spec(config))
         return _answer(int(self.fc_size(vllm_config)))
 
-    def mask_id(self, config: Any) -> dict[str, Any]:
+    def mask_id(self, config: Any) -> dict[str, object]:
         proposer = types.SimpleNamespace(draft_model_config=types.SimpleNamespace(
             hf_config=config), pass_hidden_states_to_model=False)
         self.mask(proposer)
@@ -187,19 +187,19 @@ NOT_READ = {
 }
 
 
-def evaluate(resolver: Resolver, draft: Mapping[str, Any]) -> dict[str, Any]:
+def evaluate(resolver: Resolver, draft: Mapping[str, object]) -> dict[str, object]:
     try:
         config = resolver.config(draft["dir"], draft.get("registered"))
     except Limit as limit:
         return {"limit": str(limit)}
     except Exception as error:
         return {"error": {"type": type(error).__name__, "message": str(error)}}
-    answer: dict[str, Any] = {"error": None, "config_class": type(config.model).__name__}
+    answer: dict[str, object] = {"error": None, "config_class": type(config.model).__name__}
     try:
         answer["attention"] = resolver.attention(config)
     except Exception as error:
         answer["attention"] = {"error": {"type": type(error).__name__, "message": str(error)}}
-    clauses: dict[str, Any] = {name: _answer(note=note) for name, note in NOT_READ.items()}
+    clauses: dict[str, object] = {name: _answer(note=note) for name, note in NOT_READ.items()}
     for name, call in (("taps", lambda: resolver.taps(config, draft.get("target_layers"))),
                        ("fc_input_width", lambda: resolver.fc(config)),
                        ("mask_token_id", lambda: resolver.mask_id(config)),

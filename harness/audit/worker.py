@@ -52,7 +52,7 @@ else:  # a script in the environment: load extract.py and clauses.py by path (th
 PATCHES_MODULE = "sglang.srt.utils.hf_transformers_patches"
 
 
-def _error(stage: str, error: BaseException, **extra: Any) -> dict[str, Any]:
+def _error(stage: str, error: BaseException, **extra: Any) -> dict[str, object]:
     return {"stage": stage, "type": type(error).__name__, "message": str(error), **extra}
 
 
@@ -138,12 +138,12 @@ def _resolve(entry: Any, config: Any) -> list[tuple[Any, str]]:
     return results
 
 
-def _load(job: Mapping[str, Any], folder: str, spec: Any = None) -> tuple[Any, str]:
+def _load(job: Mapping[str, object], folder: str, spec: Any = None) -> tuple[Any, str]:
     """(config, how it was built): SGLang's own HF config parser when the version has one.
     `spec`: the config class the version registers for this folder's model_type."""
     from transformers import AutoConfig, PretrainedConfig
 
-    registry: dict[str, Any] = {}
+    registry: dict[str, object] = {}
     if spec:
         try:
             cls = extract.extract_class(spec["text"], spec["path"], spec["name"], PretrainedConfig)
@@ -190,7 +190,7 @@ class _HarnessLimit(Exception):
     """Something the audit cannot reproduce (not SGLang's decision)."""
 
 
-def _evaluate(entry: Any, config: Any) -> dict[str, Any]:
+def _evaluate(entry: Any, config: Any) -> dict[str, object]:
     layers = _resolve(entry, config)
     text = _text_config(config)
     is_causal = getattr(text, "is_causal", None)
@@ -211,7 +211,7 @@ def _evaluate(entry: Any, config: Any) -> dict[str, Any]:
     }
 
 
-def _probe(entry: Any, probe: Mapping[str, Any]) -> Any:
+def _probe(entry: Any, probe: Mapping[str, object]) -> Any:
     from transformers import PretrainedConfig
 
     try:
@@ -220,7 +220,7 @@ def _probe(entry: Any, probe: Mapping[str, Any]) -> Any:
         return _error("resolve", error)
 
 
-def run_job(job: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any]:
+def run_job(job: Mapping[str, object], request: Mapping[str, object]) -> dict[str, object]:
     try:
         namespace, _ = extract.extract_functions(
             job["files"], extract.RESOLVER_ROOTS, extract.ENTRY_POINT, job["label"]
@@ -259,7 +259,7 @@ def run_job(job: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any
     return result
 
 
-def _target(job: Mapping[str, Any], target: Mapping[str, Any] | None
+def _target(job: Mapping[str, object], target: Mapping[str, object] | None
             ) -> tuple[Any, str | None, Any, str | None]:
     """(the target's config object as this version builds it, its architecture, its
     tokenizer or None, why something is missing)."""
@@ -280,8 +280,8 @@ def _target(job: Mapping[str, Any], target: Mapping[str, Any] | None
     return config, target.get("architecture"), tokenizer, None
 
 
-def _contract(job: Mapping[str, Any], config: Any, target: Mapping[str, Any] | None
-              ) -> dict[str, Any]:
+def _contract(job: Mapping[str, object], config: Any, target: Mapping[str, object] | None
+              ) -> dict[str, object]:
     """Every other clause of the draft's contract, by this version's own code."""
     try:
         resolver = clauses.Resolver(job, job["label"])
@@ -298,7 +298,7 @@ def _contract(job: Mapping[str, Any], config: Any, target: Mapping[str, Any] | N
 def main() -> int:
     request = json.load(sys.stdin)
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    answer: dict[str, Any] = {"results": {}}
+    answer: dict[str, object] = {"results": {}}
     try:
         apply_patches(request.get("patches") or {})
     except Exception as error:

@@ -54,7 +54,7 @@ class BuildSpec:
     spec: str | None = None
     patch: Path | None = None
     ref: str | None = None
-    overrides: tuple[tuple[str, Any], ...] = ()
+    overrides: tuple[tuple[str, object], ...] = ()
     for_engine: EngineKind | None = None  # a vLLM build (pip, git or local) says so here
 
     @property

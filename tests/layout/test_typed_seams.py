@@ -36,7 +36,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "harness"
 
 # The packages held to it.
 CHECKED: tuple[str, ...] = ("suite", "commands", "results", "analysis", "metrics", "publish",
-                            "workloads", "bisect", "ci", "engines", "run")
+                            "workloads", "bisect", "ci", "engines", "run", "audit", "build",
+                            "secrets", "speculation")
 
 # Packages whose modules are stages handing typed things to each other: a module another
 # module of the same package imports is a seam too.
