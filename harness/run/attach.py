@@ -15,18 +15,38 @@ the run within seconds (exit 3, finished rows kept), as a launched server's deat
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import httpx
 
+from harness.engines.interface import EngineAdapter
+from harness.engines.registry import adapter_for
+from harness.engines.settings import same_model
 from harness.errors import BadInput, EngineError
-from harness.results.record import BuildInfo
+from harness.results.record import SERVER_LOG, BuildInfo, LaunchInfo
+from harness.run import recorded
+from harness.run import workload_record as described
+from harness.run.drive import Driver, Endpoint
+from harness.run.entry_run import EntryRun
+from harness.run.heartbeat import say
+from harness.run.measuring import measure_entry
+from harness.run.outcome import RunOutcome, combined
+from harness.secrets import redact_text
 from harness.suite.checkpoints import Models
+from harness.workloads import prepare
+
+if TYPE_CHECKING:
+    from harness import build as builds
+    from harness.results.record import GPUInfo
+    from harness.run.preflight import Fit
+    from harness.suite.entries import Workload
+    from harness.suite.model import Suite
 
 LIVENESS_PERIOD_S = 1.0
 LIVENESS_FAILURES = 3  # consecutive failed probes that make the deployment dead
@@ -114,20 +134,21 @@ class AttachedServer:
 class AttachedEngine:
     """What the measuring stages ask of an engine, for one nobody here prepared."""
 
-    suite: Any
-    adapter: Any
+    suite: Suite
+    adapter: EngineAdapter
     models: Models | None
     build: BuildInfo
-    reports: dict[str, Any] = field(default_factory=dict)
+    reports: dict[str, object] = field(default_factory=dict)
     checkpoints: tuple[Path, Path] | None = None
-    facts: Any = None
+    facts: builds.EnvironmentFacts | None = None
     python: str | None = None
 
 
-def read_reports(base_url: str, adapter: Any, headers: Mapping[str, str]) -> dict[str, Any]:
+def read_reports(base_url: str, adapter: EngineAdapter, headers: Mapping[str, str]
+                 ) -> dict[str, object]:
     """The adapter's identity routes' JSON answers (None for one that does not answer);
     a server that answers none of them is an engine error naming the URL."""
-    reports: dict[str, Any] = {}
+    reports: dict[str, object] = {}
     failures = []
     with httpx.Client(base_url=base_url, headers=dict(headers), trust_env=False,
                       timeout=httpx.Timeout(READ_TIMEOUT_S, connect=5.0)) as client:
@@ -152,11 +173,9 @@ def read_reports(base_url: str, adapter: Any, headers: Mapping[str, str]) -> dic
     return reports
 
 
-def mismatches(suite: Any, adapter: Any, models: Models | None, reports: Mapping[str, Any],
-               info: Any) -> list[str]:
+def mismatches(suite: Suite, adapter: EngineAdapter, models: Models | None,
+               reports: Mapping[str, object], info: object) -> list[str]:
     """Each field where the server is not what the suite declares (none: it is)."""
-    from harness.engines.settings import same_model
-
     found = adapter.identity(reports)
     problems = []
     if models is not None and found.get("model") is not None and \
@@ -178,12 +197,10 @@ def mismatches(suite: Any, adapter: Any, models: Models | None, reports: Mapping
     return problems
 
 
-def attached_engine(suite: Any, adapter: Any, models: Models | None, base_url: str,
-                    headers: Mapping[str, str], info: Any) -> AttachedEngine:
+def attached_engine(suite: Suite, adapter: EngineAdapter, models: Models | None, base_url: str,
+                    headers: Mapping[str, str], info: object) -> AttachedEngine:
     """The engine record of an attached server, refused (BadInput naming each field) when
     it is not what the suite declares."""
-    from harness.secrets import redact_text
-
     reports = read_reports(base_url, adapter, headers)
     problems = mismatches(suite, adapter, models, reports, info)
     if problems:
@@ -197,13 +214,9 @@ def attached_engine(suite: Any, adapter: Any, models: Models | None, base_url: s
     return AttachedEngine(suite, adapter, models, build, reports)
 
 
-def first_info(base_url: str, adapter: Any, headers: Mapping[str, str],
-               workload: Any) -> Any:
+def first_info(base_url: str, adapter: EngineAdapter, headers: Mapping[str, str],
+               workload: Workload) -> object:
     """The server's settings report as a launched run's settings check reads it."""
-    import asyncio
-
-    from harness.run.drive import Driver, Endpoint
-
     driver = Driver(Endpoint(base_url, adapter, dict(headers)), workload)
     info = asyncio.run(driver.server_info())
     if info is None:
@@ -213,23 +226,15 @@ def first_info(base_url: str, adapter: Any, headers: Mapping[str, str],
     return info
 
 
-def suite_engine_name(adapter: Any) -> str:
+def suite_engine_name(adapter: EngineAdapter) -> str:
     return {"sglang": "SGLang", "vllm": "vLLM", "reference": "reference-engine"}.get(
         getattr(adapter, "kind", ""), "engine")
 
 
-def measure_attached(runs: list[Any], models: Any, gpus: Any, fit: Any) -> Any:
+def measure_attached(runs: list[EntryRun], models: Models | None, gpus: Sequence[GPUInfo],
+                     fit: Fit) -> RunOutcome:
     """`--server URL`: the deployment is checked against the suite (exit 2 naming each
     field that differs), then measured as a launched one; nothing is started or stopped."""
-    from harness.engines.registry import adapter_for
-    from harness.results.record import SERVER_LOG, LaunchInfo
-    from harness.run import recorded
-    from harness.run import workload_record as described
-    from harness.run.heartbeat import say
-    from harness.run.measuring import measure_entry
-    from harness.run.outcome import combined
-    from harness.workloads import prepare
-
     first = runs[0]
     suite, options = first.loaded.suite, first.options
     adapter = adapter_for(suite.engine.kind)

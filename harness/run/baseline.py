@@ -18,16 +18,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
+from harness.engines.interface import (
+    EngineAdapter,
+    ParsedResponse,
+    Placement,
+    StreamAssembler,
+)
 from harness.errors import BadInput, EngineError, HarnessError, Interrupted
+from harness.metrics.latency import summarise_latency
+from harness.metrics.speedup import DEFINITIONS, speedup
 from harness.results.layout import TARGET_ALONE_FILE, TARGET_ALONE_LOG
 from harness.results.record import LaunchInfo, Speedup, TargetAloneInfo
 from harness.results.writer import RowLog
+from harness.run.drive import Driver, DriveResult, Endpoint
 from harness.run.entry_run import EntryRun
 from harness.run.heartbeat import heartbeat, say
 from harness.run.launch import LOOPBACK, Server, ServerSpec, free_port
+from harness.run.recorded import redact_command
+from harness.workloads import Prompt, warmup_prompts
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from harness.results.record import RequestRow
+    from harness.run.outcome import RunOptions
+    from harness.run.plan import PreparedEngine
+    from harness.suite.checkpoints import Models
+    from harness.suite.model import Suite
 
 NOT_LAUNCHED = ("the harness launches the target alone itself, on the host and build it "
                 "launched the speculative server with")
@@ -38,7 +58,8 @@ def wanted(runs: Sequence[EntryRun]) -> list[EntryRun]:
     return [run for run in runs if run.loaded.suite.speedup is not None]
 
 
-def check_possible(suite: Any, options: Any, adapter: Any = None) -> None:
+def check_possible(suite: Suite, options: RunOptions, adapter: EngineAdapter | None = None
+                   ) -> None:
     """BadInput, before anything runs, where no target-alone run can be launched: a server
     attached with --server or a scheduler's deployment (neither is the harness's to
     relaunch), a topology of several launch lines, or an engine without the line."""
@@ -61,32 +82,97 @@ def check_possible(suite: Any, options: Any, adapter: Any = None) -> None:
 
 class TargetAloneAdapter:
     """An engine adapter as the driver sees it for the target alone: its answers read
-    without spec counts, the server checked to run no speculation, the rest the engine's."""
+    without spec counts, the server checked to run no speculation, the rest the engine's.
 
-    def __init__(self, adapter: Any) -> None:
+    Every member of the adapter protocol is forwarded by name, so it is an `EngineAdapter`;
+    the engine's optional members the driver looks for (`read_server_info`, `cut_at_stop`)
+    are None where the engine has none, as the driver reads an adapter without them."""
+
+    def __init__(self, adapter: EngineAdapter) -> None:
         self.inner = adapter
+        self.kind = adapter.kind
+        self.ready_paths = adapter.ready_paths
+        self.generate_path = adapter.generate_path
+        self.chat_path = adapter.chat_path
+        self.flush_path = adapter.flush_path
+        self.server_info_paths = adapter.server_info_paths
+        self.reserved_flags = adapter.reserved_flags
+        self.secret_flags = adapter.secret_flags
+        self.identity_paths = adapter.identity_paths
+        self.liveness_path = adapter.liveness_path
+        # an engine that reads its own figures (vLLM: /metrics over a window)
+        self.read_server_info: Callable[..., Awaitable[object]] | None = getattr(
+            adapter, "read_server_info", None)
+        # an engine whose stop strings the harness applies (vLLM): the target alone's
+        # answer has no verify step to place the stop on
+        inner_cut = getattr(adapter, "cut_at_stop", None)
+        self.cut_at_stop: Callable[..., ParsedResponse] | None = (
+            None if inner_cut is None else functools.partial(inner_cut, speculative=False))
 
-    def __getattr__(self, name: str) -> Any:
-        found = getattr(self.inner, name)
-        if name == "cut_at_stop":  # an engine whose stop strings the harness applies (vLLM):
-            # the target alone's answer has no verify step to place the stop on
-            return functools.partial(found, speculative=False)
-        return found
-
-    def parse_generate(self, payload: Any, where: str) -> Any:
+    def parse_generate(self, payload: object, where: str) -> ParsedResponse:
         return self.inner.parse_target_alone(payload, where, chat=False)
 
-    def parse_chat(self, payload: Any, where: str) -> Any:
+    def parse_chat(self, payload: object, where: str) -> ParsedResponse:
         return self.inner.parse_target_alone(payload, where, chat=True)
 
-    def settings_mismatches(self, info: Any, suite: Any, models: Any = None) -> list[str]:
+    def settings_mismatches(self, info: object, suite: Suite,
+                            models: Models | None = None) -> list[str]:
         return list(self.inner.target_alone_mismatches(info))
 
-    def non_draft_tokens_per_step(self, info: Any, suite: Any) -> int:
+    def non_draft_tokens_per_step(self, info: object, suite: Suite) -> int:
         return 1  # no verify step: every token is the target's own
 
+    # The rest is the engine's own.
+    def check_flags(self, suite: Suite) -> None:
+        self.inner.check_flags(suite)
 
-def measure_target_alone(runs: Sequence[EntryRun], engine: Any, env: Mapping[str, str]
+    def launch_command(self, suite: Suite, python: str, host: str, port: int,
+                       models: Models | None = None,
+                       checkpoints: tuple[Path, Path] | None = None,
+                       placement: Placement | None = None) -> list[str]:
+        return self.inner.launch_command(suite, python, host, port, models, checkpoints,
+                                         placement)
+
+    def target_alone_command(self, command: Sequence[str]) -> list[str]:
+        return self.inner.target_alone_command(command)
+
+    def target_alone_mismatches(self, info: object) -> list[str]:
+        return self.inner.target_alone_mismatches(info)
+
+    def parse_target_alone(self, payload: object, where: str, chat: bool) -> ParsedResponse:
+        return self.inner.parse_target_alone(payload, where, chat)
+
+    def generate_body(self, text: str, params: Mapping[str, object],
+                      rid: str) -> dict[str, object]:
+        return self.inner.generate_body(text, params, rid)
+
+    def chat_body(self, messages: Sequence[Mapping[str, str]], params: Mapping[str, object],
+                  rid: str, template_kwargs: Mapping[str, object]) -> dict[str, object]:
+        return self.inner.chat_body(messages, params, rid, template_kwargs)
+
+    def stream_body(self, body: Mapping[str, object], chat: bool) -> dict[str, object]:
+        return self.inner.stream_body(body, chat)
+
+    def stream_assembler(self, chat: bool) -> StreamAssembler:
+        return self.inner.stream_assembler(chat)
+
+    def stream_refusal(self, info: object, chat: bool) -> str | None:
+        return self.inner.stream_refusal(info, chat)
+
+    def server_figure(self, info: object) -> float | None:
+        return self.inner.server_figure(info)
+
+    def attention_from_server(self, info: object) -> list[dict[str, object]] | None:
+        return self.inner.attention_from_server(info)
+
+    def auth_headers(self, suite: Suite, admin: bool = False) -> dict[str, str]:
+        return self.inner.auth_headers(suite, admin)
+
+    def identity(self, reports: Mapping[str, object]) -> dict[str, object]:
+        return self.inner.identity(reports)
+
+
+def measure_target_alone(runs: Sequence[EntryRun], engine: PreparedEngine, env: Mapping[str, str]
                          ) -> None:
     """Launch the target alone and measure each [speedup] entry's prompts on it, after
     the speculative server has stopped; each entry gets its `target_alone` and its
@@ -101,8 +187,6 @@ def measure_target_alone(runs: Sequence[EntryRun], engine: Any, env: Mapping[str
     spec = ServerSpec(command=command, log_path=first.run_dir / TARGET_ALONE_LOG, port=port,
                       env=dict(env), launch_timeout_s=suite.engine.launch_timeout_s,
                       ready_paths=engine.adapter.ready_paths)
-    from harness.run.recorded import redact_command
-
     launch = LaunchInfo(command=redact_command(command, suite), host=LOOPBACK, port=port)
     pending = list(runs)
     try:
@@ -127,10 +211,7 @@ def measure_target_alone(runs: Sequence[EntryRun], engine: Any, env: Mapping[str
                 (run.run_dir / TARGET_ALONE_LOG).write_bytes(spec.log_path.read_bytes())
 
 
-def _measure(run: EntryRun, engine: Any, server: Server, launch: LaunchInfo) -> None:
-    from harness.metrics.latency import summarise_latency
-    from harness.metrics.speedup import speedup
-
+def _measure(run: EntryRun, engine: PreparedEngine, server: Server, launch: LaunchInfo) -> None:
     suite = run.loaded.suite
     answered = {row.question_index for row in run.rows}
     prompts = [prompt for prompt in run.data.prompts if prompt.question_index in answered]
@@ -149,14 +230,11 @@ def _measure(run: EntryRun, engine: Any, server: Server, launch: LaunchInfo) -> 
                                       suite.workload.seed)
 
 
-async def _drive(run: EntryRun, engine: Any, server: Server, prompts: Sequence[Any],
-                 keep: Any) -> Any:
-    from harness.run.drive import Driver, Endpoint
-    from harness.workloads import warmup_prompts
-
+async def _drive(run: EntryRun, engine: PreparedEngine, server: Server, prompts: Sequence[Prompt],
+                 keep: Callable[[RequestRow], None]) -> DriveResult:
     suite = run.loaded.suite
     adapter = TargetAloneAdapter(engine.adapter)
-    endpoint = Endpoint(server.spec.base_url, adapter,  # type: ignore[arg-type]
+    endpoint = Endpoint(server.spec.base_url, adapter,
                         engine.adapter.auth_headers(suite),
                         engine.adapter.auth_headers(suite, admin=True), server.death)
     driver = Driver(endpoint, suite.workload, run.data.stop)
@@ -182,8 +260,6 @@ async def _drive(run: EntryRun, engine: Any, server: Server, prompts: Sequence[A
 
 def _failed(run: EntryRun, launch: LaunchInfo, reason: str) -> None:
     """The target alone failed: named, its finished rows kept, no speedup figure."""
-    from harness.metrics.speedup import DEFINITIONS
-
     run.target_alone = TargetAloneInfo(status="failed", reason=reason, launch=launch,
                                        n_requests=len(run.target_alone_rows))
     if run.measurement is not None:

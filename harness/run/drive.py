@@ -26,9 +26,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from harness.engines.http_client import Client, TransportError, TransportTimeout
 from harness.engines.interface import EngineAdapter, ParsedResponse
@@ -37,6 +37,11 @@ from harness.results.record import RequestRow, RequestTiming
 from harness.run import streaming
 from harness.run.dispatch import Dispatch, Progress, dispatch, drain, progress_limit
 from harness.workloads import Prompt, grade
+
+if TYPE_CHECKING:
+    from harness.suite.entries import Workload
+
+T = TypeVar("T")
 
 FLUSH_ATTEMPTS = 20
 FLUSH_RETRY_S = 0.5
@@ -79,12 +84,12 @@ class Endpoint:
     liveness: Callable[[], str | None] = lambda: None
 
 
-def sampling_params(workload: Any, question_index: int, stop: Sequence[str] = (),
-                    turn: int = 0) -> dict[str, Any]:
+def sampling_params(workload: Workload, question_index: int, stop: Sequence[str] = (),
+                    turn: int = 0) -> dict[str, object]:
     """SGLang sampling params of one request. `top_k` only when set; a seed only when
     sampling (temperature > 0): base + question index (+ TURN_SEED_STRIDE per later turn),
     so a sampled run is repeatable request by request."""
-    params: dict[str, Any] = {
+    params: dict[str, object] = {
         "max_new_tokens": workload.max_tokens,
         "temperature": workload.temperature,
         "top_p": workload.top_p,
@@ -100,7 +105,7 @@ def sampling_params(workload: Any, question_index: int, stop: Sequence[str] = ()
     return params
 
 
-def messages(workload: Any, prompt: Prompt, answers: Sequence[str]) -> list[dict[str, str]]:
+def messages(workload: Workload, prompt: Prompt, answers: Sequence[str]) -> list[dict[str, str]]:
     """The chat messages of the turn after `answers`: the system prompt, then each turn's
     user message and the model's answer to it, then this turn's user message."""
     out = [{"role": "system", "content": workload.system_prompt}] if workload.system_prompt \
@@ -111,7 +116,7 @@ def messages(workload: Any, prompt: Prompt, answers: Sequence[str]) -> list[dict
     return out
 
 
-def first_turn(workload: Any, prompt: Prompt) -> str | list[dict[str, str]]:
+def first_turn(workload: Workload, prompt: Prompt) -> str | list[dict[str, str]]:
     """What the first request of `prompt` sends: its text, or its chat messages."""
     return messages(workload, prompt, []) if workload.protocol == "chat" else prompt.text
 
@@ -158,7 +163,7 @@ def _row(index: int, prompt: Prompt, turn: int, answer: Answer,
     )
 
 
-async def _all(coroutines: Sequence[Any]) -> list[Any]:
+async def _all(coroutines: Sequence[Awaitable[T]]) -> list[T]:
     """Await every coroutine; on the first failure (or a cancel) cancel the rest."""
     tasks = [asyncio.ensure_future(c) for c in coroutines]
     try:
@@ -173,7 +178,7 @@ async def _all(coroutines: Sequence[Any]) -> list[Any]:
 class Driver:
     """One server, one workload: warm-up, flush, measured phase."""
 
-    def __init__(self, endpoint: Endpoint, workload: Any, stop: Sequence[str] = ()) -> None:
+    def __init__(self, endpoint: Endpoint, workload: Workload, stop: Sequence[str] = ()) -> None:
         self.endpoint, self.workload, self.stop = endpoint, workload, tuple(stop)
         self.adapter = endpoint.adapter
         # tokens a verify step makes besides its correct drafts (set from /server_info)
@@ -181,7 +186,7 @@ class Driver:
         self.chat = workload.protocol == "chat"
         # An engine whose counters cannot be reset (vLLM): the reading the measured window
         # starts from, taken where the flush would be.
-        self.window_start: Any = None
+        self.window_start: object = None
         # None: stream every request; else why the server's requests go unstreamed
         self.unstreamed: str | None = UNCHECKED
         self.clock: streaming.Clock = time.perf_counter
@@ -209,7 +214,7 @@ class Driver:
             return EngineError(f"{what} timed out after {self.workload.request_timeout_s:g} s")
         return EngineError(f"{what} failed: {error_text(error)}")
 
-    def body(self, prompt: Prompt, answers: Sequence[str], rid: str) -> dict[str, Any]:
+    def body(self, prompt: Prompt, answers: Sequence[str], rid: str) -> dict[str, object]:
         """The request for the turn after `answers` (the model's earlier answers)."""
         params = sampling_params(self.workload, prompt.question_index, self.stop, len(answers))
         if self.chat:
@@ -217,7 +222,7 @@ class Driver:
                                           rid, self.workload.chat_template_kwargs)
         return self.adapter.generate_body(prompt.turns[len(answers)], params, rid)
 
-    def check_streaming(self, info: Any) -> None:
+    def check_streaming(self, info: object) -> None:
         """Whether this server (its /server_info) streams the route with its counts."""
         refusal = getattr(self.adapter, "stream_refusal", None)
         self.unstreamed = refusal(info, self.chat) if refusal is not None else \
@@ -256,7 +261,7 @@ class Driver:
         return self._answer(payload, path, rid, latency,
                             RequestTiming(streamed=False, note=self.unstreamed))
 
-    def _answer(self, payload: Any, path: str, rid: str, latency: float,
+    def _answer(self, payload: object, path: str, rid: str, latency: float,
                 timing: RequestTiming) -> Answer:
         parse = self.adapter.parse_chat if self.chat else self.adapter.parse_generate
         parsed = parse(payload, f"{path} ({rid})")
@@ -313,7 +318,7 @@ class Driver:
         raise EngineError(f"{path} kept refusing ({last}) for "
                           f"{FLUSH_ATTEMPTS * FLUSH_RETRY_S:g} s; the server never became idle")
 
-    async def server_info(self) -> Any:
+    async def server_info(self) -> object:
         read = getattr(self.adapter, "read_server_info", None)
         if read is not None:  # an engine that reads its own (e.g. /metrics, a window)
             async with self.client(1, timeout=30.0) as client:
@@ -334,7 +339,7 @@ class Driver:
                         return None
         return None
 
-    async def _watched(self, work: Any, progress: Progress | None = None) -> Any:
+    async def _watched(self, work: Awaitable[T], progress: Progress | None = None) -> T:
         """Await `work`, ending it when the server dies or (with `progress`) when nothing
         finishes for `progress_limit` seconds."""
         task = asyncio.ensure_future(work)

@@ -20,9 +20,8 @@ arrival time (`SSEParser`), which is what a reader of the socket can know.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from harness.engines.http_client import Client
 from harness.engines.interface import StreamAssembler
@@ -112,7 +111,7 @@ class Timer:
 
 @dataclass
 class Received:
-    payload: Any  # the answer in the route's unstreamed shape
+    payload: object  # the answer in the route's unstreamed shape
     latency_s: float  # sending to the end of the answer
     timing: RequestTiming
 
@@ -123,7 +122,7 @@ def not_a_stream(path: str, content_type: str) -> str:
             "between tokens are not measured (its counts are the response's own)")
 
 
-async def receive(client: Client, path: str, body: dict[str, Any],
+async def receive(client: Client, path: str, body: Mapping[str, object],
                   assembler: StreamAssembler, where: str, clock: Clock) -> Received:
     """Send `body` to `path` as a stream and read its events as they arrive. A failure to
     get the answer (`http_client.TransportError`) propagates (the driver names it, with
