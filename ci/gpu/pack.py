@@ -38,7 +38,7 @@ PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_24_x
 HOST_HAS = frozenset({
     "httpx", "psutil", "rich", "filelock", "numpy", "scipy", "pandas", "matplotlib",
     "huggingface_hub", "packaging", "jinja2", "torch", "transformers", "tokenizers",
-    "safetensors",
+    "safetensors", "aiohttp",  # aiohttp with its own dependencies (yarl, multidict, ...)
 })
 # Left out on purpose, with the reason.
 LEFT_OUT = {
