@@ -20,12 +20,13 @@ draft at run time (`contract_record.py`); SGLang's behaviour is not changed.
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
 import os
-import sys
+import runpy
 
 _MODULE = "sglang.srt.runtime_context"
+# the hook every start-up file of an engine environment uses (harness/engines), run by path
+AFTER_IMPORT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "harness", "engines", "after_import.py")
 
 
 def _answer_amx_probe(module):
@@ -43,33 +44,4 @@ def _after_import():
     return hooks
 
 
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Runs a hook on a module right after its own code ran, the first time it is
-    imported."""
-
-    def __init__(self, hooks):
-        self.hooks = hooks
-
-    def find_spec(self, name, path=None, target=None):
-        if name not in self.hooks:
-            return None
-        hook = self.hooks.pop(name)
-        sys.meta_path.remove(self)  # the real spec, found without this finder
-        try:
-            spec = importlib.util.find_spec(name)
-        finally:
-            if self.hooks:
-                sys.meta_path.insert(0, self)
-        if spec is None or spec.loader is None:
-            return spec
-        original = spec.loader.exec_module
-
-        def exec_module(module):
-            original(module)
-            hook(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
-sys.meta_path.insert(0, _AfterImport(_after_import()))
+runpy.run_path(AFTER_IMPORT)["install"](_after_import())

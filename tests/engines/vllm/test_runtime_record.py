@@ -154,7 +154,7 @@ def test_the_hook_chains_to_the_environments_own_sitecustomize(tmp_path: Path) -
     own.mkdir()
     (own / "sitecustomize.py").write_text("import os\nos.environ['OWN_HOOK_RAN'] = '1'\n")
     code = ("import os, sys; print(os.environ.get('OWN_HOOK_RAN'), "
-            "any(type(f).__name__ == '_AfterImport' for f in sys.meta_path))")
+            "any(type(f).__name__ == 'AfterImport' for f in sys.meta_path))")
     for record, hooked in (("", "False"), (str(tmp_path / "r.jsonl"), "True")):
         env = {"PYTHONPATH": f"{FOLDER}:{own}", "HARNESS_CONTRACT_RECORD": record,
                "PATH": "/usr/bin:/bin"}

@@ -11,14 +11,17 @@ objects are read after its own code ran.
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
+import runpy
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _ENV = ("HARNESS_CONTRACT_RECORD", "HARNESS_ATTENTION_RECORD")
+# the hook every start-up file of an engine environment uses, run by path (only this
+# folder is on the path)
+AFTER_IMPORT = os.path.join(os.path.dirname(os.path.dirname(_HERE)), "after_import.py")
 
 
 def _chain() -> None:
@@ -31,39 +34,10 @@ def _chain() -> None:
     spec.loader.exec_module(module)
 
 
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Runs a hook on a module right after its own code ran, the first time it is
-    imported."""
-
-    def __init__(self, hooks):
-        self.hooks = hooks
-
-    def find_spec(self, name, path=None, target=None):
-        if name not in self.hooks:
-            return None
-        hook = self.hooks.pop(name)
-        sys.meta_path.remove(self)  # the real spec, found without this finder
-        try:
-            spec = importlib.util.find_spec(name)
-        finally:
-            if self.hooks:
-                sys.meta_path.insert(0, self)
-        if spec is None or spec.loader is None:
-            return spec
-        original = spec.loader.exec_module
-
-        def exec_module(module):
-            original(module)
-            hook(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
 _chain()
 if any(os.environ.get(name) for name in _ENV):
     if _HERE not in sys.path:
         sys.path.append(_HERE)
     import vllm_record
 
-    sys.meta_path.insert(0, _AfterImport(vllm_record.hooks()))
+    runpy.run_path(AFTER_IMPORT)["install"](vllm_record.hooks())
