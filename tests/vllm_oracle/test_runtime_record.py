@@ -27,9 +27,7 @@ SUITE = "tiny_dflash_vllm_cpu"
 # Drops the + 1 of GPUModelRunner._get_eagle3_aux_layers_from_config for a DFlash draft
 # (DFlash's target_layer_ids are layer outputs; vLLM captures hidden_states[id + 1]).
 PLANTED = r'''
-import importlib.abc, importlib.util, sys
-
-NAME = "vllm.v1.worker.gpu_model_runner"
+import runpy
 
 
 def plant(module):
@@ -43,24 +41,8 @@ def plant(module):
     cls._get_eagle3_aux_layers_from_config = early
 
 
-class Finder(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name != NAME:
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            plant(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
-sys.meta_path.insert(0, Finder())
-'''
+runpy.run_path(AFTER_IMPORT)["install"]({"vllm.v1.worker.gpu_model_runner": plant})
+'''.replace("AFTER_IMPORT", repr(str(ROOT / "harness" / "engines" / "after_import.py")))
 
 
 def _run(folder: Path, name: str, env: dict[str, str] | None = None
