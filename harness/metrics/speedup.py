@@ -136,11 +136,14 @@ def speedup(speculative: Sequence[RequestRow], target_alone: Sequence[RequestRow
 
 def _holding(point: float | None, ci: tuple[float, float] | None
              ) -> tuple[float, float] | None:
-    """An interval widened to hold its own point estimate (as `latency` does)."""
+    """An interval widened to hold its own point estimate (as `latency` does). Its low end
+    may be 0: a resample whose every answer streamed faster than the clock resolves (all
+    tokens after the first in one chunk, a TPOT of 0) has a ratio of 0, and every reader
+    takes 0.0 as a bound (harness.results.possible.interval)."""
     if point is None or ci is None:
         return None
     low, high = min(ci[0], point), max(ci[1], point)
-    return (low, high) if low > 0 and high <= SPEEDUP_TOP else None
+    return (low, high) if low >= 0 and high <= SPEEDUP_TOP else None
 
 
 def speedup_lines(found: Speedup) -> list[str]:

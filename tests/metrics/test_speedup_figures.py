@@ -71,6 +71,18 @@ def test_a_zero_tpot_gives_no_ratio_never_an_infinite_one() -> None:
     assert found.tpot is None and found.note
 
 
+def test_an_answer_faster_than_the_clock_keeps_the_interval_its_low_end_zero() -> None:
+    # a loaded host reads a short answer's every token after the first in one chunk: that
+    # question's TPOT is 0, so a resample of it alone has a ratio of 0, which is a bound
+    spec, spec_latency = side([0.02, 0.02, 0.02, 0.02])
+    alone, alone_latency = side([0.0, 0.01, 0.0, 0.005])
+    found = speedup(spec, alone, spec_latency, alone_latency)
+    assert found.tpot == pytest.approx(0.1875)
+    assert found.tpot_ci is not None and found.tpot_ci[0] == 0.0
+    assert found.tpot_ci[0] <= found.tpot <= found.tpot_ci[1]
+    possible.check_speedup("measurement.speedup", found.model_dump(mode="json"))
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.floats(0.0, 1e3), st.floats(0.0, 1e3), st.integers(1, 64)),
                 min_size=1, max_size=8))
