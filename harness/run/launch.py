@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import httpx
 import psutil
@@ -251,6 +251,18 @@ def _label(process: psutil.Process) -> str:
     return f"pid {process.pid}"
 
 
+class RunningServer(Protocol):
+    """What measuring asks of a started server: a process this host launched (`Server`) or
+    a scheduler's job (`harness.run.schedulers.slurm.SlurmJob`)."""
+
+    @property
+    def base_url(self) -> str: ...
+
+    def death(self) -> str | None:
+        """None while it serves; else what ended it, said for a user."""
+        ...
+
+
 class Server:
     """A running engine server; use as a context manager so it always dies."""
 
@@ -261,6 +273,10 @@ class Server:
         self._log: IO[bytes] | None = None
         self._pump: _RedactingPump | None = None
         self.tree: TreeWatch | None = None
+
+    @property
+    def base_url(self) -> str:
+        return self.spec.base_url
 
     def start(self) -> None:
         self.spec.log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,7 @@ from harness.run.drive import Driver, Endpoint
 from harness.run.entry_run import EntryRun
 from harness.run.heartbeat import heartbeat, say
 from harness.run.judge import judge_entry
-from harness.run.launch import Server
+from harness.run.launch import RunningServer
 from harness.run.sequential import (
     rule_settings,
     sequential_rule,
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from harness.suite.serving import Topology
 
 
-def measure_entry(run: EntryRun, engine: ServedEngine, server: Server,
+def measure_entry(run: EntryRun, engine: ServedEngine, server: RunningServer,
                   workload_plan: WorkloadPlan) -> Verdict:
     """Drive, measure and judge one entry on `server`; the caller writes its record."""
     measure_only(run, engine, server, workload_plan)
@@ -61,7 +61,7 @@ def judge_measured(run: EntryRun) -> Verdict:
     return judged.verdict
 
 
-def measure_only(run: EntryRun, engine: ServedEngine, server: Server,
+def measure_only(run: EntryRun, engine: ServedEngine, server: RunningServer,
                  workload_plan: WorkloadPlan) -> None:
     """Drive and measure one entry on `server`, every figure recorded on `run`, not judged."""
     options, suite = run.options, run.loaded.suite
@@ -181,12 +181,12 @@ def _check_window(adapter: EngineAdapter, result: DriveResult, info: object,
         measurement.server_per_position_acceptance = None
 
 
-async def _drive(run: EntryRun, engine: ServedEngine, server: Server,
+async def _drive(run: EntryRun, engine: ServedEngine, server: RunningServer,
                  workload_plan: WorkloadPlan, keep: Callable[[RequestRow], None]
                  ) -> tuple[DriveResult, object]:
     suite, options = run.loaded.suite, run.options
     prompts = workload_plan.prompts
-    endpoint = Endpoint(server.spec.base_url, engine.adapter,
+    endpoint = Endpoint(server.base_url, engine.adapter,
                         engine.adapter.auth_headers(suite),
                         engine.adapter.auth_headers(suite, admin=True), server.death)
     driver = Driver(endpoint, suite.workload, workload_plan.stop)
