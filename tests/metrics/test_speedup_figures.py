@@ -68,7 +68,9 @@ def test_a_zero_tpot_gives_no_ratio_never_an_infinite_one() -> None:
     spec, spec_latency = side([0.0, 0.0])
     alone, alone_latency = side([0.01, 0.01])
     found = speedup(spec, alone, spec_latency, alone_latency)
-    assert found.tpot is None and found.note
+    assert found.tpot is None and found.note and "speculation's TPOT is 0" in found.note
+    found = speedup(alone, spec, alone_latency, spec_latency)  # the other side's is 0
+    assert found.tpot is None and found.note and "target alone's TPOT is 0" in found.note
 
 
 def test_an_answer_faster_than_the_clock_keeps_the_interval_its_low_end_zero() -> None:
