@@ -14,7 +14,13 @@ from typing import NoReturn
 import harness.engines.registry  # noqa: F401  (hands harness.secrets the engines' flags)
 from harness import __version__
 from harness.commands import COMMANDS, Command
-from harness.errors import EXIT_CODE_MEANINGS, ExitCode, HarnessError, interruption_text
+from harness.errors import (
+    EXIT_CODE_MEANINGS,
+    ExitCode,
+    HarnessError,
+    interruption_text,
+    sigterm_as_interrupt,
+)
 from harness.results.skips import reporting
 from harness.secrets import guarded_streams, redact_text, register_process
 
@@ -99,7 +105,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # writes); control characters of record text are escaped (harness.secrets)
     register_process(os.environ, list(sys.argv[1:] if argv is None else argv))
     with guarded_streams():
-        return _main(argv)
+        try:
+            with sigterm_as_interrupt():  # a SIGTERM anywhere in a command: exit 130
+                return _main(argv)
+        except KeyboardInterrupt as error:  # landed outside the command's own handling
+            print(f"harness: {interruption_text(error)}", file=sys.stderr)
+            return int(ExitCode.INTERRUPTED)
 
 
 def _main(argv: Sequence[str] | None = None) -> int:

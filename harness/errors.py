@@ -6,8 +6,11 @@ its `exit_code`; anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import contextlib
 import signal
+from collections.abc import Iterator
 from enum import IntEnum
+from types import FrameType
 
 
 class ExitCode(IntEnum):
@@ -99,6 +102,29 @@ class _Termination:
 
 
 TERMINATION = _Termination()
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (CI cancelling a job) unwinds like Ctrl-C, so cleanup always runs. The CLI
+    holds it for a whole command, so a SIGTERM landing anywhere (a run already recorded,
+    its lines still printing) ends in the interrupted exit, never the signal's default
+    kill; a run holds it again around its own work (the pytest plugin calls runs directly)."""
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        TERMINATION.signum = signum  # kept: the raise may land where it is swallowed
+        raise Terminated(signum)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals to whoever owns them
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        TERMINATION.signum = None
 
 
 def interruption_text(error: BaseException) -> str:

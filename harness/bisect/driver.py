@@ -24,9 +24,14 @@ from harness.bisect.steps import (
     reference_rule,
     step_rule,
 )
-from harness.errors import BadInput, EngineError, Interrupted, interruption_text
+from harness.errors import (
+    BadInput,
+    EngineError,
+    Interrupted,
+    interruption_text,
+    sigterm_as_interrupt,
+)
 from harness.metrics.stats import Difference
-from harness.run.runner import sigterm_as_interrupt
 from harness.suite.model import LoadedSuite
 
 Say = Callable[[str], None]

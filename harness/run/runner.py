@@ -18,20 +18,17 @@ Its parts live beside it: `harness.run.outcome` (RunOptions, re-exported here:
 from __future__ import annotations
 
 import contextlib
-import signal
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
 from harness import build as builds
 from harness.build.common import current_step
 from harness.errors import (
-    TERMINATION,
     BadInput,
     ExitCode,
     HarnessError,
     Interrupted,
-    Terminated,
+    sigterm_as_interrupt,
 )
 from harness.results.record import (
     SERVER_LOG,
@@ -83,26 +80,6 @@ def _preparing(elapsed: float) -> str:
 def _launching(elapsed: float, log: Path) -> str:
     said = last_log_line(log)
     return f"launching ({elapsed:.0f} s): " + (f"log: {said}" if said else "log still empty")
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (CI cancelling a job) unwinds like Ctrl-C, so cleanup always runs."""
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        TERMINATION.signum = signum  # kept: the raise may land where it is swallowed
-        raise Terminated(signum)
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals to whoever owns them
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        TERMINATION.signum = None
 
 
 def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:

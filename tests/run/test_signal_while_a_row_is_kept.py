@@ -15,10 +15,9 @@ from typing import Any
 
 import pytest
 
-from harness.errors import Terminated
+from harness.errors import Terminated, sigterm_as_interrupt
 from harness.results.record import RequestRow
 from harness.results.writer import RowLog
-from harness.run.runner import sigterm_as_interrupt
 
 
 def _row(index: int) -> RequestRow:

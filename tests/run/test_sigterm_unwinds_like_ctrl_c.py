@@ -11,8 +11,7 @@ import time
 import anyio
 import pytest
 
-from harness.errors import Interrupted, Terminated, interruption_text
-from harness.run.runner import sigterm_as_interrupt
+from harness.errors import Interrupted, Terminated, interruption_text, sigterm_as_interrupt
 
 
 async def _busy_request() -> None:
