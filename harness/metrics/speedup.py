@@ -110,11 +110,13 @@ def speedup(speculative: Sequence[RequestRow], target_alone: Sequence[RequestRow
             [t[0], s[1]], [t[1], s[0]],
             lambda sums: (sums[0] / sums[2]) / (sums[3] / sums[1]), seed=seed))
     if found.tpot is None:
-        found.note = ("no TPOT ratio: " + (
-            "speculation's TPOT is 0" if found.speculative_tpot_s <= 0 else
-            "the target alone's TPOT is 0 (every answer's tokens after the first arrived "
-            "in one chunk)" if found.target_alone_tpot_s <= 0 else
-            "the ratio is beyond any two servers'"))
+        why = "the ratio is beyond any two servers'"
+        if found.target_alone_tpot_s <= 0:
+            why = ("the target alone's TPOT is 0 (every answer's tokens after the first "
+                   "arrived in one chunk)")
+        if found.speculative_tpot_s <= 0:
+            why = "speculation's TPOT is 0"
+        found.note = f"no TPOT ratio: {why}"
     flight_s = _in_flight(speculative_latency, speculative)
     flight_t = _in_flight(target_alone_latency, target_alone)
     found.speculative_in_flight, found.target_alone_in_flight = flight_s, flight_t

@@ -252,8 +252,9 @@ def _label(process: psutil.Process) -> str:
 
 
 class RunningServer(Protocol):
-    """What measuring asks of a started server: a process this host launched (`Server`) or
-    a scheduler's job (`harness.run.schedulers.slurm.SlurmJob`)."""
+    """What measuring asks of a started server: a process this host launched (`Server`),
+    one node line per process on this host (`schedulers.local.LocalNodes`), a scheduler's
+    job (`schedulers.slurm.SlurmJob`) or a server someone else runs (`attach.AttachedServer`)."""
 
     @property
     def base_url(self) -> str: ...
