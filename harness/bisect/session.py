@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.build import BuildSpec, cache_root, gitrepo, parse_build_spec, split_git_url
+from harness.builds import BuildSpec, cache_root, gitrepo, parse_build_spec, split_git_url
 from harness.errors import BadInput, EngineError
 from harness.results.record import utc_now
 from harness.workloads import planned_questions

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.compare import Side, add_run, compare, render
-from harness.build import parse_build_spec
+from harness.builds import parse_build_spec
 from harness.errors import BadInput, EngineError, ExitCode, TopologySkip
 from harness.run import runner
 from harness.run.judge import DropEvidence, decide_drop

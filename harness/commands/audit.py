@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
-import harness.build
+import harness.builds
 import harness.engines.vllm.audit
 from harness.audit.change import judge_change
 from harness.audit.change import render as render_change
@@ -29,7 +29,7 @@ from harness.audit.table import render as render_versions
 from harness.audit.target import load_target
 from harness.audit.vllm import vllm_columns
 from harness.audit.wheels import expand_versions
-from harness.build import parse_build_spec
+from harness.builds import parse_build_spec
 from harness.engines.vllm.audit import cross_engine_rows, render_rows
 from harness.errors import BadInput, ExitCode, HarnessError
 from harness.suite.attention import DraftConfigError, resolve_layers
@@ -92,7 +92,7 @@ def _both_engines(args: argparse.Namespace, path: Any, config: Any, origin: str,
     collected: dict[str, Any] = {}
     sglang_code = _sglang_side(args, path, config, origin, transformers, collected.update)
     # looked up at the call (tests replace both: no vLLM environment is built there)
-    python = harness.build.prepare_vllm(build).python
+    python = harness.builds.prepare_vllm(build).python
     vllm = harness.engines.vllm.audit.vllm_layers(python, Path(path))
     sglang = resolve_layers(config, args.behaviour)
     rows = cross_engine_rows(sglang, vllm["layers"])

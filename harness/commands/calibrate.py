@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from harness.build import parse_build_spec
+from harness.builds import parse_build_spec
 from harness.errors import BadInput
 from harness.run.calibrate import calibrate
 from harness.run.runner import RunOptions

@@ -18,7 +18,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from harness.build import cache_root
+from harness.builds import cache_root
 from harness.engines.reference.causal_draft import causal_draft, verify_causal_draft
 from harness.engines.reference.checkpoints import (
     SHIPPED_DIR,

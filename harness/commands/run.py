@@ -8,7 +8,7 @@ from pathlib import Path
 from harness.analysis.plot_categories import CATEGORIES_PNG
 from harness.analysis.plot_latency import LATENCY_PNG
 from harness.analysis.plots import RUN_PNG
-from harness.build import parse_build_spec
+from harness.builds import parse_build_spec
 from harness.errors import BadInput
 from harness.metrics.latency import speed_lines
 from harness.metrics.speedup import speedup_lines

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.analysis.sweep_plot import plot_sweep
-from harness.build import parse_build_spec
+from harness.builds import parse_build_spec
 from harness.errors import BadInput
 from harness.metrics.latency import speed_lines
 from harness.metrics.speedup import speedup_lines

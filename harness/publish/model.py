@@ -23,7 +23,7 @@ from harness.analysis.paired_report import Latest, row
 from harness.analysis.plot_style import document_metric
 from harness.analysis.plots import suite_baselines
 from harness.analysis.trend import Step, Trend, TrendParams, analyse, suite_history
-from harness.build.spec import RELEASE, split_git_url
+from harness.builds.spec import RELEASE, split_git_url
 from harness.errors import BadInput
 from harness.results.readers import read_run
 from harness.results.store import latest_unrecorded, load_runs

@@ -54,7 +54,7 @@ class BuildInfo(_Record):
     ref: str | None = None  # the ref asked for (branch/tag) before resolving to git_sha
     build_key: str | None = None  # cache entry envs/sglang-<key>
     # "overlay": a local checkout's package served over its release's CPU environment
-    # (harness/build/overlay.py); base: that release's spec and environment key.
+    # (harness/builds/overlay.py); base: that release's spec and environment key.
     method: str | None = None
     base: dict[str, object] | None = None
     direct_url: dict[str, object] | None = None  # PEP 610 direct_url.json (credentials redacted)

@@ -42,7 +42,7 @@ from harness.suite.checkpoints import Models
 from harness.workloads import prepare
 
 if TYPE_CHECKING:
-    from harness import build as builds
+    from harness import builds
     from harness.results.record import GPUInfo
     from harness.run.preflight import Fit
     from harness.suite.entries import Workload

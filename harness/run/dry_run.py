@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness import build as builds
-from harness.build.sglang_cpu import CPU_ENGINE_ENV, host_device
+from harness import builds
+from harness.builds.sglang_cpu import CPU_ENGINE_ENV, host_device
 from harness.engines.interface import Placement
 from harness.engines.reference.checkpoints import uniform_draft
 from harness.engines.registry import adapter_for

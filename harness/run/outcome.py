@@ -47,7 +47,7 @@ class Pairing(Protocol):
 @dataclass
 class RunOptions:
     results_dir: Path = field(default_factory=default_results_dir)
-    sglang: str | None = None  # build spec (harness.build grammar)
+    sglang: str | None = None  # build spec (harness.builds grammar)
     patch: Path | None = None
     dry_run: bool = False
     gpu_devices: Sequence[int] | None = None  # devices this run may use (pytest plugin leases)

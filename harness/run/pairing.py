@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.build import parse_build_spec
+from harness.builds import parse_build_spec
 from harness.errors import BadInput, EngineError
 from harness.metrics.breakdown import question_pairs
 from harness.metrics.paired_gate import PairedResult, PairedRule, Tolerance, paired_test, sizing

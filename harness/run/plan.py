@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from harness import build as builds
+from harness import builds
 from harness.engines.interface import EngineAdapter, Placement
 from harness.engines.reference.causal_draft import causal_draft
 from harness.engines.reference.checkpoints import default_dirs, ensure_checkpoints, uniform_draft

@@ -1,7 +1,7 @@
 """Provenance: everything needed to say what ran where, and nothing secret.
 
 Versions of the engine's packages come from one probe of its environment
-(`harness.build.probe_environment`), never from importing torch into the harness
+(`harness.builds.probe_environment`), never from importing torch into the harness
 process. The CPU model and its vector-instruction flags are recorded because the CPU
 reference engine's float32 arithmetic (and so, at ties, a greedy token) can differ
 between instruction sets (docs/reference-engine.md).
@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from harness import __version__
-from harness.build import EnvironmentFacts
-from harness.build.gitrepo import head_state
+from harness.builds import EnvironmentFacts
+from harness.builds.gitrepo import head_state
 from harness.results.record import GPUInfo, Provenance
 from harness.run.preflight import driver_version
 from harness.secrets import is_secret_name, redact_argv, redact_text

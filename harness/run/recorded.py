@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness import build as builds
+from harness import builds
 from harness.engines.reference.checkpoints import (
     draft_files_sha256,
     file_sha256,

@@ -21,8 +21,8 @@ import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness import build as builds
-from harness.build.common import current_step
+from harness import builds
+from harness.builds.common import current_step
 from harness.errors import (
     BadInput,
     ExitCode,

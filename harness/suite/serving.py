@@ -82,7 +82,7 @@ class SGLangEngine(Strict):
     stand_ins: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     # Test-only diffs in SGLang's repository layout (`python/sglang/...`), relative to the
     # repository root: applied in order to a copy of the build's installed package, after
-    # a run's --patch (harness/build/patched.py). The record names each by its sha256.
+    # a run's --patch (harness/builds/patched.py). The record names each by its sha256.
     # `{version}` in a file's name is the build's release: one patch per release
     # (harness/suite/release_patches.py); a release with no file is refused.
     test_patches: list[Annotated[str, Field(min_length=1), AfterValidator(check_entry)]] = \

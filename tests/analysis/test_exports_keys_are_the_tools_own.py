@@ -121,8 +121,8 @@ def test_aiperf_lines_have_aiperfs_pinned_fields(run_copy: Callable[[], Path]) -
 
 
 def aiperf_python() -> str:
-    """AIPerf's environment under the cache, made once (`harness.build.envs`)."""
-    from harness.build.envs import ensure_env
+    """AIPerf's environment under the cache, made once (`harness.builds.envs`)."""
+    from harness.builds.envs import ensure_env
 
     env = cache_root() / "envs" / f"aiperf-{AIPERF_VERSION}"
     try:

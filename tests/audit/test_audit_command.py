@@ -238,7 +238,7 @@ def test_vllm_keeps_every_other_option(gemma4: Path, contract: Path, capsys,
     """Issue 27, case 9: `--vllm` dropped --expect (and --sglang, --bisect): exit 0 where
     the same command without it exits 1. vLLM's side stands in here for the layers its
     own code reads (tests/vllm_oracle runs the real one); the SGLang side is real."""
-    import harness.build as builds
+    import harness.builds as builds
     import harness.engines.vllm.audit as vllm_audit
 
     class Prepared:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.build import REPO_ROOT
-from harness.build.gitrepo import git_env
+from harness.builds import REPO_ROOT
+from harness.builds.gitrepo import git_env
 from harness.suite.release_patches import for_release, releases_with_file
 
 from .conftest import wheel_for

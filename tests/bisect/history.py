@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.build.repos import commit_all, git, init_repo, write_reference_config
+from tests.builds.repos import commit_all, git, init_repo, write_reference_config
 
 
 def make_history(path: Path, commits: int = 16, change_at: int | None = None,

@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.build import has_reference_dependencies
+from harness.builds import has_reference_dependencies
 from harness.results.record import RunRecord
 from harness.suite.model import SUITES_DIR
 from tests.bisect.history import make_history

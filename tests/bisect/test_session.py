@@ -21,7 +21,7 @@ from harness.cli import main
 from harness.errors import BadInput
 from harness.suite.model import SUITES_DIR, load_suite
 from tests.bisect.history import git, make_history
-from tests.build.repos import commit_all, make_sglang_repo
+from tests.builds.repos import commit_all, make_sglang_repo
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 TINY = SUITES_DIR / "tiny_dflash_cpu.toml"

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import tomli_w
 
-from harness.build import has_reference_dependencies
+from harness.builds import has_reference_dependencies
 from harness.ci.gpu_allocator import read_lease_log
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # nox -s e2e

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.build import has_reference_dependencies
+from harness.builds import has_reference_dependencies
 from harness.results.readers import read_requests, read_run
 from tests.analysis.test_exports_keys_are_the_tools_own import (
     AIPERF_UNITS,

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from harness.build import has_reference_dependencies
+from harness.builds import has_reference_dependencies
 from harness.results.record import RunRecord
 from harness.suite.model import SUITES_DIR
 

@@ -88,7 +88,7 @@ def exchange(base: str) -> dict[str, Any]:
 
 def record_real(out: Path) -> dict[str, Any]:
     """Launch the real server (the NGRAM CPU suite's line, its CPU environment) and record."""
-    from harness import build as builds
+    from harness import builds
     from harness.engines.sglang.launch import launch_command
     from harness.run import plan
     from harness.run.launch import Server, ServerSpec, free_port

@@ -19,7 +19,7 @@ ROWS: tuple[tuple[str, ...], ...] = (
     ("suite",),
     ("metrics",),
     ("workloads",),
-    ("build", "engines", "audit"),
+    ("builds", "engines", "audit"),
     ("analysis",),
     ("run",),
     ("bisect", "ci"),

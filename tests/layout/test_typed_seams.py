@@ -36,7 +36,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "harness"
 
 # The packages held to it.
 CHECKED: tuple[str, ...] = ("suite", "commands", "results", "analysis", "metrics", "publish",
-                            "workloads", "bisect", "ci", "engines", "run", "audit", "build",
+                            "workloads", "bisect", "ci", "engines", "run", "audit", "builds",
                             "secrets", "speculation")
 
 # Packages whose modules are stages handing typed things to each other: a module another

@@ -45,7 +45,7 @@ def dp2_server() -> Iterator[str]:
 
     if not engine_available():
         pytest.skip("the reference extra (torch, transformers, dflash) is not installed")
-    from harness.build import cache_root
+    from harness.builds import cache_root
     from harness.engines.reference.checkpoints import ensure_checkpoints
 
     target, draft = ensure_checkpoints(sys.executable, cache_root())

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.build import has_reference_dependencies
+from harness.builds import has_reference_dependencies
 from tests.tiny_variants import tiny_variant
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # nox -s e2e

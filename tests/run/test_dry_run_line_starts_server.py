@@ -54,7 +54,7 @@ def test_the_sglang_cpu_line_carries_its_environment(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     """A build not made yet: the line says what the run will set (parsed back here)."""
-    from harness.build.sglang_cpu import CPU_ENGINE_ENV
+    from harness.builds.sglang_cpu import CPU_ENGINE_ENV
 
     monkeypatch.setenv("HARNESS_SGLANG_DEVICE", "cpu")
     monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))  # no env built there

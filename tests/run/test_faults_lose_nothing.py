@@ -33,7 +33,7 @@ def test_fault(stage: str, fault: str, tmp_path: Path) -> None:
     wheel_for("0.5.23")  # the test double runs SGLang's own bookkeeping from it
     slow_repo = None
     if stage == "preparation":
-        from tests.build.repos import make_slow_sglang_repo
+        from tests.builds.repos import make_slow_sglang_repo
 
         slow_repo = make_slow_sglang_repo(tmp_path / "sglang")
     outcome = run_case(stage, fault, tmp_path, slow_repo)

@@ -162,7 +162,7 @@ def test_a_stopped_worker_of_the_reference_server_ends_the_run_in_seconds(
     """The reference engine's decoding worker (a spawned child of its server) SIGSTOPped
     mid-measurement: the server lives and its requests wait for ever; the run ends at once
     (exit 3) naming the worker, not at the suite's 300 s no-progress limit."""
-    from harness.build import has_reference_dependencies
+    from harness.builds import has_reference_dependencies
     from harness.suite.model import SUITES_DIR
 
     if not has_reference_dependencies(sys.executable):

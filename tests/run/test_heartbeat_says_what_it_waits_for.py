@@ -43,7 +43,7 @@ def test_the_log_line_is_one_printable_line(tmp_path: Path) -> None:
 
 
 def test_the_build_heartbeat_names_the_running_step(monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.build.common import current_step, run_command
+    from harness.builds.common import current_step, run_command
     from harness.run.runner import _preparing
 
     monkeypatch.setenv("HARNESS_HEARTBEAT_S", "0.2")

@@ -33,8 +33,8 @@ def test_missing_data_ends_before_any_build(suite: str, no_data: Path,
                                             monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr("harness.run.plan.prepare_engine", _no_build)
-    monkeypatch.setattr("harness.build.prepare", _no_build)
-    monkeypatch.setattr("harness.build.prepare_reference_env", _no_build)
+    monkeypatch.setattr("harness.builds.prepare", _no_build)
+    monkeypatch.setattr("harness.builds.prepare_reference_env", _no_build)
     results = no_data / "results"
     started = time.monotonic()
     assert main(["run", suite, "--results", str(results), "--no-progress"]) == 2
@@ -50,7 +50,7 @@ def test_a_missing_local_model_ends_before_any_build(flag: str, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr("harness.run.plan.prepare_engine", _no_build)
-    monkeypatch.setattr("harness.build.prepare", _no_build)
+    monkeypatch.setattr("harness.builds.prepare", _no_build)
     results = tmp_path / "results"
     missing = tmp_path / "no-such-model"
     assert main(["run", "tiny_standalone_sglang_cpu", flag, str(missing), "--results",
@@ -66,7 +66,7 @@ def test_a_suites_relative_model_is_found_from_any_folder(
     dry run's line) from another folder still finds it."""
     from types import SimpleNamespace
 
-    from harness.build import REPO_ROOT
+    from harness.builds import REPO_ROOT
     from harness.run.plan import models
     from harness.suite.model import load_suite
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import tomli_w
 
-from harness.build import has_reference_dependencies
+from harness.builds import has_reference_dependencies
 from harness.cli import main
 from harness.engines.reference_adapter import ReferenceAdapter
 from harness.results.readers import read_requests, read_run, read_target_alone

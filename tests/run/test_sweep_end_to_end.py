@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.build import has_reference_dependencies
+from harness.builds import has_reference_dependencies
 from harness.results.readers import read_requests, read_run
 from harness.results.sweeps import read_sweep
 from tests.tiny_variants import tiny_variant

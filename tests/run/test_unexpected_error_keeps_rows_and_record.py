@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.build import has_reference_dependencies
+from harness.builds import has_reference_dependencies
 from tests.tiny_variants import tiny_variant
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from typing import get_args
 import pytest
 
 from harness import secrets
-from harness.build.spec import EngineKind
+from harness.builds.spec import EngineKind
 from harness.engines import registry
 from harness.engines.registry import adapter_for
 

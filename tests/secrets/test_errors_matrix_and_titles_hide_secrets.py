@@ -17,7 +17,7 @@ SPEC = f"git+https://oauth2:{TOKEN}@github.com/org/sglang@main#subdirectory=pyth
 def test_a_build_spec_s_credentials_stay_out_of_error_messages(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from harness.build import parse_build_spec
+    from harness.builds import parse_build_spec
     from harness.errors import BadInput
 
     # an SGLang spec for a reference-engine suite: exit 2 quoting the spec

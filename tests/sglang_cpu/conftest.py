@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import build as builds
+from harness import builds
 
 SPEC = "sglang==0.5.23"
 REPO = builds.REPO_ROOT

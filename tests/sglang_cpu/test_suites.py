@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from harness import build as builds
+from harness import builds
 from harness.analysis.plots import RUN_PNG
 from tests.sglang_cpu.conftest import REPO, SPEC, STAND_IN
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.build import REPO_ROOT
+from harness.builds import REPO_ROOT
 from harness.engines.reference.causal_draft import LAYERS, cut_layers
 
 TARGET = REPO_ROOT / "harness" / "engines" / "reference" / "tiny" / "target"

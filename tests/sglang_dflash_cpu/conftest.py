@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import build as builds
+from harness import builds
 
 SPEC = "sglang==0.5.23"
 SUITE = "tiny_dflash_sglang_cpu"

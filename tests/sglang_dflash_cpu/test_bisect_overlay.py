@@ -4,7 +4,7 @@
 The history (history.py) is the 0.5.23 wheel's package as the first commit, then six
 harmless commits, the fourth reverting PR #34524's sliding-layer default. Every step is
 a local checkout build, `REPO@SHA`, which on this CPU host is an overlay: the commit's
-`python/sglang` over 0.5.23's CPU environment (harness/build/overlay.py), with the
+`python/sglang` over 0.5.23's CPU environment (harness/builds/overlay.py), with the
 suite's test patch. The bisect must name the reverting commit.
 """
 

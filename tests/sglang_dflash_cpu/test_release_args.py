@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from harness.audit.wheels import cached_archive, wheel_cache_dir
-from harness.build.gitrepo import git_env
+from harness.builds.gitrepo import git_env
 from harness.engines.sglang import launch_command
 from harness.suite.model import load_suite
 from harness.suite.release_patches import for_release

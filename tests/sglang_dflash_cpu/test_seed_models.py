@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from harness import build as builds
+from harness import builds
 from tests.sglang_dflash_cpu.conftest import HERE, REVERT, SPEC, Run
 from tests.sglang_dflash_cpu.conftest import harness_run as run_quietly
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.build import BuildSpec, parse_build_spec
+from harness.builds import BuildSpec, parse_build_spec
 from harness.errors import BadInput
 from harness.suite.model import LoadedSuite, load_suite
 from tests.fixtures.suites_and_host import SHIPPED_SUITES

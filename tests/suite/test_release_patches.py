@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.build import REPO_ROOT, parse_build_spec
+from harness.builds import REPO_ROOT, parse_build_spec
 from harness.errors import BadInput
 from harness.suite.release_patches import (
     check_entry,

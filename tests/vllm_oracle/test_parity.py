@@ -42,8 +42,8 @@ MAX_STEPS_DIFFER, MAX_ACCEPTED_DIFFER, MAX_TOTAL_REL = 0.2, 0.35, 0.02
 
 def reference_python() -> str:
     """The reference engine's interpreter: this one if it has the reference extra, else
-    the environment the harness builds for it (harness.build.reference)."""
-    from harness.build.reference import prepare_reference_env
+    the environment the harness builds for it (harness.builds.reference)."""
+    from harness.builds.reference import prepare_reference_env
 
     return prepare_reference_env().python
 

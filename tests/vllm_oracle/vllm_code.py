@@ -72,8 +72,8 @@ def vllm_python() -> str:
     given = os.environ.get("HARNESS_VLLM_PYTHON")
     if given:
         return given
-    from harness.build.spec import parse_build_spec
-    from harness.build.vllm_env import planned_python
+    from harness.builds.spec import parse_build_spec
+    from harness.builds.vllm_env import planned_python
 
     planned = planned_python(parse_build_spec(VLLM_BUILD, engine="vllm", flag="--build"))
     if Path(planned).exists():

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.build import has_reference_dependencies
+from harness.builds import has_reference_dependencies
 
 from .conftest import GSM8K_ROWS_SHA256, GSM8K_TEST, SPEC_BENCH_ROWS_SHA256, needs
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.build import file_sha256
+from harness.builds import file_sha256
 from harness.errors import EngineError
 
 TINY = Path(__file__).resolve().parent / "tiny"

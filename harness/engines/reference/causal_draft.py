@@ -24,7 +24,7 @@ import struct
 import tempfile
 from pathlib import Path
 
-from harness.build import bounded_lock, file_sha256
+from harness.builds import bounded_lock, file_sha256
 from harness.engines.reference.checkpoints import shipped_checkpoints
 from harness.errors import EngineError
 from harness.files import cache_root as harness_cache_root

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 import harness
-from harness.build import bounded_lock, file_sha256, sweep_stale
+from harness.builds import bounded_lock, file_sha256, sweep_stale
 from harness.engines.reference.recipe import DEFAULT_RECIPE, Recipe
 from harness.errors import EngineError
 from harness.files import cache_root as harness_cache_root

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.build import file_sha256
+from harness.builds import file_sha256
 from harness.engines.reference import checkpoints
 from harness.engines.reference.seed_recipe import RECIPES, SeedRecipe, recipe_for
 from harness.errors import BadInput, EngineError

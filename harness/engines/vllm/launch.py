@@ -4,7 +4,7 @@
 model is its positional `model_tag`), the console script of the build's environment
 (`python -m vllm.entrypoints.openai.api_server`, which the harness used before, is
 deprecated in 0.32.0). The CPU build's console script needs the name `vllm` registered
-(harness.build.vllm_env). Flags are defined in
+(harness.builds.vllm_env). Flags are defined in
 `engine/arg_utils.py` (`EngineArgs.add_cli_args`) and `entrypoints/openai/cli_args.py`
 (the server's own); the parser is `utils/argparse_utils.py:FlexibleArgumentParser`, which
 (1) turns underscores into dashes in a flag's name, (2) reads `--config FILE` (YAML keys

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from harness.build import cache_root
+from harness.builds import cache_root
 from harness.run.launch import Server as LaunchedServer
 from harness.run.launch import ServerSpec, free_port
 from harness.suite.model import GSM8KWorkload

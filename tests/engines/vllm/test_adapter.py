@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.build.spec import parse_build_spec
+from harness.builds.spec import parse_build_spec
 from harness.engines.registry import adapter_for
 from harness.engines.vllm import api
 from harness.engines.vllm.launch import normalised_flag

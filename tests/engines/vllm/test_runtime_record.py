@@ -165,7 +165,7 @@ def test_the_hook_chains_to_the_environments_own_sitecustomize(tmp_path: Path) -
 
 def test_vllms_cpu_dflash_suites_record_with_the_recorder_first_on_the_path(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.build import REPO_ROOT
+    from harness.builds import REPO_ROOT
     from harness.suite.model import load_suite
 
     suite = load_suite(REPO_ROOT / "suites" / "tiny_dflash_vllm_cpu.toml").suite

@@ -25,7 +25,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from harness.build.sglang_cpu import applicable, split_cuda_only
+from harness.builds.sglang_cpu import applicable, split_cuda_only
 from harness.errors import BadInput, EngineError
 
 METHOD = "overlay"

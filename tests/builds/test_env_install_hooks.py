@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness.build import envs
+from harness.builds import envs
 
 
 def test_an_installer_replaces_the_pip_install_and_its_result_is_noted(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.build import (
+from harness.builds import (
     REPO_ROOT,
     head_state,
     parse_build_spec,
@@ -16,9 +16,9 @@ from harness.build import (
     probe_environment,
     resolve_reference_build,
 )
-from harness.build.reference import reference_info
+from harness.builds.reference import reference_info
 from harness.errors import BadInput, EngineError
-from tests.build.repos import (
+from tests.builds.repos import (
     commit_all,
     git,
     make_reference_repo,
@@ -186,7 +186,7 @@ def test_each_checkout_gets_its_own_reference_environment(tmp_path: Path) -> Non
     """Issue 27, case 10: the environment was an editable install of whichever checkout
     built it first, keyed by the requirements alone: a second checkout ran the first
     one's engine code under its own commit. The key now holds the checkout."""
-    from harness.build.reference import REPO_ROOT, reference_env_dir
+    from harness.builds.reference import REPO_ROOT, reference_env_dir
 
     requirements = ["torch==2.13.0", "safetensors>=0.4"]
     here = reference_env_dir(requirements, REPO_ROOT)

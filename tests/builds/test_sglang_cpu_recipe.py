@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import build as builds
-from harness.build.sglang_cpu import cpu_dependencies, cuda_only, host_device
+from harness import builds
+from harness.builds.sglang_cpu import cpu_dependencies, cuda_only, host_device
 from harness.engines.sglang import launch_command
 from harness.errors import BadInput
 from harness.run.plan import choose_build, server_env, stand_in_folders

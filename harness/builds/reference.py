@@ -16,16 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.build import gitrepo
-from harness.build.envs import ensure_env
-from harness.build.probe import (
+from harness.builds import gitrepo
+from harness.builds.envs import ensure_env
+from harness.builds.probe import (
     REFERENCE_MODULES,
     EnvironmentFacts,
     probe_environment,
     save_freeze,
 )
-from harness.build.sglang_env import PreparedBuild
-from harness.build.spec import POLICIES, BuildSpec
+from harness.builds.sglang_env import PreparedBuild
+from harness.builds.spec import POLICIES, BuildSpec
 from harness.errors import BadInput, EngineError
 from harness.files import cache_root
 from harness.results.record import BuildInfo

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.build.common import run_command
+from harness.builds.common import run_command
 from harness.errors import EngineError, error_text
 from harness.files import cache_root
 
@@ -102,7 +102,7 @@ class EnvironmentFacts:
     reference_ready: bool = False  # torch, transformers, dflash, ... and harness importable
     build_note: dict[str, Any] | None = None  # what the harness built into this environment
     freeze: tuple[str, ...] = ()
-    # A patched copy of the installed sglang (harness.build.patched): the folder the server
+    # A patched copy of the installed sglang (harness.builds.patched): the folder the server
     # puts first on PYTHONPATH; sglang_parent then names it too (the audit reads it).
     patched_tree: str | None = None
     patches: tuple[dict[str, Any], ...] = ()  # role, path, sha256 of each applied patch

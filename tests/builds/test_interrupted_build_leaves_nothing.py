@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.build import parse_build_spec, pid_alive, prepare, resolve_build
+from harness.builds import parse_build_spec, pid_alive, prepare, resolve_build
 from harness.errors import EngineError
-from tests.build.repos import PIP_ARGS, make_slow_sglang_repo
+from tests.builds.repos import PIP_ARGS, make_slow_sglang_repo
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git executable")
 
 # The harness's own handling of SIGTERM (runner.sigterm_as_interrupt): raise, unwind.
 BUILD = """
 import signal, sys
-from harness.build import parse_build_spec, prepare
+from harness.builds import parse_build_spec, prepare
 from harness.errors import Interrupted
 def stop(signum, frame):
     raise Interrupted("stopped by SIGTERM")

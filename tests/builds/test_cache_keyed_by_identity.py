@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.build import (
+from harness.builds import (
     BUILD_NOTE,
     FREEZE_FILE,
     PreparedBuild,
@@ -25,8 +25,8 @@ from harness.build import (
     prepare,
     probe_environment,
 )
-from harness.build.sglang_env import build_info
-from tests.build.repos import PIP_ARGS, commit_all, git, make_sglang_repo, set_version
+from harness.builds.sglang_env import build_info
+from tests.builds.repos import PIP_ARGS, commit_all, git, make_sglang_repo, set_version
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git executable")
 
@@ -40,7 +40,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         patch.setenv("HARNESS_CACHE", str(root))
         patch.setenv("HARNESS_PIP_ARGS", PIP_ARGS)
         # a GPU host's builds: a local checkout installed with pip (on a CPU host it is an
-        # overlay on its release's environment: tests/build/test_overlay_on_release_env.py)
+        # overlay on its release's environment: tests/builds/test_overlay_on_release_env.py)
         patch.setenv("HARNESS_SGLANG_DEVICE", "cuda")
         yield root
 
@@ -167,7 +167,7 @@ def test_planned_python_matches_the_build(history: tuple[Path, Steps]) -> None:
 def test_half_made_environment_is_rebuilt(cache: Path, tmp_path: Path) -> None:
     repo = make_sglang_repo(tmp_path / "sglang", "0.1.0")
     build = parse_build_spec(str(repo))
-    from harness.build import resolve_build
+    from harness.builds import resolve_build
 
     env_dir = resolve_build(build).env_dir
     (env_dir / "bin").mkdir(parents=True)
@@ -177,7 +177,7 @@ def test_half_made_environment_is_rebuilt(cache: Path, tmp_path: Path) -> None:
 
 
 def test_failed_install_leaves_nothing_behind(cache: Path, tmp_path: Path) -> None:
-    from harness.build import resolve_build
+    from harness.builds import resolve_build
     from harness.errors import EngineError
 
     repo = make_sglang_repo(tmp_path / "sglang", "0.2.0")

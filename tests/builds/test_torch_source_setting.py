@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import build as builds
-from harness.build.sglang_cpu import CPU_TORCH, TORCH_INDEX_ENV, torch_source_args
+from harness import builds
+from harness.builds.sglang_cpu import CPU_TORCH, TORCH_INDEX_ENV, torch_source_args
 
 
 def test_the_setting_becomes_pip_arguments(tmp_path: Path,

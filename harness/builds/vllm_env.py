@@ -30,11 +30,11 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from harness.build import sglang_env
-from harness.build.common import run_command
-from harness.build.envs import ensure_env, pip_command
-from harness.build.probe import probe_environment
-from harness.build.spec import BuildSpec
+from harness.builds import sglang_env
+from harness.builds.common import run_command
+from harness.builds.envs import ensure_env, pip_command
+from harness.builds.probe import probe_environment
+from harness.builds.spec import BuildSpec
 from harness.errors import EngineError
 from harness.files import cache_root
 

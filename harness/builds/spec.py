@@ -215,7 +215,7 @@ def parse_build_spec(
         build = BuildSpec("git", build.spec, ref=ref)
     if patch_path is not None:
         # A local checkout is patched before it is installed; a release or a git build
-        # after (harness.build.patched); an SGLang build only.
+        # after (harness.builds.patched); an SGLang build only.
         if build.kind not in ("local", "pip", "git") or engine != "sglang":
             raise BadInput(f"--patch applies only to an SGLang build (a release, a git URL "
                            f"or a local checkout: {flag} sglang==X, git+URL@REF or PATH)")

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.build import gitrepo
-from harness.build.common import (
+from harness.builds import gitrepo
+from harness.builds.common import (
     VENV_TIMEOUT_S,
     bounded_lock,
     install_timeout,
@@ -24,7 +24,7 @@ from harness.build.common import (
     staging_dir,
     sweep_stale,
 )
-from harness.build.probe import BUILD_NOTE
+from harness.builds.probe import BUILD_NOTE
 
 COMPLETE = ".harness-complete"
 # (pip command, the new interpreter, install_args' result, scratch) -> what was installed

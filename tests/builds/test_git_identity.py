@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.build import gitrepo, parse_build_spec, resolve_build, snapshot_source
+from harness.builds import gitrepo, parse_build_spec, resolve_build, snapshot_source
 from harness.errors import BadInput, EngineError
-from tests.build.repos import commit_all, git, make_sglang_repo, set_version
+from tests.builds.repos import commit_all, git, make_sglang_repo, set_version
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git executable")
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the g
 @pytest.fixture(autouse=True)
 def gpu_host(monkeypatch: pytest.MonkeyPatch) -> None:
     """A GPU host's builds: a local checkout installed with pip (on a CPU host it is an
-    overlay on its release's environment: tests/build/test_overlay_on_release_env.py)."""
+    overlay on its release's environment: tests/builds/test_overlay_on_release_env.py)."""
     monkeypatch.setenv("HARNESS_SGLANG_DEVICE", "cuda")
 
 
@@ -286,8 +286,8 @@ def test_exact_head_state_only_at_the_root(repo: Path) -> None:
 def test_editable_install_is_its_folder(repo: Path, harness_cache: Path) -> None:
     """No harness build note: an editable sglang runs its folder's code, so that folder's
     commit is the build's; a plain install has only what its metadata says."""
-    from harness.build import EnvironmentFacts
-    from harness.build.sglang_env import build_info
+    from harness.builds import EnvironmentFacts
+    from harness.builds.sglang_env import build_info
 
     head = git(repo, "rev-parse", "HEAD")
     editable = EnvironmentFacts(

@@ -32,7 +32,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from harness.build.common import install_timeout, run_command
+from harness.builds.common import install_timeout, run_command
 from harness.errors import EngineError
 
 DEVICE_ENV = "HARNESS_SGLANG_DEVICE"  # "cpu" or "cuda": overrides the host's own answer

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.build.common import GIT_TIMEOUT_S, run_command
+from harness.builds.common import GIT_TIMEOUT_S, run_command
 from harness.errors import BadInput, EngineError
 
 FULL_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")

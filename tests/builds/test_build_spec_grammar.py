@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.build import GRAMMAR, BuildSpec, check_engine, parse_build_spec, split_git_url
+from harness.builds import GRAMMAR, BuildSpec, check_engine, parse_build_spec, split_git_url
 from harness.errors import BadInput, ExitCode
 
 

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.build import gitrepo, overlay
-from harness.build.common import file_sha256, run_command
-from harness.build.envs import ensure_env
-from harness.build.patched import Patch, patched_tree, tree_sha256
-from harness.build.probe import BUILD_NOTE, EnvironmentFacts, probe_environment, save_freeze
-from harness.build.sglang_cpu import (
+from harness.builds import gitrepo, overlay
+from harness.builds.common import file_sha256, run_command
+from harness.builds.envs import ensure_env
+from harness.builds.patched import Patch, patched_tree, tree_sha256
+from harness.builds.probe import BUILD_NOTE, EnvironmentFacts, probe_environment, save_freeze
+from harness.builds.sglang_cpu import (
     CPU_TORCH,
     CPU_TRITON,
     RECIPE,
@@ -36,7 +36,7 @@ from harness.build.sglang_cpu import (
     install_cpu_sglang,
     torch_source,
 )
-from harness.build.spec import BuildSpec, parse_build_spec, split_git_url
+from harness.builds.spec import BuildSpec, parse_build_spec, split_git_url
 from harness.errors import BadInput, EngineError
 from harness.files import cache_root
 from harness.results.record import BuildInfo

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.build import bounded_lock, error_text, pid_alive, run_command, sweep_stale
-from harness.build.common import describe_holder
+from harness.builds import bounded_lock, error_text, pid_alive, run_command, sweep_stale
+from harness.builds.common import describe_holder
 from harness.errors import EngineError
 
 
@@ -61,7 +61,7 @@ def test_failed_command_shows_its_output_tail() -> None:
 HOLD = """
 import sys, time
 from pathlib import Path
-from harness.build import bounded_lock
+from harness.builds import bounded_lock
 with bounded_lock(Path(sys.argv[1]), "holding for a test"):
     print("held", flush=True)
     time.sleep(60)
@@ -91,7 +91,7 @@ def test_lock_wait_is_bounded_and_names_the_holder(tmp_path: Path) -> None:
 
 
 def test_lock_timeout_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.build.common import LOCK_TIMEOUT_S, lock_timeout
+    from harness.builds.common import LOCK_TIMEOUT_S, lock_timeout
 
     assert lock_timeout() == LOCK_TIMEOUT_S
     monkeypatch.setenv("HARNESS_LOCK_TIMEOUT_S", "7")

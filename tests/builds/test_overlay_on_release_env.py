@@ -1,4 +1,4 @@
-"""A local SGLang checkout on a CPU host (harness/build/overlay.py): its package, snapshotted
+"""A local SGLang checkout on a CPU host (harness/builds/overlay.py): its package, snapshotted
 at the commit, over the CPU environment of the release its version file names, through
 the patched-tree mechanism. Fast: no server, no real engine environment (a complete
 environment's files are laid out under a temporary cache)."""
@@ -15,20 +15,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.build import folder_sha256, parse_build_spec, resolve_build
-from harness.build import sglang_env as env_module
-from harness.build.envs import COMPLETE
-from harness.build.overlay import (
+from harness.builds import folder_sha256, parse_build_spec, resolve_build
+from harness.builds import sglang_env as env_module
+from harness.builds.envs import COMPLETE
+from harness.builds.overlay import (
     check_dependencies,
     dependency_difference,
     project_dependencies,
     read_version,
     release_error,
 )
-from harness.build.patched import NOTE
-from harness.build.probe import BUILD_NOTE, EnvironmentFacts
+from harness.builds.patched import NOTE
+from harness.builds.probe import BUILD_NOTE, EnvironmentFacts
 from harness.errors import BadInput, EngineError, HarnessError
-from tests.build.repos import commit_all, git, init_repo
+from tests.builds.repos import commit_all, git, init_repo
 
 RELEASE_KEPT = ["aiohttp", "transformers==5.19.0", "numpy"]
 PYPROJECT = """[project]
@@ -367,7 +367,7 @@ def test_a_checkout_edited_while_building_is_an_error(tmp_path: Path, cpu_host: 
 
 def test_a_plain_folder_and_the_dry_runs_interpreter(tmp_path: Path) -> None:
     """A folder outside git is keyed by its files; a dry run names the release's python."""
-    from harness.build import planned_python
+    from harness.builds import planned_python
 
     repo = sglang_checkout(tmp_path / "sglang")
     folder = tmp_path / "plain"

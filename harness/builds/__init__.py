@@ -8,7 +8,7 @@ The harness process never imports the engine or torch.
 
 from __future__ import annotations
 
-from harness.build.common import (
+from harness.builds.common import (
     INSTALL_TIMEOUT_S,
     bounded_lock,
     file_sha256,
@@ -16,8 +16,8 @@ from harness.build.common import (
     run_command,
     sweep_stale,
 )
-from harness.build.gitrepo import head_state
-from harness.build.probe import (
+from harness.builds.gitrepo import head_state
+from harness.builds.probe import (
     BUILD_NOTE,
     FREEZE_FILE,
     REFERENCE_MODULES,
@@ -26,14 +26,14 @@ from harness.build.probe import (
     probe_environment,
     save_freeze,
 )
-from harness.build.reference import (
+from harness.builds.reference import (
     REPO_ROOT,
     ReferenceBuild,
     has_reference_dependencies,
     prepare_reference_env,
     resolve_reference_build,
 )
-from harness.build.sglang_env import (
+from harness.builds.sglang_env import (
     PreparedBuild,
     ResolvedBuild,
     folder_sha256,
@@ -42,7 +42,7 @@ from harness.build.sglang_env import (
     resolve_build,
     snapshot_source,
 )
-from harness.build.spec import (
+from harness.builds.spec import (
     GRAMMAR,
     BuildKind,
     BuildSpec,
@@ -51,9 +51,9 @@ from harness.build.spec import (
     parse_build_spec,
     split_git_url,
 )
-from harness.build.vllm_env import planned_python as planned_vllm_python
-from harness.build.vllm_env import prepare as prepare_vllm
-from harness.build.vllm_env import vllm_version
+from harness.builds.vllm_env import planned_python as planned_vllm_python
+from harness.builds.vllm_env import prepare as prepare_vllm
+from harness.builds.vllm_env import vllm_version
 from harness.errors import error_text
 from harness.files import CACHE_ENV, cache_root
 

@@ -1,4 +1,4 @@
-"""A built SGLang plus patches (harness/build/patched.py): an installed package copied and
+"""A built SGLang plus patches (harness/builds/patched.py): an installed package copied and
 patched with `git apply`, the user's --patch first, then the suite's test patches."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.build import folder_sha256
-from harness.build.patched import NOTE, Patch, patched_tree, tree_key, tree_sha256
+from harness.builds import folder_sha256
+from harness.builds.patched import NOTE, Patch, patched_tree, tree_key, tree_sha256
 from harness.errors import BadInput, EngineError
 
 
@@ -122,7 +122,7 @@ def test_no_package_to_patch(tmp_path: Path, cache: Path) -> None:
 
 def test_a_release_plus_a_patch_shares_the_releases_environment(tmp_path: Path) -> None:
     """The environment is the release's (built once); the patch makes a tree beside it."""
-    from harness.build import parse_build_spec, resolve_build
+    from harness.builds import parse_build_spec, resolve_build
 
     patch = _diff(tmp_path, "pr", "python/sglang/x.py", "a\n", "b\n")
     plain = resolve_build(parse_build_spec("sglang==0.5.23"))
@@ -131,7 +131,7 @@ def test_a_release_plus_a_patch_shares_the_releases_environment(tmp_path: Path) 
 
 
 def test_the_suite_declares_its_test_patches_and_a_missing_one_is_bad_input() -> None:
-    from harness.build import REPO_ROOT
+    from harness.builds import REPO_ROOT
     from harness.run.plan import check_suite, test_patch_files
     from harness.suite.model import load_suite
 
@@ -168,7 +168,7 @@ def test_the_server_imports_the_patched_tree_and_records_its_kernel_calls() -> N
     gets the runtime attention record, the other CPU suites do not."""
     import types
 
-    from harness.build import REPO_ROOT
+    from harness.builds import REPO_ROOT
     from harness.run import runtime_attention
     from harness.run.plan import server_env
     from harness.suite.model import load_suite

@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.build import gitrepo
-from harness.build.common import bounded_lock, file_sha256, run_command, sweep_stale
+from harness.builds import gitrepo
+from harness.builds.common import bounded_lock, file_sha256, run_command, sweep_stale
 from harness.errors import BadInput, EngineError
 from harness.files import cache_root
 
