@@ -22,3 +22,13 @@ def session_shared_dir(factory: pytest.TempPathFactory, name: str) -> Path:
     folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def bare_environment(**variables: str) -> dict[str, str]:
+    """A subprocess environment with nothing of this one's but the system PATH and where the
+    data lies: `HARNESS_DATA_DIR`, when set, names the data in a clone with no ../shared
+    beside it, and a test that drops it fails there for a reason that is not its own."""
+    env = {"PATH": "/usr/bin:/bin"}
+    if "HARNESS_DATA_DIR" in os.environ:
+        env["HARNESS_DATA_DIR"] = os.environ["HARNESS_DATA_DIR"]
+    return {**env, **variables}

@@ -18,6 +18,7 @@ from harness.engines.reference.checkpoints import (
 )
 from harness.errors import BadInput
 from harness.suite.model import load_suite
+from tests.shared import bare_environment
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -45,7 +46,7 @@ def test_uniform_draft_is_the_same_bytes_on_every_rebuild(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("suite", ["tiny_dflash_reference_uniform_cpu", "tiny_dflash_vllm_cpu"])
 def test_both_twins_serve_the_uniform_draft(suite: str, tmp_path: Path) -> None:
-    env = {"PYTHONPATH": str(ROOT), "HARNESS_CACHE": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    env = bare_environment(PYTHONPATH=str(ROOT), HARNESS_CACHE=str(tmp_path))
     done = subprocess.run([sys.executable, "-m", "harness", "run", suite, "--dry-run"],
                           capture_output=True, text=True, env=env, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
@@ -54,7 +55,7 @@ def test_both_twins_serve_the_uniform_draft(suite: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("suite", ["qwen3_8b_dflash_vllm", "gemma4_dflash_31b_vllm"])
 def test_gpu_vllm_suites_print_their_command_and_skip_here(suite: str, tmp_path: Path) -> None:
-    env = {"PYTHONPATH": str(ROOT), "HARNESS_CACHE": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    env = bare_environment(PYTHONPATH=str(ROOT), HARNESS_CACHE=str(tmp_path))
     dry = subprocess.run([sys.executable, "-m", "harness", "run", suite, "--dry-run"],
                          capture_output=True, text=True, env=env, timeout=120, check=False)
     assert "/bin/vllm serve " in dry.stdout and "--per-request-spec-decode-metrics detailed" \
