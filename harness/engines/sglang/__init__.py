@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from harness.engines.flags import without_flags
-from harness.engines.interface import ParsedResponse, Placement, StreamAssembler
+from harness.engines.interface import Placement, StreamAssembler
 from harness.engines.sglang import api, release_check, stream
 from harness.engines.sglang.launch import (
     RESERVED_FLAGS,
@@ -23,6 +22,7 @@ from harness.engines.sglang.launch import (
     check_flags,
     launch_command,
 )
+from harness.engines.wire_adapter import WireAdapter
 from harness.suite.checkpoints import Models, resolve_models
 
 if TYPE_CHECKING:
@@ -42,8 +42,11 @@ def expected_settings(suite: Suite, models: Models) -> dict[str, object]:
     }
 
 
-class SGLangAdapter:
+class SGLangAdapter(WireAdapter):
     kind = "sglang"
+    api = api
+    stream = stream
+    speculative_flags = SPECULATIVE_FLAGS
     ready_paths = api.READY_PATHS
     generate_path = api.GENERATE_PATH
     chat_path = api.CHAT_PATH
@@ -61,45 +64,11 @@ class SGLangAdapter:
                        placement: Placement | None = None) -> list[str]:
         return launch_command(suite, python, host, port, models, placement)
 
-    def target_alone_command(self, command: Sequence[str]) -> list[str]:
-        """The launch line `command` without speculation ([speedup]): every speculative
-        flag the harness set dropped, the rest (the build's serving flags) as it was."""
-        return without_flags(command, SPECULATIVE_FLAGS)
-
-    def target_alone_mismatches(self, info: object) -> list[str]:
-        """The target-alone server must run no speculation (`/server_info`'s resolved
-        `speculative_algorithm` unset)."""
-        return api.speculation_running(info)
-
-    def parse_target_alone(self, payload: object, where: str, chat: bool) -> ParsedResponse:
-        """An answer of the target alone: its tokens, no spec counts (none are sent)."""
-        parse = api.parse_chat if chat else api.parse_generate
-        return parse(payload, where, speculative=False)
-
-    def generate_body(self, text: str, params: Mapping[str, object], rid: str) -> dict[str, object]:
-        return api.generate_body(text, params, rid)
-
-    def parse_generate(self, payload: object, where: str) -> ParsedResponse:
-        return api.parse_generate(payload, where)
-
-    def chat_body(self, messages: Sequence[Mapping[str, str]], params: Mapping[str, object],
-                  rid: str, template_kwargs: Mapping[str, object]) -> dict[str, object]:
-        return api.chat_body(messages, params, rid, template_kwargs)
-
-    def parse_chat(self, payload: object, where: str) -> ParsedResponse:
-        return api.parse_chat(payload, where)
-
-    def stream_body(self, body: Mapping[str, object], chat: bool) -> dict[str, object]:
-        return stream.stream_body(body, chat)
-
     def stream_assembler(self, chat: bool) -> StreamAssembler:
         return stream.ChatStream() if chat else stream.GenerateStream()
 
     def stream_refusal(self, info: object, chat: bool) -> str | None:
         return stream.stream_refusal(info, chat)
-
-    def server_figure(self, info: object) -> float | None:
-        return api.server_figure(info)
 
     def server_rank_states(self, info: object) -> list[tuple[int | None, float | None]] | None:
         """Each DP rank's own figure from `/server_info` (harness.metrics.ranks)."""
@@ -120,10 +89,6 @@ class SGLangAdapter:
 
     identity_paths = api.IDENTITY_PATHS
     liveness_path = api.LIVENESS_PATH
-
-    def identity(self, reports: Mapping[str, object]) -> dict[str, object]:
-        """What the server reports of its build and deployment (`--server URL`)."""
-        return api.identity(reports)
 
     def attention_from_server(self, info: object) -> list[dict[str, object]] | None:
         return None  # SGLang does not report the draft's per-layer attention

@@ -18,7 +18,6 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harness.engines.flags import without_flags
 from harness.engines.interface import ParsedResponse, Placement, StreamAssembler
 from harness.engines.sglang.api import chat_template_flag
 from harness.engines.vllm import api, stream
@@ -33,6 +32,7 @@ from harness.engines.vllm.launch import (
     num_speculative_tokens,
 )
 from harness.engines.vllm.stops import cut_at_stop
+from harness.engines.wire_adapter import WireAdapter
 from harness.errors import BadInput
 from harness.suite import checkpoints as suite_checkpoints
 
@@ -54,8 +54,11 @@ def expected_settings(suite: Suite, models: Models | None) -> dict[str, Any]:
             "num_speculative_tokens": num_speculative_tokens(suite)}
 
 
-class VLLMAdapter:
+class VLLMAdapter(WireAdapter):
     kind = "vllm"
+    api = api
+    stream = stream
+    speculative_flags = SPECULATIVE_FLAGS
     ready_paths = api.READY_PATHS
     generate_path = api.GENERATE_PATH
     chat_path = api.CHAT_PATH
@@ -77,36 +80,6 @@ class VLLMAdapter:
         if models is None:
             raise BadInput(f"suite {suite.name}: no target and draft model to serve")
         return launch_command(suite, python, host, port, models, placement)
-
-    def target_alone_command(self, command: Sequence[str]) -> list[str]:
-        """The launch line `command` without speculation ([speedup]): no
-        `--speculative-config`, and no per-request spec metrics to ask for."""
-        return without_flags(command, SPECULATIVE_FLAGS)
-
-    def target_alone_mismatches(self, info: Any) -> list[str]:
-        """The target-alone server must run no speculation."""
-        return api.speculation_running(info)
-
-    def parse_target_alone(self, payload: Any, where: str, chat: bool) -> ParsedResponse:
-        """An answer of the target alone: its tokens, no spec counts (none are sent)."""
-        parse = api.parse_chat if chat else api.parse_generate
-        return parse(payload, where, speculative=False)
-
-    def generate_body(self, text: str, params: Mapping[str, Any], rid: str) -> dict[str, Any]:
-        return api.generate_body(text, params, rid)
-
-    def parse_generate(self, payload: Any, where: str) -> ParsedResponse:
-        return api.parse_generate(payload, where)
-
-    def chat_body(self, messages: Sequence[Mapping[str, str]], params: Mapping[str, Any],
-                  rid: str, template_kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        return api.chat_body(messages, params, rid, template_kwargs)
-
-    def parse_chat(self, payload: Any, where: str) -> ParsedResponse:
-        return api.parse_chat(payload, where)
-
-    def stream_body(self, body: Mapping[str, Any], chat: bool) -> dict[str, Any]:
-        return stream.stream_body(body, chat)
 
     def stream_assembler(self, chat: bool) -> StreamAssembler:
         return stream.VLLMStream(chat)
@@ -140,9 +113,6 @@ class VLLMAdapter:
         info["window"] = api.window(info["counters"], base)
         return info
 
-    def server_figure(self, info: Any) -> float | None:
-        return api.server_figure(info)
-
     def position_rates(self, info: Any) -> list[float] | None:
         window = info.get("window") if isinstance(info, Mapping) else None
         return api.position_rates(window) if isinstance(window, Mapping) else None
@@ -168,10 +138,6 @@ class VLLMAdapter:
 
     identity_paths = api.IDENTITY_PATHS
     liveness_path = api.LIVENESS_PATH
-
-    def identity(self, reports: Mapping[str, Any]) -> dict[str, Any]:
-        """What the server reports of its build and deployment (`--server URL`)."""
-        return api.identity(reports)
 
     def attention_from_server(self, info: Any) -> list[dict[str, Any]] | None:
         return None  # vLLM does not report the draft's per-layer attention
