@@ -11,7 +11,6 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-import harness.engines.registry  # noqa: F401  (hands harness.secrets the engines' flags)
 from harness import __version__
 from harness.commands import COMMANDS, Command
 from harness.errors import (

@@ -19,8 +19,6 @@ from typing import Any
 
 import pytest
 
-import harness.engines.registry  # noqa: F401  (harness.secrets reads the engines' flags, as in the CLI)
-
 pytest_plugins = ["tests.fixtures.suites_and_host", "tests.fixtures.sglang_double",
                   "tests.fixtures.results", "tests.fixtures.stored_runs"]
 

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-import harness.engines.registry  # noqa: F401  (harness.secrets reads the engines' flags)
 from harness.errors import HarnessError
 from harness.files import default_results_dir
 from harness.secrets import redact_text

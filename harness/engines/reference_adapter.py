@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from harness.engine_kinds import ENGINES
 from harness.engines.flags import check_suite_flags, without_flags
 from harness.engines.interface import Placement
 from harness.engines.sglang import SGLangAdapter, api
@@ -24,7 +25,7 @@ LAUNCH_MODULE = "harness.engines.reference"
 RESERVED_FLAGS = frozenset({"--host", "--port", "--target", "--draft", "--attention-policy",
                             "--draft-noise", "--seed", "--block-size", "--dp-size",
                             "--no-speculation", "--device"})
-SECRET_FLAGS = frozenset({"--api-key", "--admin-api-key"})  # reference/__main__.py
+SECRET_FLAGS = ENGINES["reference"].secret_flags  # harness/engine_kinds.py
 RESERVED_WHY = ("set the suite's engine.attention_policy, engine.draft_noise, "
                 "workload.seed, speculative.block_size, topology.dp_size or topology.gpus "
                 "instead")

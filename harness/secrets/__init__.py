@@ -2,8 +2,8 @@
 hidden (standard library only; below every other folder, imported at CLI start-up).
 
 - What a secret is: a value under a name that says so (`names`: `HF_TOKEN`, `DB_PASS`), a
-  secret flag's value (`flags`: each engine adapter declares its own, the engines' registry
-  hands them here, and the union covers a command line of no known engine), and a value
+  secret flag's value (`flags`: each engine's row of `harness/engine_kinds.py`, and the
+  union covers a command line of no known engine), and a value
   of a credential's shape whatever its name and length (`shapes`: URL userinfo, `?token=`,
   `Authorization`/`Bearer` values, private keys, the token formats of common services).
 - The registry of values (`registry`): every secret found where it enters (`found`: a suite
@@ -25,7 +25,6 @@ from harness.secrets.flags import (
     is_secret_flag,
     resolve_flag,
     secret_flags,
-    use_engine_flags,
 )
 from harness.secrets.found import register_document, register_process
 from harness.secrets.names import is_secret_name
@@ -52,5 +51,5 @@ __all__ = [
     "guarded_streams", "is_secret_flag", "is_secret_name", "looks_secret", "plain",
     "redact_argv", "redact_document", "redact_env", "redact_text", "register",
     "register_document", "register_process", "registered", "resolve_flag", "secret_flags",
-    "shown", "strip", "use_engine_flags",
+    "shown", "strip",
 ]

@@ -2,21 +2,11 @@
 so every engine) accepts: `--api-key V`, `--api-key=V`, and any abbreviation `--api-k V`
 (argparse takes an unambiguous prefix as the flag); vLLM's `--api_key` too.
 
-Each engine adapter declares its own secret flags (`EngineAdapter.secret_flags`, once, in
-harness/engines). This package sits below the engines, so the engines' registry hands it
-its table when it is imported (`use_engine_flags`): `secret_flags(kind)` is then that
-engine's list, and `secret_flags()` the union over every registered adapter, for a command
-line whose engine is not known. An adapter in the registry is in the union; there is no
-second list to forget it in.
-
-Who installs the table. The CLI and the pytest plugin import the registry first. A
-library call (`load_suite` in a notebook, a script reading records) enters through a lower
-folder and never imports the engines, and this package may not import them (it sits below
-them: tests/layout/test_imports.py). So the package's metadata names the table instead:
-the entry point `harness.engine_flags` (pyproject.toml) points at the registry, and the
-first question asked before any import installed it loads it from there, only from this
-distribution's own metadata. Where the harness is not installed (no metadata, no entry
-point) it refuses with a message saying so, rather than guess.
+Each engine's secret flags are a row of the engines' table (`harness/engine_kinds.py`),
+which sits below this package: `secret_flags(kind)` is that engine's row, and
+`secret_flags()` the union over every engine, for a command line whose engine is not known.
+No import has to hand the table over, so a library call that never loads an engine (a
+notebook's `load_suite`) hides the same flags as the CLI.
 
 The harness's own command line has no engine's parser: a flag there is secret when its
 name says so (`--api-key`, `--hf-token`: harness.secrets.names), written in full.
@@ -24,48 +14,18 @@ name says so (`--api-key`, `--hf-token`: harness.secrets.names), written in full
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from importlib.metadata import entry_points
+from collections.abc import Iterable
 
+from harness.engine_kinds import ENGINES
 from harness.secrets.names import is_secret_name
-
-EngineFlags = Callable[[str | None], frozenset[str]]
-ENTRY_POINT_GROUP = "harness.engine_flags"  # pyproject.toml [project.entry-points]
-DISTRIBUTION = "spec-harness"
-_engine_flags: EngineFlags | None = None
-
-
-def use_engine_flags(table: EngineFlags) -> None:
-    """The engines' registry: kind -> that adapter's secret flags; None -> the union."""
-    global _engine_flags
-    _engine_flags = table
 
 
 def secret_flags(kind: str | None = None) -> frozenset[str]:
-    """The secret flags of the engine `kind`; of every registered engine when it is None
-    or not an engine the registry knows."""
-    table = _engine_flags
-    if table is None:
-        table = _declared_table()
-        use_engine_flags(table)
-    return table(kind)
-
-
-def _canonical(name: str) -> str:
-    return name.lower().replace("_", "-").replace(".", "-")
-
-
-def _declared_table() -> EngineFlags:
-    """The engines' table as this distribution's metadata names it (loading it imports
-    the registry, which installs it too)."""
-    for point in entry_points(group=ENTRY_POINT_GROUP):
-        if point.dist is not None and _canonical(point.dist.name) == DISTRIBUTION:
-            table: EngineFlags = point.load()
-            return table
-    raise RuntimeError(f"harness.secrets: no engine registry: the {DISTRIBUTION} package is "
-                       f"not installed with its metadata (entry point {ENTRY_POINT_GROUP}); "
-                       "install it (pip install -e .) or import harness.engines.registry "
-                       "first")
+    """The secret flags of the engine `kind`; of every engine when it is None or not an
+    engine the table knows."""
+    if kind is not None and kind in ENGINES:
+        return ENGINES[kind].secret_flags
+    return frozenset().union(*(engine.secret_flags for engine in ENGINES.values()))
 
 
 def dashed(arg: str) -> str:

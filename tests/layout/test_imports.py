@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "harness"
 # The README's map, top to bottom: a module imports only from its own row or rows above it
 # (imports inside functions count). `harness` is the package's __init__ (`__version__`).
 ROWS: tuple[tuple[str, ...], ...] = (
-    ("harness", "errors", "secrets", "files", "speculation"),
+    ("harness", "errors", "engine_kinds", "secrets", "files", "speculation"),
     ("results",),
     ("suite",),
     ("metrics",),

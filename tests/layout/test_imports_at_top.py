@@ -46,9 +46,6 @@ ENGINE_WORKER = ("runs inside an engine's own environment (`python -m harness.en
                  "reference`): torch, dflash and transformers (and decoding.py, torch at its "
                  "top) load where a worker decodes or a tokenizer is read, so the launcher "
                  "checks its arguments, device and folders without them (exit 2 at once)")
-ADAPTERS = ("heavy for start-up: the CLI and the pytest plugin import the registry for the "
-            "secret flags; an adapter (its launch line reads the suite model, pydantic) loads "
-            "when a suite names its engine (tests/test_cli_startup.py)")
 PLOTS = ("heavy for start-up: the run path stays free of matplotlib and pandas; the plot "
          "module loads only when a run's figure is drawn (a failed plot never fails a run)")
 RECORD_MODEL = ("heavy for start-up: the loader reads an indexed history without the record "
@@ -76,9 +73,6 @@ ALLOWED: dict[str, dict[str, str]] = {
                          "its top): gemma-4's classes are imported only for the gemma-4 "
                          "pair, so the Muse Glimmer pair trains under a transformers "
                          "without them")},
-    "harness.engines.registry": {"harness.engines.sglang": ADAPTERS,
-                                 "harness.engines.reference_adapter": ADAPTERS,
-                                 "harness.engines.vllm": ADAPTERS},
     "harness.engines.sglang.parser_probe": {
         "sglang": ("runs inside an engine's own environment (launched by path, SGLang's "
                    "interpreter): standard library at its top; SGLang imported in `main`, so "

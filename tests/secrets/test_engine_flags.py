@@ -1,12 +1,11 @@
-"""The secret flags come from the registered engine adapters (issue 37): each adapter
-declares its own once; where no engine is known the list is the union over the registry,
-so an adapter added to the registry has its flags hidden everywhere, and none can be left
-out of the union."""
+"""The secret flags come from the engines' table (harness/engine_kinds.py): each engine's row
+is its adapter's list; where no engine is known the list is the union over the table, so an
+engine added to the table has its flags hidden everywhere, and none can be left out of the
+union."""
 
 from __future__ import annotations
 
 import ast
-import dataclasses
 import sys
 from pathlib import Path
 from typing import get_args
@@ -14,11 +13,12 @@ from typing import get_args
 import pytest
 
 from harness import secrets
-from harness.builds.spec import EngineKind
+from harness.builds.spec import EngineKind as BuildEngineKind
+from harness.engine_kinds import ENGINES, EngineKind
 from harness.engines import registry
 from harness.engines.registry import adapter_for
 
-ENGINES = Path(registry.__file__).resolve().parent
+ENGINES_DIR = Path(registry.__file__).resolve().parent
 PLANTED = "pl4nted-value-77"
 
 
@@ -33,12 +33,12 @@ def test_the_union_is_every_registered_adapter_s() -> None:
 def test_every_adapter_is_registered() -> None:
     """Every module of harness/engines that makes an ADAPTER is one the registry loads."""
     defining = set()
-    for path in ENGINES.rglob("*.py"):
+    for path in ENGINES_DIR.rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         if any(isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "ADAPTER"
                                                      for t in node.targets)
                for node in tree.body):
-            parts = path.relative_to(ENGINES.parents[1]).with_suffix("").parts
+            parts = path.relative_to(ENGINES_DIR.parents[1]).with_suffix("").parts
             defining.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     adapters = [adapter_for(kind) for kind in registry.kinds()]  # loads them, then look
     # A module's own namespace, never getattr: lazy modules (transformers) import on
@@ -48,19 +48,15 @@ def test_every_adapter_is_registered() -> None:
     loaded = {name for name, namespace in namespaces.items()
               if any(namespace.get("ADAPTER") is adapter for adapter in adapters)}
     assert defining and defining <= loaded
-    assert set(registry.kinds()) == set(get_args(EngineKind))
+    assert set(registry.kinds()) == set(get_args(BuildEngineKind))
 
 
-@dataclasses.dataclass(frozen=True)
-class _Fake:
-    kind: str = "fake"
-    secret_flags: frozenset[str] = frozenset({"--fake-secret"})
-
-
-def test_an_adapter_added_to_the_registry_is_hidden_everywhere(
+def test_an_engine_added_to_the_table_is_hidden_everywhere(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(registry.LOADERS, "fake", _Fake)
+    monkeypatch.setitem(ENGINES, "fake", EngineKind("no.such.module",
+                                                    frozenset({"--fake-secret"})))
     assert "--fake-secret" in secrets.secret_flags()
+    assert "fake" in registry.kinds()
     for argv in (["x", "--fake-secret", PLANTED], [f"--fake-secret={PLANTED}"]):
         assert PLANTED not in " ".join(secrets.redact_argv(argv))
     document = {"engine": {"kind": "fake", "extra_args": ["--fake-secret", PLANTED]}}
@@ -106,20 +102,24 @@ def test_the_oracle_test_reads_the_adapter() -> None:
     assert 'adapter_for("sglang").secret_flags' in text and "harness.secrets" in text
 
 
-def test_without_the_registry_imported_the_flags_are_the_registrys_not_guessed() -> None:
-    """A process that loads a suite without importing the engines' registry (a notebook)
-    gets the registry's own table (through the package's entry point), never a secret flag
-    list that silently lacks an engine's; without that metadata it is refused
-    (tests/secrets/test_library_calls_find_the_engine_flags.py)."""
+def test_a_process_that_never_loads_an_engine_hides_the_same_flags() -> None:
+    """A process that loads a suite without the engines (a notebook) reads the same table
+    as one that loaded every adapter: nothing is handed over by an import, so nothing can
+    be missing."""
     import subprocess
 
-    probe = ("from harness.suite.model import load_suite\n"
+    probe = ("import sys\n"
+             "from harness.suite.model import load_suite\n"
              "from harness.secrets import secret_flags\n"
              "load_suite('tiny_dflash_cpu')\n"
-             "print(sorted(secret_flags()), sorted(secret_flags('vllm')))\n")
+             "print(sorted(secret_flags()), sorted(secret_flags('vllm')),\n"
+             "      any(name.startswith('harness.engines') for name in sys.modules))\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          check=True, cwd=ENGINES.parents[1])
-    with_registry = "import harness.engines.registry\n" + probe
-    registry = subprocess.run([sys.executable, "-c", with_registry], capture_output=True,
-                              text=True, check=True, cwd=ENGINES.parents[1])
-    assert done.stdout == registry.stdout and "--api-key" in done.stdout
+                          check=True, cwd=ENGINES_DIR.parents[1])
+    loading = ("from harness.engines.registry import adapter_for, kinds\n"
+               "[adapter_for(kind) for kind in kinds()]\n" + probe)
+    loaded = subprocess.run([sys.executable, "-c", loading], capture_output=True,
+                            text=True, check=True, cwd=ENGINES_DIR.parents[1])
+    assert done.stdout.split("] ")[:2] == loaded.stdout.split("] ")[:2]
+    assert done.stdout.rstrip().endswith("False") and loaded.stdout.rstrip().endswith("True")
+    assert "--api-key" in done.stdout and "--hf-token" in done.stdout

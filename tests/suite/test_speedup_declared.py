@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-import harness.engines.registry  # noqa: F401  (the secret flags parse_suite redacts)
 from harness.cli import main
 from harness.errors import SuiteError
 from harness.metrics.floor_checks import floor_checks

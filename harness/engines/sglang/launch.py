@@ -10,6 +10,7 @@ every build it may be asked to test.
 
 from __future__ import annotations
 
+from harness.engine_kinds import ENGINES
 from harness.engines.flags import check_suite_flags
 from harness.engines.interface import Placement
 from harness.errors import BadInput
@@ -46,13 +47,8 @@ RESERVED_FLAGS = frozenset({
 # without them SGLang serves the target alone ([speedup]).
 SPECULATIVE_FLAGS = frozenset(flag for flag in RESERVED_FLAGS
                               if flag.startswith("--speculative-"))
-# SGLang's secret flags: 0.5.23's fields/serving.py api_key, admin_api_key,
-# ssl_keyfile_password; fields/exec_.py watermark_config (a JSON file path or an inline
-# JSON object holding watermark_key and watermark_key_b, which earlier releases took as
-# --watermark-key / --watermark-key-b). tests/sglang_oracle/test_secret_flags.py checks
-# them against SGLang's own parser.
-SECRET_FLAGS = frozenset({"--api-key", "--admin-api-key", "--ssl-keyfile-password",
-                          "--watermark-config", "--watermark-key", "--watermark-key-b"})
+# its secret flags are data every folder reads (harness/engine_kinds.py)
+SECRET_FLAGS = ENGINES["sglang"].secret_flags
 RESERVED_WHY = ("use the suite's own field (target/draft model and revision, [speculative], "
                 "[topology]: tp_size, dp_size, dp_attention, pp_size, nnodes, disaggregation; "
                 "workload.seed); host is always 127.0.0.1 and the port is "

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from harness.engine_kinds import ENGINES
 from harness.engines.flags import check_extra_args, check_secret_abbreviations
 from harness.engines.interface import Placement
 from harness.engines.sglang.launch import flag_value
@@ -65,9 +66,8 @@ def normalised_flag(arg: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-# vLLM's secret flags (0.32.0): entrypoints/openai/cli_args.py api_key (Bearer token the
-# server requires), engine/arg_utils.py hf_token (a hub token, or True: read from disk).
-SECRET_FLAGS = frozenset({"--api-key", "--hf-token"})
+# its secret flags are data every folder reads (harness/engine_kinds.py)
+SECRET_FLAGS = ENGINES["vllm"].secret_flags
 
 
 def check_flags(suite: Suite) -> None:
