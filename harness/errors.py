@@ -25,7 +25,7 @@ class ExitCode(IntEnum):
 
 # What each exit code means, as `harness --help` prints it and README's table says it
 # (tests/test_cli_startup.py holds the two together). 6 and 7 are `harness bisect`'s own
-# (harness.bisect.EXIT_NO_DIFFERENCE, EXIT_NOT_NARROWED).
+# (harness.protocols.bisect.EXIT_NO_DIFFERENCE, EXIT_NOT_NARROWED).
 EXIT_CODE_MEANINGS: dict[int, str] = {
     0: "pass (or a dry run)",
     1: "below a floor, the draft's contract differs from the suite's, or the paired gate fails",

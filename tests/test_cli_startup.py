@@ -110,8 +110,8 @@ def _readme_exit_codes() -> dict[int, str]:
 def test_help_and_readme_give_the_same_exit_codes() -> None:
     """Issue 20, case 11: `harness --help` lists every code README lists (6 and 7 too), in
     README's words; the bisect's own codes are the ones it returns."""
-    from harness.bisect import EXIT_NO_DIFFERENCE, EXIT_NOT_NARROWED
     from harness.errors import EXIT_CODE_MEANINGS, ExitCode
+    from harness.protocols.bisect import EXIT_NO_DIFFERENCE, EXIT_NOT_NARROWED
 
     out = subprocess.run([sys.executable, "-m", "harness", "--help"], capture_output=True,
                          text=True, check=True).stdout

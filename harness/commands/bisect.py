@@ -7,14 +7,14 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from harness.bisect import EXIT_NO_DIFFERENCE, EXIT_NOT_NARROWED, report
-from harness.bisect.driver import Bisect
-from harness.bisect.session import create_session, load_session
 from harness.errors import BadInput
+from harness.protocols.bisect import EXIT_NO_DIFFERENCE, EXIT_NOT_NARROWED, report
+from harness.protocols.bisect.driver import Bisect
+from harness.protocols.bisect.session import create_session, load_session
 from harness.suite.model import load_suite
 
 if TYPE_CHECKING:
-    from harness.bisect.session import Session
+    from harness.protocols.bisect.session import Session
     from harness.suite.model import LoadedSuite
 
 

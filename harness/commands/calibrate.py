@@ -1,5 +1,5 @@
 """`harness calibrate SUITE --runs N [--build SPEC]`: repeated runs, their spread, and a
-suggested floor and tolerance (harness.run.calibrate)."""
+suggested floor and tolerance (harness.protocols.calibrate)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 
 from harness.builds import parse_build_spec
 from harness.errors import BadInput
-from harness.run.calibrate import calibrate
+from harness.protocols.calibrate import calibrate
 from harness.run.runner import RunOptions
 from harness.suite.model import load_suite
 

@@ -11,7 +11,7 @@ import tomli_w
 
 from harness.engines.registry import secret_flags
 from harness.errors import BadInput, ExitCode, SuiteError
-from harness.run.calibrate import calibration_lines
+from harness.protocols.calibrate import calibration_lines
 from harness.run.plan import check_suite
 from harness.secrets import redact_document
 from harness.suite.model import load_suite

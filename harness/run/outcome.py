@@ -34,7 +34,7 @@ class CallersRule(Protocol):
 
 
 class Pairing(Protocol):
-    """`harness run --against`'s judge (harness.run.pairing.PairedJudge, which imports
+    """`harness run --against`'s judge (harness.protocols.pairing.PairedJudge, which imports
     the runner, hence the protocol here): its stop rule and its finding on B's rows."""
 
     def stop_rule(self, suite: Suite, max_n: int) -> CallersRule: ...
@@ -64,7 +64,7 @@ class RunOptions:
     # with a `settings() -> dict`), e.g. bisect's paired comparison with a reference build:
     # its decision and settings go to measurement.sequential; the floors are judged as usual.
     stop_rule: CallersRule | None = None
-    # `harness run --against`: the paired gate's judge (harness.run.pairing.PairedJudge);
+    # `harness run --against`: the paired gate's judge (harness.protocols.pairing.PairedJudge);
     # each entry is also judged against the reference build's run, paired by question.
     pairing: Pairing | None = None
     # `harness run --server URL`: measure a deployment someone else started (no launch, no

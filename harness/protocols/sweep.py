@@ -33,6 +33,7 @@ from pydantic import ValidationError
 
 from harness.errors import BadInput, EngineError, ExitCode, Interrupted
 from harness.metrics.paired_gate import Tolerance, paired_test
+from harness.protocols.pairing import aligned, reference_from
 from harness.results.layout import RUNS_DIR, started_from_name
 from harness.results.readers import read_requests, read_run
 from harness.results.record import RunRecord, VerdictStatus, new_run_id, utc_now
@@ -47,7 +48,6 @@ from harness.results.sweeps import (
 from harness.run import runner
 from harness.run.judge import Evidence, PairedEvidence, decide, report_exit, report_status
 from harness.run.outcome import RunOptions, RunOutcome
-from harness.run.pairing import aligned, reference_from
 from harness.suite.entries import METRIC_DEFINITIONS
 from harness.suite.gate import Gate
 from harness.suite.model import LoadedSuite, Suite, format_validation_error, suite_entries
