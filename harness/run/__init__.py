@@ -12,8 +12,9 @@ ties them together (`run_suite`):
    rule), `baseline.py` (`[speedup]`: the target alone, after the run's server stopped),
    and the runtime contract it records: `runtime_attention.py`, `runtime_contract.py`
    (what reached the draft at run time, against `draft_attention.py`'s audit);
-6. judge: `judge.py` (+ `evidence.py`: the paired gate's finding it reads), `outcome.py`
-   (the run's options and its outcome);
+6. judge: `judge.py` (+ `evidence.py`: the paired gate's finding it reads), `exit_codes.py`
+   (every exit code the harness decides, and the one severity rule), `outcome.py` (the
+   run's options and its outcome);
 7. record: `entry_run.py` (an entry's state and run.json), `recorded.py`, `provenance.py`,
    `identity.py`, `workload_record.py`.
 

@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING, Protocol
 from harness.errors import ExitCode
 from harness.files import default_results_dir
 from harness.results.record import RequestRow, RunRecord, Speedup, VerdictStatus
+from harness.run.exit_codes import worst_status
 
 if TYPE_CHECKING:
     from harness.metrics.definitions import RequestLike
     from harness.run.evidence import PairedEvidence
     from harness.run.schedulers.slurm import SlurmOptions
     from harness.suite.model import Suite
-
-SEVERITY = {"pass": 0, "skipped": 1, "fail": 2, "error": 3}
 
 
 class CallersRule(Protocol):
@@ -87,11 +86,13 @@ class RunOutcome:
 
 
 def combined(outcomes: list[RunOutcome]) -> RunOutcome:
-    """The suite's outcome: the worst entry's status; run_dir and record of the first
-    (the main workload); with several entries each reason names its series."""
+    """The suite's outcome: the worst entry's status (`exit_codes.worst_status`: a failure
+    first, then an error) with its exit code; run_dir and record of the first (the main
+    workload); with several entries each reason names its series."""
     if len(outcomes) == 1:
         return outcomes[0]
-    worst = max(outcomes, key=lambda o: SEVERITY[o.status])
+    status = worst_status([outcome.status for outcome in outcomes])
+    worst = next(outcome for outcome in outcomes if outcome.status == status)
     reasons = []
     for outcome in outcomes:
         series = outcome.record.suite.name if outcome.record else "?"
