@@ -4,14 +4,14 @@ Issue 15: each bisect step is a GPU run, so a step should stop as soon as it is 
 This replays whole bisects on per-request data and counts the requests they spend:
 
 - sequential (`harness bisect`): GOOD and BAD on all 200 prompts; each step looks every
-  50 prompts (`harness.bisect.rule.StepRule`, alpha 0.01, the command's default) and
+  50 prompts (`harness.protocols.bisect.rule.StepRule`, alpha 0.01, the command's default) and
   stops when decided; an undecided step is extended to 400 prompts (GOOD too, once;
   later steps then plan 400 prompts at once); still undecided: skipped.
 - seq-200: the same with --max-prompts 200 (no extension: undecided means skipped).
 - fixed: GOOD and BAD on 200 prompts; every step answers all 200 and is classified by
   the side of the midpoint its paired difference falls on (no undecided, no early stop).
 
-Per-request data is simulated (`harness.bisect.simulate.simulate_builds`: gemma-like
+Per-request data is simulated (`harness.protocols.bisect.simulate.simulate_builds`: gemma-like
 accept length 5.6, prompt sd 0.75, drops 0.2-1.0, a fraction `diverge` of each build's
 answers taking their own path: 0 = bit-reproducible greedy, 1 = no pairing at all), or,
 with --good-run/--bad-run, two recorded run folders of the same questions (prompts
@@ -50,8 +50,8 @@ Builds = Callable[[int, Any], list[Rows]]  # (commits, rng) -> GOOD, GOOD again,
 def bisect_once(builds: list[Rows], first_bad: int, mode: str) -> dict[str, float]:
     """One bisect over len(builds) - 2 commits; builds[0] is GOOD, builds[1] GOOD measured
     again (the extension), builds[2 + i] commit i (the last is BAD)."""
-    from harness.bisect import search
-    from harness.bisect.rule import StepRule, endpoint_difference, significant
+    from harness.protocols.bisect import search
+    from harness.protocols.bisect.rule import StepRule, endpoint_difference, significant
 
     n = len(builds) - 2
     good, bad = builds[0], builds[-1]
@@ -102,7 +102,7 @@ def _first(rule: Any, tokens: Any, steps: Any) -> tuple[str, int]:
 
 
 def simulated(drop: float, diverge: float) -> Callable[[int, int, Any], list[Rows]]:
-    from harness.bisect.simulate import simulate_builds
+    from harness.protocols.bisect.simulate import simulate_builds
 
     def make(commits: int, first_bad: int, rng: Any) -> list[Rows]:
         accepts = [GOOD_ACCEPT, GOOD_ACCEPT] + [
@@ -114,7 +114,7 @@ def simulated(drop: float, diverge: float) -> Callable[[int, int, Any], list[Row
 def recorded(good_run: Path, bad_run: Path, metric: str) -> Callable[[int, int, Any], list[Rows]]:
     import numpy as np
 
-    from harness.bisect.steps import read_reference
+    from harness.protocols.bisect.steps import read_reference
 
     good, bad = read_reference(good_run, metric), read_reference(bad_run, metric)
     shared = sorted(set(good.questions) & set(bad.questions))
@@ -164,8 +164,8 @@ def error_rates(drop: float, diverge: float, reps: int, seed: int) -> dict[str, 
     in a real session: P(misclassified), P(undecided at PROMPTS), mean requests."""
     import numpy as np
 
-    from harness.bisect.rule import StepRule, endpoint_difference, significant
-    from harness.bisect.simulate import simulate_builds
+    from harness.protocols.bisect.rule import StepRule, endpoint_difference, significant
+    from harness.protocols.bisect.simulate import simulate_builds
 
     rng = np.random.default_rng(seed)
     wrong = undecided = used = tested = 0

@@ -20,23 +20,29 @@ class ExitCode(IntEnum):
     ENGINE_ERROR = 3
     SKIPPED = 4
     VERSION_REJECTS = 5  # the SGLang version's own code raised on the draft config
+    NO_DIFFERENCE = 6  # bisect: GOOD and BAD do not differ significantly: nothing to bisect
+    NOT_NARROWED = 7  # bisect: skipped or undecided commits leave several candidates
     INTERRUPTED = 130
 
 
 # What each exit code means, as `harness --help` prints it and README's table says it
-# (tests/test_cli_startup.py holds the two together). 6 and 7 are `harness bisect`'s own
-# (harness.bisect.EXIT_NO_DIFFERENCE, EXIT_NOT_NARROWED).
-EXIT_CODE_MEANINGS: dict[int, str] = {
-    0: "pass (or a dry run)",
-    1: "below a floor, the draft's contract differs from the suite's, or the paired gate fails",
-    2: "bad input: a malformed suite, a missing file or model, a bad flag or build spec",
-    3: "engine or infrastructure error: launch failed, server died or hung, a figure missing, "
-       "a partial run, a run with no readable record",
-    4: "skipped: the suite's topology does not fit this host",
-    5: "the engine release's own code rejects the draft config",
-    6: "bisect: GOOD and BAD do not differ",
-    7: "bisect: skipped commits leave several candidates",
-    130: "interrupted (Ctrl-C, SIGTERM): the server tree is killed and the record kept",
+# (tests/test_cli_startup.py holds the two together). Which code a command exits with is
+# decided in one place, harness.run.exit_codes.
+EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.PASS: "pass (or a dry run)",
+    ExitCode.BELOW_FLOOR: "below a floor, the draft's contract differs from the suite's, or "
+                          "the paired gate fails",
+    ExitCode.BAD_INPUT: "bad input: a malformed suite, a missing file or model, a bad flag "
+                        "or build spec",
+    ExitCode.ENGINE_ERROR: "engine or infrastructure error: launch failed, server died or "
+                           "hung, a figure missing, a partial run, a run with no readable "
+                           "record",
+    ExitCode.SKIPPED: "skipped: the suite's topology does not fit this host",
+    ExitCode.VERSION_REJECTS: "the engine release's own code rejects the draft config",
+    ExitCode.NO_DIFFERENCE: "bisect: GOOD and BAD do not differ",
+    ExitCode.NOT_NARROWED: "bisect: skipped commits leave several candidates",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C, SIGTERM): the server tree is killed and the "
+                          "record kept",
 }
 
 

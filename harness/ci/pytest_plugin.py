@@ -262,7 +262,7 @@ class SuiteItem(pytest.Item):
             options = runner.RunOptions(**_run_options(config, runner.RunOptions, lease.devices))
             against = config.getoption("against")
             if against:
-                from harness.run.pairing import check_against, run_paired
+                from harness.protocols.pairing import check_against, run_paired
 
                 outcome = run_paired(self.loaded, options, check_against(self.loaded, against),
                                      config.getoption("against_label"))

@@ -32,13 +32,14 @@ from harness.audit.wheels import expand_versions
 from harness.builds import parse_build_spec
 from harness.engines.vllm.audit import cross_engine_rows, render_rows
 from harness.errors import BadInput, ExitCode, HarnessError
+from harness.run.exit_codes import check_exit, worst_exit
 from harness.suite.attention import DraftConfigError, resolve_layers
 from harness.suite.draft_contract import declared_contract
 
 DEFAULT_RELEASE = "0.5.23"  # --corpus without --sglang
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> ExitCode:
     """`harness audit` (its arguments: commands/parsers/audit.py)."""
     try:
         return _run(args)
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         raise  # the CLI prints the one-line message on stderr and exits with its code
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> ExitCode:
     if args.corpus and args.config:
         raise BadInput("give a draft CONFIG or --corpus DIR, not both")
     if args.change:
@@ -69,7 +70,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _sglang_side(args: argparse.Namespace, path: Any, config: Any, origin: str,
-                 transformers: str | None, emit: Any) -> int:
+                 transformers: str | None, emit: Any) -> ExitCode:
     """The SGLang audit the options ask for (--bisect, --sglang/--sglang-source, else the
     behaviours), checked against --expect; `emit` prints (or collects) its JSON."""
     if args.bisect:
@@ -80,12 +81,12 @@ def _sglang_side(args: argparse.Namespace, path: Any, config: Any, origin: str,
 
 
 def _both_engines(args: argparse.Namespace, path: Any, config: Any, origin: str,
-                  transformers: str | None) -> int:
+                  transformers: str | None) -> ExitCode:
     """Everything the same command without --vllm does (the SGLang audit with --expect,
     --sglang, --bisect), then SGLang's per-layer attention (the harness's model of the
     --behaviour) beside vLLM's (its own code), one row per layer, disagreements flagged,
-    and vLLM's layers against --expect. The exit code is the worst of them (5 over 1
-    over 0)."""
+    and vLLM's layers against --expect. The exit code is the worst of them
+    (`exit_codes.worst_exit`: 1 over 5 over 0)."""
 
     build = parse_build_spec(args.vllm, engine="vllm", flag="--vllm")
     expected, expected_origin = _expected(args)  # bad --expect ends here, before any build
@@ -109,7 +110,7 @@ def _both_engines(args: argparse.Namespace, path: Any, config: Any, origin: str,
         for line in against:
             print(f"vLLM differs from {expected_origin}: {line}")
     differs = any(row["causal_differs"] for row in rows) or bool(against)
-    return max(int(sglang_code), int(ExitCode.BELOW_FLOOR if differs else ExitCode.PASS))
+    return worst_exit([sglang_code, check_exit(differs)])
 
 
 def _vllm_against_expected(layers: list[dict[str, Any]], expected: list[dict[str, Any]]
@@ -170,7 +171,7 @@ def _target(args: argparse.Namespace) -> Any:
 
 
 def _versions(args: argparse.Namespace, path: Any, origin: str, transformers: str | None,
-              emit: Any = _print) -> int:
+              emit: Any = _print) -> ExitCode:
     config = json.loads(path.read_text(encoding="utf-8"))
     declared = declared_contract(config)  # a malformed contract field: exit 2, named
     expectation = load_expectation(args.expect) if args.expect else None
@@ -185,13 +186,11 @@ def _versions(args: argparse.Namespace, path: Any, origin: str, transformers: st
         emit(report.to_dict())
     else:
         render_versions(report, _console(len(results)))
-    if report.rejected:
-        return ExitCode.VERSION_REJECTS
-    return ExitCode.BELOW_FLOOR if report.verdict == "differs" else ExitCode.PASS
+    return check_exit(report.verdict == "differs", rejected=bool(report.rejected))
 
 
 def _bisect(args: argparse.Namespace, path: Any, transformers: str | None,
-            emit: Any = _print) -> int:
+            emit: Any = _print) -> ExitCode:
     if not args.repo:
         raise BadInput("--bisect GOOD BAD needs --repo PATH (a local SGLang checkout)")
     good, bad = args.bisect
@@ -200,10 +199,10 @@ def _bisect(args: argparse.Namespace, path: Any, transformers: str | None,
         emit(result.to_dict())
     else:
         render_history(result, _console(), good, bad)
-    return ExitCode.PASS if result.first is not None else ExitCode.BELOW_FLOOR
+    return check_exit(result.first is None)  # no commit found where the contract moved
 
 
-def _corpus(args: argparse.Namespace) -> int:
+def _corpus(args: argparse.Namespace) -> ExitCode:
     """`--corpus DIR`: every draft under every version asked for (--sglang, default the
     latest audited release), one batch."""
     if args.bisect or args.expect or args.target:
@@ -225,10 +224,10 @@ def _corpus(args: argparse.Namespace) -> int:
                  "drafts": [audit.to_dict() for audit in audits]})
     else:
         render_corpus(audits, _console(len(columns[0])))
-    return ExitCode.BELOW_FLOOR if any(audit.flags for audit in audits) else ExitCode.PASS
+    return check_exit(any(audit.flags for audit in audits))
 
 
-def _change(args: argparse.Namespace) -> int:
+def _change(args: argparse.Namespace) -> ExitCode:
     """`--change BEFORE AFTER`: each draft whose contract the change alters, clause by
     clause (both trees evaluated on every draft in one batch)."""
     if args.bisect or args.sglang or args.sglang_source or args.expect:
@@ -253,10 +252,11 @@ def _change(args: argparse.Namespace) -> int:
                 "drafts": len(drafts), "changed": [c.to_dict() for c in changed]})
     else:
         render_change(changed, len(drafts), before.short, after.short, _console(2))
-    return ExitCode.BELOW_FLOOR if changed else ExitCode.PASS
+    return check_exit(bool(changed))
 
 
-def _behaviours(args: argparse.Namespace, config: Any, origin: str, emit: Any = _print) -> int:
+def _behaviours(args: argparse.Namespace, config: Any, origin: str,
+                emit: Any = _print) -> ExitCode:
     expected, expected_origin = _expected(args)
     report = build_report(config, origin, expected, expected_origin, args.behaviour)
     if args.json:
@@ -264,4 +264,4 @@ def _behaviours(args: argparse.Namespace, config: Any, origin: str, emit: Any = 
     else:
         render_report(report, _console())
     # Exit 1 is the CLI's "below the contract" code, shared with floors.
-    return ExitCode.BELOW_FLOOR if report.differences else ExitCode.PASS
+    return check_exit(bool(report.differences))

@@ -7,18 +7,19 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from harness.bisect import EXIT_NO_DIFFERENCE, EXIT_NOT_NARROWED, report
-from harness.bisect.driver import Bisect
-from harness.bisect.session import create_session, load_session
-from harness.errors import BadInput
+from harness.errors import BadInput, ExitCode
+from harness.protocols.bisect import report
+from harness.protocols.bisect.driver import Bisect
+from harness.protocols.bisect.session import create_session, load_session
+from harness.run.exit_codes import bisect_exit
 from harness.suite.model import load_suite
 
 if TYPE_CHECKING:
-    from harness.bisect.session import Session
+    from harness.protocols.bisect.session import Session
     from harness.suite.model import LoadedSuite
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> ExitCode:
     """`harness bisect` (its arguments: commands/parsers/bisect.py)."""
     if args.resume is not None:
         session = load_session(args.results, args.resume or None)
@@ -49,9 +50,7 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(report.render(result)))
         if result["status"] != "no difference":
             print(f"plot    {session.folder / report.PLOT_FILE}")
-    if result["status"] == "no difference":
-        return EXIT_NO_DIFFERENCE
-    return 0 if result["status"] == "found" else EXIT_NOT_NARROWED
+    return bisect_exit(str(result["status"]))
 
 
 def _check_resume(args: argparse.Namespace, session: Session, loaded: LoadedSuite) -> None:

@@ -1,5 +1,5 @@
 """`harness calibrate SUITE --runs N [--build SPEC]`: repeated runs, their spread, and a
-suggested floor and tolerance (harness.run.calibrate)."""
+suggested floor and tolerance (harness.protocols.calibrate)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import argparse
 import json
 
 from harness.builds import parse_build_spec
-from harness.errors import BadInput
-from harness.run.calibrate import calibrate
+from harness.errors import BadInput, ExitCode
+from harness.protocols.calibrate import calibrate
 from harness.run.runner import RunOptions
 from harness.suite.model import load_suite
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> ExitCode:
     """`harness calibrate` (its arguments: commands/parsers/calibrate.py)."""
     if args.runs < 2:
         raise BadInput(f"--runs must be >= 2 (a spread needs two runs), got {args.runs}")
@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     path, record = calibrate(loaded, options, args.runs)
     if args.json:
         print(json.dumps(record, indent=2, default=str))
-        return 0
+        return ExitCode.PASS
     print(f"calibration {record['calibration_id']}: {record['n_runs']} runs "
           f"({record['protocol']})")
     for series, s in record["series"].items():
@@ -48,6 +48,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {series}: [gate] relative_drop = {g['relative_drop']:g}, paired_sd = "
               f"{g['paired_sd']:g}, inconclusive = \"{g['inconclusive']}\", "
               f"calibration = \"calibration: {record['calibration_id']}\"")
-    return 0
+    return ExitCode.PASS
 
 

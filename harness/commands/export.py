@@ -11,7 +11,7 @@ from harness.analysis.export_aiperf import profile_export_lines
 from harness.analysis.export_vllm_bench import vllm_bench_summary
 from harness.commands.parsers.export import DEFAULT_NAMES
 from harness.commands.run_ids import run_by_id
-from harness.errors import BadInput
+from harness.errors import BadInput, ExitCode
 from harness.files import atomic_write_text
 from harness.results.layout import RUN_FILE
 from harness.results.readers import read_requests, read_run
@@ -21,7 +21,7 @@ from harness.secrets import redact_text
 STDOUT = "-"
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> ExitCode:
     """`harness export` (its arguments: commands/parsers/export.py)."""
     target = run_by_id(args.target, args.results) or Path(args.target)
     if target.name == RUN_FILE and target.is_file():  # the record named: its folder
@@ -41,13 +41,13 @@ def run(args: argparse.Namespace) -> int:
         text = json.dumps(vllm_bench_summary(record, rows), allow_nan=False, indent=2) + "\n"
     if args.out == STDOUT:
         print(redact_text(text), end="")
-        return 0
+        return ExitCode.PASS
     out = Path(args.out) if args.out else target / DEFAULT_NAMES[args.format]
     try:
         atomic_write_text(out, text, root=None if args.out else target)
     except OSError as error:
         raise BadInput(f"{out}: cannot write ({error.strerror or error})") from None
     print(out)
-    return 0
+    return ExitCode.PASS
 
 

@@ -9,10 +9,11 @@ import sys
 
 from harness.errors import ExitCode
 from harness.files import SUITES_DIR
+from harness.run.exit_codes import input_exit
 from harness.suite.listing import format_rows, listing
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> ExitCode:
     """`harness list` (its arguments: commands/parsers/suites.py)."""
     folder = args.suites_dir or SUITES_DIR
     entries = listing(sorted(folder.glob("*.toml")), folder)
@@ -20,4 +21,4 @@ def run(args: argparse.Namespace) -> int:
     width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
     for line in format_rows(entries, width):
         print(line)
-    return ExitCode.BAD_INPUT if any(bad for _, bad in entries) else ExitCode.PASS
+    return input_exit(any(bad for _, bad in entries))

@@ -6,10 +6,11 @@ import argparse
 import json
 
 from harness.ci.matrix import RUNNERS_FILE, build_matrix, load_runners, parse_builds
+from harness.errors import ExitCode
 from harness.suite.model import load_suite, shipped_suites
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> ExitCode:
     """`harness matrix` (its arguments: commands/parsers/matrix.py)."""
     specs = _split(args.suites) or shipped_suites()
     suites = [load_suite(spec) for spec in specs]
@@ -18,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
     matrix = build_matrix(suites, load_runners(args.runners or RUNNERS_FILE),
                           builds=parse_builds(args.build))
     print(json.dumps(matrix, indent=2 if args.pretty else None))
-    return 0
+    return ExitCode.PASS
 
 
 

@@ -8,19 +8,19 @@ from pathlib import Path
 from harness.analysis import plots
 from harness.analysis.sweep_plot import plot_sweep
 from harness.commands.run_ids import run_by_id
-from harness.errors import BadInput
+from harness.errors import BadInput, ExitCode
 from harness.results.layout import RUN_FILE
 from harness.results.readers import read_run
 from harness.results.store import load_runs
 from harness.results.sweeps import SWEEP_FILE
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> ExitCode:
     """`harness plot` (its arguments: commands/parsers/plot.py)."""
     target = run_by_id(args.target, args.results) or Path(args.target)
     if (target / SWEEP_FILE).is_file():  # a sweep's folder: its figure (harness sweep)
         print(plot_sweep(target, out=args.out))
-        return 0
+        return ExitCode.PASS
     is_run = (target / RUN_FILE).exists() or target.name == RUN_FILE  # FIFO: refused later
     run_dir = target.parent if target.name == RUN_FILE else target
     kind = args.kind or ("run" if is_run else "history")
@@ -40,6 +40,6 @@ def run(args: argparse.Namespace) -> int:
             raise BadInput(f"{suite}: no records under {results}")
         written = plots.plot_history(results, suite, out=args.out, runs=runs)
     print(written)
-    return 0
+    return ExitCode.PASS
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from harness.errors import BadInput
+from harness.errors import BadInput, ExitCode
 from harness.metrics import paired_gate, stats
 from harness.metrics.definitions import metric_pairs
 from harness.metrics.floor_checks import floor_checks
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 OFFSETS = (-0.5, -0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3, 0.5)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> ExitCode:
     """`harness power` (its arguments: commands/parsers/power.py)."""
     for name in ("alpha", "beta"):
         value = getattr(args, name)
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2, default=str))
     else:
         render_power(report)
-    return 0
+    return ExitCode.PASS
 
 
 

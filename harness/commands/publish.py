@@ -7,11 +7,11 @@ import shlex
 import sys
 
 from harness.analysis.trend import TrendParams
-from harness.errors import BadInput
+from harness.errors import BadInput, ExitCode
 from harness.publish.site import build_site
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> ExitCode:
     """`harness publish` (its arguments: commands/parsers/publish.py)."""
     if args.window < 2 or not 0 < args.alpha < 1 or args.run_pages < 0:
         raise BadInput("--window must be >= 2, --alpha in (0, 1), --run-pages >= 0")
@@ -26,6 +26,6 @@ def run(args: argparse.Namespace) -> int:
           f"{built.pages} pages, {built.bytes / 1e6:.2f} MB"
           + (f"; {built.skipped} file(s) skipped, listed on the overview" if built.skipped
              else "") + ")")
-    return 0
+    return ExitCode.PASS
 
 

@@ -33,13 +33,14 @@ from harness.engines.reference.seed_checkpoints import build as build_seed
 from harness.engines.reference.seed_checkpoints import folder_hashes as seed_folder_hashes
 from harness.engines.reference.seed_checkpoints import write_manifest as write_seed_manifest
 from harness.engines.reference.seed_recipe import recipe_for
-from harness.errors import BadInput
+from harness.errors import BadInput, ExitCode
+from harness.run.exit_codes import check_exit
 
 USAGE = ("usage: harness reference build [--pair PAIR] [--out DIR] [--force] [--ship] | "
          "verify [--pair PAIR] [--out DIR]")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> ExitCode:
     """`harness reference` (its arguments: commands/parsers/reference.py)."""
     seed = getattr(args, "pair", "tiny") != "tiny"
     if args.reference_action == "build":
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     raise BadInput(USAGE)
 
 
-def _build(args: argparse.Namespace) -> int:
+def _build(args: argparse.Namespace) -> ExitCode:
     out = args.out or checkpoint_dir(cache_root())
     folder = build(args.python, out, force=args.force)
     print(f"target: {folder / 'target'}")
@@ -63,10 +64,10 @@ def _build(args: argparse.Namespace) -> int:
         shutil.copy2(folder / "recipe.json", SHIPPED_DIR / "recipe.json")
         write_manifest(SHIPPED_DIR)
         print(f"shipped: {SHIPPED_DIR} (manifest rewritten)")
-    return 0
+    return ExitCode.PASS
 
 
-def _verify(args: argparse.Namespace) -> int:
+def _verify(args: argparse.Namespace) -> ExitCode:
     shipped = read_manifest(SHIPPED_DIR)["files"]
     with tempfile.TemporaryDirectory(prefix="reference-verify-") as scratch:
         out = args.out or Path(scratch) / "build"
@@ -82,12 +83,12 @@ def _verify(args: argparse.Namespace) -> int:
     if differing or causal:
         print(f"rebuild differs from the shipped checkpoints in "
               f"{len(differing) + len(causal)} file(s)")
-        return 1
-    print("rebuild is bit-identical to the shipped checkpoints")
-    return 0
+    else:
+        print("rebuild is bit-identical to the shipped checkpoints")
+    return check_exit(bool(differing or causal))
 
 
-def _build_seed(args: argparse.Namespace) -> int:
+def _build_seed(args: argparse.Namespace) -> ExitCode:
     out = args.out or build_dir(cache_root(), args.pair)
     folder = build_seed(args.pair, args.python, out, force=args.force)
     print(f"target: {folder / 'target'}")
@@ -100,10 +101,10 @@ def _build_seed(args: argparse.Namespace) -> int:
         shutil.copy2(folder / "recipe.json", shipped / "recipe.json")
         write_seed_manifest(shipped, recipe_for(args.pair))
         print(f"shipped: {shipped} (manifest rewritten)")
-    return 0
+    return ExitCode.PASS
 
 
-def _verify_seed(args: argparse.Namespace) -> int:
+def _verify_seed(args: argparse.Namespace) -> ExitCode:
     shipped_dir = pair_dir(args.pair)
     try:
         shipped = json.loads((shipped_dir / MANIFEST).read_text())["files"]
@@ -120,6 +121,6 @@ def _verify_seed(args: argparse.Namespace) -> int:
     if differing:
         print(f"rebuild differs from the shipped {args.pair} miniature in "
               f"{len(differing)} file(s)")
-        return 1
-    print(f"rebuild is bit-identical to the shipped {args.pair} miniature")
-    return 0
+    else:
+        print(f"rebuild is bit-identical to the shipped {args.pair} miniature")
+    return check_exit(bool(differing))

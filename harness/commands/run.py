@@ -12,9 +12,9 @@ from harness.builds import parse_build_spec
 from harness.errors import BadInput
 from harness.metrics.latency import speed_lines
 from harness.metrics.speedup import speedup_lines
+from harness.protocols.pairing import check_against, run_paired
 from harness.run.attach import server_url
 from harness.run.outcome import RunOutcome
-from harness.run.pairing import check_against, run_paired
 from harness.run.plan import requested_spec
 from harness.run.runner import RunOptions, run_suite
 from harness.run.schedulers.slurm import SlurmOptions

@@ -11,13 +11,14 @@ import tomli_w
 
 from harness.engines.registry import secret_flags
 from harness.errors import BadInput, ExitCode, SuiteError
-from harness.run.calibrate import calibration_lines
+from harness.protocols.calibrate import calibration_lines
+from harness.run.exit_codes import input_exit
 from harness.run.plan import check_suite
 from harness.secrets import redact_document
 from harness.suite.model import load_suite
 
 
-def show(args: argparse.Namespace) -> int:
+def show(args: argparse.Namespace) -> ExitCode:
     """`harness show` (its arguments: commands/parsers/suites.py)."""
     loaded = load_suite(args.suite)
     # as validated, with every secret the run would hide hidden here too
@@ -34,7 +35,7 @@ def show(args: argparse.Namespace) -> int:
     return ExitCode.PASS
 
 
-def validate(args: argparse.Namespace) -> int:
+def validate(args: argparse.Namespace) -> ExitCode:
     """`harness validate` (its arguments: commands/parsers/suites.py)."""
     files: list[Path] = []
     for path in args.paths:
@@ -53,7 +54,7 @@ def validate(args: argparse.Namespace) -> int:
             bad += 1
             print(f"{file}: {error.message}", file=sys.stderr)
     print(f"{len(files) - bad} valid, {bad} invalid")
-    return ExitCode.BAD_INPUT if bad else ExitCode.PASS
+    return input_exit(bool(bad))
 
 
 

@@ -1,6 +1,6 @@
 """`harness sweep SUITE --concurrency 1,4,16`: accept length and speed at each concurrency,
 on one launch, each point a run record; `--max-drop X` gates each point against
-concurrency 1 (harness.run.sweep)."""
+concurrency 1 (harness.protocols.sweep)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from harness.builds import parse_build_spec
 from harness.errors import BadInput
 from harness.metrics.latency import speed_lines
 from harness.metrics.speedup import speedup_lines
+from harness.protocols.sweep import GateSettings, check_gate, parse_concurrencies, run_sweep
 from harness.run.outcome import RunOptions
-from harness.run.sweep import GateSettings, check_gate, parse_concurrencies, run_sweep
 from harness.suite.model import load_suite
 
 if TYPE_CHECKING:
-    from harness.run.sweep import SweepOutcome
+    from harness.protocols.sweep import SweepOutcome
 
 
 def run(args: argparse.Namespace) -> int:

@@ -487,7 +487,7 @@ def _paired_speedup(findings: object) -> None:
 
 
 def check_paired(paired: object, top: float) -> None:
-    """The paired gate's finding (`harness.run.pairing`) as every reader prints it."""
+    """The paired gate's finding (`harness.protocols.pairing`) as every reader prints it."""
     if not isinstance(paired, Mapping):
         raise BadFile("paired: expected an object")
     _paired_speedup(paired.get("speedup"))

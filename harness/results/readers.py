@@ -44,7 +44,7 @@ from harness.speculation.bounds import StepBound
 if TYPE_CHECKING:
     from harness.results.record import RequestRow, RunRecord
 
-CALIBRATION_KIND = "calibration"  # harness.run.calibrate's record kind
+CALIBRATION_KIND = "calibration"  # harness.protocols.calibrate's record kind
 MAX_RUNS = 10_000  # repeats in one calibration
 MAX_LINE_REPORTS = 20  # bad lines of one file reported one by one; the rest summed up
 MAX_REQUEST_LINES = 1_000_000  # a run plans at most 10^5 requests

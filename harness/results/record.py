@@ -368,7 +368,7 @@ class _Finding(_Record):
 
 
 class PairedAgainst(_Finding):
-    """The reference run a paired run was judged against (harness.run.pairing)."""
+    """The reference run a paired run was judged against (harness.protocols.pairing)."""
 
     run_id: str
     path: str | None = None  # its run folder
@@ -476,7 +476,7 @@ class RunRecord(_Record):
     verdict: Verdict | None
     stage: str | None = None  # the stage a run reached: preparation .. recording
     # `harness run --against`: the paired gate's finding and the run it paired against
-    # (harness.run.pairing)
+    # (harness.protocols.pairing)
     paired: PairedFinding | None = None
     # [speedup]: the target alone, measured back to back after this run (harness.run.baseline)
     target_alone: TargetAloneInfo | None = None

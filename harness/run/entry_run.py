@@ -31,7 +31,7 @@ from harness.results.record import (
 )
 from harness.results.writer import write_run
 from harness.run import recorded
-from harness.run.judge import EXIT_CODES
+from harness.run.exit_codes import EXIT_CODES
 from harness.run.outcome import RunOptions, RunOutcome
 from harness.secrets import redact_text
 from harness.suite.model import LoadedSuite

@@ -1,5 +1,5 @@
 """The paired gate's finding on B's rows, as the judge reads it (`harness.run.judge.decide`)
-and the pairing makes it (`harness.run.pairing.PairedJudge.evidence`); apart from both, so
+and the pairing makes it (`harness.protocols.pairing.PairedJudge.evidence`); apart from both, so
 the run's options (`harness.run.outcome.Pairing`) can name it without an import circle."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class SpeedupEvidence:
 
 @dataclass
 class PairedEvidence:
-    """The paired gate's finding on B's rows (`harness.run.pairing.PairedJudge.evidence`)."""
+    """The paired gate's finding on B's rows (`harness.protocols.pairing.PairedJudge.evidence`)."""
 
     result: PairedResult
     gate: Gate  # its `inconclusive` setting, its tolerance

@@ -1,5 +1,5 @@
 """The identity of a measurement: what a stored run of the reference build must share with
-the run that would be made now to be reused in its place (`harness.run.pairing.reusable`).
+the run that would be made now to be reused in its place (`harness.protocols.pairing.reusable`).
 Its own module so that the runner (which records the served models) and the pairing
 (which compares identities) both import it without a circle."""
 

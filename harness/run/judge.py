@@ -6,6 +6,8 @@ judges (`run` fixed or sequential, `--against`, nightly lines, and through the r
 `ab`, `bisect` and the pytest plugin) calls it; reports (`paired`, `trend`) read the
 verdict it recorded and take their exit code from `report_exit` (a failure first, then
 errors, else pass); `compare --fail-on-drop` and `ab --fail-on-drop` from `decide_drop`.
+Every exit code, and the one severity rule they share with the run's outcome, is decided
+in `harness.run.exit_codes` (light, so the lightest commands decide through it too).
 
 Floors (`judge`): the floors are data, `harness.metrics.floor_checks.floor_checks(floors)`,
 one typed check per floor (its figure, its floor, its strictness, its definition); the
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -42,19 +44,15 @@ from harness.metrics.paired_gate import describe, status_of
 from harness.metrics.speedup import GATE_DEFINITION, describe_paired_speedup
 from harness.results.record import Measurement, Verdict, VerdictStatus
 from harness.run.evidence import PairedEvidence, SpeedupEvidence
+from harness.run.exit_codes import EXIT_CODES as EXIT_CODES
+from harness.run.exit_codes import report_exit as report_exit
+from harness.run.exit_codes import report_status
 from harness.suite.model import Floors, Suite
 
 if TYPE_CHECKING:
     from harness.metrics.definitions import RequestLike
     from harness.run.outcome import CallersRule, RunOptions
     from harness.run.sequential import FloorsRule
-
-EXIT_CODES: dict[VerdictStatus, ExitCode] = {
-    "pass": ExitCode.PASS,
-    "fail": ExitCode.BELOW_FLOOR,
-    "error": ExitCode.ENGINE_ERROR,
-    "skipped": ExitCode.SKIPPED,
-}
 
 
 @dataclass
@@ -212,21 +210,6 @@ def decide_drop(tests: Sequence[DropEvidence]) -> DropJudgement:
         reasons.append("no drop test: nothing was compared")
     status = report_status(statuses)
     return DropJudgement(Verdict(status=status, reasons=reasons), EXIT_CODES[status])
-
-
-def report_status(statuses: Iterable[VerdictStatus]) -> VerdictStatus:
-    """The status of a report over several verdicts (`harness paired` and `harness trend`
-    over each series' latest run, `--fail-on-drop` over each compared series): a failure
-    first (it names what to fix), then an error (a latest run that errored or is missing
-    is never hidden behind a pass), else pass (a skipped latest run included: the host
-    did not fit, which only `run` itself reports with exit 4)."""
-    found = set(statuses)
-    return "fail" if "fail" in found else "error" if "error" in found else "pass"
-
-
-def report_exit(statuses: Iterable[VerdictStatus]) -> ExitCode:
-    """The exit code of `report_status`."""
-    return EXIT_CODES[report_status(statuses)]
 
 
 def judge(measurement: Measurement | None, floors: Floors,

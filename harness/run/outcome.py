@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING, Protocol
 from harness.errors import ExitCode
 from harness.files import default_results_dir
 from harness.results.record import RequestRow, RunRecord, Speedup, VerdictStatus
+from harness.run.exit_codes import worst_status
 
 if TYPE_CHECKING:
     from harness.metrics.definitions import RequestLike
     from harness.run.evidence import PairedEvidence
     from harness.run.schedulers.slurm import SlurmOptions
     from harness.suite.model import Suite
-
-SEVERITY = {"pass": 0, "skipped": 1, "fail": 2, "error": 3}
 
 
 class CallersRule(Protocol):
@@ -34,7 +33,7 @@ class CallersRule(Protocol):
 
 
 class Pairing(Protocol):
-    """`harness run --against`'s judge (harness.run.pairing.PairedJudge, which imports
+    """`harness run --against`'s judge (harness.protocols.pairing.PairedJudge, which imports
     the runner, hence the protocol here): its stop rule and its finding on B's rows."""
 
     def stop_rule(self, suite: Suite, max_n: int) -> CallersRule: ...
@@ -64,7 +63,7 @@ class RunOptions:
     # with a `settings() -> dict`), e.g. bisect's paired comparison with a reference build:
     # its decision and settings go to measurement.sequential; the floors are judged as usual.
     stop_rule: CallersRule | None = None
-    # `harness run --against`: the paired gate's judge (harness.run.pairing.PairedJudge);
+    # `harness run --against`: the paired gate's judge (harness.protocols.pairing.PairedJudge);
     # each entry is also judged against the reference build's run, paired by question.
     pairing: Pairing | None = None
     # `harness run --server URL`: measure a deployment someone else started (no launch, no
@@ -87,11 +86,13 @@ class RunOutcome:
 
 
 def combined(outcomes: list[RunOutcome]) -> RunOutcome:
-    """The suite's outcome: the worst entry's status; run_dir and record of the first
-    (the main workload); with several entries each reason names its series."""
+    """The suite's outcome: the worst entry's status (`exit_codes.worst_status`: a failure
+    first, then an error) with its exit code; run_dir and record of the first (the main
+    workload); with several entries each reason names its series."""
     if len(outcomes) == 1:
         return outcomes[0]
-    worst = max(outcomes, key=lambda o: SEVERITY[o.status])
+    status = worst_status([outcome.status for outcome in outcomes])
+    worst = next(outcome for outcome in outcomes if outcome.status == status)
     reasons = []
     for outcome in outcomes:
         series = outcome.record.suite.name if outcome.record else "?"

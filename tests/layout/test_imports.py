@@ -22,7 +22,7 @@ ROWS: tuple[tuple[str, ...], ...] = (
     ("builds", "engines", "audit"),
     ("analysis",),
     ("run",),
-    ("bisect", "ci"),
+    ("protocols", "ci"),
     ("publish",),
     ("commands",),
     ("cli", "__main__"),

@@ -6,7 +6,7 @@ import pytest
 
 from harness.analysis.simulate import simulate_prompts
 from harness.metrics.calibration import summarise_repeats
-from harness.run.calibrate import SEED_STRIDE, calibration_lines, with_seeds
+from harness.protocols.calibrate import SEED_STRIDE, calibration_lines, with_seeds
 from harness.suite.model import LoadedSuite, load_suite, parse_suite
 from harness.suite.schema import document_sha256
 from tests.tiny_variants import tiny_variant

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.bisect.simulate import simulate_builds
 from harness.metrics import paired_gate as gate
 from harness.metrics.calibration import summarise_repeats
-from harness.run.pairing import sizing_lines, tolerance_of
+from harness.protocols.bisect.simulate import simulate_builds
+from harness.protocols.pairing import sizing_lines, tolerance_of
 from harness.suite.gate import Gate
 from harness.suite.model import load_suite, shipped_suites
 from harness.workloads import planned_questions

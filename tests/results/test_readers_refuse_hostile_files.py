@@ -64,8 +64,8 @@ def _plant(file: Path, kind: str) -> None:
 
 def _readers(root: Path, run_dir: Path) -> dict[str, Any]:
     from harness.commands.power import recorded_paired_spread
-    from harness.run.calibrate import find_calibration
-    from harness.run.pairing import reusable
+    from harness.protocols.calibrate import find_calibration
+    from harness.protocols.pairing import reusable
 
     return {
         "paired": lambda: latest_paired(root, [SUITE]),
@@ -284,7 +284,7 @@ def _calibration(root: Path, **changes: Any) -> Path:
 def test_a_calibration_is_checked_before_show_prints_it(
     tmp_path: Path, changes: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harness.run.calibrate import find_calibration
+    from harness.protocols.calibrate import find_calibration
 
     root = tmp_path / "results"
     good = _calibration(root)

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from harness.metrics.measure import summarise
+from harness.protocols import pairing
 from harness.results.record import RequestRow
-from harness.run import pairing
 from harness.run.judge import judge_entry
 from harness.run.runner import RunOptions
 from harness.run.sequential import sequential_rule

@@ -1,7 +1,7 @@
 """Can a bisect step separate a given paired difference on this engine? From a session's
 GOOD and BAD records: the paired standard error at each look, and for the measured
 difference and a relative one (default 3% of GOOD) the probability that a commit like BAD
-settles "bad" at that look under the step rule (harness/bisect/rule.py: llr_n =
+settles "bad" at that look under the step rule (harness/protocols/bisect/rule.py: llr_n =
 Δ (D_n - Δ/2) / se_n^2 against log((1 - alpha) / alpha); D_n ~ N(Δ, se_n), so it settles
 when |D_n| >= |Δ|/2 + threshold se_n^2 / |Δ|). A commit like GOOD is the mirror image.
 Looks past GOOD's prompt count use se_n extrapolated as 1 / sqrt(n).
@@ -22,9 +22,9 @@ def _normal_cdf(x: float) -> float:
 
 def separation(results: Path, relative: float = 0.03, alpha: float = 0.01,
                looks: tuple[int, ...] = (50, 100, 150, 200)) -> dict[str, Any]:
-    from harness.bisect.rule import endpoint_difference
-    from harness.bisect.session import load_session
-    from harness.bisect.steps import read_reference
+    from harness.protocols.bisect.rule import endpoint_difference
+    from harness.protocols.bisect.session import load_session
+    from harness.protocols.bisect.steps import read_reference
 
     session = load_session(results, None)  # the latest session there
     entries = {e["role"]: e for e in session.journal() if "role" in e}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import SuiteError
-from harness.run.pairing import tolerance_of
+from harness.protocols.pairing import tolerance_of
 from harness.suite.model import load_suite, parse_suite, suite_entries
 from tests.tiny_variants import tiny_variant
 

@@ -34,9 +34,10 @@ from harness.engines.reference.loading import (
 from harness.engines.reference.policy import read_draft_config
 from harness.engines.reference.routes import routes
 from harness.engines.reference.web import make_server
+from harness.errors import ExitCode
 from harness.suite.attention import resolve_layers
 
-EXIT_BAD_INPUT = 2
+EXIT_BAD_INPUT = ExitCode.BAD_INPUT
 # The API this server imitates; the local label says it is not SGLang itself.
 VERSION = "0.5.23+reference"
 

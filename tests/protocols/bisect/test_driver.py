@@ -1,7 +1,7 @@
 """The session driver's paths that a reproducible CPU engine never takes: a commit that
 stays undecided (extended, GOOD measured again once), a commit that fails to build, and
 resuming from a journal cut at any point. Only `run_suite` is replaced: a stand-in that
-answers each build with simulated per-prompt counts (`harness.bisect.simulate`, noisy
+answers each build with simulated per-prompt counts (`harness.protocols.bisect.simulate`, noisy
 like GPU runs), sends them through the bisect's own stop rule at its looks, as the
 driver does, and writes the rows where a run would. Everything else is the real code.
 """
@@ -16,14 +16,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.bisect import report
-from harness.bisect.driver import Bisect
-from harness.bisect.session import create_session, load_session
-from harness.bisect.simulate import simulate_builds
 from harness.errors import EngineError
+from harness.protocols.bisect import report
+from harness.protocols.bisect.driver import Bisect
+from harness.protocols.bisect.session import create_session, load_session
+from harness.protocols.bisect.simulate import simulate_builds
 from harness.results.record import RequestRow
 from harness.suite.model import SUITES_DIR, load_suite
-from tests.bisect.history import make_history
+from tests.protocols.bisect.history import make_history
 
 TINY = SUITES_DIR / "tiny_dflash_cpu.toml"
 GOOD, BAD = 5.6, 5.0
@@ -145,8 +145,8 @@ def test_a_good_endpoint_that_fails_is_an_error(tmp_path: Path,
 
 def test_rows_are_paired_by_question(tmp_path: Path) -> None:
     """The rule refuses rows whose questions differ from GOOD's."""
-    from harness.bisect.rule import StepRule
-    from harness.bisect.steps import Reference, step_rule
+    from harness.protocols.bisect.rule import StepRule
+    from harness.protocols.bisect.steps import Reference, step_rule
 
     good = simulate_builds(40, [GOOD], seed=1)[0]
     reference = Reference(tuple(range(40)), tuple(good[0]), tuple(good[1]))

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from harness.errors import BadInput
+from harness.protocols import pairing
 from harness.results.layout import REQUESTS_FILE, RUN_FILE
 from harness.results.record import RunRecord
-from harness.run import pairing
 from harness.run.runner import RunOptions
 from harness.suite.model import load_suite
 from tests.results.records import make_run

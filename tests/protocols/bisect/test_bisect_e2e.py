@@ -25,7 +25,7 @@ import pytest
 from harness.builds import has_reference_dependencies
 from harness.results.record import RunRecord
 from harness.suite.model import SUITES_DIR
-from tests.bisect.history import make_history
+from tests.protocols.bisect.history import make_history
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # nox -s e2e
 TINY = SUITES_DIR / "tiny_dflash_cpu.toml"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness.errors import EngineError
+from harness.protocols import pairing
 from harness.results.record import RunRecord, Verdict
-from harness.run import pairing
 from harness.suite.gate import Gate
 from harness.suite.model import load_suite
 

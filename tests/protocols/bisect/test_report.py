@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.bisect import report
-from harness.bisect.driver import SessionOutcome, describe_entry
-from harness.bisect.session import Session
 from harness.metrics.stats import wald
+from harness.protocols.bisect import report
+from harness.protocols.bisect.driver import SessionOutcome, describe_entry
+from harness.protocols.bisect.session import Session
 
 
 def session(tmp_path: Path, n: int = 8) -> Session:

@@ -13,7 +13,7 @@ it. The points answer the same prompts, so they are paired by prompt as `--again
 two builds: the non-inferiority test of `harness.metrics.paired_gate`, on concurrency 1's
 run (the reference, read through the door) and N's, and the verdict by the one judge
 (`harness.run.judge.decide` with the paired evidence, so the point's floors stand too).
-The sweep's exit code is `judge.report_exit` over every point and finding.
+The sweep's exit code is `exit_codes.sweep_exit`: the report's over every point and finding.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from pydantic import ValidationError
 
 from harness.errors import BadInput, EngineError, ExitCode, Interrupted
 from harness.metrics.paired_gate import Tolerance, paired_test
+from harness.protocols.pairing import aligned, reference_from
 from harness.results.layout import RUNS_DIR, started_from_name
 from harness.results.readers import read_requests, read_run
 from harness.results.record import RunRecord, VerdictStatus, new_run_id, utc_now
@@ -45,9 +46,9 @@ from harness.results.sweeps import (
     write_sweep,
 )
 from harness.run import runner
-from harness.run.judge import Evidence, PairedEvidence, decide, report_exit, report_status
-from harness.run.outcome import RunOptions, RunOutcome
-from harness.run.pairing import aligned, reference_from
+from harness.run.exit_codes import report_status, sweep_exit
+from harness.run.judge import Evidence, PairedEvidence, decide
+from harness.run.outcome import RunOptions
 from harness.suite.entries import METRIC_DEFINITIONS
 from harness.suite.gate import Gate
 from harness.suite.model import LoadedSuite, Suite, format_validation_error, suite_entries
@@ -234,7 +235,8 @@ def run_sweep(loaded: LoadedSuite, concurrencies: tuple[int, ...], options: RunO
                      else [])
     folder = sweep_dir(options.results_dir, loaded.suite.name, started, sweep_id)
     write_sweep(folder, record, options.results_dir)
-    return SweepOutcome(record, folder, points, _exit_code(statuses, outcome), [])
+    return SweepOutcome(record, folder, points,
+                        sweep_exit(statuses, outcome.status, outcome.exit_code), [])
 
 
 def _record_interrupted(loaded: LoadedSuite, sweep_id: str, started: datetime,
@@ -256,18 +258,6 @@ def _record_interrupted(loaded: LoadedSuite, sweep_id: str, started: datetime,
                      options, reasons=[f"interrupted: {why}"])
     write_sweep(sweep_dir(options.results_dir, loaded.suite.name, started, sweep_id), record,
                 options.results_dir)
-
-
-def _exit_code(statuses: list[VerdictStatus], outcome: RunOutcome) -> ExitCode:
-    """The sweep's exit code: the report's (`judge.report_exit`: a failure first, then an
-    error), except a host the suite does not fit (4) and a draft the release's own code
-    rejects (5), which keep the run's own code."""
-    if outcome.status == "skipped":
-        return ExitCode.SKIPPED
-    code = report_exit(statuses)
-    if code == ExitCode.ENGINE_ERROR and outcome.exit_code == ExitCode.VERSION_REJECTS:
-        return outcome.exit_code
-    return code
 
 
 def _record(loaded: LoadedSuite, sweep_id: str, started: datetime, concurrencies: tuple[int, ...],

@@ -5,7 +5,7 @@ launch of each server) and prints, records and plots each point's speedup; `harn
 paired by question, and records the finding that `harness paired` shows. CPU speedups are
 what they are: the test asserts the pipeline and holds the verdict to what the gate found,
 not a figure (no two CPU runs time alike; the deterministic cases are
-tests/run/test_paired_speedup_gate.py's)."""
+tests/protocols/test_paired_speedup_gate.py's)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import tomli_w
 from harness.analysis.sweep_plot import sweep_figure, sweep_points
 from harness.results.readers import read_run
 from harness.results.sweeps import read_sweep
-from tests.run.test_sweep_end_to_end import harness, pytestmark  # noqa: F401  (its runner, marks)
+from tests.protocols.test_sweep_end_to_end import harness, pytestmark  # noqa: F401  (its runner, marks)
 from tests.tiny_variants import tiny_variant
 
 QUESTIONS = 4

@@ -33,7 +33,8 @@ SESSIONS_DIR = "bisect"
 SESSION_FILE = "session.json"
 STEPS_FILE = "steps.jsonl"
 CLONE_TIMEOUT_S = 1800.0
-# A step's error bound (harness.bisect.rule): a bisect of s steps errs with P <= s * alpha.
+# A step's error bound (harness.protocols.bisect.rule): a bisect of s steps errs with
+# P <= s * alpha.
 DEFAULT_ALPHA = 0.01
 
 

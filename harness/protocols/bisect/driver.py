@@ -13,17 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.bisect import search
-from harness.bisect.rule import StepRule, endpoint_difference, significant
-from harness.bisect.session import Session
-from harness.bisect.steps import (
-    Reference,
-    endpoint_rule,
-    measure,
-    read_reference,
-    reference_rule,
-    step_rule,
-)
 from harness.errors import (
     BadInput,
     EngineError,
@@ -32,6 +21,17 @@ from harness.errors import (
     sigterm_as_interrupt,
 )
 from harness.metrics.stats import Difference
+from harness.protocols.bisect import search
+from harness.protocols.bisect.rule import StepRule, endpoint_difference, significant
+from harness.protocols.bisect.session import Session
+from harness.protocols.bisect.steps import (
+    Reference,
+    endpoint_rule,
+    measure,
+    read_reference,
+    reference_rule,
+    step_rule,
+)
 from harness.suite.model import LoadedSuite
 
 Say = Callable[[str], None]

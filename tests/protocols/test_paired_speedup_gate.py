@@ -11,9 +11,9 @@ import pytest
 
 from harness.metrics.paired_gate import Tolerance, paired_test
 from harness.metrics.speedup import GATED
+from harness.protocols import pairing
 from harness.results import possible
 from harness.results.record import PairedFinding, Speedup
-from harness.run import pairing
 from harness.run.judge import Evidence, PairedEvidence, SpeedupEvidence, decide
 from harness.suite.gate import Gate
 from harness.suite.model import Floors, load_suite

@@ -14,9 +14,9 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.bisect.rule import PairedLook, StepRule, endpoint_difference, significant
 from harness.errors import BadInput, EngineError, HarnessError, Interrupted, TopologySkip
 from harness.metrics.breakdown import question_pairs
+from harness.protocols.bisect.rule import PairedLook, StepRule, endpoint_difference, significant
 from harness.results.readers import read_requests
 from harness.results.record import RequestRow
 from harness.run import runner

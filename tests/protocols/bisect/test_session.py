@@ -9,19 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from harness.bisect.session import (
+from harness.cli import main
+from harness.errors import BadInput
+from harness.protocols.bisect.session import (
     Session,
     create_session,
     endpoints,
     list_commits,
     load_session,
 )
-from harness.bisect.steps import measure, reference_rule
-from harness.cli import main
-from harness.errors import BadInput
+from harness.protocols.bisect.steps import measure, reference_rule
 from harness.suite.model import SUITES_DIR, load_suite
-from tests.bisect.history import git, make_history
 from tests.builds.repos import commit_all, make_sglang_repo
+from tests.protocols.bisect.history import git, make_history
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 TINY = SUITES_DIR / "tiny_dflash_cpu.toml"
@@ -153,7 +153,7 @@ def test_cli_refuses_bad_input_with_exit_2(tmp_path: Path, capsys: pytest.Captur
 def test_a_fixed_prompt_set_is_bisected_as_it_is() -> None:
     """Spec-Bench has no `questions` count: its suite stays as written (it used to be
     refused, so every step of a Spec-Bench bisect was skipped)."""
-    from harness.bisect.steps import with_questions
+    from harness.protocols.bisect.steps import with_questions
     from harness.suite.model import load_suite
 
     spec_bench = load_suite("tiny_spec_bench_cpu")

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from harness.bisect import search
-from harness.bisect.rule import StepRule, endpoint_difference, significant
-from harness.bisect.simulate import simulate_builds
+from harness.protocols.bisect import search
+from harness.protocols.bisect.rule import StepRule, endpoint_difference, significant
+from harness.protocols.bisect.simulate import simulate_builds
 
 GOOD, BAD = 5.0, 4.6  # a 0.4 drop, GPU-like prompt spread 0.75
 

@@ -16,8 +16,8 @@ import matplotlib
 import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 
-from harness.bisect import search
-from harness.bisect.driver import SessionOutcome
+from harness.protocols.bisect import search
+from harness.protocols.bisect.driver import SessionOutcome
 from harness.secrets import redact_text
 
 RESULT_FILE = "result.json"

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from harness.cli import main
 from harness.errors import BadInput
-from harness.run.sweep import MAX_CONCURRENCY, parse_concurrencies
+from harness.protocols.sweep import MAX_CONCURRENCY, parse_concurrencies
 from tests.tiny_variants import tiny_variant
 
 ITEM = re.compile(r"^\s*[0-9]+\s*$")

@@ -38,7 +38,7 @@ def make_history(path: Path, commits: int = 16, change_at: int | None = None,
 
 __all__ = ["git", "make_history"]
 
-if __name__ == "__main__":  # the README's demo: python -m tests.bisect.history DIR
+if __name__ == "__main__":  # the README's demo: python -m tests.protocols.bisect.history DIR
     import argparse
 
     parser = argparse.ArgumentParser(description="a reference-engine history to bisect")

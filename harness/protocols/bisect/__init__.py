@@ -6,11 +6,9 @@
 - `steps`: one measurement, a normal run record with the bisect's rule;
 - `driver`: endpoints, steps, extensions, resume;
 - `report`: the result, its text and its PNG.
+
+Its exit code (0 found, 6 no difference, 7 not narrowed: `harness.errors.ExitCode`) is
+decided by `harness.run.exit_codes.bisect_exit`.
 """
 
 from __future__ import annotations
-
-# Exit codes of `harness bisect` beyond the common ones (harness.errors.ExitCode, which
-# uses 0-5 and 130).
-EXIT_NO_DIFFERENCE = 6  # GOOD and BAD do not differ significantly: nothing to bisect
-EXIT_NOT_NARROWED = 7  # skipped or undecided commits leave several candidates
