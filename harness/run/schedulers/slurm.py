@@ -10,7 +10,8 @@ ends with exit 3 and Slurm's reason), reads the endpoint, waits for readiness, d
 measures it as a local server, watches the job (a job that ends mid-run ends the run
 within seconds, rows kept), and cancels the job at the end (`scancel`), waiting until Slurm
 no longer lists it. A harness that dies without its teardown (SIGKILL) has the job cancelled
-by its watchdog, or by the next run on its results folder (`harness.run.lifeline`). `--dry-run` prints the batch script and the `sbatch` line.
+by its watchdog, or by the next run on its results folder (`harness.run.lifeline`).
+`--dry-run` prints the batch script and the `sbatch` line.
 
 The engine environment and the run folder must be on a filesystem the nodes share (the
 script runs the build's interpreter by its path and writes into the run folder). The
