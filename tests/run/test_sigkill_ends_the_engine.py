@@ -126,8 +126,13 @@ def _sigkill_at(stage: str, tmp_path: Path) -> None:
             _wait(lambda: said("server ready after"), "readiness", job, lines)
         elif stage == "measuring":
             _wait(lambda: rows() >= 2, "2 measured rows", job, lines)
-        else:  # the record written (the server stops after it), or the plot being drawn
+        elif stage == "writing the record":  # written; the server stops after it
             _wait(lambda: record() is not None, "the record", job, lines)
+        else:  # the server stopped by the harness: the plots are being drawn
+            stopped = lambda: any("[harness] server stopped by the harness"  # noqa: E731
+                                  in log.read_text(errors="replace")
+                                  for log in results.glob("runs/*/*/server.log"))
+            _wait(lambda: record() is not None and stopped(), "the plotting", job, lines)
         tree = psutil.Process(job.pid).children(recursive=True)  # the watchdog's too
         ports = [listed.port for ledger in ledgers() for listed in ledger.trees]
         if stage in ("launching", "warm-up", "measuring"):
@@ -157,7 +162,7 @@ def _sigkill_at(stage: str, tmp_path: Path) -> None:
         assert f"a run that died (harness pid 4242, {results / LAUNCHED_DIR}" in stderr, where
         assert f"ended 1 process(es) of server pid {server.pid} on port {port}" in stderr, where
         assert stderr.index("a run that died") < stderr.index("launching kill_tiny"), where
-    run_dir = next((results / "runs").glob("*/*"))
+    run_dir = next(path for path in (results / "runs").glob("*/*") if path.is_dir())
     code = main(["export", str(run_dir), "--format", "aiperf", "--out", os.devnull])
     # the reader afterwards: a folder without its record is named (exit 2); a whole
     # record exports
