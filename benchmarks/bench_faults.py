@@ -2,7 +2,8 @@
 
 Columns: exit code, requests finished by the server before the fault, rows kept in
 requests.jsonl, whether run.json was written (and the stage it records), processes left
-behind, and the time from fault to exit against its bound (a dead server 5 s, a hang the
+behind (after a SIGKILL of the harness: those still alive 15 s later, its watchdog's
+work), and the time from fault to exit against its bound (a dead server 5 s, a hang the
 progress watchdog + 5 s). The same cases are asserted by tests/run/test_faults_lose_nothing.py.
 """
 
@@ -16,7 +17,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.builds.repos import make_slow_sglang_repo  # noqa: E402
-
 from tests.run.fault_cases import WATCHDOG_S, cases, run_case  # noqa: E402
 
 

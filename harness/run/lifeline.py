@@ -26,6 +26,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -42,6 +44,7 @@ from harness.results.layout import LAUNCHED_DIR
 MARK_ENV = "HARNESS_LAUNCHED_BY"  # in every launched process's environment
 END_GRACE_S = 5.0  # SIGTERM, then SIGKILL: a dead harness's tree ends within seconds
 SCANCEL_TIMEOUT_S = 30.0
+JOB_ID = re.compile(r"[0-9]+(_[0-9]+)?")  # sbatch --parsable's id (an array task's too)
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # for the watchdog's `-m`
 
 
@@ -58,10 +61,10 @@ class Tree:
 
 @dataclass
 class Job:
-    """A submitted Slurm job and the scancel that ends it."""
+    """A submitted Slurm job (ended with the `scancel` on PATH: a ledger names no program
+    to run, and an id that is not a job id is never passed on)."""
 
     job_id: str
-    scancel: str
 
 
 @dataclass
@@ -141,9 +144,17 @@ def end_ledger(ledger: Ledger, why: str, grace_s: float = END_GRACE_S) -> list[s
         lines.append(f"{why}: ended {len(processes)} process(es) of {where}: "
                      f"{', '.join(labels)}"
                      + (f" ({len(hard)} needed SIGKILL)" if hard else ""))
+    scancel = shutil.which("scancel")
     for job in ledger.jobs:
+        if JOB_ID.fullmatch(job.job_id) is None:
+            lines.append(f"{why}: {job.job_id!r} is not a Slurm job id: left alone")
+            continue
+        if scancel is None:
+            lines.append(f"{why}: Slurm job {job.job_id} left running: scancel not found "
+                         "on PATH")
+            continue
         with contextlib.suppress(OSError, subprocess.SubprocessError):
-            done = subprocess.run([job.scancel, job.job_id], capture_output=True, text=True,
+            done = subprocess.run([scancel, job.job_id], capture_output=True, text=True,
                                   timeout=SCANCEL_TIMEOUT_S, check=False)
             lines.append(f"{why}: Slurm job {job.job_id} cancelled" if done.returncode == 0
                          else f"{why}: scancel {job.job_id} failed: "
@@ -185,9 +196,9 @@ class Lifeline:
             self.ledger.trees = [tree for tree in self.ledger.trees if tree.pid != pid]
             self._changed()
 
-    def started_job(self, job_id: str, scancel: str) -> None:
+    def started_job(self, job_id: str) -> None:
         with self._lock:
-            self.ledger.jobs.append(Job(job_id, scancel))
+            self.ledger.jobs.append(Job(job_id))
             self._changed()
 
     def ended_job(self, job_id: str) -> None:

@@ -3,8 +3,9 @@
 Faults: kill -9 of the server, SIGSTOP of the server (a hang), SIGSTOP or kill -9 of one of
 its children (a scheduler stand-in: stopped, or dead and never reaped), SIGINT, SIGTERM and
 SIGKILL of the harness (SIGKILL: no teardown runs; the server tree ends through the
-harness's watchdog, harness.run.lifeline, and the processes left are counted after it). Stages: preparation (a build being installed), launch (the server loading),
-warm-up, measurement, recording (the record written, the plot being drawn). The SGLang
+harness's watchdog, harness.run.lifeline, and the processes left are counted after it, up
+to ORPHAN_WAIT_S). Stages: preparation (a build being installed), launch (the server
+loading), warm-up, measurement, recording (the record written, the plot being drawn). The SGLang
 test double (tests/fake_sglang) plays the server; the stage is recognised from outside
 (the build backend's pid file, the server's pid file, the harness's "server ready" line,
 finished requests), then the fault is sent and the exit is timed.

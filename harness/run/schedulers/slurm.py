@@ -255,7 +255,7 @@ class SlurmJob:
             raise BadInput(f"sbatch refused the job: {message}")
         self.job_id = done.stdout.strip().split(";", 1)[0]
         # cancelled by the harness's watchdog if the harness dies (harness.run.lifeline)
-        lifeline().started_job(self.job_id, self.tools["scancel"])
+        lifeline().started_job(self.job_id)
         return self.job_id
 
     # -- the job's state ---------------------------------------------------------------
