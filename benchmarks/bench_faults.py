@@ -2,7 +2,8 @@
 
 Columns: exit code, requests finished by the server before the fault, rows kept in
 requests.jsonl, whether run.json was written (and the stage it records), processes left
-behind, and the time from fault to exit against its bound (a dead server 5 s, a hang the
+behind (after a SIGKILL of the harness: those still alive 15 s later, its watchdog's
+work), and the time from fault to exit against its bound (a dead server 5 s, a hang the
 progress watchdog + 5 s). The same cases are asserted by tests/run/test_faults_lose_nothing.py.
 """
 

@@ -24,8 +24,7 @@ from harness.errors import BadInput
 from harness.metrics import stats
 from harness.metrics.definitions import numerator
 from harness.results.baselines import BaselineFigure
-from harness.results.layout import REQUESTS_FILE
-from harness.results.readers import BadRecord, read_requests, read_run
+from harness.results.readers import read_measured_requests, read_run
 from harness.results.record import RequestRow, RunRecord
 from harness.results.rows import METRICS, flatten_record, is_number
 from harness.secrets import redact_text
@@ -219,10 +218,8 @@ def protocol_of(record: RunRecord) -> dict[str, object]:
 
 def add_record(side: Side, run_dir: Path, record: RunRecord) -> None:
     """Pool one run's request rows into `side` (its record already read: `read_run`)."""
-    requests = read_requests(run_dir, record)
-    if not requests:  # the figures below are computed from the rows, never taken on trust
-        raise BadRecord(run_dir / REQUESTS_FILE, "no request rows (empty, missing or all "
-                        "unusable): no figure without requests")
+    # the figures below are computed from the rows, never taken on trust: none, refused
+    requests = read_measured_requests(run_dir, record)
     side.records.append(flatten_record(record.model_dump(mode="json"), str(run_dir)))
     side.protocols.append(protocol_of(record))
     measurement = record.measurement

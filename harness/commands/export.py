@@ -14,7 +14,7 @@ from harness.commands.run_ids import run_by_id
 from harness.errors import BadInput, ExitCode
 from harness.files import atomic_write_text
 from harness.results.layout import RUN_FILE
-from harness.results.readers import read_requests, read_run
+from harness.results.readers import read_measured_requests, read_run
 from harness.secrets import redact_text
 
 # format -> the file written in the run folder when --out is not given
@@ -33,7 +33,8 @@ def run(args: argparse.Namespace) -> ExitCode:
         status = record.verdict.status if record.verdict is not None else "none"
         raise BadInput(f"{target / RUN_FILE}: the run has no measurement (verdict "
                        f"{status}): nothing to export")
-    rows = read_requests(target, record, strict=True)  # the first bad line: exit 2
+    # the first bad line, or no row at all (an empty requests.jsonl): exit 2, as compare
+    rows = read_measured_requests(target, record, strict=True)
     if args.format == "aiperf":
         text = "".join(json.dumps(line, allow_nan=False) + "\n"
                        for line in profile_export_lines(record, rows))

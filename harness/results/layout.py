@@ -7,6 +7,7 @@ are written into it, is `harness.files`'s. Layout (docs/run-record.md):
     results/baselines/<suite>--<label>.json                  baseline records
     results/plots/<suite>/                                   history plots
     results/calibrations/<suite>/<UTC time>-<id>.json        calibration records
+    results/.launched/<harness pid>-<start>.json             what a running harness launched
 
 This module is imported at CLI start-up: keep it free of third-party imports.
 """
@@ -19,6 +20,7 @@ RUNS_DIR = "runs"
 BASELINES_DIR = "baselines"
 PLOTS_DIR = "plots"
 CALIBRATIONS_DIR = "calibrations"  # <suite>/<UTC time>-<id>.json: `harness calibrate`
+LAUNCHED_DIR = ".launched"  # a running harness's ledger (harness.run.lifeline)
 RUN_FILE = "run.json"
 REQUESTS_FILE = "requests.jsonl"
 # [speedup]: the target alone's requests and its server's log, beside the run's own

@@ -260,6 +260,20 @@ def read_requests(run_dir: Path | str, record: RunRecord | None = None,
         return list(iter_request_rows(Path(run_dir) / REQUESTS_FILE, [], step, strict))
 
 
+NO_ROWS = "no request rows (empty, missing or all unusable): no figure without requests"
+
+
+def read_measured_requests(run_dir: Path | str, record: RunRecord | None = None,
+                           strict: bool = False) -> list[RequestRow]:
+    """`read_requests` for a reader that computes figures from the rows (`compare`,
+    `export`, ...): a run with none (an empty or missing requests.jsonl, or only unusable
+    lines) is refused alike, BadRecord naming the file (exit 2)."""
+    rows = read_requests(run_dir, record, strict)
+    if not rows:
+        raise BadRecord(Path(run_dir) / REQUESTS_FILE, NO_ROWS)
+    return rows
+
+
 def read_target_alone(run_dir: Path | str, strict: bool = False) -> list[RequestRow]:
     """The target-alone run's usable rows ([speedup], `target-alone.jsonl`): requests of a
     server without speculation (0 verify steps, no spec counts), checked as any request

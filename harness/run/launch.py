@@ -5,6 +5,8 @@ terminal reaches the harness, which then tears the server down in order),
 binds 127.0.0.1 on a free port, and logs to the run's `server.log`.
 Teardown kills every descendant: SGLang starts a tokenizer manager, one
 scheduler per TP rank and a detokenizer, and an orphan keeps GPU memory.
+A harness killed with no teardown (SIGKILL) takes the tree with it through
+`harness.run.lifeline` (its watchdog, its ledger, the mark every process carries).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import httpx
 import psutil
 
 from harness.errors import EngineError
+from harness.run.lifeline import end_processes, lifeline
 from harness.secrets import redact_text
 
 LOOPBACK = "127.0.0.1"
@@ -143,18 +146,10 @@ def _kill_family(pid: int, grace_s: float) -> list[int]:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGTERM)
         os.killpg(pid, signal.SIGCONT)  # a stopped process acts on SIGTERM only once resumed
-    for process in family:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            process.terminate()
-            process.resume()
-    _, alive = psutil.wait_procs(family, timeout=grace_s)
+    hard = end_processes(family, grace_s)
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-    for process in alive:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            process.kill()
-    psutil.wait_procs(alive, timeout=grace_s)
-    return [p.pid for p in alive]
+        os.killpg(pid, signal.SIGKILL)  # a member of the group not seen as a descendant
+    return hard
 
 
 # SGLang's main process reports its scheduler and detokenizer, stopped by this SIGTERM,
@@ -282,7 +277,9 @@ class Server:
     def start(self) -> None:
         self.spec.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.spec.log_path, "ab")  # noqa: SIM115 - closed in stop()
-        env = {**os.environ, **self.spec.env, "PYTHONUNBUFFERED": "1"}
+        life = lifeline()
+        life.arm()  # the watchdog first: the tree dies with the harness from its start
+        env = {**os.environ, **self.spec.env, **life.mark_env, "PYTHONUNBUFFERED": "1"}
         try:
             self.process = subprocess.Popen(
                 list(self.spec.command),
@@ -295,6 +292,8 @@ class Server:
         except OSError as error:
             self._close_log()
             raise EngineError(f"cannot start server `{self.spec.command[0]}`: {error}") from None
+        life.started_tree(self.process.pid, self.spec.port,
+                          [redact_text(word) for word in self.spec.command], self.spec.log_path)
         self.tree = TreeWatch(self.process.pid)
         if self.process.stdout is not None:
             self._pump = _RedactingPump(self.process.stdout, self._log)
@@ -360,6 +359,7 @@ class Server:
                 code = self.process.poll()
                 self._note(f"[harness] server stopped by the harness ("
                            f"{describe_exit(code) if code is not None else 'still exiting'})")
+            lifeline().ended_tree(self.process.pid)
         if self._pump is not None:
             self._pump.join(timeout=TERMINATE_GRACE_S)  # the pipe closed with the tree
         self._close_log()

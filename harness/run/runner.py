@@ -56,6 +56,7 @@ from harness.run.heartbeat import heartbeat, last_log_line, say
 from harness.run.identity import SERVED_KEY, served
 from harness.run.judge import Evidence, decide
 from harness.run.launch import LOOPBACK, Server, ServerSpec, free_port
+from harness.run.lifeline import end_leftovers, lifeline
 from harness.run.measuring import judge_measured, measure_entry, measure_only
 from harness.run.outcome import RunOptions as RunOptions
 from harness.run.outcome import RunOutcome, combined
@@ -120,6 +121,11 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
         planning.check_context(entries, models)
     # each entry's data too, before any build or launch: missing data costs seconds
     data = [prepare(entry.loaded.suite.workload) for entry in entries]
+    if options.server is None:  # an attached server is never touched
+        # what a harness killed on this results folder left (its watchdog killed with it)
+        for line in end_leftovers(options.results_dir):
+            say(line)
+        lifeline().keep_ledger_in(options.results_dir)
     runs = [_new_run(entry, options) for entry in entries]
     for run, workload_plan in zip(runs, data, strict=True):
         run.data = workload_plan

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.cli import main
+from harness.commands.parsers.export import DEFAULT_NAMES
 
 
 def export(run: Path, fmt: str = "vllm-bench") -> int:
@@ -106,3 +107,25 @@ def test_unknown_run_id_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     (tmp_path / "runs").mkdir()
     assert main(["export", "abcdef12", "--format", "aiperf", "--results", str(tmp_path)]) == 2
     assert "abcdef12: no run with that id" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("out", [None, "-"])
+def test_empty_rows_refused_by_every_export_as_by_compare(
+        run_copy: Callable[[], Path], capsys: pytest.CaptureFixture[str],
+        out: str | None) -> None:
+    """A 0-byte requests.jsonl (a run killed before its first row): every export format
+    refuses it as `compare` does, through the one door (readers.read_measured_requests):
+    exit 2, the file named, nothing written (no AIPerf file of 0 lines, no summary of
+    `completed: 0`)."""
+    run = run_copy()
+    (run / "requests.jsonl").write_bytes(b"")
+    said = f"{run / 'requests.jsonl'}: no request rows"
+    for fmt in DEFAULT_NAMES:
+        assert main(["export", str(run), "--format", fmt,
+                     *(["--out", out] if out else [])]) == 2, fmt
+        captured = capsys.readouterr()
+        assert said in captured.err and "Traceback" not in captured.err, captured.err
+        assert captured.out == "", fmt
+        assert not (run / DEFAULT_NAMES[fmt]).exists()
+    assert main(["compare", str(run), str(run_copy())]) == 2
+    assert said in capsys.readouterr().err

@@ -1,9 +1,11 @@
 """Fault injection: a real `harness run` (a process), a fault at one stage, what is left.
 
 Faults: kill -9 of the server, SIGSTOP of the server (a hang), SIGSTOP or kill -9 of one of
-its children (a scheduler stand-in: stopped, or dead and never reaped), SIGINT and SIGTERM
-of the harness. Stages: preparation (a build being installed), launch (the server loading),
-warm-up, measurement, recording (the record written, the plot being drawn). The SGLang
+its children (a scheduler stand-in: stopped, or dead and never reaped), SIGINT, SIGTERM and
+SIGKILL of the harness (SIGKILL: no teardown runs; the server tree ends through the
+harness's watchdog, harness.run.lifeline, and the processes left are counted after it, up
+to ORPHAN_WAIT_S). Stages: preparation (a build being installed), launch (the server
+loading), warm-up, measurement, recording (the record written, the plot being drawn). The SGLang
 test double (tests/fake_sglang) plays the server; the stage is recognised from outside
 (the build backend's pid file, the server's pid file, the harness's "server ready" line,
 finished requests), then the fault is sent and the exit is timed.
@@ -32,7 +34,8 @@ WATCHDOG_S = 4.0  # the suite's progress_timeout_s
 
 STAGES = ("preparation", "launch", "warm-up", "measurement", "recording")
 FAULTS = ("kill -9 server", "SIGSTOP server", "SIGSTOP child", "kill -9 child",
-          "SIGINT harness", "SIGTERM harness")
+          "SIGINT harness", "SIGTERM harness", "SIGKILL harness")
+ORPHAN_WAIT_S = 15.0  # after a SIGKILL of the harness: the server tree gone within it
 # A server fault needs a server: none runs while a build installs, or once the record
 # is written. A dead child counts from readiness on (a helper that ran during startup may
 # stay unreaped: harness.run.launch.TreeWatch).
@@ -66,9 +69,12 @@ accept_length = 1.0
 
 
 def cases() -> list[tuple[str, str]]:
+    # a SIGKILL during the build: no server yet, and pip's processes are not a launch's
     return [(stage, fault) for stage in STAGES for fault in FAULTS
-            if fault.endswith("harness") or (stage in SERVER_STAGES
-            and (fault != "kill -9 child" or stage in READY_STAGES))]
+            if (fault.endswith("harness") and (fault != "SIGKILL harness"
+                                               or stage != "preparation"))
+            or (stage in SERVER_STAGES
+                and (fault != "kill -9 child" or stage in READY_STAGES))]
 
 
 @dataclass
@@ -86,6 +92,7 @@ class Outcome:
     orphans: list[int]
     fault_to_exit_s: float
     stderr: str
+    orphans_gone_s: float = 0.0  # from the fault until no process of the tree was left
 
 
 def _wait(condition, what: str, job: subprocess.Popen, timeout: float = 120.0) -> None:
@@ -183,7 +190,8 @@ def run_case(stage: str, fault: str, tmp: Path, slow_repo: Path | None = None) -
     elif fault == "kill -9 child":
         os.kill(server[1], signal.SIGKILL)
     else:
-        job.send_signal(signal.SIGINT if fault == "SIGINT harness" else signal.SIGTERM)
+        job.send_signal({"SIGINT harness": signal.SIGINT, "SIGTERM harness": signal.SIGTERM,
+                         "SIGKILL harness": signal.SIGKILL}[fault])
     try:
         job.wait(timeout=WATCHDOG_S + 60)
     finally:
@@ -193,6 +201,11 @@ def run_case(stage: str, fault: str, tmp: Path, slow_repo: Path | None = None) -
         for pid in _pids(pidfile):  # a stopped server is resumed so it can be reaped
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGCONT)
+    # nothing waits for the tree of a harness that died: the processes left, until they end
+    deadline = started + ORPHAN_WAIT_S
+    while alive(_pids(pidfile)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    gone = time.monotonic() - started
     reader.join(timeout=5)
     stdout = job.stdout.read() if job.stdout else ""
     run_files = list(results.glob("runs/*/*/run.json"))
@@ -210,4 +223,4 @@ def run_case(stage: str, fault: str, tmp: Path, slow_repo: Path | None = None) -
     measured = (record.get("measurement") or {}).get("n_requests")
     return Outcome(stage, fault, job.returncode, message, finished, rows, measured,
                    bool(run_files),
-                   record.get("stage"), verdict.get("status"), orphans, elapsed, text)
+                   record.get("stage"), verdict.get("status"), orphans, elapsed, text, gone)

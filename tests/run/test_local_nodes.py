@@ -4,8 +4,10 @@ node's process tree is gone after, whatever happened."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -80,3 +82,41 @@ def test_placements_name_every_process() -> None:
     lines = [NodeLine(f"node {i}" if i else "server", Placement(i, 4, "h:1"), [str(i)])
              for i in range(4)]
     assert list(checked_lines(lines)) == ["server", "node 3"]  # first and last node
+
+
+# A process that launches two nodes as `harness run` does (LocalNodes), reports every pid
+# of their trees, and waits: its SIGKILL runs none of its teardown.
+LAUNCHER = """
+import json, sys, time
+from pathlib import Path
+import psutil
+from tests.run.test_local_nodes import nodes, http
+# node 1 starts a child that leaves the process group (setsid), as an engine's may
+worker = [sys.executable, "-c", "import os, subprocess, sys, time; subprocess.Popen("
+          "[sys.executable, '-c', 'import os, time; os.setsid(); time.sleep(600)']); "
+          "time.sleep(600)"]
+group = nodes(Path(sys.argv[1]), http(), worker)
+group.start()
+group.wait_ready()
+time.sleep(0.5)
+me = psutil.Process()
+print(json.dumps([p.pid for p in me.children(recursive=True)]), flush=True)
+time.sleep(600)
+"""
+
+
+def test_every_node_dies_with_a_launcher_killed_by_sigkill(tmp_path: Path) -> None:
+    """The launching process's death by SIGKILL ends every node's tree, a child that left
+    its node's process group included, within seconds (harness.run.lifeline's watchdog)."""
+    root = Path(__file__).resolve().parents[2]
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+        cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, start_new_session=True)
+    assert launcher.stdout is not None
+    pids = json.loads(launcher.stdout.readline())
+    tree = [psutil.Process(pid) for pid in pids]
+    assert len(tree) >= 4  # the watchdog, node 0, node 1 and its child in its own session
+    launcher.send_signal(signal.SIGKILL)
+    launcher.wait(timeout=10)
+    _, alive = psutil.wait_procs(tree, timeout=15)
+    assert [p.pid for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []

@@ -6,6 +6,11 @@ launch (the server loading), warm-up, measurement and recording; plus kill -9 of
 scheduler alone during the measurement. Every case must end in seconds with exit 3
 (engine error) or 130 (interrupted), keep every finished row, write run.json with the
 stage reached, and leave no process of the tree behind.
+
+SIGKILL of the harness at the same stages (issue 50; tests/run/test_faults_lose_nothing.py
+and tests/run/test_sigkill_ends_the_engine.py hold the same rows for the SGLang double and
+the reference engine): no teardown of the harness runs, its watchdog
+(harness.run.lifeline) ends the tree, which is gone within 15 s, every finished row kept.
 """
 
 from __future__ import annotations
@@ -28,7 +33,9 @@ from tests.sglang_cpu.conftest import REPO, SPEC
 
 WATCHDOG_S = 15.0  # the suite's progress_timeout_s: a stopped server is noticed after it
 EXIT = {"kill -9 server": 3, "SIGSTOP server": 3, "kill -9 scheduler": 3,
-        "SIGSTOP detokenizer": 3, "SIGINT harness": 130, "SIGTERM harness": 130}
+        "SIGSTOP detokenizer": 3, "SIGINT harness": 130, "SIGTERM harness": 130,
+        "SIGKILL harness": -9}
+LEFT_WITHIN_S = 15.0  # a SIGKILLed harness's tree: gone within it (its watchdog's work)
 CASES = [(stage, fault) for stage in ("launch", "warm-up", "measurement")
          for fault in ("kill -9 server", "SIGSTOP server", "SIGINT harness",
                        "SIGTERM harness")]
@@ -36,6 +43,8 @@ CASES = [(stage, fault) for stage in ("launch", "warm-up", "measurement")
 # harness's tree watch (issue 30: the detokenizer stopped took the 300 s watchdog before)
 CASES += [("measurement", "kill -9 scheduler"), ("measurement", "SIGSTOP detokenizer"),
           ("recording", "SIGINT harness"), ("recording", "SIGTERM harness")]
+CASES += [(stage, "SIGKILL harness") for stage in ("launch", "warm-up", "measurement",
+                                                   "recording")]
 
 
 def _suite(tmp: Path) -> Path:
@@ -131,9 +140,13 @@ def test_fault_on_the_real_tree(stage: str, fault: str, tmp_path: Path, sglang_c
             target.send_signal(signal.SIGSTOP if fault.startswith("SIGSTOP")
                                else signal.SIGKILL)
         else:
-            job.send_signal(signal.SIGINT if fault == "SIGINT harness" else signal.SIGTERM)
+            job.send_signal({"SIGINT harness": signal.SIGINT, "SIGTERM harness":
+                             signal.SIGTERM, "SIGKILL harness": signal.SIGKILL}[fault])
         job.wait(timeout=WATCHDOG_S + 60)
         elapsed = time.monotonic() - started
+        while fault == "SIGKILL harness" and alive([m.pid for m in members]) and \
+                time.monotonic() - started < LEFT_WITHIN_S:
+            time.sleep(0.1)
     finally:
         if job.poll() is None:
             job.kill()
@@ -144,6 +157,14 @@ def test_fault_on_the_real_tree(stage: str, fault: str, tmp_path: Path, sglang_c
     stderr = "".join(lines)
     where = f"{stage} / {fault}:\n{stderr[-3000:]}"
     records = list(results.glob("runs/*/*/run.json"))
+    if fault == "SIGKILL harness":
+        assert job.returncode == EXIT[fault], where
+        assert alive([m.pid for m in members]) == [], where  # 0 left after 15 s
+        if stage != "recording":  # a server ran: the watchdog says what it ended
+            assert "harness watchdog: harness (pid" in stderr, where
+            assert not records, where  # killed before its record
+            assert _rows(results) >= finished, where  # every finished row kept
+        return
     assert records, where
     record = json.loads(records[0].read_text())
     bound = WATCHDOG_S + 10 if fault == "SIGSTOP server" and stage != "launch" else 15

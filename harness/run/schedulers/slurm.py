@@ -9,7 +9,9 @@ start (bounded: a job still pending after `--slurm-start-timeout` is cancelled a
 ends with exit 3 and Slurm's reason), reads the endpoint, waits for readiness, drives and
 measures it as a local server, watches the job (a job that ends mid-run ends the run
 within seconds, rows kept), and cancels the job at the end (`scancel`), waiting until Slurm
-no longer lists it. `--dry-run` prints the batch script and the `sbatch` line.
+no longer lists it. A harness that dies without its teardown (SIGKILL) has the job cancelled
+by its watchdog, or by the next run on its results folder (`harness.run.lifeline`).
+`--dry-run` prints the batch script and the `sbatch` line.
 
 The engine environment and the run folder must be on a filesystem the nodes share (the
 script runs the build's interpreter by its path and writes into the run folder). The
@@ -40,6 +42,7 @@ import httpx
 from harness.engines.interface import Placement
 from harness.errors import BadInput, EngineError
 from harness.run.launch import log_tail, signals_deferred
+from harness.run.lifeline import lifeline
 from harness.run.schedulers.deployment import Launchable, secret_variable, secret_words
 from harness.secrets import redact_text
 
@@ -251,6 +254,8 @@ class SlurmJob:
             message = done.stderr.strip() or done.stdout.strip()
             raise BadInput(f"sbatch refused the job: {message}")
         self.job_id = done.stdout.strip().split(";", 1)[0]
+        # cancelled by the harness's watchdog if the harness dies (harness.run.lifeline)
+        lifeline().started_job(self.job_id)
         return self.job_id
 
     # -- the job's state ---------------------------------------------------------------
@@ -345,6 +350,7 @@ class SlurmJob:
                          "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL", "DEADLINE"):
                 break
             time.sleep(POLL_S / 2)
+        lifeline().ended_job(self.job_id)
         self._redact_log()
 
     def _redact_log(self) -> None:

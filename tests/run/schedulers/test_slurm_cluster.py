@@ -2,8 +2,9 @@
 slurm-wlm and munge, started by the fixture and stopped after). A suite runs through it to
 its verdict with per-rank figures (the reference engine with two DP ranks), a job that
 never starts is cancelled with Slurm's reason, a job cancelled mid-run ends the run in
-seconds with its rows kept, more nodes than the cluster has is refused before anything is
-built, and nothing is ever left queued or running."""
+seconds with its rows kept, a harness killed with SIGKILL has its job cancelled by its
+watchdog (harness.run.lifeline), more nodes than the cluster has is refused before anything
+is built, and nothing is ever left queued or running."""
 
 from __future__ import annotations
 
@@ -137,6 +138,33 @@ def test_a_job_cancelled_mid_run_ends_the_run_with_its_rows(cluster: dict[str, s
     assert run["verdict"]["status"] == "error" and "Slurm job" in run["verdict"]["reasons"][0]
     assert (folder / "requests.jsonl").read_text().count("\n") >= 3  # the rows are kept
     assert queue(cluster) == ""
+
+
+def test_a_harness_killed_with_sigkill_has_its_job_cancelled(cluster: dict[str, str],
+                                                             tmp_path: Path) -> None:
+    """No teardown of the harness runs; its watchdog sees the pipe close and runs scancel:
+    the job is gone from the queue within seconds, and the watchdog says so."""
+    path = suite_file(tmp_path, "slurm_sigkill")
+    job = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", str(path), "--launcher", "slurm",
+         "--slurm-start-timeout", "600", "--slurm-option=--begin=now+3600", "--results",
+         str(tmp_path / "r"), "--no-progress", "--no-plot"],
+        env={**os.environ, **cluster}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not queue(cluster):  # submitted: pending until its begin time
+        assert job.poll() is None and time.monotonic() < deadline, job.communicate()[1]
+        time.sleep(0.2)
+    job_id = queue(cluster).split()[0]
+    job.kill()
+    job.wait(timeout=10)
+    killed = time.monotonic()
+    while queue(cluster) and time.monotonic() - killed < 15:
+        time.sleep(0.2)
+    assert queue(cluster) == ""
+    assert job.stderr is not None
+    said = job.stderr.read()  # the watchdog's line, on the stderr it inherited
+    assert f"Slurm job {job_id} cancelled" in said, said
 
 
 def test_more_nodes_than_the_cluster_has_is_refused_before_any_build(

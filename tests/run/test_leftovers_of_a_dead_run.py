@@ -1,0 +1,62 @@
+"""The next run's clean-up (harness.run.lifeline.end_leftovers) touches only what a dead
+harness left: a ledger of a harness still running is left alone with its processes, an
+unreadable ledger is named and removed, and a ledger names no program to run nor any
+argument but a job id. (A dead run's leftover ended before a launch, and
+said: tests/run/test_sigkill_ends_the_engine.py.)"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+
+from harness.results.layout import LAUNCHED_DIR
+from harness.run.lifeline import MARK_ENV, Job, Ledger, Tree, end_leftovers
+
+
+def _marked_sleeper(mark: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                            env={**os.environ, MARK_ENV: mark}, start_new_session=True)
+
+
+def test_a_live_harness_keeps_its_server(tmp_path: Path) -> None:
+    me = psutil.Process()
+    mark = f"{me.pid}-{me.create_time():.3f}"
+    server = _marked_sleeper(mark)
+    try:
+        folder = tmp_path / LAUNCHED_DIR
+        folder.mkdir()
+        ledger = Ledger(me.pid, me.create_time(), mark, [Tree(server.pid, 1, "x", "log")],
+                        file=str(folder / f"{mark}.json"))
+        Path(ledger.file).write_text(ledger.text())
+        assert end_leftovers(tmp_path) == []
+        assert server.poll() is None and Path(ledger.file).exists()
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_a_dead_harness_leftover_is_ended_and_an_unreadable_ledger_named(
+        tmp_path: Path) -> None:
+    mark = "7-1.000"
+    server = _marked_sleeper(mark)
+    try:
+        folder = tmp_path / LAUNCHED_DIR
+        folder.mkdir()
+        # a job "id" that would be an option of scancel's (every job of a user) is not run
+        ledger = Ledger(7, 1.0, mark, [Tree(server.pid, 4321, "x", "server.log")],
+                        [Job("--user=root")], file=str(folder / f"{mark}.json"))
+        Path(ledger.file).write_text(ledger.text())
+        (folder / "junk.json").write_text("{not json")
+        said = end_leftovers(tmp_path)
+        assert server.wait(timeout=10) is not None
+        assert any(f"server pid {server.pid} on port 4321" in line for line in said), said
+        assert any(line.startswith(f"{folder / 'junk.json'}: not a ledger") for line in said)
+        assert any("'--user=root' is not a Slurm job id: left alone" in line for line in said)
+        assert list(folder.iterdir()) == []
+    finally:
+        server.kill()
+        server.wait()
