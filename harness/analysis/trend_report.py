@@ -171,7 +171,7 @@ def markdown_table(summaries: Sequence[SuiteSummary]) -> str:
         if s.trend.notes:
             trend += " (" + "; ".join(s.trend.notes) + ")"
         lines.append(
-            f"| {mark}{s.suite} | {s.latest_night} | {accept} | {_cell(s.floor, '{:g}')} | {baselines} | "
-            f"{verdict} | {change} | {trend} |"
+            f"| {mark}{s.suite} | {s.latest_night} | {accept} | {_cell(s.floor, '{:g}')} | "
+            f"{baselines} | {verdict} | {change} | {trend} |"
         )
     return "\n".join(lines) + "\n"

@@ -93,7 +93,7 @@ def test_a_change_of_data_in_the_middle_is_named_and_judged_by_ci(
         make_night(results, tokens, steps, START + timedelta(days=i),
                    data_sha256=("a" if i < 3 else "b") * 64)
     code, summary = trend_json(results, capsys)
-    assert summary["judged_by"] == BY_CI
+    assert code == 0 and summary["judged_by"] == BY_CI
     [note] = summary["notes"]
     assert "between night 2026-11-03" in note and "night 2026-11-04" in note
     assert "data_sha256 differs" in note
@@ -128,7 +128,7 @@ def test_a_night_without_request_rows_falls_back_and_says_so(
         results: Path, capsys: pytest.CaptureFixture[str]) -> None:
     paths = seven_nights(results)
     (paths[2] / "requests.jsonl").unlink()
-    code, summary = trend_json(results, capsys)
+    _, summary = trend_json(results, capsys)
     assert summary["judged_by"] == BY_CI
     assert any("2026-11-03" in note and "request rows" in note for note in summary["notes"])
 

@@ -1,0 +1,70 @@
+"""The data behind each chart of a suite page, as JSON written beside the page
+(`suites/<series>.history.json`, `.categories.json`, `.positions.json`): what a reader
+needs to redraw or check a chart without the records. Each names the definition of its
+figure (`metric`, `definition`), as every stored figure does.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from harness.publish.charts import PanelRows, category_rows, position_rows
+from harness.publish.model import SeriesView, commit_url
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def history_data(series: SeriesView, pages: dict[str, str], definition: str
+                 ) -> dict[str, object]:
+    """Every night of every line (the history chart), its steps and the floor/baselines."""
+    lines = []
+    for line in series.lines:
+        points = []
+        for row in line.runs.to_dict("records"):
+            spec, sha = _text(row.get("build.spec")), _text(row.get("build.git_sha"))
+            points.append({
+                "started_at": row["started_at"].isoformat(), "run_id": row.get("run_id"),
+                "accept_length": _number(row.get("accept_length")),
+                "metric": _text(row.get("metric")),
+                "ci": [_number(row.get("ci_low")), _number(row.get("ci_high"))],
+                "verdict": _text(row.get("verdict")), "build": spec or _text(
+                    row.get("build.engine")), "commit": sha, "commit_url": commit_url(spec, sha),
+                "page": pages.get(str(row.get("path")))})
+        steps = [{"at": view.step.at.isoformat() if view.step.at else None,
+                  "first_run": view.after.get("run_id"), "before": view.step.before,
+                  "after": view.step.after, "delta": view.step.delta, "z": view.step.z,
+                  "open": view.is_open} for view in line.steps]
+        lines.append({"line": line.name, "judged_by": line.trend.judged_by,
+                      "comparison": line.trend.comparison, "notes": list(line.trend.notes),
+                      "points": points, "steps": steps})
+    return {"series": series.name, "chart": "history", "metric": series.metric,
+            "definition": definition, "floor": series.floor,
+            "baselines": [{"label": b.label, "accept_length": b.accept_length}
+                          for b in series.baselines], "lines": lines}
+
+
+def _panel(series: SeriesView, chart: str, rows: PanelRows, x: str, y: str
+           ) -> dict[str, object]:
+    return {"series": series.name, "chart": chart, "metric": series.metric, "y": y,
+            "lines": [{"line": line, "points": [
+                {x: name, "value": _number(value),
+                 "ci": [_number(ci[0]), _number(ci[1])] if ci else None, "floor": floor}
+                for name, value, ci, floor in items]} for line, _colour, items in rows]}
+
+
+def categories_data(series: SeriesView) -> dict[str, object] | None:
+    rows = category_rows(series)
+    return _panel(series, "categories", rows, "category", "accept length") if rows else None
+
+
+def positions_data(series: SeriesView) -> dict[str, object] | None:
+    rows = position_rows(series)
+    return (_panel(series, "positions", rows, "position", "P(draft position k accepted)")
+            if rows else None)
