@@ -162,7 +162,8 @@ def _print_table(summaries: list) -> None:
     console = Console()
     console.print(table)
     for item in summaries:  # below the table: a path is not cut to a column's width
-        lines = [f"judged {item.trend.comparison}"] if item.trend.comparison else []
+        lines = [f"latest night {item.latest_night}"]
+        lines += [f"judged {item.trend.comparison}"] if item.trend.comparison else []
         lines += [f"note: {note}" for note in item.trend.notes]
         if item.unrecorded:
             lines.append(f"error: {item.unrecorded}")
