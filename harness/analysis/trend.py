@@ -25,6 +25,13 @@ history spans builds and a step between two of them is found. Only the last `win
 runs are looked at, so an accepted drop ages out. Runs that errored or are partial stay
 out of the history (`TrendParams.include_incomplete` brings them in, marked).
 Kept over ruptures and apache-otava after `benchmarks/bench_trend.py` (docs/nightly-ci.md).
+
+Nights that asked the same questions (one prompt set and data hash) are compared by
+question instead (`harness.analysis.trend_questions` decides and says why):
+the question draw is common to every night and cancels between nights, so each night's
+error is the engine's, measured from the runs by pairing successive nights question by
+question (`harness.metrics.night_noise`), not its CI over questions
+(`detect_by_question`; docs/statistics.md "Trend by question").
 The nightly summary table is `harness.analysis.trend_report`.
 """
 
