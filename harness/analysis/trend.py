@@ -109,7 +109,10 @@ class Trend:
         if self.open_drop is not None:
             step = self.open_drop
             when = step.at.date().isoformat() if step.at else f"run {step.index}"
-            return f"drop {step.delta:+.2f} since {when} (z {step.z:.1f}, {self.judged_by})"
+            # identical answers within each build: the engine's noise is 0 and z unbounded
+            z = (f"{step.z:.1f}" if abs(step.z) < 1000
+                 else "< -1000" if step.z < 0 else "> 1000")
+            return f"drop {step.delta:+.2f} since {when} (z {z}, {self.judged_by})"
         if self.steps:
             return f"no open drop ({len(self.steps)} step(s) in history, {self.judged_by})"
         return f"stable ({self.judged_by})"

@@ -33,7 +33,7 @@ def test_any_record_text_is_text(series: str, label: str, reason: str, spec: str
                   reasons=[reason], spec=spec)
         build_site(root, out)
         pages = list(out.rglob("*.html"))
-        assert len(pages) == 1 + 1 + 3
+        assert len(pages) == 1 + 1 + 1 + 3  # overview, regressions, suite, runs
         for page in pages:
             text = page.read_text(encoding="utf-8")
             body = re.sub(r"<svg.*?</svg>", "", text, flags=re.S)
