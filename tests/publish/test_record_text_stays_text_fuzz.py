@@ -41,7 +41,7 @@ def test_any_record_text_is_text(series: str, label: str, reason: str, spec: str
             assert tags <= {"html", "head", "meta", "title", "link", "body", "nav", "a", "main",
                             "footer", "code", "h1", "h2", "p", "span", "b", "table", "thead",
                             "tbody", "tr", "th", "td", "br", "ul", "li", "figure", "pre",
-                            "details", "summary"}, (page, tags)
+                            "details", "summary", "figcaption"}, (page, tags)
             assert "<script" not in text and "onerror=" not in text.replace("onerror=y()", "")
             svg_text = " ".join(re.findall(r"<svg.*?</svg>", text, flags=re.S))
             assert "<script" not in svg_text and "<img" not in svg_text
