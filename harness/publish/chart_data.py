@@ -14,40 +14,53 @@ from harness.publish.model import SeriesView, commit_url
 
 
 def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+    """A figure to 6 decimals (the records' precision that a chart can show), None if
+    missing."""
+    return (round(float(value), 6) if isinstance(value, int | float) and math.isfinite(value)
+            else None)
 
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+NIGHT_COLUMNS = ("started_at", "run_id", "accept_length", "ci_low", "ci_high", "metric",
+                 "verdict", "build", "page")
+
+
 def history_data(series: SeriesView, pages: dict[str, str], definition: str
                  ) -> dict[str, object]:
-    """Every night of every line (the history chart), its steps and the floor/baselines."""
+    """Every night of every line (the history chart), its steps and the floor/baselines.
+    Nights are rows of `columns` (a thousand nights stay small); `build` indexes `builds`,
+    each a spec, the commit it resolved and that commit's page where the spec is a git
+    ref on a known forge."""
+    builds: dict[tuple[str | None, str | None], int] = {}
     lines = []
     for line in series.lines:
-        points = []
+        nights = []
         for row in line.runs.to_dict("records"):
-            spec, sha = _text(row.get("build.spec")), _text(row.get("build.git_sha"))
-            points.append({
-                "started_at": row["started_at"].isoformat(), "run_id": row.get("run_id"),
-                "accept_length": _number(row.get("accept_length")),
-                "metric": _text(row.get("metric")),
-                "ci": [_number(row.get("ci_low")), _number(row.get("ci_high"))],
-                "verdict": _text(row.get("verdict")), "build": spec or _text(
-                    row.get("build.engine")), "commit": sha, "commit_url": commit_url(spec, sha),
-                "page": pages.get(str(row.get("path")))})
+            spec = _text(row.get("build.spec")) or _text(row.get("build.engine"))
+            key = (spec, _text(row.get("build.git_sha")))
+            nights.append([
+                row["started_at"].isoformat(), row.get("run_id"),
+                _number(row.get("accept_length")), _number(row.get("ci_low")),
+                _number(row.get("ci_high")), _text(row.get("metric")),
+                _text(row.get("verdict")), builds.setdefault(key, len(builds)),
+                pages.get(str(row.get("path")))])
         steps = [{"at": view.step.at.isoformat() if view.step.at else None,
                   "first_run": view.after.get("run_id"), "before": view.step.before,
                   "after": view.step.after, "delta": view.step.delta, "z": view.step.z,
                   "open": view.is_open} for view in line.steps]
         lines.append({"line": line.name, "judged_by": line.trend.judged_by,
                       "comparison": line.trend.comparison, "notes": list(line.trend.notes),
-                      "points": points, "steps": steps})
+                      "nights": nights, "steps": steps})
     return {"series": series.name, "chart": "history", "metric": series.metric,
             "definition": definition, "floor": series.floor,
             "baselines": [{"label": b.label, "accept_length": b.accept_length}
-                          for b in series.baselines], "lines": lines}
+                          for b in series.baselines],
+            "columns": list(NIGHT_COLUMNS),
+            "builds": [{"build": spec, "commit": sha, "commit_url": commit_url(spec, sha)}
+                       for (spec, sha) in builds], "lines": lines}
 
 
 def _panel(series: SeriesView, chart: str, rows: PanelRows, x: str, y: str

@@ -294,7 +294,7 @@ def _write(site: Site, root: Path, final: Path, env: jinja2.Environment,
 
     shutil.copyfile(TEMPLATES / "style.css", root / "style.css")
     def write_json(relative: str, data: object) -> str:
-        text = json.dumps(data, indent=1, default=str, allow_nan=False)
+        text = json.dumps(data, default=str, allow_nan=False, separators=(",", ":"))
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         (root / relative).write_text(redact_text(text) + "\n", encoding="utf-8")
         return relative.rpartition("/")[2]  # linked from its page, in the same folder
