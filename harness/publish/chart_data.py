@@ -9,14 +9,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from harness.publish.charts import PanelRows, category_rows, position_rows
+from harness.publish.charts import PanelRows, category_rows, drawn, position_rows
 from harness.publish.model import SeriesView, commit_url
 
 
 def _number(value: Any) -> float | None:
-    """A figure to 6 decimals (the records' precision that a chart can show), None if
-    missing."""
-    return (round(float(value), 6) if isinstance(value, int | float) and math.isfinite(value)
+    """A figure to 4 decimals, as the pages show it; None if missing."""
+    return (round(float(value), 4) if isinstance(value, int | float) and math.isfinite(value)
             else None)
 
 
@@ -24,29 +23,33 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-NIGHT_COLUMNS = ("started_at", "run_id", "accept_length", "ci_low", "ci_high", "metric",
-                 "verdict", "build", "page")
+NIGHT_COLUMNS = ("started_at", "run_id", "accept_length", "ci_low", "ci_high", "verdict",
+                 "build", "commit", "page")
+
+
+def _when(moment: Any) -> str:
+    """UTC to the second, ISO 8601 with Z: the shortest exact form."""
+    return moment.tz_convert("UTC").strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def history_data(series: SeriesView, pages: dict[str, str], definition: str
                  ) -> dict[str, object]:
-    """Every night of every line (the history chart), its steps and the floor/baselines.
-    Nights are rows of `columns` (a thousand nights stay small); `build` indexes `builds`,
-    each a spec, the commit it resolved and that commit's page where the spec is a git
-    ref on a known forge."""
-    builds: dict[tuple[str | None, str | None], int] = {}
+    """Every night the history chart draws (each line's runs in the series' definition),
+    its steps, the floor and baselines. Nights are rows of `columns`, so a thousand nights
+    stay small: `build` indexes `builds` (the specs), `commit` is the commit the build
+    resolved; `commit_url` names the page of each commit where the spec is a git ref on
+    a known forge (the rule the site's links follow: `{commit}` replaced)."""
+    specs: dict[str | None, int] = {}
     lines = []
     for line in series.lines:
         nights = []
-        for row in line.runs.to_dict("records"):
+        for row in drawn(series, line).to_dict("records"):
             spec = _text(row.get("build.spec")) or _text(row.get("build.engine"))
-            key = (spec, _text(row.get("build.git_sha")))
             nights.append([
-                row["started_at"].isoformat(), row.get("run_id"),
-                _number(row.get("accept_length")), _number(row.get("ci_low")),
-                _number(row.get("ci_high")), _text(row.get("metric")),
-                _text(row.get("verdict")), builds.setdefault(key, len(builds)),
-                pages.get(str(row.get("path")))])
+                _when(row["started_at"]), row.get("run_id"), _number(row.get("accept_length")),
+                _number(row.get("ci_low")), _number(row.get("ci_high")),
+                _text(row.get("verdict")), specs.setdefault(spec, len(specs)),
+                _text(row.get("build.git_sha")), pages.get(str(row.get("path")))])
         steps = [{"at": view.step.at.isoformat() if view.step.at else None,
                   "first_run": view.after.get("run_id"), "before": view.step.before,
                   "after": view.step.after, "delta": view.step.delta, "z": view.step.z,
@@ -54,13 +57,19 @@ def history_data(series: SeriesView, pages: dict[str, str], definition: str
         lines.append({"line": line.name, "judged_by": line.trend.judged_by,
                       "comparison": line.trend.comparison, "notes": list(line.trend.notes),
                       "nights": nights, "steps": steps})
+    builds = [{"build": spec, "commit_url": _url_rule(spec)} for spec in specs]
     return {"series": series.name, "chart": "history", "metric": series.metric,
             "definition": definition, "floor": series.floor,
             "baselines": [{"label": b.label, "accept_length": b.accept_length}
                           for b in series.baselines],
-            "columns": list(NIGHT_COLUMNS),
-            "builds": [{"build": spec, "commit": sha, "commit_url": commit_url(spec, sha)}
-                       for (spec, sha) in builds], "lines": lines}
+            "columns": list(NIGHT_COLUMNS), "builds": builds, "lines": lines}
+
+
+def _url_rule(spec: str | None) -> str | None:
+    """The commit page of this spec's repository with `{commit}` for the sha (None: not
+    a git ref on a forge the site links)."""
+    found = commit_url(spec, "0" * 40)
+    return found.replace("0" * 40, "{commit}") if found else None
 
 
 def _panel(series: SeriesView, chart: str, rows: PanelRows, x: str, y: str

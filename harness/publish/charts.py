@@ -33,6 +33,7 @@ from harness.analysis.plot_style import (
 )
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.figure import Figure
 
     from harness.publish.model import LineView, SeriesView
@@ -110,7 +111,8 @@ def point_title(line: str, row: dict[str, Any], metric: str) -> str:
             f"build {build}; {verdict}; run {row.get('run_id')}")
 
 
-def _drawn(series: SeriesView, line: LineView) -> Any:
+def drawn(series: SeriesView, line: LineView) -> pd.DataFrame:
+    """The runs of a line the history chart draws: a figure in the series' definition."""
     runs = line.runs.dropna(subset=["accept_length"])
     return runs[runs["metric"].fillna("per_request") == series.metric]
 
@@ -132,7 +134,7 @@ def history_figure(series: SeriesView, pages: dict[str, str], prefix: str = "../
     titles: dict[str, list[str]] = {}
     for index, line in enumerate(series.lines):
         colour = line_colour(line.name, index)
-        runs = _drawn(series, line)
+        runs = drawn(series, line)
         if runs.empty:
             continue
         times = runs["started_at"].dt.tz_localize(None).to_numpy()
