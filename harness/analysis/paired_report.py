@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from harness.analysis.sides import Side
+from harness.analysis.staleness import as_utc, latest_night_text, overdue_reason
 from harness.results.layout import RUNS_DIR
 from harness.results.readers import BadRecord, read_run
 from harness.results.record import PairedFinding, PairedResultInfo, RunRecord
@@ -91,8 +92,32 @@ def _verdict(record: RunRecord) -> str:
     return str(verdict or "error")
 
 
-def rows(found: dict[str, Latest | None]) -> list[dict[str, object]]:
-    return [row(series, latest) for series, latest in found.items()]
+def rows(found: dict[str, Latest | None], now: datetime | None = None,
+         max_age: timedelta | None = None) -> list[dict[str, object]]:
+    """Each series' row, with its latest night's time and age at `now`; under `max_age` a
+    series whose latest night is older is an error (`staleness.overdue_reason`)."""
+    now = now or datetime.now(UTC)
+    out = []
+    for series, latest in found.items():
+        shown = row(series, latest)
+        started = _night_of(latest)
+        shown["started_at"] = started.isoformat() if started else None
+        shown["latest_night"] = latest_night_text(started, now)
+        overdue = overdue_reason(started, now, max_age)
+        if overdue is not None:
+            shown.update(status="error", verdict="error", stale=overdue,
+                         reason="; ".join(filter(None, [str(shown.get("reason") or ""),
+                                                        f"stale: {overdue}"])))
+        out.append(shown)
+    return out
+
+
+def _night_of(latest: Latest | None) -> datetime | None:
+    if latest is None:
+        return None
+    if latest.record is not None:
+        return _started(latest.record)
+    return as_utc(latest.unrecorded.started_at) if latest.unrecorded is not None else None
 
 
 def row(series: str, latest: Latest | None) -> dict[str, object]:
@@ -143,12 +168,14 @@ def speedup_gate_text(paired: PairedFinding) -> str:
 
 def markdown(table: list[dict[str, object]]) -> str:
     lines = ["| series | B | A (run) | B accept length | A | B - A (CI) | relative | tolerated "
-             "| paired gate | speedup gate | floor | floors | verdict |", "|" + "---|" * 13]
+             "| paired gate | speedup gate | floor | floors | verdict | latest night |",
+             "|" + "---|" * 14]
     for r in table:
         if "b" not in r:
             why = f" ({r['reason']})" if r.get("reason") else ""
             lines.append(f"| {r['series']} | - | - | - | - | - | - | - | **{r['status']}**"
-                         f"{why} | - | - | - | {str(r.get('verdict', '-')).upper()} |")
+                         f"{why} | - | - | - | {str(r.get('verdict', '-')).upper()} | "
+                         f"{r.get('latest_night', '-')} |")
             continue
         ci = r["ci"]
         shown = f"{r['level']:.0%} CI {ci[0]:+.3f}..{ci[1]:+.3f}" if ci else "no CI"
@@ -160,7 +187,8 @@ def markdown(table: list[dict[str, object]]) -> str:
             f"{reused}) | {r['b']:.4f} ({r['metric']}) | {r['a']:.4f} | {interval} | "
             f"{r['relative_change']:+.2%} | {r['tolerated_drop']:.4f} = {r['tolerance']} | "
             f"{gate} | {r['speedup_gate']} | {r['floor']} | {r['floors_status'].upper()} | "
-            f"{r['verdict'].upper()} |")
+            f"{r['verdict'].upper()} | {r.get('latest_night', '-')}"
+            + (f" (**stale**: {r['stale']})" if r.get("stale") else "") + " |")
     return "\n".join(lines)
 
 

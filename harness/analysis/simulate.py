@@ -195,3 +195,37 @@ def simulate_history(
     values = level + errors + (rng.normal(0.0, excess_sd, nights) if excess_sd else 0.0)
     values[at:] -= drop
     return values, half_width
+
+
+def simulate_nights(
+    seed: int | np.random.Generator,
+    nights: int = 6,
+    questions: int = 100,
+    drop: float = 0.0,
+    at: int = 3,
+    accept_length: float = 3.0,
+    prompt_sd: float = 0.75,
+    engine_sd: float = 0.35,
+    host_sd: float = 0.02,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(numerators, verify steps), each nights x questions: one prompt set asked every
+    night by an engine that is not bit-reproducible.
+
+    Question q has its own accept length a_q (`simulate_prompts`' Gamma, sd `prompt_sd`)
+    and verify-step count, the same every night. Night i answers it at
+    a_q + e_iq + h_i - `drop` (from night `at` on): e_iq ~ N(0, engine_sd^2) is the
+    engine's nondeterminism per question and night (batch composition, kernels; with the
+    Poisson noise of acceptance, a per-question sd of B - A near 0.55, the calibrated
+    `paired_sd` of docs/statistics.md), h_i ~ N(0, host_sd^2) a shift of the whole night
+    (the host), and numerator = steps + Poisson(steps * (a - 1)).
+    """
+    rng = _rng(seed)
+    tokens, steps = simulate_prompts(questions, accept_length, prompt_sd, seed=rng)
+    per_question = 1.0 + (tokens - steps) / steps  # one draw of each question's level
+    shift = np.zeros(nights)
+    shift[at:] = drop
+    level = (per_question[None, :] + rng.normal(0.0, engine_sd, (nights, questions))
+             + rng.normal(0.0, host_sd, nights)[:, None] - shift[:, None])
+    counts = np.broadcast_to(steps, (nights, questions))
+    made = counts + rng.poisson(counts * np.clip(level - 1.0, 0.0, None))
+    return made.astype(np.int64), np.array(counts, dtype=np.int64)

@@ -25,6 +25,13 @@ history spans builds and a step between two of them is found. Only the last `win
 runs are looked at, so an accepted drop ages out. Runs that errored or are partial stay
 out of the history (`TrendParams.include_incomplete` brings them in, marked).
 Kept over ruptures and apache-otava after `benchmarks/bench_trend.py` (docs/nightly-ci.md).
+
+Nights that asked the same questions (one prompt set and data hash) are compared by
+question instead (`harness.analysis.trend_questions` decides and says why):
+the question draw is common to every night and cancels between nights, so each night's
+error is the engine's, measured from the runs by pairing successive nights question by
+question (`harness.metrics.night_noise`), not its CI over questions
+(`detect_by_question`; docs/statistics.md "Trend by question").
 The nightly summary table is `harness.analysis.trend_report`.
 """
 
@@ -42,6 +49,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.analysis.trend_questions import BY_CI, Comparison, compare_nights
+from harness.metrics import stats
+from harness.metrics.night_noise import NightNoise
+
 _NORMAL = NormalDist()
 
 
@@ -55,6 +66,9 @@ class TrendParams:
     # Runs that errored or ended before their plan (a server that died keeps a partial
     # figure) stay out of the history unless asked for; then they are marked `incomplete`.
     include_incomplete: bool = False
+    # Nights that asked the same questions are compared by question (trend_questions);
+    # False: always by each night's CI over questions.
+    by_question: bool = True
 
 
 @dataclass(frozen=True)
@@ -81,6 +95,9 @@ class Trend:
     steps: list[Step] = field(default_factory=list)
     excess_sd: float = 0.0
     open_drop: Step | None = None  # the drop that raises the alarm
+    judged_by: str = BY_CI  # which comparison judged (trend_questions)
+    comparison: str = ""  # what it compared, on what
+    notes: tuple[str, ...] = ()  # what kept it from, or narrowed, the by-question one
 
     @property
     def alarm(self) -> bool:
@@ -92,10 +109,13 @@ class Trend:
         if self.open_drop is not None:
             step = self.open_drop
             when = step.at.date().isoformat() if step.at else f"run {step.index}"
-            return f"drop {step.delta:+.2f} since {when} (z {step.z:.1f})"
+            # identical answers within each build: the engine's noise is 0 and z unbounded
+            z = (f"{step.z:.1f}" if abs(step.z) < 1000
+                 else "< -1000" if step.z < 0 else "> 1000")
+            return f"drop {step.delta:+.2f} since {when} (z {z}, {self.judged_by})"
         if self.steps:
-            return f"no open drop ({len(self.steps)} step(s) in history)"
-        return "stable"
+            return f"no open drop ({len(self.steps)} step(s) in history, {self.judged_by})"
+        return f"stable ({self.judged_by})"
 
 
 def standard_errors(
@@ -106,16 +126,19 @@ def standard_errors(
     return (np.asarray(high, float) - np.asarray(low, float)) / (2 * z)
 
 
-def excess_variance(values: np.ndarray, se: np.ndarray) -> float:
+def excess_variance(values: np.ndarray, se: np.ndarray, centred: bool = True) -> float:
     """Night-to-night variance beyond the CIs, from the median successive difference.
 
     For independent nights var(x[i+1] - x[i]) = se[i]^2 + se[i+1]^2 + 2 tau^2; the
-    median keeps a step (one large difference) from inflating the estimate.
+    median keeps a step (one large difference) from inflating the estimate. `centred`
+    False: the differences are taken about 0, their mean when no step lies between
+    nights (by question, where a few nights must not shrink tau by centring them).
     """
     if len(values) < 3:
         return 0.0
     diffs = np.diff(values)
-    mad = 1.4826 * float(np.median(np.abs(diffs - np.median(diffs))))
+    centre = float(np.median(diffs)) if centred else 0.0
+    mad = 1.4826 * float(np.median(np.abs(diffs - centre)))
     pair = se[1:] ** 2 + se[:-1] ** 2
     return max(0.0, (mad**2 - float(np.median(pair))) / 2)
 
@@ -171,14 +194,17 @@ def detect_steps(
     se: Sequence[float],
     params: TrendParams = TrendParams(),
     times: Sequence[datetime] | None = None,
+    df: int | None = None,
 ) -> tuple[list[Step], float]:
-    """Steps in a history (oldest first) and the excess night-to-night SD used."""
+    """Steps in a history (oldest first) and the excess night-to-night SD used. `df`: the
+    standard errors are estimates on `df` degrees of freedom (by question: the questions
+    less one, as the paired gate's t), so the threshold is Student's t, not the normal."""
     x = np.asarray(values, dtype=float)
     s = np.asarray(se, dtype=float)
     known = np.isfinite(s) & (s > 0)
     # a run without a CI gets the typical CI of the others (or, failing that, only tau)
     s = np.where(known, s, float(np.median(s[known])) if known.any() else 0.0)
-    tau2 = excess_variance(x, s)
+    tau2 = excess_variance(x, s, centred=not df)
     var = s**2 + tau2
     if not np.all(var > 0):
         var = np.maximum(var, 1e-12)  # identical figures with no CI: any change is a step
@@ -193,7 +219,8 @@ def detect_steps(
         k, z = _best_split(x[lo:hi], var[lo:hi], params.min_segment)
         if k < 0:
             continue  # a flat segment: nothing to split
-        threshold = _NORMAL.inv_cdf(1 - params.alpha / (2 * n_candidates))
+        tail = 1 - params.alpha / (2 * n_candidates)
+        threshold = stats.t_quantile(tail, df) if df else _NORMAL.inv_cdf(tail)
         before = _weighted_mean(x[lo : lo + k], var[lo : lo + k])
         after = _weighted_mean(x[lo + k : hi], var[lo + k : hi])
         if abs(z) < threshold or abs(after - before) < params.min_shift:
@@ -209,6 +236,16 @@ def detect_steps(
         Step(step.index, step.at, levels[i], levels[i + 1], step.z) for i, step in enumerate(steps)
     ]
     return steps, math.sqrt(tau2)
+
+
+def detect_by_question(noise: NightNoise, params: TrendParams = TrendParams(),
+                       times: Sequence[datetime] | None = None) -> tuple[list[Step], float]:
+    """Steps in nights that asked the same questions: the question draw is common to every
+    night and cancels, so each night's error is the engine's (by question, on
+    `questions - 1` degrees of freedom) plus what the successive differences show beyond
+    it (the host), not its CI over questions."""
+    return detect_steps(noise.figures, [noise.engine_se] * len(noise.figures), params, times,
+                        df=noise.questions - 1)
 
 
 def open_drop(steps: Sequence[Step], min_shift: float) -> Step | None:
@@ -261,15 +298,22 @@ def analyse(history: pd.DataFrame, suite: str, params: TrendParams = TrendParams
     if len(history) < 2:
         return Trend(suite=suite, n_runs=len(history))
     times = [_as_datetime(t) for t in history["started_at"]]
-    steps, excess_sd = detect_steps(
-        history["accept_length"].to_numpy(dtype=float), history_errors(history), params, times
-    )
+    comparison = (compare_nights(history) if params.by_question
+                  else Comparison(BY_CI, f"{BY_CI}: asked for (--by-ci)"))
+    if comparison.noise is not None:
+        steps, excess_sd = detect_by_question(comparison.noise, params, times)
+    else:
+        steps, excess_sd = detect_steps(history["accept_length"].to_numpy(dtype=float),
+                                        history_errors(history), params, times)
     return Trend(
         suite=suite,
         n_runs=len(history),
         steps=steps,
         excess_sd=excess_sd,
         open_drop=open_drop(steps, params.min_shift),
+        judged_by=comparison.judged_by,
+        comparison=comparison.detail,
+        notes=comparison.notes,
     )
 
 

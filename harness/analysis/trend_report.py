@@ -9,16 +9,20 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from harness.analysis.staleness import as_utc, latest_night_text, overdue_reason
 from harness.analysis.trend import Trend, history_errors, suite_history
 from harness.results.readers import BadRecord, read_run
 from harness.results.store import latest_unrecorded
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from harness.results.store import UnrecordedRun
 
 
 
@@ -38,10 +42,14 @@ class SuiteSummary:
     # a run folder newer than the latest record, without a readable record (a harness
     # killed before it wrote run.json, a damaged run.json): the night errored
     unrecorded: str | None = None
+    latest_at: datetime | None = None  # its latest night (a record or a folder without one)
+    latest_night: str = "no night"  # that night's time and age, as printed
+    overdue: str | None = None  # why its latest night is older than --max-age allows
 
     @property
     def failing(self) -> bool:
-        return self.verdict in ("fail", "error", None) or self.trend.alarm
+        return (self.verdict in ("fail", "error", None) or self.trend.alarm
+                or self.overdue is not None)
 
 
 def _baselines(runs: pd.DataFrame, suite: str, latest: Any) -> list[tuple[str, float]]:
@@ -70,6 +78,7 @@ def _suite_document(latest: Any) -> dict[str, object]:
 
 def summarize(runs: pd.DataFrame, trends: dict[str, Trend], window: int = 60,
               since: pd.Timestamp | None = None, include_incomplete: bool = False,
+              max_age: timedelta | None = None, now: datetime | None = None,
               ) -> list[SuiteSummary]:
     """One summary per suite. `since` (a UTC timestamp): only a run started at or after it
     is tonight's; a suite whose latest run is older has no verdict tonight (an error).
@@ -77,7 +86,9 @@ def summarize(runs: pd.DataFrame, trends: dict[str, Trend], window: int = 60,
     `include_incomplete` (then `incomplete_runs` counts the errored or partial ones used);
     the verdict is always the latest run's, so a crashed night is still an error, and so
     is a run folder newer than the latest record without a readable one
-    (`runs.attrs["unrecorded"]`, from `store.load_runs`)."""
+    (`runs.attrs["unrecorded"]`, from `store.load_runs`). Each summary names its latest
+    night with its age at `now`; under `max_age` an older one is `overdue` (an error)."""
+    now = now or datetime.now(UTC)
     unrecorded = runs.attrs.get("unrecorded", [])
     summaries = []
     for suite, trend in trends.items():
@@ -102,6 +113,7 @@ def summarize(runs: pd.DataFrame, trends: dict[str, Trend], window: int = 60,
         verdict = None if latest is None or stale else latest["verdict"]
         missing = latest_unrecorded(unrecorded, suite,
                                     None if latest is None else latest["started_at"])
+        latest_at = _latest_night(latest, missing)
         if missing is not None and (since is None or missing.started_at >= since):
             verdict = "error"  # a night without a record is no pass
         else:
@@ -112,8 +124,20 @@ def summarize(runs: pd.DataFrame, trends: dict[str, Trend], window: int = 60,
             change=change, change_ci=change_ci, stale=stale,
             incomplete_runs=int(history["incomplete"].sum()) if include_incomplete else 0,
             unrecorded=missing.describe() if missing else None,
+            latest_at=latest_at, latest_night=latest_night_text(latest_at, now),
+            overdue=overdue_reason(latest_at, now, max_age),
         ))  # fmt: skip
     return summaries
+
+
+def _latest_night(latest: Any, missing: UnrecordedRun | None) -> datetime | None:
+    """The series' newest night: its latest record's start, or a newer folder's."""
+    moments = [as_utc(missing.started_at)] if missing is not None else []
+    if latest is not None and latest["started_at"] == latest["started_at"]:
+        started = latest["started_at"]
+        moments.append(as_utc(started.to_pydatetime() if hasattr(started, "to_pydatetime")
+                              else started))
+    return max(moments, default=None)
 
 
 def _cell(value: float | None, fmt: str = "{:.3f}") -> str:
@@ -123,9 +147,9 @@ def _cell(value: float | None, fmt: str = "{:.3f}") -> str:
 def markdown_table(summaries: Sequence[SuiteSummary]) -> str:
     """The step summary: one row per suite, failing suites marked."""
     lines = [
-        "| suite | accept length [95% CI] | floor | baselines | verdict | change since last "
-        "night | trend |",
-        "|---|---|---|---|---|---|---|",
+        "| suite | latest night | accept length [95% CI] | floor | baselines | verdict | "
+        "change since last night | trend |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for s in summaries:
         accept = _cell(s.accept_length)
@@ -140,10 +164,14 @@ def markdown_table(summaries: Sequence[SuiteSummary]) -> str:
         verdict = s.verdict or ("no run tonight" if s.stale else "no run")
         if s.unrecorded:
             verdict += f" ({s.unrecorded})"
+        if s.overdue:
+            verdict += f" (**stale**: {s.overdue})"
         mark = "❌ " if s.failing else ""
         trend = ("⚠️ " if s.trend.alarm else "") + s.trend.describe()
+        if s.trend.notes:
+            trend += " (" + "; ".join(s.trend.notes) + ")"
         lines.append(
-            f"| {mark}{s.suite} | {accept} | {_cell(s.floor, '{:g}')} | {baselines} | "
-            f"{verdict} | {change} | {trend} |"
+            f"| {mark}{s.suite} | {s.latest_night} | {accept} | {_cell(s.floor, '{:g}')} | "
+            f"{baselines} | {verdict} | {change} | {trend} |"
         )
     return "\n".join(lines) + "\n"

@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from harness.analysis.paired_report import latest_paired, markdown, rows
-from harness.errors import BadInput
+from harness.analysis.staleness import parse_age
+from harness.errors import BadInput, EngineError
 from harness.run.judge import report_exit
 
 if TYPE_CHECKING:
@@ -24,7 +25,13 @@ def run(args: argparse.Namespace) -> int:
         except ValueError:
             raise BadInput(f"--since: not an ISO time: {args.since!r}") from None
         since = since if since.tzinfo else since.replace(tzinfo=UTC)
-    table = rows(latest_paired(args.results, args.suites or None, since, args.label))
+    max_age = parse_age(args.max_age) if args.max_age else None
+    table = rows(latest_paired(args.results, args.suites or None, since, args.label),
+                 max_age=max_age)
+    if since is not None and not table:  # as `trend --since`: no night in the window
+        raise EngineError(f"{args.results}: no run started since {since.isoformat()}"
+                          + (f" labelled {args.label!r}" if args.label else "")
+                          + ": tonight's nights left no record")
     if args.json:
         print(json.dumps(table, indent=2, default=str))
     else:

@@ -10,6 +10,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from harness.analysis.staleness import parse_age
 from harness.analysis.trend import TrendParams, analyse_all
 from harness.analysis.trend_plot import TREND_PNG, plot_trend
 from harness.analysis.trend_report import SuiteSummary, markdown_table, summarize
@@ -33,13 +34,15 @@ def run(args: argparse.Namespace) -> int:
     if args.window < 2 or not 0 < args.alpha < 1:
         raise BadInput("--window must be >= 2 and --alpha in (0, 1)")
     params = TrendParams(alpha=args.alpha, min_shift=args.min_shift, window=args.window,
-                         include_incomplete=args.include_incomplete)
+                         include_incomplete=args.include_incomplete,
+                         by_question=not args.by_ci)
+    max_age = parse_age(args.max_age) if args.max_age else None
     runs = load_runs(root)
     if args.label is not None:  # baselines stay: they carry their own labels
         runs = runs[(runs["kind"] == "baseline") | (runs["label"] == args.label)]
     trends = analyse_all(runs, _with_entries(args.suites, runs) or _recorded(runs), params)
     summaries = summarize(runs, trends, params.window, _since(args.since),
-                          params.include_incomplete)
+                          params.include_incomplete, max_age)
     if args.plot:
         for item in summaries:
             plot_trend(runs, item.suite, root / PLOTS_DIR / item.suite / TREND_PNG,
@@ -58,8 +61,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _status(item: SuiteSummary) -> VerdictStatus:
     """A suite's latest verdict as the report's exit policy counts it: an open drop in its
-    history fails it; a suite named (e.g. planned tonight) without any run, or with a
-    verdict no reader knows, is as bad as one that errored."""
+    history fails it; a suite named (e.g. planned tonight) without any run, whose latest
+    night is older than --max-age, or with a verdict no reader knows, is as bad as one that
+    errored."""
+    if item.overdue is not None:
+        return "error"
     if item.trend.alarm:
         return "fail"
     if item.verdict in ("pass", "fail", "error", "skipped"):
@@ -110,6 +116,9 @@ def _as_json(item: object) -> dict[str, object]:
         "baselines": dict(item.baselines),
         "verdict": item.verdict,
         "stale": item.stale,
+        "latest_at": item.latest_at,
+        "latest_night": item.latest_night,
+        "overdue": item.overdue,
         "unrecorded": item.unrecorded,
         "incomplete_runs": item.incomplete_runs,
         "change": item.change,
@@ -117,6 +126,9 @@ def _as_json(item: object) -> dict[str, object]:
         "excess_sd": item.trend.excess_sd,
         "alarm": item.trend.alarm,
         "trend": item.trend.describe(),
+        "judged_by": item.trend.judged_by,
+        "comparison": item.trend.comparison,
+        "notes": list(item.trend.notes),
         "steps": [
             {
                 "index": s.index,
@@ -133,7 +145,8 @@ def _as_json(item: object) -> dict[str, object]:
 
 def _print_table(summaries: list) -> None:
     table = Table(title="accept length trend")
-    for column in ("suite", "runs", "last [CI]", "floor", "verdict", "change", "trend"):
+    for column in ("suite", "runs", "latest night", "last [CI]", "floor", "verdict", "change",
+                   "trend"):
         table.add_column(column)
     for item in summaries:
         last = "–" if item.accept_length is None else f"{item.accept_length:.3f}"
@@ -143,12 +156,19 @@ def _print_table(summaries: list) -> None:
         style = "red" if item.failing else None
         runs = str(item.trend.n_runs) + (f" ({item.incomplete_runs} partial/error)"
                                          if item.incomplete_runs else "")
-        table.add_row(item.suite, runs, last,
+        table.add_row(item.suite, runs, item.latest_night, last,
                       "–" if item.floor is None else f"{item.floor:g}",
                       item.verdict or "–", change, item.trend.describe(), style=style)  # fmt: skip
     console = Console()
     console.print(table)
     for item in summaries:  # below the table: a path is not cut to a column's width
+        lines = [f"latest night {item.latest_night}"]
+        lines += [f"judged {item.trend.comparison}"] if item.trend.comparison else []
+        lines += [f"note: {note}" for note in item.trend.notes]
         if item.unrecorded:
-            console.print(f"{item.suite}: error: {item.unrecorded}", soft_wrap=True,
-                          markup=False, highlight=False)
+            lines.append(f"error: {item.unrecorded}")
+        if item.overdue:
+            lines.append(f"error: stale: {item.overdue}")
+        for line in lines:
+            console.print(f"{item.suite}: {line}", soft_wrap=True, markup=False,
+                          highlight=False)

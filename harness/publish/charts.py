@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
+from xml.sax.saxutils import escape
 
 import matplotlib
 import numpy as np
@@ -32,6 +33,7 @@ from harness.analysis.plot_style import (
 )
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.figure import Figure
 
     from harness.publish.model import LineView, SeriesView
@@ -57,32 +59,82 @@ def svg_style() -> Iterator[None]:
         yield
 
 
-def to_svg(figure: Figure) -> str:
-    """The figure as an inline <svg> element (no XML prolog, no date)."""
+def to_svg(figure: Figure, titles: dict[str, list[str]] | None = None) -> str:
+    """The figure as an inline <svg> element (no XML prolog, no date). `titles`: for a
+    collection drawn with `set_gid(gid)`, each point's `<title>` in order (what a browser
+    shows under the pointer, with no script)."""
     buffer = io.StringIO()
     with warnings.catch_warnings():  # a glyph DejaVu lacks: the browser draws it (text)
         warnings.filterwarnings("ignore", message="Glyph .* missing from font")
         figure.savefig(buffer, format="svg", metadata={"Date": None})
     text = buffer.getvalue()
     text = text[text.index("<svg"):].replace(' target="_blank"', "")  # links open in place
+    for gid, texts in (titles or {}).items():
+        text = _with_titles(text, gid, texts)
     # path coordinates to 0.1 pt (matplotlib writes 6 decimals): a 1,000-night history's
     # paths take half the bytes, and no one sees a tenth of a point
     return _PATH.sub(lambda match: _DECIMALS.sub(r"\1", match.group(0)), text)
 
 
-def _drawn(series: SeriesView, line: LineView) -> Any:
+_POINT = re.compile(r"<(use|path) ([^>]*?)/>")
+
+
+def _with_titles(text: str, gid: str, titles: list[str]) -> str:
+    """Give the i-th point of the collection `gid` the i-th title: matplotlib writes one
+    <use> (or <path>) per point, in order, inside <g id="gid">, after its <defs>."""
+    at = text.find(f'<g id="{gid}">')
+    if at < 0:
+        return text
+    defs_end = text.find("</defs>", at)
+    next_group = text.find("<g id=", at + 1)
+    start = defs_end + len("</defs>") if 0 <= defs_end < next_group else at
+    out, position = [text[:start]], start
+    for title in titles:
+        found = _POINT.search(text, position)
+        if found is None:
+            break
+        out += [text[position:found.start()],
+                f"<{found[1]} {found[2]}><title>{escape(title)}</title></{found[1]}>"]
+        position = found.end()
+    return "".join(out) + text[position:]
+
+
+def point_title(line: str, row: dict[str, Any], metric: str) -> str:
+    """What the pointer shows over a night: when, the figure and its CI, build, verdict."""
+    when = row["started_at"].strftime("%Y-%m-%d %H:%M UTC")
+    low, high = row.get("ci_low"), row.get("ci_high")
+    ci = (f" [95% CI {low:.4f}, {high:.4f}]" if isinstance(low, float) and low == low
+          and isinstance(high, float) and high == high else "")
+    build = row.get("build.spec") or row.get("build.engine") or "-"
+    verdict = str(row.get("verdict") or "no verdict").upper()
+    return (f"{line} {when}: accept length {row['accept_length']:.4f}{ci} ({metric}); "
+            f"build {build}; {verdict}; run {row.get('run_id')}")
+
+
+def drawn(series: SeriesView, line: LineView) -> pd.DataFrame:
+    """The runs of a line the history chart draws: a figure in the series' definition."""
     runs = line.runs.dropna(subset=["accept_length"])
     return runs[runs["metric"].fillna("per_request") == series.metric]
 
 
 def history_svg(series: SeriesView, pages: dict[str, str], prefix: str = "../") -> str:
     """Every line of the series over time: figure, CI, floor, baselines, steps; each run
-    with a page is a link to it (`prefix` + its page path)."""
-    figure = new_figure(10, 4.4)
+    with a page is a link to it (`prefix` + its page path); each night's value, CI, build
+    and verdict under the pointer (an SVG <title>)."""
+    figure, titles = history_figure(series, pages, prefix)
+    return to_svg(figure, titles)
+
+
+def history_figure(series: SeriesView, pages: dict[str, str], prefix: str = "../"
+                   ) -> tuple[Figure, dict[str, list[str]]]:
+    """The history chart and its points' titles (`to_svg`); the legend sits right of the
+    axes, where it covers no point."""
+    figure = new_figure(11.5, 4.4)
     axes = figure.add_subplot()
+    titles: dict[str, list[str]] = {}
     for index, line in enumerate(series.lines):
         colour = line_colour(line.name, index)
-        runs = _drawn(series, line)
+        runs = drawn(series, line)
         if runs.empty:
             continue
         times = runs["started_at"].dt.tz_localize(None).to_numpy()
@@ -101,13 +153,22 @@ def history_svg(series: SeriesView, pages: dict[str, str], prefix: str = "../") 
         else:
             _binned(axes, times, values, low, high, bad, colour, label, line.name)
         linked = runs["path"].isin(list(pages)).to_numpy()
-        if len(runs) <= BAND_ABOVE and not linked.all():  # one shared marker each: small
-            axes.plot(times[~linked], values[~linked], ls="none", marker="o", ms=2.5,
-                      color=colour, zorder=4)  # fmt: skip
+        rows = runs.to_dict("records")
+        if len(runs) <= BAND_ABOVE and not linked.all():  # small markers, each its title
+            plain = axes.scatter(times[~linked], values[~linked], s=6, color=colour,
+                                 zorder=4)  # fmt: skip
+            plain.set_gid(f"nights-{index}")
+            titles[f"nights-{index}"] = [point_title(line.name, row, series.metric)
+                                         for row, link in zip(rows, linked, strict=True)
+                                         if not link]
         if linked.any():  # each its own link to its run page, above a failed run's x (whose
             # arms still show around it), so that the click reaches the link
             dots = axes.scatter(times[linked], values[linked], s=18, color=colour, zorder=6)
             dots.set_urls([prefix + pages[path] for path in runs["path"][linked]])
+            dots.set_gid(f"pages-{index}")
+            titles[f"pages-{index}"] = [point_title(line.name, row, series.metric)
+                                        for row, link in zip(rows, linked, strict=True)
+                                        if link]
         _mark_steps(axes, line)
     for i, baseline in enumerate(series.baselines):
         axes.axhline(baseline.accept_length, color=BASELINE_COLOURS[i % len(BASELINE_COLOURS)],
@@ -119,9 +180,10 @@ def history_svg(series: SeriesView, pages: dict[str, str], prefix: str = "../") 
     axes.set_ylabel(f"accept length ({series.metric} definition)")
     axes.set_title(f"{shown(series.name)}: accept length by night", fontsize=10)
     axes.grid(alpha=0.3)
-    axes.legend(loc="upper left", fontsize=7, ncols=2)  # "best" scans every point: slow
+    # outside the axes (constrained layout makes room): a legend inside covers nights
+    figure.legend(loc="outside right upper", fontsize=7)
     figure.autofmt_xdate()
-    return to_svg(figure)
+    return figure, titles
 
 
 def _binned(axes: Any, times: Any, values: Any, low: Any, high: Any, bad: Any, colour: str,
@@ -197,8 +259,11 @@ def _panel(rows: list[tuple[str, str, list[tuple[str, float, Any, float | None]]
     return to_svg(figure)
 
 
-def categories_svg(series: SeriesView) -> str | None:
-    """Each line's latest run by category (CI over the category's prompts, its floor)."""
+PanelRows = list[tuple[str, str, list[tuple[str, float, Any, float | None]]]]
+
+
+def category_rows(series: SeriesView) -> PanelRows:
+    """Each line's latest run by category: (line, colour, [(category, figure, CI, floor)])."""
     rows = []
     for index, line in enumerate(series.lines):
         record = series.latest_record(line)
@@ -210,12 +275,17 @@ def categories_svg(series: SeriesView) -> str | None:
                  for name, result in record.measurement.categories.items()
                  if result.accept_length is not None]  # fmt: skip
         rows.append((line.name, line_colour(line.name, index), items))
-    return _panel(rows, f"accept length ({series.metric} definition)",
+    return rows
+
+
+def categories_svg(series: SeriesView) -> str | None:
+    """Each line's latest run by category (CI over the category's prompts, its floor)."""
+    return _panel(category_rows(series), f"accept length ({series.metric} definition)",
                   "latest run of each line by category: 95% CI, dashed: category floor")
 
 
-def positions_svg(series: SeriesView) -> str | None:
-    """Each line's latest run: P(draft position k accepted) with CIs, position floors."""
+def position_rows(series: SeriesView) -> PanelRows:
+    """Each line's latest run: (line, colour, [(position k, P(accepted), CI, floor)])."""
     rows = []
     for index, line in enumerate(series.lines):
         record = series.latest_record(line)
@@ -229,6 +299,11 @@ def positions_svg(series: SeriesView) -> str | None:
                   floors[k].floor if k in floors else None)
                  for k, rate in enumerate(rates, start=1)]  # fmt: skip
         rows.append((line.name, line_colour(line.name, index), items))
-    return _panel(rows, "P(draft position k accepted)",
+    return rows
+
+
+def positions_svg(series: SeriesView) -> str | None:
+    """Each line's latest run: P(draft position k accepted) with CIs, position floors."""
+    return _panel(position_rows(series), "P(draft position k accepted)",
                   "latest run of each line by draft position k: 95% CI, dashed: floor",
                   unit_range=True)

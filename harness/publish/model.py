@@ -71,6 +71,31 @@ def spec_at(spec: str | None, sha: str | None) -> str | None:
     return f"{base}@{sha}"
 
 
+# Where a forge shows one commit: host -> path after the repository (GitHub, GitLab,
+# Codeberg/Gitea). Other hosts: the commit is shown, not linked.
+COMMIT_PATHS = {"github.com": "commit", "gitlab.com": "-/commit", "codeberg.org": "commit"}
+
+
+def commit_url(spec: str | None, sha: str | None) -> str | None:
+    """The web page of the commit a run built, when its build is a git ref on a forge
+    the site knows (`git+https://github.com/org/repo@main` and a resolved sha); never
+    with credentials from the URL."""
+    if not spec or not sha or not spec.startswith("git+") or not re.fullmatch(
+            r"[0-9a-f]{7,64}", sha):
+        return None
+    url, _ref, _fragment = split_git_url(spec)
+    scheme, _, rest = url.partition("://")
+    if scheme not in ("https", "http") or not rest:
+        return None
+    host, _, path = rest.partition("/")
+    host = host.rpartition("@")[2].lower()  # user:token@host: the host alone
+    kind = COMMIT_PATHS.get(host)
+    path = path.removesuffix("/").removesuffix(".git")
+    if kind is None or path.count("/") < 1:
+        return None
+    return f"https://{host}/{path}/{kind}/{sha}"
+
+
 @dataclass
 class StepView:
     """A step the detector found in one line, with the runs either side."""
@@ -135,6 +160,13 @@ class Site:
     skipped: list[str]  # what the loader skipped (path: reason)
     params: TrendParams
     n_runs: int
+
+    def regressions(self) -> list[tuple[SeriesView, LineView, StepView]]:
+        """Every open drop (the one that raises each line's alarm), newest first."""
+        found = [(series, line, view) for series in self.series for line in series.lines
+                 for view in line.steps if view.is_open]
+        return sorted(found, key=lambda item: str(item[2].after.get("started_at")),
+                      reverse=True)
 
 
 def _read(path: str, records: dict[str, RunRecord], skipped: list[str]) -> RunRecord | None:

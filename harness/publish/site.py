@@ -9,6 +9,7 @@ built beside `out` and swapped in, so a host never serves half a site.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
@@ -30,7 +31,9 @@ from harness.analysis.trend import TrendParams
 from harness.engines.registry import secret_flags
 from harness.errors import BadInput
 from harness.publish import charts
-from harness.publish.model import SeriesView, Site, gather, line_of
+from harness.publish.chart_data import categories_data, history_data, positions_data
+from harness.publish.feed import FEED_FILE, PAGE_FILE, drop_summary, regressions_feed
+from harness.publish.model import SeriesView, Site, commit_url, gather, line_of
 from harness.secrets import redact_argv, redact_env, redact_text
 
 if TYPE_CHECKING:
@@ -109,6 +112,11 @@ def _row_ci(row: dict[str, Any]) -> str:
     return _pair((row.get("ci_low"), row.get("ci_high")))
 
 
+def _commit_url(spec: Any, sha: Any) -> str | None:
+    return commit_url(spec if isinstance(spec, str) else None,
+                      sha if isinstance(sha, str) else None)
+
+
 def _size(count: int) -> str:
     for unit in ("B", "KiB", "MiB"):
         if count < 1024 or unit == "MiB":
@@ -124,7 +132,7 @@ def environment() -> jinja2.Environment:
                              lstrip_blocks=True, finalize=_finalize)  # fmt: skip
     env.filters.update(num=_num, signed=_signed, when=_when, day=_day, short=_short,
                        redact=_redact)  # fmt: skip
-    env.globals.update(ci=_row_ci, pair=_pair)
+    env.globals.update(ci=_row_ci, pair=_pair, commit_url=_commit_url)
     return env
 
 
@@ -285,22 +293,41 @@ def _write(site: Site, root: Path, final: Path, env: jinja2.Environment,
         target.write_text(redact_text(text), encoding="utf-8")  # and the page as a whole
 
     shutil.copyfile(TEMPLATES / "style.css", root / "style.css")
+    def write_json(relative: str, data: object) -> str:
+        text = json.dumps(data, default=str, allow_nan=False, separators=(",", ":"))
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(redact_text(text) + "\n", encoding="utf-8")
+        return relative.rpartition("/")[2]  # linked from its page, in the same folder
+
     alarms = [(series, line) for series in site.series for line in series.lines
               if line.trend.alarm]  # fmt: skip
     write("index.html", "overview.html", site=site, alarms=alarms)
-    count = 1
+    write(PAGE_FILE, "regressions.html", regressions=[
+        (series, line, view, drop_summary(series, line, view))
+        for series, line, view in site.regressions()])
+    built_at = datetime.now(UTC)
+    (root / FEED_FILE).write_bytes(redact_text(
+        regressions_feed(site, built_at).decode("utf-8")).encode("utf-8"))
+    count = 2
     for series in site.series:
         with charts.svg_style():
             history = Markup(charts.history_svg(series, site.pages))
             categories = charts.categories_svg(series)
             positions = charts.positions_svg(series)
+        definition = DEFINITIONS.get(series.metric, "")
+        data = {"history": write_json(f"suites/{series.slug}.history.json",
+                                      history_data(series, site.pages, definition))}
+        for name, found in (("categories", categories_data(series)),
+                            ("positions", positions_data(series))):
+            if found is not None:
+                data[name] = write_json(f"suites/{series.slug}.{name}.json", found)
         listed = [{**row, "line": line.name} for line in series.lines
                   for row in line.runs.to_dict("records") if row["path"] in site.pages]
         listed.sort(key=lambda row: row["started_at"], reverse=True)
         write(f"suites/{series.slug}.html", "suite.html", series=series, history_svg=history,
               categories_svg=Markup(categories) if categories else None,
               positions_svg=Markup(positions) if positions else None, listed=listed,
-              definition=DEFINITIONS.get(series.metric, ""))  # fmt: skip
+              definition=definition, data=data)  # fmt: skip
         count += 1
         for path, record in series.records.items():
             if path not in site.pages:

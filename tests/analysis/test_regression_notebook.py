@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.analysis.test_trend_by_question import seven_nights
 from tests.results.records import make_history, make_run
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "compare_regressions.ipynb"
@@ -61,3 +62,25 @@ def test_notebook_tables_hide_url_credentials(results: Path,
                      for output in cell.outputs)
     assert "ghp_PLANTEDnotebook" not in text
     assert "oauth2:<redacted>" in text or "oauth2:&lt;redacted&gt;" in text  # text or HTML
+
+
+def test_notebook_shows_the_step_and_compares_two_builds_by_question(
+        results: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 51: on the issue's history (4 nights of one build at 3.8465, 3 of another at
+    3.6870, written here, no committed results) the notebook shows the step with its night
+    and size, judged by question, and compares the two builds paired by question."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    seven_nights(results)
+    monkeypatch.setenv("HARNESS_RESULTS", str(results))
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    client = nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3",
+                                     resources={"metadata": {"path": str(NOTEBOOK.parent)}})
+    client.execute(env=dict(os.environ))
+    text = "\n".join(str(output.get("text", "")) + str(output.get("data", {}).get("text/plain", ""))
+                     for cell in notebook.cells if cell.cell_type == "code"
+                     for output in cell.outputs)  # fmt: skip
+    assert "tiny_dflash_cpu: drop -0.16 since 2026-11-05" in text
+    assert "2026-11-05 02:00" in text and "-0.1595" in text  # the night and the size
+    assert "by question" in text
+    assert "paired by question" in text and "reference:noise=0.03" in text

@@ -198,7 +198,7 @@ def test_a_named_suite_without_runs_is_an_error_row(
     _save_history(tmp_path, nightly(11))
     assert _command(["tiny", "nope", "--results", str(tmp_path), "--markdown"]) == 3
     out = capsys.readouterr().out
-    assert "| ❌ nope | – | – | – | no run | – | too few runs |" in out
+    assert "| ❌ nope | no night | – | – | – | no run | – | too few runs |" in out
     assert "| tiny |" in out
 
 

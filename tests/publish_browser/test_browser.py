@@ -242,3 +242,21 @@ def test_styles_load_under_the_policy(browser: Any, site: Path) -> None:
     colour = browser.evaluate("() => getComputedStyle(document.querySelector('nav'))"
                               ".backgroundColor")
     assert re.fullmatch(r"rgb\(242, 244, 247\)", colour)
+
+
+def test_the_regressions_page_lists_each_open_drop(browser: Any, site: Path,
+                                                   shots: Path) -> None:
+    """Issue 51: from any page's header to the open regressions; each row names its
+    series, night, build and size, and links to the suite's page; the feed is beside it."""
+    browser.goto((site / "index.html").as_uri())
+    browser.locator('nav a:text-is("open regressions")').click()
+    browser.screenshot(path=shots / "regressions.png", full_page=True)
+    rows = browser.locator("#regressions tr.drop")
+    shown = {row.get_attribute("data-series"): cells(row) for row in rows.all()}
+    assert "suite_a" in shown and REAL_SUITE in shown  # the writer's drop and the builds'
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2} .+", shown["suite_a"]["night"])
+    assert "noise=0.1" in shown[REAL_SUITE]["build"]
+    assert re.match(r"-\d\.\d{4} \(-\d+\.\d%\)", shown[REAL_SUITE]["size"])
+    assert (site / "regressions.atom").is_file()
+    browser.locator(f'#regressions a:text-is("{REAL_SUITE}")').first.click()
+    assert browser.url.endswith(f"suites/{REAL_SUITE}.html")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -83,3 +85,47 @@ def make_history(root: Path, nights: int = 6, suite: str = "tiny_dflash_cpu") ->
                  label="nightly", suite=suite)
         for i in range(nights)
     ]
+
+
+def make_night(
+    root: Path,
+    tokens: Sequence[int],
+    steps: Sequence[int],
+    started_at: datetime,
+    spec: str | None = "reference",
+    data_sha256: str = "d" * 64,
+    questions: Sequence[int] | None = None,
+    suite: str = "tiny_dflash_cpu",
+    label: str | None = "nightly",
+    git_sha: str | None = None,
+) -> Path:
+    """One night of a fixed prompt set: question `questions[i]` (default i) answered with
+    `tokens[i]` over `steps[i]` verify steps, its prompt tokens the same every night
+    (`prompt_sha256` from the question and data hash), the record's figure and CI computed
+    from those rows as a run computes them."""
+    questions = list(range(len(tokens))) if questions is None else list(questions)
+    estimate = stats.accept_length(tokens, steps)
+    rows = [
+        rec.RequestRow(
+            index=i, question_index=q, completion_tokens=int(t), verify_steps=int(s),
+            spec_accept_length=float(t / s), latency_s=0.5,
+            prompt_sha256=hashlib.sha256(f"{data_sha256}:{q}".encode()).hexdigest())
+        for i, (q, t, s) in enumerate(zip(questions, tokens, steps, strict=True))
+    ]
+    record = rec.RunRecord(
+        run_id=rec.new_run_id(), label=label, started_at=started_at,
+        suite=rec.SuiteInfo(name=suite, sha256="0" * 64, document=dict(SUITE_DOCUMENT,
+                                                                         name=suite)),
+        build=rec.BuildInfo(engine="reference", spec=spec, git_sha=git_sha),
+        workload=rec.WorkloadInfo(kind="gsm8k", n_prompts=len(rows), data_sha256=data_sha256),
+        provenance=rec.Provenance(harness_version="0.1.0", python="3.11", platform="test",
+                                  data_sha256=data_sha256),
+        measurement=rec.Measurement(
+            metric="per_request", accept_length=estimate,
+            accept_length_per_request=estimate,
+            accept_length_ci=stats.bootstrap_ci(tokens, steps, n_boot=200),
+            n_requests=len(rows), completion_tokens=int(sum(tokens)),
+            verify_steps=int(sum(steps))),
+        verdict=rec.Verdict(status="pass" if estimate >= 2.0 else "fail"),
+    )
+    return save_run(root, record, rows)

@@ -53,6 +53,19 @@ class TrendCommand(Command):
             "whose latest run is older has no verdict, which is an error (exit 3)",
         )
         parser.add_argument(
+            "--max-age",
+            default=None,
+            metavar="AGE",
+            help="a series whose latest night is older than AGE (e.g. 26h, 2d) is an error "
+            "(exit 3): a night killed before its run folder existed leaves no other trace",
+        )
+        parser.add_argument(
+            "--by-ci",
+            action="store_true",
+            help="judge every history by each night's CI over questions, even where the "
+            "nights asked the same questions (by default those are compared by question)",
+        )
+        parser.add_argument(
             "--label",
             default=None,
             metavar="LABEL",

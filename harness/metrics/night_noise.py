@@ -1,0 +1,58 @@
+"""Night-to-night noise of a history whose nights asked the same questions.
+
+When every night asks the same questions (one prompt set, one data hash), which questions
+were drawn is common to every night and cancels in a difference between nights; what
+varies from night to night is the engine (batch composition, kernels that are not
+bit-reproducible) and the host. Each night's CI over questions measures the first, so a
+detector fed those CIs (`harness.analysis.trend`'s default) is blind to a step much
+smaller than a CI's half-width that every question shows.
+
+Here the engine's share is measured as the paired gate measures B - A
+(`stats.ratio_difference(paired=True)`, one home with `harness.metrics.paired_gate`):
+for two successive nights on the same questions, the per-question linearised
+contributions are differenced, and the square of that difference's standard error is
+var(R_i) + var(R_j) from the engine alone. The median over successive pairs, halved, is
+one night's engine variance: a median, so the one pair that straddles a build change
+(every question answered differently) does not inflate it. A host-level shift common to
+every question of a night is left to the detector's excess variance
+(`trend.excess_variance`), which adds what the successive differences show beyond this.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from harness.metrics import stats
+
+
+@dataclass(frozen=True)
+class NightNoise:
+    """Each night's figure on the shared questions and its engine standard error."""
+
+    figures: tuple[float, ...]  # R_i per night, on the questions every night asked
+    engine_se: float  # sd of one night's R_i from the engine alone (by question)
+    pair_se: tuple[float, ...]  # se of R_{i+1} - R_i, paired by question, per successive pair
+    questions: int
+
+
+def night_noise(tokens: Sequence[Sequence[float]], steps: Sequence[Sequence[float]]
+                ) -> NightNoise:
+    """Nights (oldest first), each its per-question numerators and verify steps in one
+    question order (row i of every night is the same question)."""
+    if len(tokens) != len(steps) or len(tokens) < 2:
+        raise ValueError("need at least two nights, each with numerators and steps")
+    n = len(tokens[0])
+    if n < 2 or any(len(t) != n or len(s) != n for t, s in zip(tokens, steps, strict=True)):
+        raise ValueError("every night must give the same questions, at least two")
+    figures = tuple(stats.accept_length(t, s) for t, s in zip(tokens, steps, strict=True))
+    pair_se = tuple(
+        stats.ratio_difference(tokens[i], steps[i], tokens[i + 1], steps[i + 1],
+                               paired=True).se
+        for i in range(len(tokens) - 1))
+    variances = sorted(se * se for se in pair_se)
+    middle = len(variances) // 2
+    median = (variances[middle] if len(variances) % 2
+              else (variances[middle - 1] + variances[middle]) / 2)
+    return NightNoise(figures, math.sqrt(median / 2), pair_se, n)

@@ -1,0 +1,47 @@
+"""`night_noise`: one night's engine noise measured by pairing nights question by question,
+against the known truth of simulated nights (`simulate.simulate_nights`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.analysis.simulate import simulate_nights
+from harness.metrics import stats
+from harness.metrics.night_noise import night_noise
+
+
+def test_the_engine_noise_is_the_night_to_night_sd_of_the_figure() -> None:
+    """With no host shift, the sd of R_i over 300 nights is what the pairs measure."""
+    tokens, steps = simulate_nights(7, nights=300, questions=100, host_sd=0.0)
+    noise = night_noise(tokens, steps)
+    assert noise.questions == 100 and len(noise.pair_se) == 299
+    assert noise.engine_se == pytest.approx(float(np.std(noise.figures, ddof=1)), rel=0.12)
+
+
+def test_the_question_draw_is_not_night_noise() -> None:
+    """Questions that differ a lot (sd 1.5) but an engine that barely varies: the engine
+    noise is a fraction of what each night's CI over questions would say."""
+    tokens, steps = simulate_nights(3, nights=8, questions=100, prompt_sd=1.5,
+                                    engine_sd=0.05, host_sd=0.0)
+    noise = night_noise(tokens, steps)
+    assert noise.engine_se < 0.5 * stats.standard_error(tokens[0], steps[0])
+
+
+def test_identical_answers_have_no_engine_noise_and_a_build_change_does_not_add_any() -> None:
+    tokens, steps = simulate_nights(1, nights=1, questions=50)
+    other, _ = simulate_nights(2, nights=1, questions=50)
+    nights = np.concatenate([tokens] * 4 + [other] * 3)
+    noise = night_noise(nights, np.concatenate([steps] * 7))
+    assert noise.engine_se == 0.0  # the median pair: one build's repeats
+    assert max(noise.pair_se) > 0  # the pair across the change
+
+
+@pytest.mark.parametrize(("tokens", "steps"), [
+    ([[5, 6]], [[2, 2]]),  # one night
+    ([[5, 6], [5]], [[2, 2], [2]]),  # a night with a question fewer
+    ([[5], [6]], [[2], [2]]),  # one question
+])
+def test_nights_that_cannot_be_paired_are_refused(tokens: list, steps: list) -> None:
+    with pytest.raises(ValueError, match=r"night|question"):
+        night_noise(tokens, steps)
