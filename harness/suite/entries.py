@@ -192,7 +192,7 @@ Workload = _by_kind(GSM8KWorkload, SpecBenchWorkload, HumanEvalWorkload, JsonlWo
 
 # ------------------------------------------------------------------ floors and baselines
 
-Metric = Literal["server_avg", "per_request"]
+Metric = Literal["server_avg", "per_request", "per_request_mean", "spec_accept_length_mean"]
 
 # What each accept-length definition measures (docs/statistics.md; harness.metrics.measure).
 METRIC_DEFINITIONS: dict[str, str] = {
@@ -203,6 +203,14 @@ METRIC_DEFINITIONS: dict[str, str] = {
                    "sum completion_tokens / sum spec_verify_ct, SGLang's per-request "
                    "meta_info.spec_accept_length pooled over the requests that have it "
                    "(a request with 0 verify steps has no spec fields and is left out)",
+    "per_request_mean": "the unweighted mean over requests of each request's own accept "
+                        "length 1 + accepted / drafts (1 for a request with no draft): "
+                        "vLLM's reference-acceptance test (run_acceptance_length_eval, "
+                        "tests/v1/e2e/spec_decode/acceptance_rates/utils.py)",
+    "spec_accept_length_mean": "the unweighted mean over requests with a verify step of "
+                               "each one's completion tokens / verify steps (SGLang's "
+                               "per-request meta_info.spec_accept_length): the DFlash "
+                               "authors' benchmark against SGLang (dflash/benchmark.py)",
 }
 
 
