@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.errors import BadInput
 from harness.suite.entries import METRIC_DEFINITIONS, TemplateValue
@@ -73,13 +73,13 @@ class FloorRule(_Strict):
     strict: bool = False
     accuracy_strict: bool = False
 
-    @model_validator(mode="after")
-    def _at_most_all(self) -> FloorRule:
-        if self.fraction > 1.0:
-            raise ValueError(f"fraction {self.fraction:g} is above 100% of the reference: a "
-                             "floor above the figure it is taken from fails a build that "
-                             "matches it")
-        return self
+    @field_validator("fraction")
+    @classmethod
+    def _at_most_all(cls, fraction: float) -> float:
+        if fraction > 1.0:
+            raise ValueError(f"{fraction:g} is above 100% of the reference: a floor above the "
+                             "figure it is taken from fails a build that matches it")
+        return fraction
 
     def floor(self, value: float) -> float:
         return self.fraction * value
@@ -142,7 +142,8 @@ def _read(path: Path, model: type[_Strict]) -> _Strict:
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
-        raise BadInput(f"{path}: {where}: {first['msg']}") from None
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise BadInput(f"{path}: {where}: {message}") from None
 
 
 @cache
