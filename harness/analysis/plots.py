@@ -33,7 +33,7 @@ from harness.analysis.plot_style import (
     suite_floor,
     suite_metric,
 )
-from harness.metrics.definitions import numerator
+from harness.metrics.definitions import request_value
 from harness.metrics.stats import per_position_acceptance
 from harness.results.baselines import BaselineFigure, load_baselines
 from harness.results.readers import BadRecord, read_requests, read_run
@@ -312,7 +312,8 @@ def histogram_figure(
     figure = new_figure(10, 4)
     left, right = figure.subplots(1, 2)
     metric = suite_metric(record)
-    per_request = [numerator(r, metric) / r.verify_steps for r in requests if r.verify_steps]
+    per_request = [value for r in requests if r.verify_steps
+                   if (value := request_value(r, metric)) is not None]
     if per_request:
         left.hist(per_request, bins=min(40, max(5, len(per_request) // 5)), color="#1f77b4",
                   alpha=0.8)  # fmt: skip
