@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from harness import workloads
 from harness.suite.model import GSM8KWorkload, HumanEvalWorkload
-from harness.workloads import gsm8k, humaneval
 from harness.workloads import data as sources
+from harness.workloads import gsm8k, humaneval
 
 
 def test_boxed_wording_is_the_dflash_benchmarks() -> None:
