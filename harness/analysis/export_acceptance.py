@@ -27,7 +27,7 @@ POOLED = "pooled_over_verify_steps"
 MEAN_OF_MEANS = "mean_of_per_request_means"
 AGGREGATIONS: dict[str, str] = {
     POOLED: "sum over requests of the numerator / sum over requests of verify steps (every "
-            "verify step weighs the same); the figure the harness judges floors in",
+            "verify step weighs the same); what server_avg and per_request floors judge",
     MEAN_OF_MEANS: "each request's numerator / its verify steps, averaged over the requests "
                    "with at least one verify step (every request weighs the same; "
                    "vllm-project/vllm #42508)",
