@@ -16,7 +16,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.builds.repos import make_slow_sglang_repo  # noqa: E402
-
 from tests.run.fault_cases import WATCHDOG_S, cases, run_case  # noqa: E402
 
 
