@@ -170,3 +170,21 @@ def test_a_definition_the_rows_cannot_give_is_an_error() -> None:
     with pytest.raises(MissingMetric, match="per_request_mean"):
         summarise(rows, "per_request_mean", duration_s=1.0, server_figure=None)
     assert summarise(rows, "per_request", 1.0, None).accept_length_per_request_mean is None
+
+
+def test_the_sequential_sample_and_the_paired_gate_take_the_means_weights() -> None:
+    from harness.metrics.floor_checks import floor_checks
+    from harness.metrics.paired_gate import Tolerance, paired_test
+    from harness.suite.entries import Floors
+
+    rows = _rows(seed=6)
+    [check] = floor_checks(Floors(accept_length=2.0, metric="per_request_mean"))
+    sample = check.sample(rows)
+    assert sample.steps == [1] * len(rows)  # type: ignore[union-attr]  # a request weighs 1
+    assert sum(sample.tokens) / sum(sample.steps) == pytest.approx(  # type: ignore[union-attr]
+        definitions.accept_length_of(rows, "per_request_mean"))
+    worse = [row.model_copy(update={"correct_drafts": (row.correct_drafts or 0) // 2})
+             for row in rows]
+    pairs = [definitions.metric_pairs(side, "per_request_mean") for side in (rows, worse)]
+    found = paired_test(pairs[0], pairs[1], Tolerance(0.02, True, "per_request_mean"))
+    assert found.decision == "worse"  # halving every request's accepted drafts is caught
