@@ -320,8 +320,11 @@ class Baseline(_Strict):
     external: bool
     metric: Metric | None = None  # default: the floors' metric
     # The references table's entry this figure is (harness/suite/references.toml): its
-    # pair, protocol and definition must be the entry's.
+    # pair, protocol and definition must be the entry's, unless `protocol` names another.
     reference: str | None = Field(default=None, min_length=1)
+    # The protocol this figure was measured in when it is not the entry's: the plots and
+    # the site draw it apart, labelled with it, and nothing gates on it.
+    protocol: str | None = Field(default=None, min_length=1)
 
 
 # ------------------------------------------------------------------ [[workloads]] entries

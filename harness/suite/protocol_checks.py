@@ -53,11 +53,14 @@ def check_entry(parts: EntryParts, target: ModelRef | None, draft: ModelRef | No
         if protocol is not None:
             _floor_by_rule(where, floors, reference, protocol)
     for i, baseline in enumerate(parts.baselines):
+        if baseline.protocol is not None:
+            _other_protocol(f"{where}baselines.{i}.protocol", baseline.protocol, protocol)
         if baseline.reference is None:
             continue
         field = f"{where}baselines.{i}.reference"
         reference = _reference(field, baseline.reference)
-        _same_sides(field, reference, parts, baseline.metric or floors.metric, protocol,
+        measured_in = protocols()[baseline.protocol] if baseline.protocol else protocol
+        _same_sides(field, reference, parts, baseline.metric or floors.metric, measured_in,
                     target, draft)
         if abs(baseline.accept_length - reference.value) > TOLERANCE * reference.value:
             raise impossible(f"{where}baselines.{i}.accept_length",
@@ -93,6 +96,16 @@ def _protocol(parts: EntryParts) -> Protocol | None:
     return protocol
 
 
+def _other_protocol(field: str, named: str, entry: Protocol | None) -> None:
+    """A baseline's declared other protocol: a known one, not the entry's own."""
+    known = protocols()
+    if named not in known:
+        raise impossible(field, f"no protocol {named!r}; known: {', '.join(sorted(known))}")
+    if entry is not None and named == entry.id:
+        raise impossible(field, f"{named!r} is this entry's own protocol: leave `protocol` "
+                                "out of a baseline measured in it")
+
+
 def _reference(field: str, wanted: str) -> Reference:
     known = references()
     reference = known.get(wanted)
@@ -121,6 +134,9 @@ def _same_sides(field: str, reference: Reference, parts: EntryParts, definition:
     if reference.protocol != declared:
         mine_text = (f"reproduces {declared!r}" if declared
                      else "reproduces no protocol (its own workload)")
+        if ".reference" in field and "baselines." in field:  # a baseline may be of another
+            mine_text += ("; a baseline of another protocol says so with protocol = "
+                          f"{reference.protocol!r}")
         raise impossible(field, f"{reference.id!r} was measured in protocol "
                                 f"{reference.protocol!r}; this entry {mine_text}")
     if reference.definition != definition:

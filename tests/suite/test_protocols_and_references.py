@@ -138,3 +138,23 @@ def test_references_command_lists_the_table_and_refuses_an_unknown_id() -> None:
     unknown = subprocess.run([sys.executable, "-m", "harness", "references", "--protocols",
                               "nope"], capture_output=True, text=True, timeout=120)
     assert unknown.returncode == 2 and "no protocol 'nope'" in unknown.stderr
+
+
+def test_a_baseline_of_another_protocol_says_so_and_is_drawn_apart() -> None:
+    from harness.analysis.plots import suite_baselines
+    from harness.suite.series import suite_entries
+
+    loaded = load_suite("qwen3_8b_dflash")
+    run_eval = next(e for e in suite_entries(loaded) if e.name == "run_eval")
+    [figure] = suite_baselines(run_eval.series, run_eval.loaded.document, 2, None)
+    assert figure.protocol == "vllm.dflash.correctness"
+    assert figure.shown_label.endswith("[other protocol: vllm.dflash.correctness, not gated]")
+    text = (SUITES_DIR / "qwen3_8b_dflash.toml").read_text()
+    undeclared = text.replace('protocol = "vllm.dflash.correctness"\n', "", 1)
+    message = _error(undeclared)
+    assert "workloads.run_eval.baselines.0.reference:" in message
+    assert "a baseline of another protocol says so with protocol = " \
+           "'vllm.dflash.correctness'" in message
+    own = text.replace('protocol = "vllm.dflash.correctness"\n',
+                       'protocol = "dflash.benchmark.sglang"\n', 1)
+    assert "measured in protocol 'vllm.dflash.correctness'" in _error(own)
