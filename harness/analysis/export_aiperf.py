@@ -26,8 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime
 
-from harness.analysis.export_acceptance import per_request_value
-from harness.metrics.definitions import METRICS
+from harness.metrics.definitions import METRICS, request_value
 from harness.metrics.latency import request_figures
 from harness.results.record import RequestRow, RunRecord
 from harness.suite.entries import METRIC_DEFINITIONS
@@ -96,7 +95,7 @@ def request_line(record: RunRecord, row: RequestRow) -> dict[str, object]:
             "index": row.index,
             "category": row.category,
             "accept_length": {metric: {"definition": METRIC_DEFINITIONS[metric],
-                                       "value": per_request_value(row, metric)}
+                                       "value": request_value(row, metric)}
                               for metric in METRICS},
             "spec_decode_acceptance_length": "1 + accepted drafts / verify steps (AIPerf's "
                                              "per-request definition)",

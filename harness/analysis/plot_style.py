@@ -12,6 +12,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from harness.metrics.floor_checks import FloorCheck, recorded_floor_checks
+from harness.results.rows import METRICS
 from harness.secrets import redact_text
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def suite_metric(record: RunRecord) -> str:
 def document_metric(document: dict[str, object], schema_version: int) -> str:
     floors = document.get("floors") or {}
     metric = floors.get("metric")
-    if metric in ("server_avg", "per_request"):
+    if metric in METRICS:
         return str(metric)
     # v1 suites had no field: their figures were per-request ratios
     return "server_avg" if schema_version >= 2 else "per_request"
@@ -83,7 +84,8 @@ def figure_in(record: RunRecord, metric: str) -> tuple[float, tuple[float, float
     if measurement.metric == metric:
         return measurement.accept_length, measurement.accept_length_ci
     value = getattr(measurement, f"accept_length_{metric}", None)
-    return (float(value), None) if isinstance(value, int | float) else None
+    ci = getattr(measurement, f"accept_length_{metric}_ci", None)  # the means keep theirs
+    return (float(value), ci) if isinstance(value, int | float) else None
 
 
 SHOWN_CHARS = 48  # a label, id or spec as a tick or title shows it

@@ -33,7 +33,7 @@ from harness.analysis.plot_style import (
     suite_floor,
     suite_metric,
 )
-from harness.metrics.definitions import numerator
+from harness.metrics.definitions import request_value
 from harness.metrics.stats import per_position_acceptance
 from harness.results.baselines import BaselineFigure, load_baselines
 from harness.results.readers import BadRecord, read_requests, read_run
@@ -88,6 +88,7 @@ def suite_baselines(suite: str, document: dict[str, object], schema_version: int
                     path="(suite document)",
                     metric=metric,
                     external=bool(entry.get("external")),
+                    protocol=str(entry["protocol"]) if entry.get("protocol") else None,
                 )
             )
     return sorted(figures, key=lambda figure: figure.accept_length)
@@ -105,14 +106,18 @@ def run_figure(
     figure = new_figure(7.5, 4.2)
     axes = figure.add_subplot()
     names, values, lows, highs, colours = [], [], [], [], []
-    for i, baseline in enumerate(baselines):
-        names.append(f"baseline\n{shown(baseline.label)}")
+    # a baseline of another protocol last, grey, and named so: compared, never gated on
+    ordered = sorted(baselines, key=lambda b: b.protocol is not None)
+    for i, baseline in enumerate(ordered):
+        kind = "baseline" if baseline.protocol is None else f"other protocol\n{baseline.protocol}"
+        names.append(f"{kind}\n{shown(baseline.label)}")
         values.append(baseline.accept_length)
         low, high = baseline.ci or (baseline.accept_length, baseline.accept_length)
         below, above = error_bar(baseline.accept_length, low, high)
         lows.append(below)
         highs.append(above)
-        colours.append(BASELINE_COLOURS[i % len(BASELINE_COLOURS)])
+        colours.append(BASELINE_COLOURS[i % len(BASELINE_COLOURS)] if baseline.protocol is None
+                       else "lightgrey")
     measurement = record.measurement
     status = record.verdict.status if record.verdict else "external"
     metric = suite_metric(record)
@@ -237,9 +242,11 @@ def history_figure(
                 axes.plot(times[chosen], values[chosen], ls="none", marker="o",
                           ms=2 if many else 4, color=colour, zorder=3, label=status)  # fmt: skip
     for i, baseline in enumerate(baselines):
-        colour = BASELINE_COLOURS[i % len(BASELINE_COLOURS)]
-        label = f"{baseline.label} {baseline.accept_length:g}"
-        axes.axhline(baseline.accept_length, color=colour, lw=1.2, ls=":", label=label)
+        other = baseline.protocol is not None  # another protocol: grey, named, not gated
+        colour = "grey" if other else BASELINE_COLOURS[i % len(BASELINE_COLOURS)]
+        label = f"{baseline.shown_label} {baseline.accept_length:g}"
+        axes.axhline(baseline.accept_length, color=colour, lw=1.2, ls="-." if other else ":",
+                     label=label)
     if floor is not None:
         axes.axhline(floor, color=FLOOR_COLOUR, ls="--", lw=1.5, label=f"floor {floor:g}")
     axes.set_ylabel(f"accept length ({metric} definition)" if metric else "accept length")
@@ -312,7 +319,8 @@ def histogram_figure(
     figure = new_figure(10, 4)
     left, right = figure.subplots(1, 2)
     metric = suite_metric(record)
-    per_request = [numerator(r, metric) / r.verify_steps for r in requests if r.verify_steps]
+    per_request = [value for r in requests if r.verify_steps
+                   if (value := request_value(r, metric)) is not None]
     if per_request:
         left.hist(per_request, bins=min(40, max(5, len(per_request) // 5)), color="#1f77b4",
                   alpha=0.8)  # fmt: skip

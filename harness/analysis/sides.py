@@ -22,7 +22,8 @@ from pathlib import Path
 
 from harness.errors import BadInput
 from harness.metrics import stats
-from harness.metrics.definitions import numerator
+from harness.metrics.definitions import weight
+from harness.metrics.stats import MEAN_METRICS
 from harness.results.baselines import BaselineFigure
 from harness.results.readers import read_measured_requests, read_run
 from harness.results.record import RequestRow, RunRecord
@@ -38,8 +39,10 @@ class Side:
     records: list[dict[str, object]] = field(default_factory=list)  # loader rows of its runs
     baseline: BaselineFigure | None = None
     questions: list[int] = field(default_factory=list)
-    steps: list[int] = field(default_factory=list)  # per question, pooled over runs
-    numerators: dict[str, list[int]] = field(default_factory=dict)  # metric -> per question
+    verify_steps: list[int] = field(default_factory=list)  # per question, pooled over runs
+    numerators: dict[str, list[float]] = field(default_factory=dict)  # metric -> per question
+    # metric -> per question weight (verify steps; requests for per_request_mean)
+    weights: dict[str, list[int]] = field(default_factory=dict)
     metric: str | None = None  # the definition compared (`use_metric`)
     note: str | None = None  # which runs a suite selector took
     n_correct: int = 0
@@ -84,15 +87,21 @@ class Side:
         return self.declared or "per_request"
 
     @property
-    def tokens(self) -> list[int]:
+    def tokens(self) -> list[float]:
         """Per-question numerators of the compared metric (docs/statistics.md)."""
         return self.numerators.get(self.current_metric(), [])
+
+    @property
+    def steps(self) -> list[int]:
+        """Per-question weights of the compared metric: verify steps for the pooled
+        definitions, requests for per_request_mean (`stats.weight`)."""
+        return self.weights.get(self.current_metric(), self.verify_steps)
 
     @property
     def has_requests(self) -> bool:
         return len(self.tokens) > 0 and sum(self.steps) > 0
 
-    def restricted(self, questions: Iterable[Hashable]) -> tuple[list[int], list[int]]:
+    def restricted(self, questions: Iterable[Hashable]) -> tuple[list[float], list[int]]:
         """(numerators, steps) of the compared metric over `questions` only, in order."""
         where = {q: i for i, q in enumerate(self.questions)}
         keep = [where[q] for q in questions]
@@ -164,6 +173,9 @@ def _figure(row: dict[str, object], metric: str) -> float | None:
             return row["completion_tokens"] / steps
         if metric == "server_avg" and row["correct_drafts"] is not None:
             return (row["correct_drafts"] + steps) / steps
+    if metric in MEAN_METRICS and row["metric"] != metric:
+        value = row[f"accept_length_{metric}"]  # a mean: never from pooled sums
+        return float(value) if is_number(value) else None
     value = row[f"accept_length_{metric}"]
     if value is None and row["metric"] == metric:
         value = row["accept_length"]
@@ -227,24 +239,40 @@ def add_record(side: Side, run_dir: Path, record: RunRecord) -> None:
         side.histograms.append(measurement.accept_histogram)
     if measurement is not None and measurement.per_position_acceptance:
         side.positions.append(measurement.per_position_acceptance)
-    steps = dict(zip(side.questions, side.steps, strict=True))
+    steps = dict(zip(side.questions, side.verify_steps, strict=True))
     pooled = {metric: dict(zip(side.questions, values, strict=True))
               for metric, values in side.numerators.items()}  # fmt: skip
+    weighed = {metric: dict(zip(side.questions, values, strict=True))
+               for metric, values in side.weights.items()}  # fmt: skip
     if not side.questions:
-        pooled = {metric: {} for metric in METRICS}
+        pooled = {metric: {} for metric in METRICS if _gives(requests, metric)}
+        weighed = {metric: {} for metric in pooled}
     for request in requests:
         side.rows.append(request)  # per category / per position breakdowns (compare)
         question = request.question_index
         if request.prompt_sha256 and not request.turn:
             side.prompt_hashes.setdefault(question, request.prompt_sha256)
         steps[question] = steps.get(question, 0) + request.verify_steps
-        for metric in pooled:  # a typed row has what both definitions need
-            pooled[metric][question] = pooled[metric].get(question, 0) + numerator(request,
-                                                                                metric)
+        for metric in list(pooled):  # a typed row has what the pooled definitions need
+            value = stats.numerator(vars(request), metric)  # type: ignore[arg-type]
+            if value is None:  # a row without correct drafts: no mean on this side
+                del pooled[metric], weighed[metric]
+                continue
+            count = weight(request, metric)
+            pooled[metric][question] = pooled[metric].get(question, 0) + (value if count else 0)
+            weighed[metric][question] = weighed[metric].get(question, 0) + count
         if request.correct is not None:
             side.n_judged += 1
             side.n_correct += request.correct
     side.questions = sorted(steps)
-    side.steps = [steps[q] for q in side.questions]
-    side.numerators = {metric: [values[q] for q in side.questions]
+    side.verify_steps = [steps[q] for q in side.questions]
+    side.numerators = {metric: [values.get(q, 0) for q in side.questions]
                        for metric, values in pooled.items()} if side.questions else {}  # fmt: skip
+    side.weights = {metric: [values.get(q, 0) for q in side.questions]
+                    for metric, values in weighed.items()} if side.questions else {}  # fmt: skip
+
+
+def _gives(requests: list[RequestRow], metric: str) -> bool:
+    """Whether every row has the counts `metric` needs."""
+    return all(stats.numerator(vars(row), metric) is not None  # type: ignore[arg-type]
+               for row in requests)

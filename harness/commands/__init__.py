@@ -60,6 +60,7 @@ COMMANDS: dict[str, str] = {
     "trend": "harness.commands.parsers.trend:TrendCommand",
     "matrix": "harness.commands.parsers.matrix:MatrixCommand",
     "reference": "harness.commands.parsers.reference:ReferenceCommand",
+    "references": "harness.commands.parsers.references:ReferencesCommand",
     "bisect": "harness.commands.parsers.bisect:BisectCommand",
     "calibrate": "harness.commands.parsers.calibrate:CalibrateCommand",
     "paired": "harness.commands.parsers.paired:PairedCommand",

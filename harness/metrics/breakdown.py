@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import MissingMetric
 from harness.metrics import stats
-from harness.metrics.definitions import METRICS, RequestLike, numerator
+from harness.metrics.definitions import METRICS, RequestLike, numerator, weight
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,14 +60,16 @@ def by_category(rows: Sequence[RequestLike]) -> dict[str, list[RequestLike]]:
 
 
 def question_pairs(rows: Sequence[RequestLike], metric: str
-                   ) -> tuple[list[Hashable], list[int], list[int]]:
-    """(questions, numerators, verify steps), one entry per question (turns summed)."""
+                   ) -> tuple[list[Hashable], list[float], list[int]]:
+    """(questions, numerators, weights), one entry per question (turns summed): the
+    weights are verify steps, or requests for per_request_mean (`stats.weight`)."""
 
     keys, tokens, steps = [], [], []
     for key, group in by_question(rows).items():
+        weighed = [row for row in group if weight(row, metric)]
         keys.append(key)
-        tokens.append(sum(numerator(row, metric) for row in group))
-        steps.append(sum(int(_get(row, "verify_steps", 0)) for row in group))
+        tokens.append(sum(numerator(row, metric) for row in weighed))
+        steps.append(sum(weight(row, metric) for row in weighed))
     return keys, tokens, steps
 
 
@@ -103,18 +105,19 @@ def per_position(rows: Sequence[RequestLike], level: float = 0.95, seed: int = 0
 
 def summarise_group(rows: Sequence[RequestLike], metric: str, seed: int = 0) -> dict[str, object]:
     """A category's figures (the fields of `record.CategoryResult`)."""
-    keys, tokens, steps = question_pairs(rows, metric)
-    total_steps = sum(steps)
+    keys, tokens, weights = question_pairs(rows, metric)
+    total_steps = sum(int(_get(row, "verify_steps", 0)) for row in rows)
     figures: dict[str, float | None] = {m: None for m in METRICS}
     if total_steps > 0:
         for m in METRICS:
             try:
-                figures[m] = sum(question_pairs(rows, m)[1]) / total_steps
+                _, values, counts = question_pairs(rows, m)
+                figures[m] = sum(values) / sum(counts)
             except MissingMetric:  # rows without that definition's counts
                 figures[m] = None
     ci = None
     if total_steps > 0 and len(keys) >= 2:
-        ci = stats.bootstrap_ci(tokens, steps, seed=seed)
+        ci = stats.bootstrap_ci(tokens, weights, seed=seed)
     graded = [row for row in rows if _get(row, "correct") is not None]
     n_correct = sum(1 for row in graded if _get(row, "correct"))
     rates, cis = per_position(rows, seed=seed)
@@ -125,6 +128,8 @@ def summarise_group(rows: Sequence[RequestLike], metric: str, seed: int = 0) -> 
         "accept_length_ci": ci,
         "accept_length_server_avg": figures["server_avg"],
         "accept_length_per_request": figures["per_request"],
+        "accept_length_per_request_mean": figures["per_request_mean"],
+        "accept_length_spec_accept_length_mean": figures["spec_accept_length_mean"],
         "completion_tokens": sum(int(_get(row, "completion_tokens", 0)) for row in rows),
         "verify_steps": total_steps,
         "accuracy": n_correct / len(graded) if graded else None,

@@ -21,8 +21,17 @@ The two definitions (suite `floors.metric`; `harness.suite.model.METRIC_DEFINITI
   the request (SGLang counts the whole last step, but the output stops at the stop): so
   `per_request` may sit above or below `server_avg` (tests/sglang_oracle pins both
   against SGLang's own code).
-Every statistic takes (numerator_i, verify_steps_i) per request; `definitions.numerators`
-gives the numerators of a definition. The server's own figure is recorded as a cross-check
+- `per_request_mean`: the unweighted mean over requests of each request's own
+  1 + accepted / drafts (1 for a request that made no draft): vLLM's reference-acceptance
+  test (`run_acceptance_length_eval`, tests/v1/e2e/spec_decode/acceptance_rates/utils.py),
+  which takes each prompt's figure from the metrics delta and averages over prompts. It
+  needs each row's correct drafts.
+- `spec_accept_length_mean`: the unweighted mean over requests with a verify step of
+  completion tokens / verify steps, SGLang's per-request meta_info.spec_accept_length
+  averaged as the DFlash authors' benchmark prints it against SGLang (PyPI `dflash`
+  0.1.0, `dflash/benchmark.py`).
+Every statistic takes (numerator_i, weight_i) per request (`definitions`): verify steps
+for the pooled definitions, 1 for the mean. The server's own figure is recorded as a cross-check
 only. A missing figure is an error, never a pass.
 """
 
@@ -31,6 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from harness.errors import MissingMetric
 from harness.metrics import breakdown, stats
 from harness.metrics.definitions import RequestLike, accept_lengths
 from harness.results.record import CategoryResult, Measurement, RequestRow
@@ -61,6 +71,13 @@ def summarise(
 ) -> Measurement:
     """The run's figures from its measured requests; raises if no figure can be formed."""
     figures = accept_lengths(rows)
+    judged = figures[metric]
+    if judged is None:
+        raise MissingMetric(f"the suite judges {metric}, and the measured rows lack the counts "
+                            "it needs (per_request_mean needs each request's correct drafts)")
+    means = {f"accept_length_{name}": figures[name] for name in stats.MEAN_METRICS}
+    means.update({f"accept_length_{name}_ci": confidence_interval(rows, name, seed)
+                  for name in stats.MEAN_METRICS if figures[name] is not None})
     steps = sum(r.verify_steps for r in rows)
     tokens = sum(r.completion_tokens for r in rows)
     correct = [r.correct_drafts for r in rows if r.verify_steps]
@@ -76,10 +93,11 @@ def summarise(
     planned = planned if planned is not None else len(rows)
     return Measurement(
         metric=metric,
-        accept_length=figures[metric],
+        accept_length=judged,
         accept_length_ci=confidence_interval(rows, metric, seed),
         accept_length_server_avg=figures["server_avg"],
         accept_length_per_request=figures["per_request"],
+        **means,  # type: ignore[arg-type]
         n_requests=len(rows),
         n_planned=planned,
         partial=partial,

@@ -37,7 +37,11 @@ _NORMAL = NormalDist()
 DEFAULT_PROMPT_SD = 0.75
 
 Decision = Literal["pass", "fail"]
-Metric = Literal["server_avg", "per_request"]
+Metric = Literal["server_avg", "per_request", "per_request_mean", "spec_accept_length_mean"]
+METRIC_NAMES: tuple[str, ...] = ("server_avg", "per_request", "per_request_mean",
+                                 "spec_accept_length_mean")
+# the definitions that average requests (each weighs 1) rather than pool verify steps
+MEAN_METRICS: tuple[str, ...] = ("per_request_mean", "spec_accept_length_mean")
 
 
 def normal_cdf(z: float) -> float:
@@ -68,8 +72,9 @@ def t_quantile(p: float, df: float) -> float:
 # ------------------------------------------------------------------ numerators and ratio
 
 
-def numerator(row: Mapping[str, object], metric: Metric) -> int | None:
-    """A request row's numerator under `metric` (docs/statistics.md, "Two definitions").
+def numerator(row: Mapping[str, object], metric: Metric) -> float | None:
+    """A request row's numerator under `metric` (docs/statistics.md, "Definitions"); every
+    figure is sum(numerators) / sum(weights) (`weight`).
 
     server_avg (SGLang's /server_info avg_spec_accept_length): correct drafts + verify
     steps; a v1 row without `correct_drafts` falls back to completion_tokens - 1 (the
@@ -77,12 +82,32 @@ def numerator(row: Mapping[str, object], metric: Metric) -> int | None:
     A request that ended with 0 verify steps counts in neither: the server counted no step
     of it, and SGLang gives it no spec fields (`_calculate_spec_decoding_metrics` writes
     them only when spec_verify_ct > 0), so its prefill token is in no pooled figure.
+    per_request_mean (vLLM's reference-acceptance test, `run_acceptance_length_eval` in
+    tests/v1/e2e/spec_decode/acceptance_rates/utils.py): the request's own accept length
+    1 + accepted / drafts, i.e. (correct drafts + k x verify steps) / verify steps, and 1
+    for a request that made no draft; weighted 1 each, so the figure is the unweighted
+    mean over requests. A v1 row without `correct_drafts` cannot give it.
+    spec_accept_length_mean (the DFlash authors' benchmark, PyPI `dflash` 0.1.0
+    `dflash/benchmark.py`, SGLang backend: the mean of each response's
+    meta_info.spec_accept_length): completion_tokens / verify steps of each request that
+    made a verify step (SGLang writes the field only then), weighted 1 each.
     None when the row lacks what the metric needs.
     """
-    if metric not in ("server_avg", "per_request"):
-        raise ValueError(f"unknown metric {metric!r} (server_avg or per_request)")
+    if metric not in METRIC_NAMES:
+        raise ValueError(f"unknown metric {metric!r} ({', '.join(METRIC_NAMES)})")
     tokens, drafts, steps = (row.get("completion_tokens"), row.get("correct_drafts"),
                              row.get("verify_steps"))
+    if metric == "spec_accept_length_mean":
+        if steps == 0:
+            return 0  # no spec field: in no mean (weight 0)
+        return None if tokens is None or steps is None else int(tokens) / int(steps)
+    if metric == "per_request_mean":
+        if steps == 0:
+            return 1.0  # vLLM's test: a prompt with no draft counts as 1
+        if drafts is None or steps is None:
+            return None
+        k = int(row.get("non_draft_tokens_per_step") or 1)
+        return (int(drafts) + k * int(steps)) / int(steps)
     if steps == 0:
         return 0  # ended at prefill: no verify step, no spec field, nothing pooled
     if metric == "per_request":
@@ -93,16 +118,27 @@ def numerator(row: Mapping[str, object], metric: Metric) -> int | None:
     return None if tokens is None else max(int(tokens) - 1, 0)
 
 
+def weight(row: Mapping[str, object], metric: Metric) -> int:
+    """A request row's weight (the ratio's denominator) under `metric`: its verify steps
+    for the pooled definitions, 1 for per_request_mean (every request weighs the same)."""
+    if metric == "per_request_mean":
+        return 1
+    steps = int(row.get("verify_steps") or 0)
+    if metric == "spec_accept_length_mean":
+        return 1 if steps else 0
+    return steps
+
+
 def metric_pairs(rows: Sequence[Mapping[str, object]], metric: Metric
-                 ) -> tuple[list[int], list[int]]:
-    """(numerators, verify steps) of the rows that have both and at least one verify step."""
-    numerators, steps = [], []
+                 ) -> tuple[list[float], list[int]]:
+    """(numerators, weights) of the rows that have both and a positive weight."""
+    numerators, weights = [], []
     for row in rows:
-        value, count = numerator(row, metric), row.get("verify_steps")
+        value, count = numerator(row, metric), weight(row, metric)
         if value is not None and count:
             numerators.append(value)
-            steps.append(int(count))
-    return numerators, steps
+            weights.append(count)
+    return numerators, weights
 
 
 def request_arrays(tokens: Sequence[float], steps: Sequence[float]

@@ -171,8 +171,10 @@ def history_figure(series: SeriesView, pages: dict[str, str], prefix: str = "../
                                         if link]
         _mark_steps(axes, line)
     for i, baseline in enumerate(series.baselines):
-        axes.axhline(baseline.accept_length, color=BASELINE_COLOURS[i % len(BASELINE_COLOURS)],
-                     lw=1.1, ls=":", label=f"baseline {shown(baseline.label)} "
+        other = baseline.protocol is not None  # another protocol: grey, named, not gated
+        axes.axhline(baseline.accept_length, lw=1.1, ls="-." if other else ":",
+                     color="grey" if other else BASELINE_COLOURS[i % len(BASELINE_COLOURS)],
+                     label=f"baseline {shown(baseline.shown_label)} "
                      f"{baseline.accept_length:g}")  # fmt: skip
     if series.floor is not None:
         axes.axhline(series.floor, color=FLOOR_COLOUR, ls="--", lw=1.4,

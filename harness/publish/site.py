@@ -45,6 +45,10 @@ DEFINITIONS = {
     "server_avg": "(Σ correct drafts + Σ verify steps) / Σ verify steps, SGLang's "
                   "/server_info figure",
     "per_request": "Σ completion tokens / Σ verify steps, over requests with a verify step",
+    "per_request_mean": "mean over requests of 1 + accepted / drafts (1 with no draft), "
+                        "vLLM's reference-acceptance test",
+    "spec_accept_length_mean": "mean over requests of completion tokens / verify steps, "
+                               "the DFlash benchmark's SGLang figure",
 }
 
 
@@ -163,6 +167,8 @@ def _facts(record: RunRecord) -> list[tuple[str, list[tuple[str, str]]]]:
             (f"{round(m.ci_level * 100)}% CI", _pair(m.accept_length_ci)),
             ("server_avg", text(m.accept_length_server_avg)),
             ("per_request", text(m.accept_length_per_request)),
+            ("per_request_mean", text(m.accept_length_per_request_mean)),
+            ("spec_accept_length_mean", text(m.accept_length_spec_accept_length_mean)),
             ("server's own figure", text(m.server_reported_accept_length)),
             ("requests / planned", f"{text(m.n_requests)} / {text(m.n_planned)}"),
             ("prompts", text(m.n_prompts)), ("partial", text(m.partial)),

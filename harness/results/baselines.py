@@ -48,6 +48,15 @@ class BaselineFigure:
     path: str
     metric: str = "per_request"  # the definition of accept_length (docs/run-record.md)
     external: bool = False  # a hand-entered figure from elsewhere, not measured here
+    # the protocol it was measured in when not the suite entry's: drawn apart, labelled,
+    # never gated on (suite `baselines.protocol`)
+    protocol: str | None = None
+
+    @property
+    def shown_label(self) -> str:
+        """Its label as a plot or the site shows it: another protocol named."""
+        return (self.label if self.protocol is None
+                else f"{self.label} [other protocol: {self.protocol}, not gated]")
 
 
 def figure_of(row: dict[str, object]) -> BaselineFigure | None:

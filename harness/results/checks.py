@@ -271,7 +271,7 @@ def _check_counts(m: dict[str, object]) -> None:
                       f"{m['accept_length_server_avg']!r} disagrees with its counts "
                       f"({(correct + steps) / steps:.6g} from correct_drafts and verify_steps)")
     metric = m.get("metric")
-    if metric in ("server_avg", "per_request"):
+    if metric in METRICS:
         stated, own = _number(m.get("accept_length")), _number(m.get(f"accept_length_{metric}"))
         if stated is not None and own is not None and not _close(stated, own):
             raise BadFile(f"measurement.accept_length: {m['accept_length']!r} is not its "

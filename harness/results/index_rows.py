@@ -29,7 +29,9 @@ from harness.results.checks import (
 from harness.results.rows import COUNTS, FLAGS, FLOATS, KINDS, METRICS, VERDICTS
 
 ACCEPT = ("accept_length", "ci_low", "ci_high", "accept_length_server_avg",
-          "accept_length_per_request", "server_reported_accept_length", "floor")
+          "accept_length_per_request", "accept_length_per_request_mean",
+          "accept_length_spec_accept_length_mean",
+          "server_reported_accept_length", "floor")
 SHARES = ("accuracy", "ci_level")
 CHOICES = {"kind": KINDS, "verdict": VERDICTS, "metric": METRICS,
            "build.engine": ("sglang", "reference", "vllm")}

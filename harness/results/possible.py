@@ -134,7 +134,8 @@ def _category(where: str, category: object, step: StepBound, metric: str) -> Non
         return  # the record model's to refuse
     top = top_of(step, metric)
     figure = accept(f"{where}.accept_length", category.get("accept_length"), top, metric)
-    for own in ("server_avg", "per_request"):
+    for own in ("server_avg", "per_request", "per_request_mean",
+                "spec_accept_length_mean"):
         accept(f"{where}.accept_length_{own}", category.get(f"accept_length_{own}"),
                top_of(step, own), own)
     interval(f"{where}.accept_length_ci", category.get("accept_length_ci"), 1.0, top, figure,
@@ -333,7 +334,8 @@ FLOORS_METRIC = "server_avg"  # a suite's floors' definition when it names none
 
 
 def _metric(value: object, default: str) -> str:
-    return value if value in ("server_avg", "per_request") else default
+    return value if value in ("server_avg", "per_request", "per_request_mean",
+                "spec_accept_length_mean") else default
 
 
 def check_floors(where: str, floors: object, step: StepBound, default: str = FLOORS_METRIC

@@ -189,6 +189,8 @@ class CategoryResult(_Record):
     accept_length_ci: tuple[float, float] | None = None
     accept_length_server_avg: float | None = None
     accept_length_per_request: float | None = None
+    accept_length_per_request_mean: float | None = None
+    accept_length_spec_accept_length_mean: float | None = None
     completion_tokens: int = 0
     verify_steps: int = 0
     accuracy: float | None = None
@@ -313,12 +315,20 @@ class Measurement(_Record):
     floors it was judged against (harness.suite.model.METRIC_DEFINITIONS); both definitions'
     exact figures are kept beside it."""
 
-    metric: Literal["server_avg", "per_request"] = "per_request"  # v1 records: per_request
+    # v1 records: per_request
+    metric: Literal["server_avg", "per_request", "per_request_mean",
+                    "spec_accept_length_mean"] = "per_request"
     accept_length: float  # under `metric`
     accept_length_ci: tuple[float, float] | None = None
     ci_level: float = 0.95
     accept_length_server_avg: float | None = None  # (Σcorrect drafts + Σverify) / Σverify
     accept_length_per_request: float | None = None  # Σcompletion tokens / Σverify
+    # mean over requests of (correct drafts + k verify) / verify (1 with no draft), its CI
+    accept_length_per_request_mean: float | None = None
+    accept_length_per_request_mean_ci: tuple[float, float] | None = None
+    # mean over requests of completion tokens / verify (SGLang's spec_accept_length), its CI
+    accept_length_spec_accept_length_mean: float | None = None
+    accept_length_spec_accept_length_mean_ci: tuple[float, float] | None = None
     n_requests: int | None = None  # requests in the figure; None for an external figure
     n_planned: int | None = None  # requests the protocol plans
     partial: bool = False  # the run ended before its plan: never a pass
@@ -382,7 +392,8 @@ class PairedGate(_Finding):
     against: str | None = None
     relative_drop: float | None = None
     absolute_drop: float | None = None
-    metric: Literal["server_avg", "per_request"] | None = None
+    metric: Literal["server_avg", "per_request", "per_request_mean",
+                    "spec_accept_length_mean"] | None = None
     alpha: float | None = None
     beta: float | None = None
     inconclusive: Literal["fail", "pass"] | None = None

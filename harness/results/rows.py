@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pydantic import ValidationError
 
 READS_SCHEMA = 2  # the newest record schema this loader understands
-METRICS = ("server_avg", "per_request")
+METRICS = ("server_avg", "per_request", "per_request_mean", "spec_accept_length_mean")
 VERDICTS = ("pass", "fail", "error", "skipped")
 KINDS = ("run", "baseline")
 
@@ -32,15 +32,19 @@ RUN_COLUMNS = (
     "build.engine", "build.spec", "build.version", "build.git_sha", "build.patch_sha256",
     "build.options", "provenance.harness_version", "provenance.hostname", "provenance.gpu",
     "provenance.n_gpus", "metric", "accept_length", "ci_low", "ci_high", "ci_level",
-    "accept_length_server_avg", "accept_length_per_request", "server_reported_accept_length",
-    "n_requests", "n_finished", "n_planned", "partial", "completion_tokens", "correct_drafts",
-    "verify_steps", "accuracy", "output_throughput_tok_s", "duration_s", "stopped_early",
+    "accept_length_server_avg", "accept_length_per_request", "accept_length_per_request_mean",
+    "accept_length_spec_accept_length_mean",
+    "server_reported_accept_length", "n_requests", "n_finished", "n_planned", "partial",
+    "completion_tokens", "correct_drafts", "verify_steps", "accuracy",
+    "output_throughput_tok_s", "duration_s", "stopped_early",
     "verdict", "reasons", "floor", "path",
 )  # fmt: skip
 
 # Column kinds: the loader's DataFrame types (store._frame) and the index's encodings.
 FLOATS = ("accept_length", "ci_low", "ci_high", "ci_level", "accept_length_server_avg",
-          "accept_length_per_request", "server_reported_accept_length", "accuracy",
+          "accept_length_per_request", "accept_length_per_request_mean",
+          "accept_length_spec_accept_length_mean",
+          "server_reported_accept_length", "accuracy",
           "output_throughput_tok_s", "duration_s", "floor")  # fmt: skip
 COUNTS = ("schema_version", "provenance.n_gpus", "n_requests", "n_finished", "n_planned",
           "completion_tokens", "correct_drafts", "verify_steps")
@@ -202,12 +206,15 @@ def _measurement(m: _Section, version: int) -> dict[str, object]:
         metric = m.choice("metric", METRICS, "per_request")  # the record model's default
         server_avg = m.number("accept_length_server_avg")
         per_request = m.number("accept_length_per_request")
+        per_request_mean = m.number("accept_length_per_request_mean")
+        spec_mean = m.number("accept_length_spec_accept_length_mean")
         server_reported = m.number("server_reported_accept_length")
         n_finished = m.integer("n_finished")  # the requests in the figure when not stated
         n_finished, partial = n_requests if n_finished is None else n_finished, \
             m.flag("partial") or False  # fmt: skip
     else:  # v1: accept_length was sum(completion tokens) / sum(verify steps)
         metric, server_avg, per_request = "per_request", None, value
+        per_request_mean = spec_mean = None
         server_reported = m.number("server_accept_length")
         n_finished, partial = n_requests, False
     return {
@@ -218,6 +225,8 @@ def _measurement(m: _Section, version: int) -> dict[str, object]:
         "ci_level": m.number("ci_level"),
         "accept_length_server_avg": server_avg,
         "accept_length_per_request": per_request,
+        "accept_length_per_request_mean": per_request_mean,
+        "accept_length_spec_accept_length_mean": spec_mean,
         "server_reported_accept_length": server_reported,
         "n_requests": n_requests,
         "n_finished": n_finished,

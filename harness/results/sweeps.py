@@ -72,7 +72,9 @@ class SweepRecord(_Sweep):
     finished_at: datetime | None = None
     label: str | None = None
     concurrencies: list[Annotated[int, Field(ge=1)]]
-    metric: Literal["server_avg", "per_request"]  # the accept-length definition judged
+    # the accept-length definition judged
+    metric: Literal["server_avg", "per_request", "per_request_mean",
+                    "spec_accept_length_mean"]
     definition: str  # its text (harness.suite.entries.METRIC_DEFINITIONS)
     points: list[SweepPoint]
     gate: SweepGate | None = None

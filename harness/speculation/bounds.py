@@ -72,7 +72,8 @@ class StepBound:
         if metric == "per_request":
             return (f"{self.reason}, and per_request adds each request's prefill token (at "
                     f"most 1 per step): at most {self.accept_length(metric)}")
-        return f"{self.reason}: server_avg is at most {self.accept_length(metric)}"
+        # server_avg pools steps of at most T; per_request_mean averages requests' own
+        return f"{self.reason}: {metric} is at most {self.accept_length(metric)}"
 
 
 def step_bound(algorithm: str, num_draft_tokens: int | None, num_steps: int | None,

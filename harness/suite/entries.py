@@ -49,8 +49,20 @@ def _above_one(field: str, value: float | None, strict: bool, flag: str) -> None
                                 "which no run has; use >= (strict = false) or a floor below 1")
 
 
+class Reproduces(_Strict):
+    """The named protocol a workload reproduces, and which of its data sets
+    (harness/suite/protocols.toml; held to it by `harness.suite.protocol_checks`)."""
+
+    protocol: str = Field(min_length=1)
+    dataset: str = Field(min_length=1)
+
+
 class _Requests(_Strict):
     """How every request of a workload is sent, whatever its kind."""
+
+    # The engine's or paper's test this workload reproduces: every setting the protocol
+    # fixes must be the workload's, its floors in the protocol's definition and rule.
+    reproduces: Reproduces | None = None
 
     # "completion": the prompt text as is (SGLang's native /generate); "chat": the turns
     # as messages through the target's chat template (SGLang's /v1/chat/completions).
@@ -95,11 +107,32 @@ class _Requests(_Strict):
 
 
 class GSM8KWorkload(_Requests):
-    """SGLang's run_eval GSM8K protocol (harness/workloads/gsm8k.py)."""
+    """SGLang's run_eval GSM8K protocol, or vLLM's and the DFlash authors' wordings
+    (harness/workloads/gsm8k.py)."""
 
     kind: Literal["gsm8k"] = "gsm8k"
     questions: int = Field(default=200, ge=1, le=1319)
     shots: int = Field(default=5, ge=0, le=8)
+    # "run_eval": "Question: {q}\nAnswer:" after the shots, stopped at "Question" (SGLang's
+    # run_eval, vLLM's tests/evals/gsm8k); "boxed": "{q}\nPlease reason step by step, and
+    # put your final answer within \\boxed{}.", no shots, no stop strings (vLLM's
+    # reference-acceptance test, the DFlash authors' benchmark).
+    wording: Literal["run_eval", "boxed"] = "run_eval"
+    # Where the shots come from: "test" (SGLang's run_eval: the first lines of test, the
+    # questions after them) or "train" (vLLM's gsm8k_eval: the first lines of train, the
+    # questions from test line 0).
+    shots_from: Literal["test", "train"] = "test"
+
+    @model_validator(mode="after")
+    def _wording_and_shots(self) -> GSM8KWorkload:
+        if self.wording == "boxed" and self.shots:
+            raise ValueError("wording = \"boxed\" asks one question with no shots: set shots = 0")
+        start = self.shots if self.shots_from == "test" else 0
+        if start + self.questions > 1319:
+            raise ValueError(f"GSM8K's test split has 1319 questions; {self.shots} shots from "
+                             f"{self.shots_from} and {self.questions} questions need "
+                             f"{start + self.questions}")
+        return self
 
 
 class SpecBenchWorkload(_Requests):
@@ -192,7 +225,7 @@ Workload = _by_kind(GSM8KWorkload, SpecBenchWorkload, HumanEvalWorkload, JsonlWo
 
 # ------------------------------------------------------------------ floors and baselines
 
-Metric = Literal["server_avg", "per_request"]
+Metric = Literal["server_avg", "per_request", "per_request_mean", "spec_accept_length_mean"]
 
 # What each accept-length definition measures (docs/statistics.md; harness.metrics.measure).
 METRIC_DEFINITIONS: dict[str, str] = {
@@ -203,6 +236,14 @@ METRIC_DEFINITIONS: dict[str, str] = {
                    "sum completion_tokens / sum spec_verify_ct, SGLang's per-request "
                    "meta_info.spec_accept_length pooled over the requests that have it "
                    "(a request with 0 verify steps has no spec fields and is left out)",
+    "per_request_mean": "the unweighted mean over requests of each request's own accept "
+                        "length 1 + accepted / drafts (1 for a request with no draft): "
+                        "vLLM's reference-acceptance test (run_acceptance_length_eval, "
+                        "tests/v1/e2e/spec_decode/acceptance_rates/utils.py)",
+    "spec_accept_length_mean": "the unweighted mean over requests with a verify step of "
+                               "each one's completion tokens / verify steps (SGLang's "
+                               "per-request meta_info.spec_accept_length): the DFlash "
+                               "authors' benchmark against SGLang (dflash/benchmark.py)",
 }
 
 
@@ -249,6 +290,9 @@ class Floors(_Strict):
     # the target alone's). A run without [speedup] has neither figure: refused at load.
     speedup_tpot: float | None = Field(default=None, gt=0.0, le=1000.0)
     speedup_throughput: float | None = Field(default=None, gt=0.0, le=1000.0)
+    # The published figure or test threshold (harness/suite/references.toml) the
+    # accept-length floor is taken from by the reproduced protocol's floor rule.
+    reference: str | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _category_names(self) -> Floors:
@@ -275,6 +319,12 @@ class Baseline(_Strict):
     # with its record under results/baselines/.
     external: bool
     metric: Metric | None = None  # default: the floors' metric
+    # The references table's entry this figure is (harness/suite/references.toml): its
+    # pair, protocol and definition must be the entry's, unless `protocol` names another.
+    reference: str | None = Field(default=None, min_length=1)
+    # The protocol this figure was measured in when it is not the entry's: the plots and
+    # the site draw it apart, labelled with it, and nothing gates on it.
+    protocol: str | None = Field(default=None, min_length=1)
 
 
 # ------------------------------------------------------------------ [[workloads]] entries

@@ -25,6 +25,7 @@ from harness.suite.entries import (
 )
 from harness.suite.gate import Gate
 from harness.suite.local_models import context_limit, max_tokens_problem
+from harness.suite.protocol_checks import EntryParts, check_entry
 from harness.suite.serving import (
     DRAFTLESS,
     DraftRef,
@@ -158,6 +159,17 @@ class Suite(Strict):
         spec = self.speculative
         return step_bound(spec.algorithm, spec.draft_tokens, spec.num_steps, spec.eagle_topk,
                           self.engine.kind)
+
+    @model_validator(mode="after")
+    def _protocols_and_references(self) -> Suite:
+        """Each entry as the protocol it reproduces fixes it; each cited reference of its
+        pair, protocol and definition (harness.suite.protocol_checks)."""
+        entries = [EntryParts(self.workload, self.floors, self.baselines, "", "workload."),
+                   *(EntryParts(e, e.floors, e.baselines, f"workloads.{e.name}.",
+                                f"workloads.{e.name}.") for e in self.workloads)]
+        for parts in entries:
+            check_entry(parts, self.target, self.draft)
+        return self
 
     @model_validator(mode="after")
     def _figures_possible(self) -> Suite:

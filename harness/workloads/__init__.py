@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from harness.workloads import data as sources
 from harness.workloads import gsm8k, humaneval, jsonl, spec_bench
 from harness.workloads.gsm8k import grade as by_last_number
 from harness.workloads.items import Prompt, warmup_prompts
@@ -45,8 +46,11 @@ def prepare(workload: Workload) -> WorkloadPlan:
     kind = workload.kind
     if kind == "gsm8k":
         data = gsm8k.load_gsm8k(workload.data)
-        return WorkloadPlan(gsm8k.build_prompts(data, workload), data.source, data.sha256,
-                            data.file_sha256, gsm8k.STOP_STRINGS, True)
+        train = gsm8k.load_train() if workload.shots_from == "train" and workload.shots else None
+        sha256 = data.sha256 if train is None else sources.canonical_sha256(
+            [{"test": data.sha256, "train": train.sha256}])
+        return WorkloadPlan(gsm8k.build_prompts(data, workload, train), data.source, sha256,
+                            data.file_sha256, gsm8k.stop_strings(workload), True)
     if kind == "spec_bench":
         dataset = spec_bench.load(workload)
         return WorkloadPlan(spec_bench.build_prompts(dataset, workload), dataset.source,

@@ -78,15 +78,18 @@ def test_show_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", "qwen3_8b_dflash", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["suite"]["name"] == "qwen3_8b_dflash"
-    # SGLang's gate: accept length > 2.8 (strict), score >= 0.75 (not strict)
-    assert data["suite"]["floors"] == {"accept_length": 2.8, "accuracy": 0.75, "strict": True,
+    # 95% of Qwen3-8B's own figure (z-lab/dflash #7), its reference cited
+    assert data["suite"]["floors"] == {"accept_length": 6.08, "accuracy": None, "strict": False,
                                        "accuracy_strict": False, "positions_strict": False,
                                        "alpha": 0.05, "beta": 0.2,
-                                       "metric": "server_avg", "categories": {},
+                                       "metric": "spec_accept_length_mean", "categories": {},
                                        "positions": [], "speedup_tpot": None,
-                                       "speedup_throughput": None}
+                                       "speedup_throughput": None,
+                                       "reference": "zlab-dflash-7.qwen3-8b.gsm8k-en"}
+    assert data["suite"]["workload"]["reproduces"] == {"protocol": "dflash.benchmark.sglang",
+                                                       "dataset": "gsm8k"}
     # the sampled entry, with SGLang's T = 0.6 floors (test_dflash.py)
-    [entry] = data["suite"]["workloads"]
+    _, entry = data["suite"]["workloads"]
     assert (entry["name"], entry["temperature"], entry["top_p"]) == ("t06", 0.6, 0.95)
     assert entry["floors"]["accept_length"] == 2.0 and entry["floors"]["accuracy"] == 0.6
     assert len(data["sha256"]) == 64

@@ -82,9 +82,11 @@ def test_strictness_is_per_floor_as_sglangs_gate_states_it() -> None:
 
 
 @pytest.mark.parametrize(("suite", "entry", "accept_strict", "accuracy_strict"), [
-    ("qwen3_8b_dflash", None, True, False),    # test_dflash.py: > 2.8, score >= 0.75
+    ("qwen3_8b_dflash", None, False, False),   # >= 95% of z-lab/dflash #7 (no accuracy)
+    ("qwen3_8b_dflash", "run_eval", False, False),  # uncalibrated sanity floors
     ("qwen3_8b_dflash", "t06", True, True),    # TestDFlashServerGraphPoolBorrow: > 2.0, > 0.60
     ("muse_glimmer_dflash_gsm8k", None, True, False),  # > 2.5, score >= 0.85
+    ("muse_glimmer_dflash_gsm8k", "sgl_eval", True, False),  # the test's own protocol
     ("gemma4_dflash_31b", None, False, False),  # >= 5.4, >= 0.75
 ])
 def test_shipped_suites_state_each_floors_strictness(

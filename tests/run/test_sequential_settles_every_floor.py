@@ -73,11 +73,21 @@ def _sequential_verdict(suite, rows: list[RequestRow]) -> tuple[str, int]:
                  sequential=rule.decisions.get("accept length")).status, look
 
 
+def _gate_suite():
+    """qwen3_8b_dflash under SGLang's DFlash gate's floors: accept length > 2.8, score
+    >= 0.75 (the shape of test_dflash.py's; the shipped suite's own floors are Qwen3-8B's)."""
+    from harness.suite.model import Floors
+
+    suite = load_suite("qwen3_8b_dflash").suite
+    return suite.model_copy(update={"floors": Floors(accept_length=2.8, accuracy=0.75,
+                                                     strict=True)})
+
+
 def test_accuracy_must_settle_before_the_rule_stops() -> None:
-    """qwen3_8b_dflash: accept length far above 2.8, true accuracy 0.80 against 0.75. The
+    """SGLang's gate: accept length far above 2.8, true accuracy 0.80 against 0.75. The
     landed rule settled "pass" at 50 on accept length alone and judged accuracy on those
     50: P(fail) 0.18 against the fixed protocol's 0.043."""
-    suite = load_suite("qwen3_8b_dflash").suite
+    suite = _gate_suite()
     rows = _rows(200, 0.80, seed=0)
     rule = stop_rule(suite, 200)
     assert rule.decide_rows(rows[:50]) is None  # accept length settled, accuracy not
@@ -90,7 +100,7 @@ def test_accuracy_must_settle_before_the_rule_stops() -> None:
 
 
 def test_a_settled_fail_of_any_floor_stops_and_stands() -> None:
-    suite = load_suite("qwen3_8b_dflash").suite
+    suite = _gate_suite()
     rows = _rows(200, 0.40, seed=1)  # accuracy far below 0.75
     rule = stop_rule(suite, 200)
     assert rule.decide_rows(rows[:50]) == "fail"
@@ -126,7 +136,7 @@ def test_power_states_the_error_rates_per_floor(capsys: pytest.CaptureFixture[st
 
     from harness.cli import main
 
-    assert main(["power", "qwen3_8b_dflash", "--json"]) == 0
+    assert main(["power", "gemma4_dflash_31b", "--json"]) == 0  # >= 5.4 and >= 0.75
     floors = json.loads(capsys.readouterr().out)["sequential_floors"]
     assert [row["floor"] for row in floors["floors"]] == ["accept length", "accuracy"]
     assert floors["floors"][1] == {"floor": "accuracy", "p_early_fail_if_met": 0.05,
