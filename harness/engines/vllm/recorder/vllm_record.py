@@ -147,10 +147,7 @@ def _observe_captures(decoder: Any) -> None:
                 boundaries[index + 1] = _stream(*output)
         return hook
 
-    def start(*_: Any) -> None:
-        boundaries.clear()
-
-    def finish(_module: Any, _args: Any, output: Any) -> None:
+    def finish(output: Any) -> None:
         if torch.compiler.is_compiling() or not (
                 isinstance(output, tuple) and len(output) == 2
                 and isinstance(output[1], list | tuple) and output[1]):
@@ -173,8 +170,18 @@ def _observe_captures(decoder: Any) -> None:
         if hasattr(layer, "register_forward_pre_hook"):
             layer.register_forward_pre_hook(entering(index))
             layer.register_forward_hook(leaving(index))
-    decoder.register_forward_pre_hook(start)
-    decoder.register_forward_hook(finish)
+    # the instance's forward, not module hooks: vLLM's `support_torch_compile` __call__
+    # calls `self.forward` directly when not compiling (--enforce-eager), past the hooks
+    original = decoder.forward
+
+    @functools.wraps(original)
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        boundaries.clear()
+        output = original(*args, **kwargs)
+        finish(output)
+        return output
+
+    decoder.forward = forward
 
 
 def _record_delivered(draft: Any) -> None:
