@@ -36,6 +36,7 @@ import copy
 import inspect
 import logging
 import sys
+import traceback
 import types
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -72,8 +73,23 @@ class Limit(Exception):
     """Something the audit cannot reproduce for one clause (a stand-in the code outgrew)."""
 
 
+def error_message(error: BaseException) -> str:
+    """The error's own message; for a bare `assert` (no message), the place it failed and
+    the condition it checks, read from the engine's source where its text was loaded."""
+    message = str(error)
+    if message or not isinstance(error, AssertionError) or error.__traceback__ is None:
+        return message
+    frame = traceback.extract_tb(error.__traceback__)[-1]
+    name = frame.filename
+    if name.startswith("<sglang ") and name.endswith(">"):  # worker._module's file names
+        name = name[len("<sglang "):-1].replace(".", "/") + ".py"
+    condition = (frame.line or "").strip()
+    return (f"{condition} failed" if condition.startswith("assert") else "an assert failed") \
+        + f" ({name}:{frame.lineno})"
+
+
 def _error(error: BaseException) -> dict[str, str]:
-    return {"type": type(error).__name__, "message": str(error)}
+    return {"type": type(error).__name__, "message": error_message(error)}
 
 
 def _answer(value: Any = None, source: str | None = None, error: BaseException | None = None,
@@ -99,18 +115,43 @@ def _without(config: Any, key: str, where: str) -> Any:
     return other if removed else None
 
 
-def source_of(read: Callable[[Any], Any], config: Any, key: str) -> str | None:
-    """Where the version read `key`: the first removal that changes its answer."""
-    value = read(config)
-    for where in ("dflash_config", "top level"):
-        other = _without(config, key, where)
-        if other is None:
+def _changed(config: Any, key: str, where: str) -> Any:
+    """A copy of the config object with a declared string or integer `key` given another
+    value of its type; None where it is not declared there (or is of another type)."""
+    other = copy.deepcopy(config)
+    holders = [getattr(other, "dflash_config", None)] if where == "dflash_config" else [
+        getattr(other, "__dict__", None),
+        getattr(getattr(other, "text_config", None), "__dict__", None)]
+    changed = False
+    for holder in holders:
+        if not isinstance(holder, dict) or key not in holder:
             continue
-        try:
-            if read(other) != value:
-                return where
-        except Exception:
-            return where  # removing it makes the version refuse: it was read from here
+        value = holder[key]
+        if isinstance(value, str):
+            holder[key] = value + "\u2060probe"
+        elif isinstance(value, int) and not isinstance(value, bool):
+            holder[key] = value + 1
+        else:
+            continue
+        changed = True
+    return other if changed else None
+
+
+def source_of(read: Callable[[Any], Any], config: Any, key: str) -> str | None:
+    """Where the version read `key`: the first removal that changes its answer, else (a
+    declared value equal to the engine's default) the first place where another value
+    would change it."""
+    value = read(config)
+    for edit in (_without, _changed):
+        for where in ("dflash_config", "top level"):
+            other = edit(config, key, where)
+            if other is None:
+                continue
+            try:
+                if read(other) != value:
+                    return where
+            except Exception:
+                return where  # editing it makes the version refuse: it was read from here
     return None
 
 

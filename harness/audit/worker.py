@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import importlib.machinery
 import json
+import linecache
 import logging
 import os
 import sys
@@ -53,7 +54,8 @@ PATCHES_MODULE = "sglang.srt.utils.hf_transformers_patches"
 
 
 def _error(stage: str, error: BaseException, **extra: Any) -> dict[str, object]:
-    return {"stage": stage, "type": type(error).__name__, "message": str(error), **extra}
+    return {"stage": stage, "type": type(error).__name__,
+            "message": clauses.error_message(error), **extra}
 
 
 def _module(name: str, text: str | None = None, package: bool = False) -> types.ModuleType:
@@ -63,6 +65,9 @@ def _module(name: str, text: str | None = None, package: bool = False) -> types.
     sys.modules[name] = module
     if text is not None:
         module.__file__ = f"<sglang {name}>"
+        # its text where tracebacks look for it: a bare assert's condition is shown
+        linecache.cache[module.__file__] = (len(text), None, text.splitlines(True),
+                                            module.__file__)
         exec(compile(text, module.__file__, "exec"), module.__dict__)
     return module
 

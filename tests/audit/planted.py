@@ -1,12 +1,16 @@
 """Planted defects, one per clause of the draft's contract, on the real SGLang CPU suite.
 
 Each is a patch in SGLang's repository layout or a config edit (of the draft's config.json,
-or of the suite), applied to `tiny_dflash_sglang_cpu` on SGLang 0.5.23. Each must be caught
-by the preflight audit (`harness run` exits 1 before any launch, naming the clause) and,
-measured anyway (`--no-enforce-contract`), again at run time from what reached the model;
-docs/audit.md ("Planted defects") has the accept length each costs.
+or of the suite), applied to `tiny_dflash_sglang_cpu` on SGLang 0.5.23, at one level: the
+configuration (the checkpoint, the launch line, what configures the target's capture), the
+resolver (the code the audit runs), the target's forward (where a capture is taken) or the
+kernel call. A defect in the configuration or the resolver must be caught by the preflight
+audit (`harness run` exits 1 before any launch, naming the clause) and, measured anyway
+(`--no-enforce-contract`), again at run time from what reached the model; one at forward
+time or in the kernel call is invisible to the audit and must be caught at run time (exit
+3, naming the clause). docs/audit.md ("Planted defects") has the accept length each costs.
 
-    python -m tests.audit.planted CLAUSE OUT   # prints the `harness run` arguments
+    python -m tests.audit.planted DEFECT OUT   # prints the `harness run` arguments
 
 An edited draft is a folder in OUT holding the edited config.json beside links to the
 shipped draft's other files (its weights and tokenizer), so only the config differs.
@@ -20,17 +24,22 @@ import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "suites" / "tiny_dflash_sglang_cpu.toml"
 DRAFT = ROOT / "harness" / "engines" / "reference" / "tiny" / "draft-capturable"
 
 
+Level = Literal["configuration", "resolver", "forward", "kernel"]
+STATIC_LEVELS = ("configuration", "resolver")  # the preflight audit sees these
+
+
 @dataclass(frozen=True)
 class Defect:
     clause: str
     what: str  # one line for the docs' table
+    level: Level = "configuration"
     patch: Path | None = None  # SGLang repository layout, applied with --patch
     draft_edit: dict[str, Any] = field(default_factory=dict)  # dotted key -> value (None: drop)
     suite_edit: dict[str, Any] = field(default_factory=dict)  # dotted key -> value
@@ -38,10 +47,20 @@ class Defect:
 
 DEFECTS = {
     "attention": Defect("attention", "PR #34524 reverted: sliding layers bidirectional",
+                        level="resolver",
                         patch=ROOT / "tests" / "sglang_dflash_cpu" / "revert_pr_34524.diff"),
+    "attention_kernel": Defect("attention", "the intel_amx backend ignores ENCODER_ONLY: "
+                                            "the full layer's kernel call is causal",
+                               level="kernel", patch=ROOT / "tests" / "sglang_dflash_cpu"
+                               / "backend_ignores_encoder_only.diff"),
     "taps": Defect("taps", "Qwen3's set_dflash_layers_to_capture without its + 1: the "
                            "target captures each tap one layer early",
                    patch=Path(__file__).with_name("changes") / "qwen3_taps_one_early.diff"),
+    "taps_forward": Defect("taps", "Qwen3Model.forward hands each capture to the layer "
+                                   "before (`i + 1 in layers_to_capture`), the configured "
+                                   "list untouched",
+                           level="forward", patch=Path(__file__).with_name("changes")
+                           / "qwen3_capture_one_early_at_forward.diff"),
     "mask_token_id": Defect("mask_token_id", "the draft's mask_token_id 2 -> 1 (the pad "
                                              "token: NeMo-Automodel #2461)",
                             draft_edit={"dflash_config.mask_token_id": 1}),

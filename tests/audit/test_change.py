@@ -18,6 +18,7 @@ CORPUS = Path(__file__).with_name("corpus")
 REVERT = REPO_ROOT / "tests" / "sglang_dflash_cpu" / "revert_pr_34524.diff"
 REQUIRE = Path(__file__).with_name("changes") / "require_target_layer_ids.diff"
 TAPS = Path(__file__).with_name("changes") / "qwen3_taps_one_early.diff"
+FORWARD = Path(__file__).with_name("changes") / "qwen3_capture_one_early_at_forward.diff"
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +76,14 @@ def test_dropping_the_capture_plus_one_moves_every_qwen3_target_one_layer_early(
     assert set(found) == qwen3
     assert found["tiny-draft-capturable"] == {
         "taps": ("[1,2,3] (dflash_config)", "[0,1,2] (dflash_config)")}
+
+
+def test_a_capture_moved_at_forward_time_is_invisible_to_the_static_audit(
+        release, drafts) -> None:
+    """The audit's blind spot, stated: the same taps one layer early, moved in Qwen3Model's
+    forward loop instead of its configuration, changes no resolved clause (the run-time
+    record catches it: tests/sglang_dflash_cpu, docs/audit.md "Planted defects")."""
+    assert changed(drafts, release, patched_source(release, FORWARD)) == {}
 
 
 def test_a_patch_that_does_not_apply_is_bad_input_naming_it(release, tmp_path: Path) -> None:

@@ -7,20 +7,75 @@ from __future__ import annotations
 import json
 import sys
 import types
+import zipfile
 from pathlib import Path
 
 import pytest
+import torch
 
 from harness.errors import EngineError
 from harness.results.record import ClauseRow
 from harness.run import runtime_contract
+from tests.audit.conftest import wheel_for
 
 STAND_INS = Path(__file__).resolve().parents[1] / "cpu_stand_ins"
+AUX = "sglang.srt.layers.aux_hidden_states"
+
+
+class _Layer(torch.nn.Module):
+    """A decoder layer shaped like SGLang 0.5.21+'s: it takes the capture at its input
+    boundary (`attn_boundary.prepare(..., capture=capture_output)`), then adds one, so the
+    value of hidden_states[c] is c (the embedding is 0)."""
+
+    def forward(self, positions, hidden_states, forward_batch, capture_output=None):
+        if capture_output is not None:
+            capture_output(hidden_states)
+        return hidden_states + 1
+
+
+class _Inner(torch.nn.Module):
+    """Qwen3Model.forward's loop (0.5.23), with `early` planting the capture one layer early
+    at forward time (`if i + 1 in self.layers_to_capture`)."""
+
+    def __init__(self, aux: types.ModuleType, early: bool = False) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList(_Layer() for _ in range(4))
+        self.layers_to_capture: list[int] = []
+        self.aux, self.early = aux, early
+
+    def forward(self, input_ids):
+        hidden_states = torch.zeros(len(input_ids), 2)
+        captured = self.aux.AuxHiddenStateList()
+        for i in range(len(self.layers)):
+            hidden_states = self.layers[i](
+                None, hidden_states, None,
+                capture_output=captured.capture
+                if (i + 1 if self.early else i) in self.layers_to_capture else None)
+        return hidden_states, captured
+
+
+@pytest.fixture(scope="module")
+def aux_hidden_states() -> types.ModuleType:
+    """SGLang 0.5.23's own capture list, from its wheel (it needs only torch), installed
+    where the stand-in imports it."""
+    with zipfile.ZipFile(wheel_for("0.5.23")) as wheel:
+        source = wheel.read("sglang/srt/layers/aux_hidden_states.py").decode()
+    module = types.ModuleType(AUX)
+    exec(compile(source, f"sglang-0.5.23/{AUX}", "exec"), module.__dict__)
+    return module
 
 
 @pytest.fixture
-def recorder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def recorder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, aux_hidden_states):
     monkeypatch.syspath_prepend(str(STAND_INS))
+    for name in ("sglang", "sglang.srt", "sglang.srt.layers"):
+        if name not in sys.modules:
+            monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, AUX, aux_hidden_states)
+    monkeypatch.setattr(sys.modules["sglang.srt.layers"], "aux_hidden_states",
+                        aux_hidden_states, raising=False)
+    for cls in (aux_hidden_states.AuxHiddenStateList, aux_hidden_states.AuxHiddenStatePacker):
+        monkeypatch.setattr(cls, "capture", cls.capture)  # the stand-in wraps it: undone
     import contract_record
 
     record = tmp_path / runtime_contract.RECORD_FILE
@@ -30,10 +85,12 @@ def recorder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     sys.modules.pop("contract_record", None)
 
 
-def _sglang_shaped(captures: list[int], block: int = 8, mask_id: int = 2):
-    """A worker module, draft module and capture module shaped like SGLang 0.5.23's."""
-    embed = object()
-    inner = types.SimpleNamespace(layers_to_capture=[])
+def _sglang_shaped(captures: list[int], block: int = 8, mask_id: int = 2,
+                   early: bool = False):
+    """A worker module, draft module and capture module shaped like SGLang 0.5.23's, the
+    target a torch module whose forward loop captures like Qwen3Model's."""
+    embed = torch.nn.Embedding(16, 2)
+    inner = _Inner(sys.modules[AUX], early)
     target = types.SimpleNamespace(model=inner, lm_head=object(),
                                    get_input_embeddings=lambda: embed)
 
@@ -66,7 +123,9 @@ def _sglang_shaped(captures: list[int], block: int = 8, mask_id: int = 2):
     return worker, draft, capture, target, target_worker, captures
 
 
-def _run(contract_record, modules) -> None:
+def _run(contract_record, modules) -> list[list[float]]:
+    """The worker built, then one target forward and one draft block, as SGLang runs them;
+    the values of the captured tensors (c for hidden_states[c])."""
     worker, draft, capture, target, target_worker, captures = modules
     contract_record.install_worker(worker)
     contract_record.install_draft(draft)
@@ -74,8 +133,13 @@ def _run(contract_record, modules) -> None:
     capture.configure_aux_hidden_state_capture(
         model=target, dflash_use_aux_hidden_state=True, dflash_target_layer_ids=captures)
     built = worker.DFlashWorkerV2(target_worker)
-    worker._resolve_dflash_embedding_module(built.draft_model, target)
+    _, captured = target.model(torch.tensor([5, 6, 7]))  # the target's forward
+    embed = worker._resolve_dflash_embedding_module(built.draft_model, target)
+    block = torch.full((2, built.block_size), built._mask_token_id)  # prepare_block
+    block[:, 0] = torch.tensor([5, 6])  # the anchors (bonus tokens)
+    embed(block)
     built.draft_model.project_target_hidden(types.SimpleNamespace(shape=(7, 384)))
+    return [float(tensor[0, 0]) for tensor in captured]
 
 
 AUDIT = {"taps": ClauseRow(value=[1, 2, 3], source="dflash_config"),
@@ -88,30 +152,60 @@ AUDIT = {"taps": ClauseRow(value=[1, 2, 3], source="dflash_config"),
 
 def test_what_reached_the_draft_equals_the_audit(recorder) -> None:
     contract_record, record = recorder
-    _run(contract_record, _sglang_shaped([0, 1, 2]))
+    captured = _run(contract_record, _sglang_shaped([0, 1, 2]))
     rows, differences = runtime_contract.check(record, AUDIT)
     assert differences == []
-    assert rows["taps"].value == [1, 2, 3] and rows["taps"].source == "target layers_to_capture"
+    # observed when each capture was taken, and equal to what the captured tensors are
+    assert rows["taps"].value == [1, 2, 3] == captured
+    assert rows["taps"].source.startswith("target forward: captures taken after")
     assert rows["fc_input_width"].note is not None  # recorded twice: fc, and as received
+    assert rows["block_size"].note is not None  # the worker's, and the block embedded
+    assert "embed_module(block_ids)" in rows["mask_token_id"].note
 
 
-def test_taps_one_layer_early_fail_naming_the_clause(recorder) -> None:
+def test_taps_one_layer_early_in_the_configuration_fail_naming_the_clause(recorder) -> None:
     contract_record, record = recorder
     modules = _sglang_shaped([0, 1, 2])
     modules[2].configure_aux_hidden_state_capture = (  # the +1 dropped
         lambda *, model, dflash_target_layer_ids, **_:
         setattr(model.model, "layers_to_capture", list(dflash_target_layer_ids)))
-    _run(contract_record, modules)
+    assert _run(contract_record, modules) == [0, 1, 2]
     _, differences = runtime_contract.check(record, AUDIT)
-    assert differences == ["taps: reached the model as [0,1,2] (target layers_to_capture); "
+    assert differences == ["taps: reached the model as [0,1,2] (target forward: captures "
+                           "taken after that many target layers ran (hidden_states[c])); "
                            "the audit says [1,2,3] (dflash_config)"]
+
+
+def test_taps_one_layer_early_at_forward_time_fail_naming_the_clause(recorder) -> None:
+    """The capture moved in the forward loop, the configured list untouched ([1, 2, 3]):
+    only what the forward did shows it."""
+    contract_record, record = recorder
+    modules = _sglang_shaped([0, 1, 2], early=True)
+    assert _run(contract_record, modules) == [0, 1, 2]
+    assert modules[3].model.layers_to_capture == [1, 2, 3]  # the configuration is right
+    _, differences = runtime_contract.check(record, AUDIT)
+    assert [d.split(":")[0] for d in differences] == ["taps"]
+    assert "reached the model as [0,1,2]" in differences[0]
+
+
+def test_a_release_whose_capture_cannot_be_observed_records_its_configured_list(
+        recorder, monkeypatch) -> None:
+    """0.5.20 and older append to a plain list in the loop: nothing to observe, so the
+    configured list is recorded, saying so."""
+    contract_record, record = recorder
+    monkeypatch.setattr(contract_record, "_observe_captures", lambda holder: False)
+    _run(contract_record, _sglang_shaped([0, 1, 2]))
+    rows, differences = runtime_contract.check(record, AUDIT)
+    assert differences == [] and "configured" in rows["taps"].source
 
 
 def test_block_size_and_mask_id_differences_are_named(recorder) -> None:
     contract_record, record = recorder
     _run(contract_record, _sglang_shaped([0, 1, 2], block=16, mask_id=1))
     _, differences = runtime_contract.check(record, AUDIT)
-    assert [d.split(":")[0] for d in differences] == ["block_size", "mask_token_id"]
+    # each twice: as the worker holds it, and as the draft's block was given it
+    assert [d.split(":")[0] for d in differences] == ["block_size"] * 2 + ["mask_token_id"] * 2
+    assert any("embed_module(block_ids)" in d for d in differences)
 
 
 def test_a_clause_recorded_nowhere_and_an_empty_record_are_differences(tmp_path: Path) -> None:

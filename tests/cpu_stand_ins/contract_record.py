@@ -7,10 +7,19 @@ are read after its own code has run, and one JSON line per clause is appended:
 - after `DFlashWorkerV2.__init__`: the block size the worker runs with (`block_size`), the
   mask token and its id (`_mask_token`, `_mask_token_id`), the draft's decoder layers and
   the width its `fc` projects from, and whose `lm_head` the draft uses;
-- after the model runner's `configure_aux_hidden_state_capture`: the target layers the
-  target's forward loop captures (its model's `layers_to_capture`: hidden_states[c] for
-  each capture index c, the harness's stated convention);
-- from `_resolve_dflash_embedding_module` (0.5.19+): whose embeddings it returned;
+- at the target's forward, when each capture is taken: the taps, observed rather than
+  read from the configured `layers_to_capture`. Hooks on the target's decoder layers count
+  the layers that have run in the pass; a capture (SGLang's `AuxHiddenStateList.capture`,
+  or its packer's, 0.5.21+) taken after c layers ran is hidden_states[c] (the output of
+  layer c - 1, the harness's stated convention), wherever the release takes it: at the
+  next layer's input boundary, in the loop, or after the last layer. A forward loop that
+  captures at the wrong layer is seen here while its configured list still looks right.
+  Releases whose loop appends to a plain list (0.5.20 and older) cannot be observed so;
+  for them the configured list is recorded, saying so in its `where`;
+- from `_resolve_dflash_embedding_module` (0.5.19+): whose embeddings it returned, and,
+  once the draft's block is embedded through it (`embed_module(block_ids)`, a
+  [requests, block] tensor of ids), the block size and mask id that block was given: its
+  width, and the id filling every position after the anchor;
 - from the draft's `project_target_hidden`, once: the width of the target hidden states
   that reached it (`fc_input_width` as delivered).
 
@@ -40,14 +49,84 @@ def _write(clause: str, value: Any, where: str) -> None:
         out.write(json.dumps(line, sort_keys=True) + "\n")
 
 
-def _captured(model: Any) -> list[int] | None:
-    """The capture list the target's forward loop reads (on the model or its inner one)."""
+def _capture_holder(model: Any) -> Any:
+    """The module whose forward loop captures (the model or its inner one): the one holding
+    both `layers_to_capture` and its decoder `layers`."""
     for holder in (getattr(model, "model", None), getattr(model, "language_model", None),
-                   model):
-        value = getattr(holder, "layers_to_capture", None) if holder is not None else None
-        if value:
-            return sorted({int(v) for v in value})
+                   getattr(getattr(model, "language_model", None), "model", None), model):
+        if holder is not None and getattr(holder, "layers_to_capture", None):
+            return holder
     return None
+
+
+class _Pass:
+    """The target's forward pass in progress: how many decoder layers have run, and the
+    layer counts at which captures were taken."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.ran = 0
+        self.taken: set[int] = set()
+        self.written: set[tuple[int, ...]] = set()
+
+    def start(self, *_: Any) -> None:
+        self.active, self.ran, self.taken = True, 0, set()
+
+    def entering(self, index: int) -> Any:
+        def hook(*_: Any) -> None:
+            self.ran = index  # a capture at this layer's input is hidden_states[index]
+        return hook
+
+    def leaving(self, index: int) -> Any:
+        def hook(*_: Any) -> None:
+            self.ran = index + 1
+        return hook
+
+    def capture(self) -> None:
+        if self.active:
+            self.taken.add(self.ran)
+
+    def finish(self, *_: Any) -> None:
+        self.active = False
+        taps = tuple(sorted(self.taken))
+        if taps and taps not in self.written:
+            self.written.add(taps)
+            _write("taps", list(taps), "target forward: captures taken after that many "
+                   "target layers ran (hidden_states[c])")
+
+
+_PASS = _Pass()
+
+
+def _observe_captures(holder: Any) -> bool:
+    """Hook the holder's decoder layers and SGLang's capture methods; False when this
+    release has no capture method to observe (its loop appends to a plain list)."""
+    try:
+        from sglang.srt.layers import aux_hidden_states as aux
+    except ImportError:
+        return False
+    layers = getattr(holder, "layers", None)
+    if layers is None or not hasattr(holder, "register_forward_pre_hook"):
+        return False
+    for cls in (getattr(aux, "AuxHiddenStateList", None),
+                getattr(aux, "AuxHiddenStatePacker", None)):
+        original = getattr(cls, "capture", None)
+        if original is None or getattr(original, "_harness_recorded", False):
+            continue
+
+        def capture(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            _PASS.capture()
+            return _original(self, *args, **kwargs)
+
+        capture._harness_recorded = True  # type: ignore[attr-defined]
+        cls.capture = capture  # type: ignore[union-attr]
+    for index, layer in enumerate(layers):
+        if hasattr(layer, "register_forward_pre_hook"):
+            layer.register_forward_pre_hook(_PASS.entering(index))
+            layer.register_forward_hook(_PASS.leaving(index))
+    holder.register_forward_pre_hook(_PASS.start)
+    holder.register_forward_hook(_PASS.finish)
+    return True
 
 
 def _fc_width(draft: Any) -> int | None:
@@ -104,10 +183,36 @@ def install_worker(module: Any) -> None:
             if whose not in seen:
                 seen.add(whose)
                 _write("embeddings", whose, "_resolve_dflash_embedding_module")
+                _observe_block(embedding, whose)
             return embedding
 
         resolved._harness_recorded = True  # type: ignore[attr-defined]
         module._resolve_dflash_embedding_module = resolved
+
+
+def _observe_block(embedding: Any, whose: str) -> None:
+    """Record, once each, the block size and mask id of the draft blocks embedded through
+    this module: a [requests, block] tensor of ids (the target's own lookups are 1-D)."""
+    seen: set[tuple[str, int]] = set()
+
+    def hook(_module: Any, args: tuple[Any, ...], _output: Any) -> None:
+        ids = args[0] if args else None
+        if getattr(ids, "dim", None) is None or ids.dim() != 2 or ids.shape[1] < 2:
+            return
+        where = f"the draft block embedded ({whose} embed_module(block_ids))"
+        for clause, value in (("block_size", int(ids.shape[1])),
+                              *(("mask_token_id", int(v))
+                                for v in ids[:, 1:].unique().tolist())):
+            if (clause, value) not in seen:
+                seen.add((clause, value))
+                _write(clause, value, where)
+
+    for module in (embedding, getattr(embedding, "base_layer", None)):
+        if module is not None and hasattr(module, "register_forward_hook") \
+                and not getattr(module, "_harness_block_observed", False):
+            module._harness_block_observed = True
+            module.register_forward_hook(hook)
+            return
 
 
 def install_draft(module: Any) -> None:
@@ -131,7 +236,8 @@ def install_draft(module: Any) -> None:
 
 
 def install_capture(module: Any) -> None:
-    """Record the capture list the target model was given, once it was configured."""
+    """Once the target model's capture is configured, observe its captures at forward time
+    (or, where the release cannot be observed so, record the configured list)."""
     configure = getattr(module, "configure_aux_hidden_state_capture", None)
     if configure is None or getattr(configure, "_harness_recorded", False):
         return
@@ -140,9 +246,11 @@ def install_capture(module: Any) -> None:
     def configured(*args: Any, **kwargs: Any) -> Any:
         result = configure(*args, **kwargs)
         if kwargs.get("dflash_use_aux_hidden_state"):
-            captured = _captured(kwargs.get("model"))
-            if captured is not None:
-                _write("taps", captured, "target layers_to_capture")
+            holder = _capture_holder(kwargs.get("model"))
+            if holder is not None and not _observe_captures(holder):
+                _write("taps", sorted({int(v) for v in holder.layers_to_capture}),
+                       "target layers_to_capture (configured: this release's capture "
+                       "is not observable)")
         return result
 
     configured._harness_recorded = True  # type: ignore[attr-defined]

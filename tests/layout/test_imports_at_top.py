@@ -74,6 +74,9 @@ ALLOWED: dict[str, dict[str, str]] = {
                          "its top): gemma-4's classes are imported only for the gemma-4 "
                          "pair, so the Muse Glimmer pair trains under a transformers "
                          "without them")},
+    "harness.engines.vllm.recorder.vllm_record": {
+        "torch": "loaded at start-up of every process on the vLLM server's path (its "
+                 "sitecustomize); torch only once the target is loaded, to match captures"},
     "harness.engines.sglang.parser_probe": {
         "sglang": ("runs inside an engine's own environment (launched by path, SGLang's "
                    "interpreter): standard library at its top; SGLang imported in `main`, so "

@@ -24,6 +24,8 @@ REPO = builds.REPO_ROOT
 HERE = Path(__file__).resolve().parent
 REVERT = HERE / "revert_pr_34524.diff"  # PR #34524's sliding-layer default reverted
 FORCED = HERE / "backend_ignores_encoder_only.diff"  # a fault only the runtime check sees
+# the taps one layer early at forward time, the configured list untouched (runtime only)
+CAPTURE_SHIFT = REPO / "tests" / "audit" / "changes" / "qwen3_capture_one_early_at_forward.diff"
 TEST_PATCH = REPO / "tests" / "cpu_patches" / "sglang-0.5.23-dflash-cpu.diff"
 STAND_IN = REPO / "tests" / "cpu_stand_ins"
 
@@ -76,12 +78,27 @@ def reverted_paired(fixed: Run, results: Path) -> Run:
                        "--against", SPEC, "--label", "reverted")
 
 
+def short_suite(folder: Path, name: str) -> Path:
+    """A copy of the suite on 8 questions, under its own series name."""
+    text = (REPO / "suites" / f"{SUITE}.toml").read_text()
+    short = folder / f"{name}.toml"
+    short.write_text(text.replace("questions = 100", "questions = 8").replace(
+        f'name = "{SUITE}"', f'name = "{name}"'))
+    return short
+
+
 @pytest.fixture(scope="session")
 def forced(sglang_cpu: builds.PreparedBuild, tmp_path_factory: pytest.TempPathFactory) -> Run:
     """A backend fault the audit cannot see, on a short copy of the suite (8 questions)."""
     folder = tmp_path_factory.mktemp("forced")
-    text = (REPO / "suites" / f"{SUITE}.toml").read_text()
-    short = folder / "tiny_dflash_sglang_cpu_forced.toml"
-    short.write_text(text.replace("questions = 100", "questions = 8").replace(
-        f'name = "{SUITE}"', 'name = "tiny_dflash_sglang_cpu_forced"'))
+    short = short_suite(folder, "tiny_dflash_sglang_cpu_forced")
     return harness_run(short, folder / "results", "--patch", str(FORCED), "--no-plot")
+
+
+@pytest.fixture(scope="session")
+def capture_shift(sglang_cpu: builds.PreparedBuild,
+                  tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The taps moved one layer early in the target's forward loop (8 questions)."""
+    folder = tmp_path_factory.mktemp("capture-shift")
+    short = short_suite(folder, "tiny_dflash_sglang_cpu_capture_shift")
+    return harness_run(short, folder / "results", "--patch", str(CAPTURE_SHIFT), "--no-plot")

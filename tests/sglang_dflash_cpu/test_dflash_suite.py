@@ -4,7 +4,8 @@ The shipped suite passes, its figure is the server's own and every request's is 
 the runtime table (what the attention kernel received per draft layer) equals the audit's;
 PR #34524's default reverted by a user patch is caught by the preflight audit on the
 patched tree's own code and, measured anyway, by the paired gate against the release; a
-backend fault the audit cannot see is caught by the runtime check.
+backend fault the audit cannot see is caught by the runtime check, and so are the taps
+moved one layer early in the target's forward loop (the capture observed when it is taken).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 from harness import builds
 from harness.analysis.plots import RUN_PNG
 from tests.sglang_dflash_cpu.conftest import (
+    CAPTURE_SHIFT,
     FORCED,
     REPO,
     REVERT,
@@ -155,8 +157,31 @@ def test_runtime_contract_equals_the_audit(fixed: Run) -> None:
     assert {name: audit[name]["value"] for name in CLAUSES} == CLAUSES
     assert {name: runtime[name]["value"] for name in CLAUSES} == CLAUSES
     assert audit["block_size"]["source"] == "--speculative-num-draft-tokens"
-    assert runtime["taps"]["source"] == "target layers_to_capture"
+    # observed when each capture is taken in the target's forward, not the configured list
+    assert runtime["taps"]["source"].startswith("target forward: captures taken after")
     assert "project_target_hidden" in runtime["fc_input_width"]["note"]  # as delivered
+    for clause in ("block_size", "mask_token_id"):  # as the draft's block was given them
+        assert "embed_module(block_ids)" in runtime[clause]["note"]
+
+
+def test_a_capture_moved_at_forward_time_is_caught_at_run_time(capture_shift: Run) -> None:
+    """Qwen3Model's loop hands each capture to the layer before, `layers_to_capture`
+    untouched: the preflight passes (its configured list is right), and the run fails (exit
+    3) naming the taps the forward actually took; nothing else differs."""
+    assert capture_shift.done.returncode == 3, capture_shift.output
+    record = _record(capture_shift, "tiny_dflash_sglang_cpu_capture_shift")
+    assert record["build"]["patch_sha256"] == builds.file_sha256(CAPTURE_SHIFT)
+    assert record["draft_contract"]["taps"]["value"] == [1, 2, 3]  # the audit's
+    assert record["draft_contract_runtime"]["taps"]["value"] == [0, 1, 2]
+    assert record["draft_contract_runtime"]["fc_input_width"]["value"] == 384  # unchanged
+    reasons = record["verdict"]["reasons"]
+    assert record["verdict"]["status"] == "error"
+    assert reasons[0] == "the draft's runtime contract differs from the audit's for this build:"
+    differing = [r.split(":")[0] for r in reasons[1:reasons.index(
+        "draft contract differs from the suite's expected_layers/expected_contract:")]]
+    assert differing == ["taps"], reasons
+    assert any(r.startswith("taps: reached the model as [0,1,2] (target forward") and
+               r.endswith("the audit says [1,2,3] (dflash_config)") for r in reasons), reasons
 
 
 @pytest.mark.parametrize("clause", ["taps", "mask_token_id", "block_size", "fc_input_width"])

@@ -92,6 +92,8 @@ def test_every_clause_that_reached_vllms_draft_equals_the_audit(clean) -> None:
     assert {name: runtime[name]["value"] for name in RESOLVED} == RESOLVED
     assert audit["block_size"]["source"] == "--speculative-config num_speculative_tokens + 1"
     assert runtime["taps"]["source"] == "target aux_hidden_state_layers"
+    # and at forward time, each captured tensor matched to the layer boundary it equals
+    assert "[1, 2, 3, 4] (target forward: the layer boundary" in runtime["taps"]["note"]
     # recorded, though the audit leaves them to the weights at load (not compared)
     assert (runtime["embeddings"]["value"], runtime["lm_head"]["value"]) == ("target",
                                                                              "target")

@@ -11,6 +11,7 @@ import types
 from pathlib import Path
 
 import pytest
+import torch
 
 from harness.engines.vllm.recorder import FOLDER
 from harness.results.record import ClauseRow, LayerRow
@@ -177,3 +178,62 @@ def test_vllms_cpu_dflash_suites_record_with_the_recorder_first_on_the_path(
     assert runtime_attention.recorder_path(suite, {"PYTHONPATH": "/hook"}) == f"{FOLDER}:/hook"
     sglang = load_suite(REPO_ROOT / "suites" / "tiny_dflash_sglang_cpu.toml").suite
     assert runtime_attention.recorder_path(sglang, {}) is None
+
+
+class _VllmLayer(torch.nn.Module):
+    """vLLM's decoder layer shape: (positions, hidden_states, residual) -> both, the
+    stream hidden_states + residual growing by one per layer (hidden_states[c] is c)."""
+
+    def forward(self, positions, hidden_states, residual):
+        stream = hidden_states if residual is None else hidden_states + residual
+        return torch.zeros_like(stream), stream + 1
+
+
+class _VllmDecoder(torch.nn.Module):
+    """vLLM's Qwen3/Llama model loop: `if idx in self.aux_hidden_state_layers:
+    aux_hidden_states.append(hidden_states + residual)` before layer idx; `early` plants
+    the capture one layer early at forward time (idx + 1), the configured list untouched."""
+
+    def __init__(self, early: bool) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList(_VllmLayer() for _ in range(5))
+        self.aux_hidden_state_layers: tuple[int, ...] = ()
+        self.embed_tokens, self.early = object(), early
+
+    def forward(self, tokens):
+        hidden_states, residual = torch.zeros(len(tokens), 2), None
+        aux = []
+        for idx, layer in enumerate(self.layers):
+            if (idx + 1 if self.early else idx) in self.aux_hidden_state_layers:
+                aux.append(hidden_states if residual is None else hidden_states + residual)
+            hidden_states, residual = layer(None, hidden_states, residual)
+        return hidden_states, aux
+
+
+@pytest.mark.parametrize(("early", "taps"), [(False, [2, 3, 4]), (True, [1, 2, 3])])
+def test_the_captured_tensors_are_matched_to_the_layer_they_are(recorder, early,
+                                                                taps) -> None:
+    """Unverified against a real vLLM here (its CPU oracle runs it): each captured tensor
+    is matched, at forward time, to the layer boundary it equals."""
+    vllm_record, clauses, _ = recorder
+    modules = _vllm_shaped((2, 3, 4))
+    decoder = _VllmDecoder(early)
+    runner_class = modules[0].GPUModelRunner
+    original = runner_class.__init__
+
+    def __init__(self) -> None:
+        original(self)
+        self.model = types.SimpleNamespace(model=decoder, lm_head=self.model.lm_head)
+
+    runner_class.__init__ = __init__
+    _run(vllm_record, modules)
+    _, captured = decoder(torch.tensor([1, 2, 3]))
+    assert [float(t[0, 0]) for t in captured] == taps  # what the tensors are
+    rows, differences = runtime_contract.check(clauses, AUDIT)
+    assert rows["taps"].value == [2, 3, 4]  # the configured list, recorded first
+    assert f"{taps} (target forward: the layer boundary" in rows["taps"].note
+    if early:
+        assert [d.split(":")[0] for d in differences] == ["taps"]
+        assert "reached the model as [1,2,3] (target forward" in differences[0]
+    else:
+        assert differences == []

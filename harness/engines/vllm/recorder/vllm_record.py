@@ -7,8 +7,14 @@ its own code ran, and one JSON line per clause is appended to the file
 
 - after `GPUModelRunner._setup_eagle3_aux_hidden_state_outputs` (the CPU runner's
   `load_model` calls it once the target and the DFlash drafter are loaded): the target
-  layers the target's forward loop captures (its decoder's `aux_hidden_state_layers`:
-  hidden_states[c] for each c, the audit's convention), the block the drafter proposes
+  layers configured for capture (its decoder's `aux_hidden_state_layers`: hidden_states[c]
+  for each c, the audit's convention) and, at each eager forward of the target, which
+  layer's output each captured tensor is: hooks keep the residual stream at every layer
+  boundary (hidden_states + residual entering layer c, and leaving the last), and each
+  tensor the decoder returns as an aux hidden state is matched to the boundary it equals
+  (c, or -1 when it equals none), so a loop that captures at the wrong layer is seen even
+  when the configured list is right (not run here: no vLLM environment in this project's
+  CPU checks beyond `nox -s vllm_cpu`); the block the drafter proposes
   (`num_speculative_tokens + 1` query tokens per request), the mask token id the drafter
   feeds its masked slots (`parallel_drafting_token_id`) and the one the draft model
   embeds (`mask_token_id`), the draft's decoder layers, the width its `fc` projects from
@@ -74,10 +80,12 @@ def record_runner(runner: Any) -> None:
     inner = getattr(draft, "model", None)  # DFlashQwen3Model
     target = runner.get_model() if hasattr(runner, "get_model") else runner.model
     if getattr(drafter, "eagle3_use_aux_hidden_state", True):
-        layers = getattr(_decoder(target), "aux_hidden_state_layers", None)
+        decoder = _decoder(target)
+        layers = getattr(decoder, "aux_hidden_state_layers", None)
         if layers is not None:
             _write("taps", sorted({int(c) for c in layers}),
                    "target aux_hidden_state_layers")
+            _observe_captures(decoder)
     _write("block_size", int(drafter.num_speculative_tokens) + 1,
            f"{where}: num_speculative_tokens + 1")
     _write("mask_token_id", int(drafter.parallel_drafting_token_id),
@@ -106,6 +114,74 @@ def record_runner(runner: Any) -> None:
     if head is not None and draft is not None:
         _write("lm_head", "target" if getattr(draft, "lm_head", None) is head else "draft",
                f"{where}._maybe_share_lm_head")
+
+
+def _stream(hidden: Any, residual: Any) -> Any:
+    """The residual stream at a layer boundary, as vLLM's loop captures it."""
+    return hidden if residual is None else hidden + residual
+
+
+def _observe_captures(decoder: Any) -> None:
+    """At each eager forward of the target's decoder, which boundary each captured tensor
+    equals (hidden_states[c]); one line per distinct list."""
+    import torch  # vLLM's server process has it; this module is imported before it is
+
+    layers = getattr(decoder, "layers", None)
+    if layers is None or not hasattr(decoder, "register_forward_hook") \
+            or getattr(decoder, "_harness_captures_observed", False):
+        return
+    decoder._harness_captures_observed = True
+    boundaries: dict[int, Any] = {}
+    written: set[tuple[int, ...]] = set()
+
+    def entering(index: int) -> Any:
+        def hook(_module: Any, args: tuple[Any, ...]) -> None:
+            if not torch.compiler.is_compiling() and len(args) >= 2:
+                boundaries[index] = _stream(args[1], args[2] if len(args) > 2 else None)
+        return hook
+
+    def leaving(index: int) -> Any:
+        def hook(_module: Any, _args: Any, output: Any) -> None:
+            if not torch.compiler.is_compiling() and isinstance(output, tuple) \
+                    and len(output) == 2:
+                boundaries[index + 1] = _stream(*output)
+        return hook
+
+    def finish(output: Any) -> None:
+        if torch.compiler.is_compiling() or not (
+                isinstance(output, tuple) and len(output) == 2
+                and isinstance(output[1], list | tuple) and output[1]):
+            return
+        if len(boundaries) != len(layers) + 1:
+            return  # a loop these hooks do not fit (keyword arguments): nothing claimed
+        taps = []
+        for tensor in output[1]:
+            equal = [c for c, kept in boundaries.items()
+                     if kept.shape == tensor.shape and torch.equal(kept, tensor)]
+            taps.append(equal[0] if len(equal) == 1 else -1)
+        key = tuple(sorted(taps))
+        if key not in written:
+            written.add(key)
+            _write("taps", list(key), "target forward: the layer boundary each captured "
+                   "tensor equals (hidden_states[c], -1 for none)")
+        boundaries.clear()
+
+    for index, layer in enumerate(layers):
+        if hasattr(layer, "register_forward_pre_hook"):
+            layer.register_forward_pre_hook(entering(index))
+            layer.register_forward_hook(leaving(index))
+    # the instance's forward, not module hooks: vLLM's `support_torch_compile` __call__
+    # calls `self.forward` directly when not compiling (--enforce-eager), past the hooks
+    original = decoder.forward
+
+    @functools.wraps(original)
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        boundaries.clear()
+        output = original(*args, **kwargs)
+        finish(output)
+        return output
+
+    decoder.forward = forward
 
 
 def _record_delivered(draft: Any) -> None:
