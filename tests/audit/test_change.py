@@ -28,8 +28,14 @@ def release():
 
 
 @pytest.fixture(scope="module")
-def drafts():
-    return load_corpus(CORPUS)
+def drafts(release):
+    corpus = load_corpus(CORPUS)
+    # Every patched tree this module judges, answered in one batch: one worker process
+    # for them all (same transformers pin, same SGLang patches) instead of one per test;
+    # the tests below read the answers from the session's cache.
+    sglang_columns(corpus, [release, *(patched_source(release, patch)
+                                       for patch in (REVERT, REQUIRE, TAPS))])
+    return corpus
 
 
 def changed(drafts, before, after) -> dict[str, dict[str, tuple[str, str]]]:

@@ -135,10 +135,11 @@ MUSE_GLIMMER = SeedRecipe(
 
 RECIPES: dict[str, SeedRecipe] = {recipe.pair: recipe for recipe in (GEMMA4, MUSE_GLIMMER)}
 
-# Small enough to build twice in a test: every stage runs, a few steps each.
+# Small enough to build twice in a test: every stage runs, two steps each (the second reads
+# the first's optimizer state and schedule); a continuation holds one gemma4 train block.
 REDUCED_OVERRIDES: dict[str, object] = {
-    "corpus_documents": 100, "target_steps": 3, "target_batch": 2, "target_seq_len": 64,
-    "distill_prompts": 6, "distill_new_tokens": 20, "draft_steps": 3, "draft_batch": 3,
+    "corpus_documents": 100, "target_steps": 2, "target_batch": 2, "target_seq_len": 64,
+    "distill_prompts": 4, "distill_new_tokens": 16, "draft_steps": 2, "draft_batch": 2,
     "draft_anchors": 2,
 }
 

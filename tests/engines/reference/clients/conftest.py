@@ -15,19 +15,11 @@ from __future__ import annotations
 import ast
 import os
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from harness.workloads.gsm8k import default_data_paths
-from tests.engines.reference.conftest import (
-    ENGINE_PYTHON,
-    Server,
-    engine_available,
-    start_server,
-    stop_server,
-)
 
 SGLANG_VERSION = "0.5.23"
 CLIENT_FILES = ("run_eval.py", "simple_eval_common.py", "simple_eval_mixed_prefix_gsm8k.py",
@@ -77,20 +69,6 @@ def gsm8k_path() -> Path:
     pytest.skip("no local GSM8K test.jsonl ($HARNESS_DATA_DIR or ../shared/data)")
 
 
-@pytest.fixture(scope="session")
-def checkpoints() -> tuple[Path, Path]:
-    if not engine_available():
-        pytest.skip(f"{ENGINE_PYTHON} lacks the reference extra (torch, transformers, dflash)")
-    from harness.engines.reference.checkpoints import ensure_checkpoints
-
-    override = os.environ.get("HARNESS_REFERENCE_CHECKPOINTS")
-    if override:
-        return Path(override) / "target", Path(override) / "draft"
-    return ensure_checkpoints(ENGINE_PYTHON)
-
-
-@pytest.fixture(scope="module")
-def server(checkpoints: tuple[Path, Path]) -> Iterator[Server]:
-    running = start_server(*checkpoints)
-    yield running
-    stop_server(running)
+# The engine: tests/engines/reference/conftest.py's session `server` (one per xdist worker,
+# shared with the other reference tests); each test here flushes its counters first, so the
+# server's figure covers that test's client traffic only.
