@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from harness.errors import BadInput
+from harness.errors import BadInput, ExitCode
 from harness.suite.references import Protocol, Reference, protocols, references
 
 Row = TypeVar("Row", bound=BaseModel)
@@ -22,10 +22,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([row.model_dump(mode="json", exclude_none=True) for row in chosen],
                          indent=2))
-        return 0
+        return ExitCode.PASS
     for row in chosen:
         print(_protocol_text(row) if isinstance(row, Protocol) else _reference_text(row))
-    return 0
+    return ExitCode.PASS
 
 
 def _chosen(table: Mapping[str, Row], ids: list[str], what: str) -> list[Row]:

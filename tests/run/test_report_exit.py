@@ -60,8 +60,17 @@ def test_trend_rows_as_the_policy_counts_them(verdict: str | None, alarm: bool,
                                               status: str) -> None:
     from harness.commands.trend import _status
 
-    item = SimpleNamespace(verdict=verdict, trend=SimpleNamespace(alarm=alarm))
+    item = SimpleNamespace(verdict=verdict, trend=SimpleNamespace(alarm=alarm), overdue=None)
     assert _status(item) == status  # type: ignore[arg-type]
+
+
+def test_a_series_whose_latest_night_is_overdue_counts_as_an_error() -> None:
+    """--max-age: a latest PASS older than expected is a night that did not come."""
+    from harness.commands.trend import _status
+
+    item = SimpleNamespace(verdict="pass", trend=SimpleNamespace(alarm=False),
+                           overdue="30h old, --max-age 26h")
+    assert _status(item) == "error"  # type: ignore[arg-type]
 
 
 def test_the_reports_return_no_literal_exit_code() -> None:
