@@ -9,7 +9,8 @@ DFLASH: `srt/speculative/dflash_worker_v2.py` calls
 after its verify when the value is above 0; `spec_utils.sample_simulated_acc_len` draws
 each step's committed length, clamped to [1, block size], "match-expected" choosing the
 floor or the ceiling of the value with the weights that keep its mean. EAGLE, EAGLE3 and
-NEXTN read it in `eagle_utils.py`'s verify. "real-draft-token" commits the draft's own
+NEXTN read it in `eagle_utils.py`'s verify, and STANDALONE through its EAGLEWorkerV2 base
+(`standalone_worker_v2.py`). "real-draft-token" commits the draft's own
 tokens and the target's next token (the default "fixed" writes token id 100 instead).
 
 First release: every wheel checked, 0.5.17 to 0.5.23, reads it in dflash_worker_v2.py
@@ -27,7 +28,7 @@ KNOB = ForcedKnob(
     length_name="SGLANG_SIMULATE_ACC_LEN",
     fixed=(("SGLANG_SIMULATE_ACC_METHOD", "match-expected"),
            ("SGLANG_SIMULATE_ACC_TOKEN_MODE", "real-draft-token")),
-    algorithms=frozenset({"DFLASH", "EAGLE", "EAGLE3", "NEXTN"}),
+    algorithms=frozenset({"DFLASH", "EAGLE", "EAGLE3", "NEXTN", "STANDALONE"}),
     first_release="0.5.17",
     source="sglang/srt/speculative/dflash_worker_v2.py (apply_dflash_simulated_acceptance, "
            "dflash_utils.py) and eagle_utils.py, from sglang/srt/environ.py",
