@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     if args.sglang is not None:
         parse_build_spec(args.sglang, None, engine=loaded.suite.engine.kind)
     _, block = check_knob(loaded.suite, args.sglang)
-    ladder = parse_ladder(args.ladder, block)
+    ladder = parse_ladder(args.ladder if args.ladder is not None else f"1,real,{block}", block)
     options = RunOptions(results_dir=args.results, sglang=args.sglang,
                          engine_python=args.engine_python, label=args.label,
                          plot=not args.no_plot, progress=not args.no_progress)

@@ -16,10 +16,11 @@ class ForcedCommand(Command):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("suite", help="suite file or name (see `harness list`)")
-        parser.add_argument("--ladder", required=True, metavar="X,X,...",
+        parser.add_argument("--ladder", metavar="X,X,...",
                             help="forced accept lengths, each in 1..the block size, and "
-                            "`real` for the real run's achieved value, e.g. 1,real,4,8; the "
-                            "real run (knob off) is always measured first")
+                            "`real` for the real run's achieved value, e.g. 1,real,4,8 "
+                            "(default: 1,real,BLOCK); the real run (knob off) is always "
+                            "measured first")
         parser.add_argument("--questions", type=int, metavar="N",
                             help="questions at each point (default: the suite's)")
         add_results_option(parser)
