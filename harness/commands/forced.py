@@ -54,9 +54,11 @@ def report_lines(found: ForcedOutcome) -> list[str]:
         if point.run_dir is not None:
             lines.append(f"    record: {point.run_dir}")
     for found_even in record.break_even:
-        at = "none in range" if found_even.accept_length is None \
-            else f"{found_even.accept_length:.3f}"
-        lines.append(f"break-even ({found_even.figure}): {at} ({found_even.note})")
+        if found_even.accept_length is None:  # its note begins "none in range"
+            lines.append(f"break-even ({found_even.figure}): {found_even.note}")
+        else:
+            lines.append(f"break-even ({found_even.figure}): {found_even.accept_length:.3f} "
+                         f"({found_even.note})")
     lines.append(f"forced: {record.status.upper()}")
     if found.folder is not None:
         lines.append(f"forced record: {Path(found.folder) / FORCED_FILE}")
