@@ -64,14 +64,14 @@ def test_the_decoder_commits_the_forced_count(checkpoints: tuple[Path, Path]) ->
     target, draft = checkpoints
     decoder, _ = load_decoder(Options(target=str(target), draft=str(draft), block_size=BLOCK))
     prompt = "Question: Tom has 3 apples and buys 5 more. How many apples?\nAnswer:"
-    real = decoder.generate(prompt, max_new_tokens=24)
+    real = decoder.generate(prompt, max_new_tokens=16)
     decoder.forced = ForcedAcceptance(1.0)
-    one = decoder.generate(prompt, max_new_tokens=24)
+    one = decoder.generate(prompt, max_new_tokens=16)
     decoder.forced = ForcedAcceptance(float(BLOCK))
-    full = decoder.generate(prompt, max_new_tokens=24)
+    full = decoder.generate(prompt, max_new_tokens=16)
     decoder.forced = ForcedAcceptance(2.5)
-    half = decoder.generate(prompt, max_new_tokens=24)
-    again = decoder.generate(prompt, max_new_tokens=24)
+    half = decoder.generate(prompt, max_new_tokens=16)
+    again = decoder.generate(prompt, max_new_tokens=16)
     decoder.forced = None
 
     assert set(real.accepted_drafts) != {0}  # the real draft is accepted at times
