@@ -66,4 +66,5 @@ COMMANDS: dict[str, str] = {
     "paired": "harness.commands.parsers.paired:PairedCommand",
     "publish": "harness.commands.parsers.publish:PublishCommand",
     "sweep": "harness.commands.parsers.sweep:SweepCommand",
+    "forced": "harness.commands.parsers.forced:ForcedCommand",
 }

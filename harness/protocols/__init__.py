@@ -6,6 +6,8 @@ and ends in the judge's outcome (`harness.run.judge`).
   judged with the paired gate on B's rows;
 - `sweep`: `harness sweep`: the concurrency points as entries of one launch, the gate
   against concurrency 1;
+- `forced`: `harness forced`: speed with the acceptance forced through the engine's own
+  knob at a ladder of accept lengths, a launch per point, the break-even accept length;
 - `calibrate`: `harness calibrate`: N runs of one build on this host, the floor and
   tolerance they suggest;
 - `bisect/`: `harness bisect`: the engine commit that moved accept length, each step a

@@ -11,6 +11,8 @@ built from the same pieces of the `dflash` package (`extract_context_feature`, i
   text excludes it) besides the EOS token;
 - a per-request `torch.Generator`, so sampled decoding is reproducible under concurrency;
 - the draft-noise knob (see `DraftNoise`);
+- forced acceptance (`harness.engines.reference.forced`, SGLang's SGLANG_SIMULATE_ACC_LEN
+  semantics): each verify step commits a forced count of tokens instead of the accepted run;
 - SGLang's block near the end: SGLang always verifies a full block and trims the output
   to `max_new_tokens` afterwards, so the last step's correct drafts are counted over the
   whole block (`dflash_generate` shrinks the last block instead);
@@ -37,6 +39,8 @@ from dflash.model import (
     _sampling_probs,
     extract_context_feature,
 )
+
+from harness.engines.reference.forced import ForcedAcceptance
 
 
 @dataclass(frozen=True)
@@ -114,9 +118,10 @@ def request_key(prompt_ids: list[int], server_seed: int, seed: int | None) -> st
 class SpeculativeDecoder:
     """Target + DFlash draft + tokenizer; `generate` is not thread-safe (one worker calls it)."""
 
-    def __init__(self, target, draft, tokenizer, block_size: int, noise: DraftNoise) -> None:
+    def __init__(self, target, draft, tokenizer, block_size: int, noise: DraftNoise,
+                 forced: ForcedAcceptance | None = None) -> None:
         self.target, self.draft, self.tokenizer = target, draft, tokenizer
-        self.block_size, self.noise = block_size, noise
+        self.block_size, self.noise, self.forced = block_size, noise, forced
         self.vocab_size = int(target.config.vocab_size)
         # where the models' weights lie ("cpu" or "cuda:0"): every tensor of a request too
         self.device = next(target.parameters()).device
@@ -217,6 +222,8 @@ class _Run:
                             past_key_values=cache_target, use_cache=True,
                             output_hidden_states=verify_size > 1)
             accepted, bonus = self.verify(block, output.logits, draft_probs, verify_size)
+            if d.forced is not None and verify_size > 1:
+                accepted, bonus = self.force(d.forced, output.logits, start, verify_size)
             output_ids[:, start : start + accepted + 1] = block[:, : accepted + 1]
             output_ids[:, start + accepted + 1] = bonus
             produced = min(accepted + 1, max_length - start - 1)
@@ -269,6 +276,15 @@ class _Run:
         if verify_size <= 1:
             return 0, self.sample_probs(target_probs[:, -1])[0]
         return self.rejection_sample(block[:, 1:], target_probs, draft_probs)
+
+    def force(self, forced: ForcedAcceptance, logits, start: int, verify_size: int
+              ) -> tuple[int, torch.Tensor]:
+        """The forced step (SGLang's apply_dflash_simulated_acceptance, real-draft-token
+        mode): commit a drawn count c in [1, verify_size], the draft's first c - 1 tokens
+        and the target's token after them, whatever the verify found."""
+        draw = random.Random(f"forced:{self.d.noise.seed}:{self.key}:{start}")
+        accepted = forced.committed(verify_size, draw) - 1
+        return accepted, self.sample(logits[:, accepted])[0]
 
     def rejection_sample(self, drafts, target_probs, draft_probs) -> tuple[int, torch.Tensor]:
         """dflash's `_rejection_sample`, drawing from this request's generator."""

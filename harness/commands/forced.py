@@ -1,0 +1,65 @@
+"""`harness forced SUITE --ladder 1,real,4,8`: speed with the acceptance forced at each
+accept length (harness.protocols.forced), its record and plot."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness.analysis.forced_plot import plot_forced
+from harness.builds import parse_build_spec
+from harness.errors import BadInput
+from harness.protocols.forced import ForcedOutcome, check_knob, parse_ladder, run_forced
+from harness.results.forced import FORCED_FILE
+from harness.run.outcome import RunOptions
+from harness.suite.model import load_suite
+
+
+def run(args: argparse.Namespace) -> int:
+    """`harness forced` (its arguments: commands/parsers/forced.py)."""
+    if args.questions is not None and args.questions < 1:
+        raise BadInput(f"--questions {args.questions}: at least 1 question a point")
+    loaded = load_suite(args.suite)
+    if args.sglang is not None:
+        parse_build_spec(args.sglang, None, engine=loaded.suite.engine.kind)
+    _, block = check_knob(loaded.suite, args.sglang)
+    ladder = parse_ladder(args.ladder if args.ladder is not None else f"1,real,{block}", block)
+    options = RunOptions(results_dir=args.results, sglang=args.sglang,
+                         engine_python=args.engine_python, label=args.label,
+                         plot=not args.no_plot, progress=not args.no_progress)
+    found = run_forced(loaded, ladder, options, args.questions)
+    for line in report_lines(found):
+        print(line)
+    if found.folder is not None and not args.no_plot and \
+            any(point.speedup_tpot is not None for point in found.record.points):
+        print(f"plot:   {plot_forced(found.folder, found.record)}")
+    return int(found.exit_code)
+
+
+def report_lines(found: ForcedOutcome) -> list[str]:
+    record = found.record
+    lines = [f"forced acceptance: {record.knob}",
+             f"accept length: {record.metric} ({record.definitions['achieved']})",
+             "speedup: over the target alone, definitions in forced.json's definitions"]
+    for point in record.points:
+        name = "real run" if point.forced is None else f"forced {point.forced:g}"
+        achieved = "-" if point.achieved is None else f"{point.achieved:.4f}"
+        tpot = "-" if point.speedup_tpot is None else f"{point.speedup_tpot:.3f}x"
+        throughput = "-" if point.speedup_throughput is None \
+            else f"{point.speedup_throughput:.3f}x"
+        lines.append(f"{name:>12}: {point.status.upper()}  achieved {achieved}  "
+                     f"speedup_tpot {tpot}  speedup_throughput {throughput}")
+        if point.status != "pass":
+            lines += [f"    {reason}" for reason in point.reasons]
+        if point.run_dir is not None:
+            lines.append(f"    record: {point.run_dir}")
+    for found_even in record.break_even:
+        if found_even.accept_length is None:  # its note begins "none in range"
+            lines.append(f"break-even ({found_even.figure}): {found_even.note}")
+        else:
+            lines.append(f"break-even ({found_even.figure}): {found_even.accept_length:.3f} "
+                         f"({found_even.note})")
+    lines.append(f"forced: {record.status.upper()}")
+    if found.folder is not None:
+        lines.append(f"forced record: {Path(found.folder) / FORCED_FILE}")
+    return lines

@@ -1,0 +1,34 @@
+"""The parser of `harness forced`; its work: harness/commands/forced.py."""
+
+from __future__ import annotations
+
+import argparse
+
+from harness.commands import Command, add_results_option
+
+
+class ForcedCommand(Command):
+    name = "forced"
+    help = ("measure speed with the acceptance forced through the engine's own knob at a "
+            "ladder of accept lengths (a launch each, with the target alone): the system's "
+            "speedup curve, the real run on it, the break-even accept length")
+    work = "harness.commands.forced:run"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("suite", help="suite file or name (see `harness list`)")
+        parser.add_argument("--ladder", metavar="X,X,...",
+                            help="forced accept lengths, each in 1..the block size, and "
+                            "`real` for the real run's achieved value, e.g. 1,real,4,8 "
+                            "(default: 1,real,BLOCK); the real run (knob off) is always "
+                            "measured first")
+        parser.add_argument("--questions", type=int, metavar="N",
+                            help="questions at each point (default: the suite's)")
+        add_results_option(parser)
+        parser.add_argument("--sglang", "--build", dest="sglang", metavar="SPEC",
+                            help="build under test (as `harness run --build`)")
+        parser.add_argument("--engine-python", metavar="PATH",
+                            help="interpreter of the engine's environment")
+        parser.add_argument("--label", help="a tag recorded with every point's run")
+        parser.add_argument("--no-plot", action="store_true",
+                            help="draw neither the ladder's plot nor the points' own")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar")

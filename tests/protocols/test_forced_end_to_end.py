@@ -1,0 +1,74 @@
+"""`harness forced` end to end on the CPU reference engine: the real run and a forced
+full block, each a launch with its target alone; the ladder's record (forced and achieved
+accept length and the speedups per point, the real run marked, the break-even) and plot;
+each point a normal run record whose suite carries the knob in engine.env."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.builds import has_reference_dependencies
+from harness.engines.reference.forced import LENGTH_ENV
+from harness.results.readers import read_run
+from tests.tiny_variants import tiny_variant
+
+pytestmark = [pytest.mark.slow, pytest.mark.e2e,  # nox -s e2e: four launches
+              pytest.mark.skipif(not has_reference_dependencies(sys.executable),
+                                 reason="this environment lacks the reference extra")]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def harness(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+                          text=True, env=env, timeout=1500)
+
+
+def test_the_real_run_and_a_forced_full_block(tmp_path: Path) -> None:
+    suite = tmp_path / "tiny_forced.toml"
+    suite.write_text(tiny_variant("tiny_forced", floor=1.5, questions=3, max_tokens=24,
+                                  warmup_requests=1))
+    results = tmp_path / "results"
+    done = harness("forced", str(suite), "--ladder", "8", "--results", str(results),
+                   "--no-progress")
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    assert "break-even (speedup_tpot):" in out and "forced: PASS" in out
+
+    [folder] = (results / "forced" / "tiny_forced").iterdir()
+    record = json.loads((folder / "forced.json").read_text())
+    assert (folder / "forced.png").stat().st_size > 0
+    real, full = record["points"]
+    assert real["forced"] is None and full["forced"] == 8.0
+    assert full["achieved"] == 8.0  # every verify step committed the whole block
+    assert 1.0 < real["achieved"] < 8.0  # the draft's own acceptance
+    for point in (real, full):
+        assert point["status"] == "pass"
+        assert point["speedup_tpot"] > 0 and point["speedup_throughput"] > 0
+        assert point["speedup_tpot_ci"][0] <= point["speedup_tpot"] <= point["speedup_tpot_ci"][1]
+    assert full["settings"] == {LENGTH_ENV: "8", "REFERENCE_SIMULATE_ACC_METHOD": "match-expected"}
+    assert real["settings"] == {}
+    assert record["block_size"] == 8 and record["metric"] == "server_avg"
+    assert {b["figure"] for b in record["break_even"]} == {"speedup_tpot", "speedup_throughput"}
+    # one forced point: no curve to cross, said so
+    assert all(b["accept_length"] is None and b["note"].startswith("none in range")
+               for b in record["break_even"])
+
+    # each point a normal run record, read through the one door, the knob in its suite
+    run = read_run(results / full["run_dir"])
+    assert run.suite.name == "tiny_forced-forced-8"
+    engine = run.suite.document["engine"]
+    assert isinstance(engine, dict) and engine["env"][LENGTH_ENV] == "8"
+    assert run.measurement is not None and run.measurement.accept_length == 8.0
+    assert run.measurement.speedup is not None
+    assert run.measurement.speedup.tpot == pytest.approx(full["speedup_tpot"])
+    real_run = read_run(results / real["run_dir"])
+    assert real_run.measurement is not None
+    assert real_run.measurement.accept_length == pytest.approx(real["achieved"])

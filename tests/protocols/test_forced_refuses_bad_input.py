@@ -1,0 +1,102 @@
+"""`harness forced`'s input refused before anything runs (exit 2, the field named, no
+traceback, no run folder): a forced accept length outside 1..block size, words, repeats,
+an engine build older than the release that added the knob (named), an algorithm whose
+verify does not read it, an engine whose knob the harness does not set. And the
+break-even accept length from a ladder's figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.errors import BadInput
+from harness.protocols.forced import Ladder, break_even, parse_ladder
+from harness.results.forced import ForcedPoint
+from harness.suite.model import SUITES_DIR
+from tests.tiny_variants import tiny_variant
+
+
+def test_a_good_ladder_is_ascending_with_real_apart() -> None:
+    assert parse_ladder("8, 1,real,2.5", 8) == Ladder((1.0, 2.5, 8.0), True)
+    assert parse_ladder("3", 8) == Ladder((3.0,), False)
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("", "empty"), (" , ", "empty"), ("0", "outside 1..8"), ("0.99", "outside 1..8"),
+    ("9", "outside 1..8"), ("8.01", "outside 1..8"), ("-2", "outside 1..8"),
+    ("nan", "outside 1..8"), ("inf", "outside 1..8"), ("fast", "'fast'"),
+    ("2,2", "twice"), ("real,real", "twice"), ("1,,4", "''"),
+])
+def test_each_bad_ladder_is_named(text: str, named: str) -> None:
+    with pytest.raises(BadInput) as caught:
+        parse_ladder(text, 8)
+    assert named in caught.value.message and caught.value.message.startswith("--ladder")
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny_forced_input.toml"
+    path.write_text(tiny_variant("tiny_forced_input", floor=1.5, questions=4))
+    return path
+
+
+@pytest.mark.parametrize(("flags", "said"), [
+    (["--ladder", "9"], "--ladder: 9 is outside 1..8"),
+    (["--ladder", "0.5"], "outside 1..8"),
+    (["--ladder", "1,x"], "'x'"),
+    (["--ladder", "1", "--questions", "0"], "--questions"),
+])
+def test_the_command_refuses_before_any_run(tiny: Path, tmp_path: Path, flags: list[str],
+                                            said: str, capsys: pytest.CaptureFixture[str]
+                                            ) -> None:
+    results = tmp_path / "results"
+    code = main(["forced", str(tiny), "--results", str(results), "--no-progress", *flags])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert said in err and "Traceback" not in err
+    assert not results.exists()
+
+
+@pytest.mark.parametrize(("suite", "flags", "said"), [
+    # SGLang before the oldest release known to read SGLANG_SIMULATE_ACC_LEN
+    ("gemma4_dflash_sglang_cpu", ["--build", "sglang==0.5.16"],
+     "--build sglang==0.5.16: sglang 0.5.16 is not known to have the forced-acceptance "
+     "knob SGLANG_SIMULATE_ACC_LEN: it was added by 0.5.17"),
+    # the NGRAM worker's verify does not read it
+    ("tiny_ngram_sglang_cpu", [], "speculative.algorithm NGRAM"),
+    # vLLM's knob is a --speculative-config key, not set by this command yet
+    ("tiny_dflash_vllm_cpu", [], "engine.kind vllm"),
+])
+def test_a_build_or_engine_without_the_knob_is_refused(
+        tmp_path: Path, suite: str, flags: list[str], said: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    code = main(["forced", str(SUITES_DIR / f"{suite}.toml"), "--ladder", "1,2",
+                 "--results", str(results), "--no-progress", *flags])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert said in err and "Traceback" not in err
+    assert not results.exists()
+
+
+def point(forced: float | None, achieved: float, tpot: float) -> ForcedPoint:
+    return ForcedPoint(forced=forced, achieved=achieved, speedup_tpot=tpot,
+                       speedup_throughput=tpot, series="s", status="pass")
+
+
+def test_break_even_is_interpolated_at_the_first_crossing() -> None:
+    points = [point(None, 3.0, 5.0),  # the real run is not on the system's curve
+              point(1.0, 1.0, 0.5), point(3.0, 3.0, 1.5), point(8.0, 8.0, 0.9)]
+    found = break_even(points, "speedup_tpot")
+    assert found.accept_length == pytest.approx(2.0)
+    assert "interpolated" in found.note
+
+
+@pytest.mark.parametrize(("tpots", "side"), [((1.2, 1.5), "above"), ((0.2, 0.6), "below")])
+def test_no_crossing_is_none_in_range(tpots: tuple[float, float], side: str) -> None:
+    found = break_even([point(1.0, 1.0, tpots[0]), point(8.0, 8.0, tpots[1])],
+                       "speedup_throughput")
+    assert found.accept_length is None
+    assert found.note.startswith(f"none in range: {side} 1.0")
