@@ -79,7 +79,8 @@ def _signed(value: Any, digits: int = 3) -> str:
 def _when(value: Any) -> str:
     if _missing(value):
         return "–"
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    text: str = value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return text
 
 
 def _day(value: Any) -> str:
