@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from harness.audit.target import load_target
 from harness.audit.vllm import vllm_columns
 from harness.audit.wheels import expand_versions
 from harness.builds import parse_build_spec
-from harness.engines.vllm.audit import cross_engine_rows, render_rows
+from harness.engines.vllm.audit import VllmLayer, cross_engine_rows, render_rows
 from harness.errors import BadInput, ExitCode, HarnessError
 from harness.run.exit_codes import check_exit, worst_exit
 from harness.suite.attention import DraftConfigError, resolve_layers
@@ -113,7 +114,8 @@ def _both_engines(args: argparse.Namespace, path: Any, config: Any, origin: str,
     return worst_exit([sglang_code, check_exit(differs)])
 
 
-def _vllm_against_expected(layers: list[dict[str, Any]], expected: list[dict[str, Any]]
+def _vllm_against_expected(layers: Sequence[VllmLayer],
+                           expected: list[dict[str, Any]]  # the expectation file's JSON
                            ) -> list[str]:
     """vLLM's layers against the expected contract: one line per difference."""
     lines = []
@@ -127,9 +129,9 @@ def _vllm_against_expected(layers: list[dict[str, Any]], expected: list[dict[str
     return lines
 
 
-def _read(path: Any) -> str:
+def _read(path: Path) -> str:
     try:
-        return str(path.read_text(encoding="utf-8"))
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise DraftConfigError(f"{path}: cannot read: {error}") from error
 
