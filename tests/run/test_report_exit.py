@@ -60,7 +60,7 @@ def test_trend_rows_as_the_policy_counts_them(verdict: str | None, alarm: bool,
                                               status: str) -> None:
     from harness.commands.trend import _status
 
-    item = SimpleNamespace(verdict=verdict, trend=SimpleNamespace(alarm=alarm))
+    item = SimpleNamespace(verdict=verdict, overdue=None, trend=SimpleNamespace(alarm=alarm))
     assert _status(item) == status  # type: ignore[arg-type]
 
 
