@@ -208,9 +208,10 @@ def gpu_rehearsal(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def lint(session: nox.Session) -> None:
-    """ruff, suite validation and GitHub workflow schemas."""
+    """ruff, mypy (pyproject's [tool.mypy]), suite validation and GitHub workflow schemas."""
     session.install("-e", ".[test]")
     session.run("ruff", "check", "harness", "tests", "benchmarks", "noxfile.py")
+    session.run("mypy")
     session.run("harness", "validate", "suites")
     workflows = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
     if workflows:

@@ -32,7 +32,8 @@ def load_command(target: str) -> Command | None:
         if error.name == module_name:  # an optional command not installed in this build
             return None
         raise
-    return getattr(module, class_name)()
+    command: Command = getattr(module, class_name)()
+    return command
 
 
 class SubcommandParser(argparse.ArgumentParser):

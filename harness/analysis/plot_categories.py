@@ -38,9 +38,11 @@ def categories_figure(record: RunRecord) -> Figure:
     """Each category's accept length with its CI (bootstrap over its prompts), its floor
     where the suite sets one, and its accuracy where graded; the run's overall figure as a
     line. Each workload entry is its own record, so each gets its own figure."""
-    figure = new_figure(max(6.0, 1.1 * len(record.measurement.categories or {}) + 2), 4.4)
-    axes = figure.add_subplot()
     measurement = record.measurement
+    if measurement is None:  # plot_categories draws none then
+        raise ValueError(f"run {record.run_id}: no measurement to draw by category")
+    figure = new_figure(max(6.0, 1.1 * len(measurement.categories or {}) + 2), 4.4)
+    axes = figure.add_subplot()
     results = measurement.categories or {}
     checks = category_floor_checks(record)  # each with its own strictness, as judged
     names = list(results)

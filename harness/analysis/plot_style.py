@@ -68,8 +68,8 @@ def suite_metric(record: RunRecord) -> str:
 
 
 def document_metric(document: dict[str, object], schema_version: int) -> str:
-    floors = document.get("floors") or {}
-    metric = floors.get("metric")
+    floors = document.get("floors")
+    metric = floors.get("metric") if isinstance(floors, dict) else None
     if metric in METRICS:
         return str(metric)
     # v1 suites had no field: their figures were per-request ratios

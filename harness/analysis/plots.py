@@ -71,7 +71,8 @@ def suite_baselines(suite: str, document: dict[str, object], schema_version: int
                                      if results_root else [])
                if _baseline_metric(figure, metric) == metric]
     known = {figure.label for figure in figures}
-    for entry in document.get("baselines") or []:
+    baselines = document.get("baselines")
+    for entry in baselines if isinstance(baselines, list) else []:
         if not isinstance(entry, dict) or entry.get("label") in known:
             continue
         if (entry.get("metric") or metric) != metric:

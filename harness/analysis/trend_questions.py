@@ -79,8 +79,8 @@ def _metric(history: pd.DataFrame, sides: list[Side]) -> str | None:
     common = set(METRICS)
     for side in sides:
         common &= side.available()
-    declared = history["metric"].dropna() if "metric" in history else []
-    for metric in ([str(declared.iloc[-1])] if len(declared) else []) + list(METRICS):
+    declared = [str(m) for m in history["metric"].dropna()] if "metric" in history else []
+    for metric in declared[-1:] + list(METRICS):
         if metric in common:
             return metric
     return None

@@ -60,7 +60,8 @@ def _baselines(runs: pd.DataFrame, suite: str, latest: Any) -> list[tuple[str, f
     }
     # the suite document names baselines too; read them from the latest record when present
     document = _suite_document(latest)
-    for entry in document.get("baselines") or []:
+    baselines = document.get("baselines")
+    for entry in baselines if isinstance(baselines, list) else []:
         if isinstance(entry, dict) and isinstance(entry.get("accept_length"), int | float):
             found.setdefault(str(entry.get("label")), float(entry["accept_length"]))
     return sorted(found.items(), key=lambda item: item[1])

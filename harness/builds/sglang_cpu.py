@@ -134,7 +134,8 @@ def cpu_dependencies(wheel: Path) -> tuple[list[str], list[str]]:
 
 def split_cuda_only(lines: Sequence[str]) -> tuple[list[str], list[str]]:
     """(kept, left out) of applicable requirement lines, markers dropped (evaluated)."""
-    kept, left_out = [], []
+    kept: list[str] = []
+    left_out: list[str] = []
     for line in lines:
         (left_out if cuda_only(line) else kept).append(_without_marker(line))
     return kept, left_out

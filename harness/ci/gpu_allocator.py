@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 import psutil
 from filelock import FileLock
@@ -61,6 +62,18 @@ class _Holder:
     host: str
 
 
+class LeaseEntry(TypedDict):
+    """One lease in the state file, as `try_acquire` writes it (the file is read back as
+    this, unchecked: only allocators write it, under the lock)."""
+
+    devices: list[int]
+    owner: str
+    pid: int
+    started: float | None
+    host: str
+    acquired_at: float
+
+
 def _process_started(pid: int) -> float | None:
     try:
         return psutil.Process(pid).create_time()
@@ -68,7 +81,7 @@ def _process_started(pid: int) -> float | None:
         return None
 
 
-def _holder_alive(entry: dict[str, object]) -> bool:
+def _holder_alive(entry: LeaseEntry) -> bool:
     if entry.get("host") != socket.gethostname():
         return True  # a lease from another host (shared dir): never ours to judge
     started = _process_started(int(entry["pid"]))
@@ -106,26 +119,27 @@ class GPUAllocator:
     def _lock(self) -> FileLock:
         return FileLock(str(self.state_path) + ".lock")
 
-    def _read(self) -> dict[str, dict[str, object]]:
+    def _read(self) -> dict[str, LeaseEntry]:
         try:
             data = json.loads(self.state_path.read_text())
         except FileNotFoundError:
             return {}
         except ValueError:
             return {}  # a torn file cannot happen under the lock; a foreign one is discarded
-        return data.get("leases", {}) if isinstance(data, dict) else {}
+        leases: dict[str, LeaseEntry] = data.get("leases", {}) if isinstance(data, dict) else {}
+        return leases
 
-    def _write(self, leases: dict[str, dict[str, object]]) -> None:
+    def _write(self, leases: dict[str, LeaseEntry]) -> None:
         tmp = self.state_path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"leases": leases}, indent=1))
         os.replace(tmp, self.state_path)
 
-    def _log(self, event: str, lease_id: str, entry: dict[str, object]) -> None:
+    def _log(self, event: str, lease_id: str, entry: LeaseEntry) -> None:
         row = {"event": event, "lease": lease_id, "time": time.time(), **entry}
         with self.log_path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(row) + "\n")
 
-    def _reap(self, leases: dict[str, dict[str, object]]) -> None:
+    def _reap(self, leases: dict[str, LeaseEntry]) -> None:
         for lease_id, entry in list(leases.items()):
             if not _holder_alive(entry):
                 del leases[lease_id]
@@ -156,7 +170,7 @@ class GPUAllocator:
                 self._write(leases)
                 return None
             lease = Lease(uuid.uuid4().hex, fit.devices, owner, self._holder.pid, time.time())
-            entry = {
+            entry: LeaseEntry = {
                 "devices": list(lease.devices),
                 "owner": owner,
                 "pid": self._holder.pid,

@@ -16,11 +16,12 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import BadInput
+from harness.files import SUITES_DIR
 from harness.results.record import GPUInfo
 from harness.run.preflight import check_fit
 from harness.secrets import redact_text
 from harness.suite.document import DocumentError, load_toml
-from harness.suite.model import SUITES_DIR, LoadedSuite
+from harness.suite.model import LoadedSuite
 from harness.suite.serving import Topology
 
 REPO_ROOT = SUITES_DIR.parent
@@ -111,11 +112,12 @@ def nox_sessions(noxfile: Path = NOXFILE) -> dict[str, str]:
     except (OSError, SyntaxError):
         return {}
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else (
-            [node.target] if isinstance(node, ast.AnnAssign) else [])  # fmt: skip
+        if not isinstance(node, ast.Assign | ast.AnnAssign) or node.value is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         if any(isinstance(t, ast.Name) and t.id == "SUITE_SESSIONS" for t in targets):
             try:
-                sessions = ast.literal_eval(node.value)  # type: ignore[arg-type]
+                sessions = ast.literal_eval(node.value)
             except ValueError:
                 return {}
             return {suite: session for session, suite in sessions.items()}

@@ -264,7 +264,8 @@ class SuiteItem(pytest.Item):
             if against:
                 from harness.protocols.pairing import check_against, run_paired
 
-                outcome = run_paired(self.loaded, options, check_against(self.loaded, against),
+                check_against(self.loaded, against)  # a malformed spec: BadInput, as the CLI
+                outcome = run_paired(self.loaded, options, against,
                                      config.getoption("against_label"))
                 record = getattr(outcome, "record", None)
                 if record is not None and record.paired is not None:

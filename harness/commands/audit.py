@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -23,18 +23,21 @@ from harness.audit.history import bisect
 from harness.audit.history import render as render_history
 from harness.audit.report import build_report
 from harness.audit.report import render as render_report
-from harness.audit.source import checkout_source, spec_source, tree_source
+from harness.audit.source import SGLangSource, checkout_source, spec_source, tree_source
 from harness.audit.table import build_versions_report
 from harness.audit.table import render as render_versions
-from harness.audit.target import load_target
+from harness.audit.target import AuditTarget, load_target
 from harness.audit.vllm import vllm_columns
 from harness.audit.wheels import expand_versions
 from harness.builds import parse_build_spec
-from harness.engines.vllm.audit import cross_engine_rows, render_rows
+from harness.engines.vllm.audit import VllmLayer, cross_engine_rows, render_rows
 from harness.errors import BadInput, ExitCode, HarnessError
 from harness.run.exit_codes import check_exit, worst_exit
 from harness.suite.attention import DraftConfigError, resolve_layers
 from harness.suite.draft_contract import declared_contract
+
+# prints (or, under --vllm, collects) one audit's JSON
+Emit = Callable[[dict[str, object]], None]
 
 DEFAULT_RELEASE = "0.5.23"  # --corpus without --sglang
 
@@ -69,8 +72,8 @@ def _run(args: argparse.Namespace) -> ExitCode:
     return _sglang_side(args, path, config, origin, transformers, _print)
 
 
-def _sglang_side(args: argparse.Namespace, path: Any, config: Any, origin: str,
-                 transformers: str | None, emit: Any) -> ExitCode:
+def _sglang_side(args: argparse.Namespace, path: Path, config: dict[str, object], origin: str,
+                 transformers: str | None, emit: Emit) -> ExitCode:
     """The SGLang audit the options ask for (--bisect, --sglang/--sglang-source, else the
     behaviours), checked against --expect; `emit` prints (or collects) its JSON."""
     if args.bisect:
@@ -80,7 +83,7 @@ def _sglang_side(args: argparse.Namespace, path: Any, config: Any, origin: str,
     return _behaviours(args, config, origin, emit)
 
 
-def _both_engines(args: argparse.Namespace, path: Any, config: Any, origin: str,
+def _both_engines(args: argparse.Namespace, path: Path, config: dict[str, object], origin: str,
                   transformers: str | None) -> ExitCode:
     """Everything the same command without --vllm does (the SGLang audit with --expect,
     --sglang, --bisect), then SGLang's per-layer attention (the harness's model of the
@@ -90,7 +93,7 @@ def _both_engines(args: argparse.Namespace, path: Any, config: Any, origin: str,
 
     build = parse_build_spec(args.vllm, engine="vllm", flag="--vllm")
     expected, expected_origin = _expected(args)  # bad --expect ends here, before any build
-    collected: dict[str, Any] = {}
+    collected: dict[str, object] = {}
     sglang_code = _sglang_side(args, path, config, origin, transformers, collected.update)
     # looked up at the call (tests replace both: no vLLM environment is built there)
     python = harness.builds.prepare_vllm(build).python
@@ -113,7 +116,8 @@ def _both_engines(args: argparse.Namespace, path: Any, config: Any, origin: str,
     return worst_exit([sglang_code, check_exit(differs)])
 
 
-def _vllm_against_expected(layers: list[dict[str, Any]], expected: list[dict[str, Any]]
+def _vllm_against_expected(layers: Sequence[VllmLayer],
+                           expected: list[dict[str, object]]  # the expectation file's
                            ) -> list[str]:
     """vLLM's layers against the expected contract: one line per difference."""
     lines = []
@@ -127,9 +131,9 @@ def _vllm_against_expected(layers: list[dict[str, Any]], expected: list[dict[str
     return lines
 
 
-def _read(path: Any) -> str:
+def _read(path: Path) -> str:
     try:
-        return str(path.read_text(encoding="utf-8"))
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise DraftConfigError(f"{path}: cannot read: {error}") from error
 
@@ -140,22 +144,22 @@ def _requirement(version: str | None) -> str | None:
     return version if version.startswith("transformers") else f"transformers=={version}"
 
 
-def _expected(args: argparse.Namespace) -> tuple[Any, Any]:
+def _expected(args: argparse.Namespace) -> tuple[list[dict[str, object]] | None, str | None]:
     if not args.expect:
         return None, None
     return load_expected(args.expect)
 
 
-def _print(data: dict[str, Any]) -> None:
+def _print(data: dict[str, object]) -> None:
     print(json.dumps(data, indent=2))
 
 
-def _console(columns: int = 3) -> Any:
+def _console(columns: int = 3) -> Console:
     # Wide enough that no cell is cut: a layer column, a type column, ~14 per version.
     return Console(width=max(100, 24 + 14 * columns, Console().width), soft_wrap=True)
 
 
-def _sources(args: argparse.Namespace) -> list[Any]:
+def _sources(args: argparse.Namespace) -> list[SGLangSource]:
     if args.sglang_source:
         return [checkout_source(args.sglang_source)]
     versions = expand_versions(args.sglang)
@@ -164,15 +168,15 @@ def _sources(args: argparse.Namespace) -> list[Any]:
     return [spec_source(version) for version in versions]
 
 
-def _target(args: argparse.Namespace) -> Any:
+def _target(args: argparse.Namespace) -> AuditTarget | None:
     if not getattr(args, "target", None):
         return None
     return load_target(args.target)
 
 
-def _versions(args: argparse.Namespace, path: Any, origin: str, transformers: str | None,
-              emit: Any = _print) -> ExitCode:
-    config = json.loads(path.read_text(encoding="utf-8"))
+def _versions(args: argparse.Namespace, path: Path, origin: str, transformers: str | None,
+              emit: Emit = _print) -> ExitCode:
+    config = json.loads(path.read_text(encoding="utf-8"))  # Any: the draft's config.json
     declared = declared_contract(config)  # a malformed contract field: exit 2, named
     expectation = load_expectation(args.expect) if args.expect else None
     target = _target(args)
@@ -189,8 +193,8 @@ def _versions(args: argparse.Namespace, path: Any, origin: str, transformers: st
     return check_exit(report.verdict == "differs", rejected=bool(report.rejected))
 
 
-def _bisect(args: argparse.Namespace, path: Any, transformers: str | None,
-            emit: Any = _print) -> ExitCode:
+def _bisect(args: argparse.Namespace, path: Path, transformers: str | None,
+            emit: Emit = _print) -> ExitCode:
     if not args.repo:
         raise BadInput("--bisect GOOD BAD needs --repo PATH (a local SGLang checkout)")
     good, bad = args.bisect
@@ -255,8 +259,8 @@ def _change(args: argparse.Namespace) -> ExitCode:
     return check_exit(bool(changed))
 
 
-def _behaviours(args: argparse.Namespace, config: Any, origin: str,
-                emit: Any = _print) -> ExitCode:
+def _behaviours(args: argparse.Namespace, config: dict[str, object], origin: str,
+                emit: Emit = _print) -> ExitCode:
     expected, expected_origin = _expected(args)
     report = build_report(config, origin, expected, expected_origin, args.behaviour)
     if args.json:

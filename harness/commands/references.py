@@ -24,7 +24,10 @@ def run(args: argparse.Namespace) -> int:
                          indent=2))
         return ExitCode.PASS
     for row in chosen:
-        print(_protocol_text(row) if isinstance(row, Protocol) else _reference_text(row))
+        if isinstance(row, Protocol):
+            print(_protocol_text(row))
+        elif isinstance(row, Reference):
+            print(_reference_text(row))
     return ExitCode.PASS
 
 

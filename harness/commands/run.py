@@ -110,7 +110,7 @@ def speed_of(outcome: RunOutcome) -> list[str]:
     for entry in entries:
         record = getattr(entry, "record", None)
         measurement = record.measurement if record is not None else None
-        if measurement is None or measurement.latency is None:
+        if record is None or measurement is None or measurement.latency is None:
             continue
         series = f" {record.suite.name}" if len(entries) > 1 else ""
         lines.append(f"speed{series} (definitions: run.json measurement.latency):")

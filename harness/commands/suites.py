@@ -65,7 +65,7 @@ def toml_text(data: dict[str, object]) -> str:
     """The suite as TOML writes it (`true`/`false`, quoted strings, `[tables]` and
     `[[arrays of tables]]`): it loads back as the same suite. A field left unset (None,
     which TOML has no word for) is left out, as in the file."""
-    return tomli_w.dumps(_without_none(data))
+    return tomli_w.dumps({k: _without_none(v) for k, v in data.items() if v is not None})
 
 
 def _without_none(value: object) -> object:

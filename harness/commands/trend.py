@@ -73,12 +73,12 @@ def _status(item: SuiteSummary) -> VerdictStatus:
     return "error"
 
 
-def _with_entries(names: list[str], runs: object) -> list[str]:
+def _with_entries(names: list[str], runs: pd.DataFrame) -> list[str]:
     """Each named suite and the series of its workload entries (`<suite>.<entry>`, one
     record each), so a nightly job's suite names cover every series it wrote."""
     if not names:
         return []
-    recorded = sorted(set(runs["suite"]) | set(_recorded(runs)))  # type: ignore[index,arg-type]
+    recorded = sorted(set(runs["suite"]) | set(_recorded(runs)))
     expanded = []
     for name in names:
         expanded.append(name)
@@ -143,7 +143,7 @@ def _as_json(item: object) -> dict[str, object]:
     }
 
 
-def _print_table(summaries: list) -> None:
+def _print_table(summaries: list[SuiteSummary]) -> None:
     table = Table(title="accept length trend")
     for column in ("suite", "runs", "latest night", "last [CI]", "floor", "verdict", "change",
                    "trend"):

@@ -13,16 +13,22 @@ from __future__ import annotations
 import importlib.abc
 import importlib.util
 import sys
+from collections.abc import Callable, Mapping, Sequence
+from importlib.machinery import ModuleSpec
+from types import ModuleType
+
+Hook = Callable[[ModuleType], None]
 
 
 class AfterImport(importlib.abc.MetaPathFinder):
     """Runs a hook on a module right after its own code ran, the first time it is
     imported."""
 
-    def __init__(self, hooks):
+    def __init__(self, hooks: Mapping[str, Hook]) -> None:
         self.hooks = dict(hooks)
 
-    def find_spec(self, name, path=None, target=None):
+    def find_spec(self, name: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
         if name not in self.hooks:
             return None
         hook = self.hooks.pop(name)
@@ -36,15 +42,15 @@ class AfterImport(importlib.abc.MetaPathFinder):
             return spec
         original = spec.loader.exec_module
 
-        def exec_module(module):
+        def exec_module(module: ModuleType) -> None:
             original(module)
             hook(module)
 
-        spec.loader.exec_module = exec_module
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]  # the hook
         return spec
 
 
-def install(hooks) -> None:
+def install(hooks: Mapping[str, Hook]) -> None:
     """`hooks`: module name -> function called with the module once its code ran."""
     if hooks:
         sys.meta_path.insert(0, AfterImport(hooks))

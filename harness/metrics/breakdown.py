@@ -148,15 +148,16 @@ def categories(rows: Sequence[RequestLike], metric: str, seed: int = 0
 # ---------------------------------------------------------------- two sides
 
 
-def _subset(side: tuple[list[Hashable], list[int], list[int]], keys: Sequence[Hashable]
-            ) -> tuple[list[Hashable], list[int], list[int]]:
+def _subset(side: tuple[Sequence[Hashable], Sequence[float], Sequence[int]],
+            keys: Sequence[Hashable]
+            ) -> tuple[list[Hashable], list[float], list[int]]:
     where = {key: i for i, key in enumerate(side[0])}
     picked = [where[key] for key in keys]
     return list(keys), [side[1][i] for i in picked], [side[2][i] for i in picked]
 
 
-def _difference(a: tuple[list[Hashable], list[int], list[int]],
-                b: tuple[list[Hashable], list[int], list[int]], level: float,
+def _difference(a: tuple[Sequence[Hashable], Sequence[float], Sequence[int]],
+                b: tuple[Sequence[Hashable], Sequence[float], Sequence[int]], level: float,
                 pair: bool = True) -> dict[str, object]:
     """B - A of two (questions, numerators, steps) samples: paired on the questions both
     asked when there are at least two and `pair` (the caller knows both sides asked them

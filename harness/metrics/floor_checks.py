@@ -84,7 +84,7 @@ class Missing:
 class RatioSample:
     """Per question: the numerator (tokens, or steps reaching a position) and the steps."""
 
-    tokens: list[int]
+    tokens: list[float]  # whole tokens, or a per-request mean's summands (per_request_mean)
     steps: list[int]
 
 
@@ -202,7 +202,8 @@ class FloorCheck:
         if self.kind == "position":
             _, tails, totals = breakdown.position_counts(rows)
             k = int(self.position or 0)
-            return RatioSample(tails[k - 1] if k <= len(tails) else [0] * len(totals), totals)
+            tail = tails[k - 1] if k <= len(tails) else [0] * len(totals)
+            return RatioSample([float(value) for value in tail], totals)
         group = breakdown.by_category(rows).get(str(self.category), [])
         if self.kind == "category_accuracy":
             return _graded(group)

@@ -89,8 +89,9 @@ def spread(values: Sequence[float], clusters: Sequence[Hashable], seed: int) -> 
     if not values:
         return None
     found = stats.cluster_statistics(values, clusters, seed=seed)
-    return Spread(n=len(values), **{name: s.value for name, s in found.items()},
-                  **{f"{name}_ci": s.ci for name, s in found.items()})
+    mean, p50, p90, p99 = (found[name] for name in ("mean", "p50", "p90", "p99"))
+    return Spread(n=len(values), mean=mean.value, p50=p50.value, p90=p90.value, p99=p99.value,
+                  mean_ci=mean.ci, p50_ci=p50.ci, p90_ci=p90.ci, p99_ci=p99.ci)
 
 
 def throughput_ci(counts: Sequence[float], e2e: Sequence[float], in_flight: float,

@@ -121,8 +121,8 @@ def match_server(ranks: list[RankResult],
                           "avg_spec_accept_length while other ranks do: that rank's figure "
                           "cannot be cross-checked (SGLang folds it every "
                           "--decode-log-interval decode batches; set it to 1)")
-    named = [rank for rank, _ in states]
-    if None not in named and sorted(named) == [rank.rank for rank in ranks]:
+    named = [rank for rank, _ in states if rank is not None]
+    if len(named) == len(states) and sorted(named) == [rank.rank for rank in ranks]:
         figures = dict(states)
         for rank in ranks:
             rank.server_reported_accept_length = figures[rank.rank]

@@ -62,7 +62,7 @@ def calibrate(loaded: LoadedSuite, options: RunOptions, runs: int
         raise BadInput(f"--runs must be >= 2 (a spread needs two runs), got {runs}")
     started, calibration_id = utc_now(), new_run_id()
     label = f"calibrate-{calibration_id}"
-    per_series: dict[str, list[tuple[list[Hashable], list[int], list[int]]]] = {}
+    per_series: dict[str, list[tuple[list[Hashable], list[float], list[int]]]] = {}
     run_ids: dict[str, list[str]] = {}
     first: RunRecord | None = None
     for repeat in range(runs):

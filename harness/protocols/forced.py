@@ -19,6 +19,7 @@ import itertools
 import math
 import os
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -148,14 +149,23 @@ def point_suite(loaded: LoadedSuite, settings: dict[str, str | float], tag: str,
         document.pop(key, None)
     document["name"] = f"{suite.name}-forced-{tag}"
     document["nightly"] = False
-    workload = {k: v for k, v in document["workload"].items() if k != "sequential_in_flight"}
+    declared = document["workload"]
+    if not isinstance(declared, dict):
+        raise BadInput(f"suite {suite.name}: [workload] is not a table")
+    workload = {k: v for k, v in declared.items() if k != "sequential_in_flight"}
     if questions is not None:
         workload["questions"] = questions
     document["workload"] = workload
     document["floors"] = {"metric": suite.floors.metric, "accept_length": 1.0}
     document["speedup"] = {"baseline": "target_only"}
-    engine = dict(document["engine"])
-    engine["env"] = {**engine.get("env", {}), **{k: str(v) for k, v in settings.items()}}
+    engine_table = document["engine"]
+    if not isinstance(engine_table, dict):
+        raise BadInput(f"suite {suite.name}: [engine] is not a table")
+    engine = dict(engine_table)
+    env = engine.get("env") or {}
+    if not isinstance(env, dict):
+        raise BadInput(f"suite {suite.name}: engine.env is not a table")
+    engine["env"] = {**env, **{k: str(v) for k, v in settings.items()}}
     document["engine"] = engine
     try:
         derived = Suite.model_validate(document)
@@ -280,7 +290,8 @@ def break_even(points: list[ForcedPoint], figure: str) -> BreakEven:
                      f"(accept length {pairs[0][0]:.4g} to {pairs[-1][0]:.4g})")
 
 
-def _record(loaded: LoadedSuite, knob: ForcedKnob, block: int, forced_id: str, started,
+def _record(loaded: LoadedSuite, knob: ForcedKnob, block: int, forced_id: str,
+            started: datetime,
             options: RunOptions, metric: str, points: list[ForcedPoint], status: str,
             reasons: list[str]) -> ForcedRecord:
     definitions = {

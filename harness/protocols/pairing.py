@@ -96,7 +96,7 @@ class Reference:
     run_id: str
     spec: str | None
     reused: bool
-    pairs: dict[Hashable, tuple[int, int]] = field(default_factory=dict)
+    pairs: dict[Hashable, tuple[float, int]] = field(default_factory=dict)
     prompts_sha256: str | None = None  # A's workload.prompts_sha256
     prompt_hashes: dict[Hashable, str] = field(default_factory=dict)  # question -> server's hash
     speedup: Speedup | None = None  # A's speedup over its target alone ([speedup])
@@ -123,11 +123,12 @@ def reference_from(run_dir: Path, series: str, metric: str, spec: str | None,
 
 def _prompt_hashes(rows: Sequence[RequestLike]) -> dict[Hashable, str]:
     """Question -> the server's hash of its first turn's prompt token ids, where given."""
-    out = {}
+    out: dict[Hashable, str] = {}
     for row in rows:
         get = row.get if isinstance(row, dict) else lambda k, r=row: getattr(r, k, None)
-        if not get("turn") and get("prompt_sha256"):
-            out[get("question_index")] = get("prompt_sha256")
+        digest = get("prompt_sha256")
+        if not get("turn") and isinstance(digest, str) and digest:
+            out[get("question_index")] = digest
     return out
 
 
@@ -157,7 +158,8 @@ class _PairedStop:
 
 
 def aligned(reference: Reference, rows: Sequence[RequestLike], metric: str
-            ) -> tuple[tuple[list[int], list[int]], tuple[list[int], list[int]], list[Hashable]]:
+            ) -> tuple[tuple[list[float], list[int]], tuple[list[float], list[int]],
+                       list[Hashable]]:
     """(A's pairs, B's pairs, questions) on B's questions, in B's order; BadInput-free:
     a question A did not answer is an EngineError (the sides are not the same prompts)."""
     keys, tokens, steps = question_pairs(rows, metric)
@@ -218,8 +220,9 @@ class PairedJudge:
             result = stop.last
         else:
             result = paired_test(a, b, tolerance, self.gate.alpha)
-        against = {"run_id": reference.run_id, "path": str(reference.run_dir),
-                   "spec": reference.spec, "reused": reference.reused}
+        against: dict[str, object] = {"run_id": reference.run_id,
+                                      "path": str(reference.run_dir),
+                                      "spec": reference.spec, "reused": reference.reused}
         return PairedEvidence(result, self.gate, against,
                               speedup_evidence(suite, reference, speedup, self.gate.alpha))
 
@@ -314,9 +317,10 @@ def run_paired(loaded: LoadedSuite, options: RunOptions, against: str,
             return outcome_a
         for entry in outcome_a.entries or [outcome_a]:
             record = entry.record
+            verdict = record.verdict if record is not None else None
             if record is None or entry.run_dir is None or record.measurement is None \
-                    or record.verdict.status == "error":
-                reasons = "; ".join(record.verdict.reasons) if record else "no record"
+                    or (verdict is not None and verdict.status == "error"):
+                reasons = "; ".join(verdict.reasons) if verdict is not None else "no record"
                 raise EngineError(f"the reference build {against} measured nothing: {reasons}")
             series = record.suite.name
             references[series] = reference_from(Path(entry.run_dir), series, metric_of[series],

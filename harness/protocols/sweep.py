@@ -46,8 +46,9 @@ from harness.results.sweeps import (
     write_sweep,
 )
 from harness.run import runner
+from harness.run.evidence import PairedEvidence
 from harness.run.exit_codes import report_status, sweep_exit
-from harness.run.judge import Evidence, PairedEvidence, decide
+from harness.run.judge import Evidence, decide
 from harness.run.outcome import RunOptions
 from harness.suite.entries import METRIC_DEFINITIONS
 from harness.suite.gate import Gate
@@ -144,8 +145,10 @@ def sweep_suite(loaded: LoadedSuite, concurrencies: tuple[int, ...]) -> LoadedSu
                        f"the largest useful concurrency here is {questions}")
     document = copy.deepcopy(loaded.document)
     # the sweep does not run sequentially: the sequential cap has no meaning at a point
-    workload = {key: value for key, value in document["workload"].items()
-                if key != "sequential_in_flight"}
+    table = document["workload"]
+    if not isinstance(table, dict):  # the suite loaded, so never; said, not a traceback
+        raise BadInput(f"suite {suite.name}: [workload] is not a table")
+    workload = {key: value for key, value in table.items() if key != "sequential_in_flight"}
     document["workloads"] = [{**workload, "concurrency": c, "name": point_name(c),
                               "floors": copy.deepcopy(document["floors"])}
                              for c in concurrencies]
@@ -318,8 +321,9 @@ def judge_gate(points: list[PointRun], gate: GateSettings, metric: str) -> list[
             findings.append(GateFinding(concurrency=point.concurrency, status="error",
                                         reasons=[f"no gate: {text}"]))
             continue
-        against = {"run_id": reference.run_id, "path": str(reference.run_dir),
-                   "spec": reference.spec, "reused": False}
+        against: dict[str, object] = {"run_id": reference.run_id,
+                                      "path": str(reference.run_dir),
+                                      "spec": reference.spec, "reused": False}
         judged = decide(Evidence(record.measurement, point.floors,
                                  paired=PairedEvidence(result, rule, against)))
         findings.append(GateFinding(concurrency=point.concurrency,

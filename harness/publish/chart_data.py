@@ -29,7 +29,8 @@ NIGHT_COLUMNS = ("started_at", "run_id", "accept_length", "ci_low", "ci_high", "
 
 def _when(moment: Any) -> str:
     """UTC to the second, ISO 8601 with Z: the shortest exact form."""
-    return moment.tz_convert("UTC").strftime("%Y-%m-%dT%H:%M:%SZ")
+    text: str = moment.tz_convert("UTC").strftime("%Y-%m-%dT%H:%M:%SZ")
+    return text
 
 
 def history_data(series: SeriesView, pages: dict[str, str], definition: str

@@ -293,7 +293,7 @@ def position_rows(series: SeriesView) -> PanelRows:
         record = series.latest_record(line)
         measurement = record.measurement if record is not None else None
         rates = measurement.per_position_acceptance if measurement is not None else None
-        if not rates:
+        if not rates or measurement is None or record is None:
             continue
         cis = measurement.per_position_ci or []
         floors = position_floor_checks(record)

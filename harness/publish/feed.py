@@ -80,4 +80,5 @@ def regressions_feed(site: Site, built_at: datetime) -> bytes:
         _element(entry, "link", rel="alternate", type="text/html",
                  href=f"suites/{quote(series.slug)}.html")
         _element(entry, "summary", drop_summary(series, line, view), type="text")
-    return ElementTree.tostring(feed, encoding="utf-8", xml_declaration=True)
+    document: bytes = ElementTree.tostring(feed, encoding="utf-8", xml_declaration=True)
+    return document

@@ -83,7 +83,8 @@ def _signed(value: Any, digits: int = 3) -> str:
 def _when(value: Any) -> str:
     if _missing(value):
         return "–"
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    text: str = value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return text
 
 
 def _day(value: Any) -> str:
@@ -122,10 +123,11 @@ def _commit_url(spec: Any, sha: Any) -> str | None:
 
 
 def _size(count: int) -> str:
+    size = float(count)
     for unit in ("B", "KiB", "MiB"):
-        if count < 1024 or unit == "MiB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1024  # type: ignore[assignment]
+        if size < 1024 or unit == "MiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
     return ""
 
 

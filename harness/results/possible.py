@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping
+from typing import TypeGuard
 
 from harness.results.checks import (
     MAX_BLOCK,
@@ -45,7 +46,7 @@ CI_TOLERANCE = 1e-6  # a figure vs its own interval (float rounding)
 PRINTED = 1e-3  # a stated difference vs the one its figures give (as rounded in print)
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -542,6 +543,9 @@ def check_request_row(row: Mapping[str, object], step: StepBound | None) -> str 
     tokens, steps = row["completion_tokens"], row["verify_steps"]
     step = step or UNKNOWN
     correct = row.get("correct_drafts")
+    if not isinstance(tokens, int) or not isinstance(steps, int) \
+            or not (correct is None or isinstance(correct, int)):  # request_problem's to say
+        return "completion_tokens, verify_steps, correct_drafts: expected integers"
     if correct is not None and correct > steps * step.drafts:
         return (f"correct_drafts: {correct} is more than verify_steps {steps} can accept "
                 f"({step.reason}: at most {step.drafts} drafts a step)")
@@ -553,7 +557,7 @@ def check_request_row(row: Mapping[str, object], step: StepBound | None) -> str 
                 f"({step.reason}, and the prefill token)")
     for key in ("accept_length", "spec_accept_length"):
         value = row.get(key)
-        if value is None:
+        if not _is_number(value):  # None, or (request_problem's to say) not a number
             continue
         own = tokens / steps if steps else 0.0
         if not math.isfinite(value) or not math.isclose(value, own, rel_tol=1e-6, abs_tol=1e-9):

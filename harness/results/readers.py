@@ -91,7 +91,9 @@ def parse_run(text: bytes | str, origin: str = "") -> ParsedRun:
         raise Skip(str(error)) from None
     except (ValueError, UnicodeDecodeError, RecursionError) as error:
         raise Skip(f"not valid JSON (truncated or corrupt): {error}") from None
-    row = flatten_record(data, origin)
+    row = flatten_record(data, origin)  # Skip unless data is a JSON object
+    if not isinstance(data, dict):
+        raise Skip("record: expected an object")
     try:
         record = RunRecord.model_validate_json(text, strict=True)  # no str as a number
     except ValidationError as error:
@@ -186,6 +188,8 @@ def _request(line: str, step: StepBound | None, target_alone: bool = False) -> R
         if isinstance(error, BadFile):
             raise
         raise BadFile(f"not valid JSON: {error}") from None
+    if not isinstance(row, dict):
+        raise BadFile("not a request row (not a JSON object)")
     problem = request_problem(row) or (check_target_alone_row(row) if target_alone
                                        else check_request_row(row, step))
     if problem:
@@ -317,7 +321,9 @@ def read_calibration(path: Path | str) -> dict[str, object]:
     except BadRecord as error:
         report([], error.path, error.reason)
         raise
-    return data  # type: ignore[no-any-return]
+    if not isinstance(data, dict):  # check_calibration refused it already
+        raise BadRecord(file, "not a usable calibration record: not a JSON object")
+    return data
 
 
 def check_calibration(data: object) -> None:

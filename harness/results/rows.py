@@ -15,10 +15,12 @@ from __future__ import annotations
 import json
 import math
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
+
+T = TypeVar("T")  # what a record field is read as
 
 READS_SCHEMA = 2  # the newest record schema this loader understands
 METRICS = ("server_avg", "per_request", "per_request_mean", "spec_accept_length_mean")
@@ -76,7 +78,8 @@ class _Section:
     def _where(self, key: str) -> str:
         return f"{self.name}.{key}" if self.name else key
 
-    def _get(self, key: str, required: bool, accepts: tuple[type, ...], what: str) -> object:
+    def _get(self, key: str, required: bool, accepts: tuple[type[T], ...], what: str
+             ) -> T | None:
         value = self.data.get(key)
         if value is None:
             if required:
@@ -106,7 +109,7 @@ class _Section:
 
     def choice(self, key: str, allowed: tuple[str, ...], default: str | None = None) -> str:
         value = self.text(key, required=default is None) or default
-        if value not in allowed:
+        if value is None or value not in allowed:
             raise Skip(f"{self._where(key)}: {value!r} is not one of {', '.join(allowed)}")
         return value
 
@@ -153,11 +156,10 @@ def flatten_record(data: object, path: str = "") -> dict[str, object]:
     build = record.section("build", required=True)
     provenance = record.section("provenance", required=True)
     verdict = record.section("verdict", required=run)
-    gpus = provenance.items("gpus")
-    for i, gpu in enumerate(gpus):
-        _Section(gpu, f"provenance.gpus[{i}]").text("name", required=True)
-    reasons = verdict.items("reasons")
-    if not all(isinstance(reason, str) for reason in reasons):
+    gpus = [_Section(gpu, f"provenance.gpus[{i}]").text("name", required=True)
+            for i, gpu in enumerate(provenance.items("gpus"))]
+    reasons = [reason for reason in verdict.items("reasons") if isinstance(reason, str)]
+    if len(reasons) != len(verdict.items("reasons")):
         raise Skip("verdict.reasons: expected a list of strings")
     options = build.section("options").data
     row = {
@@ -179,7 +181,7 @@ def flatten_record(data: object, path: str = "") -> dict[str, object]:
         "build.options": json.dumps(options, sort_keys=True) if options else None,
         "provenance.harness_version": provenance.text("harness_version", required=True),
         "provenance.hostname": provenance.text("hostname"),
-        "provenance.gpu": gpus[0]["name"] if gpus else None,
+        "provenance.gpu": gpus[0] if gpus else None,
         "provenance.n_gpus": len(gpus),
         "verdict": verdict.choice("status", VERDICTS) if verdict.data else None,
         "reasons": "; ".join(reasons) or None,

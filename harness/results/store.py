@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from harness.files import default_results_dir
-from harness.results.index import INDEXED, scan_suite
+from harness.results.index import INDEXED, Report, scan_suite
 from harness.results.layout import (
     BASELINES_DIR,
     PLOTS_DIR,
@@ -111,7 +111,9 @@ def _runs(root: Path, suite: str | None, skipped: list[str], use_index: bool,
     """Every run under root/runs, column by column (path relative to root); the folders
     without a readable record go to `unrecorded`."""
     runs = root / RUNS_DIR
-    note = lambda path, reason: report(skipped, path, reason)  # noqa: E731
+    def note(path: Path | str, reason: str) -> None:
+        report(skipped, path, reason)
+
     folders = []
     if suite is not None:
         folders = [runs / suite] if (runs / suite).is_dir() else []
@@ -148,7 +150,7 @@ def _runs(root: Path, suite: str | None, skipped: list[str], use_index: bool,
     return chunks
 
 
-def _listing(folder: Path, note: Any) -> list[os.DirEntry[str]]:
+def _listing(folder: Path, note: Report) -> list[os.DirEntry[str]]:
     """A folder's entries; none (and one line) when it cannot be read."""
     try:
         with os.scandir(folder) as entries:

@@ -100,6 +100,8 @@ def write_run(folder: Path, record: RunRecord, rows: list[RequestRow] | None = N
 
 def new_run_dir(root: Path, record: RunRecord) -> Path:
     """Create this run's folder exclusively: two writers can never share one."""
+    if record.started_at is None:  # only a record imported from another harness lacks it
+        raise ValueError("a run record to write needs its start time (started_at)")
     return create_run_dir(root, record.suite.name, record.started_at, record.run_id)
 
 

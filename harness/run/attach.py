@@ -207,8 +207,9 @@ def attached_engine(suite: Suite, adapter: EngineAdapter, models: Models | None,
         raise BadInput(f"the server at {redact_text(base_url)} is not what suite {suite.name} "
                        "declares: " + "; ".join(problems))
     found = adapter.identity(reports)
+    version = found.get("version")
     build = BuildInfo(engine=suite.engine.kind, spec=f"attached: {redact_text(base_url)}",
-                      version=found.get("version"), method="attached",
+                      version=None if version is None else str(version), method="attached",
                       options={"served": {key: value for key, value in found.items()
                                           if value is not None}})
     return AttachedEngine(suite, adapter, models, build, reports)

@@ -50,7 +50,8 @@ def check_folder(folder: Path, role: str) -> None:
     if not weights and not any(folder.glob("*.bin")):
         raise BadInput(f"the {role} model {folder}: no weights (*.safetensors or *.bin) "
                        "in the folder")
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    text_config = config.get("text_config")
+    text = text_config if isinstance(text_config, dict) else config
     for path in weights:
         for name, shape in _header_shapes(path, role).items():
             problem = _shape_problem(name, shape, text, config)

@@ -17,8 +17,11 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from harness.metrics.stopping import in_flight_limit
+
+T = TypeVar("T")  # what a drained task answers
 
 # Once the server is seen dead or stopped, answers it sent in full before may still wait in
 # the socket (a loaded host reads them late): they are read while they keep coming (one at
@@ -111,7 +114,7 @@ async def dispatch(n: int, concurrency: int, one: Callable[[int], Awaitable[None
         state.cancelled.sort()
 
 
-async def drain(task: asyncio.Future[object], progress: Progress | None) -> None:
+async def drain(task: asyncio.Future[T], progress: Progress | None) -> None:
     """Let `task` read what the server already sent (see DRAIN_QUIET_S)."""
     if progress is None:
         return

@@ -118,7 +118,7 @@ def decide(evidence: Evidence) -> Judgement:
         first.append("draft contract differs (not enforced), measured anyway: "
                      + "; ".join(contract))
         status = "error" if status == "error" else "fail"
-    paired = None
+    paired: dict[str, object] | None = None
     if evidence.paired is not None:
         found, gate = evidence.paired, evidence.paired.gate
         gate_status = status_of(found.result.decision, gate.inconclusive)

@@ -18,11 +18,11 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
-from typing import IO, Any, Protocol
+from types import FrameType, TracebackType
+from typing import IO, Protocol
 
 import httpx
 import psutil
@@ -35,6 +35,8 @@ LOOPBACK = "127.0.0.1"
 POLL_INTERVAL_S = 0.05
 TERMINATE_GRACE_S = 10.0
 LOG_TAIL_LINES = 40
+# what `signal.signal` answers and takes: a function, SIG_DFL/SIG_IGN, or None (not set by Python)
+Handler = Callable[[int, FrameType | None], object] | int | None
 
 
 def free_port(host: str = LOOPBACK) -> int:
@@ -108,7 +110,7 @@ def signals_deferred() -> Iterator[None]:
         yield
         return
     held: list[int] = []
-    previous: dict[int, Any] = {}
+    previous: dict[int, Handler] = {}
     try:
         # one by one inside the try: a signal landing between the two swaps still has the
         # first handler restored (else a later Ctrl-C would be held for ever)
@@ -116,8 +118,8 @@ def signals_deferred() -> Iterator[None]:
             previous[signum] = signal.signal(signum, lambda number, _frame: held.append(number))
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        for held_signal, handler in previous.items():
+            signal.signal(held_signal, handler)
         if held:
             handler = previous[held[0]]
             if callable(handler):

@@ -53,7 +53,8 @@ def cpu_info(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str | None, list[st
         text = cpuinfo.read_text(errors="replace")
     except OSError:
         return platform.processor() or None, []
-    model, flags = None, set()
+    model: str | None = None
+    flags: set[str] = set()
     for line in text.splitlines():
         key, _, value = line.partition(":")
         key = key.strip().lower()

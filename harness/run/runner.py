@@ -137,7 +137,9 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
         if not records:  # e.g. Ctrl-C while the plot was drawn
             raise Interrupted(f"interrupted after the run was recorded: the record in "
                               f"{runs[0].run_dir} is complete") from None
-        raise Interrupted(f"{records[0].verdict.reasons[0]}; server stopped, partial record "
+        verdict = records[0].verdict  # set by _fail_unfinished
+        reason = verdict.reasons[0] if verdict is not None and verdict.reasons else "interrupted"
+        raise Interrupted(f"{reason}; server stopped, partial record "
                           f"in {runs[0].run_dir}") from None
     except BadInput as error:
         _fail_unfinished(runs, error)

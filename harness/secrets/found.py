@@ -15,7 +15,7 @@ from harness.secrets.shapes import found_in, looks_secret
 MAX_DEPTH = 256  # a document nested deeper is refused by validation; read this far here
 
 
-def in_env(env: Mapping[object, object]) -> list[str]:
+def in_env(env: Mapping[str, object]) -> list[str]:
     """The values of an environment under a secret name or looking secret, and every
     credential in the others (`DB_URL = "postgres://u:pw@db/x"`)."""
     found = [str(value) for name, value in env.items()

@@ -12,7 +12,7 @@ judged by `[floors]`; further entries are `[[workloads]]`, each with a `name`, i
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 from pydantic_core import PydanticCustomError
@@ -201,26 +201,25 @@ class JsonlWorkload(_Requests):
         return self
 
 
-def _kind_of(value: Any) -> str:
+def _kind_of(value: object) -> str:
     """The discriminator: `kind`, default "gsm8k" (suites written before the other kinds)."""
     kind = value.get("kind", "gsm8k") if isinstance(value, dict) else getattr(value, "kind", None)
     return kind if isinstance(kind, str) and kind in WORKLOAD_KINDS else "unknown"
 
 
-def _by_kind(gsm8k: type, spec_bench: type, humaneval: type, jsonl: type) -> Any:
-    """One model per workload kind, chosen by `kind` (unknown kinds name the allowed)."""
-    return Annotated[
-        Annotated[gsm8k, Tag("gsm8k")]
-        | Annotated[spec_bench, Tag("spec_bench")]
-        | Annotated[humaneval, Tag("humaneval")]
-        | Annotated[jsonl, Tag("jsonl")],
-        Discriminator(_kind_of, custom_error_type="workload_kind",
-                      custom_error_message=f"unknown workload kind; allowed: "
-                                           f"{', '.join(WORKLOAD_KINDS)}"),
-    ]
+# One model per workload kind, chosen by `kind` (unknown kinds name the allowed); spelled
+# out (not built by a function) so that a type checker reads `Workload` as the union.
+_BY_KIND = Discriminator(_kind_of, custom_error_type="workload_kind",
+                         custom_error_message=f"unknown workload kind; allowed: "
+                                              f"{', '.join(WORKLOAD_KINDS)}")
 
-
-Workload = _by_kind(GSM8KWorkload, SpecBenchWorkload, HumanEvalWorkload, JsonlWorkload)
+Workload = Annotated[
+    Annotated[GSM8KWorkload, Tag("gsm8k")]
+    | Annotated[SpecBenchWorkload, Tag("spec_bench")]
+    | Annotated[HumanEvalWorkload, Tag("humaneval")]
+    | Annotated[JsonlWorkload, Tag("jsonl")],
+    _BY_KIND,
+]
 
 
 # ------------------------------------------------------------------ floors and baselines
@@ -356,7 +355,13 @@ class JsonlEntry(_Entry, JsonlWorkload):
     pass
 
 
-WorkloadEntry = _by_kind(GSM8KEntry, SpecBenchEntry, HumanEvalEntry, JsonlEntry)
+WorkloadEntry = Annotated[
+    Annotated[GSM8KEntry, Tag("gsm8k")]
+    | Annotated[SpecBenchEntry, Tag("spec_bench")]
+    | Annotated[HumanEvalEntry, Tag("humaneval")]
+    | Annotated[JsonlEntry, Tag("jsonl")],
+    _BY_KIND,
+]
 ENTRY_KEYS = frozenset({"name", "floors", "baselines"})
 INHERITED_FLOOR_KEYS = ("metric", "alpha", "beta")
 
@@ -364,14 +369,13 @@ INHERITED_FLOOR_KEYS = ("metric", "alpha", "beta")
 def known_categories(workload: Workload) -> set[str] | None:
     """The categories a workload's requests can carry; None when only its data can say
     (a jsonl workload with a `category_field`)."""
-    kind = workload.kind
-    if kind == "spec_bench":
+    if workload.kind == "spec_bench":
         chosen = workload.categories or list(SPEC_BENCH_TASKS)
         tasks = {c for c in chosen if c in SPEC_BENCH_TASKS}
         raw = {c for c in chosen if c in MT_BENCH_CATEGORIES}
         if "mt_bench" in tasks:
             raw |= set(MT_BENCH_CATEGORIES)
         return tasks | raw | ({"mt_bench"} if raw else set())
-    if kind == "jsonl" and workload.category_field is not None:
+    if workload.kind == "jsonl" and workload.category_field is not None:
         return None
-    return {kind}
+    return {workload.kind}

@@ -73,8 +73,9 @@ def read_config(name: str) -> tuple[dict[str, object], Path] | None:
 
 
 def _number(value: object) -> float | None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
-    return float(value) if ok and math.isfinite(value) else None
+    if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def context_length(config: Mapping[str, object]) -> tuple[int, str] | None:
@@ -82,8 +83,9 @@ def context_length(config: Mapping[str, object]) -> tuple[int, str] | None:
     came from (`text_config.max_position_embeddings x rope_scaling.factor 4`); None when
     the config declares none."""
     text, prefix = config, ""
-    if isinstance(config.get("text_config"), Mapping):
-        text, prefix = config["text_config"], "text_config."
+    text_config = config.get("text_config")
+    if isinstance(text_config, Mapping):
+        text, prefix = text_config, "text_config."
     factor = 1.0
     scaling = text.get("rope_scaling")
     if isinstance(scaling, Mapping) and "original_max_position_embeddings" not in scaling \

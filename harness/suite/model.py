@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from harness.errors import SuiteError
 from harness.files import SUITES_DIR
@@ -81,7 +82,7 @@ def _location(loc: tuple[object, ...]) -> str:
     return ".".join(parts) or "(document)"
 
 
-def _describe(error: dict[str, object]) -> str:
+def _describe(error: ErrorDetails) -> str:
     kind = error["type"]
     ctx = error.get("ctx") or {}
     if kind == IMPOSSIBLE:

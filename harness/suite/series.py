@@ -4,8 +4,6 @@ of its own (`Entry.loaded`) judged by its own floors."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict
 
 from harness.errors import BadInput
@@ -50,13 +48,15 @@ def suite_entries(loaded: LoadedSuite, only: list[str] | None = None) -> list[En
     if not only or "main" in only:
         chosen.append(_entry(loaded, suite.name, None, base, suite.model_copy(
             update={"workloads": []})))
-    raw_entries = document.get("workloads") or []
-    for entry, raw in zip(suite.workloads, raw_entries, strict=True):
+    raw_entries = document.get("workloads")
+    for entry, raw in zip(suite.workloads, raw_entries if isinstance(raw_entries, list) else [],
+                          strict=True):
         if only and entry.name not in only:
             continue
         series = series_name(suite.name, entry.name)
-        floors = {**{k: document["floors"][k] for k in INHERITED_FLOOR_KEYS
-                     if k in document["floors"]}, **raw["floors"]}
+        inherited = _table(document.get("floors"))
+        floors = {**{k: inherited[k] for k in INHERITED_FLOOR_KEYS if k in inherited},
+                  **raw["floors"]}
         effective = {**base, "name": series,
                      "workload": {k: v for k, v in raw.items() if k not in ENTRY_KEYS},
                      "floors": floors, "baselines": list(raw.get("baselines") or [])}
@@ -68,7 +68,12 @@ def suite_entries(loaded: LoadedSuite, only: list[str] | None = None) -> list[En
     return chosen
 
 
-def _entry(loaded: LoadedSuite, series: str, name: str | None, document: dict[str, Any],
+def _table(value: object) -> dict[str, object]:
+    """A TOML table of the (validated) suite document; an absent one is empty."""
+    return value if isinstance(value, dict) else {}
+
+
+def _entry(loaded: LoadedSuite, series: str, name: str | None, document: dict[str, object],
            suite: Suite) -> Entry:
     effective = LoadedSuite(suite=suite, path=loaded.path, sha256=document_sha256(document),
                             document=document)

@@ -43,29 +43,28 @@ class WorkloadPlan:
 
 def prepare(workload: Workload) -> WorkloadPlan:
     """Load the workload's rows and build its prompts (BadInput on bad or missing data)."""
-    kind = workload.kind
-    if kind == "gsm8k":
+    if workload.kind == "gsm8k":
         data = gsm8k.load_gsm8k(workload.data)
         train = gsm8k.load_train() if workload.shots_from == "train" and workload.shots else None
         sha256 = data.sha256 if train is None else sources.canonical_sha256(
             [{"test": data.sha256, "train": train.sha256}])
         return WorkloadPlan(gsm8k.build_prompts(data, workload, train), data.source, sha256,
                             data.file_sha256, gsm8k.stop_strings(workload), True)
-    if kind == "spec_bench":
+    if workload.kind == "spec_bench":
         dataset = spec_bench.load(workload)
         return WorkloadPlan(spec_bench.build_prompts(dataset, workload), dataset.source,
                             dataset.sha256, dataset.file_sha256, (), False)
-    if kind == "humaneval":
+    if workload.kind == "humaneval":
         dataset = humaneval.load(workload)
         return WorkloadPlan(humaneval.build_prompts(dataset, workload), dataset.source,
                             dataset.sha256, dataset.file_sha256,
                             humaneval.stop_strings(workload), False)
-    if kind == "jsonl":
+    if workload.kind == "jsonl":
         dataset = jsonl.load(workload)
         return WorkloadPlan(jsonl.build_prompts(dataset, workload), dataset.source,
                             dataset.sha256, dataset.file_sha256, tuple(workload.stop),
                             workload.answer_field is not None)
-    raise ValueError(f"no workload kind {kind!r}")
+    raise ValueError(f"no workload kind {workload.kind!r}")
 
 
 def grade(prompt: Prompt, text: str) -> tuple[str | None, bool | None]:
@@ -78,7 +77,8 @@ def describe(workload: Workload) -> str:
     """One line: which prompts and how they are graded."""
     module = {"gsm8k": gsm8k, "spec_bench": spec_bench, "humaneval": humaneval,
               "jsonl": jsonl}[workload.kind]
-    return module.describe(workload)
+    line: str = module.describe(workload)
+    return line
 
 
 def planned_questions(workload: Workload) -> int:

@@ -23,7 +23,7 @@ import json
 import os
 import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -64,6 +64,25 @@ class Dataset:
     source: str  # a file path, or hf:<id>/<config>/<split>
     sha256: str  # of the canonical rows
     file_sha256: str | None = None  # of a local file's bytes
+
+
+def text_of(row: Mapping[str, object], name: str) -> str:
+    """A canonical row's text field. The kind's `canonical` checked it when the row was
+    read, so anything else is this harness's bug, not the data's."""
+    value = row[name]
+    if not isinstance(value, str):
+        raise TypeError(f"canonical row field {name!r} is {type(value).__name__}, not str")
+    return value
+
+
+def texts_of(row: Mapping[str, object], name: str) -> list[str]:
+    """A canonical row's text or list of texts (a prompt's turns), as a list."""
+    value = row[name]
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError(f"canonical row field {name!r} is not a list of str")
+    return [str(v) for v in value]
 
 
 def canonical_sha256(rows: Sequence[dict[str, object]]) -> str:

@@ -33,7 +33,6 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from harness.errors import BadInput
 from harness.suite.entries import GSM8KWorkload
@@ -100,7 +99,7 @@ def is_correct(predicted: str | None, label: str) -> bool:
     """SGLang compares the two parsed literals with `==` (so 18.0 equals 18)."""
     if predicted is None or label == "invalid":
         return False
-    return ast.literal_eval(predicted) == ast.literal_eval(label)
+    return bool(ast.literal_eval(predicted) == ast.literal_eval(label))
 
 
 def grade(prompt: Prompt, text: str) -> tuple[str | None, bool | None]:
@@ -115,8 +114,9 @@ def default_data_paths() -> list[Path]:
     return sources.local_candidates(DATA_FILE)
 
 
-def _canonical(source: str, items: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
-    rows = []
+def _canonical(source: str, items: list[tuple[int, dict[str, object]]]
+               ) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
     for number, item in items:
         try:
             rows.append({"question": str(item["question"]), "answer": str(item["answer"])})
@@ -128,7 +128,8 @@ def _canonical(source: str, items: list[tuple[int, dict[str, Any]]]) -> list[dic
 def load_gsm8k(path: str | Path | None = None) -> GSM8KData:
     """GSM8K's test split from a local JSONL file, else from the hub through `datasets`."""
     dataset = sources.load(DATA_FILE, str(path) if path else None, HUB, "GSM8K", _canonical)
-    rows = [Question(i, row["question"], row["answer"]) for i, row in enumerate(dataset.rows)]
+    rows = [Question(i, sources.text_of(row, "question"), sources.text_of(row, "answer"))
+            for i, row in enumerate(dataset.rows)]
     return GSM8KData(rows, dataset.source, dataset.sha256, dataset.file_sha256)
 
 
@@ -136,7 +137,8 @@ def load_train() -> GSM8KData:
     """GSM8K's train split (the shots of `shots_from = "train"`): `gsm8k/train.jsonl` under
     $HARNESS_DATA_DIR or ../shared/data, else the hub's `openai/gsm8k` main train."""
     dataset = sources.load(TRAIN_FILE, None, TRAIN_HUB, "GSM8K train", _canonical)
-    rows = [Question(i, row["question"], row["answer"]) for i, row in enumerate(dataset.rows)]
+    rows = [Question(i, sources.text_of(row, "question"), sources.text_of(row, "answer"))
+            for i, row in enumerate(dataset.rows)]
     return GSM8KData(rows, dataset.source, dataset.sha256, dataset.file_sha256)
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 from harness.errors import BadInput
 from harness.suite.entries import HumanEvalWorkload
@@ -47,7 +46,8 @@ def package_file() -> list[Path]:
     return [Path(str(located))]
 
 
-def _canonical(source: str, items: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
+def _canonical(source: str, items: list[tuple[int, dict[str, object]]]
+               ) -> list[dict[str, object]]:
     return [{"task_id": sources.field(item, "task_id", source, number, "HumanEval"),
              "prompt": sources.field(item, "prompt", source, number, "HumanEval")}
             for number, item in items]
@@ -64,8 +64,9 @@ def build_prompts(dataset: sources.Dataset, workload: HumanEvalWorkload) -> list
         raise BadInput(f"{dataset.source}: has {len(dataset.rows)} problems; the workload "
                        f"asks for {workload.questions}")
     chat = workload.protocol == "chat"
-    return [Prompt(i, CHAT_WORDING.format(prompt=row["prompt"]) if chat else row["prompt"],
-                   None, CATEGORY, row["task_id"]) for i, row in enumerate(rows)]
+    return [Prompt(i, CHAT_WORDING.format(prompt=sources.text_of(row, "prompt")) if chat
+                   else sources.text_of(row, "prompt"), None, CATEGORY,
+                   sources.text_of(row, "task_id")) for i, row in enumerate(rows)]
 
 
 def stop_strings(workload: HumanEvalWorkload) -> tuple[str, ...]:

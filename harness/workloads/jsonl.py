@@ -13,7 +13,7 @@ in file order. Generation stops at `stop`. The hash is over the declared fields 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from harness.errors import BadInput
 from harness.suite.entries import JsonlWorkload
@@ -24,20 +24,25 @@ from harness.workloads.items import Prompt
 CATEGORY = "jsonl"
 
 
-def _canonical_for(workload: JsonlWorkload):
-    def canonical(source: str, items: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
+Canonical = Callable[[str, list[tuple[int, dict[str, object]]]], list[dict[str, object]]]
+
+
+def _canonical_for(workload: JsonlWorkload) -> Canonical:
+    def canonical(source: str, items: list[tuple[int, dict[str, object]]]
+                  ) -> list[dict[str, object]]:
         rows = []
         for number, item in items:
             prompt = sources.field(item, workload.prompt_field, source, number, "prompt",
                                    (str, list))
-            turns = [prompt] if isinstance(prompt, str) else prompt
+            turns = [prompt] if isinstance(prompt, str) else (  # field: str or list
+                prompt if isinstance(prompt, list) else [])
             if not turns or not all(isinstance(t, str) and t for t in turns):
                 raise BadInput(f"{source}:{number}: {workload.prompt_field!r} must be a "
                                "non-empty string or a non-empty list of non-empty strings")
             if len(turns) > 1 and workload.protocol != "chat":
                 raise BadInput(f"{source}:{number}: {len(turns)} turns need the chat template "
                                "(protocol = \"chat\")")
-            row: dict[str, Any] = {"prompt": prompt}
+            row: dict[str, object] = {"prompt": prompt}
             for key, name in (("category", workload.category_field), ("id", workload.id_field),
                               ("answer", workload.answer_field)):
                 if name is not None:
@@ -65,12 +70,13 @@ def build_prompts(dataset: sources.Dataset, workload: JsonlWorkload) -> list[Pro
     chosen = set(workload.categories)
     prompts = []
     for index, row in enumerate(dataset.rows):
-        category = row.get("category", CATEGORY)
+        category = sources.text_of(row, "category") if "category" in row else CATEGORY
         if chosen and category not in chosen:
             continue
-        turns = [row["prompt"]] if isinstance(row["prompt"], str) else row["prompt"]
-        label = extract_label(row["answer"]) if "answer" in row else None
-        prompts.append(Prompt(index, turns[0], label, category, row.get("id"), tuple(turns[1:])))
+        turns = sources.texts_of(row, "prompt")
+        label = extract_label(sources.text_of(row, "answer")) if "answer" in row else None
+        question_id = sources.text_of(row, "id") if "id" in row else None
+        prompts.append(Prompt(index, turns[0], label, category, question_id, tuple(turns[1:])))
         if workload.questions is not None and len(prompts) == workload.questions:
             break
     if not prompts:

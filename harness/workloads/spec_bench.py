@@ -23,8 +23,6 @@ and `turns` of each row, the fields the protocol reads.
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.errors import BadInput
 from harness.suite.entries import MT_BENCH_CATEGORIES, SPEC_BENCH_TASKS, SpecBenchWorkload
 from harness.workloads import data as sources
@@ -40,13 +38,15 @@ def task_of(category: str) -> str:
     return "mt_bench" if category in MT_BENCH_CATEGORIES else category
 
 
-def _canonical(source: str, items: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
-    rows = []
+def _canonical(source: str, items: list[tuple[int, dict[str, object]]]
+               ) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
     for number, item in items:
         question_id = sources.field(item, "question_id", source, number, "Spec-Bench", (int,))
         category = sources.field(item, "category", source, number, "Spec-Bench")
         turns = sources.field(item, "turns", source, number, "Spec-Bench", (list,))
-        if not turns or not all(isinstance(t, str) and t for t in turns):
+        if not isinstance(turns, list) or not turns or not all(isinstance(t, str) and t
+                                                                for t in turns):
             raise BadInput(f"{source}:{number}: not a Spec-Bench row (turns must be a "
                            "non-empty list of non-empty strings)")
         rows.append({"question_id": question_id, "category": category, "turns": list(turns)})
@@ -62,14 +62,15 @@ def build_prompts(dataset: sources.Dataset, workload: SpecBenchWorkload) -> list
     counts: dict[str, int] = {}
     prompts = []
     for index, row in enumerate(dataset.rows):
-        raw, task = row["category"], task_of(row["category"])
+        raw = sources.text_of(row, "category")
+        task = task_of(raw)
         if chosen and raw not in chosen and task not in chosen:
             continue
         key = raw if raw in chosen else task
         if workload.per_category is not None and counts.get(key, 0) >= workload.per_category:
             continue
         counts[key] = counts.get(key, 0) + 1
-        turns = row["turns"][: workload.turns]
+        turns = sources.texts_of(row, "turns")[: workload.turns]
         prompts.append(Prompt(index, turns[0], None, task, str(row["question_id"]),
                               tuple(turns[1:]), raw if raw != task else None))
     missing = sorted((chosen or set(SPEC_BENCH_TASKS)) - {p.category for p in prompts}

@@ -238,7 +238,7 @@ def rank_states(info: Any) -> list[tuple[int | None, float | None]] | None:
     when the server reports no `internal_states` list."""
     if not isinstance(info, Mapping) or not isinstance(info.get("internal_states"), list):
         return None
-    states = []
+    states: list[tuple[int | None, float | None]] = []
     for state in info["internal_states"]:
         if not isinstance(state, Mapping):
             states.append((None, None))

@@ -110,6 +110,8 @@ def launch_command(suite: Suite, python: str, host: str, port: int,
         raise BadInput(f"suite {suite.name}: not an sglang suite")
     check_flags(suite)
     models = models or resolve_models(suite)
+    if models is None:  # only a reference suite names no models
+        raise BadInput(f"suite {suite.name}: names no target model")
     spec = suite.speculative
     command = [python, "-m", LAUNCH_MODULE, "--model-path", models.target]
     if models.target_revision:

@@ -70,8 +70,8 @@ def check(suite_name: str, version: str | None, topology_text: str,
         if "refused" in answer:
             raise BadInput(f"suite {suite_name}: {release} refuses the topology "
                            f"({topology_text}) for its {name} line: {refusal_text(answer)}")
-        resolved = dict(answer.get("resolved") or {}) if isinstance(
-            answer.get("resolved"), Mapping) else {}
+        reported = answer.get("resolved")
+        resolved = dict(reported) if isinstance(reported, Mapping) else {}
         if isinstance(resolved.get("dp_size"), int):  # 0.5.23: DP attention is attn_dp_size
             resolved["dp_ranks"] = resolved["dp_size"] * int(resolved.get("attn_dp_size") or 1)
         for key, value in expected.get(name, {}).items():

@@ -121,7 +121,8 @@ def _resolve(python: str, folder: Path, env: dict[str, str]) -> VllmLayers:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise EngineError(f"vLLM's layer resolver failed in {python}: {last}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    answer: VllmLayers = json.loads(done.stdout.strip().splitlines()[-1])  # RESOLVE_LAYERS'
+    return answer
 
 
 def cross_engine_rows(sglang: Sequence[LayerAttention], vllm: Sequence[VllmLayer]
@@ -136,9 +137,10 @@ def cross_engine_rows(sglang: Sequence[LayerAttention], vllm: Sequence[VllmLayer
         a_window = getattr(a, "window", None)
         rows.append({
             "index": i,
-            "layer_type": getattr(a, "layer_type", None) or (b or {}).get("layer_type"),
+            "layer_type": getattr(a, "layer_type", None) or (b.get("layer_type") if b else None),
             "sglang_causal": a_causal, "sglang_window": a_window,
-            "vllm_causal": (b or {}).get("causal"), "vllm_window": (b or {}).get("window"),
+            "vllm_causal": b.get("causal") if b else None,
+            "vllm_window": b.get("window") if b else None,
             "causal_differs": a is None or b is None or a_causal != b.get("causal"),
             "window_differs": a is None or b is None or a_window != b.get("window"),
         })

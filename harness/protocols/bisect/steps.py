@@ -23,7 +23,7 @@ from harness.run import runner
 from harness.suite.model import LoadedSuite, Suite
 from harness.suite.schema import document_sha256
 
-Pairs = tuple[list[int], list[int]]  # (numerators, verify steps) prompt by prompt
+Pairs = tuple[list[float], list[int]]  # (numerators, weights) prompt by prompt
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Reference:
     """GOOD's rows: the questions in the order sent, and their (numerator, steps)."""
 
     questions: tuple[Hashable, ...]
-    tokens: tuple[int, ...]
+    tokens: tuple[float, ...]
     steps: tuple[int, ...]
 
     @property
