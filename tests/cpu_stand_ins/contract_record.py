@@ -14,8 +14,11 @@ are read after its own code has run, and one JSON line per clause is appended:
   layer c - 1, the harness's stated convention), wherever the release takes it: at the
   next layer's input boundary, in the loop, or after the last layer. A forward loop that
   captures at the wrong layer is seen here while its configured list still looks right.
-  Releases whose loop appends to a plain list (0.5.20 and older) cannot be observed so;
-  for them the configured list is recorded, saying so in its `where`;
+  A model whose loop appends to a plain list instead (Muse Glimmer's in 0.5.23) is observed
+  by what its forward returns: each captured tensor is matched, by identity, to the target
+  layer it was given as input (hidden_states[i]). Releases with no capture method at all
+  (0.5.20 and older) are not hooked; for them the configured list is recorded, saying so
+  in its `where`;
 - from `_resolve_dflash_embedding_module` (0.5.19+): whose embeddings it returned, and,
   once the draft's block is embedded through it (`embed_module(block_ids)`, a
   [requests, block] tensor of ids), the block size and mask id that block was given: its
@@ -67,14 +70,18 @@ class _Pass:
         self.active = False
         self.ran = 0
         self.taken: set[int] = set()
+        self.entered: dict[int, int] = {}  # id of a tensor a layer was given -> that layer
         self.written: set[tuple[int, ...]] = set()
 
     def start(self, *_: Any) -> None:
-        self.active, self.ran, self.taken = True, 0, set()
+        self.active, self.ran, self.taken, self.entered = True, 0, set(), {}
 
     def entering(self, index: int) -> Any:
-        def hook(*_: Any) -> None:
+        def hook(_module: Any, args: tuple[Any, ...]) -> None:
             self.ran = index  # a capture at this layer's input is hidden_states[index]
+            for value in args:  # the latest layer given a live tensor is the one it entered
+                if hasattr(value, "data_ptr"):
+                    self.entered[id(value)] = index
         return hook
 
     def leaving(self, index: int) -> Any:
@@ -86,13 +93,24 @@ class _Pass:
         if self.active:
             self.taken.add(self.ran)
 
-    def finish(self, *_: Any) -> None:
+    def finish(self, _module: Any, _args: Any, output: Any) -> None:
         self.active = False
         taps = tuple(sorted(self.taken))
+        where = "target forward: captures taken after that many target layers ran " \
+                "(hidden_states[c])"
+        if not taps:
+            # A model whose loop appends to a plain list (Muse Glimmer's, 0.5.23): the
+            # tensors it returns beside its output, each matched to the layer it entered
+            # (-1: one no layer was given, e.g. a sum made for the capture).
+            captured = output[1] if isinstance(output, tuple) and len(output) == 2 else None
+            if isinstance(captured, list) and captured:
+                taps = tuple(self.entered.get(id(value), -1) for value in captured)
+                where = "target forward: the tensors its loop returned, each the input " \
+                        "of that target layer (hidden_states[i])"
+        self.entered = {}
         if taps and taps not in self.written:
             self.written.add(taps)
-            _write("taps", list(taps), "target forward: captures taken after that many "
-                   "target layers ran (hidden_states[c])")
+            _write("taps", list(taps), where)
 
 
 _PASS = _Pass()
