@@ -14,8 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.files import atomic_write_text, check_inside
-from harness.results.layout import run_dir_name
+from harness.results.layout import new_record_folder, write_record_file
 from harness.results.record import VerdictStatus
 
 FORCED_DIR = "forced"
@@ -77,14 +76,8 @@ class ForcedRecord(_Forced):
 
 def forced_dir(results: Path, suite: str, started_at: datetime, forced_id: str) -> Path:
     """The ladder's folder, created exclusively."""
-    folder = Path(results) / FORCED_DIR / suite / run_dir_name(started_at, forced_id)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    check_inside(folder.parent, results)
-    folder.mkdir()
-    return folder
+    return new_record_folder(results, FORCED_DIR, suite, started_at, forced_id)
 
 
 def write_forced(folder: Path, record: ForcedRecord, results: Path) -> Path:
-    path = folder / FORCED_FILE
-    atomic_write_text(path, record.model_dump_json(indent=2) + "\n", root=results)
-    return path
+    return write_record_file(folder / FORCED_FILE, record, results)

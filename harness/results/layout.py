@@ -15,6 +15,13 @@ This module is imported at CLI start-up: keep it free of third-party imports.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.files import atomic_write_text, check_inside
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 RUNS_DIR = "runs"
 BASELINES_DIR = "baselines"
@@ -41,3 +48,20 @@ def started_from_name(name: str) -> datetime | None:
         return datetime.strptime(name.partition("-")[0], RUN_TIME).replace(tzinfo=UTC)
     except ValueError:
         return None
+
+
+def new_record_folder(results: Path, kind: str, suite: str, started_at: datetime,
+                      record_id: str) -> Path:
+    """`<results>/<kind>/<suite>/<time>-<id>` for a protocol's record (a sweep, a forced
+    ladder), created exclusively: two records never share one."""
+    folder = Path(results) / kind / suite / run_dir_name(started_at, record_id)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    check_inside(folder.parent, results)
+    folder.mkdir()
+    return folder
+
+
+def write_record_file(path: Path, record: BaseModel, results: Path) -> Path:
+    """A protocol's record as indented JSON, written atomically inside `results`."""
+    atomic_write_text(path, record.model_dump_json(indent=2) + "\n", root=results)
+    return path

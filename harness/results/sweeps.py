@@ -15,9 +15,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.files import atomic_write_text, check_inside
 from harness.results.checks import BadFile, read_regular, strict_json
-from harness.results.layout import run_dir_name
+from harness.results.layout import new_record_folder, write_record_file
 from harness.results.readers import BadRecord
 from harness.results.record import VerdictStatus
 
@@ -84,17 +83,11 @@ class SweepRecord(_Sweep):
 
 def sweep_dir(results: Path, suite: str, started_at: datetime, sweep_id: str) -> Path:
     """The sweep's folder, created exclusively (two sweeps never share one)."""
-    folder = Path(results) / SWEEPS_DIR / suite / run_dir_name(started_at, sweep_id)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    check_inside(folder.parent, results)
-    folder.mkdir()
-    return folder
+    return new_record_folder(results, SWEEPS_DIR, suite, started_at, sweep_id)
 
 
 def write_sweep(folder: Path, record: SweepRecord, results: Path) -> Path:
-    path = folder / SWEEP_FILE
-    atomic_write_text(path, record.model_dump_json(indent=2) + "\n", root=results)
-    return path
+    return write_record_file(folder / SWEEP_FILE, record, results)
 
 
 def read_sweep(path: Path | str) -> SweepRecord:
