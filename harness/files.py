@@ -8,6 +8,7 @@ folder is `harness.results.layout`'s.
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -38,6 +39,16 @@ def inside(path: Path | str, root: Path | str) -> bool:
     return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
 
 
+def _is_special(path: Path) -> bool:
+    """Whether `path` exists and is neither a regular file nor a folder: a device, a FIFO
+    or a socket, which a write goes into rather than replaces."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 class OutsideResults(OSError):
     """A write that would follow a symbolic link out of the results folder."""
 
@@ -54,6 +65,11 @@ def atomic_write_text(path: Path, text: str, root: Path | str | None = None) -> 
     file's folder leads out of it."""
 
     text = redact_text(text)  # every secret, in every file the harness writes
+    if _is_special(path):  # `--out /dev/null` or a FIFO: a rename would replace the
+        # device itself (as root, /dev/null became a regular file), so write into it
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        return
     if root is not None:  # before mkdir too: no folder is made through a link out of root
         check_inside(path.parent, root)
     path.parent.mkdir(parents=True, exist_ok=True)

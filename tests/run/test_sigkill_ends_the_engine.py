@@ -163,7 +163,8 @@ def _sigkill_at(stage: str, tmp_path: Path) -> None:
         assert f"ended 1 process(es) of server pid {server.pid} on port {port}" in stderr, where
         assert stderr.index("a run that died") < stderr.index("launching kill_tiny"), where
     run_dir = next(path for path in (results / "runs").glob("*/*") if path.is_dir())
-    code = main(["export", str(run_dir), "--format", "aiperf", "--out", os.devnull])
+    code = main(["export", str(run_dir), "--format", "aiperf",
+                 "--out", str(tmp_path / "export.jsonl")])
     # the reader afterwards: a folder without its record is named (exit 2); a whole
     # record exports
     assert code == (0 if record() is not None else 2), where
