@@ -68,8 +68,14 @@ def numerators(rows: Sequence[RequestLike], metric: str) -> list[float]:
 
 
 def steps_of(rows: Sequence[RequestLike]) -> list[int]:
-    return [int(row["verify_steps"] if isinstance(row, dict) else row.verify_steps)
-            for row in rows]
+    return [_count(fields_of(row)["verify_steps"]) for row in rows]
+
+
+def _count(value: object) -> int:
+    """A row's count as an int (a dict's from JSON may hold a float such as 3.0)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(f"a count, not {type(value).__name__}: {value!r}")
+    return int(value)
 
 
 def request_value(row: RequestLike, metric: str) -> float | None:

@@ -85,10 +85,13 @@ def _boundaries(fractions: tuple[float, ...], alpha: float, kind: str) -> tuple[
         raise ValueError(f"alpha must be in (0, 0.5), got {alpha}")
     out: list[float] = []
     previous_t, previous_spent = 0.0, 0.0
-    grid = weights = density = None  # W's sub-density on the continuation region
+    # W's sub-density on the continuation region (None before the first look)
+    grid: np.ndarray | None = None
+    weights: np.ndarray | None = None
+    density: np.ndarray | None = None
     for t in fractions:
         target = spent(t, alpha, kind) - previous_spent
-        if grid is None:  # first look: W(t) ~ N(0, t)
+        if grid is None or weights is None or density is None:  # first look: W(t) ~ N(0, t)
             c = _NORMAL.inv_cdf(1.0 - target) if target > 0 else math.inf
         else:
             c = _next_boundary(grid, weights * density, previous_t, t, target)
@@ -96,7 +99,7 @@ def _boundaries(fractions: tuple[float, ...], alpha: float, kind: str) -> tuple[
         # the sub-density of W(t) on {no crossing so far}, on a grid below this boundary
         top = c * math.sqrt(t) if math.isfinite(c) else -LOW * math.sqrt(t)
         new_grid = np.linspace(LOW * math.sqrt(t), top, GRID)
-        if grid is None:
+        if grid is None or weights is None or density is None:
             new_density = _pdf(new_grid / math.sqrt(t)) / math.sqrt(t)
         else:
             step = math.sqrt(t - previous_t)

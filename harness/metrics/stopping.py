@@ -35,7 +35,8 @@ def skew_corrected_z(excess: np.ndarray) -> np.ndarray:
         x = mean / sd
         gamma = ((excess - mean[..., None]) ** 3).mean(axis=-1) / sd**3
         z = np.sqrt(n) * (x + gamma * x**2 / 3 + gamma**2 * x**3 / 27 + gamma / (6 * n))
-        return np.where(sd > 0, z, np.sign(mean) * np.inf)
+        statistic: np.ndarray = np.where(sd > 0, z, np.sign(mean) * np.inf)
+        return statistic
 
 
 def in_flight_limit(sent: int, next_look: int | None, concurrency: int,
