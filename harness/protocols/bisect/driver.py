@@ -11,7 +11,6 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from harness.errors import (
     BadInput,
@@ -22,9 +21,11 @@ from harness.errors import (
 )
 from harness.metrics.stats import Difference
 from harness.protocols.bisect import search
+from harness.protocols.bisect.journal import JournalEntry
 from harness.protocols.bisect.rule import StepRule, endpoint_difference, significant
 from harness.protocols.bisect.session import Session
 from harness.protocols.bisect.steps import (
+    BisectRule,
     Reference,
     endpoint_rule,
     measure,
@@ -46,7 +47,7 @@ class SessionOutcome:
     """How a session ended; `report.summarise` turns it into the result."""
 
     session: Session
-    entries: dict[str, dict[str, object]]  # journal entries by role
+    entries: dict[str, JournalEntry]  # journal entries by role
     outcomes: dict[int, search.Outcome] = field(default_factory=dict)
     final: dict[int, str] = field(default_factory=dict)  # commit index -> role of its verdict
     order: list[int] = field(default_factory=list)  # commit indices in the order visited
@@ -68,8 +69,8 @@ class Bisect:
         s = self.session
         return {"session": s.session, "role": role, "commit": sha, "metric": s.metric}
 
-    def _measure(self, role: str, sha: str, prompts: int, make_rule: Callable[[], Any],
-                 index: int | None) -> dict[str, object]:
+    def _measure(self, role: str, sha: str, prompts: int, make_rule: Callable[[], BisectRule],
+                 index: int | None) -> JournalEntry:
         if role in self.done:
             entry = self.done[role]
             if entry.get("commit") != sha:
@@ -78,9 +79,10 @@ class Bisect:
                                "session's files were changed")
             return entry
         s = self.session
-        entry = measure(self.loaded, s.endpoints.spec_for(sha), s.label(role), prompts,
-                        make_rule(), Path(s.results), s.engine_python)
-        entry = {"role": role, "commit": sha, "index": index, **entry}
+        measured = measure(self.loaded, s.endpoints.spec_for(sha), s.label(role), prompts,
+                           make_rule(), Path(s.results), s.engine_python)
+        measured.update({"role": role, "commit": sha, "index": index})
+        entry = measured
         s.append(entry)
         self.done[role] = entry
         return entry
@@ -96,11 +98,12 @@ class Bisect:
         entry = self._measure(role, s.good_sha, prompts,
                               lambda: reference_rule(s.metric, prompts,
                                                      self._settings(role, s.good_sha)), None)
-        if entry["verdict"] == "skip" or not entry.get("run_dir"):
+        run_dir = entry.get("run_dir")
+        if entry.get("verdict") == "skip" or not run_dir:
             raise EngineError(f"GOOD ({s.good}) could not be measured: {entry.get('reason')}")
-        reference = read_reference(Path(entry["run_dir"]), s.metric)
+        reference = read_reference(Path(run_dir), s.metric)
         if len(reference.tokens) < prompts:
-            raise EngineError(f"GOOD's record {entry['run_dir']} has {len(reference.tokens)} "
+            raise EngineError(f"GOOD's record {run_dir} has {len(reference.tokens)} "
                               f"of {prompts} requests")
         self.references[prompts] = reference
         return reference
@@ -128,9 +131,10 @@ class Bisect:
         bad = self._measure("bad", s.bad_sha, s.prompts,
                             lambda: endpoint_rule(s.metric, good, s.prompts, s.alpha,
                                                   self._settings("bad", s.bad_sha)), n - 1)
-        if bad["verdict"] == "skip" or not bad.get("run_dir"):
+        bad_run = bad.get("run_dir")
+        if bad.get("verdict") == "skip" or not bad_run:
             raise EngineError(f"BAD ({s.bad}) could not be measured: {bad.get('reason')}")
-        bad_pairs = read_reference(Path(bad["run_dir"]), s.metric).pairs
+        bad_pairs = read_reference(Path(bad_run), s.metric).pairs
         result.endpoint = endpoint_difference(good.pairs, bad_pairs, s.alpha)
         result.differ = significant(result.endpoint, s.alpha)
         if not result.differ:
@@ -153,12 +157,12 @@ class Bisect:
         role = f"step-{step:02d}"
         planned = s.max_prompts if s.max_prompts in self.references else s.prompts
         entry = self._test(role, index, planned, 0, effect)
-        if entry["verdict"] == "undecided" and s.max_prompts > planned:
+        if entry.get("verdict") == "undecided" and s.max_prompts > planned:
             self.say(f"       undecided on {planned} prompts: extending to "
                      f"{s.max_prompts} (GOOD too, once a session)")
             entry = self._test(f"{role}-ext", index, s.max_prompts, planned, effect)
             role = f"{role}-ext"
-        verdict = entry["verdict"]
+        verdict = _outcome(entry)
         if verdict == "skip":
             self.say(f"       skipped like `git bisect skip`: {entry.get('reason')}")
         elif verdict == "undecided":
@@ -167,7 +171,7 @@ class Bisect:
         return verdict, role
 
     def _test(self, role: str, index: int, prompts: int, after: int, effect: float
-              ) -> dict[str, object]:
+              ) -> JournalEntry:
         s = self.session
         commit = s.commits[index]
         good = self._reference(prompts)
@@ -182,16 +186,27 @@ class Bisect:
         return entry
 
 
-def describe_entry(entry: dict[str, object]) -> str:
+def _outcome(entry: JournalEntry) -> search.Outcome:
+    """A step's verdict as the search reads it (the step rule gives only these)."""
+    verdict = entry.get("verdict")
+    if verdict in ("good", "bad", "skip", "undecided"):
+        return verdict
+    raise EngineError(f"a bisect step settled on {verdict!r}, not good, bad, skip or "
+                      "undecided")
+
+
+def describe_entry(entry: JournalEntry) -> str:
     """One line for a measured step: figure, paired difference, verdict, requests."""
-    if entry["verdict"] == "skip":
+    verdict = entry.get("verdict", "")
+    if verdict == "skip":
         return f"skip: {entry.get('reason')}"
-    stat = entry.get("stat") or {}
+    stat = entry.get("stat", {})
     ci = entry.get("ci")
-    figure = f"accept length {entry['accept_length']:.3f}" + (
-        f" (95% CI {ci[0]:.2f}-{ci[1]:.2f})" if ci else "")
+    value = entry.get("accept_length")
+    figure = ("accept length " + (f"{value:.3f}" if value is not None else "none") + (
+        f" (95% CI {ci[0]:.2f}-{ci[1]:.2f})" if ci else ""))
     paired = ""
     if "difference" in stat and "llr" in stat:
-        paired = (f", vs GOOD {stat['difference']:+.3f} (se {stat['se']:.3f}, "
-                  f"log LR {stat['llr']:+.1f}, bounds ±{stat['threshold']:.1f})")
-    return (f"{figure} on {entry['requests']} prompts{paired} -> {entry['verdict'].upper()}")
+        paired = (f", vs GOOD {stat['difference']:+.3f} (se {stat.get('se', 0.0):.3f}, "
+                  f"log LR {stat['llr']:+.1f}, bounds ±{stat.get('threshold', 0.0):.1f})")
+    return (f"{figure} on {entry.get('requests')} prompts{paired} -> {verdict.upper()}")

@@ -18,15 +18,17 @@ from matplotlib.lines import Line2D
 
 from harness.protocols.bisect import search
 from harness.protocols.bisect.driver import SessionOutcome
+from harness.protocols.bisect.journal import BisectResult, Commit, Side
 from harness.secrets import redact_text
 
 RESULT_FILE = "result.json"
 PLOT_FILE = "bisect.png"
 
 
-def _side(outcome: SessionOutcome, index: int) -> dict[str, object]:
+def _side(outcome: SessionOutcome, index: int) -> Side:
     """The commit at `index` (-1: GOOD) and the run that classified it."""
     s = outcome.session
+    commit: Commit
     if index < 0:
         commit = {"sha": s.good_sha, "subject": "(GOOD)", "author_date": ""}
         role = "good"
@@ -34,17 +36,19 @@ def _side(outcome: SessionOutcome, index: int) -> dict[str, object]:
         commit = s.commits[index]
         role = outcome.final.get(index, "bad" if index == len(s.commits) - 1 else "")
     entry = outcome.entries.get(role, {})
-    stat = entry.get("stat") or {}
-    return {**commit, "role": role, "run_dir": entry.get("run_dir"),
-            "accept_length": entry.get("accept_length"), "ci": entry.get("ci"),
-            "requests": entry.get("requests"), "verdict": entry.get("verdict"),
-            "difference": stat.get("difference"), "difference_se": stat.get("se")}
+    stat = entry.get("stat", {})
+    return {"sha": commit["sha"], "subject": commit["subject"],
+            "author_date": commit["author_date"], "role": role,
+            "run_dir": entry.get("run_dir"), "accept_length": entry.get("accept_length"),
+            "ci": entry.get("ci"), "requests": entry.get("requests"),
+            "verdict": entry.get("verdict"), "difference": stat.get("difference"),
+            "difference_se": stat.get("se")}
 
 
-def summarise(outcome: SessionOutcome) -> dict[str, object]:
+def summarise(outcome: SessionOutcome) -> BisectResult:
     s = outcome.session
     measured = [e for e in outcome.entries.values() if "requests" in e]
-    result: dict[str, object] = {
+    result: BisectResult = {
         "session": s.session, "suite": s.suite, "metric": s.metric,
         "good": s.good, "bad": s.bad, "commits": len(s.commits),
         "first_parent": s.first_parent, "paths": s.paths,
@@ -73,28 +77,28 @@ def summarise(outcome: SessionOutcome) -> dict[str, object]:
     return result
 
 
-def write(outcome: SessionOutcome, result: dict[str, object]) -> Path:
+def write(outcome: SessionOutcome, result: BisectResult) -> Path:
     folder = outcome.session.folder
     text = redact_text(json.dumps(result, indent=2, default=str))  # an output: no secret
     (folder / RESULT_FILE).write_text(text + "\n")
     return folder / RESULT_FILE
 
 
-def _figure(side: dict[str, object]) -> str:
-    value, ci = side.get("accept_length"), side.get("ci")
+def _figure(side: Side) -> str:
+    value, ci = side["accept_length"], side["ci"]
     if value is None:
         return "no figure"
     shown = f"{value:.3f}" + (f" (95% CI {ci[0]:.3f}-{ci[1]:.3f})" if ci else "")
-    return f"{shown} on {side.get('requests')} prompts"
+    return f"{shown} on {side['requests']} prompts"
 
 
 def _p(value: float) -> str:
     return "p < 0.0001" if value < 1e-4 else f"p = {value:.2g}"
 
 
-def render(result: dict[str, object]) -> list[str]:
+def render(result: BisectResult) -> list[str]:
     """The result as a user reads it."""
-    endpoints = result["endpoints"]
+    endpoints = result.get("endpoints")
     suite = Path(result["suite"]).stem
     lines = [f"bisect {result['session']}: {suite}, {result['commits']} commits "
              f"between GOOD and BAD ({'first-parent' if result['first_parent'] else 'all'}"
@@ -107,10 +111,10 @@ def render(result: dict[str, object]) -> list[str]:
         lines += [f"           GOOD {_figure(endpoints['good'])}",
                   f"           BAD  {_figure(endpoints['bad'])}"]
     if result["status"] == "no difference":
-        lines.append(f"GOOD and BAD do not differ significantly at alpha {endpoints['alpha']:g} "
+        alpha = f" at alpha {endpoints['alpha']:g}" if endpoints is not None else ""
+        lines.append(f"GOOD and BAD do not differ significantly{alpha} "
                      f"in {result['metric']}: nothing to bisect (more prompts: --prompts)")
-    elif result["status"] == "found":
-        bad = result["first_bad"]
+    elif result["status"] == "found" and (bad := result.get("first_bad")) is not None:
         lines += [f"first bad commit  {bad['sha']}",
                   f"                  {bad['subject']}",
                   f"                  authored {bad['author_date']}"]
@@ -122,10 +126,10 @@ def render(result: dict[str, object]) -> list[str]:
         lines += [f"before  {_figure(result['before'])}  [{result['before']['sha'][:12]}]",
                   f"after   {_figure(result['after'])}  [{result['after']['sha'][:12]}]"]
         after = result["after"]
-        if after.get("difference") is not None and after.get("difference_se") is not None:
-            low, high = (after["difference"] + k * 1.96 * after["difference_se"]
-                         for k in (-1, 1))
-            lines.append(f"after - GOOD, paired on the same prompts: {after['difference']:+.3f} "
+        difference, se = after["difference"], after["difference_se"]
+        if difference is not None and se is not None:
+            low, high = (difference + k * 1.96 * se for k in (-1, 1))
+            lines.append(f"after - GOOD, paired on the same prompts: {difference:+.3f} "
                          f"(95% CI {low:+.3f}..{high:+.3f})")
         if result.get("bad_outside_paths"):
             lines.append("note: BAD is the first bad commit and touches none of --paths: the "
@@ -137,7 +141,7 @@ def render(result: dict[str, object]) -> list[str]:
     return lines
 
 
-def plot(outcome: SessionOutcome, result: dict[str, object]) -> Path | None:
+def plot(outcome: SessionOutcome, result: BisectResult) -> Path | None:
     """Accept length and the paired difference from GOOD along the commits visited."""
     matplotlib.use("Agg")
 
@@ -151,22 +155,23 @@ def plot(outcome: SessionOutcome, result: dict[str, object]) -> Path | None:
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(7.0, 0.35 * n + 4), 6.5),
                                       sharex=True, constrained_layout=True)
     for x, side, verdict in points:
-        if side.get("accept_length") is None:  # skipped: no figure
+        value = side["accept_length"]
+        if value is None:  # skipped: no figure
             for axis in (top, bottom):
                 axis.axvline(x, color="grey", ls=":", lw=0.8)
             top.text(x, 0.02, verdict, transform=top.get_xaxis_transform(), ha="center",
                      fontsize=7, color="grey")
             continue
-        ci = side.get("ci") or [side["accept_length"]] * 2
+        ci = side["ci"] or [value, value]
         colour = colours.get(verdict, "grey")
-        top.errorbar([x], [side["accept_length"]], yerr=[[side["accept_length"] - ci[0]],
-                                                          [ci[1] - side["accept_length"]]],
+        top.errorbar([x], [value], yerr=[[value - ci[0]], [ci[1] - value]],
                      fmt="o", color=colour, capsize=3)
-        top.annotate(f"{side.get('requests')}", (x, ci[1]), textcoords="offset points",
+        top.annotate(f"{side['requests']}", (x, ci[1]), textcoords="offset points",
                      xytext=(0, 3), ha="center", fontsize=7, color="dimgrey")
-        if side.get("difference") is not None and side.get("difference_se") is not None:
-            bottom.errorbar([x], [side["difference"]], yerr=[1.96 * side["difference_se"]],
-                            fmt="o", color=colour, capsize=3)
+        difference, se = side["difference"], side["difference_se"]
+        if difference is not None and se is not None:
+            bottom.errorbar([x], [difference], yerr=[1.96 * se], fmt="o", color=colour,
+                            capsize=3)
     if outcome.endpoint is not None:
         bottom.axhline(0.0, color="tab:green", lw=0.8)
         bottom.axhline(outcome.endpoint.estimate, color="tab:red", lw=0.8)
@@ -175,9 +180,9 @@ def plot(outcome: SessionOutcome, result: dict[str, object]) -> Path | None:
         bottom.plot([n], [outcome.endpoint.estimate], "o", color="tab:red")
         bottom.plot([0], [0.0], "o", color="tab:green")
         bottom.legend(loc="best", fontsize=8)
-    if result.get("status") == "found":
-        x = s.commits.index(next(c for c in s.commits
-                                 if c["sha"] == result["first_bad"]["sha"])) + 1
+    first_bad = result.get("first_bad")
+    if result.get("status") == "found" and first_bad is not None:
+        x = s.commits.index(next(c for c in s.commits if c["sha"] == first_bad["sha"])) + 1
         for axis in (top, bottom):
             axis.axvline(x - 0.5, color="tab:red", ls="--", lw=0.8)
 

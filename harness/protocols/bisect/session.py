@@ -22,6 +22,12 @@ from typing import TYPE_CHECKING
 
 from harness.builds import BuildSpec, cache_root, gitrepo, parse_build_spec, split_git_url
 from harness.errors import BadInput, EngineError
+from harness.protocols.bisect.journal import (
+    Commit,
+    JournalEntry,
+    commits_from_json,
+    entry_from_json,
+)
 from harness.results.record import utc_now
 from harness.workloads import planned_questions
 
@@ -117,7 +123,7 @@ def mirror(url: str) -> Path:
 
 
 def list_commits(repo: Path, good: str, bad: str, *, first_parent: bool,
-                 paths: tuple[str, ...]) -> tuple[str, str, list[dict[str, str]], bool]:
+                 paths: tuple[str, ...]) -> tuple[str, str, list[Commit], bool]:
     """(GOOD's sha, BAD's sha, the commits to bisect oldest first, whether BAD was added
     because it touches none of `paths`); BAD is always the last."""
     good_sha, bad_sha = gitrepo.rev_parse(repo, good), gitrepo.rev_parse(repo, bad)
@@ -131,8 +137,8 @@ def list_commits(repo: Path, good: str, bad: str, *, first_parent: bool,
                        f"({bad_sha[:12]}) in {repo}") from None
     commits = gitrepo.commits_between(repo, good_sha, bad_sha, first_parent=first_parent,
                                       paths=paths)
-    listed = [{"sha": c.sha, "subject": c.subject, "author_date": c.author_date}
-              for c in commits]
+    listed: list[Commit] = [{"sha": c.sha, "subject": c.subject,
+                             "author_date": c.author_date} for c in commits]
     added = False
     if not listed or listed[-1]["sha"] != bad_sha:
         listed.append(describe(repo, bad_sha))
@@ -140,7 +146,7 @@ def list_commits(repo: Path, good: str, bad: str, *, first_parent: bool,
     return good_sha, bad_sha, listed, added
 
 
-def describe(repo: Path, sha: str) -> dict[str, str]:
+def describe(repo: Path, sha: str) -> Commit:
     """A commit's sha, subject and author date (ISO 8601)."""
     out = gitrepo.git(["log", "-1", "--format=%H%x00%aI%x00%s", sha, "--"], repo,
                       f"describing {sha[:12]}")
@@ -163,7 +169,7 @@ class Session:
     fragment: str
     good_sha: str
     bad_sha: str
-    commits: list[dict[str, str]]
+    commits: list[Commit]
     first_parent: bool
     paths: list[str]
     bad_added: bool  # BAD touches none of `paths`: listed last anyway
@@ -192,26 +198,32 @@ class Session:
         self.folder.mkdir(parents=True, exist_ok=False)
         (self.folder / SESSION_FILE).write_text(json.dumps(asdict(self), indent=2) + "\n")
 
-    def append(self, entry: dict[str, object]) -> None:
+    def append(self, entry: JournalEntry) -> None:
         with open(self.folder / STEPS_FILE, "a", encoding="utf-8") as journal:
             journal.write(json.dumps(entry, default=str) + "\n")
             journal.flush()
             os.fsync(journal.fileno())
 
-    def journal(self) -> list[dict[str, object]]:
+    def journal(self) -> list[JournalEntry]:
+        """The finished measurements, each checked (BadInput naming the line and field)."""
         path = self.folder / STEPS_FILE
         if not path.is_file():
             return []
-        entries = []
+        entries: list[JournalEntry] = []
         lines = path.read_text().splitlines()
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
-                entries.append(json.loads(line))
+                data = json.loads(line)
             except ValueError:  # the last line cut short by a crash: that step runs again
                 if number < len(lines):
                     raise BadInput(f"{path}:{number}: not a journal entry") from None
+                continue
+            try:
+                entries.append(entry_from_json(data, f"{path}:{number}"))
+            except ValueError as error:
+                raise BadInput(str(error)) from None
         return entries
 
 
@@ -233,6 +245,7 @@ def load_session(results: Path, session: str | None) -> Session:
     try:
         data = json.loads(path.read_text())
         loaded = Session(**data)
+        loaded.commits = commits_from_json(loaded.commits, str(path))
     except (ValueError, TypeError) as error:
         raise BadInput(f"{path}: not a bisect session ({error})") from None
     loaded.results = str(results)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from harness.errors import BadInput, EngineError, HarnessError, Interrupted, TopologySkip
 from harness.metrics.breakdown import question_pairs
+from harness.protocols.bisect.journal import JournalEntry, Statistic, Verdict
 from harness.protocols.bisect.rule import PairedLook, StepRule, endpoint_difference, significant
 from harness.results.readers import read_requests
 from harness.results.record import RequestRow
@@ -58,11 +59,11 @@ class BisectRule:
     """The runner's stop rule for one bisect measurement (see module docstring)."""
 
     def __init__(self, metric: str, looks: Sequence[int], reference: Reference | None,
-                 decide: Callable[[Pairs], tuple[str | None, dict[str, object]]],
+                 decide: Callable[[Pairs], tuple[str | None, Statistic]],
                  settings: dict[str, object]) -> None:
         self.metric, self._looks, self.reference = metric, list(looks), reference
         self._decide, self._settings = decide, settings
-        self.last: dict[str, object] = {}
+        self.last: Statistic = {}
 
     def looks(self, max_n: int) -> list[int]:
         if self._looks[-1] != max_n:
@@ -88,25 +89,26 @@ class BisectRule:
 
 def reference_rule(metric: str, prompts: int, settings: dict[str, object]) -> BisectRule:
     """GOOD: all prompts, no stop; it is the reference of every step."""
-    return BisectRule(metric, [prompts], None, lambda _: ("reference", {}), settings)
+    return BisectRule(metric, [prompts], None, lambda _: ("reference", Statistic()), settings)
 
 
 def endpoint_rule(metric: str, good: Reference, prompts: int, alpha: float,
                   settings: dict[str, object]) -> BisectRule:
     """BAD: all prompts, no stop (an early stop would overstate |Δ|); then the paired
     test against GOOD."""
-    def decide(pairs: Pairs) -> tuple[str, dict[str, object]]:
+    def decide(pairs: Pairs) -> tuple[str, Statistic]:
         n = len(pairs[0])
         difference = endpoint_difference((good.tokens[:n], good.steps[:n]), pairs, alpha)
         verdict = "differs" if significant(difference, alpha) else "no difference"
+        ci = list(difference.ci) if difference.ci is not None else None
         return verdict, {"difference": difference.estimate, "se": difference.se,
-                         "p_value": difference.p_value, "difference_ci": difference.ci}
+                         "p_value": difference.p_value, "difference_ci": ci}
     return BisectRule(metric, [prompts], good, decide, settings)
 
 
 def step_rule(metric: str, rule: StepRule, good: Reference, settings: dict[str, object]
               ) -> BisectRule:
-    def decide(pairs: Pairs) -> tuple[str | None, dict[str, object]]:
+    def decide(pairs: Pairs) -> tuple[str | None, Statistic]:
         look: PairedLook = rule.look(*pairs)
         return rule.decide(*pairs), {"difference": look.difference, "se": look.se,
                                      "llr": look.llr, "threshold": look.threshold}
@@ -132,14 +134,14 @@ def with_questions(loaded: LoadedSuite, questions: int) -> LoadedSuite:
 
 
 def measure(loaded: LoadedSuite, spec: str, label: str, prompts: int, rule: BisectRule,
-            results: Path, engine_python: str | None) -> dict[str, object]:
+            results: Path, engine_python: str | None) -> JournalEntry:
     """Run the suite on one build: a journal entry with the verdict, or a skip (the build
     or the launch failed) with the reason. Interrupts and topology skips propagate."""
     options = runner.RunOptions(results_dir=results, sglang=spec, label=label, plot=False,
                                 progress=False, engine_python=engine_python,
                                 enforce_contract=False, stop_rule=rule,
                                 entries=["main"])  # the suite's main workload
-    entry: dict[str, object] = {"label": label, "spec": spec, "prompts": prompts}
+    entry: JournalEntry = {"label": label, "spec": spec, "prompts": prompts}
     try:
         # through the module: a test stands in for the runner there
         outcome = runner.run_suite(with_questions(loaded, prompts), options)
@@ -162,7 +164,19 @@ def measure(loaded: LoadedSuite, spec: str, label: str, prompts: int, rule: Bise
                                                       and settled is None):
         reason = "; ".join(outcome.reasons) or "no measurement"
         return {**entry, "verdict": "skip", "reason": reason}
-    return {**entry, "verdict": settled, "reason": "",
+    return {**entry, "verdict": _verdict(settled), "reason": "",
             "accept_length": measurement.accept_length,
             "ci": list(measurement.accept_length_ci) if measurement.accept_length_ci else None,
-            "stat": dict(rule.last)}
+            "stat": Statistic(**rule.last)}
+
+
+_VERDICTS: tuple[Verdict, ...] = ("good", "bad", "skip", "undecided", "reference", "differs",
+                                  "no difference")
+
+
+def _verdict(settled: object) -> Verdict:
+    """The rule's settled verdict as the journal types it (the rule writes only these)."""
+    for verdict in _VERDICTS:
+        if settled == verdict:
+            return verdict
+    raise EngineError(f"the bisect rule settled on {settled!r}, not a verdict it gives")

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.errors import EngineError
+from harness.errors import BadInput, EngineError
 from harness.protocols.bisect import report
 from harness.protocols.bisect.driver import Bisect
 from harness.protocols.bisect.session import create_session, load_session
@@ -132,6 +132,29 @@ def test_resume_replays_the_journal_and_measures_only_what_is_missing(
     assert second["first_bad"]["sha"] == first["first_bad"]["sha"]
     assert {k: second[k] for k in ("status", "steps", "runs", "requests")} == {
         k: first[k] for k in ("status", "steps", "runs", "requests")}
+
+
+@pytest.mark.parametrize(("field", "value", "named"), [
+    ("verdict", "maybe", "verdict"),
+    ("accept_length", "not a number", "accept_length"),
+    ("stat", {"difference": "big"}, "stat.difference"),
+    ("requests", [1], "requests"),
+])
+def test_an_edited_journal_entry_is_named_on_resume(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, field: str, value: object,
+        named: str) -> None:
+    """`--resume` replays the journal: a field changed by hand is bad input naming the
+    line and the field, never read as a figure."""
+    session, accepts, _ = start(tmp_path, [GOOD] * 2 + [BAD] * 2)
+    monkeypatch.setattr("harness.run.runner.run_suite", FakeRuns(accepts))
+    Bisect(session, load_suite(TINY), lambda _: None).run()
+    path = session.folder / "steps.jsonl"
+    lines = path.read_text().splitlines()
+    edited = {**json.loads(lines[1]), field: value}
+    path.write_text("\n".join([lines[0], json.dumps(edited), *lines[2:]]) + "\n")
+    again = load_session(tmp_path / "results", session.session)
+    with pytest.raises(BadInput, match=rf"steps.jsonl:2: {named}"):
+        Bisect(again, load_suite(TINY), lambda _: None)
 
 
 def test_a_good_endpoint_that_fails_is_an_error(tmp_path: Path,
