@@ -33,6 +33,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import tomli_w
 
@@ -107,7 +108,12 @@ def _draft_layer_types(pair: str, repo: Path) -> list[str]:
     return list(config["layer_types"])
 
 
-def expected_layers(source: Mapping[str, object], variant: CpuVariant,
+# A GPU source suite's TOML document, read raw (Any: its tables are read as the shipped
+# file has them; the derived document is validated as a suite when it is loaded).
+SourceDocument = Mapping[str, Any]
+
+
+def expected_layers(source: SourceDocument, variant: CpuVariant,
                     repo: Path = REPO) -> list[dict[str, object]]:
     """The source's expected attention (or the variant's), with the miniature's window."""
     stated = source.get("draft", {}).get("expected_layers")
@@ -122,7 +128,7 @@ def expected_layers(source: Mapping[str, object], variant: CpuVariant,
             for c, kind in zip(causal, types, strict=True)]
 
 
-def derive(source: Mapping[str, object], variant: CpuVariant,
+def derive(source: SourceDocument, variant: CpuVariant,
            repo: Path = REPO) -> dict[str, object]:
     """The derived suite's document from its GPU source's."""
     engine = dict(source["engine"])
@@ -208,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 naming each derived suite that differs")
     args = parser.parse_args(argv)
-    stale = []
+    stale: list[str] = []
     for variant in VARIANTS:
         path = REPO / "suites" / f"{variant.name}.toml"
         text = derived_text(variant)
@@ -218,8 +224,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             path.write_text(text)
             print(f"wrote {path}")
-    for path in stale:
-        print(f"{path}: differs from its derivation; run python -m harness.suite.cpu_variants",
+    for stale_path in stale:
+        print(f"{stale_path}: differs from its derivation; run python -m harness.suite.cpu_variants",
               file=sys.stderr)
     return 1 if stale else 0
 
