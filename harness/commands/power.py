@@ -15,7 +15,7 @@ import argparse
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from rich.console import Console
 from rich.table import Table
@@ -36,6 +36,76 @@ if TYPE_CHECKING:
     from harness.suite.schema import Suite
 
 OFFSETS = (-0.5, -0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3, 0.5)
+
+
+class CharacteristicRow(TypedDict):
+    """P(fail) of the fixed and the sequential gate when the truth is `true_minus_floor`
+    from the floor."""
+
+    true_minus_floor: float
+    p_fail_fixed: float
+    p_fail_sequential: float
+    sequential_expected_requests: float
+
+
+class BaselineRow(TypedDict):
+    label: str
+    accept_length: float
+    margin: float  # baseline - floor
+    p_fail_fixed: float
+    prompts_for_alpha: int | None
+
+
+class PairedPower(TypedDict):
+    """The paired gate's operating characteristic at the suite's question count."""
+
+    tolerance: str
+    tolerated_drop: float
+    reference: float
+    reference_source: str
+    alpha: float
+    beta: float
+    inconclusive: str
+    sd: float
+    sd_source: str
+    questions: int
+    questions_for_power: int
+    questions_needed: int
+    p_fail_if_equal: dict[str, float]  # inconclusive setting -> P(gate fails | B = A)
+    characteristic: list[dict[str, float]]
+
+
+class FloorRow(TypedDict):
+    floor: str
+    p_early_fail_if_met: float
+    p_early_pass_if_missed: float
+
+
+class SequentialFloors(TypedDict):
+    floors: list[FloorRow]
+    p_early_fail_if_all_met: float
+    p_early_pass_if_one_missed: float
+    min_questions_per_floor: int
+
+
+class PowerReport(TypedDict):
+    """`harness power`'s report (`--json` prints it as it is)."""
+
+    suite: str
+    metric: str
+    gate: str
+    floor: float
+    alpha: float
+    beta: float
+    sd: float
+    sd_source: str
+    questions: int
+    sequential_looks: list[int]
+    table: list[dict[str, float]]  # stats.PowerRow's fields, one row a prompt count
+    characteristic: list[CharacteristicRow]
+    baselines: list[BaselineRow]
+    paired_gate: PairedPower | None
+    sequential_floors: SequentialFloors
 
 
 def run(args: argparse.Namespace) -> ExitCode:
@@ -88,7 +158,7 @@ def power_report(
     sd: float | None = None,
     latest_runs: int = 5,
     paired_sd: float | None = None,
-) -> dict[str, object]:
+) -> PowerReport:
     suite, floors = loaded.suite, loaded.suite.floors
     metric = getattr(floors, "metric", "server_avg")
     alpha = alpha if alpha is not None else getattr(floors, "alpha", 0.05)
@@ -106,14 +176,14 @@ def power_report(
     counts = sorted(set(stats.DEFAULT_PROMPT_COUNTS) | {n})
     rule = SequentialRule(floor=floors.accept_length, alpha=alpha, beta=beta, max_n=n,
                           strict=floors.strict)  # fmt: skip
-    characteristic = []
+    characteristic: list[CharacteristicRow] = []
     for offset in OFFSETS:
         p_sequential, expected = rule.operating_characteristic(offset, sd)
         characteristic.append({"true_minus_floor": offset,
                                "p_fail_fixed": stats.gate_fail_probability(offset, sd, n),
                                "p_fail_sequential": p_sequential,
                                "sequential_expected_requests": expected})  # fmt: skip
-    baselines = []
+    baselines: list[BaselineRow] = []
     for baseline in suite.baselines:
         margin = baseline.accept_length - floors.accept_length
         baselines.append({"label": baseline.label, "accept_length": baseline.accept_length,
@@ -160,7 +230,7 @@ def recorded_paired_spread(results: Path, series: str, latest_runs: int
 
 
 def paired_power(loaded: LoadedSuite, results: Path, n: int, sd_given: float | None = None,
-                 latest_runs: int = 5) -> dict[str, object] | None:
+                 latest_runs: int = 5) -> PairedPower | None:
     """The paired gate's operating characteristic at the suite's question count."""
     suite = loaded.suite
     gate = suite.gate
@@ -204,7 +274,7 @@ def paired_power(loaded: LoadedSuite, results: Path, n: int, sd_given: float | N
                 reference, tolerance, sd, n, gate.alpha, gate.inconclusive)}
 
 
-def sequential_floors(suite: Suite, alpha: float, beta: float) -> dict[str, object]:
+def sequential_floors(suite: Suite, alpha: float, beta: float) -> SequentialFloors:
     """What `--sequential` settles and the error rates it guarantees, per floor and for
     the verdict (harness.run.sequential): each floor's early fail <= alpha when the floor
     is met and its early pass <= beta when it is not; the run's early fail of a build that
@@ -224,7 +294,7 @@ def _min_group() -> int:
     return MIN_GROUP
 
 
-def render_power(report: dict[str, object]) -> None:
+def render_power(report: PowerReport) -> None:
     alpha, beta = report["alpha"], report["beta"]
     console = Console()
     console.print(f"{report['suite']}: gate = {report['gate']} {report['floor']:g} "
@@ -244,10 +314,10 @@ def render_power(report: dict[str, object]) -> None:
     for column in ("true - floor", "P(fail) fixed", "P(fail) sequential",
                    "sequential requests (mean)"):
         oc.add_column(column, justify="right")
-    for row in report["characteristic"]:
-        oc.add_row(f"{row['true_minus_floor']:+.1f}", f"{row['p_fail_fixed']:.3f}",
-                   f"{row['p_fail_sequential']:.3f}",
-                   f"{row['sequential_expected_requests']:.0f}")  # fmt: skip
+    for point in report["characteristic"]:
+        oc.add_row(f"{point['true_minus_floor']:+.1f}", f"{point['p_fail_fixed']:.3f}",
+                   f"{point['p_fail_sequential']:.3f}",
+                   f"{point['sequential_expected_requests']:.0f}")  # fmt: skip
     console.print(oc)
     for b in report["baselines"]:
         extra = (f"; {b['prompts_for_alpha']} prompts keep P(false fail) <= {alpha:g}"
@@ -288,9 +358,9 @@ def render_power(report: dict[str, object]) -> None:
                             "stratified by category)")
         for column in ("floor", "P(early fail | met)", "P(early pass | missed)"):
             table.add_column(column, justify="right")
-        for row in floors["floors"]:
-            table.add_row(row["floor"], f"<= {row['p_early_fail_if_met']:g}",
-                          f"<= {row['p_early_pass_if_missed']:g}")
+        for floor in floors["floors"]:
+            table.add_row(floor["floor"], f"<= {floor['p_early_fail_if_met']:g}",
+                          f"<= {floor['p_early_pass_if_missed']:g}")
         console.print(table)
         console.print(f"verdict: P(early fail | every floor met) <= "
                       f"{floors['p_early_fail_if_all_met']:g} ({len(floors['floors'])} "

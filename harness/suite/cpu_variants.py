@@ -225,8 +225,8 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(text)
             print(f"wrote {path}")
     for stale_path in stale:
-        print(f"{stale_path}: differs from its derivation; run python -m harness.suite.cpu_variants",
-              file=sys.stderr)
+        print(f"{stale_path}: differs from its derivation; run python -m "
+              "harness.suite.cpu_variants", file=sys.stderr)
     return 1 if stale else 0
 
 
