@@ -130,7 +130,10 @@ class LineView:
     @property
     def status(self) -> str | None:
         """The line's latest verdict; "error" when its newest run has no record."""
-        return "error" if self.unrecorded is not None else self.latest.get("verdict")
+        if self.unrecorded is not None:
+            return "error"
+        verdict = self.latest.get("verdict")
+        return verdict if isinstance(verdict, str) else None
 
 
 @dataclass
@@ -230,7 +233,7 @@ def gather(results: Path, params: TrendParams | None = None, run_pages: int = 10
         latest = _read(str(rows["path"].iloc[-1]), records, skipped)
         document = latest.suite.document if latest is not None else {}
         version = latest.schema_version if latest is not None else 2
-        base = document.get("name") if isinstance(document.get("name"), str) else name
+        base = found if isinstance(found := document.get("name"), str) else name
         metric = document_metric(document, version)
         floors = rows["floor"].dropna()
         series = SeriesView(
