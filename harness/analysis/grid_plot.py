@@ -65,7 +65,8 @@ def _figure_of(cell: GridCellRecord, what: str
 
 def _heatmap(axes: Axes, grid: GridRecord, what: str, title: str) -> None:
     rows = grid_rows(grid)
-    by_place = {(c.tier, c.prefix_caching, c.concurrency, c.category): c for c in grid.cells}
+    by_place: dict[tuple[str, str | None, int, str], GridCellRecord] = {
+        (c.tier, c.prefix_caching, c.concurrency, c.category): c for c in grid.cells}
     values = np.full((len(rows), len(grid.categories)), np.nan)
     for i, (tier, cache, concurrency) in enumerate(rows):
         for j, category in enumerate(grid.categories):

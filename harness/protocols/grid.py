@@ -37,7 +37,7 @@ from pydantic import ValidationError
 
 from harness.errors import BadInput, EngineError, ExitCode, Interrupted
 from harness.metrics.paired_gate import Tolerance, paired_test
-from harness.protocols.pairing import Reference, aligned, reference_from
+from harness.protocols.pairing import aligned, reference_from
 from harness.results.grid import (
     GridCellRecord,
     GridFinding,
@@ -244,7 +244,7 @@ def run_grid(loaded: LoadedSuite, options: RunOptions) -> GridOutcome:
         codes.append(sweep_exit([run.status for run in launch.cells], launch.outcome.status,
                                 launch.outcome.exit_code))
     statuses: list[VerdictStatus] = [run.status for run in cells]
-    if grid.reference is not None:
+    if grid.reference is not None and grid.max_drop is not None:  # together (the schema)
         gate = GridGate(reference=grid.reference.model_dump(), max_drop=grid.max_drop,
                         alpha=grid.alpha, inconclusive=grid.inconclusive,
                         findings=judge_grid(cells, grid, loaded.suite))

@@ -45,14 +45,16 @@ from harness.suite.entries import (
 )
 from harness.suite.serving import Strict
 
-MAX_SHOTS = 8  # as GSM8K's own `shots`: longer prompts than this are past the shipped pairs' windows
+MAX_SHOTS = 8  # as GSM8K's own `shots` (harness.suite.entries.GSM8KWorkload)
 MAX_CELLS = 256  # one launch per prefix-caching setting measures them all: keep a grid a grid
 GRID_CATEGORIES = ("gsm8k", "humaneval", *SPEC_BENCH_TASKS, *MT_BENCH_CATEGORIES)
 PrefixCaching = Literal["on", "off"]
 
 # Each engine's own flag, added to its launch line (`engine.extra_args`): SGLang's radix
-# cache is on unless `--disable-radix-cache` (server_args.py); vLLM's `--enable-prefix-caching`
-# is a BooleanOptionalAction (engine/arg_utils.py), so both settings are said explicitly.
+# cache is on unless `--disable-radix-cache` (0.5.23: `disable_radix_cache` in
+# srt/arg_groups/fields/memory.py; there is no flag to turn it on); vLLM's
+# `--enable-prefix-caching` is a boolean option with its `--no-` form (engine/arg_utils.py,
+# `CacheConfig.enable_prefix_caching`), so both settings are said explicitly.
 PREFIX_CACHE_FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
     "sglang": {"on": (), "off": ("--disable-radix-cache",)},
     "vllm": {"on": ("--enable-prefix-caching",), "off": ("--no-enable-prefix-caching",)},
@@ -102,11 +104,12 @@ class Grid(Strict):
             raise impossible("categories", f"unknown {unknown}; known: gsm8k, humaneval, "
                              f"Spec-Bench's tasks {', '.join(SPEC_BENCH_TASKS)} and MT-Bench's "
                              f"categories {', '.join(MT_BENCH_CATEGORIES)}")
-        for name, values in (("tiers", [t.name for t in self.tiers]),
-                             ("categories", self.categories),
-                             ("prefix_caching", self.prefix_caching),
-                             ("concurrency", self.concurrency)):
-            repeated = sorted({str(v) for v in values if values.count(v) > 1})
+        axes: list[tuple[str, list[str]]] = [
+            ("tiers", [t.name for t in self.tiers]), ("categories", list(self.categories)),
+            ("prefix_caching", list(self.prefix_caching)),
+            ("concurrency", [str(c) for c in self.concurrency])]
+        for name, values in axes:
+            repeated = sorted({v for v in values if values.count(v) > 1})
             if repeated:
                 raise impossible(name, f"{', '.join(repeated)} given twice; each value is "
                                  "one row of cells")
@@ -125,8 +128,8 @@ class Grid(Strict):
     @model_validator(mode="after")
     def _reference_names_a_cell(self) -> Grid:
         if (self.max_drop is None) != (self.reference is None):
-            raise impossible("max_drop", "max_drop and reference go together: the gate judges each cell "
-                             "against its reference cell within max_drop")
+            raise impossible("max_drop", "max_drop and reference go together: the gate "
+                             "judges each cell against its reference cell within max_drop")
         ref = self.reference
         if ref is None:
             return self

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from harness.workloads import data as sources
 from harness.workloads import context, gsm8k, humaneval, jsonl, spec_bench
+from harness.workloads import data as sources
 from harness.workloads.gsm8k import grade as by_last_number
 from harness.workloads.items import Prompt, warmup_prompts
 

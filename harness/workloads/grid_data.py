@@ -17,8 +17,8 @@ from harness.suite.entries import (
     SpecBenchWorkload,
 )
 from harness.suite.grid import Grid, grid_cells
-from harness.workloads import gsm8k, humaneval, spec_bench
 from harness.workloads import data as sources
+from harness.workloads import gsm8k, humaneval, spec_bench
 
 
 @dataclass(frozen=True)
