@@ -75,8 +75,7 @@ def _heatmap(axes: Axes, grid: GridRecord, what: str, title: str) -> None:
             if value is not None and math.isfinite(value):
                 values[i, j] = value
     cmap = "viridis" if what == "accept" else "RdYlGn"
-    colormap = colormaps[cmap].copy()
-    colormap.set_bad(MISSING_COLOUR)
+    colormap = colormaps[cmap].with_extremes(bad=MISSING_COLOUR)
     norm = None
     finite = values[np.isfinite(values)]
     if what != "accept" and finite.size:  # 1x (no speedup) in the middle of the scale
@@ -128,7 +127,8 @@ def grid_figure(grid: GridRecord) -> Figure:
                                      if definition else "")
         _heatmap(axes, grid, what, axes_title)
     panels[0].set_ylabel("prompt length tier (GSM8K train worked examples prefixed)\n"
-                         "/ prefix caching / concurrency")
+                         + ("/ prefix caching " if grid.prefix_caching else "")
+                         + "/ concurrency")
     gate = ""
     if grid.gate is not None:
         ref = grid.gate.reference
