@@ -244,14 +244,15 @@ def run_grid(loaded: LoadedSuite, options: RunOptions) -> GridOutcome:
         codes.append(sweep_exit([run.status for run in launch.cells], launch.outcome.status,
                                 launch.outcome.exit_code))
     statuses: list[VerdictStatus] = [run.status for run in cells]
-    if grid.reference is not None and grid.max_drop is not None:  # together (the schema)
+    skipped = all(launch.outcome is not None and launch.outcome.status == "skipped"
+                  for launch in all_launches)
+    # together (the schema); a host the suite does not fit measured nothing to gate
+    if grid.reference is not None and grid.max_drop is not None and not skipped:
         gate = GridGate(reference=grid.reference.model_dump(), max_drop=grid.max_drop,
                         alpha=grid.alpha, inconclusive=grid.inconclusive,
                         findings=judge_grid(cells, grid, loaded.suite))
         codes.append(report_exit(finding.status for finding in gate.findings))
         statuses += [finding.status for finding in gate.findings]
-    skipped = all(launch.outcome is not None and launch.outcome.status == "skipped"
-                  for launch in all_launches)
     status: VerdictStatus = "skipped" if skipped else report_status(statuses)
     reasons = [reason for launch in all_launches if launch.outcome is not None
                and launch.outcome.status == "skipped" for reason in launch.outcome.reasons]

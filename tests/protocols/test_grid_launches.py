@@ -7,12 +7,15 @@ the same questions on every tier."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from harness.engines.registry import adapter_for
 from harness.protocols.grid import plan_launches
+from harness.results.grid import read_grid
 from harness.run.plan import check_suite
 from harness.suite.checkpoints import Models
 from harness.suite.model import LoadedSuite, parse_suite
@@ -61,7 +64,7 @@ def test_prefix_caching_on_and_off_are_two_launches(base: str, on: list[str],
 
 def test_one_launch_when_prefix_caching_is_not_swept() -> None:
     launches = plan_launches(loaded(SHIPPED.read_text(encoding="utf-8")))
-    [(launch, derived)] = launches
+    [(launch, _)] = launches
     assert launch.caching is None and launch.flags == []
     names = [run.cell.name for run in launch.cells]
     assert names == ["short-gsm8k-c1", "short-gsm8k-c2", "short-qa-c1", "short-qa-c2",
@@ -73,7 +76,7 @@ def test_one_launch_when_prefix_caching_is_not_swept() -> None:
 
 
 def test_a_tier_is_the_same_questions_behind_a_prefix() -> None:
-    [(launch, derived)] = plan_launches(loaded(SHIPPED.read_text(encoding="utf-8")))
+    [(_, derived)] = plan_launches(loaded(SHIPPED.read_text(encoding="utf-8")))
     workloads = {entry.name: entry for entry in derived.suite.workloads}
     prefix = few_shot_prefix(load_train().rows, 1)
     for category in ("gsm8k", "qa"):
@@ -88,3 +91,21 @@ def test_a_tier_is_the_same_questions_behind_a_prefix() -> None:
     # the request settings are the suite's [workload]'s; the concurrency the cell's
     cell = workloads["long-qa-c2"]
     assert (cell.max_tokens, cell.temperature, cell.concurrency, cell.turns) == (32, 0.0, 2, 1)
+
+
+def test_a_host_the_suite_does_not_fit_skips_the_grid(tmp_path: Path) -> None:
+    """A GPU suite on this CPU host: every launch skipped (exit 4), the grid's record
+    says so, and no gate is judged on cells that were never measured."""
+    suite = tmp_path / "gpu_grid.toml"
+    suite.write_text(suite_text(CACHED, ROOT / "suites" / "qwen3_8b_dflash.toml"))
+    results = tmp_path / "results"
+    done = subprocess.run([sys.executable, "-m", "harness", "grid", str(suite), "--results",
+                           str(results), "--no-progress"], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+    assert done.returncode == 4, done.stdout + done.stderr
+    [folder] = list((results / "grids").glob("*/*"))
+    grid = read_grid(folder)
+    assert grid.status == "skipped" and grid.gate is None and grid.reasons
+    assert [launch.prefix_caching for launch in grid.launches] == ["on", "off"]
+    assert [launch.flags for launch in grid.launches] == [[], ["--disable-radix-cache"]]
+    assert not list(results.glob("runs/*/*/run.json"))
