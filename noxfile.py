@@ -260,7 +260,8 @@ def sglang_args(session: nox.Session) -> None:
     # The harness from this checkout, not installed: it needs only pydantic here.
     session.run("pytest", "-p", "no:cacheprovider", "-q",
                 "tests/sglang_oracle/test_server_args.py",
-                "tests/sglang_oracle/test_secret_flags.py", *session.posargs,
+                "tests/sglang_oracle/test_secret_flags.py",
+                "tests/sglang_oracle/test_grid_prefix_flag.py", *session.posargs,
                 env={"HARNESS_REQUIRE_SGLANG": "1", "PYTHONPATH": str(ROOT)})
 
 

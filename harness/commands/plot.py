@@ -6,9 +6,11 @@ import argparse
 from pathlib import Path
 
 from harness.analysis import plots
+from harness.analysis.grid_plot import plot_grid
 from harness.analysis.sweep_plot import plot_sweep
 from harness.commands.run_ids import run_by_id
 from harness.errors import BadInput, ExitCode
+from harness.results.grid import GRID_FILE
 from harness.results.layout import RUN_FILE
 from harness.results.readers import read_run
 from harness.results.store import load_runs
@@ -20,6 +22,9 @@ def run(args: argparse.Namespace) -> ExitCode:
     target = run_by_id(args.target, args.results) or Path(args.target)
     if (target / SWEEP_FILE).is_file():  # a sweep's folder: its figure (harness sweep)
         print(plot_sweep(target, out=args.out))
+        return ExitCode.PASS
+    if (target / GRID_FILE).is_file():  # a grid's folder: its heatmap (harness grid)
+        print(plot_grid(target, out=args.out))
         return ExitCode.PASS
     is_run = (target / RUN_FILE).exists() or target.name == RUN_FILE  # FIFO: refused later
     run_dir = target.parent if target.name == RUN_FILE else target

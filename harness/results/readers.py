@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from harness.errors import BadInput
 from harness.results import possible as p
@@ -42,7 +42,11 @@ from harness.results.skips import report, reporting
 from harness.speculation.bounds import StepBound
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from harness.results.record import RequestRow, RunRecord
+
+    Model = TypeVar("Model", bound=BaseModel)
 
 CALIBRATION_KIND = "calibration"  # harness.protocols.calibrate's record kind
 MAX_RUNS = 10_000  # repeats in one calibration
@@ -286,6 +290,29 @@ def read_target_alone(run_dir: Path | str, strict: bool = False) -> list[Request
     with reporting():
         return list(iter_request_rows(Path(run_dir) / TARGET_ALONE_FILE, [], None, strict,
                                       target_alone=True))
+
+
+# ---------------------------------------------------------------- protocol records
+
+
+def read_protocol_record(file: Path, model: type[Model], what: str) -> Model:
+    """A protocol's own record (a grid's `grid.json`): the file read as any record is
+    (regular, bounded, strict JSON), validated against its model with no string read as a
+    number; BadRecord naming the file and the first bad field (exit 2)."""
+    from pydantic import ValidationError  # as the run record's model: only when parsed
+
+    try:
+        text, data = _load(file)
+    except FileNotFoundError:
+        raise BadRecord(file, f"missing: not a {what} folder") from None
+    if not isinstance(data, dict):
+        raise BadRecord(file, f"not a valid {what} record: not a JSON object")
+    try:
+        return model.model_validate_json(text, strict=True)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "record"
+        raise BadRecord(file, f"not a valid {what} record: {where}: {first['msg']}") from None
 
 
 # ---------------------------------------------------------------- calibration records

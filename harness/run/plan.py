@@ -36,6 +36,7 @@ from harness.suite.local_models import (
 from harness.suite.model import Entry, LoadedSuite, Suite, VLLMEngine, suite_entries
 from harness.suite.release_patches import patch_files
 from harness.suite.serving import ReferenceEngine, SGLangEngine
+from harness.workloads.grid_data import check_grid_data
 
 if TYPE_CHECKING:
     from harness.run.outcome import RunOptions
@@ -98,6 +99,8 @@ def check_suite(loaded: LoadedSuite) -> None:
             raise BadInput(f"suite {loaded.suite.name}: model {name!r}: the harness makes no "
                            f"such checkpoint; known: {', '.join(sorted(TINY_MODELS))}")
     test_patch_files(loaded.suite)  # a missing test patch: exit 2 before any work
+    if loaded.suite.grid is not None:  # a cell the data cannot make: exit 2, naming the field
+        check_grid_data(loaded.suite.grid, loaded.suite.workload.concurrency)
     for entry in suite_entries(loaded):
         check = getattr(adapter_for(entry.loaded.suite.engine.kind), "check_flags", None)
         if check is not None:  # an adapter that owns no flag has nothing to check

@@ -148,6 +148,9 @@ class SpecBenchWorkload(_Requests):
     # Turns sent per question: MT-Bench questions have two (the second sent with the
     # model's own first answer); 1 sends only first turns.
     turns: int = Field(default=2, ge=1, le=2)
+    # GSM8K train worked examples before the first turn: a prefixed context (the grid's
+    # prompt-length tiers, harness.suite.grid, harness.workloads.context); 0: none.
+    context_shots: int = Field(default=0, ge=0, le=8)
 
     @model_validator(mode="after")
     def _known_categories(self) -> SpecBenchWorkload:
@@ -168,6 +171,9 @@ class HumanEvalWorkload(_Requests):
 
     kind: Literal["humaneval"]
     questions: int = Field(default=164, ge=1, le=164)
+    # GSM8K train worked examples before the first turn: a prefixed context (the grid's
+    # prompt-length tiers, harness.suite.grid, harness.workloads.context); 0: none.
+    context_shots: int = Field(default=0, ge=0, le=8)
 
 
 class HubSource(_Strict):

@@ -24,6 +24,7 @@ from harness.suite.entries import (
     known_categories,
 )
 from harness.suite.gate import Gate
+from harness.suite.grid import Grid, engine_problem
 from harness.suite.local_models import context_limit, max_tokens_problem
 from harness.suite.protocol_checks import EntryParts, check_entry
 from harness.suite.serving import (
@@ -59,6 +60,8 @@ class Suite(Strict):
     workloads: list[WorkloadEntry] = Field(default_factory=list)
     # Speculation against the target alone (harness.suite.speedup): None, no baseline run.
     speedup: SpeedupSetting | None = None
+    # The workload grid (harness.suite.grid): `harness grid SUITE` measures every cell.
+    grid: Grid | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -150,6 +153,21 @@ class Suite(Strict):
             raise impossible("speedup.baseline",
                              "the harness launches no prefill/decode split, so it cannot "
                              "launch its target alone; remove [speedup]")
+        return self
+
+    @model_validator(mode="after")
+    def _grid_fits_the_engine(self) -> Suite:
+        """The grid's prefix-caching axis needs the engine's own flag; a cell at the
+        workload's concurrency needs that many questions."""
+        if self.grid is None:
+            return self
+        problem = engine_problem(self.grid, self.engine.kind, list(self.engine.extra_args))
+        if problem is not None:
+            raise impossible(*problem)
+        if not self.grid.concurrency and self.workload.concurrency > self.grid.questions:
+            raise impossible("grid.questions", f"{self.grid.questions} questions per cell "
+                             f"cannot keep workload.concurrency = {self.workload.concurrency} "
+                             "in flight: set grid.concurrency or more questions")
         return self
 
     @property

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from harness.workloads import context, gsm8k, humaneval, jsonl, spec_bench
 from harness.workloads import data as sources
-from harness.workloads import gsm8k, humaneval, jsonl, spec_bench
 from harness.workloads.gsm8k import grade as by_last_number
 from harness.workloads.items import Prompt, warmup_prompts
 
@@ -52,12 +52,14 @@ def prepare(workload: Workload) -> WorkloadPlan:
                             data.file_sha256, gsm8k.stop_strings(workload), True)
     if workload.kind == "spec_bench":
         dataset = spec_bench.load(workload)
-        return WorkloadPlan(spec_bench.build_prompts(dataset, workload), dataset.source,
-                            dataset.sha256, dataset.file_sha256, (), False)
+        prompts, sha256 = context.with_context(spec_bench.build_prompts(dataset, workload),
+                                               dataset.sha256, workload.context_shots)
+        return WorkloadPlan(prompts, dataset.source, sha256, dataset.file_sha256, (), False)
     if workload.kind == "humaneval":
         dataset = humaneval.load(workload)
-        return WorkloadPlan(humaneval.build_prompts(dataset, workload), dataset.source,
-                            dataset.sha256, dataset.file_sha256,
+        prompts, sha256 = context.with_context(humaneval.build_prompts(dataset, workload),
+                                               dataset.sha256, workload.context_shots)
+        return WorkloadPlan(prompts, dataset.source, sha256, dataset.file_sha256,
                             humaneval.stop_strings(workload), False)
     if workload.kind == "jsonl":
         dataset = jsonl.load(workload)
@@ -78,7 +80,7 @@ def describe(workload: Workload) -> str:
     module = {"gsm8k": gsm8k, "spec_bench": spec_bench, "humaneval": humaneval,
               "jsonl": jsonl}[workload.kind]
     line: str = module.describe(workload)
-    return line
+    return line + context.describe(getattr(workload, "context_shots", 0))
 
 
 def planned_questions(workload: Workload) -> int:

@@ -1,0 +1,133 @@
+"""A workload grid's record (`harness grid`, docs/speed.md "Workload grid"): per cell its
+coordinates (the tier stated as the prefix it is, the category, prefix caching, the
+concurrency), the run that measured it, its accept length with the definition's name and
+its CI, its speedups over the target alone with their definitions and CIs, and the gate's
+finding against the cell's reference cell; the launches (which cells shared a server, the
+flags each added). The figures are copied from each cell's run record, read through the
+door (`harness.results.readers`), so the grid's plot reads one file.
+
+    results/grids/<suite>/<UTC time>-<grid id>/grid.json   this record
+    results/grids/<suite>/<UTC time>-<grid id>/grid.png    its plot
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.results.layout import new_record_folder, write_record_file
+from harness.results.readers import read_protocol_record
+from harness.results.record import VerdictStatus
+
+GRIDS_DIR = "grids"
+GRID_FILE = "grid.json"
+GRID_PNG = "grid.png"
+GRID_SCHEMA_VERSION = 1
+Metric = Literal["server_avg", "per_request", "per_request_mean", "spec_accept_length_mean"]
+
+
+class _Grid(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GridTierInfo(_Grid):
+    name: str = Field(min_length=1)
+    shots: int = Field(ge=0)
+    label: str  # what the tier is, as the plot states it
+
+
+class GridCellRecord(_Grid):
+    """One cell as measured; a figure is None where its run has none (never a zero)."""
+
+    name: str = Field(min_length=1)
+    tier: str = Field(min_length=1)
+    category: str = Field(min_length=1)
+    prefix_caching: Literal["on", "off"] | None = None  # None: the engine's default
+    concurrency: int = Field(ge=1)
+    launch: int = Field(ge=0)  # index into GridRecord.launches
+    series: str = Field(min_length=1)
+    run_id: str | None = None
+    run_dir: str | None = None  # relative to the results folder
+    status: VerdictStatus
+    reasons: list[str] = Field(default_factory=list)
+    accept_length: float | None = Field(default=None, ge=1.0)  # in GridRecord.metric
+    accept_length_ci: tuple[float, float] | None = None
+    n_prompts: int | None = Field(default=None, ge=0)
+    speedup_tpot: float | None = Field(default=None, gt=0.0)
+    speedup_tpot_ci: tuple[float, float] | None = None
+    speedup_throughput: float | None = Field(default=None, gt=0.0)
+    speedup_throughput_ci: tuple[float, float] | None = None
+    reference: str | None = None  # the cell it is gated against; None: it is one
+
+
+class GridFinding(_Grid):
+    """The gate at one cell, as the judge decided it (`harness.run.judge.decide` on the
+    paired evidence): `result` is `PairedResult.to_dict()`, absent when no test was made."""
+
+    cell: str = Field(min_length=1)
+    reference: str = Field(min_length=1)
+    status: VerdictStatus
+    reasons: list[str] = Field(default_factory=list)
+    result: dict[str, object] | None = None
+
+
+class GridGate(_Grid):
+    """Each cell's accept length within `max_drop` (a share) of its reference cell's,
+    paired by prompt, one-sided at `alpha`; the reference cell of each category."""
+
+    reference: dict[str, str | int | None]
+    max_drop: float = Field(gt=0.0, lt=1.0)
+    alpha: float = Field(gt=0.0, lt=0.5)
+    inconclusive: Literal["pass", "fail"]
+    findings: list[GridFinding] = Field(default_factory=list)
+
+
+class GridLaunch(_Grid):
+    """One server: the cells it measured, the flags the grid added to its launch line."""
+
+    prefix_caching: Literal["on", "off"] | None = None
+    flags: list[str] = Field(default_factory=list)
+    cells: list[str] = Field(default_factory=list)
+    status: VerdictStatus
+
+
+class GridRecord(_Grid):
+    schema_version: int = GRID_SCHEMA_VERSION
+    grid_id: str = Field(min_length=1)
+    suite: str = Field(min_length=1)
+    engine: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    label: str | None = None
+    metric: Metric  # the accept-length definition of every cell's figure
+    definition: str  # its text (harness.suite.entries.METRIC_DEFINITIONS)
+    speedup_definitions: dict[str, str] = Field(default_factory=dict)
+    tiers: list[GridTierInfo]
+    categories: list[str]
+    prefix_caching: list[Literal["on", "off"]] = Field(default_factory=list)
+    concurrency: list[int]
+    questions: int = Field(ge=1)
+    launches: list[GridLaunch]
+    cells: list[GridCellRecord]
+    gate: GridGate | None = None
+    status: VerdictStatus
+    reasons: list[str] = Field(default_factory=list)
+
+
+def grid_dir(results: Path, suite: str, started_at: datetime, grid_id: str) -> Path:
+    """The grid's folder, created exclusively (two grids never share one)."""
+    return new_record_folder(results, GRIDS_DIR, suite, started_at, grid_id)
+
+
+def write_grid(folder: Path, record: GridRecord, results: Path) -> Path:
+    return write_record_file(folder / GRID_FILE, record, results)
+
+
+def read_grid(path: Path | str) -> GridRecord:
+    """A grid folder's record (or the file); BadRecord naming the file (exit 2)."""
+    file = Path(path)
+    return read_protocol_record(file / GRID_FILE if file.is_dir() else file, GridRecord,
+                                "grid")
