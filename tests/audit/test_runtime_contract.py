@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 import types
@@ -88,13 +89,13 @@ def recorder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, aux_hidden_states)
 class Forward:
     """Forward-time plants in the worker's draft step (tests/audit/changes/
     dflash_forward_defects.diff, on SGLang-shaped objects): the block left at 0 instead of
-    the mask id, the block embedded through the head's weight, the head called the
-    target's embeddings, the draft's own block size left unset."""
+    the mask id, the block embedded through the head's weight, the head a private copy of
+    the target's, the draft's own block size left unset."""
 
     def __init__(self, *, zero_block: bool = False, embed_with_head: bool = False,
-                 head_is_embedding: bool = False, unset_block: bool = False) -> None:
+                 head_is_copy: bool = False, unset_block: bool = False) -> None:
         self.zero_block, self.embed_with_head = zero_block, embed_with_head
-        self.head_is_embedding, self.unset_block = head_is_embedding, unset_block
+        self.head_is_copy, self.unset_block = head_is_copy, unset_block
 
 
 def _sglang_shaped(captures: list[int], block: int = 8, mask_id: int = 2,
@@ -152,7 +153,7 @@ def _sglang_shaped(captures: list[int], block: int = 8, mask_id: int = 2,
             hidden = self.draft_model.forward(block_ids.flatten(), None, batch,
                                               input_embeds=input_embeds)
             self._greedy_sample_from_vocab_parallel_head(
-                hidden_states=hidden, lm_head=embed_module if plant.head_is_embedding
+                hidden_states=hidden, lm_head=copy.deepcopy(lm_head) if plant.head_is_copy
                 else lm_head)
 
     def configure_aux_hidden_state_capture(*, model, dflash_use_aux_hidden_state,
@@ -272,8 +273,8 @@ def test_the_borrowed_modules_are_observed_where_the_draft_calls_them(recorder) 
     (Forward(embed_with_head=True), "embeddings", "reached the model as other (no embedding "
                                                   "module's output) (the draft forward's "
                                                   "input_embeds"),
-    (Forward(head_is_embedding=True), "lm_head", "reached the model as target embeddings "
-                                                 "(the draft step's head"),
+    (Forward(head_is_copy=True), "lm_head", "reached the model as other (Linear) (the "
+                                           "draft step's head"),
     (Forward(unset_block=True, ), "block_size", "reached the model as 8 (the draft "
                                                 "forward's own block_size"),
 ])
