@@ -204,7 +204,7 @@ def test_forward_time_defects_in_the_draft_step_are_each_named(forward_defects: 
                  "mask_token_id: reached the model as 0 (the draft forward's block",
                  "embeddings: reached the model as other (no embedding module's output) "
                  "(the draft forward's input_embeds",
-                 "lm_head: reached the model as other (VocabParallelEmbedding) (the draft "
+                 "lm_head: reached the model as other (Embedding) (the draft "
                  "step's head"):
         assert line in shown, reasons
     runtime = record["draft_contract_runtime"]
