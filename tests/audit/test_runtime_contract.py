@@ -99,7 +99,7 @@ class Forward:
 
 
 def _sglang_shaped(captures: list[int], block: int = 8, mask_id: int = 2,
-                   early: bool = False, forward: Forward | None = None):
+                   early: bool = False, forward: Forward | None = None, scale: float = 1.0):
     """A worker module, draft module and capture module shaped like SGLang 0.5.23's, the
     target a torch module whose forward loop captures like Qwen3Model's."""
     embed = torch.nn.Embedding(16, 2)
@@ -130,7 +130,7 @@ def _sglang_shaped(captures: list[int], block: int = 8, mask_id: int = 2,
             self.target_worker = target_worker
             self.draft_model = DFlashDraftModel()
             self.block_size, self._mask_token, self._mask_token_id = block, "<|MASK|>", mask_id
-            self._noise_embed_scale = 1.0
+            self._noise_embed_scale = scale  # gemma-4's sqrt(hidden_size)
             if not plant.unset_block:
                 self.draft_model.block_size = block
 
@@ -147,6 +147,8 @@ def _sglang_shaped(captures: list[int], block: int = 8, mask_id: int = 2,
             block_ids[:, 0].copy_(anchors)
             noise = (torch.nn.functional.embedding(block_ids, lm_head.weight)
                      if plant.embed_with_head else embed_module(block_ids))
+            if self._noise_embed_scale != 1.0:
+                noise = noise * self._noise_embed_scale
             input_embeds = noise.view(-1, noise.shape[-1])
             batch = types.SimpleNamespace(batch_size=len(anchors), forward_mode=types.
                                           SimpleNamespace(name="TARGET_VERIFY"))
@@ -256,11 +258,13 @@ def test_block_size_and_mask_id_differences_are_named(recorder) -> None:
     assert any("the draft forward's block" in d for d in differences)
 
 
-def test_the_borrowed_modules_are_observed_where_the_draft_calls_them(recorder) -> None:
-    """The embeddings that made the draft forward's input_embeds and the head the draft
-    step called are the target's own modules (by identity)."""
+@pytest.mark.parametrize("scale", [1.0, 11.3137])
+def test_the_borrowed_modules_are_observed_where_the_draft_calls_them(recorder,
+                                                                       scale: float) -> None:
+    """The embeddings that made the draft forward's input_embeds (scaled by the worker or
+    not) and the head the draft step called are the target's own modules (by identity)."""
     contract_record, record = recorder
-    _run(contract_record, _sglang_shaped([0, 1, 2]))
+    _run(contract_record, _sglang_shaped([0, 1, 2], scale=scale))
     rows, differences = runtime_contract.check(record, AUDIT)
     assert differences == []
     assert "the draft forward's input_embeds" in rows["embeddings"].note

@@ -217,8 +217,8 @@ class _Borrowed:
                 return whose
             import torch  # lazy: this module loads in every process on the server's path
 
-            if torch.allclose(output.reshape(input_embeds.shape).float() * self.scale,
-                              input_embeds.float()):
+            # the worker's own operation (`noise_embedding * scale`, in its dtype)
+            if torch.allclose(output.reshape(input_embeds.shape) * self.scale, input_embeds):
                 return whose
         return "other (no embedding module's output)"
 
