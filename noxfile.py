@@ -363,7 +363,9 @@ def publish_browser(session: nox.Session) -> None:
 # the same engine environment as sglang_cpu (built once, cached under HARNESS_CACHE), the
 # suite's test-only patch applied to a copy of it, the tiny capturable DFlash draft. The
 # shipped suite to PASS, the reverted PR #34524 default caught by the preflight audit and
-# by the paired gate, the kernel's runtime attention table against the audit's.
+# by the paired gate, the kernel's runtime attention table against the audit's, the planted
+# forward-time defects (taps; block size, mask id, embeddings, head in one launch) named by
+# the runtime record.
 @nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def sglang_dflash_cpu(session: nox.Session) -> None:
     """The real SGLang 0.5.23 DFLASH worker on CPU: the suite, the regression caught twice."""

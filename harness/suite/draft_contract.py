@@ -169,9 +169,9 @@ def validate_draft_config(config: object) -> None:
     block, where = _declared(config, "block_size")
     if block is not None:
         _int(block, where or "block_size", 1, MAX_BLOCK)
-    mask_id, where = _declared(config, "mask_token_id")
-    if mask_id is not None:
-        _int(mask_id, where or "mask_token_id", 0, MAX_TOKEN_ID)
+    # mask_token_id is not checked here: its type and sign are the engine's own check
+    # (every audited SGLang release's parse_dflash_draft_config refuses a non-integer or
+    # negative id with its own message), so the audit shows that refusal, per release.
     mask, where = _declared(config, "mask_token")
     if mask is not None and (not isinstance(mask, str) or not mask):
         raise DraftConfigError(f"draft config {where} must be a non-empty string, got {mask!r}")
@@ -236,7 +236,10 @@ def declared_contract(config: Mapping[str, object]) -> dict[str, Clause | None]:
                                   note=f"target_layer_ids {list(taps)} + 1")
     for key in ("block_size", "mask_token", "mask_token_id"):
         value, where = _declared(config, key)
-        if value is not None:
+        if key == "mask_token_id" and value is not None and not _is_int(value):
+            declared[key] = Clause(brief(value), where, note="not an integer: each engine's "
+                                                             "own parser judges it")
+        elif value is not None:
             declared[key] = Clause(value, where)
     layers = text.get("num_hidden_layers", config.get("num_hidden_layers"))
     if layers is not None:

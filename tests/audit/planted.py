@@ -29,6 +29,7 @@ from typing import Any, Literal
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "suites" / "tiny_dflash_sglang_cpu.toml"
 DRAFT = ROOT / "harness" / "engines" / "reference" / "tiny" / "draft-capturable"
+CHANGES = Path(__file__).with_name("changes")
 
 
 Level = Literal["configuration", "resolver", "forward", "kernel"]
@@ -55,12 +56,12 @@ DEFECTS = {
                                / "backend_ignores_encoder_only.diff"),
     "taps": Defect("taps", "Qwen3's set_dflash_layers_to_capture without its + 1: the "
                            "target captures each tap one layer early",
-                   patch=Path(__file__).with_name("changes") / "qwen3_taps_one_early.diff"),
+                   patch=CHANGES / "qwen3_taps_one_early.diff"),
     "taps_forward": Defect("taps", "Qwen3Model.forward hands each capture to the layer "
                                    "before (`i + 1 in layers_to_capture`), the configured "
                                    "list untouched",
-                           level="forward", patch=Path(__file__).with_name("changes")
-                           / "qwen3_capture_one_early_at_forward.diff"),
+                           level="forward",
+                           patch=CHANGES / "qwen3_capture_one_early_at_forward.diff"),
     "mask_token_id": Defect("mask_token_id", "the draft's mask_token_id 2 -> 1 (the pad "
                                              "token: NeMo-Automodel #2461)",
                             draft_edit={"dflash_config.mask_token_id": 1}),
@@ -70,6 +71,34 @@ DEFECTS = {
     "fc_input_width": Defect("fc_input_width", "the draft's target_layer_ids dropped: "
                                                "SGLang's fallback formula picks the taps",
                              draft_edit={"dflash_config.target_layer_ids": None}),
+    "block_size_resolver": Defect("block_size", "parse_dflash_draft_config no longer reads "
+                                                "a top-level block_size (engine default 16)",
+                                  level="resolver",
+                                  patch=CHANGES / "block_size_top_level_ignored.diff"),
+    "mask_token_id_resolver": Defect("mask_token_id", "parse_dflash_draft_config reads "
+                                                      "mask_token_id only at the top level, "
+                                                      "not from dflash_config",
+                                     level="resolver", patch=CHANGES
+                                     / "mask_token_id_from_dflash_config_ignored.diff"),
+    "embeddings_resolver": Defect("embeddings", "_resolve_dflash_embedding_module's "
+                                                "condition inverted: the draft's own "
+                                                "embeddings for every non-Nemotron draft",
+                                  level="resolver",
+                                  patch=CHANGES / "embedding_resolver_inverted.diff"),
+    # One launch for four clauses (the record names each): the worker's draft step given
+    # the wrong block size, mask id, embeddings and head, the configuration untouched. The
+    # suite serves blocks of 4 and expects 4 (so the preflight passes): the draft keeps
+    # its checkpoint's 8 only if set_block_size is never called.
+    "forward": Defect("block_size, mask_token_id, embeddings, lm_head",
+                      "DFlashWorkerV2 never calls set_block_size, zero-fills the draft block, "
+                      "embeds it through the head's weight and samples it with the "
+                      "embedding module",
+                      level="forward", patch=CHANGES / "dflash_forward_defects.diff",
+                      suite_edit={"speculative.num_draft_tokens": 4,
+                                  "draft.expected_contract": {
+                                      "taps": [1, 2, 3], "block_size": 4, "mask_token_id": 2,
+                                      "draft_layers": 5, "fc_input_width": 384,
+                                      "embeddings": "target", "lm_head": "target"}}),
 }
 
 
@@ -110,13 +139,20 @@ def edited_suite(edit: dict[str, Any], out: Path) -> Path:
             if line.startswith("["):
                 inside = line.strip() == f"[{section}]"
             if inside and line.split("=")[0].strip() == key:
-                line = f"{key} = {json.dumps(value)}  # planted defect"
+                line = f"{key} = {_toml(value)}  # planted defect"
             lines.append(line)
         text = "\n".join(lines) + "\n"
     path = out / SUITE.name
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path
+
+
+def _toml(value: Any) -> str:
+    """A value as TOML writes it: JSON's scalars and lists are TOML's; a table inline."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+    return json.dumps(value)
 
 
 def run_arguments(clause: str, out: Path) -> list[str]:

@@ -50,3 +50,19 @@ def test_a_bare_assert_is_named_by_its_file_line_and_condition() -> None:
     else:
         raise AssertionError("the check passed")
     assert error_message(ValueError("its own words")) == "its own words"
+
+
+def test_a_non_integer_mask_token_id_is_refused_by_the_release_itself(tmp_path: Path,
+                                                                      capsys) -> None:
+    """Not the harness's check (harness/suite/draft_contract.py leaves it): SGLang 0.5.23's
+    own parse_dflash_draft_config refuses it, with its own message, exit 5."""
+    from harness.cli import main
+
+    release_sources("0.5.23")
+    config = json.loads((TINY / "config.json").read_text())
+    config["dflash_config"]["mask_token_id"] = "2"
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert main(["audit", str(tmp_path), "--sglang", "0.5.23"]) == 5
+    out = capsys.readouterr().out
+    assert "refused: mask_token_id: 0.5.23 refuses: ValueError: DFLASH dflash_config." \
+           "mask_token_id must be an integer, got '2' (type=str)." in out

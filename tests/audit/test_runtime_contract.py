@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 import types
@@ -85,19 +86,41 @@ def recorder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, aux_hidden_states)
     sys.modules.pop("contract_record", None)
 
 
+class Forward:
+    """Forward-time plants in the worker's draft step (tests/audit/changes/
+    dflash_forward_defects.diff, on SGLang-shaped objects): the block left at 0 instead of
+    the mask id, the block embedded through the head's weight, the head a private copy of
+    the target's, the draft's own block size left unset."""
+
+    def __init__(self, *, zero_block: bool = False, embed_with_head: bool = False,
+                 head_is_copy: bool = False, unset_block: bool = False) -> None:
+        self.zero_block, self.embed_with_head = zero_block, embed_with_head
+        self.head_is_copy, self.unset_block = head_is_copy, unset_block
+
+
 def _sglang_shaped(captures: list[int], block: int = 8, mask_id: int = 2,
-                   early: bool = False):
+                   early: bool = False, forward: Forward | None = None, scale: float = 1.0):
     """A worker module, draft module and capture module shaped like SGLang 0.5.23's, the
     target a torch module whose forward loop captures like Qwen3Model's."""
     embed = torch.nn.Embedding(16, 2)
     inner = _Inner(sys.modules[AUX], early)
-    target = types.SimpleNamespace(model=inner, lm_head=object(),
+    target = types.SimpleNamespace(model=inner, lm_head=torch.nn.Linear(2, 16, bias=False),
                                    get_input_embeddings=lambda: embed)
+    plant = forward or Forward()
 
     class DFlashDraftModel:
+        embed_tokens = None
+
         def __init__(self) -> None:
             self.layers = [None] * 5
             self.fc = types.SimpleNamespace(in_features=384)
+            self.block_size = 8  # the checkpoint's, until the worker's set_block_size
+
+        def get_input_embeddings(self):
+            return self.embed_tokens
+
+        def forward(self, input_ids, positions, forward_batch, input_embeds=None):
+            return input_embeds
 
         def project_target_hidden(self, target_hidden):
             return target_hidden
@@ -107,6 +130,33 @@ def _sglang_shaped(captures: list[int], block: int = 8, mask_id: int = 2,
             self.target_worker = target_worker
             self.draft_model = DFlashDraftModel()
             self.block_size, self._mask_token, self._mask_token_id = block, "<|MASK|>", mask_id
+            self._noise_embed_scale = scale  # gemma-4's sqrt(hidden_size)
+            if not plant.unset_block:
+                self.draft_model.block_size = block
+
+        def _greedy_sample_from_vocab_parallel_head(self, *, hidden_states, lm_head):
+            return torch.argmax(hidden_states @ lm_head.weight.T, dim=-1)
+
+        def draft_step(self, anchors: torch.Tensor) -> None:
+            """forward_batch_generation's draft block, as 0.5.23 writes it (eager path)."""
+            model = self.target_worker.model_runner.model
+            embed_module = worker._resolve_dflash_embedding_module(self.draft_model, model)
+            lm_head = model.lm_head
+            block_ids = torch.empty((len(anchors), self.block_size), dtype=torch.long)
+            block_ids.fill_(0 if plant.zero_block else self._mask_token_id)
+            block_ids[:, 0].copy_(anchors)
+            noise = (torch.nn.functional.embedding(block_ids, lm_head.weight)
+                     if plant.embed_with_head else embed_module(block_ids))
+            if self._noise_embed_scale != 1.0:
+                noise = noise * self._noise_embed_scale
+            input_embeds = noise.view(-1, noise.shape[-1])
+            batch = types.SimpleNamespace(batch_size=len(anchors), forward_mode=types.
+                                          SimpleNamespace(name="TARGET_VERIFY"))
+            hidden = self.draft_model.forward(block_ids.flatten(), None, batch,
+                                              input_embeds=input_embeds)
+            self._greedy_sample_from_vocab_parallel_head(
+                hidden_states=hidden, lm_head=copy.deepcopy(lm_head) if plant.head_is_copy
+                else lm_head)
 
     def configure_aux_hidden_state_capture(*, model, dflash_use_aux_hidden_state,
                                            dflash_target_layer_ids, **_):
@@ -134,10 +184,8 @@ def _run(contract_record, modules) -> list[list[float]]:
         model=target, dflash_use_aux_hidden_state=True, dflash_target_layer_ids=captures)
     built = worker.DFlashWorkerV2(target_worker)
     _, captured = target.model(torch.tensor([5, 6, 7]))  # the target's forward
-    embed = worker._resolve_dflash_embedding_module(built.draft_model, target)
-    block = torch.full((2, built.block_size), built._mask_token_id)  # prepare_block
-    block[:, 0] = torch.tensor([5, 6])  # the anchors (bonus tokens)
-    embed(block)
+    with torch.no_grad():
+        built.draft_step(torch.tensor([5, 6]))  # the anchors (bonus tokens)
     built.draft_model.project_target_hidden(types.SimpleNamespace(shape=(7, 384)))
     return [float(tensor[0, 0]) for tensor in captured]
 
@@ -203,9 +251,49 @@ def test_block_size_and_mask_id_differences_are_named(recorder) -> None:
     contract_record, record = recorder
     _run(contract_record, _sglang_shaped([0, 1, 2], block=16, mask_id=1))
     _, differences = runtime_contract.check(record, AUDIT)
-    # each twice: as the worker holds it, and as the draft's block was given it
-    assert [d.split(":")[0] for d in differences] == ["block_size"] * 2 + ["mask_token_id"] * 2
+    # each where it took effect: as the worker holds it, as the draft's block was embedded
+    # and as the draft forward was given it (its block, and for block_size its own)
+    assert [d.split(":")[0] for d in differences] == ["block_size"] * 4 + ["mask_token_id"] * 3
     assert any("embed_module(block_ids)" in d for d in differences)
+    assert any("the draft forward's block" in d for d in differences)
+
+
+@pytest.mark.parametrize("scale", [1.0, 11.3137])
+def test_the_borrowed_modules_are_observed_where_the_draft_calls_them(recorder,
+                                                                       scale: float) -> None:
+    """The embeddings that made the draft forward's input_embeds (scaled by the worker or
+    not) and the head the draft step called are the target's own modules (by identity)."""
+    contract_record, record = recorder
+    _run(contract_record, _sglang_shaped([0, 1, 2], scale=scale))
+    rows, differences = runtime_contract.check(record, AUDIT)
+    assert differences == []
+    assert "the draft forward's input_embeds" in rows["embeddings"].note
+    assert "_greedy_sample_from_vocab_parallel_head" in rows["lm_head"].note
+
+
+@pytest.mark.parametrize(("plant", "clause", "shown"), [
+    (Forward(zero_block=True), "mask_token_id", "reached the model as 0 (the draft forward's "
+                                                "block"),
+    (Forward(embed_with_head=True), "embeddings", "reached the model as other (no embedding "
+                                                  "module's output) (the draft forward's "
+                                                  "input_embeds"),
+    (Forward(head_is_copy=True), "lm_head", "reached the model as other (Linear) (the "
+                                           "draft step's head"),
+    (Forward(unset_block=True, ), "block_size", "reached the model as 8 (the draft "
+                                                "forward's own block_size"),
+])
+def test_a_forward_time_defect_in_a_borrowed_or_given_value_is_named(
+        recorder, plant: Forward, clause: str, shown: str) -> None:
+    """Each plant of tests/audit/changes/dflash_forward_defects.diff alone: the worker's
+    configuration is right, what the draft forward was given or called is not."""
+    contract_record, record = recorder
+    block = 4 if plant.unset_block else 8  # served blocks of 4; the draft's own stays 8
+    audit = {**AUDIT, "block_size": ClauseRow(value=block,
+                                              source="--speculative-num-draft-tokens")}
+    _run(contract_record, _sglang_shaped([0, 1, 2], block=block, forward=plant))
+    _, differences = runtime_contract.check(record, audit)
+    assert {d.split(":")[0] for d in differences} == {clause}, differences
+    assert any(d.startswith(f"{clause}: {shown}") for d in differences), differences
 
 
 def test_a_clause_recorded_nowhere_and_an_empty_record_are_differences(tmp_path: Path) -> None:

@@ -24,7 +24,15 @@ are read after its own code has run, and one JSON line per clause is appended:
   [requests, block] tensor of ids), the block size and mask id that block was given: its
   width, and the id filling every position after the anchor;
 - from the draft's `project_target_hidden`, once: the width of the target hidden states
-  that reached it (`fc_input_width` as delivered).
+  that reached it (`fc_input_width` as delivered);
+- at the draft's forward (`DFlashDraftModel.forward`), what it was given: the block of ids
+  (`forward_batch.input_ids`, [requests, block]: its width and the id after each anchor),
+  its own `block_size` (what `set_block_size` gave it), and whose embedding module made its
+  `input_embeds` (matched to the outputs of the target's and the draft's embedding modules,
+  hooked once the worker is built: their object is the target's own, or the draft's);
+- at the draft step's head (`_greedy_sample_from_vocab_parallel_head`, the eager greedy
+  path that CPU runs): the module passed as `lm_head`, by identity with the target's
+  `lm_head` (or the draft's own, or either one's embeddings).
 
 The harness compares them with the audit's clauses for the build (harness/run/
 runtime_contract.py); a difference fails the run naming the clause.
@@ -156,11 +164,74 @@ def _fc_width(draft: Any) -> int | None:
     return None
 
 
+class _Borrowed:
+    """The modules the draft may call, once the worker is built: the target's and the
+    draft's embeddings and heads, and the latest draft block each embedding embedded."""
+
+    def __init__(self) -> None:
+        self.modules: list[tuple[str, Any]] = []  # (whose, module), identity compared
+        self.embedded: dict[str, Any] = {}  # whose embedding -> its latest 2-D output
+        self.scale = 1.0  # the worker's noise-embedding scale (gemma-4's sqrt(hidden))
+        self.written: set[tuple[str, object, str]] = set()
+
+    def whose(self, module: Any) -> str:
+        for name, known in self.modules:
+            if module is not None and (module is known
+                                       or module is getattr(known, "base_layer", None)):
+                return name
+        return f"other ({type(module).__name__})"
+
+    def write_once(self, clause: str, value: object, where: str) -> None:
+        if (clause, value, where) not in self.written:
+            self.written.add((clause, value, where))
+            _write(clause, value, where)
+
+    def watch(self, draft: Any, target: Any, scale: object) -> None:
+        self.scale = float(scale) if isinstance(scale, int | float) else 1.0
+        for owner, name in ((target, "target"), (draft, "draft")):
+            head = getattr(owner, "lm_head", None)
+            if head is not None:
+                self.modules.append((name, head))
+            get = getattr(owner, "get_input_embeddings", None)
+            embedding = get() if callable(get) else None
+            if embedding is None:
+                continue
+            self.modules.append((f"{name} embeddings", embedding))
+            if hasattr(embedding, "register_forward_hook"):
+                embedding.register_forward_hook(self._embedded_by(name))
+
+    def _embedded_by(self, whose: str) -> Any:
+        def hook(_module: Any, args: tuple[Any, ...], output: Any) -> None:
+            ids = args[0] if args else None
+            if getattr(ids, "dim", None) is not None and ids.dim() == 2:  # a draft block
+                self.embedded[whose] = output
+        return hook
+
+    def embedding_of(self, input_embeds: Any) -> str:
+        """Whose embedding module produced the draft's input_embeds (the same storage, or
+        its output times the worker's scale), else "other"."""
+        for whose, output in self.embedded.items():
+            if output.numel() != input_embeds.numel():
+                continue
+            if output.data_ptr() == input_embeds.data_ptr():
+                return whose
+            import torch  # lazy: this module loads in every process on the server's path
+
+            # the worker's own operation (`noise_embedding * scale`, in its dtype)
+            if torch.allclose(output.reshape(input_embeds.shape) * self.scale, input_embeds):
+                return whose
+        return "other (no embedding module's output)"
+
+
+_BORROWED = _Borrowed()
+
+
 def _after_init(worker: Any) -> None:
     draft = getattr(worker, "draft_model", None)
     runner = getattr(getattr(worker, "target_worker", None), "model_runner", None)
     target = getattr(runner, "model", None)
     where = "DFlashWorkerV2.__init__"
+    _BORROWED.watch(draft, target, getattr(worker, "_noise_embed_scale", 1.0))
     _write("block_size", int(worker.block_size), where)
     if isinstance(getattr(worker, "_mask_token", None), str):
         _write("mask_token", worker._mask_token, where)
@@ -190,6 +261,17 @@ def install_worker(module: Any) -> None:
 
         __init__._harness_recorded = True  # type: ignore[attr-defined]
         cls.__init__ = __init__
+    head = getattr(cls, "_greedy_sample_from_vocab_parallel_head", None)
+    if head is not None and not getattr(head, "_harness_recorded", False):
+        @functools.wraps(head)
+        def greedy(self: Any, *args: Any, lm_head: Any = None, **kwargs: Any) -> Any:
+            _BORROWED.write_once("lm_head", _BORROWED.whose(lm_head),
+                                 "the draft step's head (_greedy_sample_from_vocab_"
+                                 "parallel_head(lm_head=...))")
+            return head(self, *args, lm_head=lm_head, **kwargs)
+
+        greedy._harness_recorded = True  # type: ignore[attr-defined]
+        cls._greedy_sample_from_vocab_parallel_head = greedy
     resolve = getattr(module, "_resolve_dflash_embedding_module", None)
     if resolve is not None and not getattr(resolve, "_harness_recorded", False):
         seen: set[str] = set()
@@ -233,9 +315,50 @@ def _observe_block(embedding: Any, whose: str) -> None:
             return
 
 
+def _draft_forward_given(draft: Any, input_ids: Any, forward_batch: Any,
+                         input_embeds: Any) -> None:
+    """Record what one draft forward was given: its block of ids, its own block size and
+    whose embedding made its input_embeds (each distinct value once)."""
+    mode = getattr(getattr(forward_batch, "forward_mode", None), "name", None)
+    if mode is not None and mode != "TARGET_VERIFY":  # the worker's draft block only
+        return
+    given = "the draft forward's"
+    own = getattr(draft, "block_size", None)
+    if isinstance(own, int):
+        _BORROWED.write_once("block_size", own, f"{given} own block_size (set_block_size)")
+    requests = getattr(forward_batch, "batch_size", None)
+    if getattr(input_ids, "dim", None) is not None and isinstance(requests, int) \
+            and requests > 0 and input_ids.numel() % requests == 0:
+        block = input_ids.reshape(requests, -1)
+        where = f"{given} block (forward_batch.input_ids, [requests, block])"
+        _BORROWED.write_once("block_size", int(block.shape[1]), where)
+        for value in block[:, 1:].unique().tolist():
+            _BORROWED.write_once("mask_token_id", int(value), where)
+    if input_embeds is None:
+        if getattr(draft, "embed_tokens", None) is not None:
+            _BORROWED.write_once("embeddings", "draft",
+                                 f"{given} own embed_tokens (no input_embeds given)")
+        return
+    whose = _BORROWED.embedding_of(input_embeds)
+    _BORROWED.write_once("embeddings", whose,
+                         f"{given} input_embeds (the output of that embedding module)")
+
+
 def install_draft(module: Any) -> None:
-    """Record, once, the width of the target hidden states that reached the draft's fc."""
+    """Record, once, the width of the target hidden states that reached the draft's fc,
+    and what each draft forward was given."""
     cls = getattr(module, "DFlashDraftModel", None)
+    forward = getattr(cls, "forward", None)
+    if forward is not None and not getattr(forward, "_harness_recorded", False):
+        @functools.wraps(forward)
+        def observed(self: Any, input_ids: Any, positions: Any, forward_batch: Any,
+                     input_embeds: Any = None, *args: Any, **kwargs: Any) -> Any:
+            _draft_forward_given(self, input_ids, forward_batch, input_embeds)
+            return forward(self, input_ids, positions, forward_batch, input_embeds,
+                           *args, **kwargs)
+
+        observed._harness_recorded = True  # type: ignore[attr-defined]
+        cls.forward = observed  # type: ignore[union-attr]
     original = getattr(cls, "project_target_hidden", None)
     if original is None or getattr(original, "_harness_recorded", False):
         return

@@ -78,9 +78,11 @@ def reverted_paired(fixed: Run, results: Path) -> Run:
                        "--against", SPEC, "--label", "reverted")
 
 
-def short_suite(folder: Path, name: str) -> Path:
-    """A copy of the suite on 8 questions, under its own series name."""
-    text = (REPO / "suites" / f"{SUITE}.toml").read_text()
+def short_suite(folder: Path, name: str, suite: Path = REPO / "suites" / f"{SUITE}.toml"
+                ) -> Path:
+    """A copy of the suite (or of an edited one) on 8 questions, under its own series
+    name."""
+    text = suite.read_text()
     short = folder / f"{name}.toml"
     short.write_text(text.replace("questions = 100", "questions = 8").replace(
         f'name = "{SUITE}"', f'name = "{name}"'))
@@ -102,3 +104,18 @@ def capture_shift(sglang_cpu: builds.PreparedBuild,
     folder = tmp_path_factory.mktemp("capture-shift")
     short = short_suite(folder, "tiny_dflash_sglang_cpu_capture_shift")
     return harness_run(short, folder / "results", "--patch", str(CAPTURE_SHIFT), "--no-plot")
+
+
+@pytest.fixture(scope="session")
+def forward_defects(sglang_cpu: builds.PreparedBuild,
+                    tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """Four forward-time defects in the worker's draft step, one launch (8 questions): the
+    planted suite serves and expects blocks of 4 (tests/audit/planted.py, "forward")."""
+    from tests.audit.planted import DEFECTS, edited_suite
+
+    folder = tmp_path_factory.mktemp("forward-defects")
+    defect = DEFECTS["forward"]
+    assert defect.patch is not None
+    planted = edited_suite(defect.suite_edit, folder / "planted")
+    short = short_suite(folder, "tiny_dflash_sglang_cpu_forward", planted)
+    return harness_run(short, folder / "results", "--patch", str(defect.patch), "--no-plot")

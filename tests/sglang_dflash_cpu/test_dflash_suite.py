@@ -184,6 +184,35 @@ def test_a_capture_moved_at_forward_time_is_caught_at_run_time(capture_shift: Ru
                r.endswith("the audit says [1,2,3] (dflash_config)") for r in reasons), reasons
 
 
+def test_forward_time_defects_in_the_draft_step_are_each_named(forward_defects: Run) -> None:
+    """The worker's draft step given the wrong block size (set_block_size never called),
+    mask id (a zero-filled block), embeddings (the head's weight) and head (a private copy
+    of the target's), its configuration untouched: the preflight passes (the audit
+    resolves what it did before), and the run fails (exit 3) naming exactly those four
+    clauses from what the draft forward was given and called."""
+    assert forward_defects.done.returncode == 3, forward_defects.output
+    record = _record(forward_defects, "tiny_dflash_sglang_cpu_forward")
+    audit = {name: row["value"] for name, row in record["draft_contract"].items()}
+    assert {name: audit[name] for name in CLAUSES} == {**CLAUSES, "block_size": 4}
+    reasons = record["verdict"]["reasons"]
+    assert record["verdict"]["status"] == "error"
+    assert reasons[0] == "the draft's runtime contract differs from the audit's for this build:"
+    differing = {r.split(":")[0] for r in reasons[1:] if "reached the model as" in r}
+    assert differing == {"block_size", "mask_token_id", "embeddings", "lm_head"}, reasons
+    shown = "\n".join(reasons)
+    for line in ("block_size: reached the model as 8 (the draft forward's own block_size",
+                 "mask_token_id: reached the model as 0 (the draft forward's block",
+                 "embeddings: reached the model as other (no embedding module's output) "
+                 "(the draft forward's input_embeds",
+                 "lm_head: reached the model as other (Embedding) (the draft "
+                 "step's head"):
+        assert line in shown, reasons
+    runtime = record["draft_contract_runtime"]
+    # the worker's own configuration is right: what it holds equals the audit's
+    assert "4 (DFlashWorkerV2.__init__)" in runtime["block_size"]["note"]
+    assert "2 (DFlashWorkerV2.__init__)" in runtime["mask_token_id"]["note"]
+
+
 @pytest.mark.parametrize("clause", ["taps", "mask_token_id", "block_size", "fc_input_width"])
 def test_every_planted_defect_is_caught_by_the_preflight(sglang_cpu: Any, tmp_path: Any,
                                                          clause: str) -> None:

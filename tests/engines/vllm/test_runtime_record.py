@@ -49,15 +49,24 @@ def _vllm_shaped(aux: tuple[int, ...], k: int = 7, mask_id: int = 2,
             return output
 
     target = types.SimpleNamespace(
-        model=types.SimpleNamespace(aux_hidden_state_layers=(), embed_tokens=object()),
-        lm_head=object())
+        model=types.SimpleNamespace(aux_hidden_state_layers=(),
+                                    embed_tokens=torch.nn.Embedding(16, 4)),
+        lm_head=torch.nn.Linear(4, 16, bias=False))
     layers = [types.SimpleNamespace(self_attn=types.SimpleNamespace(
         attn=types.SimpleNamespace(impl=CPUAttentionBackendImpl(w)))) for w in windows]
     inner = types.SimpleNamespace(layers=layers, mask_token_id=mask_id,
                                   fc=types.SimpleNamespace(input_size=384),
                                   embed_tokens=target.model.embed_tokens)
+    inner.embed_input_ids = lambda ids: inner.embed_tokens(ids)  # DFlashQwen3Model's
+
+    class LogitsProcessor(torch.nn.Module):
+        def forward(self, lm_head, hidden_states):
+            return hidden_states @ lm_head.weight.T
+
     draft = types.SimpleNamespace(model=inner, lm_head=target.lm_head,
-                                  combine_hidden_states=lambda hidden: hidden)
+                                  combine_hidden_states=lambda hidden: hidden,
+                                  logits_processor=LogitsProcessor())
+    draft.compute_logits = lambda hidden: draft.logits_processor(draft.lm_head, hidden)
     drafter = types.SimpleNamespace(method="dflash", model=draft, num_speculative_tokens=k,
                                     parallel_drafting_token_id=mask_id,
                                     eagle3_use_aux_hidden_state=True)
@@ -89,6 +98,9 @@ def _run(vllm_record, modules, causal: bool = True) -> None:
     for _ in range(2):  # recorded once
         runner.drafter.model.combine_hidden_states(types.SimpleNamespace(
             dim=lambda: 2, shape=(7, 384)))
+    for _ in range(2):  # the proposer's draft step: its block embedded, its logits
+        draft = runner.drafter.model
+        draft.compute_logits(draft.model.embed_input_ids(torch.tensor([5, 2, 2])))
     metadata = types.SimpleNamespace(causal=causal)
     for _ in range(3):  # one line per distinct (layer, causal, window)
         for layer in layers:
@@ -130,6 +142,33 @@ def test_a_tap_block_or_mask_difference_fails_naming_the_clause(recorder) -> Non
     assert differences[0] == ("taps: reached the model as [1,2,3] (target "
                               "aux_hidden_state_layers); the audit says [2,3,4] "
                               "(draft config)")
+
+
+def test_the_embeddings_and_head_the_draft_called_are_recorded_and_named(recorder) -> None:
+    """At the draft's forward: the embed_tokens that ran in its embed_input_ids and the
+    head its compute_logits handed the logits processor, by identity with the target's.
+    A draft that calls its own (swapped in after load) is named where the contract says
+    shared."""
+    vllm_record, clauses, _ = recorder
+    modules = _vllm_shaped((2, 3, 4))
+    _run(vllm_record, modules)
+    rows, _ = runtime_contract.check(clauses, AUDIT)
+    assert "the embed_tokens module that ran" in rows["embeddings"].note
+    assert "the head its logits processor was given" in rows["lm_head"].note
+    runner = modules[0].GPUModelRunner()  # a draft step that calls its own modules
+    draft = runner.drafter.model
+    draft.model.embed_tokens = torch.nn.Embedding(16, 4)
+    shared = {**AUDIT, "embeddings": ClauseRow(value="target"),
+              "lm_head": ClauseRow(value="target")}
+    assert runtime_contract.check(clauses, shared)[1] == []
+    draft.lm_head = torch.nn.Linear(4, 16, bias=False)
+    draft.compute_logits(draft.model.embed_input_ids(torch.tensor([5, 2, 2])))
+    _, differences = runtime_contract.check(clauses, shared)
+    assert differences == [
+        "embeddings: reached the model as draft (the draft's embed_input_ids at its "
+        "forward (the embed_tokens module that ran)); the audit says target",
+        "lm_head: reached the model as draft (the draft's compute_logits at its forward "
+        "(the head its logits processor was given)); the audit says target"]
 
 
 def test_a_window_or_causality_the_kernel_received_otherwise_is_named(recorder) -> None:

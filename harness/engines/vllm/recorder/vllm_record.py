@@ -19,7 +19,12 @@ its own code ran, and one JSON line per clause is appended to the file
   feeds its masked slots (`parallel_drafting_token_id`) and the one the draft model
   embeds (`mask_token_id`), the draft's decoder layers, the width its `fc` projects from
   (and, once, the width of the target hidden states the proposer hands the draft's
-  `combine_hidden_states`), and whose embeddings and `lm_head` the draft ended up with;
+  `combine_hidden_states`), and whose embeddings and `lm_head` the draft ended up with
+  (`_maybe_share_embeddings`, `_maybe_share_lm_head`) and, at its forward, whose it
+  called: the `embed_tokens` module that ran inside the draft's `embed_input_ids`, and
+  the head the draft's `compute_logits` handed its logits processor, each by identity
+  with the target's own (compared with the audit where it resolves them; vLLM decides
+  them from the checkpoint's weights at load, so its column leaves them unresolved);
 - from the CPU attention backend's `forward` (`CPUAttentionBackendImpl`, the call into
   `cpu_attention_with_kv_cache`): for each draft layer, the causality and window that
   reached the kernel, one line per distinct (layer, causal, window), to the file
@@ -114,6 +119,61 @@ def record_runner(runner: Any) -> None:
     if head is not None and draft is not None:
         _write("lm_head", "target" if getattr(draft, "lm_head", None) is head else "draft",
                f"{where}._maybe_share_lm_head")
+    _observe_borrowed(draft, inner, embed, head)
+
+
+def _observe_borrowed(draft: Any, inner: Any, embed: Any, head: Any) -> None:
+    """At the draft's forward: whose embed_tokens ran inside its embed_input_ids, and whose
+    head its compute_logits gave the logits processor (each distinct answer once)."""
+    written: set[tuple[str, str]] = set()
+
+    def whose(module: Any, target: Any) -> str:
+        return "target" if module is target else "draft"
+
+    def once(clause: str, value: str, where: str) -> None:
+        if (clause, value) not in written:
+            written.add((clause, value))
+            _write(clause, value, where)
+
+    embedding = getattr(inner, "embed_input_ids", None)
+    if embed is not None and callable(embedding) \
+            and not getattr(embedding, "_harness_recorded", False):
+        inside: list[bool] = []
+
+        def ran(module: Any, *_: Any) -> None:
+            if inside:
+                once("embeddings", whose(module, embed), "the draft's embed_input_ids at "
+                     "its forward (the embed_tokens module that ran)")
+
+        hooked: set[int] = set()
+
+        @functools.wraps(embedding)
+        def embed_input_ids(*args: Any, **kwargs: Any) -> Any:
+            # whatever embed_tokens the draft holds now (swapped after load or not) is
+            # hooked before it runs
+            module = getattr(inner, "embed_tokens", None)
+            if id(module) not in hooked and hasattr(module, "register_forward_hook"):
+                hooked.add(id(module))
+                module.register_forward_hook(ran)
+            inside.append(True)
+            try:
+                return embedding(*args, **kwargs)
+            finally:
+                inside.pop()
+
+        embed_input_ids._harness_recorded = True  # type: ignore[attr-defined]
+        inner.embed_input_ids = embed_input_ids  # this instance only
+    processor = getattr(draft, "logits_processor", None)
+    if head is not None and hasattr(processor, "register_forward_pre_hook") \
+            and not getattr(processor, "_harness_head_observed", False):
+        processor._harness_head_observed = True
+
+        def given(_module: Any, args: tuple[Any, ...]) -> None:
+            if args:
+                once("lm_head", whose(args[0], head), "the draft's compute_logits at its "
+                     "forward (the head its logits processor was given)")
+
+        processor.register_forward_pre_hook(given)
 
 
 def _stream(hidden: Any, residual: Any) -> Any:
