@@ -13,8 +13,13 @@ error over questions (what its bootstrap CI gives). Prints:
   (0.1) and without it (the statistics alone), for each detector (goal: by question
   finds a smaller one);
 - the issue's history (4 nights at 3.8465, 3 at 3.6870, each build answering identically
-  every night): found as a drop at the first night of the new build by question, not by CI.
-Exit 1 when a goal is missed.
+  every night): found as a drop at the first night of the new build by question, not by CI;
+- the A/A false-alarm rate per history with the night-to-night noise of the real SGLang
+  0.5.23 on CPU (`SGLANG_CPU`, measured on launched nights of `tiny_ngram_sglang_cpu`):
+  bit-reproducible but for a few questions' accept lengths (goal: at most 1% with the
+  default min shift), at that share of changed answers and at 4 and 16 times it.
+`--measure RUN_DIR ...` prints those measures for other nights of one build on the same
+questions (run folders, oldest first). Exit 1 when a goal is missed.
 """
 
 from __future__ import annotations
@@ -22,13 +27,16 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
+from harness.analysis.sides import Side, add_record
 from harness.analysis.simulate import simulate_nights
 from harness.analysis.trend import TrendParams, detect_by_question, detect_steps, open_drop
 from harness.metrics import stats
-from harness.metrics.night_noise import night_noise
+from harness.metrics.night_noise import AnswerChanges, answer_changes, night_noise
+from harness.results.readers import BadRecord, read_run
 
 QUESTIONS = 100
 DROPS = [round(0.02 * k, 2) for k in range(1, 31)]
@@ -47,6 +55,47 @@ def by_ci(tokens: np.ndarray, steps: np.ndarray, params: TrendParams) -> list:
 
 
 DETECTORS = {"by question": by_question, "by CI over questions": by_ci}
+
+# The real SGLang 0.5.23 on CPU, measured (`--measure` over the run folders): NIGHTS_MEASURED
+# launched nights (`harness run tiny_ngram_sglang_cpu --sglang sglang==0.5.23`, one build,
+# 20 GSM8K questions, greedy, concurrency 4; docs/statistics.md "Trend by question").
+# Every night's texts were identical; a question's accept length changed on CHANGED of the
+# question-nights (SGLang's NGRAM corpus is shared by the requests in flight, so a draft
+# depends on when a neighbour's tokens arrived), by CHANGE_RMS (root mean square).
+NIGHTS_MEASURED = 3
+CHANGED = 2 / 60
+CHANGE_RMS = 0.340
+SGLANG_CPU = {"questions": 20, "accept_length": 1.80, "prompt_sd": 0.88, "host_sd": 0.0}
+
+
+def fresh_answer_sd(change_rms: float, accept_length: float) -> float:
+    """The engine sd that makes a simulated changed answer (a fresh draw against the usual
+    one: engine and Poisson noise on each) move by `change_rms`."""
+    low, high = 20, 150  # simulate_prompts' verify steps per question
+    poisson = (accept_length - 1.0) * float(np.mean(1.0 / np.arange(low, high + 1)))
+    return float(np.sqrt(max(0.0, change_rms**2 / 2 - poisson)))
+
+
+def measure(folders: list[Path]) -> AnswerChanges:
+    """The measures above for run folders of one build on the same questions."""
+    sides = []
+    for folder in folders:
+        side = Side(name=str(folder))
+        add_record(side, folder, read_run(folder))
+        side.use_metric("server_avg")
+        sides.append(side)
+    shared = sorted(set.intersection(*(set(side.questions) for side in sides)))
+    pairs = [side.restricted(shared) for side in sides]
+    tokens, steps = [t for t, _ in pairs], [s for _, s in pairs]
+    found = answer_changes(tokens, steps)
+    noise = night_noise(tokens, steps)
+    print(f"{len(sides)} nights, {len(shared)} questions every night asked: figures "
+          + " ".join(f"{figure:.4f}" for figure in noise.figures))
+    print(f"  changed answers {found.changed} of {found.cells} question-nights "
+          f"({100 * found.share:.2f}%, {found.questions_changed} questions), change rms "
+          f"{found.change_rms:.3f}; sd between questions {found.question_sd:.3f}; engine sd "
+          f"per night (night_noise) {noise.engine_se:.4f}")
+    return found
 
 
 def alarm_rate(detect, histories: int, params: TrendParams, **kwargs) -> float:
@@ -93,7 +142,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--histories", type=int, default=2000, help="A/A histories per case")
     parser.add_argument("--power-histories", type=int, default=300)
+    parser.add_argument("--measure", nargs="+", type=Path, metavar="RUN_DIR",
+                        help="print the night-to-night measures of these run folders, only")
     args = parser.parse_args(argv)
+    if args.measure:
+        try:
+            measure(args.measure)
+        except (BadRecord, ValueError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        return 0
     began = time.perf_counter()
     missed = []
     print(f"A/A: {args.histories} histories per case, {QUESTIONS} questions, engine sd 0.35")
@@ -122,6 +180,22 @@ def main(argv: list[str] | None = None) -> int:
           "(goal: by question at 4)")
     if located["by question"] != 4:
         missed.append("the issue's history")
+    engine_sd = fresh_answer_sd(CHANGE_RMS, SGLANG_CPU["accept_length"])
+    print(f"A/A with the real SGLang 0.5.23 on CPU's noise ({NIGHTS_MEASURED} launched nights "
+          f"of tiny_ngram_sglang_cpu: {100 * CHANGED:.1f}% of answers changed, by rms "
+          f"{CHANGE_RMS:.3f}; {args.histories} histories per case, by question):")
+    # the default min shift is the goal; the statistic alone (min shift 0) is shown beside
+    cases = [(scale, nights, 0.1) for scale in (1, 4, 16) for nights in (6, 30)]
+    for scale, nights, shift in [*cases, (1, 6, 0.0), (1, 30, 0.0)]:
+        changed = min(1.0, scale * CHANGED)
+        rate = alarm_rate(by_question, args.histories, TrendParams(min_shift=shift),
+                          nights=nights, engine_sd=engine_sd, changed=changed, **SGLANG_CPU)
+        goal = shift > 0
+        print(f"  {100 * changed:>5.1f}% changed, {nights:>2} nights, min shift {shift}: "
+              f"false alarms {100 * rate:.2f}% per history"
+              + (f" (goal <= 1%, ratio {rate / 0.01:.2f})" if goal else " (the statistic alone)"))
+        if goal and rate > 0.01:
+            missed.append(f"A/A SGLang CPU {100 * changed:.1f}% changed, {nights} nights")
     print(f"{time.perf_counter() - began:.1f} s")
     if missed:
         print("missed: " + "; ".join(missed), file=sys.stderr)
