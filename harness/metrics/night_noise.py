@@ -64,6 +64,8 @@ class AnswerChanges:
     answer is a question's (numerator, verify steps) on a night, its usual answer the one
     given on most nights (the earliest of equally common ones)."""
 
+    nights: int
+    nights_changed: int  # nights with at least one answer otherwise than usual
     cells: int  # question-nights
     changed: int  # question-nights answered otherwise than usual
     questions_changed: int  # questions answered otherwise on at least one night
@@ -73,6 +75,12 @@ class AnswerChanges:
     @property
     def share(self) -> float:
         return self.changed / self.cells
+
+    @property
+    def share_on_changed_nights(self) -> float:
+        """The share of a deviating night's answers that deviate (0: no such night)."""
+        return self.changed / (self.nights_changed * self.cells // self.nights) \
+            if self.nights_changed else 0.0
 
 
 def answer_changes(tokens: Sequence[Sequence[float]], steps: Sequence[Sequence[float]]
@@ -84,15 +92,18 @@ def answer_changes(tokens: Sequence[Sequence[float]], steps: Sequence[Sequence[f
     changes: list[float] = []
     usual_levels = []
     touched = 0
+    odd_nights: set[int] = set()
     for q in range(questions):
         answers = [(float(night_tokens[q]), float(night_steps[q]))
                    for night_tokens, night_steps in zip(tokens, steps, strict=True)]
         usual = max(answers, key=answers.count)  # max keeps the first of equal counts
         usual_levels.append(usual[0] / usual[1])
         moved = [a / s - usual[0] / usual[1] for a, s in answers if (a, s) != usual]
+        odd_nights |= {night for night, answer in enumerate(answers) if answer != usual}
         touched += bool(moved)
         changes += moved
     rms = math.sqrt(sum(c * c for c in changes) / len(changes)) if changes else 0.0
     mean = sum(usual_levels) / questions
     spread = math.sqrt(sum((v - mean) ** 2 for v in usual_levels) / max(1, questions - 1))
-    return AnswerChanges(questions * len(tokens), len(changes), touched, rms, spread)
+    return AnswerChanges(len(tokens), len(odd_nights), questions * len(tokens), len(changes),
+                         touched, rms, spread)

@@ -53,6 +53,17 @@ def test_answer_changes_count_the_answers_that_differ_from_the_usual_one() -> No
     assert answer_changes(same, counts).change_rms == 0.0
 
 
+def test_deviating_nights_are_counted_with_the_share_of_their_answers() -> None:
+    """Some nights deviate (20%), each on 30% of its answers: both are measured."""
+    tokens, steps = simulate_nights(6, nights=200, questions=50, changed=0.3,
+                                    changed_nights=0.2)
+    found = answer_changes(tokens, steps)
+    assert found.nights == 200 and 0.13 <= found.nights_changed / 200 <= 0.27
+    assert 0.25 <= found.share_on_changed_nights <= 0.33
+    assert found.share == pytest.approx(found.share_on_changed_nights
+                                        * found.nights_changed / 200)
+
+
 def test_a_drop_with_repeated_answers_repeats_the_new_builds_first_night() -> None:
     tokens, _ = simulate_nights(5, nights=6, questions=50, drop=0.5, at=3, changed=0.0)
     assert (tokens[:3] == tokens[0]).all() and (tokens[3:] == tokens[3]).all()
