@@ -62,7 +62,7 @@ DETECTORS = {"by question": by_question, "by CI over questions": by_ci}
 # Every night's texts were identical, but on NIGHTS_CHANGED of them a share CHANGED of the
 # questions' accept lengths moved, by CHANGE_RMS (root mean square): NGRAM's drafts come
 # from a corpus the requests in flight share, so they move with timing.
-NIGHTS_MEASURED = 5
+NIGHTS_MEASURED = 7
 NIGHTS_CHANGED = 1
 CHANGED = 2 / 20
 CHANGE_RMS = 0.340

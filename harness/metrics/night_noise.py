@@ -90,7 +90,7 @@ def answer_changes(tokens: Sequence[Sequence[float]], steps: Sequence[Sequence[f
         raise ValueError("need at least two nights, each with numerators and steps")
     questions = len(tokens[0])
     changes: list[float] = []
-    usual_levels = []
+    usual_levels: list[float] = []
     touched = 0
     odd_nights: set[int] = set()
     for q in range(questions):
