@@ -8,8 +8,8 @@ SGLang's flush (`Scheduler.flush_cache`) resets its radix cache and the NGRAM wo
 corpus (`NGRAMWorker.clear_cache_pool`). The engine's texts repeat night after night
 (greedy), its accept lengths do not always: NGRAM's drafts come from a corpus the requests
 in flight share, so on some nights some questions are drafted otherwise (on launched nights
-and here, where the first drive after the launch has been the odd one). The test prints
-how many questions were (docs/statistics.md, "A/A on a real engine").
+and here: one night in six, on half of its questions, in each history made so far). The
+test prints how many questions were (docs/statistics.md, "A/A on a real engine").
 
 Six nights because the detector needs three on each side of a step (`TrendParams.min_segment`):
 fewer could not alarm at all. Eight questions a night (two waves at concurrency 4) keep each
