@@ -29,6 +29,7 @@ import pytest
 
 from harness.analysis.trend_questions import BY_QUESTION
 from harness.engines.sglang.launch import launch_command
+from harness.results.readers import read_measured_requests
 from harness.run import plan
 from harness.run.launch import Server, ServerSpec, free_port
 from harness.suite.checkpoints import resolve_models
@@ -81,13 +82,12 @@ def history(sglang_cpu, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pa
 
 
 def _per_question(results: Path) -> list[dict[int, tuple[int, int]]]:
-    """Each night's (numerator, verify steps) by question, oldest night first."""
-    nights = []
-    for run in sorted(results.glob(f"runs/{SUITE}/*/requests.jsonl")):
-        rows = [json.loads(line) for line in run.read_text().splitlines() if line.strip()]
-        nights.append({row["question_index"]: (row["verify_steps"] + row["correct_drafts"],
-                                               row["verify_steps"]) for row in rows})
-    return nights
+    """Each night's (numerator, verify steps) by question, oldest night first, read through
+    the door (`read_measured_requests`)."""
+    return [{row.question_index: (row.verify_steps + (row.correct_drafts or 0),
+                                  row.verify_steps)
+             for row in read_measured_requests(run.parent, strict=True)}
+            for run in sorted(results.glob(f"runs/{SUITE}/*/run.json"))]
 
 
 def test_real_aa_history_is_judged_by_question_and_not_flagged(history: Path) -> None:
