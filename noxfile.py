@@ -301,7 +301,8 @@ def vllm_cpu(session: nox.Session) -> None:
 # clients (run_eval, its test kit) against the same server.
 @nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def sglang_cpu(session: nox.Session) -> None:
-    """The real SGLang 0.5.23 on CPU: NGRAM and STANDALONE suites, faults, SGLang's clients."""
+    """The real SGLang 0.5.23 on CPU: NGRAM and STANDALONE suites, faults, SGLang's clients,
+    an A/A nightly history that `harness trend` must not flag."""
     _uv_reads_pips_wheels()
     session.install("-e", ".[test]", "pip")  # pip: the harness builds with it
     _fetch_sglang_wheels(session, ["0.5.23"])  # the test double runs SGLang's own code

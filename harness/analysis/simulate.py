@@ -207,6 +207,8 @@ def simulate_nights(
     prompt_sd: float = 0.75,
     engine_sd: float = 0.35,
     host_sd: float = 0.02,
+    changed: float = 1.0,
+    changed_nights: float = 1.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(numerators, verify steps), each nights x questions: one prompt set asked every
     night by an engine that is not bit-reproducible.
@@ -218,6 +220,12 @@ def simulate_nights(
     Poisson noise of acceptance, a per-question sd of B - A near 0.55, the calibrated
     `paired_sd` of docs/statistics.md), h_i ~ N(0, host_sd^2) a shift of the whole night
     (the host), and numerator = steps + Poisson(steps * (a - 1)).
+
+    `changed` or `changed_nights` < 1: an engine that is bit-reproducible but on some
+    nights for some answers (real SGLang on CPU, greedy: docs/statistics.md, "Trend by
+    question"): a night deviates with probability `changed_nights`, and on such a night
+    each question is answered afresh as above with probability `changed`; every other
+    answer is exactly the build's first night's (night 0, or night `at` after a drop).
     """
     rng = _rng(seed)
     tokens, steps = simulate_prompts(questions, accept_length, prompt_sd, seed=rng)
@@ -228,4 +236,9 @@ def simulate_nights(
              + rng.normal(0.0, host_sd, nights)[:, None] - shift[:, None])
     counts = np.broadcast_to(steps, (nights, questions))
     made = counts + rng.poisson(counts * np.clip(level - 1.0, 0.0, None))
+    if changed < 1.0 or changed_nights < 1.0:
+        first = np.where(shift != 0, min(at, nights - 1), 0)  # each night's build's first
+        odd = rng.random(nights) < changed_nights
+        fresh = odd[:, None] & (rng.random(made.shape) < changed)
+        made = np.where(fresh, made, made[first])
     return made.astype(np.int64), np.array(counts, dtype=np.int64)

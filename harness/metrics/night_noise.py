@@ -56,3 +56,54 @@ def night_noise(tokens: Sequence[Sequence[float]], steps: Sequence[Sequence[floa
     median = (variances[middle] if len(variances) % 2
               else (variances[middle - 1] + variances[middle]) / 2)
     return NightNoise(figures, math.sqrt(median / 2), pair_se, n)
+
+
+@dataclass(frozen=True)
+class AnswerChanges:
+    """How far one build's nights are from bit-reproducible, question by question: an
+    answer is a question's (numerator, verify steps) on a night, its usual answer the one
+    given on most nights (the earliest of equally common ones)."""
+
+    nights: int
+    nights_changed: int  # nights with at least one answer otherwise than usual
+    cells: int  # question-nights
+    changed: int  # question-nights answered otherwise than usual
+    questions_changed: int  # questions answered otherwise on at least one night
+    change_rms: float  # root mean square of a changed answer's accept-length change (0: none)
+    question_sd: float  # sd between the questions' usual accept lengths
+
+    @property
+    def share(self) -> float:
+        return self.changed / self.cells
+
+    @property
+    def share_on_changed_nights(self) -> float:
+        """The share of a deviating night's answers that deviate (0: no such night)."""
+        return self.changed / (self.nights_changed * self.cells // self.nights) \
+            if self.nights_changed else 0.0
+
+
+def answer_changes(tokens: Sequence[Sequence[float]], steps: Sequence[Sequence[float]]
+                   ) -> AnswerChanges:
+    """Nights (rows) of one build in one question order, as `night_noise` takes them."""
+    if len(tokens) != len(steps) or len(tokens) < 2:
+        raise ValueError("need at least two nights, each with numerators and steps")
+    questions = len(tokens[0])
+    changes: list[float] = []
+    usual_levels: list[float] = []
+    touched = 0
+    odd_nights: set[int] = set()
+    for q in range(questions):
+        answers = [(float(night_tokens[q]), float(night_steps[q]))
+                   for night_tokens, night_steps in zip(tokens, steps, strict=True)]
+        usual = max(answers, key=answers.count)  # max keeps the first of equal counts
+        usual_levels.append(usual[0] / usual[1])
+        moved = [a / s - usual[0] / usual[1] for a, s in answers if (a, s) != usual]
+        odd_nights |= {night for night, answer in enumerate(answers) if answer != usual}
+        touched += bool(moved)
+        changes += moved
+    rms = math.sqrt(sum(c * c for c in changes) / len(changes)) if changes else 0.0
+    mean = sum(usual_levels) / questions
+    spread = math.sqrt(sum((v - mean) ** 2 for v in usual_levels) / max(1, questions - 1))
+    return AnswerChanges(len(tokens), len(odd_nights), questions * len(tokens), len(changes),
+                         touched, rms, spread)
