@@ -67,4 +67,5 @@ COMMANDS: dict[str, str] = {
     "publish": "harness.commands.parsers.publish:PublishCommand",
     "sweep": "harness.commands.parsers.sweep:SweepCommand",
     "forced": "harness.commands.parsers.forced:ForcedCommand",
+    "soak": "harness.commands.parsers.soak:SoakCommand",
 }

@@ -43,6 +43,7 @@ from harness.speculation.bounds import StepBound
 
 if TYPE_CHECKING:
     from harness.results.record import RequestRow, RunRecord
+    from harness.results.soaks import SoakRecord
 
 CALIBRATION_KIND = "calibration"  # harness.protocols.calibrate's record kind
 MAX_RUNS = 10_000  # repeats in one calibration
@@ -380,3 +381,33 @@ def check_calibration(data: object) -> None:
             p.entries(f"{where}.{key}", s.get(key), MAX_RUNS)
         for i, figure in enumerate(s.get("figures") or []):
             p.accept(f"{where}.figures[{i}]", figure, top)
+
+
+# ---------------------------------------------------------------- soak records
+
+
+def read_soak(path: Path | str) -> SoakRecord:
+    """A soak's record (`harness soak`: its folder or soak.json), checked against its model;
+    BadRecord naming the file and the first field that is wrong (reported)."""
+    from pydantic import ValidationError  # pydantic loads where a record is parsed
+
+    from harness.results.soaks import SOAK_FILE, SoakRecord
+
+    file = Path(path)
+    file = file / SOAK_FILE if file.is_dir() else file
+    try:
+        try:
+            text, data = _load(file)
+        except FileNotFoundError:
+            raise BadRecord(file, "missing") from None
+        try:
+            check_sizes(data, text)
+            return SoakRecord.model_validate(data)
+        except BadFile as error:
+            raise BadRecord(file, f"not a usable soak record: {error}") from None
+        except ValidationError as error:
+            raise BadRecord(file, f"not a usable soak record: "
+                                  f"{validation_reason(error)}") from None
+    except BadRecord as error:
+        report([], error.path, error.reason)
+        raise

@@ -35,6 +35,7 @@ from harness.suite.serving import (
     Strict,
     Topology,
 )
+from harness.suite.soak import Soak
 from harness.suite.speedup import SPEEDUP_FLOOR_KEYS, SpeedupSetting
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_\-]*$"
@@ -59,6 +60,8 @@ class Suite(Strict):
     workloads: list[WorkloadEntry] = Field(default_factory=list)
     # Speculation against the target alone (harness.suite.speedup): None, no baseline run.
     speedup: SpeedupSetting | None = None
+    # Drift over serving time (harness.suite.soak): `harness soak`'s duration, windows, gate.
+    soak: Soak | None = None
 
     @model_validator(mode="before")
     @classmethod

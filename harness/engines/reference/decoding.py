@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,7 @@ from dflash.model import (
 )
 
 from harness.engines.reference.forced import ForcedAcceptance
+from harness.engines.reference.noise_drift import rate_after
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,15 @@ class DraftNoise:
 
     rate: float = 0.0
     seed: int = 0  # the server's --seed; it also seeds every request's sampling generator
+    # REFERENCE_DRAFT_NOISE_DRIFT (`noise_drift.py`): rate added per second since `since`
+    drift_per_s: float = 0.0
+    since: float = field(default_factory=time.monotonic)
+
+    def rate_now(self) -> float:
+        """The rate a request starting now is decoded with (`rate` without a drift)."""
+        if self.drift_per_s <= 0:
+            return self.rate
+        return rate_after(self.rate, self.drift_per_s, time.monotonic() - self.since)
 
     def uniform(self, request_key: str, position: int) -> random.Random:
         return random.Random(f"{self.seed}:{request_key}:{position}")
@@ -160,6 +171,7 @@ class _Run:
         self.stop, self.key, self.generator = stop, key, generator
         self.eos = decoder.tokenizer.eos_token_id
         self.on_step: StepCallback | None = None
+        self.noise_rate = decoder.noise.rate_now()  # fixed for the request (a planted drift)
 
     def sample(self, logits: torch.Tensor) -> torch.Tensor:
         if self.temperature <= 0:
@@ -249,18 +261,18 @@ class _Run:
 
     def propose(self, draft_logits: torch.Tensor, block: torch.Tensor, start: int):
         """Fill block[:, 1:] with draft tokens; return the proposal distribution (sampled)."""
-        noise = self.d.noise
+        noise, rate = self.d.noise, self.noise_rate
         if self.temperature > 0:
             probs = self.probs(draft_logits)
-            if noise.rate > 0:
-                probs = (1 - noise.rate) * probs + noise.rate / probs.shape[-1]
+            if rate > 0:
+                probs = (1 - rate) * probs + rate / probs.shape[-1]
             block[:, 1:] = self.sample_probs(probs)
             return probs
         block[:, 1:] = torch.argmax(draft_logits, dim=-1)
-        if noise.rate > 0:
+        if rate > 0:
             for offset in range(1, block.shape[1]):
                 draw = noise.uniform(self.key, start + offset)
-                if draw.random() < noise.rate:
+                if draw.random() < rate:
                     shift = 1 + draw.randrange(self.d.vocab_size - 1)
                     block[0, offset] = (int(block[0, offset]) + shift) % self.d.vocab_size
         return None
