@@ -60,15 +60,14 @@ class DraftNoise:
 
     rate: float = 0.0
     seed: int = 0  # the server's --seed; it also seeds every request's sampling generator
-    # REFERENCE_DRAFT_NOISE_DRIFT (`noise_drift.py`): rate added per second since `since`
+    # REFERENCE_DRAFT_NOISE_DRIFT (`noise_drift.py`): rate added per second of serving
     drift_per_s: float = 0.0
-    since: float = field(default_factory=time.monotonic)
 
-    def rate_now(self) -> float:
-        """The rate a request starting now is decoded with (`rate` without a drift)."""
+    def rate_after(self, seconds: float) -> float:
+        """The rate of a request starting `seconds` after the decoder's first request."""
         if self.drift_per_s <= 0:
             return self.rate
-        return rate_after(self.rate, self.drift_per_s, time.monotonic() - self.since)
+        return rate_after(self.rate, self.drift_per_s, seconds)
 
     def uniform(self, request_key: str, position: int) -> random.Random:
         return random.Random(f"{self.seed}:{request_key}:{position}")
@@ -134,6 +133,7 @@ class SpeculativeDecoder:
         self.target, self.draft, self.tokenizer = target, draft, tokenizer
         self.block_size, self.noise, self.forced = block_size, noise, forced
         self.vocab_size = int(target.config.vocab_size)
+        self.first_request: float | None = None  # the planted drift's clock starts here
         # where the models' weights lie ("cpu" or "cuda:0"): every tensor of a request too
         self.device = next(target.parameters()).device
 
@@ -155,6 +155,9 @@ class SpeculativeDecoder:
         run = _Run(self, list(prompt_ids), max_new_tokens, temperature, top_p, top_k,
                    stop or [], key, generator)
         run.on_step = on_step
+        now = time.monotonic()
+        self.first_request = now if self.first_request is None else self.first_request
+        run.noise_rate = self.noise.rate_after(now - self.first_request)
         return run.execute()
 
 
@@ -171,7 +174,7 @@ class _Run:
         self.stop, self.key, self.generator = stop, key, generator
         self.eos = decoder.tokenizer.eos_token_id
         self.on_step: StepCallback | None = None
-        self.noise_rate = decoder.noise.rate_now()  # fixed for the request (a planted drift)
+        self.noise_rate = decoder.noise.rate  # fixed for the request (a planted drift)
 
     def sample(self, logits: torch.Tensor) -> torch.Tensor:
         if self.temperature <= 0:
