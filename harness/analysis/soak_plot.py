@@ -5,6 +5,7 @@ request is left out, never drawn as zero."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from harness.analysis.plot_style import new_figure, save_png
@@ -25,12 +26,12 @@ def plot_soak(folder: Path, record: SoakRecord) -> Path:
     result = record.drift.result if record.drift is not None else None
     title = f"{record.suite}: accept length over serving time ({record.engine})"
     if isinstance(result, dict):
-        level, slope = float(result["accept_length"]), float(result["slope_per_s"])
+        level, slope = _number(result["accept_length"]), _number(result["slope_per_s"])
         middle = record.duration_s / 2
         ends = [0.0, record.duration_s]
         ax.plot([t / scale for t in ends], [level + slope * (t - middle) for t in ends],
                 color="#d62828", linestyle="--",
-                label=f"drift {float(result['drift']):+.2%} over the run "
+                label=f"drift {_number(result['drift']):+.2%} over the run "
                       f"({record.drift.status if record.drift else ''})")
         ax.axhline(level * (1 - record.drift.max_drift) if record.drift else level,
                    color="#7a7a7a", linestyle=":", linewidth=1,
@@ -41,3 +42,8 @@ def plot_soak(folder: Path, record: SoakRecord) -> Path:
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     return save_png(figure, Path(folder) / SOAK_PNG)
+
+
+def _number(value: object) -> float:
+    """A figure of the drift's result (a JSON object read back): a number, or NaN."""
+    return float(value) if isinstance(value, int | float) else math.nan

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal
 
-from harness.metrics.definitions import RequestLike, accept_length_of, metric_pairs
+from harness.metrics.definitions import RequestLike, accept_length_of, fields_of, metric_pairs
 from harness.metrics.measure import confidence_interval
 from harness.metrics.stats import t_quantile
 
@@ -59,6 +59,16 @@ class WindowFigure:
     ci: tuple[float, float] | None
 
 
+def finished_at(row: RequestLike) -> float | None:
+    """When a request finished, seconds into the measured phase (None: not recorded)."""
+    value = fields_of(row).get("finished_s")
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _named(row: RequestLike, key: str) -> object:
+    return fields_of(row).get(key)
+
+
 def window_count(duration_s: float, window_s: float) -> int:
     return max(1, math.ceil(duration_s / window_s - 1e-9))
 
@@ -76,11 +86,11 @@ def window_figures(rows: Sequence[RequestLike], metric: str, duration_s: float,
     count = window_count(duration_s, window_s)
     binned: list[list[RequestLike]] = [[] for _ in range(count)]
     for row in rows:
-        finished = getattr(row, "finished_s", None)
+        finished = finished_at(row)
         if finished is None:
-            raise ValueError(f"request {getattr(row, 'index', '?')} has no finished_s: its "
-                             "window is unknown")
-        binned[window_of(float(finished), duration_s, window_s)].append(row)
+            raise ValueError(f"request {_named(row, 'index')} has no finished_s: its window "
+                             "is unknown")
+        binned[window_of(finished, duration_s, window_s)].append(row)
     figures = []
     for index, members in enumerate(binned):
         _, weights = metric_pairs(members, metric) if members else ([], [])
@@ -88,7 +98,7 @@ def window_figures(rows: Sequence[RequestLike], metric: str, duration_s: float,
         figures.append(WindowFigure(
             index=index, start_s=index * window_s,
             end_s=min((index + 1) * window_s, duration_s), n_requests=len(members),
-            n_questions=len({getattr(row, "question_index", None) for row in members}),
+            n_questions=len({_named(row, "question_index") for row in members}),
             accept_length=value,
             ci=confidence_interval(members, metric, seed) if value is not None else None))
     return figures
@@ -128,9 +138,9 @@ def drift_test(rows: Sequence[RequestLike], metric: str, duration_s: float,
     for i, row in enumerate(rows):
         if weights[i] <= 0:
             continue
-        if getattr(row, "finished_s", None) is None:
-            raise ValueError(f"request {getattr(row, 'index', '?')} has no finished_s")
-        groups[(getattr(row, "question_index", None), getattr(row, "turn", 0))].append(i)
+        if finished_at(row) is None:
+            raise ValueError(f"request {_named(row, 'index')} has no finished_s")
+        groups[(_named(row, "question_index"), _named(row, "turn"))].append(i)
     repeated = {key: members for key, members in groups.items() if len(members) >= 2}
     questions = {key[0] for key in repeated}
     if len(questions) < 2:
@@ -140,7 +150,7 @@ def drift_test(rows: Sequence[RequestLike], metric: str, duration_s: float,
     x_parts, y_parts, w_parts, clusters = [], [], [], []
     for (question, _turn), members in repeated.items():
         w = np.array([weights[i] for i in members], dtype=float)
-        x = np.array([float(rows[i].finished_s) for i in members])
+        x = np.array([finished_at(rows[i]) for i in members], dtype=float)
         y = np.array([numerators[i] / weights[i] for i in members])
         x_parts.append(x - np.average(x, weights=w))
         y_parts.append(y - np.average(y, weights=w))
