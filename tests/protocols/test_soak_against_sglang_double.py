@@ -2,7 +2,8 @@
 radix prefix cache on by default): a steady server passes the drift gate with every
 window's figure, definition and CI recorded and read back through the door; Ctrl-C in the
 middle of a soak keeps the windows measured so far in the soak's record (exit 130), and
-leaves no server process behind."""
+leaves no server process behind; a server that dies mid-soak is named (exit 3), its windows
+kept, and no drift gate passes on it."""
 
 from __future__ import annotations
 
@@ -104,3 +105,22 @@ def test_ctrl_c_keeps_the_windows_measured_so_far(fake_env: dict[str, str], tmp_
     assert record.windows[0].accept_length is not None
     run = read_run(results / str(record.run_dir))
     assert run.verdict is not None and run.verdict.status == "error"
+
+
+def test_a_server_that_dies_mid_soak_is_named(fake_env: dict[str, str], tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("FAKE_SGLANG_MODE", "crash_mid")
+    monkeypatch.setenv("FAKE_SGLANG_CRASH_AFTER", "20")
+    monkeypatch.setenv("FAKE_SGLANG_DELAY_S", "0.02")
+    results = tmp_path / "results"
+    code = main(["soak", str(_suite(tmp_path)), "--duration", "30s", "--window", "5s",
+                 "--results", str(results), "--no-progress", "--no-plot"])
+    out = capsys.readouterr().out
+    assert code == 3, out
+    record = read_soak(_soak_folder(results))
+    assert record.status == "error" and any("server exited" in r for r in record.reasons)
+    assert record.drift is not None and record.drift.status == "error"  # never a pass
+    rows = read_requests(results / str(record.run_dir))
+    assert rows and sum(w.n_requests for w in record.windows) == len(rows)
+    assert "soak: ERROR" in out
