@@ -45,7 +45,7 @@ from harness.results.record import RequestRow, RunRecord, VerdictStatus, new_run
 from harness.results.soaks import SoakDrift, SoakRecord, SoakWindow, soak_dir, write_soak
 from harness.run import runner
 from harness.run.evidence import DriftEvidence
-from harness.run.exit_codes import sweep_exit
+from harness.run.exit_codes import report_status, sweep_exit
 from harness.run.judge import Evidence, decide
 from harness.run.outcome import RunOptions, RunOutcome
 from harness.suite.entries import METRIC_DEFINITIONS
@@ -248,7 +248,7 @@ def _judged(loaded: LoadedSuite, derived: LoadedSuite, settings: SoakSettings, s
     status = judged.verdict.status
     reasons = list(judged.verdict.reasons)
     if outcome.status == "error":  # the run's own error (a dead server) stands too
-        status = "error" if status != "fail" else status
+        status = report_status([status, "error"])
         reasons = [*outcome.reasons, *reasons]
     drift = _drift(settings, result, reason, evidence)
     return _record(loaded, derived, settings, soak_id, started, options, run_dir, run, windows,

@@ -18,7 +18,9 @@ Once `check_streaming` has read /server_info, every request is streamed
 (harness.run.streaming) unless the adapter says the server cannot stream its counts
 (`stream_refusal`): each row keeps when its
 output arrived (`RequestRow.timing`), and the answer is assembled into the route's
-unstreamed shape, so the counts are read by the same parser either way.
+unstreamed shape, so the counts are read by the same parser either way. Every row keeps
+when it finished (`RequestRow.finished_s`); `measure_for` is `harness soak`'s measured
+phase: the prompts over and over for a set time.
 """
 
 from __future__ import annotations
