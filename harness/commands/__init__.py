@@ -68,4 +68,5 @@ COMMANDS: dict[str, str] = {
     "sweep": "harness.commands.parsers.sweep:SweepCommand",
     "forced": "harness.commands.parsers.forced:ForcedCommand",
     "grid": "harness.commands.parsers.grid:GridCommand",
+    "soak": "harness.commands.parsers.soak:SoakCommand",
 }

@@ -8,6 +8,8 @@ and ends in the judge's outcome (`harness.run.judge`).
   against concurrency 1;
 - `forced`: `harness forced`: speed with the acceptance forced through the engine's own
   knob at a ladder of accept lengths, a launch per point, the break-even accept length;
+- `soak`: `harness soak`: the workload repeated on one launch for a set time, accept
+  length per window of serving time, the drift gate on its trend;
 - `calibrate`: `harness calibrate`: N runs of one build on this host, the floor and
   tolerance they suggest;
 - `bisect/`: `harness bisect`: the engine commit that moved accept length, each step a

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from harness.results.record import RequestRow, RunRecord
+    from harness.results.soaks import SoakRecord
 
     Model = TypeVar("Model", bound=BaseModel)
 
@@ -407,3 +408,33 @@ def check_calibration(data: object) -> None:
             p.entries(f"{where}.{key}", s.get(key), MAX_RUNS)
         for i, figure in enumerate(s.get("figures") or []):
             p.accept(f"{where}.figures[{i}]", figure, top)
+
+
+# ---------------------------------------------------------------- soak records
+
+
+def read_soak(path: Path | str) -> SoakRecord:
+    """A soak's record (`harness soak`: its folder or soak.json), checked against its model;
+    BadRecord naming the file and the first field that is wrong (reported)."""
+    from pydantic import ValidationError  # pydantic loads where a record is parsed
+
+    from harness.results.soaks import SOAK_FILE, SoakRecord
+
+    file = Path(path)
+    file = file / SOAK_FILE if file.is_dir() else file
+    try:
+        try:
+            text, data = _load(file)
+        except FileNotFoundError:
+            raise BadRecord(file, "missing") from None
+        try:
+            check_sizes(data, text)
+            return SoakRecord.model_validate(data)
+        except BadFile as error:
+            raise BadRecord(file, f"not a usable soak record: {error}") from None
+        except ValidationError as error:
+            raise BadRecord(file, f"not a usable soak record: "
+                                  f"{validation_reason(error)}") from None
+    except BadRecord as error:
+        report([], error.path, error.reason)
+        raise

@@ -533,6 +533,9 @@ class RequestRow(_Record):
     correct: bool | None = None
     output: str = ""
     timing: RequestTiming | None = None  # streamed arrival times; None in older records
+    # seconds from the start of the measured phase to this request's end (`harness soak`
+    # puts each row in the window it finished in); None in older records
+    finished_s: float | None = Field(default=None, ge=0.0)
 
 
 def utc_now() -> datetime:

@@ -18,7 +18,9 @@ Once `check_streaming` has read /server_info, every request is streamed
 (harness.run.streaming) unless the adapter says the server cannot stream its counts
 (`stream_refusal`): each row keeps when its
 output arrived (`RequestRow.timing`), and the answer is assembled into the route's
-unstreamed shape, so the counts are read by the same parser either way.
+unstreamed shape, so the counts are read by the same parser either way. Every row keeps
+when it finished (`RequestRow.finished_s`); `measure_for` is `harness soak`'s measured
+phase: the prompts over and over for a set time.
 """
 
 from __future__ import annotations
@@ -132,7 +134,7 @@ class Answer:
 
 
 def _row(index: int, prompt: Prompt, turn: int, answer: Answer,
-         non_draft_tokens: int = 1) -> RequestRow:
+         non_draft_tokens: int = 1, finished_s: float | None = None) -> RequestRow:
     parsed = answer.parsed
     predicted, correct = grade(prompt, parsed.text) if turn == len(prompt.turns) - 1 \
         else (None, None)
@@ -160,6 +162,7 @@ def _row(index: int, prompt: Prompt, turn: int, answer: Answer,
         output=parsed.text,
         timing=answer.timing,
         dp_rank=parsed.dp_rank,
+        finished_s=finished_s,
     )
 
 
@@ -393,7 +396,7 @@ class Driver:
 
                 def finished(turn: int, answer: Answer) -> None:
                     row = _row(first_row[index] + turn, prompt, turn, answer,
-                               self.non_draft_tokens)
+                               self.non_draft_tokens, time.perf_counter() - started)
                     rows[row.index] = row
                     progress.finished(answer.latency_s)
                     if on_row is not None:
@@ -420,3 +423,45 @@ class Driver:
                            cancelled=[prompts[i].question_index for i in state.cancelled],
                            unfinished=len({prompts[i].question_index for i in range(n)}
                                           - finished_questions))
+
+    async def measure_for(self, prompts: Sequence[Prompt], seconds: float,
+                          on_row: Callable[[RequestRow], None] | None = None) -> DriveResult:
+        """The soak's measured phase (`harness soak`): the prompts in order, over and over,
+        `concurrency` in flight, a new one sent only while less than `seconds` have passed
+        since the start; those in flight then finish and are kept. Every row carries when
+        it finished (`finished_s`), so the rows fall into windows of serving time. Repeats
+        are the same requests (the same sampling seeds): only the server has changed."""
+        rows: list[RequestRow] = []
+        progress = Progress()
+        started = time.perf_counter()
+        deadline = started + seconds
+        sent = 0  # requests (questions) sent, across passes
+        next_row = 0
+
+        async with self.client() as client:
+
+            async def slot() -> None:
+                nonlocal sent, next_row
+                while time.perf_counter() < deadline and not progress.halted:
+                    position, first = sent, next_row
+                    prompt = prompts[position % len(prompts)]
+                    sent, next_row = sent + 1, next_row + len(prompt.turns)
+
+                    def finished(turn: int, answer: Answer, prompt: Prompt = prompt,
+                                 first: int = first) -> None:
+                        row = _row(first + turn, prompt, turn, answer, self.non_draft_tokens,
+                                   time.perf_counter() - started)
+                        rows.append(row)
+                        progress.finished(answer.latency_s)
+                        if on_row is not None:
+                            on_row(row)
+
+                    # a request id of its own each pass: a server may refuse a repeated one
+                    await self.conversation(
+                        client, prompt, f"q{prompt.question_index}-p{position // len(prompts)}",
+                        finished)
+
+            await self._watched(_all([slot() for _ in range(self.workload.concurrency)]),
+                                progress)
+        ordered = sorted(rows, key=lambda row: row.index)
+        return DriveResult(ordered, time.perf_counter() - started, next_row)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from harness.metrics.drift import DriftResult
 from harness.metrics.paired_gate import PairedResult
 from harness.metrics.speedup import PairedSpeedupResult
 from harness.suite.gate import Gate
@@ -30,3 +31,13 @@ class PairedEvidence:
     gate: Gate  # its `inconclusive` setting, its tolerance
     against: dict[str, object]  # run_id, path, spec, reused of the reference run
     speedup: Sequence[SpeedupEvidence] = ()  # `[speedup] max_drop`: one per gated figure
+
+
+@dataclass(frozen=True)
+class DriftEvidence:
+    """`harness soak`'s drift gate (harness.metrics.drift): its test, or why none could be
+    made (`result` None, `reason` says why: never a pass)."""
+
+    result: DriftResult | None
+    inconclusive: str  # how an inconclusive finding is judged
+    reason: str | None = None

@@ -27,6 +27,9 @@ reaches position k reports fewer than k positions: a broken draft fails); only a
 where no request carries a histogram cannot judge a position floor (an error). The accept length
 is judged in the definition the suite's floors were taken in (`floors.metric`), and
 the reasons name it. A partial run (it ended before its plan) is never a pass.
+
+`harness soak` adds the drift gate (`Evidence.drift`, harness.metrics.drift): the trend of
+accept length within the run against its tolerated fall, judged beside the floors.
 """
 
 from __future__ import annotations
@@ -38,12 +41,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from harness.errors import ExitCode
+from harness.metrics.drift import describe as describe_drift
+from harness.metrics.drift import status_of as drift_status_of
 from harness.metrics.floor_checks import ACCEPT_LENGTH, Figure, FloorCheck, Missing, floor_checks
 from harness.metrics.measure import DISAGREEMENT_TOLERANCE
 from harness.metrics.paired_gate import describe, status_of
 from harness.metrics.speedup import GATE_DEFINITION, describe_paired_speedup
 from harness.results.record import Measurement, Verdict, VerdictStatus
-from harness.run.evidence import PairedEvidence, SpeedupEvidence
+from harness.run.evidence import DriftEvidence, PairedEvidence, SpeedupEvidence
 from harness.run.exit_codes import EXIT_CODES as EXIT_CODES
 from harness.run.exit_codes import report_exit as report_exit
 from harness.run.exit_codes import report_status
@@ -76,6 +81,8 @@ class Evidence:
     # figures the suite asks for that the run does not have ([speedup] whose target alone
     # failed or gave no ratio): an error, never a pass, whatever the floors say
     missing: Sequence[str] = ()
+    # `harness soak`: the trend of accept length within the run (harness.metrics.drift)
+    drift: DriftEvidence | None = None
 
 
 @dataclass
@@ -139,8 +146,22 @@ def decide(evidence: Evidence) -> Judgement:
                   "floors_status": floors_status, "result": found.result.to_dict()}
         if speedup_found:
             paired["speedup"] = speedup_found
+    if evidence.drift is not None:
+        drift_status, drift_reason = _drift_gate(evidence.drift)
+        reasons.append(drift_reason)
+        status = report_status([status, drift_status])
     return Judgement(Verdict(status=status, reasons=[*first, *reasons]), EXIT_CODES[status],
                      floors.status, paired)
+
+
+def _drift_gate(found: DriftEvidence) -> tuple[VerdictStatus, str]:
+    """The drift gate's (status, reason): its decision judged by the soak's `inconclusive`
+    setting; no test is an error, never a pass."""
+    if found.result is None:
+        return "error", (f"drift gate ERROR: no test: {found.reason}; a missing test is "
+                         "never a pass")
+    status = drift_status_of(found.result.decision, found.inconclusive)
+    return status, f"drift gate {status.upper()}: {describe_drift(found.result, status)}"
 
 
 def _speedup_gate(findings: Sequence[SpeedupEvidence], inconclusive: str

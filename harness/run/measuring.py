@@ -208,6 +208,15 @@ async def _drive(run: EntryRun, engine: ServedEngine, server: RunningServer,
         await driver.warm_up(warm)
     await driver.flush()
     run.stage = "measurement"
+    if options.soak_s is not None:  # harness soak: the prompts over and over, for a time
+        with _progress(None, options.progress) as advance:  # no total: a time
+            def on_soak_row(row: RequestRow) -> None:
+                keep(row)
+                if advance is not None:
+                    advance()
+
+            soaked = await driver.measure_for(prompts, options.soak_s, on_soak_row)
+        return soaked, await driver.server_info()
     rule = sequential_rule(suite, options, len(prompts))
     run.stop_rule = rule
     if rule is not None:
@@ -224,7 +233,7 @@ async def _drive(run: EntryRun, engine: ServedEngine, server: RunningServer,
 
 
 @contextlib.contextmanager
-def _progress(total: int, enabled: bool) -> Iterator[Callable[[], None] | None]:
+def _progress(total: int | None, enabled: bool) -> Iterator[Callable[[], None] | None]:
     if not enabled:
         yield None
         return
@@ -238,6 +247,7 @@ def _progress(total: int, enabled: bool) -> Iterator[Callable[[], None] | None]:
 def _driving(run: EntryRun, elapsed: float, bar: bool) -> str | None:
     if run.stage == "measurement" and bar:
         return None  # the progress bar says it
-    done = f", {len(run.rows)}/{run.planned} requests done" if run.stage == "measurement" \
+    planned = "" if run.options.soak_s is not None else f"/{run.planned}"  # a soak: a time
+    done = f", {len(run.rows)}{planned} requests done" if run.stage == "measurement" \
         else ""
     return f"{run.loaded.suite.name}: {run.stage}{done} ({elapsed:.0f} s)"

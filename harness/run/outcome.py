@@ -72,6 +72,9 @@ class RunOptions:
     server: str | None = None
     launcher: str | None = None
     launcher_options: SlurmOptions | None = None
+    # `harness soak`: the measured phase repeats the workload's prompts for this many seconds
+    # (`harness.run.drive.Driver.measure_for`, no stop rule); None: each prompt once
+    soak_s: float | None = None
 
 
 @dataclass

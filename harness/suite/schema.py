@@ -36,6 +36,7 @@ from harness.suite.serving import (
     Strict,
     Topology,
 )
+from harness.suite.soak import Soak
 from harness.suite.speedup import SPEEDUP_FLOOR_KEYS, SpeedupSetting
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_\-]*$"
@@ -62,6 +63,8 @@ class Suite(Strict):
     speedup: SpeedupSetting | None = None
     # The workload grid (harness.suite.grid): `harness grid SUITE` measures every cell.
     grid: Grid | None = None
+    # Drift over serving time (harness.suite.soak): `harness soak`'s duration, windows, gate.
+    soak: Soak | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -81,10 +81,12 @@ ALLOWED: dict[str, dict[str, str]] = {
         "sglang": ("runs inside an engine's own environment (launched by path, SGLang's "
                    "interpreter): standard library at its top; SGLang imported in `main`, so "
                    "a release that does not import is an answer, not a traceback")},
+    "harness.metrics.drift": {"numpy": NUMPY},  # the judge imports it (Evidence.drift)
     "harness.metrics.spending": {"numpy": NUMPY, "scipy": SCIPY},
     "harness.metrics.stats": {"numpy": NUMPY, "scipy": SCIPY},
     "harness.metrics.stopping": {"numpy": NUMPY},
-    "harness.results.readers": {"pydantic": RECORD_MODEL, "harness.results.record": RECORD_MODEL},
+    "harness.results.readers": {"pydantic": RECORD_MODEL, "harness.results.record": RECORD_MODEL,
+                                "harness.results.soaks": RECORD_MODEL},
     "harness.run.recorded": {"harness.analysis": PLOTS},
     "harness.run.sequential": {"numpy": NUMPY},  # `harness power` imports it (MIN_GROUP)
     "harness.suite.listing": {"harness.suite.model": SUITE_MODEL},

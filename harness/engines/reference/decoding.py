@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,7 @@ from dflash.model import (
 )
 
 from harness.engines.reference.forced import ForcedAcceptance
+from harness.engines.reference.noise_drift import rate_after
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,14 @@ class DraftNoise:
 
     rate: float = 0.0
     seed: int = 0  # the server's --seed; it also seeds every request's sampling generator
+    # REFERENCE_DRAFT_NOISE_DRIFT (`noise_drift.py`): rate added per second of serving
+    drift_per_s: float = 0.0
+
+    def rate_after(self, seconds: float) -> float:
+        """The rate of a request starting `seconds` after the decoder's first request."""
+        if self.drift_per_s <= 0:
+            return self.rate
+        return rate_after(self.rate, self.drift_per_s, seconds)
 
     def uniform(self, request_key: str, position: int) -> random.Random:
         return random.Random(f"{self.seed}:{request_key}:{position}")
@@ -123,6 +133,7 @@ class SpeculativeDecoder:
         self.target, self.draft, self.tokenizer = target, draft, tokenizer
         self.block_size, self.noise, self.forced = block_size, noise, forced
         self.vocab_size = int(target.config.vocab_size)
+        self.first_request: float | None = None  # the planted drift's clock starts here
         # where the models' weights lie ("cpu" or "cuda:0"): every tensor of a request too
         self.device = next(target.parameters()).device
 
@@ -144,6 +155,9 @@ class SpeculativeDecoder:
         run = _Run(self, list(prompt_ids), max_new_tokens, temperature, top_p, top_k,
                    stop or [], key, generator)
         run.on_step = on_step
+        now = time.monotonic()
+        self.first_request = now if self.first_request is None else self.first_request
+        run.noise_rate = self.noise.rate_after(now - self.first_request)
         return run.execute()
 
 
@@ -160,6 +174,7 @@ class _Run:
         self.stop, self.key, self.generator = stop, key, generator
         self.eos = decoder.tokenizer.eos_token_id
         self.on_step: StepCallback | None = None
+        self.noise_rate = decoder.noise.rate  # fixed for the request (a planted drift)
 
     def sample(self, logits: torch.Tensor) -> torch.Tensor:
         if self.temperature <= 0:
@@ -249,18 +264,18 @@ class _Run:
 
     def propose(self, draft_logits: torch.Tensor, block: torch.Tensor, start: int):
         """Fill block[:, 1:] with draft tokens; return the proposal distribution (sampled)."""
-        noise = self.d.noise
+        noise, rate = self.d.noise, self.noise_rate
         if self.temperature > 0:
             probs = self.probs(draft_logits)
-            if noise.rate > 0:
-                probs = (1 - noise.rate) * probs + noise.rate / probs.shape[-1]
+            if rate > 0:
+                probs = (1 - rate) * probs + rate / probs.shape[-1]
             block[:, 1:] = self.sample_probs(probs)
             return probs
         block[:, 1:] = torch.argmax(draft_logits, dim=-1)
-        if noise.rate > 0:
+        if rate > 0:
             for offset in range(1, block.shape[1]):
                 draw = noise.uniform(self.key, start + offset)
-                if draw.random() < noise.rate:
+                if draw.random() < rate:
                     shift = 1 + draw.randrange(self.d.vocab_size - 1)
                     block[0, offset] = (int(block[0, offset]) + shift) % self.d.vocab_size
         return None

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.engines.reference.forced import from_environment as forced_from_environment
+from harness.engines.reference.noise_drift import from_environment as noise_drift_from_environment
 from harness.engines.reference.policy import applied_table, apply_policy, read_draft_config
 
 # Kernels chosen by the CPU's vector ISA round differently (AVX-512 vs AVX2 sum in other
@@ -159,6 +160,7 @@ def load_decoder(options: Options) -> tuple[Any, list[dict[str, Any]]]:
     apply_policy(draft, draft_config, options.policy)
     block_size = options.block_size or draft.block_size
     decoder = SpeculativeDecoder(target, draft, tokenizer, block_size,
-                                 DraftNoise(options.noise, options.seed),
+                                 DraftNoise(options.noise, options.seed,
+                                            noise_drift_from_environment(os.environ)),
                                  forced_from_environment(os.environ))
     return decoder, applied_table(draft)
