@@ -58,7 +58,6 @@ from harness.run.plan import check_suite
 from harness.suite.entries import METRIC_DEFINITIONS
 from harness.suite.gate import Gate
 from harness.suite.grid import (
-    PREFIX_CACHE_FLAGS,
     Grid,
     GridCell,
     PrefixCaching,
@@ -66,6 +65,7 @@ from harness.suite.grid import (
     reference_cell,
 )
 from harness.suite.model import LoadedSuite, Suite, format_validation_error, suite_entries
+from harness.suite.prefix_caching import flags_for
 from harness.suite.schema import document_sha256
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ def cell_workload(cell: GridCell, grid: Grid, workload: Workload) -> dict[str, o
 
 
 def launch_flags(kind: str, caching: PrefixCaching | None) -> list[str]:
-    return [] if caching is None else list(PREFIX_CACHE_FLAGS[kind][caching])
+    return [] if caching is None else list(flags_for(kind, caching))
 
 
 def launch_suite(loaded: LoadedSuite, cells: list[GridCell],

@@ -1,6 +1,6 @@
 """`harness soak SUITE --duration 10m --window 1m`: drift over serving time. One server, the
 suite's main workload repeated for a set time with prefix caching on (each engine's own
-flag, `harness.engines.prefix_cache`; the reference engine has none, and the record says
+flag, `harness.suite.prefix_caching`; the reference engine has none, and the record says
 so), accept length per window of serving time, and a gate on its trend within the run.
 
 The soak is one run (`harness.run.runner.run_suite` with `RunOptions.soak_s`: the measured
@@ -28,7 +28,6 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from harness.engines.prefix_cache import prefix_cache_for, with_prefix_cache
 from harness.errors import BadInput, ExitCode, Interrupted
 from harness.metrics.drift import (
     DRIFT_DEFINITION,
@@ -50,6 +49,7 @@ from harness.run.judge import Evidence, decide
 from harness.run.outcome import RunOptions, RunOutcome
 from harness.suite.entries import METRIC_DEFINITIONS
 from harness.suite.model import LoadedSuite, Suite, format_validation_error
+from harness.suite.prefix_caching import prefix_cache_for, with_prefix_cache
 from harness.suite.schema import document_sha256
 from harness.suite.soak import MAX_DURATION_S, Soak, window_problem
 

@@ -43,6 +43,7 @@ from harness.suite.entries import (
     SPEC_BENCH_TASKS,
     impossible,
 )
+from harness.suite.prefix_caching import prefix_cache_for
 from harness.suite.serving import Strict
 
 MAX_SHOTS = 8  # as GSM8K's own `shots` (harness.suite.entries.GSM8KWorkload)
@@ -50,20 +51,6 @@ MAX_CELLS = 256  # one launch per prefix-caching setting measures them all: keep
 GRID_CATEGORIES = ("gsm8k", "humaneval", *SPEC_BENCH_TASKS, *MT_BENCH_CATEGORIES)
 PrefixCaching = Literal["on", "off"]
 
-# Each engine's own flag, added to its launch line (`engine.extra_args`): SGLang's radix
-# cache is on unless `--disable-radix-cache` (0.5.23: `disable_radix_cache` in
-# srt/arg_groups/fields/memory.py; there is no flag to turn it on); vLLM's
-# `--enable-prefix-caching` is a boolean option with its `--no-` form (engine/arg_utils.py,
-# `CacheConfig.enable_prefix_caching`), so both settings are said explicitly.
-PREFIX_CACHE_FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
-    "sglang": {"on": (), "off": ("--disable-radix-cache",)},
-    "vllm": {"on": ("--enable-prefix-caching",), "off": ("--no-enable-prefix-caching",)},
-}
-NO_PREFIX_CACHE = {
-    "reference": "the reference engine keeps no prefix cache: every request prefills its "
-                 "whole prompt into a fresh cache (harness/engines/reference/decoding.py), so "
-                 "there is nothing to turn on or off; remove grid.prefix_caching",
-}
 
 
 class GridTier(Strict):
@@ -186,12 +173,12 @@ def engine_problem(grid: Grid, kind: str, extra_args: list[str]) -> tuple[str, s
     """(field, why) when the engine cannot take the grid's prefix-caching axis."""
     if not grid.prefix_caching:
         return None
-    if kind in NO_PREFIX_CACHE:
-        return "grid.prefix_caching", NO_PREFIX_CACHE[kind]
-    flags = PREFIX_CACHE_FLAGS.get(kind)
-    if flags is None:
-        return "grid.prefix_caching", f"no prefix-caching flag is known for engine {kind!r}"
-    own = {flag for setting in flags.values() for flag in setting}
+    # each engine's own flags (harness.suite.prefix_caching), added to its launch line
+    cache = prefix_cache_for(kind)
+    if not cache.present:
+        return "grid.prefix_caching", (f"{cache.source}: there is nothing to turn on or "
+                                       "off; remove grid.prefix_caching")
+    own = {*cache.on, *cache.off}
     taken = [arg for arg in extra_args if arg.split("=", 1)[0] in own]
     if taken:
         return ("engine.extra_args", f"{taken[0]} is set by grid.prefix_caching on each "

@@ -1,6 +1,6 @@
 """The workload grid's prefix-caching flags on an SGLang launch line, parsed by SGLang's
 own parser (`nox -s sglang_args`): a shipped SGLang suite's line with prefix caching off
-(`harness.suite.grid.PREFIX_CACHE_FLAGS`, what `harness grid` adds to `extra_args`) lands
+(`harness.suite.prefix_caching.PREFIX_CACHES`, what `harness grid` adds to `extra_args`) lands
 in `disable_radix_cache` True; with it on, SGLang's default (the radix cache on)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from harness.suite.grid import PREFIX_CACHE_FLAGS
 from harness.suite.model import load_suite
+from harness.suite.prefix_caching import flags_for
 from tests.sglang_oracle.test_server_args import _server_args, launch_argv
 
 SUITE = Path(__file__).resolve().parents[2] / "suites" / "tiny_ngram_sglang_cpu.toml"
@@ -26,5 +26,5 @@ def server_args() -> Any:
 def test_the_grid_flag_sets_the_radix_cache(server_args: Any, setting: str,
                                             disabled: bool) -> None:
     own, extra = launch_argv(load_suite(SUITE).suite)
-    argv = [*own, *extra, *PREFIX_CACHE_FLAGS["sglang"][setting]]
+    argv = [*own, *extra, *flags_for("sglang", setting)]
     assert server_args.prepare_server_args(argv).disable_radix_cache is disabled

