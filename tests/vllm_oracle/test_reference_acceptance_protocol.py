@@ -55,8 +55,8 @@ from tests.vllm_oracle.vllm_code import run_vllm, vllm_python
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = "vllm.dflash.reference_acceptance"
-QUESTIONS = {"gsm8k": 4, "humaneval": 3}
-MAX_TOKENS = 256
+QUESTIONS = {"gsm8k": 3, "humaneval": 2}
+MAX_TOKENS = 128
 NAME = "tiny_vllm_reference_acceptance"
 
 # vLLM's load_and_process_dataset (utils.py above): the user content of each data set
