@@ -16,6 +16,8 @@ from harness.analysis import plots, trend_report
 from harness.commands.power import paired_power
 from harness.files import SUITES_DIR
 from harness.protocols.pairing import sizing_lines
+from harness.publish.charts import history_figure, svg_style
+from harness.publish.model import SeriesView
 from harness.results.baselines import BaselineFigure
 from harness.run.dry_run import baseline_line
 from harness.run.outcome import RunOptions
@@ -98,3 +100,16 @@ def test_the_paired_gate_takes_no_level_from_it(suite_with_other: Path, tmp_path
     [line] = sizing_lines(loaded, RunOptions())
     plain = load_suite("tiny_dflash_cpu")
     assert line == sizing_lines(plain, RunOptions())[0]  # as if it were not there
+
+
+def test_the_sites_chart_names_it_and_draws_it_grey() -> None:
+    series = SeriesView(name="s", suite="s", entry=None, slug="s", metric="server_avg",
+                        floor=2.0, baselines=[_figure("own", 3.0, None),
+                                              _figure("elsewhere", 7.5, OTHER)],
+                        lines=[], latest=None)
+    with svg_style():
+        figure, _ = history_figure(series, {})
+    lines = {line.get_label(): line for line in figure.axes[0].get_lines()}
+    other = lines[f"baseline elsewhere {MARK} 7.5"]
+    assert other.get_linestyle() == "-." and other.get_color() == "grey"
+    assert lines["baseline own 3"].get_color() != "grey"
