@@ -272,7 +272,8 @@ def sglang_args(session: nox.Session) -> None:
 # about 6.5 min and 3 GB on a fresh machine), then serves the tiny suite (concurrency 4,
 # GSM8K's stop strings); the oracle tests then run vLLM's own `serve` parser, metrics code,
 # draft config loading and DFlash layer resolver from that environment, vLLM's offline
-# LLM(...).get_metrics() on the run's prompts (it must equal the run's figure), and the
+# LLM(...).get_metrics() on the run's prompts (it must equal the run's figure), vLLM's
+# reference-acceptance loop against the harness on one server (the protocol pinned), and the
 # parity test serves the reference engine and vLLM on the same checkpoints (100 questions).
 @nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def vllm_cpu(session: nox.Session) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 
 from harness.analysis.staleness import as_utc, latest_night_text, overdue_reason
 from harness.analysis.trend import Trend, history_errors, suite_history
+from harness.results.baselines import shown_label
 from harness.results.readers import BadRecord, read_run
 from harness.results.store import latest_unrecorded
 
@@ -63,7 +64,9 @@ def _baselines(runs: pd.DataFrame, suite: str, latest: Any) -> list[tuple[str, f
     baselines = document.get("baselines")
     for entry in baselines if isinstance(baselines, list) else []:
         if isinstance(entry, dict) and isinstance(entry.get("accept_length"), int | float):
-            found.setdefault(str(entry.get("label")), float(entry["accept_length"]))
+            other = entry.get("protocol")
+            label = shown_label(str(entry.get("label")), other if isinstance(other, str) else None)
+            found.setdefault(label, float(entry["accept_length"]))
     return sorted(found.items(), key=lambda item: item[1])
 
 

@@ -184,7 +184,7 @@ def power_report(
                                "p_fail_sequential": p_sequential,
                                "sequential_expected_requests": expected})  # fmt: skip
     baselines: list[BaselineRow] = []
-    for baseline in suite.baselines:
+    for baseline in (b for b in suite.baselines if b.gated):  # another protocol: no margin
         margin = baseline.accept_length - floors.accept_length
         baselines.append({"label": baseline.label, "accept_length": baseline.accept_length,
                           "margin": margin,
@@ -242,8 +242,9 @@ def paired_power(loaded: LoadedSuite, results: Path, n: int, sd_given: float | N
     # A's level scales a relative tolerance: the latest paired run's A, else the highest
     # baseline (the healthy level), else the floor
     reference, reference_source = suite.floors.accept_length, "the floor"
-    if suite.baselines:
-        best = max(suite.baselines, key=lambda b: b.accept_length)
+    own = [b for b in suite.baselines if b.gated]  # another protocol's sets no level
+    if own:
+        best = max(own, key=lambda b: b.accept_length)
         reference, reference_source = best.accept_length, f"baseline {best.label!r}"
     if sd_given is not None:
         sd, source = sd_given, "given with --paired-sd"

@@ -339,8 +339,8 @@ def sizing_lines(loaded: LoadedSuite, options: RunOptions) -> list[str]:
     lines = []
     for entry in suite_entries(loaded, list(options.entries) if options.entries else None):
         suite = entry.loaded.suite
-        level = max([b.accept_length for b in suite.baselines], default=suite.floors
-                    .accept_length)
+        level = max([b.accept_length for b in suite.baselines if b.gated],
+                    default=suite.floors.accept_length)  # another protocol's sets no level
         tolerated = tolerance_of(gate, suite).threshold(level)
         found = sizing(gate, tolerated, planned_questions(suite.workload))
         lines.append(f"{entry.series}: {found['message']}")

@@ -31,6 +31,7 @@ from harness.analysis.plot_style import (
     position_floor_checks,
     shown,
 )
+from harness.results.baselines import shown_label
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -174,7 +175,8 @@ def history_figure(series: SeriesView, pages: dict[str, str], prefix: str = "../
         other = baseline.protocol is not None  # another protocol: grey, named, not gated
         axes.axhline(baseline.accept_length, lw=1.1, ls="-." if other else ":",
                      color="grey" if other else BASELINE_COLOURS[i % len(BASELINE_COLOURS)],
-                     label=f"baseline {shown(baseline.shown_label)} "
+                     # the label cut to fit, the other protocol's mark never
+                     label=f"baseline {shown_label(shown(baseline.label), baseline.protocol)} "
                      f"{baseline.accept_length:g}")  # fmt: skip
     if series.floor is not None:
         axes.axhline(series.floor, color=FLOOR_COLOUR, ls="--", lw=1.4,

@@ -55,8 +55,13 @@ class BaselineFigure:
     @property
     def shown_label(self) -> str:
         """Its label as a plot or the site shows it: another protocol named."""
-        return (self.label if self.protocol is None
-                else f"{self.label} [other protocol: {self.protocol}, not gated]")
+        return shown_label(self.label, self.protocol)
+
+
+def shown_label(label: str, protocol: str | None) -> str:
+    """A baseline's label as every place that shows one shows it (plots, the site, the
+    run's plan, the nightly summary): the other protocol it was measured in named."""
+    return label if protocol is None else f"{label} [other protocol: {protocol}, not gated]"
 
 
 def figure_of(row: dict[str, object]) -> BaselineFigure | None:

@@ -17,6 +17,7 @@ from harness.engines.reference.checkpoints import uniform_draft
 from harness.engines.registry import adapter_for
 from harness.errors import BadInput
 from harness.metrics.floor_checks import FloorCheck, floor_checks
+from harness.results.baselines import shown_label
 from harness.run.plan import (
     ChosenBuild,
     models,
@@ -304,5 +305,6 @@ def baseline_line(baseline: Baseline, metric: str) -> str:
     where = "external" if baseline.external else "measured here"
     source = redact_text(baseline.source)
     said = source.lower().startswith(where)
-    return (f"baseline   {baseline.label}: {baseline.accept_length:g} "
+    return (f"baseline   {shown_label(baseline.label, baseline.protocol)}: "
+            f"{baseline.accept_length:g} "
             f"({baseline.metric or metric}{'' if said else ', ' + where}) {source}")

@@ -331,6 +331,12 @@ class Baseline(_Strict):
     # the site draw it apart, labelled with it, and nothing gates on it.
     protocol: str | None = Field(default=None, min_length=1)
 
+    @property
+    def gated(self) -> bool:
+        """Whether the entry's own protocol measured it: only such a baseline may set a
+        level the gate reads (the paired gate's relative tolerance, `power`'s margins)."""
+        return self.protocol is None
+
 
 # ------------------------------------------------------------------ [[workloads]] entries
 

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.speculation.bounds import StepBound, step_bound
+from harness.suite.definition_rows import missing_counts
 from harness.suite.document import DocumentError, check_values
 from harness.suite.entries import (
     INHERITED_FLOOR_KEYS,
@@ -180,6 +181,27 @@ class Suite(Strict):
         spec = self.speculative
         return step_bound(spec.algorithm, spec.draft_tokens, spec.num_steps, spec.eagle_topk,
                           self.engine.kind)
+
+    @model_validator(mode="after")
+    def _definitions_computable(self) -> Suite:
+        """Each definition the suite gates or compares in, one its runs' rows can give on
+        this engine and route (harness.suite.definition_rows)."""
+        declared = [(self.workload, self.floors, self.baselines, ""),
+                    *((e, e.floors, e.baselines, f"workloads.{e.name}.") for e in self.workloads)]
+        for workload, floors, baselines, where in declared:
+            fields = [(f"{where}floors.metric", floors.metric),
+                      *((f"{where}baselines.{i}.metric", b.metric)
+                        for i, b in enumerate(baselines) if b.metric and not b.protocol)]
+            if not where and self.gate is not None and self.gate.metric:
+                fields.append(("gate.metric", self.gate.metric))
+            for field, metric in fields:
+                missing = missing_counts(self.engine.kind, workload.protocol,
+                                         getattr(self.engine, "default_build", ""), metric)
+                if missing is not None:
+                    counts, why = missing
+                    raise impossible(field, f"{metric!r} needs each request's {counts}, which "
+                                            f"this suite's runs cannot record: {why}")
+        return self
 
     @model_validator(mode="after")
     def _protocols_and_references(self) -> Suite:

@@ -158,3 +158,73 @@ def test_a_baseline_of_another_protocol_says_so_and_is_drawn_apart() -> None:
     own = text.replace('protocol = "vllm.dflash.correctness"\n',
                        'protocol = "dflash.benchmark.sglang"\n', 1)
     assert "measured in protocol 'vllm.dflash.correctness'" in _error(own)
+
+
+# The issue's bad input, each at `harness validate`: exit 2, the file and the field named.
+SUITE_BAD_INPUT = [
+    # a protocol's data set that does not exist
+    ('dataset = "humaneval" }', 'dataset = "mbpp" }', "workloads.humaneval.reproduces.dataset",
+     "protocol 'vllm.dflash.reference_acceptance' has no data set 'mbpp'"),
+    # a reference id that does not exist, cited by a floor and by a baseline
+    ('reference = "vllm-test.dflash-reference.qwen3-8b.mt-bench"\naccept',
+     'reference = "nope"\naccept', "workloads.mt-bench.floors.reference",
+     "no reference 'nope'"),
+    ('reference = "vllm-test.dflash-reference.qwen3-8b.gsm8k"\naccept_length = 6.3765',
+     'reference = "nope"\naccept_length = 6.3765', "workloads.gsm8k.baselines.0.reference",
+     "no reference 'nope'"),
+    # a floor above the rule's share of the reference (the rule is 95%)
+    ("accept_length = 6.175", "accept_length = 6.5", "workloads.humaneval.floors.accept_length",
+     "sets accept length >= 95% of the reference"),
+]
+PROTOCOL_TABLE_BAD_INPUT = [
+    ("fraction = 0.95", "fraction = 1.05", "protocols.0.floor_rule.fraction",
+     "1.05 is above 100% of the reference"),
+    ('[[protocols.datasets]]\nname = "gsm8k"\nsource_data = "d"\nfixed = { kind = "gsm8k" }',
+     "", "protocols.0.datasets", "Field required"),
+    ('definition = "per_request_mean"', 'definition = "per_prompt_median"', "protocols.0",
+     "definition 'per_prompt_median' is none the harness computes"),
+    ('fixed = { kind = "gsm8k" }', 'reference = "nope"\nfixed = { kind = "gsm8k" }',
+     "protocols.0.datasets.0.reference", "no reference 'nope'"),
+]
+
+
+def _validate(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    from harness.cli import main
+
+    code = main(["validate", str(path)])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+@pytest.mark.parametrize(("old", "new", "field", "other"), SUITE_BAD_INPUT)
+def test_bad_suite_input_exits_2_at_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                             old: str, new: str, field: str,
+                                             other: str) -> None:
+    assert old in VLLM
+    path = tmp_path / "qwen3_8b_dflash_vllm.toml"
+    path.write_text(VLLM.replace(old, new, 1))
+    code, text = _validate(path, capsys)
+    assert code == 2, text
+    assert str(path) in text and f"{field}:" in text and other in text
+    assert "Traceback" not in text
+
+
+@pytest.mark.parametrize(("old", "new", "field", "other"), PROTOCOL_TABLE_BAD_INPUT)
+def test_a_bad_protocol_table_exits_2_at_validate(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch, old: str,
+                                                  new: str, field: str, other: str) -> None:
+    """The protocols table a suite is held to, malformed: `harness validate` of a suite
+    that reproduces a protocol refuses it naming the table's file and field."""
+    from harness.suite import protocol_checks
+
+    table = tmp_path / "protocols.toml"
+    assert old in PROTOCOL
+    table.write_text(PROTOCOL.replace(old, new))
+    monkeypatch.setattr(protocol_checks, "protocols", lambda: tables.protocols(table))
+    suite = tmp_path / "qwen3_8b_dflash_vllm.toml"
+    suite.write_text(VLLM)
+    code, text = _validate(suite, capsys)
+    assert code == 2, text
+    assert f"{table}: {field}: {other}" in text
+    assert "Traceback" not in text
