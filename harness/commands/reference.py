@@ -1,9 +1,9 @@
 """`harness reference build|verify`: remake the project's tiny checkpoints.
 
 The project ships the built checkpoints, each with a sha256 manifest, so every machine
-runs the same weights: the reference engine's (`harness/engines/reference/tiny/`, the
+runs the same weights: the reference engine's (`reference_engine/tiny/`, the
 default `--pair tiny`) and the seed's own pairs in miniature (`--pair gemma4`,
-`--pair muse_glimmer`: `harness/engines/reference/seed/<pair>/`). `build` retrains from
+`--pair muse_glimmer`: `reference_engine/seed/<pair>/`). `build` retrains from
 the recipe (`--ship` replaces the shipped copy, for a maintainer who changed the recipe);
 `verify` rebuilds the full recipe and compares every file with the shipped manifest.
 Training runs in a subprocess of the engine environment's Python, so this command, like
@@ -19,8 +19,10 @@ import tempfile
 from pathlib import Path
 
 from harness.builds import cache_root
-from harness.engines.reference.causal_draft import causal_draft, verify_causal_draft
-from harness.engines.reference.checkpoints import (
+from harness.errors import BadInput, ExitCode
+from harness.run.exit_codes import check_exit
+from reference_engine.causal_draft import causal_draft, verify_causal_draft
+from reference_engine.checkpoints import (
     SHIPPED_DIR,
     build,
     checkpoint_dir,
@@ -28,13 +30,11 @@ from harness.engines.reference.checkpoints import (
     read_manifest,
     write_manifest,
 )
-from harness.engines.reference.seed_checkpoints import MANIFEST, build_dir, pair_dir
-from harness.engines.reference.seed_checkpoints import build as build_seed
-from harness.engines.reference.seed_checkpoints import folder_hashes as seed_folder_hashes
-from harness.engines.reference.seed_checkpoints import write_manifest as write_seed_manifest
-from harness.engines.reference.seed_recipe import recipe_for
-from harness.errors import BadInput, ExitCode
-from harness.run.exit_codes import check_exit
+from reference_engine.seed_checkpoints import MANIFEST, build_dir, pair_dir
+from reference_engine.seed_checkpoints import build as build_seed
+from reference_engine.seed_checkpoints import folder_hashes as seed_folder_hashes
+from reference_engine.seed_checkpoints import write_manifest as write_seed_manifest
+from reference_engine.seed_recipe import recipe_for
 
 USAGE = ("usage: harness reference build [--pair PAIR] [--out DIR] [--force] [--ship] | "
          "verify [--pair PAIR] [--out DIR]")
