@@ -6,7 +6,7 @@ sha256 of every file, as `tiny/` does for the reference checkpoints (and for the
 reason: training is deterministic on one machine, not across CPU types, so every machine
 serves exactly the shipped weights). The CPU suites name the shipped folders;
 `harness reference build --pair PAIR` retrains one from its recipe
-(`seed_recipe.py`, in a subprocess of the engine environment's Python running
+(`recipe.py`'s `SeedRecipe`, in a subprocess of the engine environment's Python running
 `seed_train`), and `harness reference verify --pair PAIR` rebuilds it and compares every
 file with the manifest.
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from harness.builds import file_sha256
 from harness.errors import BadInput, EngineError
 from reference_engine import checkpoints
-from reference_engine.seed_recipe import RECIPES, SeedRecipe, recipe_for
+from reference_engine.recipe import RECIPES, SeedRecipe, recipe_for
 
 SEED_DIR = Path(__file__).resolve().parent / "seed"
 PAIRS = tuple(RECIPES)
@@ -58,7 +58,7 @@ def verify_shipped(pair: str, root: Path = SEED_DIR) -> list[str]:
     problems = []
     if manifest.get("recipe") != recipe_for(pair).digest():
         problems.append(f"{folder / MANIFEST}: recipe {manifest.get('recipe')}, but "
-                        f"seed_recipe.py's {pair} recipe is {recipe_for(pair).digest()}")
+                        f"recipe.py's {pair} recipe is {recipe_for(pair).digest()}")
     expected, actual = manifest.get("files", {}), folder_hashes(folder)
     problems += [f"{folder}/{name}: expected {expected.get(name)}, found {actual.get(name)}"
                  for name in sorted(set(expected) | set(actual))

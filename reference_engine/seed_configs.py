@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from reference_engine.seed_recipe import FULL, SLIDING, SeedRecipe
+from reference_engine.recipe import FULL, SLIDING, SeedRecipe
 
 
 @dataclass(frozen=True)

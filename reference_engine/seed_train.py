@@ -44,6 +44,7 @@ from harness.suite.attention import resolve_layers
 from reference_engine import corpus
 from reference_engine.muse_glimmer_model import MuseGlimmerLM, vendor_name
 from reference_engine.recipe import DEFAULT_RECIPE as TOKENIZER_RECIPE
+from reference_engine.recipe import SeedRecipe, recipe_for, with_overrides
 from reference_engine.seed_configs import (
     DRAFT_CONFIGS,
     GEMMA4_SPECIAL_TOKENS,
@@ -52,7 +53,6 @@ from reference_engine.seed_configs import (
     gemma4_processor,
     muse_glimmer_text,
 )
-from reference_engine.seed_recipe import SeedRecipe, recipe_for, with_overrides
 from reference_engine.train import (
     _draft_forward,
     _warmup_cosine,

@@ -30,11 +30,11 @@ from reference_engine.checkpoints import (
     read_manifest,
     write_manifest,
 )
+from reference_engine.recipe import recipe_for
 from reference_engine.seed_checkpoints import MANIFEST, build_dir, pair_dir
 from reference_engine.seed_checkpoints import build as build_seed
 from reference_engine.seed_checkpoints import folder_hashes as seed_folder_hashes
 from reference_engine.seed_checkpoints import write_manifest as write_seed_manifest
-from reference_engine.seed_recipe import recipe_for
 
 USAGE = ("usage: harness reference build [--pair PAIR] [--out DIR] [--force] [--ship] | "
          "verify [--pair PAIR] [--out DIR]")

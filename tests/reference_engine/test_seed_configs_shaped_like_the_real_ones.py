@@ -7,19 +7,19 @@ import json
 import pytest
 
 from harness.suite.attention import resolve_layers
+from reference_engine.recipe import (
+    GEMMA4,
+    MUSE_GLIMMER,
+    RECIPES,
+    recipe_for,
+    with_overrides,
+)
 from reference_engine.seed_configs import (
     DRAFT_CONFIGS,
     GEMMA4_SPECIAL_TOKENS,
     TARGET_CONFIGS,
     TokenIds,
     muse_glimmer_text,
-)
-from reference_engine.seed_recipe import (
-    GEMMA4,
-    MUSE_GLIMMER,
-    RECIPES,
-    recipe_for,
-    with_overrides,
 )
 
 IDS = TokenIds(vocab_size=1031, eos=0, pad=1, mask=2,

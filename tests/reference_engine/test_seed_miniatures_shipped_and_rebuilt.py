@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import BadInput, EngineError
+from reference_engine.recipe import SEED_REDUCED_OVERRIDES, recipe_for
 from reference_engine.seed_checkpoints import (
     PAIRS,
     SEED_DIR,
@@ -22,7 +23,6 @@ from reference_engine.seed_checkpoints import (
     shipped_pair,
     verify_shipped,
 )
-from reference_engine.seed_recipe import REDUCED_OVERRIDES, recipe_for
 from tests.reference_engine.conftest import ENGINE_PYTHON, engine_available
 
 
@@ -71,8 +71,8 @@ def test_an_unknown_pair_is_bad_input(tmp_path: Path) -> None:
 def test_the_muse_glimmer_cache_gives_the_uncached_greedy_tokens() -> None:
     torch = pytest.importorskip("torch")
     from reference_engine.muse_glimmer_model import MuseGlimmerLM
+    from reference_engine.recipe import MUSE_GLIMMER, with_overrides
     from reference_engine.seed_configs import TokenIds, muse_glimmer_text
-    from reference_engine.seed_recipe import MUSE_GLIMMER, with_overrides
 
     torch.manual_seed(0)
     recipe = with_overrides(MUSE_GLIMMER, {"target_sliding_window": 4})
@@ -93,7 +93,7 @@ def test_the_muse_glimmer_cache_gives_the_uncached_greedy_tokens() -> None:
 def test_reduced_recipe_builds_are_bit_identical(pair: str, tmp_path: Path) -> None:
     if not engine_available():
         pytest.skip(f"{ENGINE_PYTHON} lacks the reference extra (torch, transformers, dflash)")
-    args = [item for name, value in sorted(REDUCED_OVERRIDES.items())
+    args = [item for name, value in sorted(SEED_REDUCED_OVERRIDES.items())
             for item in ("--set", f"{name}={json.dumps(value)}")]
     outs = [tmp_path / "one", tmp_path / "two"]
     with ThreadPoolExecutor(max_workers=2) as pool:  # two independent builds at once

@@ -19,8 +19,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from reference_engine.muse_glimmer_model import MuseGlimmerLM, vendor_name
+from reference_engine.recipe import MUSE_GLIMMER
 from reference_engine.seed_configs import TokenIds, muse_glimmer_text
-from reference_engine.seed_recipe import MUSE_GLIMMER
 
 
 def main(folder: Path) -> dict[str, object]:
