@@ -12,6 +12,15 @@ runs in the engine environment's Python (`python -m reference_engine.train`).
 Why a file lock: pytest-xdist workers or parallel suites may all ask for a build at once;
 exactly one builds, the others wait and reuse. The build writes into a temporary folder
 and renames it into place, so a crash never leaves a half-built cache entry.
+
+The seed's own model pairs in miniature are shipped, verified and rebuilt the same way:
+`seed/<pair>/` (`gemma4`, `muse_glimmer`) holds the built `target/` and `draft/`, the
+`recipe.json` they were built from and a `MANIFEST.json` with the recipe's hash and the
+sha256 of every file (every file of a role: gemma-4's target has a processor config too).
+The CPU suites name the shipped folders; `harness reference build --pair PAIR` retrains
+one from its recipe (`recipe.py`'s `SeedRecipe`, in a subprocess running `seed_train`), and
+`harness reference verify --pair PAIR` rebuilds it and compares every file with the
+manifest.
 """
 
 from __future__ import annotations
@@ -25,9 +34,9 @@ from pathlib import Path
 
 import harness
 from harness.builds import bounded_lock, file_sha256, sweep_stale
-from harness.errors import EngineError
+from harness.errors import BadInput, EngineError
 from harness.files import cache_root as harness_cache_root
-from reference_engine.recipe import DEFAULT_RECIPE, Recipe
+from reference_engine.recipe import DEFAULT_RECIPE, RECIPES, Hashed, Recipe, SeedRecipe, recipe_for
 
 BUILD_TIMEOUT_S = 1800
 SHIPPED_DIR = Path(__file__).resolve().parent / "tiny"
@@ -52,11 +61,15 @@ def is_complete(folder: Path) -> bool:
     )
 
 
-def folder_hashes(folder: Path) -> dict[str, str]:
-    """sha256 of every checkpoint file present under `folder/{target,draft}/`."""
-    return {f"{role}/{name}": file_sha256(folder / role / name)
-            for role in ROLES for name in CHECKPOINT_FILES
-            if (folder / role / name).is_file()}
+def folder_hashes(folder: Path, names: tuple[str, ...] | None = CHECKPOINT_FILES
+                  ) -> dict[str, str]:
+    """sha256 of the files present under `folder/{target,draft}/`, by `role/name`: those
+    named (the tiny pair's checkpoint files), or every file (None: a seed pair's)."""
+    return {f"{role}/{path.name}": file_sha256(path)
+            for role in ROLES if (folder / role).is_dir()
+            for path in (sorted((folder / role).iterdir()) if names is None
+                         else [folder / role / name for name in names])
+            if path.is_file()}
 
 
 def served_weights_sha256(target: Path, draft: Path) -> dict[str, str]:
@@ -73,21 +86,30 @@ def read_manifest(folder: Path = SHIPPED_DIR) -> dict:
     return json.loads((folder / MANIFEST).read_text())
 
 
-def write_manifest(folder: Path, recipe: Recipe = DEFAULT_RECIPE) -> dict:
-    manifest = {"recipe": recipe.digest(), "files": folder_hashes(folder)}
+def write_manifest(folder: Path, recipe: Hashed = DEFAULT_RECIPE,
+                   names: tuple[str, ...] | None = CHECKPOINT_FILES) -> dict:
+    """`folder/MANIFEST.json`: the recipe's hash and the sha256 of its files (`names`, as
+    `folder_hashes`)."""
+    manifest = {"recipe": recipe.digest(), "files": folder_hashes(folder, names)}
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return manifest
+
+
+def manifest_differences(folder: Path, expected: dict[str, str],
+                         names: tuple[str, ...] | None = CHECKPOINT_FILES) -> list[str]:
+    """`role/name: expected X, found Y` for each file whose sha256 differs from `expected`
+    (a manifest's files), or that only one side has."""
+    actual = folder_hashes(folder, names)
+    return [f"{name}: expected {expected.get(name)}, found {actual.get(name)}"
+            for name in sorted(set(expected) | set(actual))
+            if expected.get(name) != actual.get(name)]
 
 
 def verify_shipped(folder: Path = SHIPPED_DIR) -> list[str]:
     """Differences between the shipped files and their manifest ([] when they match)."""
     if not (folder / MANIFEST).is_file():
         return [f"{folder / MANIFEST} is missing"]
-    expected = read_manifest(folder)["files"]
-    actual = folder_hashes(folder)
-    return [f"{name}: expected {expected.get(name)}, found {actual.get(name)}"
-            for name in sorted(set(expected) | set(actual))
-            if expected.get(name) != actual.get(name)]
+    return manifest_differences(folder, read_manifest(folder)["files"])
 
 
 def shipped_checkpoints(recipe: Recipe = DEFAULT_RECIPE) -> tuple[Path, Path] | None:
@@ -105,12 +127,14 @@ def shipped_checkpoints(recipe: Recipe = DEFAULT_RECIPE) -> tuple[Path, Path] | 
 
 
 TRAIN_MODULE = "reference_engine.train"
+SEED_TRAIN_MODULE = "reference_engine.seed_train"
 
 
 def build(python: str, out: Path, *, force: bool = False,
           recipe_args: list[str] | None = None, module: str = TRAIN_MODULE) -> Path:
     """Build the checkpoints into `out` (under a lock) unless already there; return `out`.
-    `module` is the build's entry point (`seed_train` makes the seed miniatures)."""
+    `module` is the build's entry point (`SEED_TRAIN_MODULE` makes a seed miniature:
+    `build_pair`)."""
     out = out.expanduser().resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     sweep_stale(out.parent)  # partial builds of processes that died
@@ -167,6 +191,61 @@ def _run_build(python: str, staging: Path, recipe_args: list[str], module: str) 
             f"reference checkpoint build failed (exit {completed.returncode}): "
             f"{' '.join(command)}; its log is above. Does {python} have the `reference` "
             "extra installed (pip install -e '.[reference]')?")
+
+
+# ---------------------------------------------------------------- the seed pairs
+
+SEED_DIR = Path(__file__).resolve().parent / "seed"
+PAIRS = tuple(RECIPES)
+
+
+def pair_dir(pair: str, root: Path = SEED_DIR) -> Path:
+    if pair not in RECIPES:
+        raise BadInput(f"no seed pair {pair!r}; known: {', '.join(PAIRS)}")
+    return root / pair
+
+
+def verify_shipped_pair(pair: str, root: Path = SEED_DIR) -> list[str]:
+    """Differences between a shipped pair, its manifest and its recipe ([] when they agree)."""
+    folder = pair_dir(pair, root)
+    if not (folder / MANIFEST).is_file():
+        return [f"{folder / MANIFEST} is missing"]
+    manifest = json.loads((folder / MANIFEST).read_text())
+    problems = []
+    if manifest.get("recipe") != recipe_for(pair).digest():
+        problems.append(f"{folder / MANIFEST}: recipe {manifest.get('recipe')}, but "
+                        f"recipe.py's {pair} recipe is {recipe_for(pair).digest()}")
+    problems += [f"{folder}/{difference}" for difference in
+                 manifest_differences(folder, manifest.get("files", {}), names=None)]
+    return problems
+
+
+def shipped_pair(pair: str, root: Path = SEED_DIR) -> tuple[Path, Path]:
+    """(target, draft) of a shipped pair, after checking every file against the manifest."""
+    problems = verify_shipped_pair(pair, root)
+    if problems:
+        raise EngineError(f"the shipped {pair} miniature does not match its manifest: "
+                          + "; ".join(problems))
+    folder = pair_dir(pair, root)
+    return folder / "target", folder / "draft"
+
+
+def build_pair(pair: str, python: str, out: Path, *, force: bool = False,
+               recipe_args: list[str] | None = None) -> Path:
+    """Train the pair into `out` (under a lock, staged, as the reference build); return it."""
+    pair_dir(pair)  # an unknown pair is bad input, before any subprocess
+    return build(python, out, force=force, module=SEED_TRAIN_MODULE,
+                 recipe_args=["--pair", pair, *(recipe_args or [])])
+
+
+def pair_build_dir(cache_root: Path, pair: str) -> Path:
+    """`<cache>/reference/seed-<pair>-<recipe hash>/`: a changed recipe never reuses a build."""
+    return cache_root / "reference" / f"seed-{pair}-{recipe_for(pair).digest()}"
+
+
+def write_pair_manifest(folder: Path, recipe: SeedRecipe) -> dict:
+    """A seed pair's manifest: its recipe's hash and every file's sha256."""
+    return write_manifest(folder, recipe, names=None)
 
 
 # ---------------------------------------------------------------- uniform-layer drafts

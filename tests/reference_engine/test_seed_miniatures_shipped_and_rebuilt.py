@@ -13,22 +13,22 @@ from pathlib import Path
 import pytest
 
 from harness.errors import BadInput, EngineError
-from reference_engine.recipe import SEED_REDUCED_OVERRIDES, recipe_for
-from reference_engine.seed_checkpoints import (
+from reference_engine.checkpoints import (
     PAIRS,
     SEED_DIR,
-    build,
+    build_pair,
     folder_hashes,
     pair_dir,
     shipped_pair,
-    verify_shipped,
+    verify_shipped_pair,
 )
+from reference_engine.recipe import SEED_REDUCED_OVERRIDES, recipe_for
 from tests.reference_engine.conftest import ENGINE_PYTHON, engine_available
 
 
 @pytest.mark.parametrize("pair", PAIRS)
 def test_shipped_files_match_their_manifest(pair: str) -> None:
-    assert verify_shipped(pair) == []
+    assert verify_shipped_pair(pair) == []
     target, draft = shipped_pair(pair)
     manifest = json.loads((pair_dir(pair) / "MANIFEST.json").read_text())
     assert manifest["recipe"] == recipe_for(pair).digest()
@@ -49,19 +49,19 @@ def test_a_changed_byte_is_named(tmp_path: Path) -> None:
         byte = handle.read(1)
         handle.seek(200)
         handle.write(bytes([byte[0] ^ 1]))
-    problems = verify_shipped("gemma4", tmp_path / "seed")
+    problems = verify_shipped_pair("gemma4", tmp_path / "seed")
     assert len(problems) == 1 and "draft/model.safetensors" in problems[0]
-    assert verify_shipped("muse_glimmer", tmp_path / "seed") == []
+    assert verify_shipped_pair("muse_glimmer", tmp_path / "seed") == []
     with pytest.raises(EngineError, match=r"draft/model\.safetensors"):
         shipped_pair("gemma4", tmp_path / "seed")
     (tmp_path / "seed" / "muse_glimmer" / "target" / "tokenizer.json").unlink()
-    assert any("target/tokenizer.json" in p for p in verify_shipped("muse_glimmer",
+    assert any("target/tokenizer.json" in p for p in verify_shipped_pair("muse_glimmer",
                                                                     tmp_path / "seed"))
 
 
 def test_an_unknown_pair_is_bad_input(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="no seed pair 'llama'; known: gemma4, muse_glimmer"):
-        build("llama", sys.executable, tmp_path / "out")
+        build_pair("llama", sys.executable, tmp_path / "out")
     done = subprocess.run([sys.executable, "-m", "harness", "reference", "build", "--pair",
                            "llama"], capture_output=True, text=True, check=False)
     assert done.returncode == 2 and "invalid choice: 'llama'" in done.stderr
@@ -97,9 +97,9 @@ def test_reduced_recipe_builds_are_bit_identical(pair: str, tmp_path: Path) -> N
             for item in ("--set", f"{name}={json.dumps(value)}")]
     outs = [tmp_path / "one", tmp_path / "two"]
     with ThreadPoolExecutor(max_workers=2) as pool:  # two independent builds at once
-        built = list(pool.map(lambda out: build(pair, ENGINE_PYTHON, out, recipe_args=args),
+        built = list(pool.map(lambda out: build_pair(pair, ENGINE_PYTHON, out, recipe_args=args),
                               outs))
-    first, second = (folder_hashes(folder) for folder in built)
+    first, second = (folder_hashes(folder, names=None) for folder in built)
     assert first == second
     assert set(first) == set(json.loads((pair_dir(pair) / "MANIFEST.json").read_text())["files"])
     assert (built[0] / "recipe.json").read_bytes() == (built[1] / "recipe.json").read_bytes()

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from harness.errors import BadInput
 from harness.run.checkpoint_folder import check_folder
-from reference_engine.seed_checkpoints import SEED_DIR
+from reference_engine.checkpoints import SEED_DIR
 
 TINY = Path("reference_engine/tiny")
 SHIPPED = [TINY / "target", TINY / "draft", TINY / "draft-capturable",
