@@ -5,10 +5,12 @@ reference extra), never in the harness process:
 `python -m reference_engine.seed_train --pair gemma4 --out DIR`.
 Deterministic for a recipe: fixed seeds, one CPU thread, deterministic algorithms.
 
-The stages follow the reference build (`train.py`): the same tokenizer and corpus, a
-target trained on the corpus, the target's own greedy continuations as the draft's data,
-and a draft trained under the attention SGLang gives its layers (one mask per layer), with
-exactly the inputs SGLang's DFLASH worker gives it:
+The stages are the reference build's own (`train.py`: `fit_target`, `distill_sequences`,
+`fit_draft`), run on the pair's target (`Gemma4Target`, `MuseGlimmerTarget`: each a
+`train.Teacher`): the same tokenizer and corpus, a target trained on the corpus, the
+target's own greedy continuations as the draft's data, and a draft trained under the
+attention SGLang gives its layers (one mask per layer), with exactly the inputs SGLang's
+DFLASH worker gives it:
 
 - context features: the target's layer outputs at `target_layer_ids` (gemma-4 captures the
   output of layer k; a Muse Glimmer target the input of layer k + 1 for these drafts: the
@@ -28,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 import time
 from pathlib import Path
@@ -41,7 +42,6 @@ from torch.nn import functional as F
 from transformers import PreTrainedTokenizerFast, Qwen3Config
 
 from harness.suite.attention import resolve_layers
-from reference_engine import corpus
 from reference_engine.muse_glimmer_model import MuseGlimmerLM, vendor_name
 from reference_engine.recipe import DEFAULT_RECIPE as TOKENIZER_RECIPE
 from reference_engine.recipe import SeedRecipe, recipe_for, with_overrides
@@ -53,14 +53,7 @@ from reference_engine.seed_configs import (
     gemma4_processor,
     muse_glimmer_text,
 )
-from reference_engine.train import (
-    _draft_forward,
-    _warmup_cosine,
-    block_masks,
-    build_tokenizer,
-    draft_update,
-    log_draft_step,
-)
+from reference_engine.train import build_tokenizer, distill_sequences, fit_draft, fit_target
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 
@@ -181,50 +174,6 @@ class MuseGlimmerTarget:
         return {vendor_name(name): value for name, value in self.model.state_dict().items()}
 
 
-def train_target(recipe: SeedRecipe, target, tokenizer) -> None:
-    docs = list(corpus.documents(recipe.seed + 10, recipe.corpus_documents))
-    stream = [token for ids in tokenizer(docs)["input_ids"] for token in ids]
-    length = recipe.target_seq_len
-    chunks = torch.tensor(stream[: len(stream) // length * length]).view(-1, length)
-    log(f"target corpus: {len(stream)} tokens, {chunks.shape[0]} chunks of {length}")
-    model = target.model
-    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.target_lr, weight_decay=0.01)
-    schedule = _warmup_cosine(optimizer, recipe.target_steps)
-    generator = torch.Generator().manual_seed(recipe.seed + 11)
-    model.train()
-    for step in range(recipe.target_steps):
-        rows = torch.randint(0, chunks.shape[0], (recipe.target_batch,), generator=generator)
-        loss = target.loss(chunks[rows])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        if step % 25 == 0 or step == recipe.target_steps - 1:
-            log(f"target step {step}: loss {loss.item():.3f}")
-    model.eval()
-    _to_bf16(model)
-
-
-@torch.inference_mode()
-def distill_sequences(recipe: SeedRecipe, target, tokenizer) -> list[tuple[list[int], int]]:
-    """(prompt + the target's greedy continuation, prompt length), prompts batched by equal
-    token length so no padding enters the target."""
-    encoded = tokenizer(list(corpus.prompts(recipe.seed + 20, recipe.distill_prompts)))
-    by_length: dict[int, list[list[int]]] = {}
-    for ids in encoded["input_ids"]:
-        by_length.setdefault(len(ids), []).append(ids)
-    sequences = []
-    for length, group in sorted(by_length.items()):
-        for start in range(0, len(group), 64):
-            batch = torch.tensor(group[start:start + 64])
-            generated = target.greedy(batch, recipe.distill_new_tokens, tokenizer.pad_token_id)
-            sequences.extend((row.tolist(), length) for row in generated)
-    log(f"distilled {len(sequences)} greedy continuations; sample: "
-        f"{tokenizer.decode(sequences[0][0][sequences[0][1]:])!r}")
-    return sequences
-
-
 # ---------------------------------------------------------------- drafts
 
 
@@ -263,46 +212,11 @@ def _draft_field(draft_config: dict[str, Any], name: str) -> Any:
 
 def train_draft(recipe: SeedRecipe, target, draft_config: dict[str, Any],
                 sequences: list[tuple[list[int], int]], pad: int, mask_id: int):
-
     torch.manual_seed(recipe.seed + 30)
     draft = DFlashDraftModel(_qwen3_config(draft_config, len(recipe.target_layer_types)))
-    layers = draft_layers(recipe.pair, draft_config)
-    layer_ids = list(recipe.target_layer_ids)
-    for parameter in target.model.parameters():
-        parameter.requires_grad_(False)
-    block, count = recipe.train_block, recipe.draft_anchors
-    weights = torch.exp(-torch.arange(block - 1, dtype=torch.float) / recipe.draft_loss_gamma)
-    optimizer = torch.optim.AdamW(draft.parameters(), lr=recipe.draft_lr, weight_decay=0.01)
-    schedule = _warmup_cosine(optimizer, recipe.draft_steps)
-    rng = random.Random(recipe.seed + 31)
-    draft.train()
-    for step in range(recipe.draft_steps):
-        picked = rng.sample(sequences, recipe.draft_batch)
-        context = max(len(ids) for ids, _ in picked)
-        ids = torch.full((len(picked), context), pad)
-        anchors = torch.zeros((len(picked), count), dtype=torch.long)
-        for row, (tokens, prompt_length) in enumerate(picked):
-            ids[row, :len(tokens)] = torch.tensor(tokens)
-            anchors[row] = torch.tensor(
-                [rng.randint(prompt_length, len(tokens) - block) for _ in range(count)])
-        with torch.no_grad():
-            features = target.features(ids, layer_ids)
-        offsets = (anchors[:, :, None] + torch.arange(block)).view(len(picked), -1)
-        block_ids = ids.gather(1, offsets)
-        noise_ids = block_ids.view(len(picked), count, block).clone()
-        noise_ids[:, :, 1:] = mask_id
-        with torch.no_grad():
-            noise = target.embed(noise_ids.view(len(picked), -1))
-        positions = torch.cat([torch.arange(context).expand(len(picked), context), offsets],
-                              dim=1)
-        hidden = _draft_forward(draft, noise, features, positions,
-                                block_masks(anchors, context, block, layers))
-        logits = target.logits(hidden).view(len(picked), count, block, -1)[:, :, 1:]
-        labels = block_ids.view(len(picked), count, block)[:, :, 1:]
-        loss = draft_update(draft, optimizer, schedule, logits, labels, weights)
-        if step % 50 == 0 or step == recipe.draft_steps - 1:
-            log_draft_step(step, loss, logits, labels, log)
-    draft.eval()
+    fit_draft(recipe, target, draft, sequences, layers=draft_layers(recipe.pair, draft_config),
+              layer_ids=list(recipe.target_layer_ids), block=recipe.train_block, pad=pad,
+              mask_id=mask_id, say=log)
     return draft
 
 
@@ -349,11 +263,12 @@ def build(out: Path, recipe: SeedRecipe) -> None:
         target = MuseGlimmerTarget(target_config, muse_glimmer_text(recipe, ids))
     else:
         target = Gemma4Target(target_config)
-    train_target(recipe, target, tokenizer)
+    fit_target(recipe, target, tokenizer, log)
+    _to_bf16(target.model)
     log(f"target trained in {time.perf_counter() - started:.0f} s")
     write_json(target_dir / "config.json", target_config)
     write_weights(target_dir / "model.safetensors", target.tensors())
-    sequences = distill_sequences(recipe, target, tokenizer)
+    sequences = distill_sequences(recipe, target, tokenizer, log)
     draft = train_draft(recipe, target, draft_config, sequences, ids.pad, ids.mask)
     write_json(draft_dir / "config.json", draft_config)
     write_weights(draft_dir / "model.safetensors", draft_tensors(recipe.pair, draft))

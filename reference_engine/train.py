@@ -19,7 +19,9 @@ import math
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 import torch
 from dflash.model import DFlashDraftModel, extract_context_feature
@@ -29,13 +31,57 @@ from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
 from harness.suite.attention import resolve_layers
 from reference_engine import corpus
-from reference_engine.recipe import DEFAULT_RECIPE, Recipe, with_overrides
+from reference_engine.recipe import DEFAULT_RECIPE, Recipe, SeedRecipe, with_overrides
 
 EOS, PAD, MASK = "<|endoftext|>", "<|pad|>", "<|mask|>"
 
 
 def log(message: str) -> None:
     print(f"[reference build] {message}", file=sys.stderr, flush=True)
+
+
+class Teacher(Protocol):
+    """A target as the build's stages use it (the tiny pair's `Qwen3Target`, the seed
+    pairs' in `seed_train`): trained on the corpus, its greedy continuations distilled, its
+    features, embedding and head the draft's inputs and outputs."""
+
+    model: torch.nn.Module
+
+    def loss(self, batch: torch.Tensor) -> torch.Tensor: ...
+
+    def greedy(self, batch: torch.Tensor, new_tokens: int, pad: int) -> torch.Tensor: ...
+
+    def features(self, ids: torch.Tensor, layer_ids: list[int]) -> torch.Tensor: ...
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor: ...
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor: ...
+
+
+class Qwen3Target:
+    """The tiny target, transformers' Qwen3ForCausalLM: its own loss and generate, the
+    hidden states DFlash's `extract_context_feature` reads, its embedding and tied head."""
+
+    def __init__(self, model: Qwen3ForCausalLM) -> None:
+        self.model = model
+
+    def loss(self, batch: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids=batch, labels=batch).loss
+
+    def greedy(self, batch: torch.Tensor, new_tokens: int, pad: int) -> torch.Tensor:
+        return self.model.generate(input_ids=batch, attention_mask=torch.ones_like(batch),
+                                   do_sample=False, max_new_tokens=new_tokens,
+                                   pad_token_id=pad, eos_token_id=None)
+
+    def features(self, ids: torch.Tensor, layer_ids: list[int]) -> torch.Tensor:
+        hidden = self.model.model(input_ids=ids, output_hidden_states=True).hidden_states
+        return extract_context_feature(hidden, layer_ids)
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        return F.embedding(ids, self.model.get_input_embeddings().weight.detach())
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.model.lm_head(hidden)
 
 
 def build_tokenizer(recipe: Recipe, out: Path):  # -> PreTrainedTokenizerFast
@@ -83,33 +129,31 @@ def target_config(recipe: Recipe, tokenizer):  # -> Qwen3Config
     )
 
 
-def train_target(recipe: Recipe, tokenizer, out: Path):  # -> Qwen3ForCausalLM
-
-    torch.manual_seed(recipe.seed)
-    model = Qwen3ForCausalLM(target_config(recipe, tokenizer))
+def fit_target(recipe: Recipe | SeedRecipe, target: Teacher, tokenizer,
+               say: Callable[[str], None]) -> None:
+    """Train the target on the corpus (every pair alike: chunks of `target_seq_len` drawn
+    by a seeded generator, AdamW under warm-up and cosine); it ends in eval mode."""
     docs = list(corpus.documents(recipe.seed + 10, recipe.corpus_documents))
     stream = [token for ids in tokenizer(docs)["input_ids"] for token in ids]
     length = recipe.target_seq_len
     chunks = torch.tensor(stream[: len(stream) // length * length]).view(-1, length)
-    log(f"target corpus: {len(stream)} tokens, {chunks.shape[0]} chunks of {length}")
+    say(f"target corpus: {len(stream)} tokens, {chunks.shape[0]} chunks of {length}")
+    model = target.model
     optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.target_lr, weight_decay=0.01)
     schedule = _warmup_cosine(optimizer, recipe.target_steps)
     generator = torch.Generator().manual_seed(recipe.seed + 11)
     model.train()
     for step in range(recipe.target_steps):
         rows = torch.randint(0, chunks.shape[0], (recipe.target_batch,), generator=generator)
-        batch = chunks[rows]
-        loss = model(input_ids=batch, labels=batch).loss
+        loss = target.loss(chunks[rows])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         schedule.step()
         if step % 50 == 0 or step == recipe.target_steps - 1:
-            log(f"target step {step}: loss {loss.item():.3f}")
+            say(f"target step {step}: loss {loss.item():.3f}")
     model.eval()
-    model.save_pretrained(out)
-    return model
 
 
 def _warmup_cosine(optimizer, steps: int):
@@ -124,7 +168,8 @@ def _warmup_cosine(optimizer, steps: int):
 
 
 @torch.inference_mode()
-def distill_sequences(recipe: Recipe, tokenizer, target) -> list[tuple[list[int], int]]:
+def distill_sequences(recipe: Recipe | SeedRecipe, target: Teacher, tokenizer,
+                      say: Callable[[str], None]) -> list[tuple[list[int], int]]:
     """(prompt + the target's greedy continuation, prompt length) for each distill prompt.
 
     Prompts of equal token length are batched together so no padding enters the target:
@@ -138,13 +183,9 @@ def distill_sequences(recipe: Recipe, tokenizer, target) -> list[tuple[list[int]
     for length, group in sorted(by_length.items()):
         for start in range(0, len(group), 64):
             batch = torch.tensor(group[start : start + 64])
-            generated = target.generate(
-                input_ids=batch, attention_mask=torch.ones_like(batch), do_sample=False,
-                max_new_tokens=recipe.distill_new_tokens, pad_token_id=tokenizer.pad_token_id,
-                eos_token_id=None,
-            )
+            generated = target.greedy(batch, recipe.distill_new_tokens, tokenizer.pad_token_id)
             sequences.extend((row.tolist(), length) for row in generated)
-    log(f"distilled {len(sequences)} greedy continuations; sample: "
+    say(f"distilled {len(sequences)} greedy continuations; sample: "
         f"{tokenizer.decode(sequences[0][0][sequences[0][1]:])!r}")
     return sequences
 
@@ -216,19 +257,33 @@ def block_masks(
     return masks
 
 
-def train_draft(recipe: Recipe, tokenizer, target, sequences, out: Path):
-
+def train_draft(recipe: Recipe, tokenizer, target: Qwen3Target, sequences, out: Path):
     torch.manual_seed(recipe.seed + 30)
     config = draft_config(recipe, tokenizer)
     draft = DFlashDraftModel(config)
     # Train under the contract the reference implementation follows (SGLang's fixed one).
     table = resolve_layers(_config_dict(config), "fixed")
     layers = [(entry.causal, entry.window) for entry in table]
-    embedding = target.get_input_embeddings().weight.detach()
-    head = target.lm_head
-    for parameter in target.parameters():
+    fit_draft(recipe, target, draft, sequences, layers=layers,
+              layer_ids=draft.target_layer_ids, block=recipe.block_size,
+              pad=tokenizer.pad_token_id, mask_id=draft.mask_token_id, say=log)
+    draft.save_pretrained(out)
+    _strip_is_causal(out / "config.json")
+    tokenizer.save_pretrained(out, save_jinja_files=False)
+    return draft
+
+
+def fit_draft(recipe: Recipe | SeedRecipe, target: Teacher, draft, sequences, *,
+              layers: list[tuple[bool, int | None]], layer_ids: list[int], block: int,
+              pad: int, mask_id: int, say: Callable[[str], None]) -> None:
+    """Train the draft on the target's continuations (every pair alike), with exactly the
+    inputs DFlash decoding gives it: the target's features at `layer_ids` of the positions
+    before each anchor, the target's embedding of [anchor, mask, ...], logits through the
+    target's head, each layer under its own mask (`layers`: causal, window); the target is
+    frozen. It ends in eval mode."""
+    for parameter in target.model.parameters():
         parameter.requires_grad_(False)
-    block, count = recipe.block_size, recipe.draft_anchors
+    count = recipe.draft_anchors
     weights = torch.exp(-torch.arange(block - 1, dtype=torch.float) / recipe.draft_loss_gamma)
     optimizer = torch.optim.AdamW(draft.parameters(), lr=recipe.draft_lr, weight_decay=0.01)
     schedule = _warmup_cosine(optimizer, recipe.draft_steps)
@@ -237,7 +292,7 @@ def train_draft(recipe: Recipe, tokenizer, target, sequences, out: Path):
     for step in range(recipe.draft_steps):
         picked = rng.sample(sequences, recipe.draft_batch)
         context = max(len(ids) for ids, _ in picked)
-        ids = torch.full((len(picked), context), tokenizer.pad_token_id)
+        ids = torch.full((len(picked), context), pad)
         anchors = torch.zeros((len(picked), count), dtype=torch.long)
         for row, (tokens, prompt_length) in enumerate(picked):
             ids[row, : len(tokens)] = torch.tensor(tokens)
@@ -246,27 +301,23 @@ def train_draft(recipe: Recipe, tokenizer, target, sequences, out: Path):
                 [rng.randint(prompt_length, len(tokens) - block) for _ in range(count)]
             )
         with torch.no_grad():
-            hidden = target.model(input_ids=ids, output_hidden_states=True).hidden_states
-            features = extract_context_feature(hidden, draft.target_layer_ids)
-        block_ids = ids.gather(1, (anchors[:, :, None] + torch.arange(block)).view(len(picked), -1))
+            features = target.features(ids, layer_ids)
+        offsets = (anchors[:, :, None] + torch.arange(block)).view(len(picked), -1)
+        block_ids = ids.gather(1, offsets)
         noise_ids = block_ids.view(len(picked), count, block).clone()
-        noise_ids[:, :, 1:] = draft.mask_token_id
-        noise = F.embedding(noise_ids.view(len(picked), -1), embedding)
-        positions = torch.cat(
-            [torch.arange(context).expand(len(picked), context),
-             (anchors[:, :, None] + torch.arange(block)).view(len(picked), -1)], dim=1)
-        hidden_out = _draft_forward(draft, noise, features, positions,
-                                    block_masks(anchors, context, block, layers))
-        logits = head(hidden_out).view(len(picked), count, block, -1)[:, :, 1:]
+        noise_ids[:, :, 1:] = mask_id
+        with torch.no_grad():
+            noise = target.embed(noise_ids.view(len(picked), -1))
+        positions = torch.cat([torch.arange(context).expand(len(picked), context), offsets],
+                              dim=1)
+        hidden = _draft_forward(draft, noise, features, positions,
+                                block_masks(anchors, context, block, layers))
+        logits = target.logits(hidden).view(len(picked), count, block, -1)[:, :, 1:]
         labels = block_ids.view(len(picked), count, block)[:, :, 1:]
         loss = draft_update(draft, optimizer, schedule, logits, labels, weights)
         if step % 50 == 0 or step == recipe.draft_steps - 1:
-            log_draft_step(step, loss, logits, labels, log)
+            log_draft_step(step, loss, logits, labels, say)
     draft.eval()
-    draft.save_pretrained(out)
-    _strip_is_causal(out / "config.json")
-    tokenizer.save_pretrained(out, save_jinja_files=False)
-    return draft
 
 
 def draft_update(draft, optimizer, schedule, logits, labels, weights) -> torch.Tensor:
@@ -319,9 +370,12 @@ def build(out: Path, recipe: Recipe = DEFAULT_RECIPE) -> None:
     target_dir, draft_dir = out / "target", out / "draft"
     tokenizer = build_tokenizer(recipe, target_dir)
     log(f"tokenizer: {len(tokenizer)} tokens")
-    target = train_target(recipe, tokenizer, target_dir)
+    torch.manual_seed(recipe.seed)
+    target = Qwen3Target(Qwen3ForCausalLM(target_config(recipe, tokenizer)))
+    fit_target(recipe, target, tokenizer, log)
+    target.model.save_pretrained(target_dir)
     log(f"target trained in {time.perf_counter() - started:.0f} s")
-    sequences = distill_sequences(recipe, tokenizer, target)
+    sequences = distill_sequences(recipe, target, tokenizer, log)
     train_draft(recipe, tokenizer, target, sequences, draft_dir)
     elapsed = time.perf_counter() - started
     # No timings here: the folder must be bit-identical across builds of one recipe.
