@@ -28,7 +28,6 @@ rebuild on the same machine is bit-identical.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -53,7 +52,13 @@ from reference_engine.seed_configs import (
     gemma4_processor,
     muse_glimmer_text,
 )
-from reference_engine.train import build_tokenizer, distill_sequences, fit_draft, fit_target
+from reference_engine.train import (
+    build_arguments,
+    build_tokenizer,
+    distill_sequences,
+    fit_draft,
+    fit_target,
+)
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 
@@ -281,16 +286,7 @@ def build(out: Path, recipe: SeedRecipe) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pair", required=True, help="gemma4 or muse_glimmer")
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=JSON",
-                        help="override a recipe field (tests build a reduced recipe)")
-    args = parser.parse_args(argv)
-    overrides = {}
-    for item in args.set:
-        name, _, value = item.partition("=")
-        overrides[name] = json.loads(value)
+    args, overrides = build_arguments(argv, __doc__.splitlines()[0], pair=True)
     build(args.out, with_overrides(recipe_for(args.pair), overrides))
     return 0
 

@@ -9,6 +9,10 @@ predicts the *target's own* greedy continuation, so the draft is trained on sequ
 target generated, not on the corpus. The draft sees exactly the inputs it gets in
 `dflash_generate`: target hidden features of the positions before the anchor, and the
 target's embedding of [anchor, mask, mask, ...]; labels are the target's next tokens.
+
+The stages (`fit_target`, `distill_sequences`, `fit_draft`) take any target shaped as a
+`Teacher`: this module's build runs them on the tiny Qwen3 target, `seed_train` on the
+seed pairs' targets, so every pair is trained by the same loops.
 """
 
 from __future__ import annotations
@@ -384,16 +388,26 @@ def build(out: Path, recipe: Recipe = DEFAULT_RECIPE) -> None:
     log(f"built in {elapsed:.0f} s -> {out}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_arguments(argv: list[str] | None, description: str, *, pair: bool = False
+                    ) -> tuple[argparse.Namespace, dict[str, object]]:
+    """A build's command line (every build's: `--out DIR`, `--set FIELD=JSON`..., and a
+    seed pair's `--pair`): its arguments and the recipe fields it overrides."""
+    parser = argparse.ArgumentParser(description=description)
+    if pair:
+        parser.add_argument("--pair", required=True, help="gemma4 or muse_glimmer")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=JSON",
                         help="override a recipe field (tests build a reduced recipe)")
     args = parser.parse_args(argv)
-    overrides = {}
+    overrides: dict[str, object] = {}
     for item in args.set:
         name, _, value = item.partition("=")
         overrides[name] = json.loads(value)
+    return args, overrides
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, overrides = build_arguments(argv, __doc__.splitlines()[0])
     build(args.out, with_overrides(DEFAULT_RECIPE, overrides))
     return 0
 
