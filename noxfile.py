@@ -138,7 +138,7 @@ def _fetch_vllm_wheel(session: nox.Session) -> None:
 # `--dist loadscope`: a module's tests go to one worker, so its module fixtures (servers,
 # whole runs) are made once, not once on each worker that ran one of its tests (the
 # e2e's whole runs, 4 of 7 made twice;
-# tests/engines/reference/test_policies_and_draft_noise.py's four servers, 80 s).
+# tests/reference_engine/test_policies_and_draft_noise.py's four servers, 80 s).
 # (xdist 3.8's `loadgroup` did not group here: tried.)
 TESTS_ARGS = ("-n", "2", "--dist", "loadscope", "--durations=15",
               "--ignore", "tests/publish_browser",  # nox -s publish_browser
@@ -210,7 +210,7 @@ def gpu_rehearsal(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff, mypy (pyproject's [tool.mypy]), suite validation and GitHub workflow schemas."""
     session.install("-e", ".[test]")
-    session.run("ruff", "check", "harness", "tests", "benchmarks", "noxfile.py")
+    session.run("ruff", "check", "harness", "reference_engine", "tests", "benchmarks", "noxfile.py")
     session.run("mypy")
     session.run("harness", "validate", "suites")
     workflows = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
@@ -385,7 +385,7 @@ def sglang_dflash_cpu(session: nox.Session) -> None:
 
 
 # The seed's own pairs in miniature (gemma-4 + its DFlash draft, Muse Glimmer + its
-# assistant: harness/engines/reference/seed, docs/seed-models.md) through SGLang 0.5.23's
+# assistant: reference_engine/seed, docs/seed-models.md) through SGLang 0.5.23's
 # own model code and DFLASH worker on CPU, each on its GPU suite's launch line
 # (suites/*_dflash_sglang_cpu.toml, derived by harness/suite/cpu_variants.py): both to
 # PASS, PR #34524 reverted caught on gemma-4 (preflight and paired gate) and absent on

@@ -66,7 +66,7 @@ from harness.workloads.items import Prompt  # noqa: E402
 
 GOAL = 0.10
 SERVER = Path(__file__).resolve().parent / "fake_openai_server.py"
-TOKENIZER = ROOT / "harness" / "engines" / "reference" / "tiny" / "target"
+TOKENIZER = ROOT / "reference_engine" / "tiny" / "target"
 MODEL = "fake"
 OUTPUT_TOKENS = 128
 INPUT_TOKENS = 32

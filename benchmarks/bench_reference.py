@@ -21,10 +21,10 @@ from pathlib import Path
 
 import httpx
 
-from harness.engines.reference.checkpoints import ensure_checkpoints
 from harness.run.launch import Server, ServerSpec, free_port
 from harness.suite.model import GSM8KWorkload
 from harness.workloads.gsm8k import STOP_STRINGS, build_prompts, load_gsm8k
+from reference_engine.checkpoints import ensure_checkpoints
 
 GOAL_EFFICIENCY = 0.7
 
@@ -57,7 +57,7 @@ def main() -> int:
     prompts = [p.text for p in build_prompts(load_gsm8k(), GSM8KWorkload(
         shots=0, questions=args.prompts))]
     port = free_port()
-    command = [sys.executable, "-m", "harness.engines.reference", "--target", str(target),
+    command = [sys.executable, "-m", "reference_engine", "--target", str(target),
                "--draft", str(draft), "--port", str(port), "--log-level", "warning"]
     if args.workers:
         command += ["--workers", str(args.workers)]

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-TOKEN_TEXT = " the"  # one token (id 317) in harness/engines/reference/tiny/target's tokenizer
+TOKEN_TEXT = " the"  # one token (id 317) in reference_engine/tiny/target's tokenizer
 TOKEN_ID = 317
 BEHIND_BYTES = 256 * 1024  # a stream with more than this unsent waits for its client
 SSE_HEADERS = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"

@@ -29,7 +29,7 @@ ENGINES: dict[str, EngineKind] = {
     "sglang": EngineKind("harness.engines.sglang", frozenset({
         "--api-key", "--admin-api-key", "--ssl-keyfile-password", "--watermark-config",
         "--watermark-key", "--watermark-key-b"})),
-    # the reference engine's own server (harness/engines/reference/__main__.py)
+    # the reference engine's own server (reference_engine/__main__.py)
     "reference": EngineKind("harness.engines.reference_adapter",
                             frozenset({"--api-key", "--admin-api-key"})),
     # vLLM 0.32.0: entrypoints/openai/cli_args.py api_key (the Bearer token the server

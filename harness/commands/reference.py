@@ -1,9 +1,9 @@
 """`harness reference build|verify`: remake the project's tiny checkpoints.
 
 The project ships the built checkpoints, each with a sha256 manifest, so every machine
-runs the same weights: the reference engine's (`harness/engines/reference/tiny/`, the
+runs the same weights: the reference engine's (`reference_engine/tiny/`, the
 default `--pair tiny`) and the seed's own pairs in miniature (`--pair gemma4`,
-`--pair muse_glimmer`: `harness/engines/reference/seed/<pair>/`). `build` retrains from
+`--pair muse_glimmer`: `reference_engine/seed/<pair>/`). `build` retrains from
 the recipe (`--ship` replaces the shipped copy, for a maintainer who changed the recipe);
 `verify` rebuilds the full recipe and compares every file with the shipped manifest.
 Training runs in a subprocess of the engine environment's Python, so this command, like
@@ -19,22 +19,23 @@ import tempfile
 from pathlib import Path
 
 from harness.builds import cache_root
-from harness.engines.reference.causal_draft import causal_draft, verify_causal_draft
-from harness.engines.reference.checkpoints import (
-    SHIPPED_DIR,
-    build,
-    checkpoint_dir,
-    folder_hashes,
-    read_manifest,
-    write_manifest,
-)
-from harness.engines.reference.seed_checkpoints import MANIFEST, build_dir, pair_dir
-from harness.engines.reference.seed_checkpoints import build as build_seed
-from harness.engines.reference.seed_checkpoints import folder_hashes as seed_folder_hashes
-from harness.engines.reference.seed_checkpoints import write_manifest as write_seed_manifest
-from harness.engines.reference.seed_recipe import recipe_for
 from harness.errors import BadInput, ExitCode
 from harness.run.exit_codes import check_exit
+from reference_engine.causal_draft import causal_draft, verify_causal_draft
+from reference_engine.checkpoints import (
+    MANIFEST,
+    SHIPPED_DIR,
+    build,
+    build_pair,
+    checkpoint_dir,
+    folder_hashes,
+    pair_build_dir,
+    pair_dir,
+    read_manifest,
+    write_manifest,
+    write_pair_manifest,
+)
+from reference_engine.recipe import recipe_for
 
 USAGE = ("usage: harness reference build [--pair PAIR] [--out DIR] [--force] [--ship] | "
          "verify [--pair PAIR] [--out DIR]")
@@ -89,8 +90,8 @@ def _verify(args: argparse.Namespace) -> ExitCode:
 
 
 def _build_seed(args: argparse.Namespace) -> ExitCode:
-    out = args.out or build_dir(cache_root(), args.pair)
-    folder = build_seed(args.pair, args.python, out, force=args.force)
+    out = args.out or pair_build_dir(cache_root(), args.pair)
+    folder = build_pair(args.pair, args.python, out, force=args.force)
     print(f"target: {folder / 'target'}")
     print(f"draft:  {folder / 'draft'}")
     if args.ship:
@@ -99,7 +100,7 @@ def _build_seed(args: argparse.Namespace) -> ExitCode:
             shutil.rmtree(shipped / role, ignore_errors=True)
             shutil.copytree(folder / role, shipped / role)
         shutil.copy2(folder / "recipe.json", shipped / "recipe.json")
-        write_seed_manifest(shipped, recipe_for(args.pair))
+        write_pair_manifest(shipped, recipe_for(args.pair))
         print(f"shipped: {shipped} (manifest rewritten)")
     return ExitCode.PASS
 
@@ -112,7 +113,8 @@ def _verify_seed(args: argparse.Namespace) -> ExitCode:
         raise BadInput(f"{shipped_dir / MANIFEST}: cannot read the manifest: {error}") from None
     with tempfile.TemporaryDirectory(prefix="reference-verify-") as scratch:
         out = args.out or Path(scratch) / "build"
-        rebuilt = seed_folder_hashes(build_seed(args.pair, args.python, out, force=True))
+        rebuilt = folder_hashes(build_pair(args.pair, args.python, out, force=True),
+                                names=None)
     differing = sorted(name for name in set(shipped) | set(rebuilt)
                        if shipped.get(name) != rebuilt.get(name))
     for name in sorted(set(shipped) | set(rebuilt)):

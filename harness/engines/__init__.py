@@ -12,7 +12,7 @@ engine-specific string.
 - `sglang`: SGLang, the engine under test (launch line, API, versions).
 - `reference_adapter`: the project's CPU reference engine, which serves SGLang's API (so
   it reuses the SGLang adapter's API half) from its own launch line.
-- `reference`: that engine itself (`python -m harness.engines.reference`).
+- `reference`: that engine itself (`python -m reference_engine`).
 
 Light to import: no third-party package is imported here.
 """

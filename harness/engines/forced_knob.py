@@ -21,7 +21,7 @@ Carrier = Literal["environment", "speculative_config"]
 KNOB_MODULES: dict[str, str] = {
     "sglang": "harness.engines.sglang.forced",
     "vllm": "harness.engines.vllm.forced",
-    "reference": "harness.engines.reference.forced",
+    "reference": "reference_engine.forced",
 }
 
 

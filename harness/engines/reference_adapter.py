@@ -1,6 +1,6 @@
 """The CPU reference engine's adapter: its own launch line, SGLang 0.5.23's API.
 
-The engine (`python -m harness.engines.reference`) serves the subset of SGLang's API
+The engine (`python -m reference_engine`) serves the subset of SGLang's API
 the harness uses, with SGLang's response shapes, so everything after the launch line is
 the SGLang adapter's (`harness.engines.sglang.api`); it also reports the draft's
 per-layer attention as it applied it.
@@ -21,7 +21,7 @@ from harness.suite.checkpoints import Models
 from harness.suite.model import Suite
 from harness.suite.serving import ReferenceEngine
 
-LAUNCH_MODULE = "harness.engines.reference"
+LAUNCH_MODULE = "reference_engine"
 RESERVED_FLAGS = frozenset({"--host", "--port", "--target", "--draft", "--attention-policy",
                             "--draft-noise", "--seed", "--block-size", "--dp-size",
                             "--no-speculation", "--device"})

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from harness import builds
 from harness.builds.sglang_cpu import CPU_ENGINE_ENV, host_device
 from harness.engines.interface import Placement
-from harness.engines.reference.checkpoints import uniform_draft
 from harness.engines.registry import adapter_for
 from harness.errors import BadInput
 from harness.metrics.floor_checks import FloorCheck, floor_checks
@@ -46,6 +45,7 @@ from harness.suite.release_patches import shown
 from harness.suite.serving import DRAFTLESS, ReferenceEngine, SGLangEngine
 from harness.workloads import describe as describe_workload
 from harness.workloads import prepare
+from reference_engine.checkpoints import uniform_draft
 
 if TYPE_CHECKING:
     from harness.run.outcome import RunOptions

@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from harness import builds
 from harness.engines.interface import EngineAdapter, Placement
-from harness.engines.reference.causal_draft import causal_draft
-from harness.engines.reference.checkpoints import default_dirs, ensure_checkpoints, uniform_draft
 from harness.engines.registry import adapter_for
 from harness.errors import BadInput
 from harness.results.record import BuildInfo
@@ -37,6 +35,8 @@ from harness.suite.model import Entry, LoadedSuite, Suite, VLLMEngine, suite_ent
 from harness.suite.release_patches import patch_files
 from harness.suite.serving import ReferenceEngine, SGLangEngine
 from harness.workloads.grid_data import check_grid_data
+from reference_engine.causal_draft import causal_draft
+from reference_engine.checkpoints import default_dirs, ensure_checkpoints, uniform_draft
 
 if TYPE_CHECKING:
     from harness.run.outcome import RunOptions

@@ -9,11 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness import builds
-from harness.engines.reference.checkpoints import (
-    draft_files_sha256,
-    file_sha256,
-    served_weights_sha256,
-)
 from harness.engines.reference_adapter import engine_device
 from harness.engines.registry import secret_flags
 from harness.errors import error_text
@@ -25,6 +20,11 @@ from harness.secrets import redact_argv, redact_document
 from harness.suite.model import LoadedSuite, Suite, VLLMEngine
 from harness.suite.serving import ReferenceEngine, SGLangEngine
 from harness.workloads import WorkloadPlan
+from reference_engine.checkpoints import (
+    draft_files_sha256,
+    file_sha256,
+    served_weights_sha256,
+)
 
 
 def redact_command(command: Sequence[str], suite: Suite) -> list[str]:

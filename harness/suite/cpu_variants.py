@@ -40,7 +40,7 @@ import tomli_w
 from harness.files import SUITES_DIR
 
 REPO = SUITES_DIR.parent
-SEED_DIR = "harness/engines/reference/seed"
+SEED_DIR = "reference_engine/seed"
 
 # Flag -> its CPU value, wherever the GPU line has it (everything else is kept as written).
 CPU_REPLACED: dict[str, str] = {
@@ -68,7 +68,7 @@ class CpuVariant:
 
     name: str
     source: str  # the GPU suite's file stem in suites/
-    pair: str  # the miniature: harness/engines/reference/seed/<pair>/
+    pair: str  # the miniature: reference_engine/seed/<pair>/
     workload: dict[str, object]
     floor: float
     floor_note: str
@@ -139,7 +139,7 @@ def derive(source: SourceDocument, variant: CpuVariant,
     document: dict[str, object] = {
         "name": variant.name,
         "description": (f"{source['name']} on real SGLang's CPU path: its launch line on "
-                        f"the {variant.pair} miniature (harness/engines/reference/seed)"),
+                        f"the {variant.pair} miniature (reference_engine/seed)"),
         "engine": engine,
         "target": {"model": f"{SEED_DIR}/{variant.pair}/target"},
         "draft": {"model": f"{SEED_DIR}/{variant.pair}/draft",

@@ -43,12 +43,12 @@ ANSWERS: dict[tuple[str, str], Answers] = {
     ("sglang", "chat"): Answers(
         ALL_COUNTS, "/v1/chat/completions meta_info, sent with \"return_meta_info\": true "
                     "(harness.engines.sglang.api.parse_chat)", since=(0, 5, 17)),
-    # the reference engine's server answers as SGLang 0.5.23 does (engines/reference/params.py)
+    # the reference engine's server answers as SGLang 0.5.23 does (reference_engine/params.py)
     ("reference", "completion"): Answers(
-        ALL_COUNTS, "/generate meta_info, as SGLang 0.5.23 (harness/engines/reference/params.py)"),
+        ALL_COUNTS, "/generate meta_info, as SGLang 0.5.23 (reference_engine/params.py)"),
     ("reference", "chat"): Answers(
         ALL_COUNTS, "/v1/chat/completions meta_info, as SGLang 0.5.23 "
-                    "(harness/engines/reference/openai_api.py)"),
+                    "(reference_engine/openai_api.py)"),
     # --per-request-spec-decode-metrics, which every launch line of the harness sets
     ("vllm", "completion"): Answers(
         ALL_COUNTS, "/v1/completions usage.completion_tokens and metrics.speculative_decoding "

@@ -23,7 +23,7 @@ of two categories share no prompt, so only a category's cells pair by question.
 Bad input is refused at load naming the field: an unknown category, a repeated axis
 value, a reference that names no cell, a concurrency past the questions, prefix caching
 on an engine that has no prefix cache (the reference engine: every request prefills its
-whole prompt into a fresh cache, `harness/engines/reference/decoding.py`), or a prefix
+whole prompt into a fresh cache, `reference_engine/decoding.py`), or a prefix
 flag already among `engine.extra_args`. What only the data can say (a category's rows, the
 worked examples a tier needs) is checked by `harness validate` before any run
 (`harness.workloads.grid_data`).

@@ -3,7 +3,7 @@
 A name is a path when it starts with / . ~ or has more parts than a hub id (`org/name`);
 a relative one is found from the working folder, else from the repository root (as the
 stand-ins are), so a suite names the shipped tiny checkpoints as
-`harness/engines/reference/tiny/target` from anywhere.
+`reference_engine/tiny/target` from anywhere.
 
 The context is what SGLang takes as the model's context length when no `--context-length`
 is given (0.5.23, `utils/hf_transformers/common.py`, `get_context_length`, called with the

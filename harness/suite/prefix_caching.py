@@ -42,7 +42,7 @@ PREFIX_CACHES: dict[str, PrefixCache] = {
     "reference": PrefixCache(
         "reference", False, (), (),
         "the reference engine keeps no prefix cache: _Run.execute "
-        "(harness/engines/reference/decoding.py) makes a fresh KV cache per request and "
+        "(reference_engine/decoding.py) makes a fresh KV cache per request and "
         "prefills the whole prompt; nothing is shared between requests"),
 }
 

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "suites" / "tiny_dflash_sglang_cpu.toml"
-DRAFT = ROOT / "harness" / "engines" / "reference" / "tiny" / "draft-capturable"
+DRAFT = ROOT / "reference_engine" / "tiny" / "draft-capturable"
 CHANGES = Path(__file__).with_name("changes")
 
 

@@ -20,7 +20,7 @@ from harness.suite.model import load_suite
 from tests.audit.conftest import REPO_ROOT, release_sources
 from tests.audit.planted import DEFECTS, DRAFT, STATIC_LEVELS, SUITE, edited_draft, edited_suite
 
-TARGET = REPO_ROOT / "harness" / "engines" / "reference" / "tiny" / "target"
+TARGET = REPO_ROOT / "reference_engine" / "tiny" / "target"
 DOCS = REPO_ROOT / "docs" / "audit.md"
 
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from harness.builds import has_reference_dependencies
-from harness.engines.reference.noise_drift import DRIFT_ENV
 from harness.results.readers import read_requests, read_soak
 from harness.results.soaks import SOAK_FILE
 from harness.suite.model import SUITES_DIR
+from reference_engine.noise_drift import DRIFT_ENV
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # nox -s e2e
 

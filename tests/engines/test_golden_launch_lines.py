@@ -107,7 +107,7 @@ CPU_FLAGS = [
 ]
 GOLDEN["tiny_ngram_sglang_cpu"] = [
     "python", "-m", "sglang.launch_server",
-    "--model-path", "harness/engines/reference/tiny/target",
+    "--model-path", "reference_engine/tiny/target",
     "--speculative-algorithm", "NGRAM",
     "--speculative-num-draft-tokens", "4",
     "--tp-size", "1", "--random-seed", "0", *CPU_FLAGS,
@@ -115,14 +115,14 @@ GOLDEN["tiny_ngram_sglang_cpu"] = [
 # Two DP ranks (docs/topology.md): --dp-size after --tp-size; the rest as the NGRAM suite's
 GOLDEN["tiny_ngram_dp2_sglang_cpu"] = [
     "python", "-m", "sglang.launch_server",
-    "--model-path", "harness/engines/reference/tiny/target",
+    "--model-path", "reference_engine/tiny/target",
     "--speculative-algorithm", "NGRAM",
     "--speculative-num-draft-tokens", "4",
     "--tp-size", "1", "--dp-size", "2", "--random-seed", "0", *CPU_FLAGS,
 ]
 GOLDEN["tiny_standalone_sglang_cpu"] = [
     "python", "-m", "sglang.launch_server",
-    "--model-path", "harness/engines/reference/tiny/target",
+    "--model-path", "reference_engine/tiny/target",
     "--speculative-algorithm", "STANDALONE",
     "--speculative-draft-model-path", "/models/tiny-causal-draft",
     "--speculative-num-draft-tokens", "4",
@@ -135,9 +135,9 @@ GOLDEN["tiny_standalone_sglang_cpu"] = [
 # patch needs (bf16, no overlap schedule, no CUDA graphs) among the CPU flags.
 GOLDEN["tiny_dflash_sglang_cpu"] = [
     "python", "-m", "sglang.launch_server",
-    "--model-path", "harness/engines/reference/tiny/target",
+    "--model-path", "reference_engine/tiny/target",
     "--speculative-algorithm", "DFLASH",
-    "--speculative-draft-model-path", "harness/engines/reference/tiny/draft-capturable",
+    "--speculative-draft-model-path", "reference_engine/tiny/draft-capturable",
     "--speculative-num-draft-tokens", "8",
     "--speculative-draft-attention-backend", "intel_amx",
     "--tp-size", "1", "--random-seed", "0",
@@ -157,9 +157,9 @@ SEED_CPU_TAIL = ["--device", "cpu", "--disable-overlap-schedule", "--disable-cud
                  "--decode-log-interval", "1"]
 GOLDEN["gemma4_dflash_sglang_cpu"] = [
     "python", "-m", "sglang.launch_server",
-    "--model-path", "harness/engines/reference/seed/gemma4/target",
+    "--model-path", "reference_engine/seed/gemma4/target",
     "--speculative-algorithm", "DFLASH",
-    "--speculative-draft-model-path", "harness/engines/reference/seed/gemma4/draft",
+    "--speculative-draft-model-path", "reference_engine/seed/gemma4/draft",
     "--speculative-num-draft-tokens", "16",
     "--speculative-draft-attention-backend", "intel_amx",
     "--tp-size", "1", "--random-seed", "0",
@@ -171,9 +171,9 @@ GOLDEN["gemma4_dflash_sglang_cpu"] = [
 ]
 GOLDEN["muse_glimmer_dflash_sglang_cpu"] = [
     "python", "-m", "sglang.launch_server",
-    "--model-path", "harness/engines/reference/seed/muse_glimmer/target",
+    "--model-path", "reference_engine/seed/muse_glimmer/target",
     "--speculative-algorithm", "DFLASH",
-    "--speculative-draft-model-path", "harness/engines/reference/seed/muse_glimmer/draft",
+    "--speculative-draft-model-path", "reference_engine/seed/muse_glimmer/draft",
     "--speculative-dflash-block-size", "5",
     "--speculative-draft-attention-backend", "intel_amx",
     "--tp-size", "1", "--random-seed", "0",
@@ -341,7 +341,7 @@ def test_reference_launch_line(tmp_path: Path) -> None:
     argv = reference_launch.launch_command(suite, "python", "127.0.0.1", 30000,
                                            Path("/ckpt/target"), Path("/ckpt/draft"))
     assert argv == [
-        "python", "-m", "harness.engines.reference",
+        "python", "-m", "reference_engine",
         "--target", "/ckpt/target",
         "--draft", "/ckpt/draft",
         "--host", "127.0.0.1",

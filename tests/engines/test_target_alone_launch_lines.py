@@ -96,7 +96,7 @@ def test_reference_target_alone_runs_without_speculation(tmp_path: Path) -> None
     line = reference_launch.launch_command(suite, "python", "127.0.0.1", 30000,
                                            Path("/ckpt/target"), Path("/ckpt/draft"))
     assert adapter_for("reference").target_alone_command(line) == [
-        "python", "-m", "harness.engines.reference",
+        "python", "-m", "reference_engine",
         "--target", "/ckpt/target",
         "--draft", "/ckpt/draft",
         "--host", "127.0.0.1",
@@ -110,7 +110,7 @@ def test_reference_target_alone_runs_without_speculation(tmp_path: Path) -> None
 
 
 def test_the_reference_engine_refuses_no_speculation_with_a_block_size() -> None:
-    from harness.engines.reference.__main__ import parse_args
+    from reference_engine.__main__ import parse_args
 
     args = parse_args(["--target", "t", "--draft", "d", "--port", "1", "--no-speculation"])
     assert args.block_size == 1

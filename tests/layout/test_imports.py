@@ -1,6 +1,11 @@
 """The package's shape: at most six files at the top of `harness/`, no import circle among
 its files (imports inside functions included: they are circles in the design even when
-they run), and dependencies in one direction (the folders' map in the README)."""
+they run), and dependencies in one direction (the folders' map in the README).
+
+The CPU reference engine (`reference_engine/`, a package beside `harness/`) sits in the
+engines' row: it reads the rows above it (errors, files, builds, the attention contract,
+the forced-acceptance knob's type), and only the stages below it import its torch-free
+checkpoint lookup; the harness starts the engine itself as a process."""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "harness"
+REFERENCE_ENGINE = PACKAGE.parent / "reference_engine"
+PACKAGES = (PACKAGE, REFERENCE_ENGINE)
 
 # The README's map, top to bottom: a module imports only from its own row or rows above it
 # (imports inside functions count). `harness` is the package's __init__ (`__version__`).
@@ -19,7 +26,7 @@ ROWS: tuple[tuple[str, ...], ...] = (
     ("suite",),
     ("metrics",),
     ("workloads",),
-    ("builds", "engines", "audit"),
+    ("builds", "engines", "audit", "reference_engine"),
     ("analysis",),
     ("run",),
     ("protocols", "ci"),
@@ -28,11 +35,12 @@ ROWS: tuple[tuple[str, ...], ...] = (
     ("cli", "__main__"),
 )
 ROW_OF = {folder: row for row, folders in enumerate(ROWS) for folder in folders}
+TOP_LEVEL = {package.name for package in PACKAGES}
 
 
 def module_files() -> dict[str, Path]:
     modules = {}
-    for path in PACKAGE.rglob("*.py"):
+    for path in (path for package in PACKAGES for path in package.rglob("*.py")):
         parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
@@ -41,7 +49,8 @@ def module_files() -> dict[str, Path]:
 
 
 def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The harness modules `name` imports anywhere in its file (submodules resolved)."""
+    """The harness and reference-engine modules `name` imports anywhere in its file
+    (submodules resolved)."""
 
     def known(dotted: str) -> str | None:
         while dotted and dotted not in modules:
@@ -62,7 +71,7 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
         else:
             continue
         for target in targets:
-            if target.split(".")[0] == "harness" and (hit := known(target)) and hit != name:
+            if target.split(".")[0] in TOP_LEVEL and (hit := known(target)) and hit != name:
                 found.add(hit)
     return found
 
@@ -116,6 +125,8 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def folder_of(module: str) -> str:
     parts = module.split(".")
+    if parts[0] != "harness":
+        return parts[0]  # reference_engine: one folder of the map
     return parts[1] if len(parts) > 1 else "harness"
 
 

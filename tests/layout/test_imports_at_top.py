@@ -28,6 +28,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "harness"
+# held to the same rule: the CPU reference engine, a package beside the harness
+PACKAGES = (PACKAGE, PACKAGE.parent / "reference_engine")
 
 RICH = "heavy for start-up: the command module must import fast; rich only when a table prints"
 NUMPY = ("heavy for start-up: the statistics modules import cheaply (the commands import "
@@ -42,8 +44,8 @@ ENGINE_ENV = ("runs inside an engine's own environment (launched by path): stand
               "at its top, the engine's transformers imported where it is used")
 SUITE_MODEL = ("heavy for start-up: `harness list` reads each suite's cached listing; the suite "
                "model (pydantic) loads only when a listing is stale")
-ENGINE_WORKER = ("runs inside an engine's own environment (`python -m harness.engines."
-                 "reference`): torch, dflash and transformers (and decoding.py, torch at its "
+ENGINE_WORKER = ("runs inside an engine's own environment (`python -m reference_engine`)"
+                 ": torch, dflash and transformers (and decoding.py, torch at its "
                  "top) load where a worker decodes or a tokenizer is read, so the launcher "
                  "checks its arguments, device and folders without them (exit 2 at once)")
 PLOTS = ("heavy for start-up: the run path stays free of matplotlib and pandas; the plot "
@@ -66,10 +68,10 @@ ALLOWED: dict[str, dict[str, str]] = {
     "harness.ci.pytest_plugin": {"harness.suite.model": PLUGIN, "harness.ci.gpu_allocator": PLUGIN,
                                  "harness.run.preflight": PLUGIN,
                                  "harness.protocols.pairing": PLUGIN},
-    "harness.engines.reference.loading": {"torch": ENGINE_WORKER, "transformers": ENGINE_WORKER,
+    "reference_engine.loading": {"torch": ENGINE_WORKER, "transformers": ENGINE_WORKER,
                                           "dflash": ENGINE_WORKER,
-                                          "harness.engines.reference.decoding": ENGINE_WORKER},
-    "harness.engines.reference.seed_train": {
+                                          "reference_engine.decoding": ENGINE_WORKER},
+    "reference_engine.seed_train": {
         "transformers": ("runs inside an engine's own environment (seed training, torch at "
                          "its top): gemma-4's classes are imported only for the gemma-4 "
                          "pair, so the Muse Glimmer pair trains under a transformers "
@@ -134,7 +136,7 @@ def _under(name: str, prefix: str) -> bool:
 
 def scan() -> dict[str, list[tuple[int, str]]]:
     found = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted(path for package in PACKAGES for path in package.rglob("*.py")):
         name = module_name(path)
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         if hits := imports_in_functions(path.read_text(encoding="utf-8"), package):
@@ -160,7 +162,7 @@ def test_every_allowed_import_is_still_there() -> None:
 
 
 def test_allowed_and_pending_name_real_modules_apart() -> None:
-    modules = {module_name(path) for path in PACKAGE.rglob("*.py")}
+    modules = {module_name(path) for package in PACKAGES for path in package.rglob("*.py")}
     assert all(module in modules for module in ALLOWED)
     assert all(any(_under(m, prefix) for m in modules) for prefix in PENDING)
     assert not [m for m in ALLOWED if any(_under(m, prefix) for prefix in PENDING)]

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from harness.builds import has_reference_dependencies
-from harness.engines.reference.forced import LENGTH_ENV
 from harness.results.readers import read_run
+from reference_engine.forced import LENGTH_ENV
 from tests.tiny_variants import tiny_variant
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e,  # nox -s e2e: four launches

@@ -41,12 +41,12 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def dp2_server() -> Iterator[str]:
-    from tests.engines.reference.conftest import engine_available, start_server, stop_server
+    from tests.reference_engine.conftest import engine_available, start_server, stop_server
 
     if not engine_available():
         pytest.skip("the reference extra (torch, transformers, dflash) is not installed")
     from harness.builds import cache_root
-    from harness.engines.reference.checkpoints import ensure_checkpoints
+    from reference_engine.checkpoints import ensure_checkpoints
 
     target, draft = ensure_checkpoints(sys.executable, cache_root())
     server = start_server(target, draft, "--dp-size", "2", "--block-size", "8", "--workers",

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.engines.reference.seed_checkpoints import SEED_DIR
 from harness.errors import BadInput
 from harness.run.checkpoint_folder import check_folder
+from reference_engine.checkpoints import SEED_DIR
 
-TINY = Path("harness/engines/reference/tiny")
+TINY = Path("reference_engine/tiny")
 SHIPPED = [TINY / "target", TINY / "draft", TINY / "draft-capturable",
            *(SEED_DIR / pair / role for pair in ("gemma4", "muse_glimmer")
              for role in ("target", "draft"))]

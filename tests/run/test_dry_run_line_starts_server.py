@@ -29,7 +29,7 @@ extra_args = ["--api-key", "sk-PLANTED-1", "--decode-log-interval", "1"]
 HF_TOKEN = "hf_PLANTED_2"
 FAKE_SGLANG_MODE = "ok"
 [target]
-model = "harness/engines/reference/tiny/target"
+model = "reference_engine/tiny/target"
 [speculative]
 algorithm = "NGRAM"
 num_draft_tokens = 4

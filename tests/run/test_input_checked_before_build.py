@@ -73,7 +73,7 @@ def test_a_suites_relative_model_is_found_from_any_folder(
     monkeypatch.chdir(tmp_path)
     served = models(load_suite("tiny_ngram_sglang_cpu").suite,
                     SimpleNamespace(target_model=None, draft_model=None))
-    assert served.target == str(REPO_ROOT / "harness/engines/reference/tiny/target")
+    assert served.target == str(REPO_ROOT / "reference_engine/tiny/target")
     hub = models(load_suite("tiny_ngram_sglang_cpu").suite,
                  SimpleNamespace(target_model="Qwen/Qwen3-8B", draft_model=None))
     assert hub.target == "Qwen/Qwen3-8B"  # a hub id stays one

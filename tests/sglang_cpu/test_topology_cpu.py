@@ -83,7 +83,7 @@ def test_a_running_dp2_server_is_measured_by_attaching(sglang_cpu: Any,
     loaded = load_suite(SUITE)
     port = free_port()
     command = [sglang_cpu.python, "-m", "sglang.launch_server",
-               "--model-path", str(REPO / "harness/engines/reference/tiny/target"),
+               "--model-path", str(REPO / "reference_engine/tiny/target"),
                "--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", "4",
                "--tp-size", "1", "--dp-size", "2", "--random-seed", "0",
                "--host", "127.0.0.1", "--port", str(port), *loaded.suite.engine.extra_args]
@@ -155,7 +155,7 @@ def test_the_probe_names_sglangs_own_refusals(sglang_cpu: Any) -> None:
     from harness.suite.model import load_suite
 
     env = server_env(load_suite(SUITE).suite, None, sglang_cpu.facts)
-    base = ["--model-path", str(REPO / "harness/engines/reference/tiny/target"),
+    base = ["--model-path", str(REPO / "reference_engine/tiny/target"),
             "--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", "4",
             "--device", "cpu", "--attention-backend", "intel_amx"]
     lines = {"dp2": ["--dp-size", "2"],

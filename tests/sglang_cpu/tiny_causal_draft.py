@@ -1,5 +1,5 @@
 """The STANDALONE suite's tiny causal draft, as the harness makes it
-(`harness.engines.reference.causal_draft`: the shipped tiny target's first layers, cut
+(`reference_engine.causal_draft`: the shipped tiny target's first layers, cut
 bit for bit). Kept for scripts that made it by hand:
 
     python -m tests.sglang_cpu.tiny_causal_draft OUT   # writes the draft folder to OUT
@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 from harness.builds import REPO_ROOT
-from harness.engines.reference.causal_draft import LAYERS, cut_layers
+from reference_engine.causal_draft import LAYERS, cut_layers
 
-TARGET = REPO_ROOT / "harness" / "engines" / "reference" / "tiny" / "target"
+TARGET = REPO_ROOT / "reference_engine" / "tiny" / "target"
 
 
 def cut(target: Path, out: Path, layers: int = LAYERS) -> Path:

@@ -3,7 +3,7 @@
 Run by the SGLang CPU engine's interpreter, which holds transformers at SGLang 0.5.23's
 pin (5.19, the first with Muse Glimmer): `python muse_oracle.py TARGET_DIR` prints one JSON
 object: the largest logit difference between the project's `MuseGlimmerLM` (the model the
-build trains, `harness/engines/reference/muse_glimmer_model.py`) and transformers'
+build trains, `reference_engine/muse_glimmer_model.py`) and transformers'
 `MuseGlimmerForConditionalGeneration`, both in float32 on the checkpoint's weights, and
 whether their greedy next tokens agree at every position.
 """
@@ -18,9 +18,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from harness.engines.reference.muse_glimmer_model import MuseGlimmerLM, vendor_name
-from harness.engines.reference.seed_configs import TokenIds, muse_glimmer_text
-from harness.engines.reference.seed_recipe import MUSE_GLIMMER
+from reference_engine.muse_glimmer_model import MuseGlimmerLM, vendor_name
+from reference_engine.recipe import MUSE_GLIMMER
+from reference_engine.seed_configs import TokenIds, muse_glimmer_text
 
 
 def main(folder: Path) -> dict[str, object]:

@@ -1,5 +1,5 @@
 """SGLang 0.5.23's own forced-acceptance code on CPU, from its engine environment: the
-reference engine's knob (harness/engines/reference/forced.py) is modelled on it, so its
+reference engine's knob (reference_engine/forced.py) is modelled on it, so its
 draws and its commit rule are checked against SGLang's `sample_simulated_acc_len` and
 `apply_dflash_simulated_acceptance` (srt/speculative/spec_utils.py, dflash_utils.py):
 plain torch on the verify's tensors, nothing in them needs a GPU."""
@@ -15,7 +15,7 @@ from statistics import mean
 import pytest
 
 from harness import builds
-from harness.engines.reference.forced import ForcedAcceptance
+from reference_engine.forced import ForcedAcceptance
 from tests.sglang_dflash_cpu.conftest import STAND_IN
 
 pytestmark = pytest.mark.slow

@@ -34,7 +34,7 @@ MUSE = "muse_glimmer_dflash_sglang_cpu"
 GEMMA_CONTRACT = [(True, 16)] * 4 + [(False, None)]
 GEMMA_REVERTED = [(False, 16)] * 4 + [(False, None)]
 MUSE_CONTRACT = [(False, 16)] * 5
-SEED = builds.REPO_ROOT / "harness" / "engines" / "reference" / "seed"
+SEED = builds.REPO_ROOT / "reference_engine" / "seed"
 
 
 def harness_run(suite: str, results: Path, *extra: str) -> Run:
@@ -167,7 +167,7 @@ def test_muse_glimmer_is_bidirectional_both_ways(muse_reverted: Run) -> None:
 
 
 def test_the_trained_muse_glimmer_decoder_is_transformers_own(sglang_cpu: Any) -> None:
-    """The decoder the build trains (harness/engines/reference/muse_glimmer_model.py)
+    """The decoder the build trains (reference_engine/muse_glimmer_model.py)
     computes what transformers 5.19's MuseGlimmerForConditionalGeneration (SGLang 0.5.23's
     pin) computes on the shipped target."""
     done = subprocess.run([sglang_cpu.python, str(HERE / "muse_oracle.py"),

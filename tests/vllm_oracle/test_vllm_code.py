@@ -17,7 +17,7 @@ from tests.vllm_oracle.vllm_code import METRICS, PARSE, STOP_CHECK, run_vllm, vl
 
 SUITES = Path(__file__).resolve().parents[2] / "suites"
 VLLM_SUITES = sorted(p for p in SUITES.glob("*.toml") if 'kind = "vllm"' in p.read_text())
-DRAFT = Path(__file__).resolve().parents[2] / "harness/engines/reference/tiny/draft"
+DRAFT = Path(__file__).resolve().parents[2] / "reference_engine/tiny/draft"
 
 
 @pytest.mark.parametrize("path", VLLM_SUITES, ids=lambda p: p.stem)

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from harness.commands.ab import _same_workloads
-from harness.engines.reference.checkpoints import (
+from harness.errors import BadInput
+from harness.suite.model import load_suite
+from reference_engine.checkpoints import (
     SHIPPED_DIR,
     draft_files_sha256,
     uniform_draft,
 )
-from harness.errors import BadInput
-from harness.suite.model import load_suite
 from tests.shared import bare_environment
 
 ROOT = Path(__file__).resolve().parents[3]

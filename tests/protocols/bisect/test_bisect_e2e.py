@@ -118,7 +118,7 @@ def test_endpoints_that_do_not_differ_end_with_exit_6(tmp_path: Path) -> None:
 def _server_of(harness: psutil.Process) -> psutil.Process | None:
     for child in harness.children(recursive=True):
         try:
-            if "harness.engines.reference" in " ".join(child.cmdline()):
+            if "reference_engine" in " ".join(child.cmdline()):
                 return child
         except psutil.NoSuchProcess:
             continue
