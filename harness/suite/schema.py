@@ -23,6 +23,7 @@ from harness.suite.entries import (
     impossible,
     known_categories,
 )
+from harness.suite.forced import ForcedSetting
 from harness.suite.gate import Gate
 from harness.suite.local_models import context_limit, max_tokens_problem
 from harness.suite.protocol_checks import EntryParts, check_entry
@@ -59,6 +60,8 @@ class Suite(Strict):
     workloads: list[WorkloadEntry] = Field(default_factory=list)
     # Speculation against the target alone (harness.suite.speedup): None, no baseline run.
     speedup: SpeedupSetting | None = None
+    # The tolerances of `harness forced --against` (harness.suite.forced): None, no split.
+    forced: ForcedSetting | None = None
 
     @model_validator(mode="before")
     @classmethod

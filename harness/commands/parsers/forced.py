@@ -26,6 +26,13 @@ class ForcedCommand(Command):
         add_results_option(parser)
         parser.add_argument("--sglang", "--build", dest="sglang", metavar="SPEC",
                             help="build under test (as `harness run --build`)")
+        parser.add_argument("--against", metavar="SPEC",
+                            help="a reference build: its ladder is measured first, then "
+                            "the build's at the same forced accept lengths, and a speedup "
+                            "drop is split into the system's share (speedup at equal forced "
+                            "acceptance) and the draft's (real accept length), each gated "
+                            "by the suite's [forced] tolerance; the verdict names which "
+                            "failed")
         parser.add_argument("--engine-python", metavar="PATH",
                             help="interpreter of the engine's environment")
         parser.add_argument("--label", help="a tag recorded with every point's run")
