@@ -27,7 +27,7 @@ from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
 from harness.builds import parse_build_spec
-from harness.engines.forced_knob import ForcedKnob, knob_for
+from harness.engines.forced_knob import Carrier, ForcedKnob, knob_for
 from harness.errors import BadInput, ExitCode, Interrupted
 from harness.metrics.speedup import DEFINITIONS as SPEEDUP_DEFINITIONS
 from harness.metrics.speedup import GATE_DEFINITION, SPEEDUP_THROUGHPUT, SPEEDUP_TPOT
@@ -116,11 +116,6 @@ def check_knob(suite: Suite, build: str | None, flag: str = "--build"
         raise BadInput(f"suite {suite.name}: speculative.algorithm {algorithm}: {kind}'s "
                        f"{knob.length_name} is read only for "
                        f"{', '.join(sorted(knob.algorithms))} ({knob.source})")
-    if knob.carrier != "environment":
-        raise BadInput(f"suite {suite.name}: engine.kind {kind}: its knob is the "
-                       f"--speculative-config key {knob.length_name} ({knob.source}), which "
-                       "`harness forced` does not set yet; only environment knobs are "
-                       "applied (SGLang, the reference engine)")
     block = suite.speculative.draft_tokens
     if block is None or block < 2:
         raise BadInput(f"suite {suite.name}: speculative.block_size: forcing the acceptance "
@@ -156,9 +151,10 @@ def point_tag(value: float | None) -> str:
 
 
 def point_suite(loaded: LoadedSuite, settings: dict[str, str | float], tag: str,
-                questions: int | None) -> LoadedSuite:
+                questions: int | None, carrier: Carrier = "environment") -> LoadedSuite:
     """The suite of one point: its main workload alone (questions capped when asked), the
-    knob in engine.env, the target alone measured after it, floors every run meets."""
+    knob where the engine reads it (engine.env, or vLLM's engine.speculative_config), the
+    target alone measured after it, floors every run meets."""
     document = copy.deepcopy(loaded.document)
     suite = loaded.suite
     for key in ("workloads", "gate", "baselines", "forced"):
@@ -178,10 +174,13 @@ def point_suite(loaded: LoadedSuite, settings: dict[str, str | float], tag: str,
     if not isinstance(engine_table, dict):
         raise BadInput(f"suite {suite.name}: [engine] is not a table")
     engine = dict(engine_table)
-    env = engine.get("env") or {}
-    if not isinstance(env, dict):
-        raise BadInput(f"suite {suite.name}: engine.env is not a table")
-    engine["env"] = {**env, **{k: str(v) for k, v in settings.items()}}
+    # where the engine reads its knob (harness.engines.forced_knob.ForcedKnob.carrier)
+    table = "speculative_config" if carrier == "speculative_config" else "env"
+    found = engine.get(table) or {}
+    if not isinstance(found, dict):
+        raise BadInput(f"suite {suite.name}: engine.{table} is not a table")
+    engine[table] = {**found, **(settings if table == "speculative_config"
+                                 else {k: str(v) for k, v in settings.items()})}
     document["engine"] = engine
     try:
         derived = Suite.model_validate(document)
@@ -220,7 +219,8 @@ def run_forced(loaded: LoadedSuite, ladder: Ladder, options: RunOptions,
         plan: list[tuple[float | None, dict[str, str | float]]] = [(None, {})]
         plan += [(value, knob.settings(value)) for value in ladder.values]
         for index, (value, settings) in enumerate(plan):
-            point, outcome = _measure(loaded, value, settings, questions, options)
+            point, outcome = _measure(loaded, value, settings, questions, options,
+                                      knob.carrier)
             points.append(point)
             outcomes.append(outcome)
             if index == 0 and ladder.real:
@@ -259,8 +259,9 @@ def _real_value(point: ForcedPoint, block: int, values: tuple[float, ...]) -> fl
 
 
 def _measure(loaded: LoadedSuite, value: float | None, settings: dict[str, str | float],
-             questions: int | None, options: RunOptions) -> tuple[ForcedPoint, RunOutcome]:
-    derived = point_suite(loaded, settings, point_tag(value), questions)
+             questions: int | None, options: RunOptions, carrier: Carrier = "environment"
+             ) -> tuple[ForcedPoint, RunOutcome]:
+    derived = point_suite(loaded, settings, point_tag(value), questions, carrier)
     outcome = runner.run_suite(derived, options)
     record = outcome.record
     measurement = record.measurement if record is not None else None

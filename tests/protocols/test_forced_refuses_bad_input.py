@@ -100,3 +100,54 @@ def test_no_crossing_is_none_in_range(tpots: tuple[float, float], side: str) -> 
                        "speedup_throughput")
     assert found.accept_length is None
     assert found.note.startswith(f"none in range: {side} 1.0")
+
+
+# ---------------------------------------------------------------- --against (whose fault)
+
+FORCED_TABLE = "\n[forced]\nsystem_max_drop = 0.1\ndraft_relative_drop = 0.05\n"
+
+
+@pytest.mark.parametrize(("table", "said"), [
+    ("", "[forced] is missing"),  # no tolerances declared: nothing to gate either share by
+    ("\n[forced]\nsystem_max_drop = 1.5\ndraft_relative_drop = 0.05\n",
+     "forced.system_max_drop"),
+    ("\n[forced]\nsystem_max_drop = 0.1\n", "exactly one of draft_relative_drop"),
+    ("\n[forced]\nsystem_max_drop = 0.1\ndraft_relative_drop = 0.05\n"
+     "draft_absolute_drop = 0.2\n", "exactly one of draft_relative_drop"),
+    ("\n[forced]\nsystem_max_drop = \"0.1\"\ndraft_relative_drop = 0.05\n",
+     "forced.system_max_drop"),
+    ("\n[forced]\nsystem_max_drop = 0.1\ndraft_absolute_drop = -1.0\n",
+     "forced.draft_absolute_drop"),
+    (FORCED_TABLE.replace("0.05\n", "0.05\nalpha = 0.7\n"), "forced.alpha"),
+    (FORCED_TABLE.replace("0.05\n", "0.05\nmystery = 1\n"), "forced.mystery"),
+])
+def test_against_needs_the_suites_own_tolerances(
+        tmp_path: Path, table: str, said: str, capsys: pytest.CaptureFixture[str]) -> None:
+    suite = tmp_path / "tiny_split_input.toml"
+    suite.write_text(tiny_variant("tiny_split_input", floor=1.5, questions=4) + table)
+    results = tmp_path / "results"
+    code = main(["forced", str(suite), "--ladder", "real", "--build", "reference:noise=0.1",
+                 "--against", "reference:noise=0", "--results", str(results),
+                 "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert said in err and "Traceback" not in err
+    assert not results.exists()
+
+
+@pytest.mark.parametrize(("flags", "said"), [
+    (["--against", "sglang==0.5.16"],
+     "--against sglang==0.5.16: sglang 0.5.16 is not known to have the forced-acceptance "
+     "knob SGLANG_SIMULATE_ACC_LEN: it was added by 0.5.17"),
+    (["--against", "nonsense==1"], "--against"),
+])
+def test_a_reference_build_without_the_knob_is_refused(
+        tmp_path: Path, flags: list[str], said: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    code = main(["forced", str(SUITES_DIR / "gemma4_dflash_sglang_cpu.toml"), "--ladder",
+                 "1,2", "--results", str(results), "--no-progress", *flags])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert said in err and "Traceback" not in err
+    assert not results.exists()
