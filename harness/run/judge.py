@@ -5,7 +5,9 @@ reference build) into the verdict, its reasons and the exit code. Every path tha
 judges (`run` fixed or sequential, `--against`, nightly lines, and through the runner
 `ab`, `bisect` and the pytest plugin) calls it; reports (`paired`, `trend`) read the
 verdict it recorded and take their exit code from `report_exit` (a failure first, then
-errors, else pass); `compare --fail-on-drop` and `ab --fail-on-drop` from `decide_drop`.
+errors, else pass); `compare --fail-on-drop` and `ab --fail-on-drop` from `decide_drop`;
+`forced --against` from `decide_split` (whose fault a speedup drop is: the system's
+share, the draft's, each by its own tolerance).
 Every exit code, and the one severity rule they share with the run's outcome, is decided
 in `harness.run.exit_codes` (light, so the lightest commands decide through it too).
 

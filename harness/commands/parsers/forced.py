@@ -39,3 +39,8 @@ class ForcedCommand(Command):
         parser.add_argument("--no-plot", action="store_true",
                             help="draw neither the ladder's plot nor the points' own")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+        parser.epilog = ("Exit codes: 0 every point measured (with --against: both shares "
+                         "within their tolerances); 1 with --against, the system's or the "
+                         "draft's share failed (the verdict names which); 2 bad input; 3 a "
+                         "point errs or a share has no test; 4 the suite does not fit the "
+                         "host; 130 interrupted.")
