@@ -1,6 +1,7 @@
 """`harness forced SUITE --ladder 1,real,4,8`: speed with the acceptance forced through the
 engine's own knob (harness.engines.forced_knob) at a ladder of accept lengths, each point
-a launch of its own (the knobs are read from the server's environment at start), with the
+a launch of its own (the knobs are read at start: the server's environment, or vLLM's
+--speculative-config through engine.speculative_config), with the
 target alone measured after it (`[speedup]`, harness.run.baseline) for the speedup.
 
 The real run (the knob off) comes first and is marked on the curve; `real` in the ladder
