@@ -18,17 +18,17 @@ from harness.engines.reference.forced import LENGTH_ENV
 from harness.results.readers import read_run
 from tests.tiny_variants import tiny_variant
 
-pytestmark = [pytest.mark.slow, pytest.mark.e2e,  # nox -s e2e: four launches
+pytestmark = [pytest.mark.slow, pytest.mark.e2e,  # nox -s e2e: four and eight launches
               pytest.mark.skipif(not has_reference_dependencies(sys.executable),
                                  reason="this environment lacks the reference extra")]
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def harness(*args: str) -> subprocess.CompletedProcess[str]:
+def harness(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
     return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
-                          text=True, env=env, timeout=1500)
+                          text=True, env=env, timeout=timeout)
 
 
 def test_the_real_run_and_a_forced_full_block(tmp_path: Path) -> None:
@@ -79,13 +79,14 @@ def test_against_names_the_draft_when_only_the_draft_lost(tmp_path: Path) -> Non
     accept length forced on both, the system's speed is the same (its share passes);
     B's real accept length is lower (the draft's share fails): exit 1, the draft named."""
     suite = tmp_path / "tiny_split.toml"
-    suite.write_text(tiny_variant("tiny_split", floor=1.0, questions=6, max_tokens=24,
+    suite.write_text(tiny_variant("tiny_split", floor=1.0, questions=4, max_tokens=16,
                                   warmup_requests=1)
                      + "\n[forced]\nsystem_max_drop = 0.5\ndraft_relative_drop = 0.05\n")
     results = tmp_path / "results"
+    # eight launches: both builds' real and forced points, each with its target alone
     done = harness("forced", str(suite), "--ladder", "real", "--build", "reference:noise=0.5",
                    "--against", "reference:noise=0", "--results", str(results),
-                   "--no-progress")
+                   "--no-progress", timeout=3000)
     out = done.stdout
     assert done.returncode == 1, out + done.stderr
     assert "whose fault: the draft lost the speedup" in out
