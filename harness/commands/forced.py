@@ -10,6 +10,7 @@ from harness.analysis.forced_plot import plot_forced
 from harness.builds import parse_build_spec
 from harness.errors import BadInput
 from harness.protocols.forced import ForcedOutcome, check_knob, parse_ladder, run_forced
+from harness.protocols.forced_split import check_split, run_split
 from harness.results.forced import FORCED_FILE
 from harness.run.outcome import RunOptions
 from harness.suite.model import load_suite
@@ -23,16 +24,28 @@ def run(args: argparse.Namespace) -> int:
     if args.sglang is not None:
         parse_build_spec(args.sglang, None, engine=loaded.suite.engine.kind)
     _, block = check_knob(loaded.suite, args.sglang)
+    if args.against is not None:
+        check_split(loaded, args.sglang, args.against)
     ladder = parse_ladder(args.ladder if args.ladder is not None else f"1,real,{block}", block)
     options = RunOptions(results_dir=args.results, sglang=args.sglang,
                          engine_python=args.engine_python, label=args.label,
                          plot=not args.no_plot, progress=not args.no_progress)
-    found = run_forced(loaded, ladder, options, args.questions)
+    against = None
+    if args.against is not None:
+        both = run_split(loaded, ladder, options, args.against, args.questions)
+        against, found = both.against, both.found
+        print(f"reference build {args.against}:")
+        for line in report_lines(against):
+            print(f"  {line}")
+        print(f"build under test {args.sglang or 'engine.default_build'}:")
+    else:
+        found = run_forced(loaded, ladder, options, args.questions)
     for line in report_lines(found):
         print(line)
     if found.folder is not None and not args.no_plot and \
             any(point.speedup_tpot is not None for point in found.record.points):
-        print(f"plot:   {plot_forced(found.folder, found.record)}")
+        drawn = plot_forced(found.folder, found.record, against.record if against else None)
+        print(f"plot:   {drawn}")
     return int(found.exit_code)
 
 
@@ -59,6 +72,11 @@ def report_lines(found: ForcedOutcome) -> list[str]:
         else:
             lines.append(f"break-even ({found_even.figure}): {found_even.accept_length:.3f} "
                          f"({found_even.note})")
+    split = record.split
+    if split is not None:
+        lines.append(f"split against {split.against_spec} (ladder {split.against_forced_id}): "
+                     f"{split.status.upper()}")
+        lines += [f"    {reason}" for reason in split.reasons]
     lines.append(f"forced: {record.status.upper()}")
     if found.folder is not None:
         lines.append(f"forced record: {Path(found.folder) / FORCED_FILE}")

@@ -10,6 +10,9 @@ and ends in the judge's outcome (`harness.run.judge`).
   knob at a ladder of accept lengths, a launch per point, the break-even accept length;
 - `soak`: `harness soak`: the workload repeated on one launch for a set time, accept
   length per window of serving time, the drift gate on its trend;
+- `forced_split`: `harness forced --against`: a speedup drop of B against A split into
+  the system's share (speed at equal forced acceptance) and the draft's (real accept
+  length), each judged by its own tolerance;
 - `calibrate`: `harness calibrate`: N runs of one build on this host, the floor and
   tolerance they suggest;
 - `bisect/`: `harness bisect`: the engine commit that moved accept length, each step a

@@ -1,6 +1,7 @@
 """`harness forced SUITE --ladder 1,real,4,8`: speed with the acceptance forced through the
 engine's own knob (harness.engines.forced_knob) at a ladder of accept lengths, each point
-a launch of its own (the knobs are read from the server's environment at start), with the
+a launch of its own (the knobs are read at start: the server's environment, or vLLM's
+--speculative-config through engine.speculative_config), with the
 target alone measured after it (`[speedup]`, harness.run.baseline) for the speedup.
 
 The real run (the knob off) comes first and is marked on the curve; `real` in the ladder
@@ -18,6 +19,7 @@ import copy
 import itertools
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -26,14 +28,15 @@ from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
 from harness.builds import parse_build_spec
-from harness.engines.forced_knob import ForcedKnob, knob_for
+from harness.engines.forced_knob import Carrier, ForcedKnob, knob_for
 from harness.errors import BadInput, ExitCode, Interrupted
 from harness.metrics.speedup import DEFINITIONS as SPEEDUP_DEFINITIONS
-from harness.metrics.speedup import SPEEDUP_THROUGHPUT, SPEEDUP_TPOT
+from harness.metrics.speedup import GATE_DEFINITION, SPEEDUP_THROUGHPUT, SPEEDUP_TPOT
 from harness.results.forced import (
     BreakEven,
     ForcedPoint,
     ForcedRecord,
+    ForcedSplit,
     forced_dir,
     write_forced,
 )
@@ -47,6 +50,18 @@ from harness.suite.schema import document_sha256
 
 REAL = "real"  # in --ladder: force the real run's achieved accept length
 MAX_POINTS = 64
+# `--against` (harness.protocols.forced_split): the definitions of the split's figures
+SPLIT_DEFINITIONS = {
+    "split.system": "the system's share of a speedup drop: at each forced accept length "
+                    "both builds were measured at (A's ladder, its `real` value included), "
+                    "B's speedup over A's, each over its own target alone: " + GATE_DEFINITION
+                    + "; the tests of the ladder's points and both figures share the "
+                    "side's alpha (each at alpha / tests, Bonferroni)",
+    "split.draft": "the draft path's share: B's real (knob off) accept length against A's, "
+                   "paired by question, the paired gate's non-inferiority test "
+                   "(harness.metrics.paired_gate, docs/paired-gate.md), in `metric`",
+    "split.blamed": "the shares whose finding failed: system, draft, both or neither",
+}
 
 
 @dataclass(frozen=True)
@@ -87,9 +102,11 @@ def parse_ladder(text: str, block_size: int) -> Ladder:
     return Ladder(tuple(sorted(values)), real)
 
 
-def check_knob(suite: Suite, build: str | None) -> tuple[ForcedKnob, int]:
+def check_knob(suite: Suite, build: str | None, flag: str = "--build"
+               ) -> tuple[ForcedKnob, int]:
     """The engine's knob and the suite's block size; BadInput naming the field when the
-    engine has no knob, its algorithm does not read it, or the build predates it."""
+    engine has no knob, its algorithm does not read it, or the build predates it (`flag`:
+    the option that named the build)."""
     kind = suite.engine.kind
     knob = knob_for(kind)
     if knob is None:
@@ -100,25 +117,20 @@ def check_knob(suite: Suite, build: str | None) -> tuple[ForcedKnob, int]:
         raise BadInput(f"suite {suite.name}: speculative.algorithm {algorithm}: {kind}'s "
                        f"{knob.length_name} is read only for "
                        f"{', '.join(sorted(knob.algorithms))} ({knob.source})")
-    if knob.carrier != "environment":
-        raise BadInput(f"suite {suite.name}: engine.kind {kind}: its knob is the "
-                       f"--speculative-config key {knob.length_name} ({knob.source}), which "
-                       "`harness forced` does not set yet; only environment knobs are "
-                       "applied (SGLang, the reference engine)")
     block = suite.speculative.draft_tokens
     if block is None or block < 2:
         raise BadInput(f"suite {suite.name}: speculative.block_size: forcing the acceptance "
                        "needs a verify block of at least 2 tokens")
-    _check_release(suite, knob, build)
+    _check_release(suite, knob, build, flag)
     return knob, block
 
 
-def _check_release(suite: Suite, knob: ForcedKnob, build: str | None) -> None:
+def _check_release(suite: Suite, knob: ForcedKnob, build: str | None, flag: str) -> None:
     if knob.first_release is None:
         return
     default = getattr(suite.engine, "default_build", None)
     spec = build if build is not None else default
-    field_name = "--build" if build is not None else "engine.default_build"
+    field_name = flag if build is not None else "engine.default_build"
     release = parse_build_spec(spec, None, engine=suite.engine.kind).release \
         if spec else None
     if release is None:
@@ -140,12 +152,13 @@ def point_tag(value: float | None) -> str:
 
 
 def point_suite(loaded: LoadedSuite, settings: dict[str, str | float], tag: str,
-                questions: int | None) -> LoadedSuite:
+                questions: int | None, carrier: Carrier = "environment") -> LoadedSuite:
     """The suite of one point: its main workload alone (questions capped when asked), the
-    knob in engine.env, the target alone measured after it, floors every run meets."""
+    knob where the engine reads it (engine.env, or vLLM's engine.speculative_config), the
+    target alone measured after it, floors every run meets."""
     document = copy.deepcopy(loaded.document)
     suite = loaded.suite
-    for key in ("workloads", "gate", "baselines"):
+    for key in ("workloads", "gate", "baselines", "forced"):
         document.pop(key, None)
     document["name"] = f"{suite.name}-forced-{tag}"
     document["nightly"] = False
@@ -162,10 +175,13 @@ def point_suite(loaded: LoadedSuite, settings: dict[str, str | float], tag: str,
     if not isinstance(engine_table, dict):
         raise BadInput(f"suite {suite.name}: [engine] is not a table")
     engine = dict(engine_table)
-    env = engine.get("env") or {}
-    if not isinstance(env, dict):
-        raise BadInput(f"suite {suite.name}: engine.env is not a table")
-    engine["env"] = {**env, **{k: str(v) for k, v in settings.items()}}
+    # where the engine reads its knob (harness.engines.forced_knob.ForcedKnob.carrier)
+    table = "speculative_config" if carrier == "speculative_config" else "env"
+    found = engine.get(table) or {}
+    if not isinstance(found, dict):
+        raise BadInput(f"suite {suite.name}: engine.{table} is not a table")
+    engine[table] = {**found, **(settings if table == "speculative_config"
+                                 else {k: str(v) for k, v in settings.items()})}
     document["engine"] = engine
     try:
         derived = Suite.model_validate(document)
@@ -184,9 +200,15 @@ class ForcedOutcome:
     outcomes: list[RunOutcome] = field(default_factory=list)
 
 
+# `--against`: given the ladder's points, whose fault a speedup drop is (forced_split)
+SplitHook = Callable[[list[ForcedPoint]], ForcedSplit]
+
+
 def run_forced(loaded: LoadedSuite, ladder: Ladder, options: RunOptions,
-               questions: int | None = None) -> ForcedOutcome:
-    """The real run, then each forced point, each a launch with its target alone."""
+               questions: int | None = None, split: SplitHook | None = None
+               ) -> ForcedOutcome:
+    """The real run, then each forced point, each a launch with its target alone; with
+    `split`, its finding in the record, its status counted with the points'."""
     knob, block = check_knob(loaded.suite, options.sglang)
     if questions is not None and questions < 1:
         raise BadInput("--questions: at least 1 question a point")
@@ -198,7 +220,8 @@ def run_forced(loaded: LoadedSuite, ladder: Ladder, options: RunOptions,
         plan: list[tuple[float | None, dict[str, str | float]]] = [(None, {})]
         plan += [(value, knob.settings(value)) for value in ladder.values]
         for index, (value, settings) in enumerate(plan):
-            point, outcome = _measure(loaded, value, settings, questions, options)
+            point, outcome = _measure(loaded, value, settings, questions, options,
+                                      knob.carrier)
             points.append(point)
             outcomes.append(outcome)
             if index == 0 and ladder.real:
@@ -212,11 +235,16 @@ def run_forced(loaded: LoadedSuite, ladder: Ladder, options: RunOptions,
                      record, options.results_dir)
         raise
     statuses: list[VerdictStatus] = [point.status for point in points]
-    status = "skipped" if any(o.status == "skipped" for o in outcomes) \
-        else report_status(statuses)
+    skipped = any(o.status == "skipped" for o in outcomes)
+    found = split(points) if split is not None and not skipped else None
+    if found is not None:
+        statuses.append(found.status)
+    status = "skipped" if skipped else report_status(statuses)
     reasons = [f"{_name(p)}: {r}" for p in points if p.status != "pass" for r in p.reasons]
+    if found is not None and found.status != "pass":
+        reasons += found.reasons
     record = _record(loaded, knob, block, forced_id, started, options, metric, points,
-                     status, reasons)
+                     status, reasons, found)
     folder = forced_dir(options.results_dir, loaded.suite.name, started, forced_id)
     write_forced(folder, record, options.results_dir)
     worst = next((o for o in outcomes if o.status == status), outcomes[-1])
@@ -232,8 +260,9 @@ def _real_value(point: ForcedPoint, block: int, values: tuple[float, ...]) -> fl
 
 
 def _measure(loaded: LoadedSuite, value: float | None, settings: dict[str, str | float],
-             questions: int | None, options: RunOptions) -> tuple[ForcedPoint, RunOutcome]:
-    derived = point_suite(loaded, settings, point_tag(value), questions)
+             questions: int | None, options: RunOptions, carrier: Carrier = "environment"
+             ) -> tuple[ForcedPoint, RunOutcome]:
+    derived = point_suite(loaded, settings, point_tag(value), questions, carrier)
     outcome = runner.run_suite(derived, options)
     record = outcome.record
     measurement = record.measurement if record is not None else None
@@ -293,7 +322,7 @@ def break_even(points: list[ForcedPoint], figure: str) -> BreakEven:
 def _record(loaded: LoadedSuite, knob: ForcedKnob, block: int, forced_id: str,
             started: datetime,
             options: RunOptions, metric: str, points: list[ForcedPoint], status: str,
-            reasons: list[str]) -> ForcedRecord:
+            reasons: list[str], split: ForcedSplit | None = None) -> ForcedRecord:
     definitions = {
         "forced": f"the accept length set through {knob.length_name} (tokens a verify "
                   "step commits, on average); absent: the real run, the knob off",
@@ -305,10 +334,12 @@ def _record(loaded: LoadedSuite, knob: ForcedKnob, block: int, forced_id: str,
         "break_even": "achieved accept length where the speedup crosses 1.0, linearly "
                       "interpolated between the forced points around the first crossing",
     }
+    if split is not None:
+        definitions.update(SPLIT_DEFINITIONS)
     return ForcedRecord(
         forced_id=forced_id, suite=loaded.suite.name, engine=loaded.suite.engine.kind,
         knob=f"{knob.length_name} ({knob.carrier}; {knob.source})", block_size=block,
         started_at=started, finished_at=utc_now(), label=options.label, metric=metric,
         definitions=definitions, points=points,
         break_even=[break_even(points, SPEEDUP_TPOT), break_even(points, SPEEDUP_THROUGHPUT)],
-        status=status, reasons=reasons)  # type: ignore[arg-type]
+        split=split, status=status, reasons=reasons)  # type: ignore[arg-type]

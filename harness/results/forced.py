@@ -11,20 +11,29 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from harness.results.checks import MAX_BLOCK
 from harness.results.layout import new_record_folder, write_record_file
+from harness.results.possible import MAX_REASONS, SPEEDUP_TOP
 from harness.results.record import VerdictStatus
 
 FORCED_DIR = "forced"
 FORCED_FILE = "forced.json"
 FORCED_PNG = "forced.png"
 FORCED_SCHEMA_VERSION = 1
+MAX_POINTS = 64  # as the ladder's own bound (harness.protocols.forced.MAX_POINTS)
 
 
 class _Forced(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# A speedup is > 0 and below any two servers' (harness.results.possible.SPEEDUP_TOP).
+SpeedupFigure = Annotated[float, Field(gt=0.0, le=SPEEDUP_TOP, allow_inf_nan=False)]
+Interval = tuple[SpeedupFigure, SpeedupFigure]
 
 
 class ForcedPoint(_Forced):
@@ -32,12 +41,13 @@ class ForcedPoint(_Forced):
 
     forced: float | None = Field(default=None, ge=1.0)
     achieved: float | None = Field(default=None, ge=1.0)  # accept length in `metric`
-    speedup_tpot: float | None = None
-    speedup_tpot_ci: tuple[float, float] | None = None
-    speedup_throughput: float | None = None
-    speedup_throughput_ci: tuple[float, float] | None = None
-    tpot_s: float | None = None  # speculation's mean TPOT (measurement.speedup)
-    output_tokens_per_s: float | None = None  # speculation's (measurement.speedup)
+    speedup_tpot: SpeedupFigure | None = None
+    speedup_tpot_ci: Interval | None = None
+    speedup_throughput: SpeedupFigure | None = None
+    speedup_throughput_ci: Interval | None = None
+    tpot_s: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)  # speculation's
+    output_tokens_per_s: float | None = Field(default=None, ge=0.0,  # mean TPOT, tokens/s
+                                              allow_inf_nan=False)  # (measurement.speedup)
     series: str = Field(min_length=1)
     run_id: str | None = None
     run_dir: str | None = None  # relative to the results folder
@@ -56,22 +66,104 @@ class BreakEven(_Forced):
     note: str
 
 
+Share = Literal["system", "draft"]
+
+
+class SystemFinding(_Forced):
+    """The system's share at one forced accept length: B's speedup over its target alone
+    against A's, both forced to `forced`, paired by question (harness.metrics.speedup.
+    paired_speedup, its GATE_DEFINITION). No test (`decision` None): `reason` says why,
+    never a pass."""
+
+    forced: float = Field(ge=1.0)
+    figure: str  # speedup_tpot or speedup_throughput
+    status: VerdictStatus
+    decision: Literal["not_worse", "worse", "inconclusive"] | None = None
+    n: int | None = Field(default=None, ge=0)  # questions both builds paired
+    a: float | None = None  # A's speedup on them
+    b: float | None = None  # B's
+    ratio: float | None = None  # b / a
+    ratio_ci: tuple[float, float] | None = None  # two-sided, at `level`
+    level: float | None = None
+    alpha: float | None = None  # this test's one-sided level (the side's alpha / tests)
+    reason: str | None = None
+
+
+class DraftFinding(_Forced):
+    """The draft path's share: B's real (knob off) accept length against A's, paired by
+    question (harness.metrics.paired_gate.paired_test, the paired gate's test). No test
+    (`decision` None): `reason` says why, never a pass."""
+
+    status: VerdictStatus
+    decision: Literal["not_worse", "worse", "inconclusive"] | None = None
+    n: int | None = Field(default=None, ge=0)
+    a: float | None = None  # A's real accept length on the paired questions
+    b: float | None = None
+    difference: float | None = None  # b - a
+    difference_ci: tuple[float, float] | None = None  # two-sided, at `level`
+    relative_change: float | None = None
+    tolerated_drop: float | None = None  # accept-length units at A's figure
+    level: float | None = None
+    alpha: float | None = None
+    reason: str | None = None
+
+
+class ForcedSplit(_Forced):
+    """Whose fault a speedup drop of B against A is: the system's (speedup at equal forced
+    acceptance) and the draft path's (real accept length), each judged by its own
+    tolerance ([forced] in the suite); `blamed` names the shares that failed."""
+
+    against_spec: str | None = None  # A's build
+    against_forced_id: str = Field(min_length=1)  # A's ladder
+    against_dir: str | None = None  # A's ladder folder, relative to the results folder
+    system_max_drop: float = Field(gt=0.0, lt=1.0)
+    draft_tolerance: str  # harness.metrics.paired_gate.Tolerance.describe()
+    alpha: float = Field(gt=0.0, lt=0.5)
+    inconclusive: Literal["fail", "pass"]
+    system_status: VerdictStatus
+    draft_status: VerdictStatus
+    status: VerdictStatus
+    blamed: list[Share] = Field(default_factory=list)
+    system: list[SystemFinding] = Field(default_factory=list)
+    draft: DraftFinding
+    real_speedup_tpot: tuple[float | None, float | None] = (None, None)  # A's, B's real runs
+    reasons: list[str] = Field(default_factory=list)
+
+
 class ForcedRecord(_Forced):
     schema_version: int = FORCED_SCHEMA_VERSION
     forced_id: str = Field(min_length=1)
     suite: str = Field(min_length=1)
     engine: str
     knob: str  # the variable or key forced, and where the engine reads it
-    block_size: int = Field(ge=1)
+    block_size: int = Field(ge=1, le=MAX_BLOCK)
     started_at: datetime
     finished_at: datetime | None = None
     label: str | None = None
     metric: str  # the accept-length definition of `achieved`
     definitions: dict[str, str]
-    points: list[ForcedPoint]
+    points: list[ForcedPoint] = Field(max_length=2 * MAX_POINTS + 1)
     break_even: list[BreakEven] = Field(default_factory=list)
+    split: ForcedSplit | None = None  # `--against`: whose fault a speedup drop is
     status: VerdictStatus
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=list, max_length=MAX_REASONS)
+
+    @model_validator(mode="after")
+    def _within_the_block(self) -> ForcedRecord:
+        """A verify step commits at most the block: no forced or achieved accept length
+        above it; each CI holds its figure."""
+        for index, point in enumerate(self.points):
+            for name in ("forced", "achieved"):
+                value = getattr(point, name)
+                if value is not None and value > self.block_size + 1e-9:
+                    raise ValueError(f"points[{index}].{name}: {value:g} is above the block "
+                                     f"size {self.block_size}")
+            for name in ("speedup_tpot", "speedup_throughput"):
+                value, ci = getattr(point, name), getattr(point, f"{name}_ci")
+                if ci is not None and (value is None or not ci[0] <= value <= ci[1]):
+                    raise ValueError(f"points[{index}].{name}_ci: {ci} does not hold "
+                                     f"{name} {value}")
+        return self
 
 
 def forced_dir(results: Path, suite: str, started_at: datetime, forced_id: str) -> Path:

@@ -1,7 +1,9 @@
-"""The one door to stored results: a run record, its request rows, a calibration record.
+"""The one door to stored results: a run record, its request rows, a calibration record,
+a forced-acceptance ladder's record.
 
 Every reader goes through here: `read_run` (a run folder or its run.json -> `RunRecord`),
-`read_requests` (a run's request rows -> `RequestRow`s), `read_calibration`; the loader
+`read_requests` (a run's request rows -> `RequestRow`s), `read_calibration`,
+`read_forced` (a ladder's folder or its forced.json -> `ForcedRecord`); the loader
 (`store.load_runs`, the suite index, the baselines) parses each record with the same
 `parse_run`, so a record is readable everywhere or nowhere. Each file is read only when
 it is a regular file of bounded size, opened without blocking (`checks.read_regular`),
@@ -44,6 +46,7 @@ from harness.speculation.bounds import StepBound
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from harness.results.forced import ForcedRecord
     from harness.results.record import RequestRow, RunRecord
     from harness.results.soaks import SoakRecord
 
@@ -438,3 +441,34 @@ def read_soak(path: Path | str) -> SoakRecord:
     except BadRecord as error:
         report([], error.path, error.reason)
         raise
+# ---------------------------------------------------------------- forced-acceptance ladders
+
+
+def read_forced(path: Path | str) -> ForcedRecord:
+    """A forced-acceptance ladder's record (`harness forced`): its folder or its
+    forced.json, checked strictly (no number read from a string, every figure possible:
+    accept lengths in 1..its block size, speedups > 0 within their CIs). BadRecord naming
+    the file and the field otherwise (exit 2), never another exception."""
+    from pydantic import ValidationError
+
+    from harness.results.forced import FORCED_FILE, ForcedRecord
+
+    file = Path(path)
+    file = file / FORCED_FILE if file.is_dir() else file
+    try:
+        text, data = _load(file)
+        check_sizes(data, text)
+    except FileNotFoundError as error:
+        raise BadRecord(file, f"missing ({error.strerror or error}): not a forced-acceptance "
+                        "ladder's folder, or the ladder is still running") from None
+    except BadFile as error:
+        raise BadRecord(file, f"not a usable forced record: {error}") from None
+    if not isinstance(data, dict):
+        raise BadRecord(file, "not a usable forced record: not a JSON object")
+    try:
+        return ForcedRecord.model_validate_json(text, strict=True)
+    except ValidationError as error:
+        raise BadRecord(file, f"not a usable forced record: "
+                        f"{validation_reason(error)}") from None
+    except (ValueError, TypeError, RecursionError) as error:
+        raise BadRecord(file, f"not a usable forced record: {error}") from None

@@ -41,3 +41,24 @@ class DriftEvidence:
     result: DriftResult | None
     inconclusive: str  # how an inconclusive finding is judged
     reason: str | None = None
+
+
+@dataclass(frozen=True)
+class SystemEvidence:
+    """The system's share of a speedup drop at one forced accept length: B's speedup over
+    its target alone against A's, both forced there (`harness forced --against`)."""
+
+    forced: float
+    speedup: SpeedupEvidence
+
+
+@dataclass
+class SplitEvidence:
+    """Whose fault a speedup drop of B against A is (`harness.protocols.forced_split`):
+    the system's findings at equal forced acceptance, and the draft path's, the paired
+    test of the real runs' accept length (`draft` None: `draft_reason` says why)."""
+
+    system: Sequence[SystemEvidence]
+    draft: PairedResult | None
+    draft_reason: str | None
+    inconclusive: str  # how a finding that is neither is judged ([forced] inconclusive)

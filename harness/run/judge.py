@@ -5,7 +5,9 @@ reference build) into the verdict, its reasons and the exit code. Every path tha
 judges (`run` fixed or sequential, `--against`, nightly lines, and through the runner
 `ab`, `bisect` and the pytest plugin) calls it; reports (`paired`, `trend`) read the
 verdict it recorded and take their exit code from `report_exit` (a failure first, then
-errors, else pass); `compare --fail-on-drop` and `ab --fail-on-drop` from `decide_drop`.
+errors, else pass); `compare --fail-on-drop` and `ab --fail-on-drop` from `decide_drop`;
+`forced --against` from `decide_split` (whose fault a speedup drop is: the system's
+share, the draft's, each by its own tolerance).
 Every exit code, and the one severity rule they share with the run's outcome, is decided
 in `harness.run.exit_codes` (light, so the lightest commands decide through it too).
 
@@ -47,8 +49,14 @@ from harness.metrics.floor_checks import ACCEPT_LENGTH, Figure, FloorCheck, Miss
 from harness.metrics.measure import DISAGREEMENT_TOLERANCE
 from harness.metrics.paired_gate import describe, status_of
 from harness.metrics.speedup import GATE_DEFINITION, describe_paired_speedup
+from harness.results.forced import Share
 from harness.results.record import Measurement, Verdict, VerdictStatus
-from harness.run.evidence import DriftEvidence, PairedEvidence, SpeedupEvidence
+from harness.run.evidence import (
+    DriftEvidence,
+    PairedEvidence,
+    SpeedupEvidence,
+    SplitEvidence,
+)
 from harness.run.exit_codes import EXIT_CODES as EXIT_CODES
 from harness.run.exit_codes import report_exit as report_exit
 from harness.run.exit_codes import report_status
@@ -364,3 +372,63 @@ def speedup_missing(suite: Suite, measurement: Measurement | None) -> list[str]:
     why = found.note if found is not None and found.note else "no target-alone run measured"
     return [f"[speedup] declared but a speedup figure is missing: {why}; a missing figure "
             "is never a pass"]
+
+
+SYSTEM: Share = "system"
+DRAFT: Share = "draft"
+
+
+@dataclass(frozen=True)
+class SplitJudgement:
+    """`decide_split`'s verdict: each share's status and each finding's, and the shares
+    that failed (`blamed`: "system", "draft", both or none)."""
+
+    verdict: Verdict
+    exit_code: ExitCode
+    system_status: VerdictStatus
+    draft_status: VerdictStatus
+    system_statuses: list[VerdictStatus]  # one per evidence.system, in its order
+    blamed: list[Share]
+
+
+def decide_split(evidence: SplitEvidence) -> SplitJudgement:
+    """Whose fault a speedup drop is: the system's share fails when B's speedup at any
+    forced accept length is shown below A's beyond its tolerance, the draft's when B's
+    real accept length is; each finding judged as the paired gate's is (`status_of`, the
+    `inconclusive` setting); a missing test is an error, never a pass. The verdict is
+    the worse of the two (a failure first), and its first reason names the share."""
+    system_statuses: list[VerdictStatus] = []
+    system_reasons: list[str] = []
+    for found in evidence.system:
+        statuses, reasons, _ = _speedup_gate([found.speedup], evidence.inconclusive)
+        system_statuses += statuses
+        system_reasons += [f"{SYSTEM} at forced accept length {found.forced:g}: {reason}"
+                           for reason in reasons]
+    if not evidence.system:
+        system_statuses.append("error")
+        system_reasons.append(f"{SYSTEM}: no forced accept length measured on both builds: "
+                              "no test, never a pass")
+    system_status = report_status(system_statuses)
+    if evidence.draft is None:
+        draft_status: VerdictStatus = "error"
+        draft_reason = (f"{DRAFT} ERROR: no test of the real accept length: "
+                        f"{evidence.draft_reason or 'none made'}; a missing test is never a "
+                        "pass")
+    else:
+        draft_status = status_of(evidence.draft.decision,  # type: ignore[assignment]
+                                 evidence.inconclusive)
+        draft_reason = (f"{DRAFT} {draft_status.upper()}: real accept length "
+                        f"{describe(evidence.draft, draft_status)}")
+    blamed = [name for name, status in ((SYSTEM, system_status), (DRAFT, draft_status))
+              if status == "fail"]
+    status = report_status([system_status, draft_status])
+    if blamed:
+        head = f"whose fault: the {' and the '.join(blamed)} lost the speedup"
+    elif status == "error":
+        head = "whose fault: not decided (a share has no test)"
+    else:
+        head = "whose fault: neither; the system and the draft are within their tolerances"
+    reasons = [head, f"{SYSTEM} {system_status.upper()} (speed at equal forced acceptance)",
+               *system_reasons, draft_reason]
+    return SplitJudgement(Verdict(status=status, reasons=reasons), EXIT_CODES[status],
+                          system_status, draft_status, system_statuses, blamed)

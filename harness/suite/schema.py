@@ -24,6 +24,7 @@ from harness.suite.entries import (
     impossible,
     known_categories,
 )
+from harness.suite.forced import ForcedSetting
 from harness.suite.gate import Gate
 from harness.suite.grid import Grid, engine_problem
 from harness.suite.local_models import context_limit, max_tokens_problem
@@ -66,6 +67,8 @@ class Suite(Strict):
     grid: Grid | None = None
     # Drift over serving time (harness.suite.soak): `harness soak`'s duration, windows, gate.
     soak: Soak | None = None
+    # The tolerances of `harness forced --against` (harness.suite.forced): None, no split.
+    forced: ForcedSetting | None = None
 
     @model_validator(mode="before")
     @classmethod

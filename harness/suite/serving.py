@@ -116,6 +116,11 @@ class VLLMEngine(Strict):
     env: dict[str, str] = Field(default_factory=dict)
     unreported_settings_ok: str | None = Field(default=None, min_length=1)
     tiny_draft: Literal["sliding", "full"] = "sliding"  # which uniform copy, without models
+    # Further keys of the `--speculative-config` JSON (vllm/config/speculative.py,
+    # SpeculativeConfig), e.g. the forced acceptance `harness forced` sets
+    # (harness.engines.vllm.forced); the keys the suite's own fields make (method, model,
+    # revision, num_speculative_tokens) are refused by the launch line
+    speculative_config: dict[str, str | float | int | bool] = Field(default_factory=dict)
 
 
 Engine = Annotated[SGLangEngine | ReferenceEngine | VLLMEngine, Field(discriminator="kind")]

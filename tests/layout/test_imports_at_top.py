@@ -88,7 +88,8 @@ ALLOWED: dict[str, dict[str, str]] = {
     "harness.metrics.stats": {"numpy": NUMPY, "scipy": SCIPY},
     "harness.metrics.stopping": {"numpy": NUMPY},
     "harness.results.readers": {"pydantic": RECORD_MODEL, "harness.results.record": RECORD_MODEL,
-                                "harness.results.soaks": RECORD_MODEL},
+                                "harness.results.soaks": RECORD_MODEL,
+                                "harness.results.forced": RECORD_MODEL},
     "harness.run.recorded": {"harness.analysis": PLOTS},
     "harness.run.sequential": {"numpy": NUMPY},  # `harness power` imports it (MIN_GROUP)
     "harness.suite.listing": {"harness.suite.model": SUITE_MODEL},

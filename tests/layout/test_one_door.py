@@ -1,5 +1,6 @@
-"""One door to stored results (issues 29, 37): no code outside the door opens a run record,
-request rows, a calibration record or the loader's index itself. Each of those reads goes
+"""One door to stored results (issues 29, 37, 52): no code outside the door opens a run
+record, request rows, a calibration record, a forced-acceptance ladder's record or the
+loader's index itself. Each of those reads goes
 through `harness.results.readers` (the index's own files through `harness.results.index`),
 which reads only regular files of bounded size and checks every figure; a new raw read
 anywhere else fails here, naming the function, and so does a second reader of records
@@ -18,12 +19,13 @@ DOORS = {"results/checks.py", "results/readers.py", "results/index.py"}
 DOOR = "results/readers.py"
 # What only the door defines or calls: a reader of records, a parse into the record model.
 READERS = {"read_run", "read_run_data", "read_requests", "read_record", "read_record_file",
-           "parse_run", "parse_record", "iter_request_rows"}
+           "parse_run", "parse_record", "iter_request_rows", "read_forced"}
 PARSES = {"model_validate", "model_validate_json", "model_construct"}
-RECORD_MODELS = {"RunRecord", "RequestRow"}
+RECORD_MODELS = {"RunRecord", "RequestRow", "ForcedRecord"}
 # Names of the stored files (layout's constants and their spellings).
 STORED = {"RUN_FILE", "REQUESTS_FILE", "INDEX_FILE", "SNAPSHOT_FILE", "CALIBRATIONS_DIR",
-          "run.json", "requests.jsonl", ".index.jsonl", ".index-snapshot.json", "calibrations"}
+          "run.json", "requests.jsonl", ".index.jsonl", ".index-snapshot.json", "calibrations",
+          "FORCED_FILE", "forced.json"}
 READS = {"read_text", "read_bytes", "load", "loads", "open", "fdopen"}
 
 

@@ -18,17 +18,17 @@ from harness.results.readers import read_run
 from reference_engine.forced import LENGTH_ENV
 from tests.tiny_variants import tiny_variant
 
-pytestmark = [pytest.mark.slow, pytest.mark.e2e,  # nox -s e2e: four launches
+pytestmark = [pytest.mark.slow, pytest.mark.e2e,  # nox -s e2e: four and eight launches
               pytest.mark.skipif(not has_reference_dependencies(sys.executable),
                                  reason="this environment lacks the reference extra")]
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def harness(*args: str) -> subprocess.CompletedProcess[str]:
+def harness(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
     return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
-                          text=True, env=env, timeout=1500)
+                          text=True, env=env, timeout=timeout)
 
 
 def test_the_real_run_and_a_forced_full_block(tmp_path: Path) -> None:
@@ -72,3 +72,39 @@ def test_the_real_run_and_a_forced_full_block(tmp_path: Path) -> None:
     real_run = read_run(results / real["run_dir"])
     assert real_run.measurement is not None
     assert real_run.measurement.accept_length == pytest.approx(real["achieved"])
+
+
+def test_against_names_the_draft_when_only_the_draft_lost(tmp_path: Path) -> None:
+    """A noisy draft (B) against a clean one (A), the same engine otherwise: at A's real
+    accept length forced on both, the system's speed is the same (its share passes);
+    B's real accept length is lower (the draft's share fails): exit 1, the draft named."""
+    suite = tmp_path / "tiny_split.toml"
+    suite.write_text(tiny_variant("tiny_split", floor=1.0, questions=4, max_tokens=16,
+                                  warmup_requests=1)
+                     + "\n[forced]\nsystem_max_drop = 0.5\ndraft_relative_drop = 0.05\n")
+    results = tmp_path / "results"
+    # eight launches: both builds' real and forced points, each with its target alone
+    done = harness("forced", str(suite), "--ladder", "real", "--build", "reference:noise=0.5",
+                   "--against", "reference:noise=0", "--results", str(results),
+                   "--no-progress", timeout=3000)
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    assert "whose fault: the draft lost the speedup" in out
+    assert "system PASS" in out and "draft FAIL" in out
+
+    folders = sorted((results / "forced" / "tiny_split").iterdir())
+    records = [json.loads((f / "forced.json").read_text()) for f in folders]
+    [a] = [r for r in records if r["split"] is None]
+    [b] = [r for r in records if r["split"] is not None]
+    split = b["split"]
+    assert split["blamed"] == ["draft"] and split["against_forced_id"] == a["forced_id"]
+    assert split["system_status"] == "pass" and split["draft_status"] == "fail"
+    # B forced at A's own real accept length: the same acceptance on both builds
+    a_real = next(p for p in a["points"] if p["forced"] is None)["achieved"]
+    [b_forced] = [p for p in b["points"] if p["forced"] is not None]
+    assert b_forced["forced"] == pytest.approx(round(a_real, 2))
+    assert b_forced["achieved"] == pytest.approx(b_forced["forced"], abs=0.3)
+    assert split["draft"]["b"] < split["draft"]["a"]
+    assert {s["figure"] for s in split["system"]} == {"speedup_tpot", "speedup_throughput"}
+    [b_folder] = [f for f, r in zip(folders, records, strict=True) if r["split"] is not None]
+    assert (b_folder / "forced.png").stat().st_size > 0  # B's curve with A's beside it

@@ -26,9 +26,21 @@ class ForcedCommand(Command):
         add_results_option(parser)
         parser.add_argument("--sglang", "--build", dest="sglang", metavar="SPEC",
                             help="build under test (as `harness run --build`)")
+        parser.add_argument("--against", metavar="SPEC",
+                            help="a reference build: its ladder is measured first, then "
+                            "the build's at the same forced accept lengths, and a speedup "
+                            "drop is split into the system's share (speedup at equal forced "
+                            "acceptance) and the draft's (real accept length), each gated "
+                            "by the suite's [forced] tolerance; the verdict names which "
+                            "failed")
         parser.add_argument("--engine-python", metavar="PATH",
                             help="interpreter of the engine's environment")
         parser.add_argument("--label", help="a tag recorded with every point's run")
         parser.add_argument("--no-plot", action="store_true",
                             help="draw neither the ladder's plot nor the points' own")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+        parser.epilog = ("Exit codes: 0 every point measured (with --against: both shares "
+                         "within their tolerances); 1 with --against, the system's or the "
+                         "draft's share failed (the verdict names which); 2 bad input; 3 a "
+                         "point errs or a share has no test; 4 the suite does not fit the "
+                         "host; 130 interrupted.")

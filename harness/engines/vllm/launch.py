@@ -117,6 +117,11 @@ def num_speculative_tokens(suite: Suite) -> int:
     return spec.draft_tokens - 1
 
 
+# The `--speculative-config` keys the suite's own fields make: never from
+# engine.speculative_config.
+OWNED_SPECULATIVE_KEYS = frozenset({"method", "model", "revision", "num_speculative_tokens"})
+
+
 def speculative_config(suite: Suite, models: Models) -> dict[str, object]:
     """The `--speculative-config` JSON (vllm/config/speculative.py, `SpeculativeConfig`)."""
     spec = suite.speculative
@@ -129,7 +134,13 @@ def speculative_config(suite: Suite, models: Models) -> dict[str, object]:
         config["model"] = models.draft
         if models.draft_revision:
             config["revision"] = models.draft_revision
-    return config
+    extra = suite.engine.speculative_config if isinstance(suite.engine, VLLMEngine) else {}
+    owned = sorted(set(extra) & OWNED_SPECULATIVE_KEYS)
+    if owned:
+        raise BadInput(f"suite {suite.name}: engine.speculative_config.{owned[0]}: the "
+                       "harness sets it from the suite's own fields ([speculative], "
+                       "[draft])")
+    return {**config, **extra}
 
 
 def serve_command(python: str) -> list[str]:
