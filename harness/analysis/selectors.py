@@ -16,7 +16,7 @@ from harness.analysis.trend import incomplete
 from harness.errors import BadInput
 from harness.results.baselines import figure_of, load_baselines
 from harness.results.layout import RUN_FILE
-from harness.results.readers import BadRecord, read_run
+from harness.results.readers import BadRecord, read_placed_run, read_run
 from harness.results.rows import flatten_record
 from harness.results.skips import report
 from harness.results.store import load_runs
@@ -63,7 +63,7 @@ def _glob_side(selector: str) -> Side:
     unmeasured = 0
     for run_dir in matched:
         try:
-            record = read_run(run_dir)
+            record = read_placed_run(run_dir)  # as the index would take it
             if record.measurement is None:
                 unmeasured += 1
                 continue

@@ -37,7 +37,7 @@ from harness.results.checks import (
     step_of,
     strict_json,
 )
-from harness.results.layout import REQUESTS_FILE, RUN_FILE, TARGET_ALONE_FILE
+from harness.results.layout import REQUESTS_FILE, RUN_FILE, RUNS_DIR, TARGET_ALONE_FILE
 from harness.results.possible import check_record, check_request_row, check_target_alone_row
 from harness.results.rows import METRICS, Skip, flatten_record, validation_reason
 from harness.results.skips import report, reporting
@@ -145,6 +145,29 @@ def read_run(path: Path | str) -> RunRecord:
                        "before it wrote it, or the run is still running") from None
     except Skip as why:
         raise BadRecord(file, str(why)) from None
+
+
+def misplaced(suite_name: object, suite_folder: Path | str) -> str | None:
+    """Why a run of `suite_name` does not belong in a results tree's `runs/<suite>/`
+    folder `suite_folder`, or None when it does."""
+    own = Path(suite_folder).name
+    if suite_name == own:
+        return None
+    return f"suite.name {suite_name!r} is not its folder's ({own!r})"
+
+
+def read_placed_run(run_dir: Path | str) -> RunRecord:
+    """`read_run` for a run folder found among others (a glob's): one in a results tree
+    (`runs/<suite>/<run>/`) whose record names another suite is refused as the index
+    refuses it (`store.load_runs`), BadRecord naming its run.json with the same reason,
+    so a command that reads it both ways reports it once."""
+    run_dir = Path(run_dir)
+    record = read_run(run_dir)
+    if run_dir.parent.parent.name == RUNS_DIR:
+        reason = misplaced(record.suite.name, run_dir.parent)
+        if reason is not None:
+            raise BadRecord(run_dir / RUN_FILE, reason)
+    return record
 
 
 def step_of_record(record: RunRecord) -> StepBound:

@@ -40,6 +40,7 @@ from harness.results.layout import (
 from harness.results.readers import (
     BadRecord,
     iter_request_rows,
+    misplaced,
     read_record,
     read_run,
     step_of_record,
@@ -136,12 +137,12 @@ def _runs(root: Path, suite: str | None, skipped: list[str], use_index: bool,
         columns, own = found.columns, folder.name
         unrecorded += [unrecorded_run(own, folder / name, reason)
                        for name, reason in found.unrecorded]
-        misplaced = [i for i, name in enumerate(columns[suite_at]) if name != own]
-        for i in misplaced:
-            note(folder / found.names[i] / RUN_FILE,
-                 f"suite.name {columns[suite_at][i]!r} is not its folder's ({own!r})")
-        if misplaced:
-            kept = sorted(set(range(len(found.names))) - set(misplaced))
+        elsewhere = {i: reason for i, name in enumerate(columns[suite_at])
+                     if (reason := misplaced(name, folder)) is not None}
+        for i, reason in elsewhere.items():
+            note(folder / found.names[i] / RUN_FILE, reason)
+        if elsewhere:
+            kept = sorted(set(range(len(found.names))) - set(elsewhere))
             columns = [[column[i] for i in kept] for column in columns]
             found.names = [found.names[i] for i in kept]
         paths = [f"{RUNS_DIR}/{own}/{name}" for name in found.names]

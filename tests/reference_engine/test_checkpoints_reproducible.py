@@ -3,7 +3,12 @@ deterministic.
 
 The full recipe takes about 4 minutes on 2 idle cores, too slow to build twice here:
 determinism is shown on a reduced recipe that runs every stage of the build (tokenizer,
-target, distillation, draft), and the full rebuild is `harness reference verify`.
+target, distillation, draft), and the full rebuild is `harness reference verify`. The seed
+miniatures' reduced recipes are built in the same two processes (reduced_builds.py): a
+reduced build computes for seconds, a process importing torch for about ten.
+
+Two builds here, not one against a committed hash: a build is bit-identical on one machine
+but not across CPU types (checkpoints.py), so a hash would hold only where it was made.
 """
 
 from __future__ import annotations
@@ -17,17 +22,21 @@ from pathlib import Path
 import pytest
 
 from reference_engine.checkpoints import (
+    PAIRS,
     SHIPPED_DIR,
     build,
     ensure_checkpoints,
     folder_hashes,
     is_complete,
+    pair_dir,
     read_manifest,
     served_weights_sha256,
     verify_shipped,
 )
-from reference_engine.recipe import DEFAULT_RECIPE, REDUCED_OVERRIDES
+from reference_engine.recipe import DEFAULT_RECIPE
 from tests.reference_engine.conftest import ENGINE_PYTHON, engine_available
+
+REDUCED_BUILDS = "tests.reference_engine.reduced_builds"
 
 
 def test_shipped_files_match_their_manifest() -> None:
@@ -70,19 +79,38 @@ def test_a_corrupted_shipped_file_is_named(tmp_path: Path, monkeypatch) -> None:
         ensure_checkpoints(sys.executable, tmp_path)
 
 
-@pytest.mark.slow
-def test_reduced_recipe_builds_are_bit_identical(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def reduced_builds(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Two independent builds, at once, of every reduced recipe: the reference recipe and
+    each seed pair's (tests/reference_engine/reduced_builds.py), one process per build
+    through `checkpoints.build`."""
     if not engine_available():
         pytest.skip(f"{ENGINE_PYTHON} lacks the reference extra (torch, transformers, dflash)")
-    args = [item for name, value in sorted(REDUCED_OVERRIDES.items())
-            for item in ("--set", f"{name}={json.dumps(value)}")]
-    outs = [tmp_path / "one", tmp_path / "two"]
-    with ThreadPoolExecutor(max_workers=2) as pool:  # two independent builds at once
-        built = list(pool.map(lambda out: build(ENGINE_PYTHON, out, recipe_args=args), outs))
-    first, second = (folder_hashes(folder) for folder in built)
+    root = tmp_path_factory.mktemp("reduced")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(lambda out: build(ENGINE_PYTHON, out, module=REDUCED_BUILDS),
+                             [root / "one", root / "two"]))
+
+
+@pytest.mark.slow
+def test_reduced_recipe_builds_are_bit_identical(reduced_builds: list[Path]) -> None:
+    first, second = (folder_hashes(folder) for folder in reduced_builds)
     assert first == second and len(first) == 9
+    one, two = (folder / "recipe.json" for folder in reduced_builds)
+    assert one.read_bytes() == two.read_bytes()
+    assert json.loads(one.read_text())["digest"] != DEFAULT_RECIPE.digest()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pair", PAIRS)
+def test_reduced_seed_builds_are_bit_identical(pair: str, reduced_builds: list[Path]) -> None:
+    """A seed miniature's build (tests/reference_engine/test_seed_miniatures_shipped_and_
+    rebuilt.py holds its shipped files) is deterministic and makes every shipped file."""
+    built = [folder / f"seed-{pair}" for folder in reduced_builds]
+    first, second = (folder_hashes(folder, names=None) for folder in built)
+    assert first == second
+    assert set(first) == set(json.loads((pair_dir(pair) / "MANIFEST.json").read_text())["files"])
     assert (built[0] / "recipe.json").read_bytes() == (built[1] / "recipe.json").read_bytes()
-    assert json.loads((built[0] / "recipe.json").read_text())["digest"] != DEFAULT_RECIPE.digest()
 
 
 def test_verify_command_needs_no_torch_in_the_harness() -> None:

@@ -6,6 +6,9 @@ every finished one kept; and the run says where a stop cannot save wall time."""
 from __future__ import annotations
 
 import asyncio
+import selectors
+from collections.abc import Coroutine
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,6 +19,34 @@ from harness.run.sequential import sequential_saving_note
 # each question's latency in ticks: question 0 is slow, so the first look waits for it
 LATENCY = [9, 2, 2, 3, 2, 4, 3, 3, 4, 3, 3, 3]
 TICK = 0.02
+
+
+class _VirtualSelector(selectors.DefaultSelector):
+    """A wait for the next timer moves the clock to it at once: the order in which the
+    requests finish follows their latencies alone, not how busy the host is (with the
+    wall clock, a stalled loop let timers of different latencies fire together)."""
+
+    now = 0.0
+
+    def select(self, timeout: float | None = None) -> list[Any]:
+        ready = super().select(0)
+        if not ready and timeout:
+            self.now += timeout
+        return ready
+
+
+class _VirtualTimeLoop(asyncio.SelectorEventLoop):
+    def __init__(self) -> None:
+        self._clock = _VirtualSelector()
+        super().__init__(self._clock)
+
+    def time(self) -> float:
+        return self._clock.now
+
+
+def _run_virtual(main: Coroutine[Any, Any, None]) -> None:
+    with asyncio.Runner(loop_factory=_VirtualTimeLoop) as runner:
+        runner.run(main)
 
 
 def _run(concurrency: int, looks: list[int], settle_at: int | None,
@@ -42,8 +73,8 @@ def _run(concurrency: int, looks: list[int], settle_at: int | None,
         return "pass" if at == settle_at else None
 
     state = Dispatch()
-    asyncio.run(dispatch(len(LATENCY), concurrency, one, looks, look, state, Progress(),
-                         past_look))
+    _run_virtual(dispatch(len(LATENCY), concurrency, one, looks, look, state, Progress(),
+                          past_look))
     return state, finished, seen, most[0]
 
 
@@ -148,7 +179,7 @@ def test_dispatch_invariants_on_any_latencies(latencies: list[int], concurrency:
         return "pass" if at == settle_at else None
 
     state = Dispatch()
-    asyncio.run(dispatch(n, concurrency, one, looks, look, state, Progress(), past_look))
+    _run_virtual(dispatch(n, concurrency, one, looks, look, state, Progress(), past_look))
     limit = concurrency if past_look is None else min(past_look, concurrency)
     pending = list(looks)
     sent = [index for kind, index, _ in log if kind == "send"]
