@@ -7,6 +7,7 @@ folder is `harness.results.layout`'s.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -39,14 +40,31 @@ def inside(path: Path | str, root: Path | str) -> bool:
     return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
 
 
-def _is_special(path: Path) -> bool:
-    """Whether `path` exists and is neither a regular file nor a folder: a device, a FIFO
-    or a socket, which a write goes into rather than replaces."""
+def _special_kind(path: Path) -> str | None:
+    """"device" or "fifo" for a path that is one (links followed), else None."""
     try:
         mode = os.stat(path).st_mode
     except OSError:
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+        return None
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return "fifo" if stat.S_ISFIFO(mode) else None
+
+
+def _write_into(path: Path, text: str, kind: str) -> None:
+    """Write `text` into a device or a FIFO. A FIFO is opened without waiting: with no
+    reader the open fails (ENXIO) at once, where a blocking open would wait forever."""
+    flags = os.O_WRONLY | (os.O_NONBLOCK if kind == "fifo" else 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        if error.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, "a FIFO with nothing reading it") from None
+        raise
+    if kind == "fifo":
+        os.set_blocking(fd, True)  # a reader is there: a long text waits for it
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 class OutsideResults(OSError):
@@ -65,10 +83,13 @@ def atomic_write_text(path: Path, text: str, root: Path | str | None = None) -> 
     file's folder leads out of it."""
 
     text = redact_text(text)  # every secret, in every file the harness writes
-    if _is_special(path):  # `--out /dev/null` or a FIFO: a rename would replace the
-        # device itself (as root, /dev/null became a regular file), so write into it
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
+    kind = _special_kind(path)
+    # `--out /dev/null`: a rename would replace the device itself (as root, /dev/null became
+    # a regular file), so a device is written into, wherever it stands. A FIFO the user
+    # named is written into when something reads it; inside the results folder a FIFO is
+    # no file of the harness's and is replaced, as a damaged file would be.
+    if kind == "device" or (kind == "fifo" and root is None):
+        _write_into(path, text, kind)
         return
     if root is not None:  # before mkdir too: no folder is made through a link out of root
         check_inside(path.parent, root)
