@@ -33,10 +33,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import ValidationError
-
 from harness.errors import BadInput, EngineError, ExitCode, Interrupted
 from harness.metrics.paired_gate import Tolerance, paired_test
+from harness.protocols.entry_suites import derived_suite, entry_reasons, entry_status
 from harness.protocols.pairing import aligned, reference_from
 from harness.results.grid import (
     GridCellRecord,
@@ -64,9 +63,8 @@ from harness.suite.grid import (
     grid_cells,
     reference_cell,
 )
-from harness.suite.model import LoadedSuite, Suite, format_validation_error, suite_entries
+from harness.suite.model import LoadedSuite, Suite, suite_entries
 from harness.suite.prefix_caching import flags_for
-from harness.suite.schema import document_sha256
 
 if TYPE_CHECKING:
     from harness.run.outcome import RunOptions, RunOutcome
@@ -130,12 +128,7 @@ def launch_suite(loaded: LoadedSuite, cells: list[GridCell],
     cell_floors = {k: v for k, v in floors.items() if k in CELL_FLOOR_KEYS}
     document["workloads"] = [{**cell_workload(cell, grid, suite.workload), "name": cell.name,
                               "floors": copy.deepcopy(cell_floors)} for cell in cells]
-    try:
-        derived = Suite.model_validate(document)
-    except ValidationError as error:
-        raise BadInput(format_validation_error(f"{loaded.path} (grid cells)", error)) from None
-    return LoadedSuite(suite=derived, path=loaded.path, sha256=document_sha256(document),
-                       document=document)
+    return derived_suite(loaded, document, "grid cells")
 
 
 @dataclass
@@ -151,13 +144,11 @@ class CellRun:
 
     @property
     def status(self) -> VerdictStatus:
-        verdict = self.record.verdict if self.record else None
-        return verdict.status if verdict else "error"
+        return entry_status(self.record)
 
     @property
     def reasons(self) -> list[str]:
-        verdict = self.record.verdict if self.record else None
-        return list(verdict.reasons) if verdict else ["no record: the cell never ran"]
+        return entry_reasons(self.record, "cell")
 
 
 @dataclass

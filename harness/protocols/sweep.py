@@ -29,10 +29,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import ValidationError
-
 from harness.errors import BadInput, EngineError, ExitCode, Interrupted
 from harness.metrics.paired_gate import Tolerance, paired_test
+from harness.protocols.entry_suites import derived_suite, entry_reasons, entry_status
 from harness.protocols.pairing import aligned, reference_from
 from harness.results.layout import RUNS_DIR, started_from_name
 from harness.results.readers import read_requests, read_run
@@ -52,8 +51,7 @@ from harness.run.judge import Evidence, decide
 from harness.run.outcome import RunOptions
 from harness.suite.entries import METRIC_DEFINITIONS
 from harness.suite.gate import Gate
-from harness.suite.model import LoadedSuite, Suite, format_validation_error, suite_entries
-from harness.suite.schema import document_sha256
+from harness.suite.model import LoadedSuite, suite_entries
 from harness.workloads import planned_questions
 
 if TYPE_CHECKING:
@@ -152,12 +150,7 @@ def sweep_suite(loaded: LoadedSuite, concurrencies: tuple[int, ...]) -> LoadedSu
     document["workloads"] = [{**workload, "concurrency": c, "name": point_name(c),
                               "floors": copy.deepcopy(document["floors"])}
                              for c in concurrencies]
-    try:
-        derived = Suite.model_validate(document)
-    except ValidationError as error:
-        raise BadInput(format_validation_error(f"{loaded.path} (swept)", error)) from None
-    return LoadedSuite(suite=derived, path=loaded.path, sha256=document_sha256(document),
-                       document=document)
+    return derived_suite(loaded, document, "swept")
 
 
 @dataclass
@@ -172,13 +165,11 @@ class PointRun:
 
     @property
     def status(self) -> VerdictStatus:
-        verdict = self.record.verdict if self.record else None
-        return verdict.status if verdict else "error"
+        return entry_status(self.record)
 
     @property
     def reasons(self) -> list[str]:
-        verdict = self.record.verdict if self.record else None
-        return list(verdict.reasons) if verdict else ["no record: the point never ran"]
+        return entry_reasons(self.record, "point")
 
 
 @dataclass

@@ -1,0 +1,39 @@
+"""A suite whose workload entries are a protocol's points, and each entry's outcome: what a
+concurrency sweep (`sweep.py`) and a workload grid (`grid.py`) both derive and read.
+
+Both protocols run their points as workload entries of one launch (`run_suite`), so the
+derived suite is validated as any suite is, and each entry's verdict is read off its run
+record, an entry without one being an error, never a pass.
+"""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+from harness.errors import BadInput
+from harness.results.record import RunRecord, VerdictStatus
+from harness.suite.model import LoadedSuite, Suite, format_validation_error
+from harness.suite.schema import document_sha256
+
+
+def derived_suite(loaded: LoadedSuite, document: dict[str, object], what: str) -> LoadedSuite:
+    """`document` (a copy of `loaded`'s, its entries set) as a loaded suite; BadInput
+    naming `loaded.path (what)` and the field when it does not validate."""
+    try:
+        derived = Suite.model_validate(document)
+    except ValidationError as error:
+        raise BadInput(format_validation_error(f"{loaded.path} ({what})", error)) from None
+    return LoadedSuite(suite=derived, path=loaded.path, sha256=document_sha256(document),
+                       document=document)
+
+
+def entry_status(record: RunRecord | None) -> VerdictStatus:
+    """An entry's verdict; "error" when it has no record or no verdict."""
+    verdict = record.verdict if record else None
+    return verdict.status if verdict else "error"
+
+
+def entry_reasons(record: RunRecord | None, noun: str) -> list[str]:
+    """An entry's verdict reasons; without a record, that the `noun` never ran."""
+    verdict = record.verdict if record else None
+    return list(verdict.reasons) if verdict else [f"no record: the {noun} never ran"]
