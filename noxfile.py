@@ -144,6 +144,7 @@ TESTS_ARGS = ("-n", "2", "--dist", "loadscope", "--durations=15",
               "--ignore", "tests/publish_browser",  # nox -s publish_browser
               "--ignore", "tests/sglang_oracle/test_server_args.py",
               "--ignore", "tests/sglang_oracle/test_secret_flags.py",
+              "--ignore", "tests/sglang_oracle/test_grid_prefix_flag.py",  # nox -s sglang_args
               "--ignore", "tests/vllm_oracle",
               "--ignore", "tests/sglang_cpu",
               "--ignore", "tests/sglang_dflash_cpu",

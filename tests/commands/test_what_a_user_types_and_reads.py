@@ -123,16 +123,15 @@ def test_shipped_list_columns_line_up(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_the_dry_run_says_measured_here_once() -> None:
-    from types import SimpleNamespace
-
     from harness.run.dry_run import baseline_line
+    from harness.suite.entries import Baseline
 
-    said = SimpleNamespace(label="a", accept_length=3.8, metric=None, external=False,
-                           source="measured here: the reference engine")
-    unsaid = SimpleNamespace(label="b", accept_length=3.2, metric=None, external=False,
-                             source="benchmarks/reference_table.py")
-    external = SimpleNamespace(label="c", accept_length=5.6, metric="server_avg",
-                               external=True, source="SGLang's test_dflash.py")
+    said = Baseline(label="a", accept_length=3.8, external=False,
+                    source="measured here: the reference engine")
+    unsaid = Baseline(label="b", accept_length=3.2, external=False,
+                      source="benchmarks/reference_table.py")
+    external = Baseline(label="c", accept_length=5.6, metric="server_avg", external=True,
+                        source="SGLang's test_dflash.py")
     assert baseline_line(said, "server_avg").count("measured here") == 1
     assert "(server_avg, measured here) benchmarks" in baseline_line(unsaid, "server_avg")
     assert "(server_avg, external) SGLang" in baseline_line(external, "per_request")
