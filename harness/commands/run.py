@@ -50,8 +50,16 @@ def run(args: argparse.Namespace) -> int:
         plot=not args.no_plot, sequential=args.sequential, progress=not args.no_progress,
         target_model=args.target_model, draft_model=args.draft_model,
         entries=args.entries, enforce_contract=not args.no_enforce_contract,
-        server=args.server, launcher=args.launcher,
+        server=args.server, launcher=args.launcher, prepare_only=args.prepare_only,
     )
+    if args.prepare_only:
+        clashing = [flag for flag, given in (
+            ("--dry-run", args.dry_run), ("--server", args.server is not None),
+            ("--against", args.against is not None), ("--launcher", args.launcher is not None))
+            if given]
+        if clashing:
+            raise BadInput(f"--prepare-only makes the engine's environment and stops: "
+                           f"{', '.join(clashing)} ask(s) for a run; leave it out")
     if args.launcher is not None:
         options.launcher_options = launcher_options(args)
     if args.server is not None:
@@ -87,6 +95,9 @@ def run(args: argparse.Namespace) -> int:
     if outcome.plan:
         print("\n".join(outcome.plan))
     if args.dry_run:
+        return int(outcome.exit_code)
+    if args.prepare_only:
+        print("\n".join(outcome.reasons))
         return int(outcome.exit_code)
     print(f"verdict: {outcome.status.upper()}")
     for reason in outcome.reasons:

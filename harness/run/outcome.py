@@ -75,6 +75,8 @@ class RunOptions:
     # `harness soak`: the measured phase repeats the workload's prompts for this many seconds
     # (`harness.run.drive.Driver.measure_for`, no stop rule); None: each prompt once
     soak_s: float | None = None
+    # `harness run --prepare-only`: the engine's environment and models made, then stop
+    prepare_only: bool = False
 
 
 @dataclass

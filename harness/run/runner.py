@@ -68,7 +68,7 @@ from harness.run.schedulers.local import LocalNodes, rendezvous
 from harness.run.schedulers.slurm import SlurmJob
 from harness.secrets import redact_text
 from harness.suite.checkpoints import Models
-from harness.suite.model import Entry, LoadedSuite, suite_entries
+from harness.suite.model import Entry, LoadedSuite, Suite, suite_entries
 from harness.workloads import WorkloadPlan, prepare
 
 
@@ -105,6 +105,8 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
             f"the nodes {options.launcher} gives it"
         fit = preflight.Fit(True, f"{suite.topology.parallel_text()} on {where}")
         gpus = []
+    if options.prepare_only:  # the GPUs are the later run's: no fit is asked of this host
+        return _prepare_only(suite, options, chosen)
     if options.dry_run:
         return RunOutcome("skipped" if not fit.fits else "pass", ExitCode.PASS,
                           [fit.reason], plan=dry_run.describe(loaded, options, fit, chosen,
@@ -158,6 +160,22 @@ def run_suite(loaded: LoadedSuite, options: RunOptions) -> RunOutcome:
             outcome.reasons.append(f"after the run was recorded: {unexpected_text(error)}")
             return outcome
         return combined([run.outcome() for run in runs])
+
+
+def _prepare_only(suite: Suite, options: RunOptions, chosen: ChosenBuild) -> RunOutcome:
+    """`harness run --prepare-only`: the heavy part of a run (the engine's environment, the
+    models the harness makes), done ahead so that the run itself only launches; nothing is
+    launched and no run folder is made."""
+    models = planning.models(suite, options)
+    planning.check_models(models)
+    with heartbeat(_preparing):
+        engine = planning.prepare_engine(suite, options, models, chosen)
+    served = engine.models
+    lines = [f"engine environment: {engine.python} ({engine.build.engine} "
+             f"{engine.build.version or engine.build.spec})"]
+    if served is not None:
+        lines.append(f"models: target {served.target}, draft {served.draft}")
+    return RunOutcome("pass", ExitCode.PASS, lines)
 
 
 def _new_run(entry: Entry, options: RunOptions) -> EntryRun:

@@ -18,6 +18,11 @@ class RunCommand(Command):
         parser.add_argument("suite", help="suite file or name (see `harness list`)")
         parser.add_argument("--dry-run", action="store_true",
                             help="print the launch command and workload plan; run nothing")
+        parser.add_argument("--prepare-only", action="store_true",
+                            help="make (or find) the engine's environment and the models, "
+                                 "print where they are, and stop: nothing launched or "
+                                 "recorded (e.g. on a host with the network, before the GPU "
+                                 "run)")
         parser.add_argument("--sglang", "--build", dest="sglang", metavar="SPEC",
                             help="build under test: sglang==X, git+URL@REF[#subdirectory="
                             "python], a local checkout PATH[@REF]; for a reference-engine "
