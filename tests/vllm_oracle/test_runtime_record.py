@@ -7,7 +7,12 @@ and the run compares it with the audit's vLLM clauses for the vLLM it launched.
 - A planted engine defect the audit cannot see (an environment hook, chained by the
   recorder's sitecustomize, that drops vLLM's `+ 1` from DFlash's `target_layer_ids`, so
   the target captures its taps one layer early): the run is an error (exit 3) naming the
-  clause, before accept length is judged."""
+  clause, before accept length is judged.
+- Planted forward defects, one launch on 8 questions (environment hooks as above): the
+  draft block's masked positions filled with token 0, the draft embedding through a private
+  embedding and projecting through a private head, nothing vLLM configures changed: exit 3,
+  one line per clause, from what the draft's forward got (docs/audit.md, "Planted
+  defects")."""
 
 from __future__ import annotations
 
@@ -169,7 +174,7 @@ def test_every_clause_that_reached_vllms_draft_equals_the_audit(clean) -> None:
     assert runtime["taps"]["source"] == "target aux_hidden_state_layers"
     # and at forward time, each captured tensor matched to the layer boundary it equals
     assert "[1, 2, 3, 4] (target forward: the layer boundary" in runtime["taps"]["note"]
-    # recorded, though the audit leaves them to the weights at load (not compared)
+    # the audit leaves them to the weights at load: vLLM's choice there, kept
     assert (runtime["embeddings"]["value"], runtime["lm_head"]["value"]) == ("target",
                                                                              "target")
     assert "DFlashQwen3Model.mask_token_id" in runtime["mask_token_id"]["note"]
