@@ -13,8 +13,8 @@ its own code ran, and one JSON line per clause is appended to the file
   boundary (hidden_states + residual entering layer c, and leaving the last), and each
   tensor the decoder returns as an aux hidden state is matched to the boundary it equals
   (c, or -1 when it equals none), so a loop that captures at the wrong layer is seen even
-  when the configured list is right (not run here: no vLLM environment in this project's
-  CPU checks beyond `nox -s vllm_cpu`); the block the drafter proposes
+  when the configured list is right (real vLLM runs it in `nox -s vllm_cpu` only); the
+  block the drafter proposes
   (`num_speculative_tokens + 1` query tokens per request), the mask token id the drafter
   feeds its masked slots (`parallel_drafting_token_id`) and the one the draft model
   embeds (`mask_token_id`), the draft's decoder layers, the width its `fc` projects from
