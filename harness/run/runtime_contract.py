@@ -82,10 +82,20 @@ def _shown(value: object) -> str:
 
 def differences(audit: Mapping[str, ClauseRow],
                 runtime: Mapping[str, list[tuple[int | str | list[int], str]]]) -> list[str]:
-    """Each clause whose recorded value differs from the audit's, by name. Clauses the
-    audit could not resolve are not compared (the preflight already said so)."""
+    """Each clause whose recorded value differs from the audit's, by name. A clause the
+    audit leaves to the engine (vLLM's embeddings and lm_head, decided from the weights at
+    load) is compared with itself: a value the forward used other than the one the engine
+    recorded first (at load) is named. Clauses the audit could not resolve otherwise are
+    not compared (the preflight already said so)."""
     found = []
     for clause, row in audit.items():
+        if row.value is None and row.error is None and row.limit is None:
+            seen = runtime.get(clause) or []
+            found.extend(
+                f"{clause}: reached the model as {_shown(value)} ({where}); the engine "
+                f"chose {_shown(seen[0][0])} at load ({seen[0][1]})"
+                for value, where in seen[1:] if value != seen[0][0])
+            continue
         if row.value is None or row.error is not None or row.limit is not None:
             continue
         want = list(row.value) if isinstance(row.value, list | tuple) else row.value

@@ -7,7 +7,12 @@ and the run compares it with the audit's vLLM clauses for the vLLM it launched.
 - A planted engine defect the audit cannot see (an environment hook, chained by the
   recorder's sitecustomize, that drops vLLM's `+ 1` from DFlash's `target_layer_ids`, so
   the target captures its taps one layer early): the run is an error (exit 3) naming the
-  clause, before accept length is judged."""
+  clause, before accept length is judged.
+- Planted forward defects, one launch on 8 questions (environment hooks as above): the
+  draft block's masked positions filled with token 0, the draft embedding through a private
+  embedding and projecting through a private head, nothing vLLM configures changed: exit 3,
+  one line per clause, from what the draft's forward got (docs/audit.md, "Planted
+  defects")."""
 
 from __future__ import annotations
 
@@ -45,11 +50,76 @@ runpy.run_path(AFTER_IMPORT)["install"]({"vllm.v1.worker.gpu_model_runner": plan
 '''.replace("AFTER_IMPORT", repr(str(ROOT / "harness" / "engines" / "after_import.py")))
 
 
-def _run(folder: Path, name: str, env: dict[str, str] | None = None
-         ) -> tuple[subprocess.CompletedProcess[str], dict]:
-    """`harness run` on a copy of the suite named `name` (its [engine.env] extended)."""
+# Three defects in the draft's forward path, in one launch, none of them in what vLLM
+# configures (the proposer's parallel_drafting_token_id, the modules _maybe_share_* gave the
+# draft: all as the audit says):
+# - DFlashProposer.set_inputs_first_pass hands the kernel that lays out the draft block
+#   token 0 for the masked positions (vLLM's block: the bonus token, then the mask id);
+# - DFlashQwen3Model.embed_input_ids embeds through a private copy of the embedding it
+#   holds (the target's, shared at load);
+# - DFlashQwen3ForCausalLM.compute_logits projects through a private copy of the head it
+#   holds (the target's).
+FORWARD_PLANTED = r'''
+import copy
+import runpy
+
+import torch
+
+
+def proposer(module):
+    cls = module.DFlashProposer
+    original = cls.set_inputs_first_pass
+
+    def set_inputs_first_pass(self, *args, **kwargs):
+        kept, self.parallel_drafting_token_id = self.parallel_drafting_token_id, 0
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            self.parallel_drafting_token_id = kept
+
+    cls.set_inputs_first_pass = set_inputs_first_pass
+
+
+def draft(module):
+    def embed_input_ids(self, input_ids):
+        own = self.__dict__.get("_private_embedding")
+        if own is None:
+            own = torch.nn.Embedding.from_pretrained(self.embed_tokens.weight.detach().clone())
+            self.__dict__["_private_embedding"] = own
+        return own(input_ids)
+
+    module.DFlashQwen3Model.embed_input_ids = embed_input_ids
+    cls = module.DFlashQwen3ForCausalLM
+    original = cls.compute_logits
+
+    def compute_logits(self, hidden_states):
+        own = self.__dict__.get("_private_head")
+        if own is None:
+            own = self.__dict__["_private_head"] = copy.deepcopy(self.lm_head)
+        held, self._modules["lm_head"] = self._modules["lm_head"], own
+        try:
+            return original(self, hidden_states)
+        finally:
+            self._modules["lm_head"] = held
+
+    cls.compute_logits = compute_logits
+
+
+runpy.run_path(AFTER_IMPORT)["install"]({"vllm.v1.spec_decode.dflash": proposer,
+                                          "vllm.model_executor.models.qwen3_dflash": draft})
+'''.replace("AFTER_IMPORT", repr(str(ROOT / "harness" / "engines" / "after_import.py")))
+QUESTIONS = 8  # the planted copies: enough draft steps to record, at a fraction of the time
+
+
+def _run(folder: Path, name: str, env: dict[str, str] | None = None,
+         questions: int | None = None) -> tuple[subprocess.CompletedProcess[str], dict]:
+    """`harness run` on a copy of the suite named `name` (its [engine.env] extended, its
+    question count `questions` when given)."""
     text = (ROOT / "suites" / f"{SUITE}.toml").read_text().replace(
         f'name = "{SUITE}"', f'name = "{name}"')
+    if questions is not None:
+        assert "\nquestions = 20\n" in text
+        text = text.replace("\nquestions = 20\n", f"\nquestions = {questions}\n")
     for key, value in (env or {}).items():
         text = text.replace("[engine.env]\n", f"[engine.env]\n{key} = {json.dumps(value)}\n")
     suite = folder / f"{name}.toml"
@@ -80,6 +150,16 @@ def planted(tmp_path_factory: pytest.TempPathFactory):
     return _run(folder, f"{SUITE}_taps_early", {"PYTHONPATH": str(hook)})
 
 
+@pytest.fixture(scope="module")
+def forward_planted(tmp_path_factory: pytest.TempPathFactory):
+    vllm_python()
+    folder = tmp_path_factory.mktemp("forward")
+    hook = folder / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(FORWARD_PLANTED)
+    return _run(folder, f"{SUITE}_forward_defects", {"PYTHONPATH": str(hook)}, QUESTIONS)
+
+
 RESOLVED = {"taps": [1, 2, 3, 4], "block_size": 8, "mask_token_id": 2, "draft_layers": 5,
             "fc_input_width": 512}
 
@@ -94,10 +174,16 @@ def test_every_clause_that_reached_vllms_draft_equals_the_audit(clean) -> None:
     assert runtime["taps"]["source"] == "target aux_hidden_state_layers"
     # and at forward time, each captured tensor matched to the layer boundary it equals
     assert "[1, 2, 3, 4] (target forward: the layer boundary" in runtime["taps"]["note"]
-    # recorded, though the audit leaves them to the weights at load (not compared)
+    # the audit leaves them to the weights at load: vLLM's choice there, kept
     assert (runtime["embeddings"]["value"], runtime["lm_head"]["value"]) == ("target",
                                                                              "target")
     assert "DFlashQwen3Model.mask_token_id" in runtime["mask_token_id"]["note"]
+    # and each as the draft's forward got it: its block, its embedding module, its head
+    assert "8 (the draft forward's query block per request" in runtime["block_size"]["note"]
+    assert "2 (the draft forward's input_ids after" in runtime["mask_token_id"]["note"]
+    assert "target (the draft's embed_input_ids at its forward" in \
+        runtime["embeddings"]["note"]
+    assert "target (the draft's compute_logits at its forward" in runtime["lm_head"]["note"]
     assert "combine_hidden_states" in runtime["fc_input_width"]["note"]  # as delivered
     kernel = [(r["index"], r["causal"], r["window"]) for r in record["attention_runtime"]]
     assert kernel == [(i, True, 16) for i in range(5)]
@@ -118,3 +204,30 @@ def test_taps_captured_one_layer_early_fail_the_run_naming_the_clause(planted) -
         "says [1,2,3,4] (draft config)"]
     assert not any(r.split(":")[0] in ("block_size", "mask_token_id", "draft_layers")
                    for r in reasons)  # only the planted clause differs
+
+
+def test_forward_defects_in_the_draft_fail_the_run_naming_each_clause(forward_planted
+                                                                      ) -> None:
+    """The block filled with token 0, the draft embedding through its own module and
+    projecting through its own head, while everything vLLM configured is as the audit
+    says: exit 3, one line per clause, from what the draft's forward got."""
+    done, record = forward_planted
+    assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
+    reasons = record["verdict"]["reasons"]
+    assert record["verdict"]["status"] == "error"
+    assert reasons[0] == "the draft's runtime contract differs from the audit's for this build:"
+    assert reasons[1:4] == [
+        "mask_token_id: reached the model as 0 (the draft forward's input_ids after each "
+        "request's first (the block's masked positions)); the audit says 2 (draft config)",
+        "embeddings: reached the model as other (Embedding) (the draft's embed_input_ids at "
+        "its forward (the embedding module that ran)); the engine chose target at load "
+        "(DFlashProposer._maybe_share_embeddings)",
+        "lm_head: reached the model as draft (the draft's compute_logits at its forward "
+        "(the head its logits processor was given)); the engine chose target at load "
+        "(DFlashProposer._maybe_share_lm_head)"]
+    runtime = record["draft_contract_runtime"]
+    # what vLLM configured is as the audit says: only the forward differs
+    assert (runtime["mask_token_id"]["value"], runtime["embeddings"]["value"],
+            runtime["lm_head"]["value"]) == (2, "target", "target")
+    assert not any(r.split(":")[0] in ("taps", "block_size", "draft_layers")
+                   for r in reasons)

@@ -53,11 +53,14 @@ def _vllm_shaped(aux: tuple[int, ...], k: int = 7, mask_id: int = 2,
                                     embed_tokens=torch.nn.Embedding(16, 4)),
         lm_head=torch.nn.Linear(4, 16, bias=False))
     layers = [types.SimpleNamespace(self_attn=types.SimpleNamespace(
-        attn=types.SimpleNamespace(impl=CPUAttentionBackendImpl(w)))) for w in windows]
+        attn=types.SimpleNamespace(impl=CPUAttentionBackendImpl(w),
+                                   layer_name=f"model.layers.{5 + i}.self_attn.attn")))
+        for i, w in enumerate(windows)]
     inner = types.SimpleNamespace(layers=layers, mask_token_id=mask_id,
                                   fc=types.SimpleNamespace(input_size=384),
                                   embed_tokens=target.model.embed_tokens)
     inner.embed_input_ids = lambda ids: inner.embed_tokens(ids)  # DFlashQwen3Model's
+    inner.forward = lambda input_ids, positions=None: inner.embed_input_ids(input_ids)
 
     class LogitsProcessor(torch.nn.Module):
         def forward(self, lm_head, hidden_states):
@@ -88,7 +91,21 @@ def _vllm_shaped(aux: tuple[int, ...], k: int = 7, mask_id: int = 2,
     return runner_module, attention_module, layers
 
 
-def _run(vllm_record, modules, causal: bool = True) -> None:
+def _block(vllm_record, width: int, fill: int, requests: int = 2) -> torch.Tensor:
+    """The draft forward's input_ids for `requests` blocks of `width` (a bonus token, then
+    `fill`), and its first layer's attention metadata (vLLM's forward context) to match."""
+    starts = torch.arange(requests + 1) * width
+    vllm_record._forward_metadata = lambda name: (
+        types.SimpleNamespace(query_start_loc=starts)
+        if name == "model.layers.5.self_attn.attn" else None)
+    return torch.tensor(([5] + [fill] * (width - 1)) * requests)
+
+
+def _run(vllm_record, modules, causal: bool = True,
+         block: tuple[int, int] | None = None) -> None:
+    """Load, then two draft steps: the proposer's block (num_speculative_tokens + 1 wide,
+    filled with its parallel_drafting_token_id, or `block`'s (width, fill)), embedded by
+    the draft's forward, and its logits."""
     runner_module, attention_module, layers = modules
     vllm_record.install_runner(runner_module)
     vllm_record.install_attention(attention_module)
@@ -98,9 +115,12 @@ def _run(vllm_record, modules, causal: bool = True) -> None:
     for _ in range(2):  # recorded once
         runner.drafter.model.combine_hidden_states(types.SimpleNamespace(
             dim=lambda: 2, shape=(7, 384)))
+    drafter = runner.drafter
+    width, fill = block or (drafter.num_speculative_tokens + 1,
+                            drafter.parallel_drafting_token_id)
     for _ in range(2):  # the proposer's draft step: its block embedded, its logits
-        draft = runner.drafter.model
-        draft.compute_logits(draft.model.embed_input_ids(torch.tensor([5, 2, 2])))
+        draft = drafter.model
+        draft.compute_logits(draft.model.forward(_block(vllm_record, width, fill)))
     metadata = types.SimpleNamespace(causal=causal)
     for _ in range(3):  # one line per distinct (layer, causal, window)
         for layer in layers:
@@ -138,7 +158,8 @@ def test_a_tap_block_or_mask_difference_fails_naming_the_clause(recorder) -> Non
     _run(vllm_record, _vllm_shaped((1, 2, 3), k=15, mask_id=1))
     _, differences = runtime_contract.check(clauses, AUDIT)
     assert [d.split(":")[0] for d in differences] == \
-        ["taps", "block_size", "mask_token_id", "mask_token_id"]
+        ["taps", "block_size", "block_size", "mask_token_id", "mask_token_id",
+         "mask_token_id"]
     assert differences[0] == ("taps: reached the model as [1,2,3] (target "
                               "aux_hidden_state_layers); the audit says [2,3,4] "
                               "(draft config)")
@@ -153,7 +174,7 @@ def test_the_embeddings_and_head_the_draft_called_are_recorded_and_named(recorde
     modules = _vllm_shaped((2, 3, 4))
     _run(vllm_record, modules)
     rows, _ = runtime_contract.check(clauses, AUDIT)
-    assert "the embed_tokens module that ran" in rows["embeddings"].note
+    assert "the embedding module that ran" in rows["embeddings"].note
     assert "the head its logits processor was given" in rows["lm_head"].note
     runner = modules[0].GPUModelRunner()  # a draft step that calls its own modules
     draft = runner.drafter.model
@@ -162,11 +183,11 @@ def test_the_embeddings_and_head_the_draft_called_are_recorded_and_named(recorde
               "lm_head": ClauseRow(value="target")}
     assert runtime_contract.check(clauses, shared)[1] == []
     draft.lm_head = torch.nn.Linear(4, 16, bias=False)
-    draft.compute_logits(draft.model.embed_input_ids(torch.tensor([5, 2, 2])))
+    draft.compute_logits(draft.model.forward(_block(vllm_record, 8, 2)))
     _, differences = runtime_contract.check(clauses, shared)
     assert differences == [
         "embeddings: reached the model as draft (the draft's embed_input_ids at its "
-        "forward (the embed_tokens module that ran)); the audit says target",
+        "forward (the embedding module that ran)); the audit says target",
         "lm_head: reached the model as draft (the draft's compute_logits at its forward "
         "(the head its logits processor was given)); the audit says target"]
 
@@ -276,3 +297,50 @@ def test_the_captured_tensors_are_matched_to_the_layer_they_are(recorder, early,
         assert "reached the model as [1,2,3] (target forward" in differences[0]
     else:
         assert differences == []
+
+
+def test_the_block_the_draft_forward_was_given_is_recorded_and_named(recorder) -> None:
+    """A proposer that hands the draft forward blocks of 4 filled with 0 while its own
+    num_speculative_tokens and parallel_drafting_token_id still say 8 and 2: the record
+    names both clauses from the forward, not only the proposer's attributes."""
+    vllm_record, clauses, _ = recorder
+    _run(vllm_record, _vllm_shaped((2, 3, 4)), block=(4, 0))
+    rows, differences = runtime_contract.check(clauses, AUDIT)
+    assert rows["block_size"].value == 8  # the proposer's attribute, recorded first
+    assert differences == [
+        "block_size: reached the model as 4 (the draft forward's query block per request "
+        "(query_start_loc of its attention metadata)); the audit says 8 "
+        "(num_speculative_tokens + 1)",
+        "mask_token_id: reached the model as 0 (the draft forward's input_ids after each "
+        "request's first (the block's masked positions)); the audit says 2 (draft config)"]
+
+
+def test_an_embedding_or_head_the_draft_calls_beside_the_one_it_holds_is_named(
+        recorder) -> None:
+    """The draft's code embeds through a module of its own making and samples with a copy
+    of the target's head (values equal, identity not): vLLM chose the target's at load,
+    the audit leaves the choice to vLLM, and the run names both clauses by identity."""
+    vllm_record, clauses, _ = recorder
+    modules = _vllm_shaped((2, 3, 4))
+    runner_class = modules[0].GPUModelRunner
+    original = runner_class.__init__
+
+    def __init__(self) -> None:
+        original(self)
+        inner, draft = self.drafter.model.model, self.drafter.model
+        private = torch.nn.Embedding.from_pretrained(inner.embed_tokens.weight.clone())
+        inner.embed_input_ids = lambda ids: private(ids)
+        copy = torch.nn.Linear(4, 16, bias=False)
+        draft.compute_logits = lambda hidden: draft.logits_processor(copy, hidden)
+
+    runner_class.__init__ = __init__
+    _run(vllm_record, modules)
+    rows, differences = runtime_contract.check(clauses, AUDIT)
+    assert (rows["embeddings"].value, rows["lm_head"].value) == ("target", "target")
+    assert differences == [
+        "embeddings: reached the model as other (Embedding) (the draft's embed_input_ids "
+        "at its forward (the embedding module that ran)); the engine chose target at load "
+        "(SimpleNamespace._maybe_share_embeddings)",
+        "lm_head: reached the model as other (Linear) (the draft's compute_logits at its "
+        "forward (the head its logits processor was given)); the engine chose target at "
+        "load (SimpleNamespace._maybe_share_lm_head)"]

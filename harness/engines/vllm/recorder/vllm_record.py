@@ -13,18 +13,24 @@ its own code ran, and one JSON line per clause is appended to the file
   boundary (hidden_states + residual entering layer c, and leaving the last), and each
   tensor the decoder returns as an aux hidden state is matched to the boundary it equals
   (c, or -1 when it equals none), so a loop that captures at the wrong layer is seen even
-  when the configured list is right (not run here: no vLLM environment in this project's
-  CPU checks beyond `nox -s vllm_cpu`); the block the drafter proposes
+  when the configured list is right (real vLLM runs it in `nox -s vllm_cpu` only); the
+  block the drafter proposes
   (`num_speculative_tokens + 1` query tokens per request), the mask token id the drafter
   feeds its masked slots (`parallel_drafting_token_id`) and the one the draft model
   embeds (`mask_token_id`), the draft's decoder layers, the width its `fc` projects from
   (and, once, the width of the target hidden states the proposer hands the draft's
   `combine_hidden_states`), and whose embeddings and `lm_head` the draft ended up with
   (`_maybe_share_embeddings`, `_maybe_share_lm_head`) and, at its forward, whose it
-  called: the `embed_tokens` module that ran inside the draft's `embed_input_ids`, and
-  the head the draft's `compute_logits` handed its logits processor, each by identity
-  with the target's own (compared with the audit where it resolves them; vLLM decides
-  them from the checkpoint's weights at load, so its column leaves them unresolved);
+  called: the embedding module that ran inside the draft's `embed_input_ids`, and the
+  head the draft's `compute_logits` handed its logits processor, each by identity:
+  `target` (the target's own object), `draft` (the one the draft holds, not the
+  target's) or `other (its class)` (vLLM decides them from the checkpoint's weights at
+  load, so the audit's column leaves them unresolved: runtime_contract.py compares the
+  forward's answer with the load's);
+- at each forward of the draft model (`DFlashQwen3Model.forward`, outside dummy runs):
+  the block it was given, from its own arguments and the attention metadata of its first
+  layer: the query tokens per request (`query_start_loc`; the block size) and the ids
+  filling every position of a request's block after its first (the mask token id);
 - from the CPU attention backend's `forward` (`CPUAttentionBackendImpl`, the call into
   `cpu_attention_with_kv_cache`): for each draft layer, the causality and window that
   reached the kernel, one line per distinct (layer, causal, window), to the file
@@ -34,6 +40,7 @@ its own code ran, and one JSON line per clause is appended to the file
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 from typing import Any
@@ -110,6 +117,7 @@ def record_runner(runner: Any) -> None:
     if isinstance(width, int):
         _write("fc_input_width", width, f"{type(inner).__name__}.fc")
     _record_delivered(draft)
+    _observe_block(inner)
     language = _language_model(target)
     embed = getattr(getattr(language, "model", None), "embed_tokens", None)
     if embed is not None and inner is not None:
@@ -122,13 +130,23 @@ def record_runner(runner: Any) -> None:
     _observe_borrowed(draft, inner, embed, head)
 
 
-def _observe_borrowed(draft: Any, inner: Any, embed: Any, head: Any) -> None:
-    """At the draft's forward: whose embed_tokens ran inside its embed_input_ids, and whose
-    head its compute_logits gave the logits processor (each distinct answer once)."""
-    written: set[tuple[str, str]] = set()
+def _whose(module: Any, target: Any, held: Any) -> str:
+    """A module the draft called, by identity: the target's own, the one the draft holds,
+    or another (named by its class)."""
+    if module is target:
+        return "target"
+    if module is held:
+        return "draft"
+    return f"other ({type(module).__name__})"
 
-    def whose(module: Any, target: Any) -> str:
-        return "target" if module is target else "draft"
+
+def _observe_borrowed(draft: Any, inner: Any, embed: Any, head: Any) -> None:
+    """At the draft's forward: which embedding module ran inside its embed_input_ids, and
+    which head its compute_logits gave the logits processor (each distinct answer
+    once)."""
+    import torch  # vLLM's server process has it; this module is imported before it is
+
+    written: set[tuple[str, str]] = set()
 
     def once(clause: str, value: str, where: str) -> None:
         if (clause, value) not in written:
@@ -138,28 +156,30 @@ def _observe_borrowed(draft: Any, inner: Any, embed: Any, head: Any) -> None:
     embedding = getattr(inner, "embed_input_ids", None)
     if embed is not None and callable(embedding) \
             and not getattr(embedding, "_harness_recorded", False):
-        inside: list[bool] = []
-
-        def ran(module: Any, *_: Any) -> None:
-            if inside:
-                once("embeddings", whose(module, embed), "the draft's embed_input_ids at "
-                     "its forward (the embed_tokens module that ran)")
-
-        hooked: set[int] = set()
 
         @functools.wraps(embedding)
         def embed_input_ids(*args: Any, **kwargs: Any) -> Any:
-            # whatever embed_tokens the draft holds now (swapped after load or not) is
-            # hooked before it runs
-            module = getattr(inner, "embed_tokens", None)
-            if id(module) not in hooked and hasattr(module, "register_forward_hook"):
-                hooked.add(id(module))
-                module.register_forward_hook(ran)
-            inside.append(True)
+            # every embedding module that runs inside, whichever it is (the one the draft
+            # holds, swapped after load or not, or one its code builds or borrows)
+            ran: list[Any] = []
+
+            def hook(module: Any, *_: Any) -> None:
+                if hasattr(module, "num_embeddings"):
+                    ran.append(module)
+
+            handle = torch.nn.modules.module.register_module_forward_hook(hook)
             try:
-                return embedding(*args, **kwargs)
+                output = embedding(*args, **kwargs)
             finally:
-                inside.pop()
+                handle.remove()
+            where = ("the draft's embed_input_ids at its forward (the embedding module "
+                     "that ran)")
+            held = getattr(inner, "embed_tokens", None)
+            for module in ran:
+                once("embeddings", _whose(module, embed, held), where)
+            if not ran:
+                once("embeddings", "other (no embedding module ran)", where)
+            return output
 
         embed_input_ids._harness_recorded = True  # type: ignore[attr-defined]
         inner.embed_input_ids = embed_input_ids  # this instance only
@@ -170,10 +190,67 @@ def _observe_borrowed(draft: Any, inner: Any, embed: Any, head: Any) -> None:
 
         def given(_module: Any, args: tuple[Any, ...]) -> None:
             if args:
-                once("lm_head", whose(args[0], head), "the draft's compute_logits at its "
-                     "forward (the head its logits processor was given)")
+                once("lm_head", _whose(args[0], head, getattr(draft, "lm_head", None)),
+                     "the draft's compute_logits at its forward (the head its logits "
+                     "processor was given)")
 
         processor.register_forward_pre_hook(given)
+
+
+def _forward_metadata(layer_name: str) -> Any:
+    """The attention metadata vLLM's forward context holds for one layer now (None
+    outside a forward with metadata: the dummy runs of profiling and warm-up)."""
+    try:
+        from vllm.forward_context import get_forward_context, is_forward_context_available
+    except ImportError:
+        return None
+    if not is_forward_context_available():
+        return None
+    metadata = get_forward_context().attn_metadata
+    return metadata.get(layer_name) if isinstance(metadata, dict) else None
+
+
+def _observe_block(inner: Any) -> None:
+    """At each forward of the draft model: the block each request's query was (its width,
+    from `query_start_loc`) and the ids after its first token (the mask token id the
+    block was filled with); each distinct answer once."""
+    layers = getattr(inner, "layers", None)
+    original = getattr(inner, "forward", None)
+    if not layers or original is None or getattr(original, "_harness_recorded", False):
+        return
+    name = getattr(getattr(getattr(layers[0], "self_attn", None), "attn", None),
+                   "layer_name", None)
+    written: set[tuple[str, int]] = set()
+
+    def once(clause: str, value: int, where: str) -> None:
+        if (clause, value) not in written:
+            written.add((clause, value))
+            _write(clause, value, where)
+
+    def observe(input_ids: Any) -> None:
+        metadata = _forward_metadata(name) if name else None
+        starts = getattr(metadata, "query_start_loc", None)
+        if starts is None or input_ids is None:
+            return
+        starts, ids = [int(v) for v in starts.tolist()], input_ids.tolist()
+        for begin, end in itertools.pairwise(starts):
+            if end <= begin or end > len(ids):
+                continue
+            once("block_size", end - begin, "the draft forward's query block per request "
+                 "(query_start_loc of its attention metadata)")
+            for token in sorted(set(ids[begin + 1:end])):
+                once("mask_token_id", int(token), "the draft forward's input_ids after "
+                     "each request's first (the block's masked positions)")
+
+    # the instance's forward, as for the target's decoder: `support_torch_compile`'s eager
+    # __call__ calls `self.forward` directly
+    @functools.wraps(original)
+    def forward(input_ids: Any = None, *args: Any, **kwargs: Any) -> Any:
+        observe(input_ids)
+        return original(input_ids, *args, **kwargs)
+
+    forward._harness_recorded = True  # type: ignore[attr-defined]
+    inner.forward = forward  # this instance only
 
 
 def _stream(hidden: Any, residual: Any) -> Any:
