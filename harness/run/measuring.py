@@ -32,7 +32,7 @@ from harness.run.sequential import (
     sequential_saving_note,
     stratified_order,
 )
-from harness.run.workload_record import rendered_sha256
+from harness.run.workload_record import add_chat_template, rendered_sha256
 from harness.workloads import WorkloadPlan, warmup_prompts
 
 if TYPE_CHECKING:
@@ -40,6 +40,17 @@ if TYPE_CHECKING:
     from harness.run.drive import DriveResult
     from harness.run.plan import ServedEngine
     from harness.suite.serving import Topology
+
+
+def measure_entries(runs: Sequence[EntryRun], engine: ServedEngine, server: RunningServer,
+                    plans: Sequence[WorkloadPlan]) -> None:
+    """Every entry queued on `server` (its chat template recorded now the model is loaded),
+    then each measured and judged in turn (`measure_entry`), its verdict kept."""
+    for run in runs:
+        run.stage = "queued"  # waiting for the entries before it
+        add_chat_template(run.workload, run.loaded.suite, engine)
+    for run, workload_plan in zip(runs, plans, strict=True):
+        run.finish(measure_entry(run, engine, server, workload_plan))
 
 
 def measure_entry(run: EntryRun, engine: ServedEngine, server: RunningServer,
