@@ -80,6 +80,14 @@ def prompt_ids_sha256(ids: object) -> str | None:
     return hashlib.sha256(json.dumps(ids, separators=(",", ":")).encode()).hexdigest()
 
 
+def first_choice(event: Mapping[str, object]) -> Mapping[str, object] | None:
+    """A streamed OpenAI-style event's first choice, None where it carries none."""
+    choices = event.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        return None
+    return choices[0]
+
+
 def only_choice(payload: object, where: str) -> Mapping[str, object]:
     """The one choice of an OpenAI-style answer (`{"choices": [{...}]}`), MissingMetric
     where the answer is not a JSON object with exactly one."""
