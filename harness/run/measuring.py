@@ -33,7 +33,7 @@ from harness.run.sequential import (
     stratified_order,
 )
 from harness.run.workload_record import add_chat_template, rendered_sha256
-from harness.workloads import WorkloadPlan, warmup_prompts
+from harness.workloads import WorkloadPlan
 
 if TYPE_CHECKING:
     from harness.engines.interface import EngineAdapter
@@ -213,11 +213,8 @@ async def _drive(run: EntryRun, engine: ServedEngine, server: RunningServer,
     if mismatches:
         raise EngineError("the server does not run what the suite declares: "
                           + "; ".join(mismatches))
-    warm = warmup_prompts(list(prompts), suite.workload.warmup_requests)
     run.stage = "warm-up"
-    if warm:
-        await driver.warm_up(warm)
-    await driver.flush()
+    await driver.warm_up_then_flush(prompts)
     run.stage = "measurement"
     if options.soak_s is not None:  # harness soak: the prompts over and over, for a time
         with _progress(None, options.progress) as advance:  # no total: a time
