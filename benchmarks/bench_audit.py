@@ -18,30 +18,18 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from scratch import time_command  # noqa: E402 - beside this script
+
 from tests.audit.conftest import nemotron_35_draft  # noqa: E402 - the tests' draft shape
 
 GOAL_SECONDS = 0.5  # issue 12: one version, wheel cached, <= 0.5 s on an idle machine
-
-
-def time_command(argv: list[str], repeat: int, env: dict[str, str]) -> list[float]:
-    seconds = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = subprocess.run(argv, capture_output=True, text=True, cwd=REPO_ROOT, env=env,
-                                check=False)  # fmt: skip
-        seconds.append(time.perf_counter() - start)
-        if result.returncode != 0:
-            raise SystemExit(f"{' '.join(argv)} exited {result.returncode}:\n{result.stderr}")
-    return seconds
 
 
 def main() -> int:

@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from scratch import time_command
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CORPUS = REPO_ROOT / "tests" / "audit" / "corpus"
@@ -27,15 +27,7 @@ GOAL_SECONDS = 10.0  # a warm audit of the whole corpus on one release: seconds
 
 
 def timed(argv: list[str], repeat: int, env: dict[str, str]) -> list[float]:
-    seconds = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO_ROOT, env=env,
-                              check=False)  # fmt: skip
-        seconds.append(time.perf_counter() - start)
-        if done.returncode not in (0, 1):  # 1: the corpus has flagged clauses (it does)
-            raise SystemExit(f"{' '.join(argv)} exited {done.returncode}:\n{done.stderr}")
-    return seconds
+    return time_command(argv, repeat, env, ok=(0, 1))  # 1: the corpus has flagged clauses
 
 
 def main() -> int:

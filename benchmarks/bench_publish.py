@@ -17,14 +17,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from scratch import kept_or_scratch
 
 SIZE_GOAL_MB = 5.0
 LOAD_GOAL_S = 1.0
@@ -134,9 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
     here = Path(__file__).resolve().parents[1]
-    root = args.dir or Path(tempfile.mkdtemp(prefix="bench-publish-"))
-    results, site = root / "results", root / "site"
-    try:
+    with kept_or_scratch(args.dir, "bench-publish-") as root:
+        results, site = root / "results", root / "site"
         if not (results / "runs").is_dir():
             began = time.perf_counter()
             synthesise(results, args.suites, args.nights, args.lines)
@@ -162,9 +161,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"overview load {times[0]:.3f} s ({times[0] / LOAD_GOAL_S:.2f} x the "
                   f"{LOAD_GOAL_S:g} s goal); largest suite page {times[1]:.3f} s "
                   f"(Chromium from file://, median of {args.repeat})")
-    finally:
-        if args.dir is None:
-            shutil.rmtree(root, ignore_errors=True)
     return 0
 
 

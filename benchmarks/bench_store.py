@@ -24,10 +24,11 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from scratch import kept_or_scratch
 
 GOAL_S = 3.0
 SUITE = "gemma4_dflash_31b"
@@ -143,9 +144,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="also time this checkout's loader (cold: no loader cache)")
     args = parser.parse_args(argv)
     here = Path(__file__).resolve().parents[1]
-    root = args.dir or Path(tempfile.mkdtemp(prefix="bench-store-"))
-    suite = root / "runs" / SUITE
-    try:
+    with kept_or_scratch(args.dir, "bench-store-") as root:
+        suite = root / "runs" / SUITE
         if not (root / "runs" / SUITE).is_dir():
             began = time.perf_counter()
             synthesise(root, args.runs)
@@ -178,9 +178,6 @@ def main(argv: list[str] | None = None) -> int:
             print(_line(f"before ({args.before}), warm: its cache from the call above",
                         wall, cpu, n))  # fmt: skip
             shutil.rmtree(root / ".cache", ignore_errors=True)
-    finally:
-        if args.dir is None:
-            shutil.rmtree(root, ignore_errors=True)
     return 0
 
 

@@ -138,12 +138,9 @@ def gemma4_processor(recipe: SeedRecipe) -> dict[str, Any]:
     }
 
 
-def gemma4_draft(recipe: SeedRecipe, ids: TokenIds) -> dict[str, Any]:
-    """`DFlashDraftModel` (qwen3) like z-lab/gemma-4-31B-it-DFlash: `is_causal` undeclared."""
+def _draft_layers(recipe: SeedRecipe) -> dict[str, Any]:
+    """The draft's layers as both seed drafts' configs state them, in their order."""
     return {
-        "architectures": ["DFlashDraftModel"],
-        "model_type": "qwen3",
-        "vocab_size": ids.vocab_size,
         "hidden_size": recipe.hidden_size,
         "intermediate_size": recipe.draft_intermediate,
         "num_hidden_layers": len(recipe.draft_layer_types),
@@ -152,6 +149,16 @@ def gemma4_draft(recipe: SeedRecipe, ids: TokenIds) -> dict[str, Any]:
         "num_key_value_heads": recipe.draft_kv_heads,
         "head_dim": recipe.draft_head_dim,
         "hidden_act": "silu",
+    }
+
+
+def gemma4_draft(recipe: SeedRecipe, ids: TokenIds) -> dict[str, Any]:
+    """`DFlashDraftModel` (qwen3) like z-lab/gemma-4-31B-it-DFlash: `is_causal` undeclared."""
+    return {
+        "architectures": ["DFlashDraftModel"],
+        "model_type": "qwen3",
+        "vocab_size": ids.vocab_size,
+        **_draft_layers(recipe),
         "rms_norm_eps": 1e-6,
         "max_position_embeddings": 4096,
         "rope_parameters": {"rope_theta": 1000000.0, "rope_type": "default"},
@@ -273,14 +280,7 @@ def muse_glimmer_draft(recipe: SeedRecipe, ids: TokenIds) -> dict[str, Any]:
     return {
         "architectures": ["MuseGlimmerAssistantModel"],
         "model_type": "muse_glimmer_assistant",
-        "hidden_size": recipe.hidden_size,
-        "intermediate_size": recipe.draft_intermediate,
-        "num_hidden_layers": len(recipe.draft_layer_types),
-        "layer_types": list(recipe.draft_layer_types),
-        "num_attention_heads": recipe.draft_heads,
-        "num_key_value_heads": recipe.draft_kv_heads,
-        "head_dim": recipe.draft_head_dim,
-        "hidden_act": "silu",
+        **_draft_layers(recipe),
         "rms_norm_eps": 1e-5,
         "max_position_embeddings": 4096,
         "rope_parameters": {"rope_theta": MUSE_ROPE_THETA, "rope_type": "default"},

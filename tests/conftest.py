@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 pytest_plugins = ["tests.fixtures.suites_and_host", "tests.fixtures.sglang_double",
-                  "tests.fixtures.results", "tests.fixtures.stored_runs"]
+                  "tests.fixtures.results", "tests.fixtures.stored_runs",
+                  "tests.fixtures.sglang_cpu"]
 
 # A non-interactive shell starts its background jobs with SIGINT ignored, and a child
 # inherits an ignored signal across exec: the harness processes the tests signal with

@@ -5,7 +5,8 @@ SGLang builds a draft's config with the `transformers` its release pins (the whe
 `<cache>/audit-envs/transformers-X/`: a venv made without pip, with `transformers` and its
 own dependencies installed by this interpreter's pip (`pip --python`); no torch (configs
 need none). Made once under a file lock, so parallel tests and runs share it; a marker file
-says it is complete, and a half-made one is rebuilt.
+says it is complete, and a half-made one is rebuilt. `run_worker` runs an audit worker
+script in such an environment (or an engine's) and reads its JSON answer.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+from harness.audit.errors import AuditLimitError
 from harness.errors import EngineError
 from harness.files import cache_root
 
@@ -104,3 +107,22 @@ def ensure_env(requirement: str, root: Path | None = None) -> Path:
              f"pip install {requirement} into {path} (needs the package index once)")
         (path / MARKER).write_text(json.dumps({"requirement": requirement}))
     return python
+
+
+def run_worker(python: str | Path, worker: Path, request: Mapping[str, object],
+               env: Mapping[str, str], timeout_s: float, name: str) -> dict[str, Any]:
+    """The JSON answer of `worker` run by `python` (isolated, `-I`) with `request` on its
+    stdin; AuditLimitError saying what `name`d worker took too long or failed (its exit
+    code and last lines of stderr) when it answers no JSON."""
+    try:
+        done = subprocess.run([str(python), "-I", str(worker)], input=json.dumps(request),
+                              capture_output=True, text=True, timeout=timeout_s,
+                              env=dict(env), check=False)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise AuditLimitError(f"{name} took over {timeout_s} s") from None
+    try:
+        answer: dict[str, Any] = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        tail = " | ".join(done.stderr.strip().splitlines()[-3:])
+        raise AuditLimitError(f"{name} failed (exit {done.returncode}): {tail}") from None
+    return answer

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.audit.envs import ensure_env
+from harness.audit.envs import ensure_env, run_worker
 from harness.audit.errors import AuditLimitError, ResolverError
 from harness.audit.findings import ATTENTION, Column, attention_clause
 from harness.audit.source import SGLangSource
@@ -280,19 +279,8 @@ def _request(drafts: Sequence[_Draft], jobs: list[_Job]) -> dict[str, object]:
 def _run_worker(python: Path, request: dict[str, object], jobs: list[_Job]) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
            "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-    try:
-        done = subprocess.run([str(python), "-I", str(WORKER)], input=json.dumps(request),
-                              capture_output=True, text=True, timeout=WORKER_TIMEOUT_S,
-                              env=env, check=False)  # fmt: skip
-    except subprocess.TimeoutExpired:
-        raise AuditLimitError(f"building the config with {python} took over "
-                              f"{WORKER_TIMEOUT_S} s") from None
-    try:
-        answer = json.loads(done.stdout)
-    except json.JSONDecodeError:
-        tail = " | ".join(done.stderr.strip().splitlines()[-3:])
-        raise AuditLimitError(f"the audit worker in {python} failed (exit {done.returncode}): "
-                              f"{tail}") from None
+    answer = run_worker(python, WORKER, request, env, WORKER_TIMEOUT_S,
+                        f"the audit worker in {python}")
     for i, job in enumerate(jobs):
         job.answer = {**answer["results"][str(i)], "transformers": answer.get("transformers")}
 

@@ -11,7 +11,6 @@ a resolver can flip and flip back, and a batch of commits costs one worker per
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +19,7 @@ from harness.audit.evaluate import VersionResult, evaluate_sources
 from harness.audit.extract import LOADER_COMMON, LOADER_FILE, RESOLVER_FILES
 from harness.audit.source import PATCHES_FILE, commit_source
 from harness.audit.table import describe_change, render_table, signature
+from harness.audit.trees import run_git
 from harness.errors import BadInput
 
 if TYPE_CHECKING:
@@ -53,11 +53,7 @@ class BisectResult:
 
 
 def _git(repo: Path, *args: str) -> str:
-    try:
-        result = subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
-                                text=True, timeout=120, check=False)  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise BisectError(f"git {' '.join(args)} in {repo}: {error}") from None
+    result = run_git(repo, args, 120, BisectError)
     if result.returncode != 0:
         raise BisectError(f"git {' '.join(args)} in {repo}: {result.stderr.strip()}")
     return result.stdout

@@ -6,10 +6,12 @@ from __future__ import annotations
 import subprocess
 import tarfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from harness.audit.wheels import SGLangSourceError
+from harness.errors import BadInput
 
 if TYPE_CHECKING:
     import subprocess
@@ -141,14 +143,21 @@ class OverlayTree:
         return sorted(found)
 
 
+def run_git(repo: Path, args: Sequence[str], timeout_s: float, error: type[BadInput]
+            ) -> subprocess.CompletedProcess[str]:
+    """`git -C repo ARGS` (text); `error` naming the command where git does not run or does
+    not finish in `timeout_s`."""
+    try:
+        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
+                              text=True, timeout=timeout_s, check=False)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as failure:
+        raise error(f"git {' '.join(args)} in {repo}: {failure}") from None
+
+
 def resolve_ref(repo: Path, ref: str) -> tuple[str, str]:
     """(sha, subject) of `ref` in a local git repository (`REPO@REF`)."""
     def git(*args: str) -> str:
-        try:
-            done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
-                                  text=True, timeout=60, check=False)  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired) as error:
-            raise SGLangSourceError(f"git {' '.join(args)} in {repo}: {error}") from None
+        done = run_git(repo, args, 60, SGLangSourceError)
         if done.returncode != 0:
             raise SGLangSourceError(f"{repo}@{ref}: {done.stderr.strip() or 'no such commit'}")
         return done.stdout.strip()

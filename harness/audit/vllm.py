@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.audit.envs import cache_root, ensure_env
-from harness.audit.errors import AuditLimitError
+from harness.audit.envs import cache_root, ensure_env, run_worker
 from harness.audit.findings import ATTENTION, Column, attention_clause
 from harness.audit.trees import ArchiveTree, FolderTree, Tree
 from harness.audit.wheels import SGLangSourceError
@@ -197,18 +196,7 @@ def _columns(python: str, source: VllmSource, drafts: list[dict[str, object]]) -
     request = {"files": source.files, "drafts": drafts}
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
            "PYTHONDONTWRITEBYTECODE": "1"}
-    try:
-        done = subprocess.run([python, "-I", str(WORKER)], input=json.dumps(request),
-                              capture_output=True, text=True, timeout=WORKER_TIMEOUT_S,
-                              env=env, check=False)  # fmt: skip
-    except subprocess.TimeoutExpired:
-        raise AuditLimitError(f"vLLM's audit worker took over {WORKER_TIMEOUT_S} s") from None
-    try:
-        answer = json.loads(done.stdout)
-    except json.JSONDecodeError:
-        tail = " | ".join(done.stderr.strip().splitlines()[-3:])
-        raise AuditLimitError(f"vLLM's audit worker failed (exit {done.returncode}): "
-                              f"{tail}") from None
+    answer = run_worker(python, WORKER, request, env, WORKER_TIMEOUT_S, "vLLM's audit worker")
     if "limit" in answer:
         return [Column(source.label, "vllm", limit=answer["limit"]) for _ in drafts]
     return [Column(source.label, "vllm", limit=result["limit"]) if "limit" in result

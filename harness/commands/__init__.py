@@ -46,6 +46,15 @@ def add_results_option(parser: argparse.ArgumentParser, help: str = "results fol
                         help=f"{help} (default: ${RESULTS_ENV}, else ./{RESULTS_DIR})")
 
 
+def add_build_options(parser: argparse.ArgumentParser) -> None:
+    """`--sglang/--build SPEC` and `--engine-python PATH` as the protocols over runs take
+    them (`commands/protocol_runs.run_options` reads them)."""
+    parser.add_argument("--sglang", "--build", dest="sglang", metavar="SPEC",
+                        help="build under test (as `harness run --build`)")
+    parser.add_argument("--engine-python", metavar="PATH",
+                        help="interpreter of the engine's environment")
+
+
 COMMANDS: dict[str, str] = {
     "list": "harness.commands.parsers.suites:ListCommand",
     "show": "harness.commands.parsers.suites:ShowCommand",

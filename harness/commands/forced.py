@@ -7,12 +7,11 @@ import argparse
 from pathlib import Path
 
 from harness.analysis.forced_plot import plot_forced
-from harness.builds import parse_build_spec
+from harness.commands.protocol_runs import print_report, run_options
 from harness.errors import BadInput
 from harness.protocols.forced import ForcedOutcome, check_knob, parse_ladder, run_forced
 from harness.protocols.forced_split import check_split, run_split
 from harness.results.forced import FORCED_FILE
-from harness.run.outcome import RunOptions
 from harness.suite.model import load_suite
 
 
@@ -21,15 +20,11 @@ def run(args: argparse.Namespace) -> int:
     if args.questions is not None and args.questions < 1:
         raise BadInput(f"--questions {args.questions}: at least 1 question a point")
     loaded = load_suite(args.suite)
-    if args.sglang is not None:
-        parse_build_spec(args.sglang, None, engine=loaded.suite.engine.kind)
+    options = run_options(args, loaded, dry_run=False)
     _, block = check_knob(loaded.suite, args.sglang)
     if args.against is not None:
         check_split(loaded, args.sglang, args.against)
     ladder = parse_ladder(args.ladder if args.ladder is not None else f"1,real,{block}", block)
-    options = RunOptions(results_dir=args.results, sglang=args.sglang,
-                         engine_python=args.engine_python, label=args.label,
-                         plot=not args.no_plot, progress=not args.no_progress)
     against = None
     if args.against is not None:
         both = run_split(loaded, ladder, options, args.against, args.questions)
@@ -40,13 +35,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"build under test {args.sglang or 'engine.default_build'}:")
     else:
         found = run_forced(loaded, ladder, options, args.questions)
-    for line in report_lines(found):
-        print(line)
-    if found.folder is not None and not args.no_plot and \
-            any(point.speedup_tpot is not None for point in found.record.points):
-        drawn = plot_forced(found.folder, found.record, against.record if against else None)
-        print(f"plot:   {drawn}")
-    return int(found.exit_code)
+    reference = against.record if against else None
+    drawn = not args.no_plot and any(point.speedup_tpot is not None
+                                     for point in found.record.points)
+    return print_report(report_lines(found), found.exit_code, found.folder,
+                        (lambda folder: plot_forced(folder, found.record, reference))
+                        if drawn else None)
 
 
 def report_lines(found: ForcedOutcome) -> list[str]:

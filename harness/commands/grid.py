@@ -8,31 +8,21 @@ import argparse
 from pathlib import Path
 
 from harness.analysis.grid_plot import plot_grid
-from harness.builds import parse_build_spec
+from harness.commands.protocol_runs import print_report, run_options
 from harness.protocols.grid import GridOutcome, run_grid
-from harness.run.outcome import RunOptions
 from harness.suite.model import load_suite
 
 
 def run(args: argparse.Namespace) -> int:
     """`harness grid` (its arguments: commands/parsers/grid.py)."""
     loaded = load_suite(args.suite)
-    if args.sglang is not None:
-        parse_build_spec(args.sglang, None, engine=loaded.suite.engine.kind)
-    options = RunOptions(results_dir=args.results, sglang=args.sglang,
-                         dry_run=args.dry_run, engine_python=args.engine_python,
-                         label=args.label, plot=not args.no_plot,
-                         progress=not args.no_progress)
-    outcome = run_grid(loaded, options)
+    outcome = run_grid(loaded, run_options(args, loaded, args.dry_run))
     if args.dry_run:
-        print("\n".join(outcome.plan))
-        return int(outcome.exit_code)
-    for line in report_lines(outcome):
-        print(line)
-    if outcome.folder is not None and not args.no_plot and \
-            any(cell.accept_length is not None for cell in outcome.record.cells):
-        print(f"plot:   {plot_grid(outcome.folder)}")
-    return int(outcome.exit_code)
+        return print_report(outcome.plan, outcome.exit_code)
+    drawn = not args.no_plot and any(cell.accept_length is not None
+                                     for cell in outcome.record.cells)
+    return print_report(report_lines(outcome), outcome.exit_code, outcome.folder,
+                        plot_grid if drawn else None)
 
 
 def report_lines(outcome: GridOutcome) -> list[str]:

@@ -16,6 +16,7 @@ import argparse
 import json
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from harness.builds import cache_root
@@ -68,16 +69,24 @@ def _build(args: argparse.Namespace) -> ExitCode:
     return ExitCode.PASS
 
 
+def _compared(shipped: Mapping[str, str], rebuilt: Mapping[str, str], prefix: str = ""
+              ) -> list[str]:
+    """Each file of either manifest printed `same` or `DIFFERS` with its rebuilt hash;
+    the names that differ."""
+    names = sorted(set(shipped) | set(rebuilt))
+    differing = [name for name in names if shipped.get(name) != rebuilt.get(name)]
+    for name in names:
+        mark = "DIFFERS" if name in differing else "same"
+        print(f"{mark:8} {prefix}{name}  {rebuilt.get(name, '-')[:16]}")
+    return differing
+
+
 def _verify(args: argparse.Namespace) -> ExitCode:
     shipped = read_manifest(SHIPPED_DIR)["files"]
     with tempfile.TemporaryDirectory(prefix="reference-verify-") as scratch:
         out = args.out or Path(scratch) / "build"
         rebuilt = folder_hashes(build(args.python, out, force=True))
-    differing = sorted(name for name in set(shipped) | set(rebuilt)
-                       if shipped.get(name) != rebuilt.get(name))
-    for name in sorted(set(shipped) | set(rebuilt)):
-        mark = "DIFFERS" if name in differing else "same"
-        print(f"{mark:8} {name}  {rebuilt.get(name, '-')[:16]}")
+    differing = _compared(shipped, rebuilt)
     causal = verify_causal_draft()  # the cut is exact: it matches on every machine
     print(f"{'DIFFERS' if causal else 'same':8} causal draft (tiny:causal)"
           + (f": {', '.join(causal)}" if causal else ""))
@@ -115,11 +124,7 @@ def _verify_seed(args: argparse.Namespace) -> ExitCode:
         out = args.out or Path(scratch) / "build"
         rebuilt = folder_hashes(build_pair(args.pair, args.python, out, force=True),
                                 names=None)
-    differing = sorted(name for name in set(shipped) | set(rebuilt)
-                       if shipped.get(name) != rebuilt.get(name))
-    for name in sorted(set(shipped) | set(rebuilt)):
-        mark = "DIFFERS" if name in differing else "same"
-        print(f"{mark:8} {args.pair}/{name}  {rebuilt.get(name, '-')[:16]}")
+    differing = _compared(shipped, rebuilt, f"{args.pair}/")
     if differing:
         print(f"rebuild differs from the shipped {args.pair} miniature in "
               f"{len(differing)} file(s)")

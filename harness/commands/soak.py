@@ -7,11 +7,10 @@ import argparse
 from pathlib import Path
 
 from harness.analysis.soak_plot import plot_soak
-from harness.builds import parse_build_spec
+from harness.commands.protocol_runs import print_report, run_options
 from harness.errors import BadInput
 from harness.protocols.soak import SoakOutcome, check_flags, run_soak, soak_settings
 from harness.results.soaks import SOAK_FILE
-from harness.run.outcome import RunOptions
 from harness.suite.model import load_suite
 
 
@@ -23,21 +22,13 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_suite(args.suite)
     settings = soak_settings(loaded.suite.soak, args.duration, args.window, args.max_drift,
                              args.alpha, args.inconclusive)
-    if args.sglang is not None:
-        parse_build_spec(args.sglang, None, engine=loaded.suite.engine.kind)
-    options = RunOptions(results_dir=args.results, sglang=args.sglang, dry_run=args.dry_run,
-                         engine_python=args.engine_python, label=args.label,
-                         plot=not args.no_plot, progress=not args.no_progress)
-    found = run_soak(loaded, settings, options, args.questions)
+    found = run_soak(loaded, settings, run_options(args, loaded, args.dry_run), args.questions)
     if args.dry_run:
-        print("\n".join(found.plan))
-        return int(found.exit_code)
-    for line in report_lines(found):
-        print(line)
-    if found.folder is not None and not args.no_plot and \
-            any(window.accept_length is not None for window in found.record.windows):
-        print(f"plot:   {plot_soak(found.folder, found.record)}")
-    return int(found.exit_code)
+        return print_report(found.plan, found.exit_code)
+    drawn = not args.no_plot and any(window.accept_length is not None
+                                     for window in found.record.windows)
+    return print_report(report_lines(found), found.exit_code, found.folder,
+                        (lambda folder: plot_soak(folder, found.record)) if drawn else None)
 
 
 def report_lines(found: SoakOutcome) -> list[str]:

@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.analysis.sweep_plot import plot_sweep
-from harness.builds import parse_build_spec
+from harness.commands.protocol_runs import print_report, run_options
 from harness.errors import BadInput
 from harness.metrics.latency import speed_lines
 from harness.metrics.speedup import speedup_lines
 from harness.protocols.sweep import GateSettings, check_gate, parse_concurrencies, run_sweep
-from harness.run.outcome import RunOptions
 from harness.suite.model import load_suite
 
 if TYPE_CHECKING:
@@ -30,23 +29,14 @@ def run(args: argparse.Namespace) -> int:
                                                            args.inconclusive)
     check_gate(gate, concurrencies)  # before the suite is read: a flag's own error
     loaded = load_suite(args.suite)
-    if args.sglang is not None:
-        parse_build_spec(args.sglang, None, engine=loaded.suite.engine.kind)
-    options = RunOptions(results_dir=args.results, sglang=args.sglang,
-                         dry_run=args.dry_run, engine_python=args.engine_python,
-                         label=args.label, plot=not args.no_plot,
-                         progress=not args.no_progress)
-    swept = run_sweep(loaded, concurrencies, options, gate)
+    swept = run_sweep(loaded, concurrencies, run_options(args, loaded, args.dry_run), gate)
     if args.dry_run:
-        print("\n".join(swept.plan))
-        return int(swept.exit_code)
-    for line in report_lines(swept):
-        print(line)
-    if swept.folder is not None and not args.no_plot and \
-            any(point.record is not None and point.record.measurement is not None
-                for point in swept.points):
-        print(f"plot:   {plot_sweep(swept.folder)}")
-    return int(swept.exit_code)
+        return print_report(swept.plan, swept.exit_code)
+    drawn = not args.no_plot and any(point.record is not None and
+                                     point.record.measurement is not None
+                                     for point in swept.points)
+    return print_report(report_lines(swept), swept.exit_code, swept.folder,
+                        plot_sweep if drawn else None)
 
 
 

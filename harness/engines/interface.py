@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from harness.errors import MissingMetric
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -76,6 +78,26 @@ def prompt_ids_sha256(ids: object) -> str | None:
                                             for i in ids):
         return None
     return hashlib.sha256(json.dumps(ids, separators=(",", ":")).encode()).hexdigest()
+
+
+def first_choice(event: Mapping[str, object]) -> Mapping[str, object] | None:
+    """A streamed OpenAI-style event's first choice, None where it carries none."""
+    choices = event.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        return None
+    return choices[0]
+
+
+def only_choice(payload: object, where: str) -> Mapping[str, object]:
+    """The one choice of an OpenAI-style answer (`{"choices": [{...}]}`), MissingMetric
+    where the answer is not a JSON object with exactly one."""
+    if not isinstance(payload, Mapping):
+        raise MissingMetric(f"{where}: expected a JSON object, got {type(payload).__name__}")
+    choices = payload.get("choices")
+    if not isinstance(choices, list) or len(choices) != 1 or not isinstance(choices[0],
+                                                                          Mapping):
+        raise MissingMetric(f"{where}: expected one choice, got {choices!r:.200}")
+    return choices[0]
 
 
 class EngineAdapter(Protocol):

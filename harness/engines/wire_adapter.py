@@ -1,21 +1,32 @@
 """What every HTTP engine adapter does the same way: hand the request bodies, the answers
 and the target-alone checks to its engine's own `api` and `stream` modules.
 
-An adapter names its modules and its speculative flags; the methods here forward to them,
-so the SGLang and vLLM adapters keep only what differs between the engines.
+An adapter names its modules (`api`, `launch`, `stream`); its routes and flags are read from
+them and the methods here forward to them, so the SGLang and vLLM adapters keep only what
+differs between the engines.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from harness.engines.flags import without_flags
 from harness.engines.interface import ParsedResponse
 
+if TYPE_CHECKING:
+    from harness.suite.checkpoints import Models
+    from harness.suite.model import Suite
+
 
 class EngineApi(Protocol):
-    """An engine's `api` module: its request bodies and its answers, read."""
+    """An engine's `api` module: its routes, its request bodies and its answers, read."""
+
+    READY_PATHS: tuple[str, ...]
+    GENERATE_PATH: str
+    CHAT_PATH: str
+    IDENTITY_PATHS: tuple[str, ...]
+    LIVENESS_PATH: str
 
     def generate_body(self, text: str, params: Mapping[str, object], rid: str
                       ) -> dict[str, object]: ...
@@ -35,6 +46,19 @@ class EngineApi(Protocol):
 
     def identity(self, reports: Mapping[str, object]) -> dict[str, object]: ...
 
+    def settings_mismatches(self, info: object, expected: Mapping[str, object],
+                            unreported_ok: str | None) -> list[str]: ...
+
+
+class EngineLaunch(Protocol):
+    """An engine's `launch` module: the flags the harness owns, checked in a suite."""
+
+    RESERVED_FLAGS: frozenset[str]
+    SECRET_FLAGS: frozenset[str]
+    SPECULATIVE_FLAGS: frozenset[str]
+
+    def check_flags(self, suite: Suite) -> None: ...
+
 
 class EngineStream(Protocol):
     """An engine's `stream` module: the streamed form of a request."""
@@ -46,8 +70,48 @@ class WireAdapter:
     """The forwarding half of an engine adapter (`harness.engines.interface.EngineAdapter`)."""
 
     api: ClassVar[EngineApi]
+    launch: ClassVar[EngineLaunch]
     stream: ClassVar[EngineStream]
     speculative_flags: ClassVar[frozenset[str]]
+    reserved_flags: ClassVar[frozenset[str]]
+    secret_flags: ClassVar[frozenset[str]]
+    ready_paths: ClassVar[tuple[str, ...]]
+    generate_path: ClassVar[str]
+    chat_path: ClassVar[str]
+    identity_paths: ClassVar[tuple[str, ...]]
+    liveness_path: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """An adapter that names its engine's `api` and `launch` modules takes its routes
+        and its flags from them (a subclass of it, the same unless it sets its own)."""
+        super().__init_subclass__(**kwargs)
+        own = vars(cls)
+        if "api" in own:
+            cls.ready_paths = cls.api.READY_PATHS
+            cls.generate_path = cls.api.GENERATE_PATH
+            cls.chat_path = cls.api.CHAT_PATH
+            cls.identity_paths = cls.api.IDENTITY_PATHS
+            cls.liveness_path = cls.api.LIVENESS_PATH
+        if "launch" in own:
+            cls.speculative_flags = cls.launch.SPECULATIVE_FLAGS
+            cls.reserved_flags = cls.launch.RESERVED_FLAGS
+            cls.secret_flags = cls.launch.SECRET_FLAGS
+
+    def expected_settings(self, suite: Suite, models: Models | None) -> dict[str, object]:
+        """The server's resolved speculative settings, keyed as it reports them -> what the
+        suite declares."""
+        raise NotImplementedError
+
+    def check_flags(self, suite: Suite) -> None:
+        self.launch.check_flags(suite)
+
+    def settings_mismatches(self, info: object, suite: Suite,
+                            models: Models | None = None) -> list[str]:
+        reason = getattr(suite.engine, "unreported_settings_ok", None)
+        return self.api.settings_mismatches(info, self.expected_settings(suite, models), reason)
+
+    def attention_from_server(self, info: object) -> list[dict[str, object]] | None:
+        return None  # neither SGLang nor vLLM reports the draft's per-layer attention
 
     def target_alone_command(self, command: Sequence[str]) -> list[str]:
         """The launch line `command` without speculation ([speedup]): every speculative

@@ -2,8 +2,9 @@
 concurrency sweep (`sweep.py`) and a workload grid (`grid.py`) both derive and read.
 
 Both protocols run their points as workload entries of one launch (`run_suite`), so the
-derived suite is validated as any suite is, and each entry's verdict is read off its run
-record, an entry without one being an error, never a pass.
+derived suite is validated as any suite is (a soak's and a forced point's suite too), and
+each entry's verdict is read off its run record, an entry without one being an error, never
+a pass.
 """
 
 from __future__ import annotations

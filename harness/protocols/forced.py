@@ -25,13 +25,13 @@ from datetime import datetime
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
-from pydantic import ValidationError
 
 from harness.builds import parse_build_spec
 from harness.engines.forced_knob import Carrier, ForcedKnob, knob_for
 from harness.errors import BadInput, ExitCode, Interrupted
 from harness.metrics.speedup import DEFINITIONS as SPEEDUP_DEFINITIONS
 from harness.metrics.speedup import GATE_DEFINITION, SPEEDUP_THROUGHPUT, SPEEDUP_TPOT
+from harness.protocols.entry_suites import derived_suite
 from harness.results.forced import (
     BreakEven,
     ForcedPoint,
@@ -45,8 +45,7 @@ from harness.run import runner
 from harness.run.exit_codes import report_status, sweep_exit
 from harness.run.outcome import RunOptions, RunOutcome
 from harness.suite.entries import METRIC_DEFINITIONS
-from harness.suite.model import LoadedSuite, Suite, format_validation_error
-from harness.suite.schema import document_sha256
+from harness.suite.model import LoadedSuite, Suite
 
 REAL = "real"  # in --ladder: force the real run's achieved accept length
 MAX_POINTS = 64
@@ -183,13 +182,7 @@ def point_suite(loaded: LoadedSuite, settings: dict[str, str | float], tag: str,
     engine[table] = {**found, **(settings if table == "speculative_config"
                                  else {k: str(v) for k, v in settings.items()})}
     document["engine"] = engine
-    try:
-        derived = Suite.model_validate(document)
-    except ValidationError as error:
-        raise BadInput(format_validation_error(f"{loaded.path} (forced {tag})", error)) \
-            from None
-    return LoadedSuite(suite=derived, path=loaded.path, sha256=document_sha256(document),
-                       document=document)
+    return derived_suite(loaded, document, f"forced {tag}")
 
 
 @dataclass

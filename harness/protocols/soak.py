@@ -26,8 +26,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import ValidationError
-
 from harness.errors import BadInput, ExitCode, Interrupted
 from harness.metrics.drift import (
     DRIFT_DEFINITION,
@@ -38,6 +36,7 @@ from harness.metrics.drift import (
     status_of,
     window_figures,
 )
+from harness.protocols.entry_suites import derived_suite
 from harness.results.layout import RUNS_DIR, started_from_name
 from harness.results.readers import read_requests, read_run
 from harness.results.record import RequestRow, RunRecord, VerdictStatus, new_run_id, utc_now
@@ -48,9 +47,8 @@ from harness.run.exit_codes import report_status, sweep_exit
 from harness.run.judge import Evidence, decide
 from harness.run.outcome import RunOptions, RunOutcome
 from harness.suite.entries import METRIC_DEFINITIONS
-from harness.suite.model import LoadedSuite, Suite, format_validation_error
+from harness.suite.model import LoadedSuite
 from harness.suite.prefix_caching import prefix_cache_for, with_prefix_cache
-from harness.suite.schema import document_sha256
 from harness.suite.soak import MAX_DURATION_S, Soak, window_problem
 
 SERIES_SUFFIX = "-soak"
@@ -171,12 +169,7 @@ def soak_suite(loaded: LoadedSuite, questions: int | None) -> LoadedSuite:
     if args != extra:
         engine["extra_args"] = args
     document["engine"] = engine
-    try:
-        derived = Suite.model_validate(document)
-    except ValidationError as error:
-        raise BadInput(format_validation_error(f"{loaded.path} (soak)", error)) from None
-    return LoadedSuite(suite=derived, path=loaded.path, sha256=document_sha256(document),
-                       document=document)
+    return derived_suite(loaded, document, "soak")
 
 
 @dataclass

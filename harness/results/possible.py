@@ -74,6 +74,13 @@ def count(where: str, value: object) -> int | None:
     return value
 
 
+def part_of_count(where: str, found: Mapping[str, object], part: str, whole: str) -> None:
+    """`found[part]` and `found[whole]` counts (or absent), the part no more than the whole."""
+    counted, total = (count(f"{where}.{key}", found.get(key)) for key in (part, whole))
+    if counted is not None and total is not None and counted > total:
+        raise BadFile(f"{where}.{part}: {counted} is more than {whole} {total}")
+
+
 def entries(where: str, value: object, limit: int) -> None:
     if isinstance(value, list | dict) and len(value) > limit:
         raise BadFile(f"{where}: {len(value)} entries, more than the {limit} it may hold")
@@ -176,10 +183,7 @@ def check_latency(where: str, latency: object) -> None:
     """A latency summary's figures (harness.metrics.latency)."""
     if not isinstance(latency, Mapping):
         return
-    requests, timed = (count(f"{where}.{key}", latency.get(key))
-                       for key in ("n_requests", "n_timed"))
-    if requests is not None and timed is not None and timed > requests:
-        raise BadFile(f"{where}.n_timed: {timed} is more than n_requests {requests}")
+    part_of_count(where, latency, "n_timed", "n_requests")
     count(f"{where}.concurrency", latency.get("concurrency"))
     number(f"{where}.duration_s", latency.get("duration_s"), 0.0, None, "seconds are >= 0")
     probability(f"{where}.ci_level", latency.get("ci_level"))
@@ -260,10 +264,7 @@ def check_target_alone(where: str, found: object) -> None:
     """The target-alone run's summary ([speedup]): counts and its latency figures."""
     if not isinstance(found, Mapping):
         return
-    requests, planned = (count(f"{where}.{key}", found.get(key))
-                         for key in ("n_requests", "n_planned"))
-    if requests is not None and planned is not None and requests > planned:
-        raise BadFile(f"{where}.n_requests: {requests} is more than n_planned {planned}")
+    part_of_count(where, found, "n_requests", "n_planned")
     check_latency(f"{where}.latency", found.get("latency"))
 
 

@@ -35,7 +35,7 @@ from harness.run import workload_record as described
 from harness.run.drive import Driver, Endpoint
 from harness.run.entry_run import EntryRun
 from harness.run.heartbeat import say
-from harness.run.measuring import measure_entry
+from harness.run.measuring import measure_entries
 from harness.run.outcome import RunOutcome, combined
 from harness.secrets import redact_text
 from harness.suite.checkpoints import Models
@@ -268,11 +268,7 @@ def measure_attached(runs: list[EntryRun], models: Models | None, gpus: Sequence
     with AttachedServer(base_url, adapter.liveness_path, headers,
                                first.run_dir / SERVER_LOG) as server:
         say(f"attached to {base_url}: {engine.build.version or 'version not reported'}")
-        for run in runs:
-            run.stage = "queued"
-            described.add_chat_template(run.workload, run.loaded.suite, engine)
-        for run, workload_plan in zip(runs, plans, strict=True):
-            run.finish(measure_entry(run, engine, server, workload_plan))
+        measure_entries(runs, engine, server, plans)
     if options.plot:
         for run in runs:
             recorded.draw_plot(run.run_dir, options.results_dir)

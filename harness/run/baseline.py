@@ -38,7 +38,7 @@ from harness.run.entry_run import EntryRun
 from harness.run.heartbeat import heartbeat, say
 from harness.run.launch import LOOPBACK, Server, ServerSpec, free_port
 from harness.run.recorded import redact_command
-from harness.workloads import Prompt, warmup_prompts
+from harness.workloads import Prompt
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -245,11 +245,8 @@ async def _drive(run: EntryRun, engine: PreparedEngine, server: Server, prompts:
         raise EngineError("the target-alone server: " + "; ".join(mismatches))
     driver.non_draft_tokens = 1
     driver.check_streaming(info)
-    warm = warmup_prompts(list(prompts), suite.workload.warmup_requests)
     run.stage = "target alone: warm-up"
-    if warm:
-        await driver.warm_up(warm)
-    await driver.flush()
+    await driver.warm_up_then_flush(prompts)
     run.stage = "target alone: measurement"
     result = await driver.measure(prompts, keep, None)
     if len(result.rows) < result.planned:

@@ -38,7 +38,7 @@ from harness.errors import TERMINATION, EngineError, Terminated, error_text
 from harness.results.record import RequestRow, RequestTiming
 from harness.run import streaming
 from harness.run.dispatch import Dispatch, Progress, dispatch, drain, progress_limit
-from harness.workloads import Prompt, grade
+from harness.workloads import Prompt, grade, warmup_prompts
 
 if TYPE_CHECKING:
     from harness.suite.entries import Workload
@@ -295,6 +295,14 @@ class Driver:
         async with self.client() as client:
             await self._watched(_all([
                 self.conversation(client, p, f"warmup-{i}") for i, p in enumerate(prompts)]))
+
+    async def warm_up_then_flush(self, prompts: Sequence[Prompt]) -> None:
+        """The workload's warm-up requests from `prompts` (none measured), then the
+        counters reset (`flush`): what a measurement starts from."""
+        warm = warmup_prompts(list(prompts), self.workload.warmup_requests)
+        if warm:
+            await self.warm_up(warm)
+        await self.flush()
 
     async def flush(self) -> None:
         """Reset the server's counters; SGLang refuses while requests run, so retry. An

@@ -45,6 +45,27 @@ def free_port(host: str = LOOPBACK) -> int:
         return int(probe.getsockname()[1])
 
 
+def poll_ready(base_url: str, paths: Sequence[str], check_alive: Callable[[str], None],
+               interval_s: float) -> None:
+    """GET each of `paths` in turn until it answers 200, `check_alive(the path waited for)`
+    before each try (it raises EngineError once the server died or its time is up)."""
+    pending = list(paths)
+    # A readiness probe answers fast or not at all: a short read timeout keeps the
+    # liveness and deadline checks running (a stopped server accepts TCP connections but
+    # never answers).
+    with httpx.Client(base_url=base_url, timeout=httpx.Timeout(5.0, connect=1.0),
+                      trust_env=False) as client:
+        while pending:
+            check_alive(pending[0])
+            try:
+                if client.get(pending[0]).status_code == 200:
+                    pending.pop(0)
+                    continue
+            except httpx.HTTPError:
+                pass
+            time.sleep(interval_s)
+
+
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     try:
         text = path.read_text(errors="replace")
@@ -322,28 +343,19 @@ class Server:
         assert self.process is not None, "start() first"
         started = time.monotonic()
         deadline = started + self.spec.launch_timeout_s
-        pending = list(self.spec.ready_paths)
-        # A readiness probe answers fast or not at all: a short read timeout keeps the
-        # liveness and deadline checks below running (a stopped server accepts TCP
-        # connections but never answers).
-        with httpx.Client(base_url=self.spec.base_url, timeout=httpx.Timeout(5.0, connect=1.0),
-                          trust_env=False) as client:
-            while pending:
-                if (death := self.death()) is not None:
-                    raise EngineError(death.replace("during the run", "before it was ready"))
-                if time.monotonic() > deadline:
-                    raise EngineError(
-                        f"server not ready after {self.spec.launch_timeout_s:g} s "
-                        f"(waiting for {pending[0]}); last lines of "
-                        f"{self.spec.log_path}:\n{log_tail(self.spec.log_path)}"
-                    )
-                try:
-                    if client.get(pending[0]).status_code == 200:
-                        pending.pop(0)
-                        continue
-                except httpx.HTTPError:
-                    pass
-                time.sleep(self.spec.poll_interval_s)
+
+        def check_alive(waiting_for: str) -> None:
+            if (death := self.death()) is not None:
+                raise EngineError(death.replace("during the run", "before it was ready"))
+            if time.monotonic() > deadline:
+                raise EngineError(
+                    f"server not ready after {self.spec.launch_timeout_s:g} s "
+                    f"(waiting for {waiting_for}); last lines of "
+                    f"{self.spec.log_path}:\n{log_tail(self.spec.log_path)}"
+                )
+
+        poll_ready(self.spec.base_url, self.spec.ready_paths, check_alive,
+                   self.spec.poll_interval_s)
         self.ready_after_s = time.monotonic() - started
         if self.tree is not None:
             self.tree.mark_ready()

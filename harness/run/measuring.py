@@ -32,14 +32,25 @@ from harness.run.sequential import (
     sequential_saving_note,
     stratified_order,
 )
-from harness.run.workload_record import rendered_sha256
-from harness.workloads import WorkloadPlan, warmup_prompts
+from harness.run.workload_record import add_chat_template, rendered_sha256
+from harness.workloads import WorkloadPlan
 
 if TYPE_CHECKING:
     from harness.engines.interface import EngineAdapter
     from harness.run.drive import DriveResult
     from harness.run.plan import ServedEngine
     from harness.suite.serving import Topology
+
+
+def measure_entries(runs: Sequence[EntryRun], engine: ServedEngine, server: RunningServer,
+                    plans: Sequence[WorkloadPlan]) -> None:
+    """Every entry queued on `server` (its chat template recorded now the model is loaded),
+    then each measured and judged in turn (`measure_entry`), its verdict kept."""
+    for run in runs:
+        run.stage = "queued"  # waiting for the entries before it
+        add_chat_template(run.workload, run.loaded.suite, engine)
+    for run, workload_plan in zip(runs, plans, strict=True):
+        run.finish(measure_entry(run, engine, server, workload_plan))
 
 
 def measure_entry(run: EntryRun, engine: ServedEngine, server: RunningServer,
@@ -202,11 +213,8 @@ async def _drive(run: EntryRun, engine: ServedEngine, server: RunningServer,
     if mismatches:
         raise EngineError("the server does not run what the suite declares: "
                           + "; ".join(mismatches))
-    warm = warmup_prompts(list(prompts), suite.workload.warmup_requests)
     run.stage = "warm-up"
-    if warm:
-        await driver.warm_up(warm)
-    await driver.flush()
+    await driver.warm_up_then_flush(prompts)
     run.stage = "measurement"
     if options.soak_s is not None:  # harness soak: the prompts over and over, for a time
         with _progress(None, options.progress) as advance:  # no total: a time

@@ -57,7 +57,7 @@ from harness.run.identity import SERVED_KEY, served
 from harness.run.judge import Evidence, decide
 from harness.run.launch import LOOPBACK, Server, ServerSpec, free_port
 from harness.run.lifeline import end_leftovers, lifeline
-from harness.run.measuring import judge_measured, measure_entry, measure_only
+from harness.run.measuring import judge_measured, measure_entries, measure_entry, measure_only
 from harness.run.outcome import RunOptions as RunOptions
 from harness.run.outcome import RunOutcome, combined
 from harness.run.plan import ChosenBuild, PreparedEngine
@@ -284,11 +284,7 @@ def _measure_on(runs: list[EntryRun], engine: PreparedEngine, plans: list[Worklo
                 job.spec.port
             launch.command = [job.tools["sbatch"], str(first.run_dir / job.script_name)]
             say(f"server ready at {job.base_url} after {launch.ready_after_s:.1f} s")
-            for run in runs:
-                run.stage = "queued"
-                described.add_chat_template(run.workload, run.loaded.suite, engine)
-            for run, workload_plan in zip(runs, plans, strict=True):
-                run.finish(measure_entry(run, engine, job, workload_plan))
+            measure_entries(runs, engine, job, plans)
     finally:
         for run in runs[1:]:
             with contextlib.suppress(OSError):

@@ -17,6 +17,7 @@ import pytest
 from harness.cli import main
 from harness.metrics.latency import request_figures
 from harness.results.readers import read_requests, read_run
+from harness.results.record import Measurement, RequestRow
 from harness.suite.entries import METRIC_DEFINITIONS
 
 LATENCY_FIELDS = {"ttft": "ttft_s", "tpot": "tpot_s", "itl": "itl_s", "e2el": "e2e_s"}
@@ -48,13 +49,20 @@ def numbers_named(document: Any, word: str, parent: Any = None) -> Iterator[tupl
             yield from numbers_named(item, word, parent)
 
 
-def test_summary_figures_are_the_records(run_copy: Callable[[], Path]) -> None:
+def exported(run_copy: Callable[[], Path]
+             ) -> tuple[Path, dict[str, Any], Measurement, list[RequestRow]]:
+    """A fresh copy of the stored run, its exported summary, its measurement and rows."""
     run = run_copy()
     summary = summary_of(run)
     record = read_run(run)
     rows = read_requests(run, record, strict=True)
-    measurement = record.measurement
-    assert measurement is not None and measurement.latency is not None
+    assert record.measurement is not None
+    return run, summary, record.measurement, rows
+
+
+def test_summary_figures_are_the_records(run_copy: Callable[[], Path]) -> None:
+    _, summary, measurement, rows = exported(run_copy)
+    assert measurement.latency is not None
     latency = measurement.latency
     assert summary["completed"] == len(rows) == measurement.n_requests == 8
     assert summary["total_output_tokens"] == sum(r.completion_tokens for r in rows)
@@ -84,12 +92,7 @@ def test_summary_figures_are_the_records(run_copy: Callable[[], Path]) -> None:
 
 
 def test_acceptance_named_by_definition_and_aggregation(run_copy: Callable[[], Path]) -> None:
-    run = run_copy()
-    summary = summary_of(run)
-    record = read_run(run)
-    rows = read_requests(run, record, strict=True)
-    measurement = record.measurement
-    assert measurement is not None
+    run, summary, measurement, rows = exported(run_copy)
     acceptance = summary["harness"]["acceptance"]
     assert acceptance["judged_definition"] == measurement.metric == "server_avg"
     assert acceptance["server_avg"]["pooled_over_verify_steps"] == \

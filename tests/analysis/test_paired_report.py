@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from harness.analysis.paired_report import (
@@ -57,6 +58,14 @@ def write(root: Path, series: str, name: str, data: dict) -> Path:
     return folder
 
 
+def _paired(results: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`harness paired --results RESULTS ARGS` from this tree."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "harness", "paired", "--results",
+                           str(results), *args], capture_output=True, text=True, env=env,
+                          timeout=120)
+
+
 def test_latest_paired_run_per_series_by_time_and_label(tmp_path: Path) -> None:
     write(tmp_path, "g", "20260101T000000Z-old", paired_record("old", day(1), "pass"))
     write(tmp_path, "g", "20260102T000000Z-new", paired_record("new", day(2), "fail"))
@@ -75,13 +84,7 @@ def test_latest_paired_run_per_series_by_time_and_label(tmp_path: Path) -> None:
 
 
 def test_harness_paired_exit_codes(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-
-    def paired(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "harness", "paired", "--results",
-                               str(tmp_path), *args], capture_output=True, text=True, env=env,
-                              timeout=120)
-
+    paired = partial(_paired, tmp_path)
     write(tmp_path, "g", "20260101T000000Z-a", paired_record("a", day(1), "pass"))
     assert paired("g").returncode == 0
     assert paired("g", "missing").returncode == 3
@@ -110,13 +113,7 @@ def test_only_the_latest_run_of_each_series_and_entry_is_judged(tmp_path: Path) 
     """Issue 27, case 5: entries expanded (`q` covers `q.t06`), a latest run that errored
     is an error (exit 3), never the night before's pass; `--since` without names keeps an
     errored suite."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-
-    def paired(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "harness", "paired", "--results",
-                               str(tmp_path), *args], capture_output=True, text=True, env=env,
-                              timeout=120)
-
+    paired = partial(_paired, tmp_path)
     write(tmp_path, "q", "20260101T000000Z-a", paired_record("a", day(1), "pass"))
     failed_entry = {**paired_record("t", day(1), "fail"), "verdict": {"status": "fail"}}
     write(tmp_path, "q.t06", "20260101T000000Z-t", failed_entry)

@@ -53,6 +53,9 @@ def run_suite(loaded, options):
     return Outcome(status, code, reasons, Path(options.results_dir) / name)
 """
 
+# every suite of the project, run by the fake runner the project writes
+ON_FAKE_RUNNER = ("--suites", "suites", "--harness-runner", "fake_runner")
+
 
 def suite_toml(name: str, gpus: int = 1, engine: str = "reference", nightly: bool = False) -> str:
     models = ""
@@ -108,7 +111,7 @@ def test_inert_without_suites_option(project: pytest.Pytester) -> None:
 
 
 def test_collects_each_suite_with_markers(project: pytest.Pytester) -> None:
-    items, _ = project.inline_genitems("--suites", "suites", "--harness-runner", "fake_runner")
+    items, _ = project.inline_genitems(*ON_FAKE_RUNNER)
     by_name = {item.name: item for item in items}
     assert sorted(by_name) == sorted(
         ["ref_pass", "ref_fail", "ref_error", "ref_skip", "big_sglang", "huge"]
@@ -126,10 +129,7 @@ def test_collects_each_suite_with_markers(project: pytest.Pytester) -> None:
 
 def test_marker_selection(project: pytest.Pytester) -> None:
     result = project.runpytest(
-        "--suites",
-        "suites",
-        "--harness-runner",
-        "fake_runner",
+        *ON_FAKE_RUNNER,
         "-m",
         "engine_reference and gpus(n=1)",
         "--collect-only",
@@ -150,10 +150,7 @@ def test_bad_suite_is_a_collection_error(project: pytest.Pytester) -> None:
 def test_verdicts_map_to_outcomes(project: pytest.Pytester) -> None:
     junit = project.path / "junit.xml"
     result = project.runpytest(
-        "--suites",
-        "suites",
-        "--harness-runner",
-        "fake_runner",
+        *ON_FAKE_RUNNER,
         "--sglang",
         "sglang==0.5.23",
         f"--junitxml={junit}",
@@ -195,10 +192,7 @@ def test_lease_released_when_the_runner_crashes(project: pytest.Pytester, tmp_pa
     (project.path / "suites" / "ref_crash.toml").write_text(suite_toml("ref_crash", 4))
     lock_dir = tmp_path / "locks"
     result = project.runpytest(
-        "--suites",
-        "suites",
-        "--harness-runner",
-        "fake_runner",
+        *ON_FAKE_RUNNER,
         "--gpu-lock-dir",
         str(lock_dir),
         "-k",
@@ -224,10 +218,7 @@ def test_busy_gpus_skip_after_the_wait(project: pytest.Pytester, tmp_path: Path)
     # another process (here: this one) holds 3 of the 4 GPUs for the whole run
     GPUAllocator(lock_dir, inventory).acquire(Topology(gpus=3), owner="other job")
     result = project.runpytest(
-        "--suites",
-        "suites",
-        "--harness-runner",
-        "fake_runner",
+        *ON_FAKE_RUNNER,
         "--gpu-lock-dir",
         str(lock_dir),
         "--gpu-wait",

@@ -7,8 +7,8 @@ import pytest
 from harness.analysis.simulate import simulate_prompts
 from harness.metrics.calibration import summarise_repeats
 from harness.protocols.calibrate import SEED_STRIDE, calibration_lines, with_seeds
-from harness.suite.model import LoadedSuite, load_suite, parse_suite
-from harness.suite.schema import document_sha256
+from harness.suite.model import load_suite
+from tests.fixtures.suites_and_host import loaded_from_text
 from tests.tiny_variants import tiny_variant
 
 
@@ -42,9 +42,7 @@ sampling_seed = 7
 [workloads.floors]
 accept_length = 1.2
 """
-    suite, document = parse_suite(text, "cal.toml")
-    loaded = LoadedSuite(suite=suite, path="cal.toml", sha256=document_sha256(document),
-                         document=document)
+    loaded = loaded_from_text(text, "cal.toml")
     assert with_seeds(loaded, 0) is loaded
     second = with_seeds(loaded, 2)
     assert second.suite.workload.sampling_seed is None  # greedy: the same prompts again

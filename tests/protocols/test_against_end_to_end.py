@@ -6,7 +6,6 @@ passes. A 60-question variant of the tiny suite (looks at 50 and 60)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,17 +13,15 @@ from pathlib import Path
 import pytest
 
 from harness.builds import has_reference_dependencies
+from tests.protocols.harness_cli import run_harness
 from tests.tiny_variants import tiny_variant
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # nox -s e2e
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def harness(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
-                          text=True, env=env, timeout=1800)
+    return run_harness(*args, timeout=1800)
 
 
 def record_of(output: str) -> dict:

@@ -4,7 +4,6 @@ the record it wrote (a 20-question variant of the tiny suite, two launches)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -13,17 +12,15 @@ from pathlib import Path
 import pytest
 
 from harness.builds import has_reference_dependencies
+from tests.protocols.harness_cli import run_harness
 from tests.tiny_variants import tiny_variant
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # nox -s e2e
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def harness(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
-                          text=True, env=env, timeout=1800)
+    return run_harness(*args, timeout=1800)
 
 
 @pytest.mark.skipif(not has_reference_dependencies(sys.executable),

@@ -6,7 +6,6 @@ each point a normal run record whose suite carries the knob in engine.env."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,19 +15,17 @@ import pytest
 from harness.builds import has_reference_dependencies
 from harness.results.readers import read_run
 from reference_engine.forced import LENGTH_ENV
+from tests.protocols.harness_cli import run_harness
 from tests.tiny_variants import tiny_variant
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e,  # nox -s e2e: four and eight launches
               pytest.mark.skipif(not has_reference_dependencies(sys.executable),
                                  reason="this environment lacks the reference extra")]
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def harness(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
-                          text=True, env=env, timeout=timeout)
+    return run_harness(*args, timeout=timeout)
 
 
 def test_the_real_run_and_a_forced_full_block(tmp_path: Path) -> None:

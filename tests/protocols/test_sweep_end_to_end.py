@@ -9,7 +9,6 @@ failure is shown on the SGLang double, whose acceptance falls with the running b
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,20 +18,18 @@ import pytest
 from harness.builds import has_reference_dependencies
 from harness.results.readers import read_requests, read_run
 from harness.results.sweeps import read_sweep
+from tests.protocols.harness_cli import run_harness
 from tests.tiny_variants import tiny_variant
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e,  # nox -s e2e
               pytest.mark.skipif(not has_reference_dependencies(sys.executable),
                                  reason="this environment lacks the reference extra")]
 
-ROOT = Path(__file__).resolve().parents[2]
 QUESTIONS = 8
 
 
 def harness(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
-                          text=True, env=env, timeout=1200)
+    return run_harness(*args, timeout=1200)
 
 
 def test_a_sweep_of_one_and_four(tmp_path: Path) -> None:

@@ -29,20 +29,19 @@ from hypothesis import strategies as st
 from harness.cli import main
 from harness.results import readers, store
 from harness.results.layout import REQUESTS_FILE, RUN_FILE
+from tests.results.record_fuzz import json_trees
 from tests.results.records import make_history
 
 SUITE = "tiny_dflash_cpu"
 FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 
-json_values = st.recursive(
+json_values = json_trees(
     st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
     | st.floats() | st.sampled_from([math.inf, -math.inf, math.nan, 0, -1, 2**63])
     | st.text(max_size=12)
     | st.sampled_from(["yesterday", "2025-13-01", "0001-01-01T00:00:00", "9999-12-31",
                        "2025-01-01", "pass", "server_avg", "per_request", "baseline", ""]),
-    lambda children: st.lists(children, max_size=3)
-    | st.dictionaries(st.text(max_size=6), children, max_size=3),
-    max_leaves=6,
+    3, 6,
 )  # fmt: skip
 
 

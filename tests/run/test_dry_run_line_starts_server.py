@@ -7,14 +7,13 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from harness.cli import main
 from harness.run.launch import free_port
+from tests.fixtures.pasted_line import wait_serving
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = ROOT / "tests" / "fake_sglang"
@@ -92,18 +91,7 @@ def test_pasting_the_printed_line_starts_the_server(
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               start_new_session=True)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert server.poll() is None, server.stdout.read().decode()
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health_generate",
-                             timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        else:
-            raise AssertionError("the pasted line never served")
+        wait_serving(server, port, within_s=60, every_s=0.1)
     finally:
         from harness.run.launch import kill_tree
 

@@ -75,37 +75,29 @@ def test_pass_records_exact_accept_length(fake_env: dict[str, str], write_suite,
     assert_no_orphans(server_pids(Path(fake_env["FAKE_SGLANG_PIDFILE"])))
 
 
-def test_below_floor_exits_1(fake_env: dict[str, str], write_suite, tmp_path: Path,
-                             monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FAKE_SGLANG_ACCEPT", "3.0")
+@pytest.mark.parametrize(("env", "floor", "code", "status", "reason", "printed"), [
+    ({"FAKE_SGLANG_ACCEPT": "3.0"}, 5.4, 1, "fail", "below the floor", None),
+    ({"FAKE_SGLANG_MODE": "no_meta"}, 1.0, 3, "error", None, "no verify count"),
+    ({"FAKE_SGLANG_MODE": "crash_mid"}, 1.0, 3, "error", None, None),
+], ids=["below_floor_exits_1", "missing_spec_metric_is_an_error_not_a_pass",
+        "crash_mid_run_is_an_engine_error"])
+def test_verdict_and_exit_code(fake_env: dict[str, str], write_suite, tmp_path: Path,
+                               monkeypatch: pytest.MonkeyPatch,
+                               capsys: pytest.CaptureFixture[str], env: dict[str, str],
+                               floor: float, code: int, status: str, reason: str | None,
+                               printed: str | None) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
     results = tmp_path / "results"
-    assert run_cli(write_suite(floor=5.4), results) == 1
+    assert run_cli(write_suite(floor=floor), results) == code
+    if printed is not None:
+        assert printed in capsys.readouterr().out
     record = json.loads((only_run_dir(results) / "run.json").read_text())
-    assert record["verdict"]["status"] == "fail"
-    assert "below the floor" in record["verdict"]["reasons"][0]
-
-
-def test_missing_spec_metric_is_an_error_not_a_pass(
-    fake_env: dict[str, str], write_suite, tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-) -> None:
-    monkeypatch.setenv("FAKE_SGLANG_MODE", "no_meta")
-    results = tmp_path / "results"
-    assert run_cli(write_suite(floor=1.0), results) == 3
-    assert "no verify count" in capsys.readouterr().out
-    record = json.loads((only_run_dir(results) / "run.json").read_text())
-    assert record["verdict"]["status"] == "error"
-    assert record["measurement"] is None
-    assert_no_orphans(server_pids(Path(fake_env["FAKE_SGLANG_PIDFILE"])))
-
-
-def test_crash_mid_run_is_an_engine_error(fake_env: dict[str, str], write_suite, tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FAKE_SGLANG_MODE", "crash_mid")
-    results = tmp_path / "results"
-    assert run_cli(write_suite(floor=1.0), results) == 3
-    record = json.loads((only_run_dir(results) / "run.json").read_text())
-    assert record["verdict"]["status"] == "error"
+    assert record["verdict"]["status"] == status
+    if reason is not None:
+        assert reason in record["verdict"]["reasons"][0]
+    if printed == "no verify count":  # nothing measured without the counts
+        assert record["measurement"] is None
     assert_no_orphans(server_pids(Path(fake_env["FAKE_SGLANG_PIDFILE"])))
 
 

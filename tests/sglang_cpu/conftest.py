@@ -7,23 +7,16 @@ HARNESS_CACHE); `nox -s tests` leaves this folder to `nox -s sglang_cpu`.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from harness import builds
+from tests.fixtures.sglang_cpu import SGLANG_CPU_SPEC
 
-SPEC = "sglang==0.5.23"
+SPEC = SGLANG_CPU_SPEC  # the environment: the `sglang_cpu` fixture (tests/fixtures)
 REPO = builds.REPO_ROOT
 STAND_IN = REPO / "tests" / "cpu_stand_ins"
-
-
-@pytest.fixture(scope="session")
-def sglang_cpu() -> builds.PreparedBuild:
-    """The CPU engine environment of SGLang 0.5.23 (made once, then reused)."""
-    os.environ.setdefault("HARNESS_SGLANG_DEVICE", "cpu")
-    return builds.prepare(builds.parse_build_spec(SPEC))
 
 
 @pytest.fixture(scope="session")

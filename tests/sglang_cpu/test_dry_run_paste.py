@@ -7,11 +7,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-
-import httpx
 
 from harness.run.launch import free_port, kill_tree
+from tests.fixtures.pasted_line import wait_serving
 from tests.sglang_cpu.conftest import REPO, SPEC
 
 
@@ -30,17 +28,6 @@ def test_the_pasted_dry_run_line_serves(sglang_cpu) -> None:
                               cwd=REPO, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
-            assert server.poll() is None, server.stdout.read().decode()[-3000:]
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health_generate",
-                             timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        else:
-            raise AssertionError("the pasted line never served")
+        wait_serving(server, port, within_s=600, every_s=0.5)
     finally:
         kill_tree(server.pid)

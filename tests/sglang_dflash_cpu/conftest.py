@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from harness import builds
+from tests.fixtures.sglang_cpu import SGLANG_CPU_SPEC
 
-SPEC = "sglang==0.5.23"
+SPEC = SGLANG_CPU_SPEC  # the environment: the `sglang_cpu` fixture (tests/fixtures)
 SUITE = "tiny_dflash_sglang_cpu"
 REPO = builds.REPO_ROOT
 HERE = Path(__file__).resolve().parent
@@ -50,13 +51,6 @@ def harness_run(suite: str | Path, results: Path, *extra: str) -> Run:
          str(results), "--no-progress", *extra], cwd=REPO, capture_output=True, text=True,
         timeout=2400, env={**os.environ, "HARNESS_SGLANG_DEVICE": "cpu"}, check=False)
     return Run(done, results)
-
-
-@pytest.fixture(scope="session")
-def sglang_cpu() -> builds.PreparedBuild:
-    """The CPU engine environment of SGLang 0.5.23 (shared with tests/sglang_cpu)."""
-    os.environ.setdefault("HARNESS_SGLANG_DEVICE", "cpu")
-    return builds.prepare(builds.parse_build_spec(SPEC))
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,7 @@ import pytest
 from harness.errors import SuiteError
 from harness.protocols.pairing import tolerance_of
 from harness.suite.model import load_suite, parse_suite, suite_entries
+from tests.fixtures.suites_and_host import loaded_from_text
 from tests.tiny_variants import tiny_variant
 
 
@@ -49,12 +50,7 @@ temperature = 0.6
 [workloads.floors]
 accept_length = 1.2
 """)
-    suite, document = parse_suite(text, "gated.toml")
-    from harness.suite.model import LoadedSuite
-    from harness.suite.schema import document_sha256
-
-    loaded = LoadedSuite(suite=suite, path="gated.toml", sha256=document_sha256(document),
-                         document=document)
+    loaded = loaded_from_text(text, "gated.toml")
     for entry in suite_entries(loaded):
         gate = entry.loaded.suite.gate
         assert gate is not None

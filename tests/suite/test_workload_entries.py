@@ -8,6 +8,7 @@ import pytest
 from harness.errors import BadInput, SuiteError
 from harness.suite.model import LoadedSuite, load_suite, parse_suite, series_names, suite_entries
 from harness.suite.schema import document_sha256
+from tests.fixtures.suites_and_host import loaded_from_text
 
 BASE = """\
 name = "pair"
@@ -43,9 +44,7 @@ external = true
 
 
 def _loaded(text: str) -> LoadedSuite:
-    suite, document = parse_suite(text, "pair.toml")
-    return LoadedSuite(suite=suite, path="pair.toml", sha256=document_sha256(document),
-                       document=document)
+    return loaded_from_text(text, "pair.toml")
 
 
 def test_entries_are_series_with_their_own_floors() -> None:

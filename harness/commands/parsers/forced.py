@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import Command, add_results_option
+from harness.commands import Command, add_build_options, add_results_option
 
 
 class ForcedCommand(Command):
@@ -24,8 +24,7 @@ class ForcedCommand(Command):
         parser.add_argument("--questions", type=int, metavar="N",
                             help="questions at each point (default: the suite's)")
         add_results_option(parser)
-        parser.add_argument("--sglang", "--build", dest="sglang", metavar="SPEC",
-                            help="build under test (as `harness run --build`)")
+        add_build_options(parser)
         parser.add_argument("--against", metavar="SPEC",
                             help="a reference build: its ladder is measured first, then "
                             "the build's at the same forced accept lengths, and a speedup "
@@ -33,8 +32,6 @@ class ForcedCommand(Command):
                             "acceptance) and the draft's (real accept length), each gated "
                             "by the suite's [forced] tolerance; the verdict names which "
                             "failed")
-        parser.add_argument("--engine-python", metavar="PATH",
-                            help="interpreter of the engine's environment")
         parser.add_argument("--label", help="a tag recorded with every point's run")
         parser.add_argument("--no-plot", action="store_true",
                             help="draw neither the ladder's plot nor the points' own")

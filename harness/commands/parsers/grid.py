@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import Command, add_results_option
+from harness.commands import Command, add_build_options, add_results_option
 
 
 class GridCommand(Command):
@@ -18,10 +18,7 @@ class GridCommand(Command):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("suite", help="suite file or name with a [grid] table")
         add_results_option(parser)
-        parser.add_argument("--sglang", "--build", dest="sglang", metavar="SPEC",
-                            help="build under test (as `harness run --build`)")
-        parser.add_argument("--engine-python", metavar="PATH",
-                            help="interpreter of the engine's environment")
+        add_build_options(parser)
         parser.add_argument("--label", help="a tag recorded with every cell's run")
         parser.add_argument("--dry-run", action="store_true",
                             help="print each launch's command and every cell's plan; run "

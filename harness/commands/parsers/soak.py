@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import Command, add_results_option
+from harness.commands import Command, add_build_options, add_results_option
 
 
 class SoakCommand(Command):
@@ -32,10 +32,7 @@ class SoakCommand(Command):
         parser.add_argument("--questions", type=int, metavar="N",
                             help="questions in the repeated workload (default: the suite's)")
         add_results_option(parser)
-        parser.add_argument("--sglang", "--build", dest="sglang", metavar="SPEC",
-                            help="build under test (as `harness run --build`)")
-        parser.add_argument("--engine-python", metavar="PATH",
-                            help="interpreter of the engine's environment")
+        add_build_options(parser)
         parser.add_argument("--label", help="a tag recorded with the soak and its run")
         parser.add_argument("--dry-run", action="store_true",
                             help="print the launch line and the soak's plan; run nothing")

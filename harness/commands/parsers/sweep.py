@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import Command, add_results_option
+from harness.commands import Command, add_build_options, add_results_option
 
 
 class SweepCommand(Command):
@@ -30,10 +30,7 @@ class SweepCommand(Command):
         parser.add_argument("--inconclusive", choices=("pass", "fail"), default="pass",
                             help="how a gate finding that is neither shown worse nor shown "
                             "not worse is judged (default pass, as [gate])")
-        parser.add_argument("--sglang", "--build", dest="sglang", metavar="SPEC",
-                            help="build under test (as `harness run --build`)")
-        parser.add_argument("--engine-python", metavar="PATH",
-                            help="interpreter of the engine's environment")
+        add_build_options(parser)
         parser.add_argument("--label", help="a tag recorded with every point's run")
         parser.add_argument("--dry-run", action="store_true",
                             help="print the launch command and every point's plan; run nothing")

@@ -13,15 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from harness.engines.interface import Placement, StreamAssembler
-from harness.engines.sglang import api, release_check, stream
-from harness.engines.sglang.launch import (
-    RESERVED_FLAGS,
-    SECRET_FLAGS,
-    SPECULATIVE_FLAGS,
-    api_key,
-    check_flags,
-    launch_command,
-)
+from harness.engines.sglang import api, launch, release_check, stream
+from harness.engines.sglang.launch import RESERVED_FLAGS, launch_command
 from harness.engines.wire_adapter import WireAdapter
 from harness.suite.checkpoints import Models, resolve_models
 
@@ -33,30 +26,13 @@ if TYPE_CHECKING:
 __all__ = ["ADAPTER", "RESERVED_FLAGS", "SGLangAdapter", "launch_command"]
 
 
-def expected_settings(suite: Suite, models: Models) -> dict[str, object]:
-    """`/server_info` key -> what the suite declares (SGLang's resolved server args)."""
-    return {
-        "speculative_algorithm": suite.speculative.algorithm,
-        "speculative_draft_model_path": models.draft,
-        "speculative_num_draft_tokens": suite.speculative.draft_tokens,
-    }
-
-
 class SGLangAdapter(WireAdapter):
     kind = "sglang"
     api = api
+    launch = launch
     stream = stream
-    speculative_flags = SPECULATIVE_FLAGS
-    ready_paths = api.READY_PATHS
-    generate_path = api.GENERATE_PATH
-    chat_path = api.CHAT_PATH
     flush_path = api.FLUSH_PATH
     server_info_paths = api.SERVER_INFO_PATHS
-    reserved_flags = RESERVED_FLAGS
-    secret_flags = SECRET_FLAGS
-
-    def check_flags(self, suite: Suite) -> None:
-        check_flags(suite)
 
     def launch_command(self, suite: Suite, python: str, host: str, port: int,
                        models: Models | None = None,
@@ -77,21 +53,17 @@ class SGLangAdapter(WireAdapter):
     def chat_template_override(self, suite: Suite) -> str | None:
         return api.chat_template_flag(getattr(suite.engine, "extra_args", []))
 
-    def settings_mismatches(self, info: object, suite: Suite,
-                            models: Models | None = None) -> list[str]:
-        reason = getattr(suite.engine, "unreported_settings_ok", None)
-        return api.settings_mismatches(
-            info, expected_settings(suite, models or resolve_models(suite)), reason)
+    def expected_settings(self, suite: Suite, models: Models | None) -> dict[str, object]:
+        """`/server_info` key -> what the suite declares (SGLang's resolved server args)."""
+        return {
+            "speculative_algorithm": suite.speculative.algorithm,
+            "speculative_draft_model_path": (models or resolve_models(suite)).draft,
+            "speculative_num_draft_tokens": suite.speculative.draft_tokens,
+        }
 
     def non_draft_tokens_per_step(self, info: object, suite: Suite) -> int:
         """Tokens each verify step makes besides its correct drafts (UNO: 2)."""
         return api.server_non_draft_tokens(info, suite.speculative.algorithm)
-
-    identity_paths = api.IDENTITY_PATHS
-    liveness_path = api.LIVENESS_PATH
-
-    def attention_from_server(self, info: object) -> list[dict[str, object]] | None:
-        return None  # SGLang does not report the draft's per-layer attention
 
     def check_release(self, suite: Suite, python: str, lines: Mapping[str, Sequence[str]],
                       env: Mapping[str, str], version: str | None) -> None:
@@ -110,7 +82,7 @@ class SGLangAdapter(WireAdapter):
 
     def auth_headers(self, suite: Suite, admin: bool = False) -> dict[str, str]:
         """Headers for ordinary routes, or (`admin`) for admin routes such as /flush_cache."""
-        key = api_key(suite, admin)
+        key = launch.api_key(suite, admin)
         return {"Authorization": f"Bearer {key}"} if key else {}
 
 

@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from harness.engines.interface import ParsedResponse, prompt_ids_sha256
+from harness.engines.interface import ParsedResponse, only_choice, prompt_ids_sha256
 from harness.engines.settings import mismatches
 from harness.errors import MissingMetric
 
@@ -134,13 +134,7 @@ def parse_chat(payload: Any, where: str = CHAT_PATH, speculative: bool = True
                ) -> ParsedResponse:
     """Read one `/v1/chat/completions` response (one choice, `return_meta_info`): the
     answer is `message.content`, the figures its `meta_info` as for /generate."""
-    if not isinstance(payload, Mapping):
-        raise MissingMetric(f"{where}: expected a JSON object, got {type(payload).__name__}")
-    choices = payload.get("choices")
-    if not isinstance(choices, list) or len(choices) != 1 or not isinstance(choices[0],
-                                                                          Mapping):
-        raise MissingMetric(f"{where}: expected one choice, got {choices!r:.200}")
-    choice = choices[0]
+    choice = only_choice(payload, where)
     meta = choice.get("meta_info", payload.get("meta_info"))
     if not isinstance(meta, Mapping):
         raise MissingMetric(f"{where}: the choice has no meta_info (the server ignored "

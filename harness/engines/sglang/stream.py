@@ -35,7 +35,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from harness.engines.interface import NOTHING, StreamPiece
+from harness.engines.interface import NOTHING, StreamPiece, first_choice
 from harness.engines.sglang.api import rank_states
 from harness.errors import EngineError
 
@@ -136,10 +136,9 @@ class ChatStream:
                 self.input_ids = sglext["input_ids"]
         if isinstance(event.get("usage"), Mapping):
             self.usage = event["usage"]
-        choices = event.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        choice = first_choice(event)
+        if choice is None:
             return NOTHING
-        choice = choices[0]
         if choice.get("finish_reason") is not None:
             self.finish_reason = choice["finish_reason"]
             self.matched_stop = choice.get("matched_stop")

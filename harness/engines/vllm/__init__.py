@@ -20,17 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from harness.engines.interface import ParsedResponse, Placement, StreamAssembler
 from harness.engines.sglang.api import chat_template_flag
-from harness.engines.vllm import api, stream
-from harness.engines.vllm.launch import (
-    METHODS,
-    RESERVED_FLAGS,
-    SECRET_FLAGS,
-    SPECULATIVE_FLAGS,
-    api_key,
-    check_flags,
-    launch_command,
-    num_speculative_tokens,
-)
+from harness.engines.vllm import api, launch, stream
+from harness.engines.vllm.launch import RESERVED_FLAGS, launch_command
 from harness.engines.vllm.stops import cut_at_stop
 from harness.engines.wire_adapter import WireAdapter
 from harness.errors import BadInput
@@ -46,30 +37,14 @@ if TYPE_CHECKING:
 __all__ = ["ADAPTER", "RESERVED_FLAGS", "VLLMAdapter", "launch_command"]
 
 
-def expected_settings(suite: Suite, models: Models | None) -> dict[str, Any]:
-    """`vllm_config.speculative_config` key -> what the suite declares."""
-    method = METHODS.get(suite.speculative.algorithm)
-    draft = models.draft if models is not None and method != "ngram" else None
-    return {"method": method, "model": draft,
-            "num_speculative_tokens": num_speculative_tokens(suite)}
-
-
 class VLLMAdapter(WireAdapter):
     kind = "vllm"
     api = api
+    launch = launch
     stream = stream
-    speculative_flags = SPECULATIVE_FLAGS
-    ready_paths = api.READY_PATHS
-    generate_path = api.GENERATE_PATH
-    chat_path = api.CHAT_PATH
     flush_path: str | None = None  # counters are never reset: the window is a difference
     server_info_paths = (api.SERVER_INFO_PATH,)
     launch_env = api.DEV_MODE_ENV
-    reserved_flags = RESERVED_FLAGS
-    secret_flags = SECRET_FLAGS
-
-    def check_flags(self, suite: Suite) -> None:
-        check_flags(suite)
 
     def launch_command(self, suite: Suite, python: str, host: str, port: int,
                        models: Models | None = None,
@@ -131,19 +106,16 @@ class VLLMAdapter(WireAdapter):
     def chat_template_override(self, suite: Suite) -> str | None:
         return chat_template_flag(list(suite.engine.extra_args))
 
-    def settings_mismatches(self, info: Any, suite: Suite,
-                            models: Models | None = None) -> list[str]:
-        reason = getattr(suite.engine, "unreported_settings_ok", None)
-        return api.settings_mismatches(info, expected_settings(suite, models), reason)
+    def expected_settings(self, suite: Suite, models: Models | None) -> dict[str, object]:
+        """`vllm_config.speculative_config` key -> what the suite declares."""
+        method = launch.METHODS.get(suite.speculative.algorithm)
+        draft = models.draft if models is not None and method != "ngram" else None
+        return {"method": method, "model": draft,
+                "num_speculative_tokens": launch.num_speculative_tokens(suite)}
 
-    identity_paths = api.IDENTITY_PATHS
-    liveness_path = api.LIVENESS_PATH
-
-    def attention_from_server(self, info: Any) -> list[dict[str, Any]] | None:
-        return None  # vLLM does not report the draft's per-layer attention
 
     def auth_headers(self, suite: Suite, admin: bool = False) -> dict[str, str]:
-        key = api_key(suite)
+        key = launch.api_key(suite)
         return {"Authorization": f"Bearer {key}"} if key else {}
 
 

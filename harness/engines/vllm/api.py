@@ -33,7 +33,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.engines.interface import ParsedResponse, prompt_ids_sha256
+from harness.engines.interface import ParsedResponse, only_choice, prompt_ids_sha256
 from harness.engines.settings import UNREPORTED_HINT, mismatches
 from harness.errors import MissingMetric
 
@@ -158,13 +158,7 @@ def _count(value: Any, field: str, where: str) -> int:
 
 
 def _parse(payload: Any, where: str, chat: bool, speculative: bool = True) -> ParsedResponse:
-    if not isinstance(payload, Mapping):
-        raise MissingMetric(f"{where}: expected a JSON object, got {type(payload).__name__}")
-    choices = payload.get("choices")
-    if not isinstance(choices, list) or len(choices) != 1 or not isinstance(choices[0],
-                                                                          Mapping):
-        raise MissingMetric(f"{where}: expected one choice, got {choices!r:.200}")
-    choice = choices[0]
+    choice = only_choice(payload, where)
     usage = payload.get("usage")
     if not isinstance(usage, Mapping) or "completion_tokens" not in usage:
         raise MissingMetric(f"{where}: the response has no usage.completion_tokens")

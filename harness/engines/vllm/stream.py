@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.engines.interface import NOTHING, StreamPiece
+from harness.engines.interface import NOTHING, StreamPiece, first_choice
 from harness.engines.sglang.stream import stream_error
 from harness.errors import EngineError
 
@@ -52,10 +52,9 @@ class VLLMStream:
             self.usage = event["usage"]
         if isinstance(event.get("metrics"), Mapping):
             self.metrics = event["metrics"]
-        choices = event.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        choice = first_choice(event)
+        if choice is None:
             return NOTHING
-        choice = choices[0]
         if self.prompt_ids is None and choice.get("prompt_token_ids") is not None:
             self.prompt_ids = choice["prompt_token_ids"]
         if choice.get("finish_reason") is not None:

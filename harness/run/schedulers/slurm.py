@@ -37,11 +37,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-import httpx
-
 from harness.engines.interface import Placement
 from harness.errors import BadInput, EngineError
-from harness.run.launch import log_tail, signals_deferred
+from harness.run.launch import log_tail, poll_ready, signals_deferred
 from harness.run.lifeline import lifeline
 from harness.run.schedulers.deployment import Launchable, secret_variable, secret_words
 from harness.secrets import redact_text
@@ -312,18 +310,8 @@ class SlurmJob:
         found = json.loads(endpoint.read_text())
         self.spec.base_url = f"http://{found['host']}:{int(found['port'])}"
         self.spec.port = int(found["port"])
-        pending = list(self.ready_paths)
-        with httpx.Client(base_url=self.base_url, trust_env=False,
-                          timeout=httpx.Timeout(5.0, connect=1.0)) as client:
-            while pending:
-                self._check_alive(deadline, pending[0])
-                try:
-                    if client.get(pending[0]).status_code == 200:
-                        pending.pop(0)
-                        continue
-                except httpx.HTTPError:
-                    pass
-                time.sleep(POLL_S / 4)
+        poll_ready(self.base_url, self.ready_paths,
+                   lambda waiting_for: self._check_alive(deadline, waiting_for), POLL_S / 4)
         self.ready_after_s = time.monotonic() - started
         return self.ready_after_s
 
