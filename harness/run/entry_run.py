@@ -30,7 +30,7 @@ from harness.results.record import (
     utc_now,
 )
 from harness.results.writer import write_run
-from harness.run import recorded
+from harness.run import recorded, runtime_attention, runtime_contract
 from harness.run.exit_codes import EXIT_CODES
 from harness.run.outcome import RunOptions, RunOutcome
 from harness.secrets import redact_text
@@ -129,7 +129,33 @@ class EntryRun:
         else:
             message = unexpected_text(error)
         self._partial_measurement()
-        return self.finish(Verdict(status="error", reasons=[f"{self.stage}: {message}"]))
+        reached = self._what_reached_the_model()
+        return self.finish(Verdict(status="error",
+                                   reasons=[*reached, f"{self.stage}: {message}"]))
+
+    def _what_reached_the_model(self) -> list[str]:
+        """A run that ends in an error (an engine that dies in its warm-up) still compares
+        what its engine recorded reaching the draft before it ended with the audit: a defect
+        that crashes the engine (a forward-time block width) is named by its clause, beside
+        the crash. Only what was recorded is compared: an engine that died before recording
+        anything adds nothing, and an unreadable record never hides the error itself."""
+        found: list[str] = []
+        contract = self.contract_record
+        if contract is not None and self.draft_contract and \
+                self.draft_contract_runtime is None:
+            with contextlib.suppress(HarnessError):
+                if recorded_lines := runtime_contract.read_runtime(contract):
+                    self.draft_contract_runtime = runtime_contract.rows(recorded_lines)
+                    found += runtime_contract.differences(self.draft_contract,
+                                                          recorded_lines)
+        kernel = self.runtime_record
+        if kernel is not None and self.attention and self.attention_runtime is None:
+            with contextlib.suppress(HarnessError):
+                if calls := runtime_attention.read_runtime(kernel):
+                    self.attention_runtime = calls
+                    found += runtime_attention.differences(self.attention, calls)
+        # "recorded nothing" lines: what the crash cut short, not a clause that differs
+        return [line for line in found if "recorded nothing" not in line]
 
     def _partial_measurement(self) -> None:
         """The requests that finished before the run ended: kept, never a pass."""
