@@ -10,7 +10,7 @@ SGLang's own functions from its wheels against them).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from harness.engines.interface import Placement, StreamAssembler
 from harness.engines.sglang import api, release_check, stream
@@ -22,7 +22,8 @@ from harness.engines.sglang.launch import (
     check_flags,
     launch_command,
 )
-from harness.engines.wire_adapter import WireAdapter
+from harness.engines.wire_adapter import EngineApi, EngineStream, WireAdapter
+from harness.errors import BadInput
 from harness.suite.checkpoints import Models, resolve_models
 
 if TYPE_CHECKING:
@@ -44,8 +45,6 @@ def expected_settings(suite: Suite, models: Models) -> dict[str, object]:
 
 class SGLangAdapter(WireAdapter):
     kind = "sglang"
-    api = api
-    stream = stream
     speculative_flags = SPECULATIVE_FLAGS
     ready_paths = api.READY_PATHS
     generate_path = api.GENERATE_PATH
@@ -80,8 +79,10 @@ class SGLangAdapter(WireAdapter):
     def settings_mismatches(self, info: object, suite: Suite,
                             models: Models | None = None) -> list[str]:
         reason = getattr(suite.engine, "unreported_settings_ok", None)
-        return api.settings_mismatches(
-            info, expected_settings(suite, models or resolve_models(suite)), reason)
+        served = models or resolve_models(suite)
+        if served is None:  # resolve_models names what is missing for an SGLang suite
+            raise BadInput(f"suite {suite.name}: give --target-model and --draft-model")
+        return api.settings_mismatches(info, expected_settings(suite, served), reason)
 
     def non_draft_tokens_per_step(self, info: object, suite: Suite) -> int:
         """Tokens each verify step makes besides its correct drafts (UNO: 2)."""
@@ -89,6 +90,9 @@ class SGLangAdapter(WireAdapter):
 
     identity_paths = api.IDENTITY_PATHS
     liveness_path = api.LIVENESS_PATH
+    # the modules as the forwarding half reads them (after the paths read from them above)
+    api: ClassVar[EngineApi] = api
+    stream: ClassVar[EngineStream] = stream
 
     def attention_from_server(self, info: object) -> list[dict[str, object]] | None:
         return None  # SGLang does not report the draft's per-layer attention

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.engines.interface import ParsedResponse, Placement, StreamAssembler
 from harness.engines.sglang.api import chat_template_flag
@@ -32,7 +32,7 @@ from harness.engines.vllm.launch import (
     num_speculative_tokens,
 )
 from harness.engines.vllm.stops import cut_at_stop
-from harness.engines.wire_adapter import WireAdapter
+from harness.engines.wire_adapter import EngineApi, EngineStream, WireAdapter
 from harness.errors import BadInput
 from harness.suite import checkpoints as suite_checkpoints
 
@@ -56,8 +56,6 @@ def expected_settings(suite: Suite, models: Models | None) -> dict[str, Any]:
 
 class VLLMAdapter(WireAdapter):
     kind = "vllm"
-    api = api
-    stream = stream
     speculative_flags = SPECULATIVE_FLAGS
     ready_paths = api.READY_PATHS
     generate_path = api.GENERATE_PATH
@@ -138,6 +136,9 @@ class VLLMAdapter(WireAdapter):
 
     identity_paths = api.IDENTITY_PATHS
     liveness_path = api.LIVENESS_PATH
+    # the modules as the forwarding half reads them (after the paths read from them above)
+    api: ClassVar[EngineApi] = api
+    stream: ClassVar[EngineStream] = stream
 
     def attention_from_server(self, info: Any) -> list[dict[str, Any]] | None:
         return None  # vLLM does not report the draft's per-layer attention
