@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 from harness.errors import BadInput
 from harness.metrics import stats
@@ -29,6 +30,24 @@ from harness.results.readers import read_measured_requests, read_run
 from harness.results.record import RequestRow, RunRecord
 from harness.results.rows import METRICS, flatten_record, row_count, row_number, row_text
 from harness.secrets import redact_text
+
+
+class SideSummary(TypedDict):
+    """One side of a comparison as `harness compare` reports it."""
+
+    name: str
+    runs: list[str | None]  # its records' run ids
+    builds: list[str]
+    engines: list[str]
+    verdicts: list[str | None]
+    baseline: str | None  # a baseline figure's label
+    source: str | None
+    metric: str
+    n_questions: int
+    accept_length: float
+    ci: tuple[float, float] | None
+    accuracy: float | None
+    per_position_acceptance: list[float]
 
 
 @dataclass
@@ -148,15 +167,15 @@ class Side:
             return list(self.positions[0])
         return []
 
-    def summary(self, level: float) -> dict[str, object]:
+    def summary(self, level: float) -> SideSummary:
         return {
             "name": self.name,
-            "runs": [row["run_id"] for row in self.records],
+            "runs": [row_text(row, "run_id") for row in self.records],
             "builds": sorted({_build_name(row) for row in self.records}),
             # which engine measured it: a comparison across engines says so (compare)
             "engines": sorted({str(row["build.engine"]) for row in self.records
                                if row["build.engine"]}),
-            "verdicts": [row["verdict"] for row in self.records],
+            "verdicts": [row_text(row, "verdict") for row in self.records],
             "baseline": self.baseline.label if self.baseline else None,
             "source": self.baseline.source if self.baseline else None,
             "metric": self.current_metric(),
