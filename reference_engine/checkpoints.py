@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import harness
 from harness.builds import bounded_lock, file_sha256, sweep_stale
@@ -82,15 +83,17 @@ def served_weights_sha256(target: Path, draft: Path) -> dict[str, str]:
             "draft": file_sha256(Path(draft) / "model.safetensors")}
 
 
-def read_manifest(folder: Path = SHIPPED_DIR) -> dict:
-    return json.loads((folder / MANIFEST).read_text())
+def read_manifest(folder: Path = SHIPPED_DIR) -> dict[str, Any]:
+    manifest: dict[str, Any] = json.loads((folder / MANIFEST).read_text())  # JSON: its file
+    return manifest
 
 
 def write_manifest(folder: Path, recipe: Hashed = DEFAULT_RECIPE,
-                   names: tuple[str, ...] | None = CHECKPOINT_FILES) -> dict:
+                   names: tuple[str, ...] | None = CHECKPOINT_FILES) -> dict[str, object]:
     """`folder/MANIFEST.json`: the recipe's hash and the sha256 of its files (`names`, as
     `folder_hashes`)."""
-    manifest = {"recipe": recipe.digest(), "files": folder_hashes(folder, names)}
+    manifest: dict[str, object] = {"recipe": recipe.digest(),
+                                   "files": folder_hashes(folder, names)}
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return manifest
 
@@ -243,7 +246,7 @@ def pair_build_dir(cache_root: Path, pair: str) -> Path:
     return cache_root / "reference" / f"seed-{pair}-{recipe_for(pair).digest()}"
 
 
-def write_pair_manifest(folder: Path, recipe: SeedRecipe) -> dict:
+def write_pair_manifest(folder: Path, recipe: SeedRecipe) -> dict[str, object]:
     """A seed pair's manifest: its recipe's hash and every file's sha256."""
     return write_manifest(folder, recipe, names=None)
 
@@ -257,7 +260,7 @@ UNIFORM_KINDS = {"sliding": "sliding_attention", "full": "full_attention"}
 UNIFORM_FILES = ("model.safetensors", "tokenizer.json", "tokenizer_config.json")
 
 
-def uniform_draft_config(config: dict, kind: str) -> dict:
+def uniform_draft_config(config: dict[str, Any], kind: str) -> dict[str, Any]:  # config.json
     """The draft's config.json with every layer of type `kind` ("sliding" or "full")."""
     layer_type = UNIFORM_KINDS[kind]
     changed = {**config, "layer_types": [layer_type] * len(config["layer_types"])}
