@@ -47,7 +47,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import Field, asdict, dataclass, field, replace
-from typing import Any, ClassVar, TypeVar
+from typing import ClassVar, TypeVar
 
 # Bump when the training code changes in a way the numbers below do not capture.
 RECIPE_VERSION = 3
@@ -83,7 +83,7 @@ class Hashed:
     fields; this class adds none, so a recipe's hash is its fields' alone)."""
 
     # set by @dataclass on every recipe: what makes a Hashed a dataclass to the type checker
-    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+    __dataclass_fields__: ClassVar[dict[str, Field[object]]]
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)  # every recipe is a dataclass
