@@ -16,7 +16,7 @@ import dataclasses
 import json
 from collections.abc import Hashable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from harness.errors import BadInput, EngineError, TopologySkip
 from harness.files import atomic_write_text
@@ -36,7 +36,7 @@ SEED_STRIDE = 100_000_000  # far above a request's own offsets (question + 1e6 p
 CALIBRATION_FILE_KIND = "calibration"
 # A calibration record as its file holds it: JSON, Any as written here and as read back from
 # the results folder (`read_calibration` checks the fields `show` and the gate print).
-CalibrationDocument = dict[str, Any]
+CalibrationDocument: TypeAlias = dict[str, Any]
 
 
 def with_seeds(loaded: LoadedSuite, repeat: int) -> LoadedSuite:
