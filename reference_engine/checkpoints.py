@@ -30,7 +30,9 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TypedDict
 
 import harness
 from harness.builds import bounded_lock, file_sha256, sweep_stale
@@ -82,15 +84,24 @@ def served_weights_sha256(target: Path, draft: Path) -> dict[str, str]:
             "draft": file_sha256(Path(draft) / "model.safetensors")}
 
 
-def read_manifest(folder: Path = SHIPPED_DIR) -> dict:
-    return json.loads((folder / MANIFEST).read_text())
+class Manifest(TypedDict):
+    """MANIFEST.json: the recipe's hash and each checkpoint file's sha256 (as written by
+    `write_manifest`)."""
+
+    recipe: str
+    files: dict[str, str]
+
+
+def read_manifest(folder: Path = SHIPPED_DIR) -> Manifest:
+    manifest: Manifest = json.loads((folder / MANIFEST).read_text())  # as write_manifest wrote
+    return manifest
 
 
 def write_manifest(folder: Path, recipe: Hashed = DEFAULT_RECIPE,
-                   names: tuple[str, ...] | None = CHECKPOINT_FILES) -> dict:
+                   names: tuple[str, ...] | None = CHECKPOINT_FILES) -> Manifest:
     """`folder/MANIFEST.json`: the recipe's hash and the sha256 of its files (`names`, as
     `folder_hashes`)."""
-    manifest = {"recipe": recipe.digest(), "files": folder_hashes(folder, names)}
+    manifest: Manifest = {"recipe": recipe.digest(), "files": folder_hashes(folder, names)}
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return manifest
 
@@ -243,7 +254,7 @@ def pair_build_dir(cache_root: Path, pair: str) -> Path:
     return cache_root / "reference" / f"seed-{pair}-{recipe_for(pair).digest()}"
 
 
-def write_pair_manifest(folder: Path, recipe: SeedRecipe) -> dict:
+def write_pair_manifest(folder: Path, recipe: SeedRecipe) -> Manifest:
     """A seed pair's manifest: its recipe's hash and every file's sha256."""
     return write_manifest(folder, recipe, names=None)
 
@@ -257,12 +268,15 @@ UNIFORM_KINDS = {"sliding": "sliding_attention", "full": "full_attention"}
 UNIFORM_FILES = ("model.safetensors", "tokenizer.json", "tokenizer_config.json")
 
 
-def uniform_draft_config(config: dict, kind: str) -> dict:
+def uniform_draft_config(config: Mapping[str, object], kind: str) -> dict[str, object]:
     """The draft's config.json with every layer of type `kind` ("sliding" or "full")."""
     layer_type = UNIFORM_KINDS[kind]
-    changed = {**config, "layer_types": [layer_type] * len(config["layer_types"])}
+    layers = config["layer_types"]
+    if not isinstance(layers, list):
+        raise TypeError(f"draft config layer_types: expected a list, got {type(layers).__name__}")
+    changed = {**config, "layer_types": [layer_type] * len(layers)}
     changed["use_sliding_window"] = kind == "sliding"
-    changed["max_window_layers"] = len(config["layer_types"]) if kind == "sliding" else 0
+    changed["max_window_layers"] = len(layers) if kind == "sliding" else 0
     return changed
 
 

@@ -46,8 +46,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
-from typing import TypeVar
+from dataclasses import Field, asdict, dataclass, field, replace
+from typing import ClassVar, TypeVar
 
 # Bump when the training code changes in a way the numbers below do not capture.
 RECIPE_VERSION = 3
@@ -81,6 +81,9 @@ CHAT_TEMPLATE = (
 class Hashed:
     """What every recipe does with its numbers: records them and hashes them (a dataclass's
     fields; this class adds none, so a recipe's hash is its fields' alone)."""
+
+    # set by @dataclass on every recipe: what makes a Hashed a dataclass to the type checker
+    __dataclass_fields__: ClassVar[dict[str, Field[object]]]
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)  # every recipe is a dataclass

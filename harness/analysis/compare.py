@@ -15,27 +15,77 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
-from typing import Any
+from typing import TypedDict
 
 from rich.console import Console
 from rich.table import Table
 
 from harness.analysis.question_pairing import pairing
 from harness.analysis.selectors import resolve_side
-from harness.analysis.sides import Side, add_run, common_metric
+from harness.analysis.sides import Side, SideSummary, add_run, common_metric
 from harness.metrics import breakdown, stats
+from harness.metrics.breakdown import DifferenceRow
 
 __all__ = ["Side", "add_run", "compare", "render", "resolve_side"]
 
 
-def compare(a: Side, b: Side, level: float = 0.95) -> dict[str, object]:
+class Difference(TypedDict):
+    """B - A of the compared accept length."""
+
+    b_minus_a: float
+    ci: tuple[float, float] | None
+    p_value: float  # two-sided; nan when unknown
+    p_drop: float  # one-sided, for a drop of B below A
+    method: str
+
+
+class Pairing(TypedDict):
+    paired: bool
+    shared_questions: int
+    n_a: int
+    n_b: int
+    description: str
+
+
+class Family(TypedDict):
+    """The breakdown rows Holm's correction ran over."""
+
+    method: str
+    tests: int
+    categories: int
+    positions: int
+
+
+class Breakdowns(TypedDict, total=False):
+    categories: dict[str, DifferenceRow]
+    positions: list[DifferenceRow]
+    multiple_comparisons: Family
+
+
+class Comparison(Breakdowns, total=False):
+    """`harness compare`'s result (printed as JSON with --json)."""
+
+    a: SideSummary
+    b: SideSummary
+    level: float
+    metric: str
+    difference: Difference
+    pairing: Pairing
+    warnings: list[str]
+    engines: dict[str, list[str]]  # both sides' engines, when they differ
+    # the paired gate's finding each side's record holds (`harness run --against`),
+    # by side: the record's JSON as read
+    paired_gate: dict[str, dict[str, object]]
+
+
+def compare(a: Side, b: Side, level: float = 0.95) -> Comparison:
     """Both sides' summaries and B minus A with CI and p-values (two-sided, and one-sided
     for a drop of B below A)."""
     metric = common_metric(a, b)
     a.use_metric(metric)
     b.use_metric(metric)
-    result: dict[str, object] = {"a": a.summary(level), "b": b.summary(level), "level": level,
-                              "metric": metric}  # fmt: skip
+    result: Comparison = {"a": a.summary(level), "b": b.summary(level), "level": level,
+                          "metric": metric}  # fmt: skip
     matched = None
     if a.has_requests and b.has_requests:
         matched = pairing(a, b)
@@ -65,9 +115,9 @@ def compare(a: Side, b: Side, level: float = 0.95) -> dict[str, object]:
                              "n_a": matched.n_a, "n_b": matched.n_b,
                              "description": matched.describe()}
         result["warnings"] = list(matched.warnings)
-    result.update(breakdowns(a, b, result.get("metric") or "per_request", level,
-                             pair=matched.paired if matched is not None else True))
-    engines = (result["a"].get("engines") or [], result["b"].get("engines") or [])
+    result = {**result, **breakdowns(a, b, metric or "per_request", level,
+                                     pair=matched.paired if matched is not None else True)}
+    engines = (result["a"]["engines"], result["b"]["engines"])
     if engines[0] and engines[1] and engines[0] != engines[1]:
         # Never silent: both engines' figures are in `metric`'s definition, from each
         # engine's own counts (harness.engines.*), and the comparison names both.
@@ -76,40 +126,41 @@ def compare(a: Side, b: Side, level: float = 0.95) -> dict[str, object]:
 
 
 def breakdowns(a: Side, b: Side, metric: str, level: float = 0.95,
-               pair: bool = True) -> dict[str, object]:
+               pair: bool = True) -> Breakdowns:
     """Per category and per draft position: both sides and B - A with CI and p-values,
     paired on the questions both asked (harness.metrics.breakdown) unless `pair` is
     False (the sides asked them differently). Empty when a side has no request rows."""
     rows_a, rows_b = a.rows, b.rows  # none for a baseline figure
     if not rows_a or not rows_b:
         return {}
-    found = {"categories": breakdown.compare_categories(rows_a, rows_b, metric, level, pair),
-             "positions": breakdown.compare_positions(rows_a, rows_b, level, pair)}
+    found: Breakdowns = {
+        "categories": breakdown.compare_categories(rows_a, rows_b, metric, level, pair),
+        "positions": breakdown.compare_positions(rows_a, rows_b, level, pair)}
     found["multiple_comparisons"] = adjust(found)
     return found
 
 
-def adjust(found: dict[str, object]) -> dict[str, object]:
+def adjust(found: Breakdowns) -> Family:
     """Holm's correction over every per-category and per-position row together: each row
     gets `p_adjusted`, which the significance marks use. An A/A comparison of 6 categories
     and 7 positions marked at least one row in 41% of comparisons unadjusted; Holm holds
     the chance of any mark to the level (tests/analysis/test_multiple_comparisons.py)."""
-    rows = [*found["categories"].values(), *found["positions"]]
-    p_values = [_p(row.get("p_value")) for row in rows]
+    categories, positions = found.get("categories", {}), found.get("positions", [])
+    rows = [*categories.values(), *positions]
+    p_values = [_p(row["p_value"]) for row in rows]
     for row, adjusted in zip(rows, stats.holm(p_values), strict=True):
         row["p_adjusted"] = None if math.isnan(adjusted) else adjusted
     tests = sum(not math.isnan(p) for p in p_values)
     return {"method": "holm", "tests": tests,
-            "categories": sum(row.get("p_value") is not None for row in found["categories"]
-                              .values()),
-            "positions": sum(row.get("p_value") is not None for row in found["positions"])}
+            "categories": sum(row["p_value"] is not None for row in categories.values()),
+            "positions": sum(row["p_value"] is not None for row in positions)}
 
 
-def _p(value: Any) -> float:
+def _p(value: float | None) -> float:
     return float(value) if isinstance(value, int | float) else math.nan
 
 
-def render(result: dict[str, object]) -> None:
+def render(result: Comparison) -> None:
     """Print the comparison as a rich table."""
     a, b, d = result["a"], result["b"], result["difference"]
     level = round(result["level"] * 100)
@@ -119,12 +170,12 @@ def render(result: dict[str, object]) -> None:
     table.add_column("B", justify="right")
     table.add_column("B - A", justify="right")
 
-    def fmt(value: Any, digits: int = 3) -> str:
+    def fmt(value: object, digits: int = 3) -> str:
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return "-"
         return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
-    def interval(ci: Any) -> str:
+    def interval(ci: tuple[float, float] | None) -> str:
         return f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "-"
 
     table.add_row("runs / baseline", str(len(a["runs"])) if a["runs"] else a["baseline"],
@@ -141,7 +192,8 @@ def render(result: dict[str, object]) -> None:
     table.add_row("p-value (two-sided / drop)", "", "",
                   f"{fmt(d['p_value'], 4)} / {fmt(d['p_drop'], 4)}")  # fmt: skip
     accuracy_a, accuracy_b = a["accuracy"], b["accuracy"]
-    delta = f"{accuracy_b - accuracy_a:+.3f}" if None not in (accuracy_a, accuracy_b) else ""
+    delta = (f"{accuracy_b - accuracy_a:+.3f}" if accuracy_a is not None
+             and accuracy_b is not None else "")
     table.add_row("accuracy", fmt(accuracy_a), fmt(accuracy_b), delta)
     positions_a, positions_b = a["per_position_acceptance"], b["per_position_acceptance"]
     for k in range(max(len(positions_a), len(positions_b))):
@@ -149,7 +201,8 @@ def render(result: dict[str, object]) -> None:
         pb = positions_b[k] if k < len(positions_b) else None
         change = f"{pb - pa:+.3f}" if pa is not None and pb is not None else ""
         table.add_row(f"P(position {k + 1} accepted)", fmt(pa), fmt(pb), change)
-    table.add_row("verdicts", " ".join(a["verdicts"]) or "-", " ".join(b["verdicts"]) or "-", "")
+    table.add_row("verdicts", " ".join(v for v in a["verdicts"] if v) or "-",
+                  " ".join(v for v in b["verdicts"] if v) or "-", "")
     # a pipe or a log gets the tables whole (rich would squeeze them to 80 columns)
     console = Console() if sys.stdout.isatty() else Console(width=120)
     console.print(table)
@@ -169,13 +222,13 @@ def render(result: dict[str, object]) -> None:
                       f"{family['positions']} positions); 'Holm' is the adjusted p-value")
 
 
-def _fmt(value: Any, digits: int = 3, sign: bool = False) -> str:
+def _fmt(value: float | None, digits: int = 3, sign: bool = False) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
-def _flag(p_value: Any) -> str:
+def _flag(p_value: float | None) -> str:
     """Significance marks: * p < 0.05, ** p < 0.01 (two-sided; the caller passes the
     Holm-adjusted p-value of a breakdown row)."""
     if p_value is None or (isinstance(p_value, float) and math.isnan(p_value)):
@@ -183,8 +236,8 @@ def _flag(p_value: Any) -> str:
     return "**" if p_value < 0.01 else "*" if p_value < 0.05 else ""
 
 
-def _difference_row(name: str, d: dict[str, object]) -> list[str]:
-    ci = d.get("ci")
+def _difference_row(name: str, d: DifferenceRow) -> list[str]:
+    ci = d["ci"]
     adjusted = d.get("p_adjusted", d["p_value"])
     return [name, f"{d['n_a']}/{d['n_b']}", _fmt(d["a"]), _fmt(d["b"]),
             _fmt(d["b_minus_a"], sign=True) + _flag(adjusted),
@@ -192,15 +245,15 @@ def _difference_row(name: str, d: dict[str, object]) -> list[str]:
             _fmt(adjusted, 4)]
 
 
-def _category_rows(result: dict[str, object]) -> list[list[str]]:
+def _category_rows(result: Breakdowns) -> list[list[str]]:
     return [_difference_row(name, d) for name, d in (result.get("categories") or {}).items()]
 
 
-def _position_rows(result: dict[str, object]) -> list[list[str]]:
+def _position_rows(result: Breakdowns) -> list[list[str]]:
     return [_difference_row(f"k = {d['position']}", d) for d in result.get("positions") or []]
 
 
-def _breakdown_table(title: str, rows: list[list[str]]) -> Any:
+def _breakdown_table(title: str, rows: list[list[str]]) -> Table:
     table = Table(title=title)
     for column in ("", "prompts A/B", "A", "B", "B - A", "CI", "p", "Holm"):
         table.add_column(column, justify="left" if not column else "right")

@@ -92,7 +92,7 @@ def floors_of(record: RunRecord) -> list[dict[str, object]]:
     <floor>` with its definition's text; the accept-length floors hold the pooled figure."""
     measurement = record.measurement
     metric = measurement.metric if measurement is not None else "per_request"
-    floors = []
+    floors: list[dict[str, object]] = []
     for check in recorded_floor_checks(record.suite.document, metric):
         text = METRIC_DEFINITIONS.get(check.definition) or FLOOR_DEFINITIONS.get(
             check.definition, check.definition)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Required, TypedDict
 
 from harness.analysis.sides import Side
 from harness.analysis.staleness import as_utc, latest_night_text, overdue_reason
@@ -92,8 +93,39 @@ def _verdict(record: RunRecord) -> str:
     return str(verdict or "error")
 
 
+class PairedRow(TypedDict, total=False):
+    """One series' line of the paired report (`harness paired`; --json prints it)."""
+
+    series: Required[str]
+    status: Required[str]  # the row's: its verdict, "not paired", "no paired run"
+    run_id: str | None
+    verdict: str
+    reason: str
+    build: str | None  # B's spec
+    against: str | None  # A's spec (None: as installed)
+    against_run: str
+    reused: bool
+    metric: str | None
+    b: float
+    a: float
+    difference: float
+    ci: list[float] | None
+    level: float
+    relative_change: float
+    tolerated_drop: float
+    tolerance: str
+    decision: str
+    floor: object  # the suite document's floors.accept_length, as its TOML holds it
+    floors_status: str
+    gate_status: str
+    speedup_gate: str
+    started_at: str | None
+    latest_night: str
+    stale: str
+
+
 def rows(found: dict[str, Latest | None], now: datetime | None = None,
-         max_age: timedelta | None = None) -> list[dict[str, object]]:
+         max_age: timedelta | None = None) -> list[PairedRow]:
     """Each series' row, with its latest night's time and age at `now`; under `max_age` a
     series whose latest night is older is an error (`staleness.overdue_reason`)."""
     now = now or datetime.now(UTC)
@@ -105,9 +137,9 @@ def rows(found: dict[str, Latest | None], now: datetime | None = None,
         shown["latest_night"] = latest_night_text(started, now)
         overdue = overdue_reason(started, now, max_age)
         if overdue is not None:
-            shown.update(status="error", verdict="error", stale=overdue,
-                         reason="; ".join(filter(None, [str(shown.get("reason") or ""),
-                                                        f"stale: {overdue}"])))
+            reason = "; ".join(filter(None, [shown.get("reason") or "", f"stale: {overdue}"]))
+            shown["status"], shown["verdict"], shown["stale"] = "error", "error", overdue
+            shown["reason"] = reason
         out.append(shown)
     return out
 
@@ -120,7 +152,7 @@ def _night_of(latest: Latest | None) -> datetime | None:
     return as_utc(latest.unrecorded.started_at) if latest.unrecorded is not None else None
 
 
-def row(series: str, latest: Latest | None) -> dict[str, object]:
+def row(series: str, latest: Latest | None) -> PairedRow:
     """One series' line of the report: its latest run's paired finding and verdict."""
     if latest is None:
         return {"series": series, "status": "no paired run"}
@@ -166,7 +198,7 @@ def speedup_gate_text(paired: PairedFinding) -> str:
     return "; ".join(cells) or "-"
 
 
-def markdown(table: list[dict[str, object]]) -> str:
+def markdown(table: list[PairedRow]) -> str:
     lines = ["| series | B | A (run) | B accept length | A | B - A (CI) | relative | tolerated "
              "| paired gate | speedup gate | floor | floors | verdict | latest night |",
              "|" + "---|" * 14]

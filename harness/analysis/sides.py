@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 from harness.errors import BadInput
 from harness.metrics import stats
@@ -27,8 +28,26 @@ from harness.metrics.stats import MEAN_METRICS
 from harness.results.baselines import BaselineFigure
 from harness.results.readers import read_measured_requests, read_run
 from harness.results.record import RequestRow, RunRecord
-from harness.results.rows import METRICS, flatten_record, is_number
+from harness.results.rows import METRICS, flatten_record, row_count, row_number, row_text
 from harness.secrets import redact_text
+
+
+class SideSummary(TypedDict):
+    """One side of a comparison as `harness compare` reports it."""
+
+    name: str
+    runs: list[str | None]  # its records' run ids
+    builds: list[str]
+    engines: list[str]
+    verdicts: list[str | None]
+    baseline: str | None  # a baseline figure's label
+    source: str | None
+    metric: str
+    n_questions: int
+    accept_length: float
+    ci: tuple[float, float] | None
+    accuracy: float | None
+    per_position_acceptance: list[float]
 
 
 @dataclass
@@ -59,7 +78,7 @@ class Side:
         """The metric its records (or baseline) declare, None if they disagree."""
         if self.baseline is not None:
             return self.baseline.metric
-        metrics = {row["metric"] for row in self.records if row["metric"]}
+        metrics = {metric for row in self.records if (metric := row_text(row, "metric"))}
         return metrics.pop() if len(metrics) == 1 else None
 
     def available(self) -> set[str]:
@@ -103,7 +122,7 @@ class Side:
 
     def restricted(self, questions: Iterable[Hashable]) -> tuple[list[float], list[int]]:
         """(numerators, steps) of the compared metric over `questions` only, in order."""
-        where = {q: i for i, q in enumerate(self.questions)}
+        where: dict[Hashable, int] = {q: i for i, q in enumerate(self.questions)}
         keep = [where[q] for q in questions]
         return [self.tokens[i] for i in keep], [self.steps[i] for i in keep]
 
@@ -113,10 +132,11 @@ class Side:
         if self.baseline is not None:
             return self.baseline.accept_length
         metric = self.current_metric()
-        figures = [_figure(row, metric) for row in self.records]
-        if not self.records or None in figures:
+        figures = [figure for row in self.records
+                   if (figure := _figure(row, metric)) is not None]
+        if not self.records or len(figures) < len(self.records):
             raise BadInput(f"{self.name}: no accept length recorded under metric {metric!r}")
-        return sum(figures) / len(figures)  # type: ignore[arg-type]
+        return sum(figures) / len(figures)
 
     def ci(self, level: float) -> tuple[float, float] | None:
         if self.has_requests and len(self.tokens) >= 2:
@@ -125,8 +145,9 @@ class Side:
             return self.baseline.ci
         if len(self.records) == 1:
             row = self.records[0]
-            if row["metric"] == self.current_metric() and is_number(row["ci_low"]):
-                return (row["ci_low"], row["ci_high"])
+            low, high = row_number(row, "ci_low"), row_number(row, "ci_high")
+            if row["metric"] == self.current_metric() and low is not None and high is not None:
+                return (low, high)
         return None
 
     def accuracy(self) -> float | None:
@@ -134,7 +155,8 @@ class Side:
             return self.n_correct / self.n_judged
         if self.baseline is not None:
             return self.baseline.accuracy
-        known = [row["accuracy"] for row in self.records if is_number(row["accuracy"])]
+        known = [share for row in self.records
+                 if (share := row_number(row, "accuracy")) is not None]
         return sum(known) / len(known) if known else None
 
     def per_position(self) -> list[float]:
@@ -145,15 +167,15 @@ class Side:
             return list(self.positions[0])
         return []
 
-    def summary(self, level: float) -> dict[str, object]:
+    def summary(self, level: float) -> SideSummary:
         return {
             "name": self.name,
-            "runs": [row["run_id"] for row in self.records],
+            "runs": [row_text(row, "run_id") for row in self.records],
             "builds": sorted({_build_name(row) for row in self.records}),
             # which engine measured it: a comparison across engines says so (compare)
             "engines": sorted({str(row["build.engine"]) for row in self.records
                                if row["build.engine"]}),
-            "verdicts": [row["verdict"] for row in self.records],
+            "verdicts": [row_text(row, "verdict") for row in self.records],
             "baseline": self.baseline.label if self.baseline else None,
             "source": self.baseline.source if self.baseline else None,
             "metric": self.current_metric(),
@@ -167,19 +189,18 @@ class Side:
 
 def _figure(row: dict[str, object], metric: str) -> float | None:
     """A record's accept length under `metric`, from its sums when it has them."""
-    steps = row["verify_steps"]
+    steps = row_count(row, "verify_steps")
+    tokens, correct = row_count(row, "completion_tokens"), row_count(row, "correct_drafts")
     if steps:
-        if metric == "per_request" and row["completion_tokens"] is not None:
-            return row["completion_tokens"] / steps
-        if metric == "server_avg" and row["correct_drafts"] is not None:
-            return (row["correct_drafts"] + steps) / steps
+        if metric == "per_request" and tokens is not None:
+            return tokens / steps
+        if metric == "server_avg" and correct is not None:
+            return (correct + steps) / steps
     if metric in MEAN_METRICS and row["metric"] != metric:
-        value = row[f"accept_length_{metric}"]  # a mean: never from pooled sums
-        return float(value) if is_number(value) else None
-    value = row[f"accept_length_{metric}"]
-    if value is None and row["metric"] == metric:
-        value = row["accept_length"]
-    return float(value) if is_number(value) else None
+        return row_number(row, f"accept_length_{metric}")  # a mean: never from pooled sums
+    if row[f"accept_length_{metric}"] is None and row["metric"] == metric:
+        return row_number(row, "accept_length")
+    return row_number(row, f"accept_length_{metric}")
 
 
 def _build_name(row: dict[str, object]) -> str:

@@ -44,7 +44,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from statistics import NormalDist
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -123,7 +122,8 @@ def standard_errors(
 ) -> np.ndarray:
     """Per-run standard error from its CI; NaN where the CI is missing."""
     z = np.vectorize(lambda p: _NORMAL.inv_cdf(0.5 + p / 2))(np.asarray(level, dtype=float))
-    return (np.asarray(high, float) - np.asarray(low, float)) / (2 * z)
+    errors: np.ndarray = (np.asarray(high, float) - np.asarray(low, float)) / (2 * z)
+    return errors
 
 
 def excess_variance(values: np.ndarray, se: np.ndarray, centred: bool = True) -> float:
@@ -162,7 +162,8 @@ def winsorize(
             np.lib.stride_tricks.sliding_window_view(values, width), axis=1)
     for i in [*range(min(half_width, n)), *range(max(half_width, n - half_width), n)]:
         medians[i] = statistics.median(values[max(0, i - half_width) : i + half_width + 1])
-    return np.clip(values, medians - clip_sd * sd, medians + clip_sd * sd)
+    clipped: np.ndarray = np.clip(values, medians - clip_sd * sd, medians + clip_sd * sd)
+    return clipped
 
 
 def _best_split(values: np.ndarray, var: np.ndarray, min_segment: int) -> tuple[int, float]:
@@ -190,10 +191,10 @@ def _weighted_mean(values: np.ndarray, var: np.ndarray) -> float:
 
 
 def detect_steps(
-    values: Sequence[float],
-    se: Sequence[float],
+    values: Sequence[float] | np.ndarray,
+    se: Sequence[float] | np.ndarray,
     params: TrendParams = TrendParams(),
-    times: Sequence[datetime] | None = None,
+    times: Sequence[datetime | None] | None = None,
     df: int | None = None,
 ) -> tuple[list[Step], float]:
     """Steps in a history (oldest first) and the excess night-to-night SD used. `df`: the
@@ -239,7 +240,8 @@ def detect_steps(
 
 
 def detect_by_question(noise: NightNoise, params: TrendParams = TrendParams(),
-                       times: Sequence[datetime] | None = None) -> tuple[list[Step], float]:
+                       times: Sequence[datetime | None] | None = None
+                       ) -> tuple[list[Step], float]:
     """Steps in nights that asked the same questions: the question draw is common to every
     night and cancels, so each night's error is the engine's (by question, on
     `questions - 1` degrees of freedom) plus what the successive differences show beyond
@@ -317,11 +319,13 @@ def analyse(history: pd.DataFrame, suite: str, params: TrendParams = TrendParams
     )
 
 
-def _as_datetime(value: Any) -> datetime | None:
+def _as_datetime(value: object) -> datetime | None:
+    """A frame's `started_at` cell (a pandas Timestamp) as a datetime."""
     if value is None:
         return None
     to_pydatetime = getattr(value, "to_pydatetime", None)
-    return to_pydatetime() if to_pydatetime else value
+    moment = to_pydatetime() if to_pydatetime else value
+    return moment if isinstance(moment, datetime) else None
 
 
 def analyse_all(

@@ -22,10 +22,19 @@ from harness.audit.errors import (
 )
 from harness.suite.attention import LayerAttention
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the lazy names below as the type checker reads them (`as`: exported)
+    from harness.audit.config import load_draft_config as load_draft_config
+    from harness.audit.contract import check_contract as check_contract
+    from harness.audit.contract import expected_from_layers as expected_from_layers
+    from harness.audit.contract import load_expected as load_expected
     from harness.audit.evaluate import VersionResult
-    from harness.audit.source import SGLangSource
+    from harness.audit.evaluate import evaluate_sources as evaluate_sources
+    from harness.audit.source import SGLangSource as SGLangSource
+    from harness.audit.source import source_for_build as source_for_build
     from harness.audit.target import AuditTarget
+    from harness.audit.target import load_target as load_target
+    from harness.audit.wheels import SGLangSourceError as SGLangSourceError
+    from harness.audit.wheels import fetch_wheels as fetch_wheels
 
 _LAZY = {
     "SGLangSource": "harness.audit.source",

@@ -88,6 +88,14 @@ def error_message(error: BaseException) -> str:
         + f" ({name}:{frame.lineno})"
 
 
+def _function(namespace: Mapping[str, object], name: str) -> Callable[..., object]:
+    """A function the engine's source defines, compiled into `namespace`."""
+    found = namespace[name]
+    if not callable(found):
+        raise Limit(f"{name}: not a function in this version's source")
+    return found
+
+
 def _error(error: BaseException) -> dict[str, str]:
     return {"type": type(error).__name__, "message": error_message(error)}
 
@@ -185,7 +193,7 @@ def _text(config: Any) -> Any:
 class Resolver:
     """One version's clauses for one draft (and its target, when the audit has one)."""
 
-    def __init__(self, job: Mapping[str, object], label: str) -> None:
+    def __init__(self, job: Mapping[str, Any], label: str) -> None:  # JSON: the job
         self.job, self.label = job, label
         files = dict(job["files"])
         try:
@@ -193,7 +201,7 @@ class Resolver:
                 {DFLASH_UTILS: files[DFLASH_UTILS]}, CONFIG_ROOTS, PARSER, label)
         except extract.ExtractError as error:
             raise Limit(f"cannot compile {DFLASH_UTILS}'s {PARSER}: {error}") from None
-        self.parse = self.utils[PARSER]
+        self.parse = _function(self.utils, PARSER)
         self.model_text = files[DFLASH_MODEL]
         self.contract_files = dict(job.get("contract_files") or {})
 
@@ -208,10 +216,12 @@ class Resolver:
             parsed = self._parsed(config)
         except Exception as error:  # the version refuses the draft's DFlash fields
             refused = _answer(error=error)
-            return {name: dict(refused) for name in
-                    ("draft_layers", "block_size", "mask_token", "mask_token_id",
-                     "fc_input_width", "taps", "embeddings", "lm_head")}
-        answers = {
+            refusals: dict[str, object] = {
+                name: dict(refused) for name in
+                ("draft_layers", "block_size", "mask_token", "mask_token_id",
+                 "fc_input_width", "taps", "embeddings", "lm_head")}
+            return refusals
+        answers: dict[str, object] = {
             "draft_layers": self._draft_layers(parsed),
             "block_size": self._block_size(config, parsed),
             "mask_token": self._mask_token(config, parsed),
@@ -368,7 +378,7 @@ class Resolver:
         server_args = types.SimpleNamespace(speculative_draft_model_path="draft",
                                             speculative_draft_model_revision=None)
         try:
-            namespace["_resolve_dflash_aux_hidden_state"](
+            _function(namespace, "_resolve_dflash_aux_hidden_state")(
                 config=result, server_args=server_args, model_config=model_config,
                 spec_algorithm=algorithm, is_draft_worker=False)
         except Exception as error:
@@ -413,7 +423,7 @@ class Resolver:
                       eagle_aux_hidden_state_layer_ids=None, dflash_use_aux_hidden_state=True,
                       dflash_target_layer_ids=list(ids), is_dspark=False)
             elif found is not None:
-                attributes["set_dflash_layers_to_capture"](model, list(ids))
+                _function(attributes, "set_dflash_layers_to_capture")(model, list(ids))
             else:
                 raise Limit(f"{arch} has no set_dflash_layers_to_capture and this version "
                             f"has no {CAPTURE_SETUP} to say what that means")
@@ -435,7 +445,7 @@ class Resolver:
                 "configure_aux_hidden_state_capture", self.label)
         except extract.ExtractError:
             return None
-        function = namespace["configure_aux_hidden_state_capture"]
+        function = _function(namespace, "configure_aux_hidden_state_capture")
         accepted = set(inspect.signature(function).parameters)
         return lambda **given: function(**{k: v for k, v in given.items() if k in accepted})
 
@@ -475,7 +485,7 @@ class Resolver:
                                           get_input_embeddings=lambda: "draft")
             target = types.SimpleNamespace(get_input_embeddings=lambda: "target")
             try:
-                chosen = namespace["_resolve_dflash_embedding_module"](draft, target)
+                chosen = _function(namespace, "_resolve_dflash_embedding_module")(draft, target)
             except Exception as error:
                 return _answer(error=error)
             return _answer(chosen, "_resolve_dflash_embedding_module")

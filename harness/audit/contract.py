@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from harness.errors import BadInput, SuiteError
+from harness.files import SUITES_DIR
 from harness.suite.attention import DraftConfigError, LayerAttention
 from harness.suite.document import DocumentError, load_json, load_toml
 from harness.suite.draft_contract import (
@@ -20,9 +21,16 @@ from harness.suite.draft_contract import (
     expectation_from_declared,
     validate_expected_contract,
 )
-from harness.suite.model import SUITES_DIR, resolve_suite_path
+from harness.suite.model import resolve_suite_path
 
 EXPECTED_KEYS = frozenset({"causal", "window"})
+
+
+class LayerExpectation(TypedDict):
+    """One draft layer's expected attention, validated (`window` None: full)."""
+
+    causal: bool
+    window: int | None
 
 
 class ContractError(BadInput):
@@ -37,11 +45,11 @@ def _window_words(window: int | None) -> str:
     return "full attention" if window is None else f"window {window}"
 
 
-def validate_expected(expected: object, source: str = "expected_layers") -> list[dict[str, object]]:
+def validate_expected(expected: object, source: str = "expected_layers") -> list[LayerExpectation]:
     """Check the shape of an expectation; return it as plain dicts with `window` filled in."""
     if isinstance(expected, str | bytes) or not isinstance(expected, Sequence):
         raise ContractError(f"{source} must be a list of per-layer tables, got {expected!r}")
-    layers = []
+    layers: list[LayerExpectation] = []
     for index, entry in enumerate(expected):
         where = f"{source}[{index}]"
         if not isinstance(entry, Mapping):
@@ -93,7 +101,7 @@ def expected_from_layers(layers: Sequence[LayerAttention]) -> list[dict[str, obj
     ]
 
 
-def _expected_in(document: Mapping[str, object], source: str) -> list[dict[str, object]]:
+def _expected_in(document: Mapping[str, object], source: str) -> list[LayerExpectation]:
     # A suite nests it under [draft]; a bare expectation file has it at the top.
     draft = document.get("draft")
     if isinstance(draft, Mapping) and "expected_layers" in draft:
@@ -118,7 +126,7 @@ def _find_file(spec: str, suites_dir: Path | None) -> Path:
 class Expectation:
     """What `--expect` names: per-layer attention, the other clauses, or both."""
 
-    layers: list[dict[str, object]] | None
+    layers: list[LayerExpectation] | None
     contract: dict[str, ClauseValue] | str | None  # or "declared": the checkpoint's values
     origin: str
 
@@ -173,7 +181,7 @@ def _document(spec: str, suites_dir: Path | None) -> tuple[Any, str]:
     return document, str(path)
 
 
-def load_expected(spec: str, suites_dir: Path | None = None) -> tuple[list[dict[str, object]], str]:
+def load_expected(spec: str, suites_dir: Path | None = None) -> tuple[list[LayerExpectation], str]:
     """`--expect FILE|SUITE`: a suite path or name, or a JSON/TOML file; returns (layers, where)."""
     document, where = _document(spec, suites_dir)
     if isinstance(document, list):  # a bare JSON list of layers

@@ -98,6 +98,9 @@ def load_draft(folder: Path) -> CorpusDraft:
     """One corpus entry, validated: the draft's contract fields and its target's facts."""
     file = folder / CONFIG
     config = parse_json_bytes(_read(file), str(file))
+    if not isinstance(config, dict):  # as declared_contract words it
+        raise DraftConfigError(f"{file}: draft config must be a JSON object, got "
+                               f"{type(config).__name__}")
     try:
         declared = declared_contract(config)
     except DraftConfigError as error:

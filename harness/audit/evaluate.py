@@ -36,16 +36,17 @@ EXTRACT = Path(__file__).with_name("extract.py")
 CLAUSES_FILE = Path(__file__).with_name("clauses.py")
 WORKER_TIMEOUT_S = 300
 # Probe drafts that tell the known behaviours apart: each layer type, is_causal unset/true/false.
+def _probe(is_causal: bool | None) -> dict[str, object]:
+    probe: dict[str, object] = {"num_hidden_layers": 2,
+                                "layer_types": ["sliding_attention", "full_attention"],
+                                "sliding_window": 8}
+    if is_causal is not None:
+        probe["is_causal"] = is_causal
+    return probe
+
+
 PROBES: tuple[dict[str, object], ...] = (
-    *(
-        {
-            "num_hidden_layers": 2,
-            "layer_types": ["sliding_attention", "full_attention"],
-            "sliding_window": 8,
-            **({} if is_causal is None else {"is_causal": is_causal}),
-        }
-        for is_causal in (None, True, False)
-    ),
+    *(_probe(is_causal) for is_causal in (None, True, False)),
     {"num_hidden_layers": 2},
 )
 
@@ -142,7 +143,7 @@ def _window(window_left: int | None) -> int | None:
     return None if window_left is None or window_left < 0 else int(window_left) + 1
 
 
-def _layers(answer: Mapping[str, object]) -> list[LayerAttention]:
+def _layers(answer: Mapping[str, Any]) -> list[LayerAttention]:  # JSON: the worker's answer
     types = answer.get("layer_types") or []
     flipped = answer.get("flipped")
     layers = []
@@ -166,7 +167,8 @@ def _behaves_as(probes: Sequence[Any]) -> list[Behaviour]:
     return matched
 
 
-def _result(source: SGLangSource, answer: Mapping[str, object]) -> VersionResult:
+def _result(source: SGLangSource, answer: Mapping[str, Any]) -> VersionResult:
+    """`answer`: the worker's JSON, as its process wrote it (Any: read, not validated)."""
     error = answer.get("error")
     if error:
         if error["stage"] == "extract":

@@ -332,6 +332,8 @@ def extract_loader(files: Mapping[str, str], base: Any, auto_config: Any,
         if name not in namespace and name[:1].isupper() and not hasattr(builtins, name):
             namespace[name] = _placeholder(name)
     function = namespace["_sglang_hf_parse"]
+    if not callable(function):  # compiled just above from the parser's own source
+        raise ExtractError(f"{LOADER_CLASS}.{LOADER_METHOD} did not compile to a function")
     return lambda model, trust_remote_code, revision=None: function(
         None, model, trust_remote_code=trust_remote_code, revision=revision
     )

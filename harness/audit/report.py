@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from harness.audit.contract import check_contract
+from harness.audit.contract import LayerExpectation, check_contract
 from harness.suite.attention import Behaviour, LayerAttention, read_fields, resolve_all
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ class AuditReport:
     is_causal: bool | None
     behaviours: dict[Behaviour, list[LayerAttention]]
     checked_against: str  # the table the expectation is checked against
-    expected: list[dict[str, object]] | None = None
+    expected: list[LayerExpectation] | None = None
     expected_origin: str | None = None
     differences: list[str] = field(default_factory=list)
 
@@ -40,7 +40,7 @@ class AuditReport:
 
     def columns(self) -> dict[str, list[LayerAttention]]:
         """Every table in display order: the three behaviours."""
-        return dict(self.behaviours)
+        return {name: layers for name, layers in self.behaviours.items()}
 
     def differing_layers(self) -> list[int]:
         """Layers whose causality is not the same under every table."""
@@ -79,7 +79,7 @@ class AuditReport:
 def build_report(
     config: Mapping[str, object],
     config_origin: str,
-    expected: list[dict[str, object]] | None = None,
+    expected: list[LayerExpectation] | None = None,
     expected_origin: str | None = None,
     behaviour: Behaviour = "fixed",
 ) -> AuditReport:

@@ -174,7 +174,7 @@ class SGLangSource:
     def _find_model_files(self, architecture: str) -> dict[str, str]:
         assert self.tree is not None
         found: dict[str, str] = {}
-        pending, seen = [architecture], set()
+        pending, seen = [architecture], set[str]()
         while pending and len(seen) < 8:
             name = pending.pop(0)
             if name in seen:
@@ -253,7 +253,7 @@ def _build(tree: Tree, version: str | None, origin: str, kind: str,
     identity = identity or _digest(*files.values(), *patches.values(), *loader.values(),
                                    *contract.values(), transformers or "")  # fmt: skip
     return SGLangSource(version, origin, kind, files, patches, loader, transformers, identity,
-                        contract, tree, **extra)  # type: ignore[arg-type]
+                        contract, tree, **extra)
 
 
 def _read_version(text: str | None) -> str | None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from harness.audit.clause_table import render_clauses
-from harness.audit.contract import check_contract
+from harness.audit.contract import LayerExpectation, check_contract
 from harness.audit.evaluate import VersionResult
 from harness.audit.findings import Finding, findings
 from harness.suite.attention import LayerAttention
@@ -43,7 +43,7 @@ def signature(result: VersionResult) -> tuple[object, ...]:
 class VersionsReport:
     config_origin: str
     results: list[VersionResult]
-    expected: list[dict[str, object]] | None = None
+    expected: list[LayerExpectation] | None = None
     expected_origin: str | None = None
     differences: dict[str, list[str]] = field(default_factory=dict)
     # the other clauses: what the checkpoint declares, what each version resolves
@@ -123,7 +123,7 @@ def describe_change(before: VersionResult, after: VersionResult) -> list[str]:
 def build_versions_report(
     config_origin: str,
     results: Sequence[VersionResult],
-    expected: list[dict[str, object]] | None = None,
+    expected: list[LayerExpectation] | None = None,
     expected_origin: str | None = None,
     declared: dict[str, Clause | None] | None = None,
     expected_clauses: dict[str, ClauseValue] | None = None,
@@ -211,9 +211,9 @@ def render(report: VersionsReport, console: Console) -> None:
     if len(results) > 1:
         if not changes:
             console.print(f"no change across {len(results)} versions", markup=False)
-        for index, what in changes:
+        for index, changed in changes:
             console.print(f"changed {results[index - 1].source.short} -> "
-                          f"{results[index].source.short}: " + "; ".join(what), markup=False)
+                          f"{results[index].source.short}: " + "; ".join(changed), markup=False)
     letters = _notes(results)
     for result in results:
         behaves = ", ".join(result.behaves_as) or "none of the known behaviours"

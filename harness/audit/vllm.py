@@ -18,12 +18,13 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from harness.audit.envs import cache_root, ensure_env, run_worker
+from harness.audit.envs import ensure_env, run_worker
 from harness.audit.findings import ATTENTION, Column, attention_clause
 from harness.audit.trees import ArchiveTree, FolderTree, Tree
 from harness.audit.wheels import SGLangSourceError
+from harness.files import cache_root
 from harness.suite.attention import LayerAttention
 from harness.suite.draft_contract import CLAUSES, Clause, clause_from_answer
 
@@ -112,26 +113,30 @@ def _registered(tree: Tree) -> dict[str, dict[str, str]]:
         target = node.targets[0] if isinstance(node, ast.Assign) and node.targets else \
             getattr(node, "target", None) if isinstance(node, ast.AnnAssign) else None
         named = isinstance(target, ast.Name) and target.id == "_CONFIG_REGISTRY"
-        if named and isinstance(getattr(node, "value", None), ast.Call):
+        if named and isinstance(node, ast.Assign | ast.AnnAssign) \
+                and isinstance(node.value, ast.Call):
             classes = {k.arg: k.value.value for k in node.value.keywords
-                       if k.arg and isinstance(k.value, ast.Constant)}
+                       if k.arg and isinstance(k.value, ast.Constant)
+                       and isinstance(k.value.value, str)}
     where: dict[str, str] = {}
     for node in ast.walk(ast.parse(modules)):
         if isinstance(node, ast.Dict):
             for key, value in zip(node.keys, node.values, strict=False):
                 if isinstance(key, ast.Constant) and isinstance(value, ast.Constant):
                     where[str(key.value)] = str(value.value)
-    found = {}
+    found: dict[str, dict[str, str]] = {}
     for model_type, name in classes.items():
         module = where.get(name)
-        path = module.replace(".", "/") + ".py" if module else None
-        text = tree.read(path) if path else None
+        if not module:
+            continue
+        path = module.replace(".", "/") + ".py"
+        text = tree.read(path)
         if text is not None:
             found[model_type] = {"name": name, "path": path, "text": text}
     return found
 
 
-def _column(label: str, answer: dict[str, object]) -> Column:
+def _column(label: str, answer: dict[str, Any]) -> Column:  # JSON: the worker's answer
     if answer.get("error"):
         error = answer["error"]
         return Column(label, "vllm", refused=f"{error['type']}: {error['message']}")

@@ -57,7 +57,8 @@ def cached_archive(version: str, cache: Path) -> Path | None:
         if entry.name.endswith(ARCHIVE_SUFFIXES) and archive_version(entry.name) == version
     ]
     wheels = [entry for entry in found if entry.name.endswith(".whl")]
-    return (wheels or found or [None])[0]
+    chosen = wheels or found
+    return chosen[0] if chosen else None
 
 
 def _pip(args: list[str], timeout_s: float, what: str) -> str:

@@ -12,15 +12,19 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from harness.analysis.compare import Side, add_run, compare, render
+from harness.analysis.compare import Comparison, Side, add_run, compare, render
 from harness.builds import parse_build_spec
 from harness.errors import BadInput, EngineError, ExitCode, TopologySkip
 from harness.run import runner
 from harness.run.judge import DropEvidence, decide_drop
 from harness.run.runner import RunOptions
 from harness.suite.model import load_suite, suite_entries
+
+if TYPE_CHECKING:
+    from harness.run.outcome import RunOutcome
+    from harness.suite.model import LoadedSuite
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     _same_workloads(loaded, loaded_b)
     for spec, flag, suite in ((args.a, "--a", loaded), (args.b, "--b", loaded_b)):
         parse_build_spec(spec, engine=suite.suite.engine.kind, flag=flag)  # before runs
-    sides: list[dict[str, Any]] = []  # per build: series -> side
+    sides: list[dict[str, Side]] = []  # per build: series -> side
     broken: list[str] = []
     for spec, label, side_suite in ((args.a, args.label_a, loaded),
                                     (args.b, args.label_b, loaded_b)):
@@ -48,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         raise EngineError("no comparison of a crashed or partial run: " + "; ".join(broken))
     if args.b_suite:  # another suite: its entries pair with A's in order
         sides[1] = dict(zip(sides[0], sides[1].values(), strict=False))
-    results = {}
+    results: dict[str, Comparison] = {}
     for series, side_a in sides[0].items():
         if series in sides[1]:
             results[series] = compare(side_a, sides[1][series])
@@ -75,13 +79,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 
-def _sides(outcome: Any, label: str, spec: str) -> list[tuple[str, Any]]:
+def _sides(outcome: RunOutcome, label: str, spec: str) -> list[tuple[str, Side]]:
     """One comparison side per workload entry the build measured (its request rows kept
     for the per-category and per-position breakdowns)."""
     sides = []
-    for entry in getattr(outcome, "entries", None) or [outcome]:
+    for entry in outcome.entries or [outcome]:
         record = entry.record
-        if entry.run_dir is None or record is None:
+        if entry.run_dir is None or record is None or record.verdict is None:
             raise EngineError(f"build {label} ({spec}) produced no record "
                               f"(exit {int(entry.exit_code)})")  # fmt: skip
         if record.measurement is None:
@@ -95,11 +99,13 @@ def _sides(outcome: Any, label: str, spec: str) -> list[tuple[str, Any]]:
     return sides
 
 
-def _broken(outcome: Any, label: str, spec: str) -> list[str]:
+def _broken(outcome: RunOutcome, label: str, spec: str) -> list[str]:
     """One line per workload entry of a build whose run ended in an error or is partial."""
     lines = []
-    for entry in getattr(outcome, "entries", None) or [outcome]:
+    for entry in outcome.entries or [outcome]:
         record = entry.record
+        if record is None or record.verdict is None or record.measurement is None:
+            continue  # refused by `_sides` first: no record, or nothing measured
         measurement = record.measurement
         if record.verdict.status == "error" or measurement.partial:
             done = (f", {measurement.n_requests} of {measurement.n_planned} requests"
@@ -110,7 +116,7 @@ def _broken(outcome: Any, label: str, spec: str) -> list[str]:
     return lines
 
 
-def _same_workloads(a: Any, b: Any) -> None:
+def _same_workloads(a: LoadedSuite, b: LoadedSuite) -> None:
     """Two suites compared question by question must send the same workloads."""
     keys = ("workload", "workloads")
     if [a.document.get(k) for k in keys] != [b.document.get(k) for k in keys]:
@@ -118,7 +124,7 @@ def _same_workloads(a: Any, b: Any) -> None:
                        "comparison by question needs the same prompts and settings")
 
 
-def _alpha(loaded: Any, series: str) -> float:
+def _alpha(loaded: LoadedSuite, series: str) -> float:
     for entry in suite_entries(loaded):
         if entry.series == series:
             return entry.loaded.suite.floors.alpha

@@ -15,7 +15,7 @@ import harness.engines.vllm.audit
 from harness.audit.change import judge_change
 from harness.audit.change import render as render_change
 from harness.audit.config import locate_draft_config, parse_config_text
-from harness.audit.contract import load_expectation, load_expected
+from harness.audit.contract import LayerExpectation, load_expectation, load_expected
 from harness.audit.corpus import audit_corpus, load_corpus, load_draft, sglang_columns
 from harness.audit.corpus import render as render_corpus
 from harness.audit.evaluate import evaluate_sources
@@ -117,7 +117,7 @@ def _both_engines(args: argparse.Namespace, path: Path, config: dict[str, object
 
 
 def _vllm_against_expected(layers: Sequence[VllmLayer],
-                           expected: list[dict[str, object]]  # the expectation file's
+                           expected: list[LayerExpectation]  # the expectation file's
                            ) -> list[str]:
     """vLLM's layers against the expected contract: one line per difference."""
     lines = []
@@ -144,7 +144,7 @@ def _requirement(version: str | None) -> str | None:
     return version if version.startswith("transformers") else f"transformers=={version}"
 
 
-def _expected(args: argparse.Namespace) -> tuple[list[dict[str, object]] | None, str | None]:
+def _expected(args: argparse.Namespace) -> tuple[list[LayerExpectation] | None, str | None]:
     if not args.expect:
         return None, None
     return load_expected(args.expect)

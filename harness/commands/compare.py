@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     for side in sides:
         if side.note:
             print(side.note, file=sys.stderr)
-    result = compare(*sides, level=args.level)
+    result = compare(sides[0], sides[1], level=args.level)
     findings = {name: found for name, side in zip("ab", sides, strict=True)
                 if (found := stored_finding(side)) is not None}
     if findings:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from harness.errors import MissingMetric
 from harness.metrics import stats
@@ -156,9 +156,26 @@ def _subset(side: tuple[Sequence[Hashable], Sequence[float], Sequence[int]],
     return list(keys), [side[1][i] for i in picked], [side[2][i] for i in picked]
 
 
+class DifferenceRow(TypedDict):
+    """One category's or draft position's figures on both sides and B - A."""
+
+    a: float | None
+    b: float | None
+    b_minus_a: float | None
+    ci: tuple[float, float] | None
+    p_value: float | None  # two-sided
+    p_drop: float | None  # one-sided, for a drop of B below A
+    method: str
+    n_a: int
+    n_b: int
+    n_shared: int  # the questions the paired figure used (0: independent samples)
+    position: NotRequired[int]  # a draft position's row: k
+    p_adjusted: NotRequired[float | None]  # Holm's, over a comparison's rows (compare)
+
+
 def _difference(a: tuple[Sequence[Hashable], Sequence[float], Sequence[int]],
                 b: tuple[Sequence[Hashable], Sequence[float], Sequence[int]], level: float,
-                pair: bool = True) -> dict[str, object]:
+                pair: bool = True) -> DifferenceRow:
     """B - A of two (questions, numerators, steps) samples: paired on the questions both
     asked when there are at least two and `pair` (the caller knows both sides asked them
     the same way), else independent. `n_shared`: the questions the paired figure used."""
@@ -166,7 +183,7 @@ def _difference(a: tuple[Sequence[Hashable], Sequence[float], Sequence[int]],
         return {"a": None, "b": None, "b_minus_a": None, "ci": None, "p_value": None,
                 "p_drop": None, "method": "no data on one side", "n_a": len(a[0]),
                 "n_b": len(b[0]), "n_shared": 0}
-    figures = {"a": stats.accept_length(a[1], a[2]), "b": stats.accept_length(b[1], b[2])}
+    figure_a, figure_b = stats.accept_length(a[1], a[2]), stats.accept_length(b[1], b[2])
     shared = sorted(set(a[0]) & set(b[0]), key=str)
     paired = pair and len(shared) >= 2
     n_a, n_b = len(a[0]), len(b[0])
@@ -179,13 +196,13 @@ def _difference(a: tuple[Sequence[Hashable], Sequence[float], Sequence[int]],
     d = stats.ratio_difference(a[1], a[2], b[1], b[2], paired=paired, level=level)
     method = d.method + (f", on the {len(shared)} questions both asked"
                          if paired and len(shared) < max(n_a, n_b) else "")
-    return {**figures, "b_minus_a": d.estimate, "ci": d.ci, "p_value": d.p_value,
+    return {"a": figure_a, "b": figure_b, "b_minus_a": d.estimate, "ci": d.ci, "p_value": d.p_value,
             "p_drop": d.p_drop, "method": method, "n_a": n_a, "n_b": n_b,
             "n_shared": len(shared) if paired else 0}
 
 
 def compare_categories(rows_a: Sequence[RequestLike], rows_b: Sequence[RequestLike], metric: str,
-                       level: float = 0.95, pair: bool = True) -> dict[str, dict[str, object]]:
+                       level: float = 0.95, pair: bool = True) -> dict[str, DifferenceRow]:
     """Per category present on either side: both figures and B - A with CI and p-values
     (paired on the shared questions unless `pair` is False)."""
     groups_a, groups_b = by_category(rows_a), by_category(rows_b)
@@ -196,12 +213,12 @@ def compare_categories(rows_a: Sequence[RequestLike], rows_b: Sequence[RequestLi
 
 
 def compare_positions(rows_a: Sequence[RequestLike], rows_b: Sequence[RequestLike],
-                      level: float = 0.95, pair: bool = True) -> list[dict[str, object]]:
+                      level: float = 0.95, pair: bool = True) -> list[DifferenceRow]:
     """Per draft position k = 1..: P(k accepted) on both sides and B - A, paired on the
     questions both asked unless `pair` is False."""
     keys_a, tails_a, totals_a = position_counts(rows_a)
     keys_b, tails_b, totals_b = position_counts(rows_b)
-    out = []
+    out: list[DifferenceRow] = []
     for k in range(max(len(tails_a), len(tails_b))):
         side_a = (keys_a, tails_a[k] if k < len(tails_a) else [0] * len(keys_a), totals_a)
         side_b = (keys_b, tails_b[k] if k < len(tails_b) else [0] * len(keys_b), totals_b)

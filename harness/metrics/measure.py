@@ -44,6 +44,7 @@ from harness.errors import MissingMetric
 from harness.metrics import breakdown, stats
 from harness.metrics.definitions import RequestLike, accept_lengths
 from harness.results.record import CategoryResult, Measurement, RequestRow
+from harness.suite.entries import Metric
 
 # Relative disagreement between the exact server_avg and the server's own figure that is
 # recorded as a note.
@@ -62,7 +63,7 @@ def confidence_interval(rows: Sequence[RequestLike], metric: str, seed: int
 
 def summarise(
     rows: Sequence[RequestRow],
-    metric: str,
+    metric: Metric,
     duration_s: float,
     server_figure: float | None,
     seed: int = 0,
@@ -75,15 +76,16 @@ def summarise(
     if judged is None:
         raise MissingMetric(f"the suite judges {metric}, and the measured rows lack the counts "
                             "it needs (per_request_mean needs each request's correct drafts)")
-    means = {f"accept_length_{name}": figures[name] for name in stats.MEAN_METRICS}
-    means.update({f"accept_length_{name}_ci": confidence_interval(rows, name, seed)
-                  for name in stats.MEAN_METRICS if figures[name] is not None})
+    mean_cis = {name: confidence_interval(rows, name, seed) if figures[name] is not None
+                else None for name in stats.MEAN_METRICS}
     steps = sum(r.verify_steps for r in rows)
     tokens = sum(r.completion_tokens for r in rows)
     correct = [r.correct_drafts for r in rows if r.verify_steps]
+    counted = [n for n in correct if n is not None]
     disagreement = None
-    if server_figure is not None:
-        disagreement = (server_figure - figures["server_avg"]) / figures["server_avg"]
+    server_avg = figures["server_avg"]
+    if server_figure is not None and server_avg is not None:
+        disagreement = (server_figure - server_avg) / server_avg
     histogram = stats.sum_histograms([r.accept_histogram for r in rows])
     _, rate_cis = breakdown.per_position(rows, seed=seed)
     groups = breakdown.categories(rows, metric, seed)
@@ -97,18 +99,22 @@ def summarise(
         accept_length_ci=confidence_interval(rows, metric, seed),
         accept_length_server_avg=figures["server_avg"],
         accept_length_per_request=figures["per_request"],
-        **means,  # type: ignore[arg-type]
+        accept_length_per_request_mean=figures["per_request_mean"],
+        accept_length_per_request_mean_ci=mean_cis["per_request_mean"],
+        accept_length_spec_accept_length_mean=figures["spec_accept_length_mean"],
+        accept_length_spec_accept_length_mean_ci=mean_cis["spec_accept_length_mean"],
         n_requests=len(rows),
         n_planned=planned,
         partial=partial,
         completion_tokens=tokens,
         verify_steps=steps,
-        correct_drafts=sum(correct) if None not in correct else None,
+        correct_drafts=sum(counted) if len(counted) == len(correct) else None,
         per_position_acceptance=stats.per_position_acceptance(histogram) or None,
         per_position_ci=rate_cis,
         accept_histogram=histogram or None,
         n_prompts=len({r.question_index for r in rows}),
-        categories={name: CategoryResult(**figures) for name, figures in groups.items()}
+        categories={name: CategoryResult.model_validate(figures)
+                    for name, figures in groups.items()}
         if any(r.category is not None for r in rows) else None,
         server_reported_accept_length=server_figure,
         server_disagreement=disagreement,

@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, SupportsInt
 
 if TYPE_CHECKING:
     import numpy as np
@@ -72,6 +72,16 @@ def t_quantile(p: float, df: float) -> float:
 # ------------------------------------------------------------------ numerators and ratio
 
 
+def _as_int(value: object) -> int:
+    """A row's count as an int: a RequestRow's int, or a number as a dict or a frame's row
+    holds it (a float, a numpy integer)."""
+    if isinstance(value, int):
+        return value
+    if isinstance(value, (SupportsInt, str)):
+        return int(value)
+    raise TypeError(f"a count must be a number, got {type(value).__name__}")
+
+
 def numerator(row: Mapping[str, object], metric: Metric) -> float | None:
     """A request row's numerator under `metric` (docs/statistics.md, "Definitions"); every
     figure is sum(numerators) / sum(weights) (`weight`).
@@ -100,22 +110,23 @@ def numerator(row: Mapping[str, object], metric: Metric) -> float | None:
     if metric == "spec_accept_length_mean":
         if steps == 0:
             return 0  # no spec field: in no mean (weight 0)
-        return None if tokens is None or steps is None else int(tokens) / int(steps)
+        return None if tokens is None or steps is None else _as_int(tokens) / _as_int(steps)
     if metric == "per_request_mean":
         if steps == 0:
             return 1.0  # vLLM's test: a prompt with no draft counts as 1
         if drafts is None or steps is None:
             return None
-        k = int(row.get("non_draft_tokens_per_step") or 1)
-        return (int(drafts) + k * int(steps)) / int(steps)
+        k = _as_int(row.get("non_draft_tokens_per_step") or 1)
+        return (_as_int(drafts) + k * _as_int(steps)) / _as_int(steps)
     if steps == 0:
         return 0  # ended at prefill: no verify step, no spec field, nothing pooled
     if metric == "per_request":
-        return None if tokens is None else int(tokens)
+        return None if tokens is None else _as_int(tokens)
     if drafts is not None and steps is not None:
         # each step makes its correct drafts and k more (SGLang's num_non_draft_tokens_per_req)
-        return int(drafts) + int(row.get("non_draft_tokens_per_step") or 1) * int(steps)
-    return None if tokens is None else max(int(tokens) - 1, 0)
+        k = _as_int(row.get("non_draft_tokens_per_step") or 1)
+        return _as_int(drafts) + k * _as_int(steps)
+    return None if tokens is None else max(_as_int(tokens) - 1, 0)
 
 
 def weight(row: Mapping[str, object], metric: Metric) -> int:
@@ -123,7 +134,7 @@ def weight(row: Mapping[str, object], metric: Metric) -> int:
     for the pooled definitions, 1 for per_request_mean (every request weighs the same)."""
     if metric == "per_request_mean":
         return 1
-    steps = int(row.get("verify_steps") or 0)
+    steps = _as_int(row.get("verify_steps") or 0)
     if metric == "spec_accept_length_mean":
         return 1 if steps else 0
     return steps
@@ -166,7 +177,8 @@ def accept_length(tokens: Sequence[float], steps: Sequence[float]) -> float:
 def _contributions(tokens: Sequence[float], steps: Sequence[float]) -> np.ndarray:
     """Per-prompt linearised contributions e_i / mean(steps), in accept-length units."""
     t, s = request_arrays(tokens, steps)
-    return (t - t.sum() / s.sum() * s) / s.mean()
+    contributions: np.ndarray = (t - t.sum() / s.sum() * s) / s.mean()
+    return contributions
 
 
 def prompt_sd(tokens: Sequence[float], steps: Sequence[float]) -> float:
@@ -408,7 +420,8 @@ def _weighted_quantile(sorted_values: np.ndarray, cumulative: np.ndarray, q: flo
 
     total = cumulative[:, -1]
     needed = np.maximum(np.ceil(q * total - 1e-9), 1.0)
-    return sorted_values[(cumulative >= needed[:, None]).argmax(axis=1)]
+    quantiles: np.ndarray = sorted_values[(cumulative >= needed[:, None]).argmax(axis=1)]
+    return quantiles
 
 
 def cluster_statistics(values: Sequence[float], clusters: Sequence[Hashable],

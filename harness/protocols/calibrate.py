@@ -16,7 +16,7 @@ import dataclasses
 import json
 from collections.abc import Hashable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from harness.errors import BadInput, EngineError, TopologySkip
 from harness.files import atomic_write_text
@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 
 SEED_STRIDE = 100_000_000  # far above a request's own offsets (question + 1e6 per turn)
 CALIBRATION_FILE_KIND = "calibration"
+# A calibration record as its file holds it: JSON, Any as written here and as read back from
+# the results folder (`read_calibration` checks the fields `show` and the gate print).
+CalibrationDocument: TypeAlias = dict[str, Any]
 
 
 def with_seeds(loaded: LoadedSuite, repeat: int) -> LoadedSuite:
@@ -42,7 +45,7 @@ def with_seeds(loaded: LoadedSuite, repeat: int) -> LoadedSuite:
         return loaded
     document = json.loads(json.dumps(loaded.document))
 
-    def moved(workload: dict[str, Any]) -> None:
+    def moved(workload: dict[str, Any]) -> None:  # Any: the suite's TOML document
         if float(workload.get("temperature", 0.0) or 0.0) > 0:
             base = workload.get("sampling_seed", workload.get("seed", 0))
             workload["sampling_seed"] = int(base) + repeat * SEED_STRIDE
@@ -56,7 +59,7 @@ def with_seeds(loaded: LoadedSuite, repeat: int) -> LoadedSuite:
 
 
 def calibrate(loaded: LoadedSuite, options: RunOptions, runs: int
-              ) -> tuple[Path, dict[str, object]]:
+              ) -> tuple[Path, CalibrationDocument]:
     """Run the suite `runs` times, write the calibration record; (path, record)."""
     if runs < 2:
         raise BadInput(f"--runs must be >= 2 (a spread needs two runs), got {runs}")
@@ -73,8 +76,10 @@ def calibrate(loaded: LoadedSuite, options: RunOptions, runs: int
         for entry in outcome.entries or [outcome]:
             record = entry.record
             if record is None or entry.run_dir is None or record.measurement is None \
-                    or record.verdict.status == "error" or record.measurement.partial:
-                reasons = "; ".join(record.verdict.reasons) if record else "no record"
+                    or record.verdict is None or record.verdict.status == "error" \
+                    or record.measurement.partial:
+                reasons = ("; ".join(record.verdict.reasons) if record and record.verdict
+                           else "no record")
                 raise EngineError(f"calibration repeat {repeat + 1}: the run measured "
                                   f"nothing usable: {reasons}")
             series = (record.suite.entry and f"{loaded.suite.name}.{record.suite.entry}") \
@@ -102,7 +107,7 @@ def calibrate(loaded: LoadedSuite, options: RunOptions, runs: int
     if first is None:  # every repeat records or raises above: not reached
         raise EngineError("calibration: no repeat recorded a run")
     provenance = first.provenance
-    record = {
+    calibration: CalibrationDocument = {
         "kind": CALIBRATION_FILE_KIND, "calibration_id": calibration_id,
         "suite": loaded.suite.name, "suite_path": str(loaded.path),
         "suite_sha256": loaded.sha256, "started_at": started.isoformat(),
@@ -119,13 +124,13 @@ def calibrate(loaded: LoadedSuite, options: RunOptions, runs: int
     }
     folder = Path(options.results_dir) / CALIBRATIONS_DIR / loaded.suite.name
     path = folder / f"{started.strftime('%Y%m%dT%H%M%SZ')}-{calibration_id}.json"
-    atomic_write_text(path, json.dumps(record, indent=2, default=str) + "\n",
+    atomic_write_text(path, json.dumps(calibration, indent=2, default=str) + "\n",
                       options.results_dir)  # never through a link out of the results
-    return path, record
+    return path, calibration
 
 
 def find_calibration(results: Path, suite: str, calibration_id: str | None = None
-                     ) -> tuple[Path, dict[str, object]] | None:
+                     ) -> tuple[Path, CalibrationDocument] | None:
     """The calibration record with this id (or the newest one) for the suite."""
     folder = Path(results) / CALIBRATIONS_DIR / suite
     for path in sorted(folder.glob("*.json"), reverse=True):

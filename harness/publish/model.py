@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.analysis.paired_report import Latest, row
+from harness.analysis.paired_report import Latest, PairedRow, row
 from harness.analysis.plot_style import document_metric
 from harness.analysis.plots import suite_baselines
 from harness.analysis.trend import Step, Trend, TrendParams, analyse, suite_history
@@ -122,7 +122,7 @@ class LineView:
     steps: list[StepView]
     latest: dict[str, object]  # the latest run's row (whatever its verdict)
     change: float | None  # since the run before, complete runs only
-    paired: dict[str, object] | None  # the latest run's paired finding (paired_report row)
+    paired: PairedRow | None  # the latest run's paired finding (paired_report row)
     # a run folder of the series newer than `latest` without a readable record (its line
     # is unknown: it counts for every line it is newer than)
     unrecorded: UnrecordedRun | None = None
@@ -182,7 +182,7 @@ def _read(path: str, records: dict[str, RunRecord], skipped: list[str]) -> RunRe
     return records[path]
 
 
-def _paired(record: RunRecord | None) -> dict[str, object] | None:
+def _paired(record: RunRecord | None) -> PairedRow | None:
     if record is None or record.paired is None:
         return None
     return row(record.suite.name, Latest(Path("."), record))  # the door checked its finding

@@ -8,6 +8,7 @@ Each is read through the door (`harness.results.readers`), as every record is.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 from harness.files import atomic_write_text, default_results_dir
 from harness.results.layout import BASELINES_DIR
 from harness.results.readers import read_record
-from harness.results.rows import Skip, is_number
+from harness.results.rows import Skip, row_number, row_text
 from harness.results.skips import report, reporting
 
 if TYPE_CHECKING:
@@ -64,20 +65,21 @@ def shown_label(label: str, protocol: str | None) -> str:
     return label if protocol is None else f"{label} [other protocol: {protocol}, not gated]"
 
 
-def figure_of(row: dict[str, object]) -> BaselineFigure | None:
-    """A loader row (`record_row.flatten_record`) as a figure; None if it has no figure."""
-    if not is_number(row["accept_length"]):
+def figure_of(row: Mapping[str, object]) -> BaselineFigure | None:
+    """A loader row (`rows.flatten_record`) as a figure; None if it has no figure."""
+    accept_length, low, high = (row_number(row, key) for key in ("accept_length", "ci_low",
+                                                              "ci_high"))
+    if accept_length is None:
         return None
-    ci = (row["ci_low"], row["ci_high"]) if is_number(row["ci_low"]) else None
     return BaselineFigure(
-        label=row["label"] or row["run_id"],
-        accept_length=float(row["accept_length"]),
-        ci=ci,
-        accuracy=row["accuracy"] if is_number(row["accuracy"]) else None,
-        source=row["source"],
-        engine=row["build.engine"],
-        path=row["path"],
-        metric=row["metric"] or "per_request",
+        label=row_text(row, "label") or row_text(row, "run_id") or "",
+        accept_length=accept_length,
+        ci=(low, high) if low is not None and high is not None else None,
+        accuracy=row_number(row, "accuracy"),
+        source=row_text(row, "source"),
+        engine=row_text(row, "build.engine"),
+        path=row_text(row, "path") or "",
+        metric=row_text(row, "metric") or "per_request",
         external=bool(row["external"]),
     )
 

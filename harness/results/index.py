@@ -31,10 +31,10 @@ import logging
 import math
 import os
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from harness.files import atomic_write_text, check_inside
 from harness.results.checks import BadFile, read_regular
@@ -51,7 +51,10 @@ INDEXED = RUN_COLUMNS[:-1]  # every column but "path", which is the run folder
 TAG = f"{INDEX_FORMAT}:{hashlib.sha256(' '.join(INDEXED).encode()).hexdigest()[:8]}"
 LOG_LIMIT = 256 * 1024  # bytes of log the writer leaves before compacting
 Report = Callable[[Path | str, str], None]
-Columns = list[Any]  # one list (or array("d") of numbers) per INDEXED column
+# One column's values: Any as the index files' JSON (outside) holds them until `bad_rows`
+# checks them; an array("d") holds a column of numbers decoded from its base64.
+Column: TypeAlias = "list[Any] | array[Any]"
+Columns = list[Column]  # one per INDEXED column
 BINARY = ["d" if column in FLOATS else "" for column in INDEXED]
 
 
@@ -77,7 +80,7 @@ def _encode(column: Sequence[Any], binary: str = "") -> Any:
     return column
 
 
-def _decode(encoded: Any, length: int) -> list[Any] | array:
+def _decode(encoded: Any, length: int) -> Column:
     if isinstance(encoded, dict) and "runs" in encoded:
         values: list[Any] = []
         for value, count in encoded["runs"]:
@@ -92,12 +95,12 @@ def _decode(encoded: Any, length: int) -> list[Any] | array:
     return encoded
 
 
-def _take(column: list[Any] | array, keep: list[int]) -> list[Any] | array:
+def _take(column: Column, keep: list[int]) -> Column:
     values = [column[i] for i in keep]
     return array(column.typecode, values) if isinstance(column, array) else values
 
 
-def _line(name: str, stamp: list[int], row: dict[str, Any]) -> str:
+def _line(name: str, stamp: list[int], row: Mapping[str, object]) -> str:
     return json.dumps([TAG, name, *stamp, *(row[column] for column in INDEXED)]) + "\n"
 
 
@@ -143,8 +146,8 @@ class _Index:
     """What one suite's index holds."""
 
     names: list[str] = field(default_factory=list)  # the snapshot's runs
-    mtimes: list[int] = field(default_factory=list)
-    sizes: list[int] = field(default_factory=list)
+    mtimes: Sequence[int] = field(default_factory=list)
+    sizes: Sequence[int] = field(default_factory=list)
     table: Columns = field(default_factory=lambda: [[] for _ in INDEXED])
     log: dict[str, list[Any]] = field(default_factory=dict)  # name -> [mtime, size, *values]
     log_lines: int = 0

@@ -14,11 +14,13 @@ seconds): distinct values are checked once, numbers with numpy.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from array import array
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
+from numpy.typing import NDArray
 
 from harness.results.checks import (
     MAX_NAME_CHARS,
@@ -39,6 +41,10 @@ REQUIRED = ("suite", "run_id", "kind")
 LONG_TEXT = ("reasons", "build.options")
 TIMES = ("started_at", "finished_at")
 TOLERANCE = 1e-6
+
+Floats: TypeAlias = NDArray[np.float64]
+# marks the rows at `positions` (a boolean mask, or a list of positions) bad for `reason`
+Mark: TypeAlias = Callable[[NDArray[np.bool_] | list[int], str], None]
 
 
 def _types(name: str) -> tuple[type, ...]:
@@ -64,14 +70,14 @@ def bad_rows(table: Mapping[str, Sequence[object]], n: int,
     have given (in the folder of `suite`, when given), each with the first reason found."""
     bad: dict[int, str] = {}
 
-    def mark(positions: Any, reason: str) -> None:
+    def mark(positions: NDArray[np.bool_] | list[int], reason: str) -> None:
         for i in np.flatnonzero(positions) if not isinstance(positions, list) else positions:
             bad.setdefault(int(i), reason)
 
-    floats: dict[str, Any] = {}
+    floats: dict[str, Floats] = {}
     for name, column in table.items():
         allowed = _types(name)
-        if name in FLOATS and hasattr(column, "typecode"):  # array("d"): numbers already
+        if name in FLOATS and isinstance(column, array):  # array("d"): numbers already
             floats[name] = np.frombuffer(column, dtype=float)
             continue
         kinds = set(map(type, column))
@@ -102,7 +108,7 @@ def bad_rows(table: Mapping[str, Sequence[object]], n: int,
     return bad
 
 
-def _check_text(name: str, column: Sequence[Any], mark: Any) -> None:
+def _check_text(name: str, column: Sequence[object], mark: Mark) -> None:
     distinct = {v for v in column if isinstance(v, str)}
     limit = MAX_TEXT_CHARS if name in LONG_TEXT else MAX_NAME_CHARS
     wrong = {v for v in distinct if len(v) > limit}
@@ -115,12 +121,15 @@ def _check_text(name: str, column: Sequence[Any], mark: Any) -> None:
              f"{name}: not a value a record can give")
 
 
-def _check_figures(f: dict[str, Any], table: Mapping[str, Sequence[Any]], n: int,
-                   mark: Any) -> None:
+def _check_figures(f: dict[str, Floats], table: Mapping[str, Sequence[object]], n: int,
+                   mark: Mark) -> None:
     if not f:
         return
     nan = np.full(n, np.nan)
-    get = lambda name: f.get(name, nan)  # noqa: E731
+
+    def get(name: str) -> Floats:
+        return f.get(name, nan)
+
     with np.errstate(invalid="ignore", divide="ignore"):
         for name, values in f.items():
             mark(np.isinf(values) | (np.abs(values) >= 1e300), f"{name}: not a finite number")
@@ -139,7 +148,7 @@ def _check_figures(f: dict[str, Any], table: Mapping[str, Sequence[Any]], n: int
         mark((figure < low - slack) | (figure > high + slack),
              "accept_length: outside its own interval")
 
-        def counts(name: str) -> Any:
+        def counts(name: str) -> Floats:
             column = table.get(name)
             if column is None:
                 return nan

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeVar
 
@@ -253,3 +254,21 @@ def validation_reason(error: ValidationError) -> str:
 
 def is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value == value
+
+
+# A loader row's fields as their columns' kinds (FLOATS, COUNTS, text): None when absent.
+
+
+def row_number(row: Mapping[str, object], key: str) -> float | None:
+    value = row[key]
+    return float(value) if isinstance(value, int | float) and is_number(value) else None
+
+
+def row_count(row: Mapping[str, object], key: str) -> int | None:
+    value = row[key]
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def row_text(row: Mapping[str, object], key: str) -> str | None:
+    value = row[key]
+    return value if isinstance(value, str) else None

@@ -214,11 +214,13 @@ def measure_target_alone(runs: Sequence[EntryRun], engine: PreparedEngine, env: 
 def _measure(run: EntryRun, engine: PreparedEngine, server: Server, launch: LaunchInfo) -> None:
     suite = run.loaded.suite
     answered = {row.question_index for row in run.rows}
-    prompts = [prompt for prompt in run.data.prompts if prompt.question_index in answered]
+    data = run.data
+    assert data is not None  # every entry's data is loaded before any launch (runner)
+    prompts = [prompt for prompt in data.prompts if prompt.question_index in answered]
     planned = sum(len(prompt.turns) for prompt in prompts)
     say(f"{suite.name}: the target alone, {len(prompts)} prompts ({planned} requests)")
     with RowLog(run.run_dir, run.target_alone_rows, TARGET_ALONE_FILE) as log:
-        result = asyncio.run(_drive(run, engine, server, prompts, log.append))
+        result = asyncio.run(_drive(run, engine, server, prompts, data.stop, log.append))
     latency = summarise_latency(result.rows, result.duration_s, suite.workload.concurrency,
                                 suite.workload.seed)
     run.target_alone = TargetAloneInfo(status="measured", launch=launch,
@@ -231,13 +233,13 @@ def _measure(run: EntryRun, engine: PreparedEngine, server: Server, launch: Laun
 
 
 async def _drive(run: EntryRun, engine: PreparedEngine, server: Server, prompts: Sequence[Prompt],
-                 keep: Callable[[RequestRow], None]) -> DriveResult:
+                 stop: Sequence[str], keep: Callable[[RequestRow], None]) -> DriveResult:
     suite = run.loaded.suite
     adapter = TargetAloneAdapter(engine.adapter)
     endpoint = Endpoint(server.spec.base_url, adapter,
                         engine.adapter.auth_headers(suite),
                         engine.adapter.auth_headers(suite, admin=True), server.death)
-    driver = Driver(endpoint, suite.workload, run.data.stop)
+    driver = Driver(endpoint, suite.workload, stop)
     run.stage = "target alone: settings check"
     info = await driver.server_info()
     mismatches = adapter.settings_mismatches(info, suite)

@@ -23,7 +23,6 @@ from harness.run.plan import PreparedEngine
 from harness.suite.attention import LayerAttention, resolve_layers
 from harness.suite.draft_contract import (
     CLAUSES,
-    DECLARED,
     Clause,
     clause_differences,
     expectation_from_declared,
@@ -82,7 +81,7 @@ def preflight(loaded: LoadedSuite, engine: PreparedEngine) -> Preflight:
             path, _ = locate_draft_config(engine.draft_config, engine.draft_revision)
             resolved = vllm_layers(engine.python, Path(path))
             explicit = _explicit_causality(Path(path))
-            config, clauses = _vllm_clauses(suite, engine, Path(path))
+            config, clauses = _vllm_clauses(suite, engine, engine.draft_config, Path(path))
             return Preflight([LayerRow(index=row["index"], layer_type=row["layer_type"],
                                        window=row["window"], causal=row["causal"],
                                        explicit=explicit)
@@ -116,7 +115,7 @@ def preflight(loaded: LoadedSuite, engine: PreparedEngine) -> Preflight:
                      config)
 
 
-def _vllm_clauses(suite: Suite, engine: PreparedEngine, config_json: Path
+def _vllm_clauses(suite: Suite, engine: PreparedEngine, draft_config: str, config_json: Path
                   ) -> tuple[Mapping[str, object] | None, dict[str, Clause]]:
     """The draft's config and its clauses by the audit's vLLM column, run on the code of
     the vLLM this run launches (harness/audit/vllm.py), with the block the server is
@@ -124,7 +123,7 @@ def _vllm_clauses(suite: Suite, engine: PreparedEngine, config_json: Path
     `num_speculative_tokens` (block size - 1) after the bonus token."""
     if suite.speculative.algorithm != "DFLASH":
         return None, {}
-    config, _ = load_draft_config(engine.draft_config, engine.draft_revision)
+    config, _ = load_draft_config(draft_config, engine.draft_revision)
     target = _target(engine)
     try:
         column = installed_column(engine.python, config_json.parent, config,
@@ -192,7 +191,7 @@ def contract_differences(suite: Suite, attention: Sequence[LayerRow] | None,
     if checked is None or not checked.clauses:
         return [*found, "expected_contract: this build's clauses were not resolved before "
                         "the launch (the audit resolves them for SGLang builds)"]
-    if contract == DECLARED:
+    if isinstance(contract, str):  # "declared", the one text expected_contract may be
         if checked.config is None:
             return [*found, "expected_contract = \"declared\": the draft's config.json "
                             "could not be read"]

@@ -21,6 +21,7 @@ from harness.run.plan import (
     ChosenBuild,
     models,
     reference_dirs,
+    served_dirs,
     server_env,
     test_patch_files,
     vllm_tiny_models,
@@ -42,7 +43,7 @@ from harness.suite.model import (
     suite_entries,
 )
 from harness.suite.release_patches import shown
-from harness.suite.serving import DRAFTLESS, ReferenceEngine, SGLangEngine
+from harness.suite.serving import DRAFTLESS, EnvModel, ModelRef, ReferenceEngine, SGLangEngine
 from harness.workloads import describe as describe_workload
 from harness.workloads import prepare
 from reference_engine.checkpoints import uniform_draft
@@ -67,19 +68,18 @@ def _dry_run_command(suite: Suite, options: RunOptions, chosen: ChosenBuild,
     if isinstance(suite.engine, SGLangEngine):
         python = options.engine_python or builds.planned_python(chosen.spec)
         try:
-            chosen_models = models(suite, options)
+            sglang_models = models(suite, options)
         except BadInput:  # a model from an unset variable: show where it would come from
             draft = None if suite.speculative.algorithm in DRAFTLESS else suite.draft
-            chosen_models = Models(_placeholder(suite.target),
+            sglang_models = Models(_placeholder(suite.target),
                                    _placeholder(draft) if draft else None,
                                    suite.target.revision if suite.target else None,
                                    suite.draft.revision if suite.draft else None)
         return adapter.launch_command(suite, python, "127.0.0.1", _port(placement),
-                                      chosen_models, None, placement)
-    chosen_models = models(suite, options)
-    dirs = ((Path(chosen_models.target), Path(chosen_models.draft)) if chosen_models
-            else reference_dirs())
-    if not chosen_models and isinstance(suite.engine, ReferenceEngine) and \
+                                      sglang_models, None, placement)
+    reference_models = models(suite, options)
+    dirs = served_dirs(reference_models) if reference_models else reference_dirs()
+    if not reference_models and isinstance(suite.engine, ReferenceEngine) and \
             suite.engine.tiny_draft != "shipped":
         dirs = uniform_draft(suite.engine.tiny_draft)
     python = options.engine_python or sys.executable
@@ -173,9 +173,9 @@ def _dry_run_env(suite: Suite, options: RunOptions, chosen: ChosenBuild,
     return server_env(suite, fit, facts, build_env)
 
 
-def _placeholder(ref: object) -> str:
-    model = getattr(ref, "model", None)
-    return f"${model.env}" if hasattr(model, "env") else str(model)
+def _placeholder(ref: ModelRef | None) -> str:
+    model = ref.model if ref is not None else None
+    return f"${model.env}" if isinstance(model, EnvModel) else str(model)
 
 
 def describe(loaded: LoadedSuite, options: RunOptions, fit: Fit, chosen: ChosenBuild,
@@ -192,7 +192,7 @@ def describe(loaded: LoadedSuite, options: RunOptions, fit: Fit, chosen: ChosenB
                       f"{target_alone_line(suite, options, chosen)}")
     if getattr(options, "launcher", None) is not None:
         launch = scheduler_plan(suite, options, chosen, fit)
-    if getattr(options, "server", None):
+    if options.server:
         launch = [f"attach     {redact_text(options.server)}: nothing launched or stopped; the "
                   "server must report the suite's model, algorithm, draft, draft tokens and "
                   "topology", "           (were it launched here:)", *launch]

@@ -19,6 +19,7 @@ from harness.results.record import (
     LaunchInfo,
     LayerRow,
     Measurement,
+    PairedFinding,
     Provenance,
     RequestRow,
     RunRecord,
@@ -103,7 +104,8 @@ class EntryRun:
             attention_runtime=self.attention_runtime, draft_contract=self.draft_contract,
             draft_contract_runtime=self.draft_contract_runtime, workload=self.workload,
             measurement=self.measurement, verdict=verdict, stage=self.stage,
-            paired=self.paired, target_alone=self.target_alone,
+            paired=PairedFinding.model_validate(self.paired) if self.paired is not None else None,
+            target_alone=self.target_alone,
         )
         # kept before the write: a Ctrl-C during or after it keeps this verdict, never "error"
         self.record = record

@@ -99,7 +99,7 @@ def measure_only(run: EntryRun, engine: ServedEngine, server: RunningServer,
                                                     suite.workload.seed)
         run.notes.extend(per_rank(run.measurement, result.rows, suite.topology,
                                   engine.adapter, info))
-    runtime_differences = []
+    runtime_differences: list[str] = []
     if run.runtime_record is not None:
         run.attention_runtime, runtime_differences = runtime_attention.check(
             run.runtime_record, run.attention)
@@ -115,6 +115,7 @@ def measure_only(run: EntryRun, engine: ServedEngine, server: RunningServer,
         # anyway (--no-enforce-contract) still fails naming the clause, from the run itself
         run.contract = [*run.contract, *runtime_contract.expected_differences(
             run.loaded.suite, run.draft_contract, run.draft_contract_runtime)]
+    assert run.workload is not None  # recorded with the prompts, before any measuring
     run.workload.rendered_sha256 = rendered_sha256(result.rows, len(prompts))
     run.measurement.stopped_early = result.stopped_early
     _check_window(engine.adapter, result, info, run.measurement)
@@ -155,8 +156,9 @@ def per_rank(measurement: Measurement, rows: Sequence[RequestRow], topology: Top
     measurement.per_node = ranks.by_node(rows, per_rank) if topology.nnodes > 1 else None
     pooled = ranks.pooled_server_figure(per_rank) if measurement.server_rank_match else None
     measurement.server_reported_accept_length = pooled
-    measurement.server_disagreement = None if pooled is None else \
-        (pooled - measurement.accept_length_server_avg) / measurement.accept_length_server_avg
+    own = measurement.accept_length_server_avg
+    measurement.server_disagreement = None if pooled is None or own is None else \
+        (pooled - own) / own
     return [*ranks.summary(measurement),
             *ranks.disagreements(per_rank, DISAGREEMENT_TOLERANCE)]
 

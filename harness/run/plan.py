@@ -233,6 +233,14 @@ def build_options(suite: Suite) -> dict[str, object]:
     return options
 
 
+def served_dirs(models: Models) -> tuple[Path, Path]:
+    """The target and draft folders a reference-engine run serves (`resolve_models` leaves
+    the draft out only for SGLang's draftless algorithms)."""
+    if models.draft is None:
+        raise BadInput("the reference engine serves a draft model: give --draft-model")
+    return Path(models.target), Path(models.draft)
+
+
 def reference_dirs() -> tuple[Path, Path]:
     return default_dirs(builds.cache_root())
 
@@ -254,7 +262,7 @@ def prepare_engine(suite: Suite, options: RunOptions, models: Models | None,
         return PreparedEngine(suite, prepared.info, prepared.python, adapter, served,
                               facts=prepared.facts)
     prepared = builds.prepare_reference_env(options.engine_python, chosen.reference)
-    checkpoints = ((Path(models.target), Path(models.draft)) if models
+    checkpoints = (served_dirs(models) if models
                    else ensure_checkpoints(prepared.python, builds.cache_root()))
     if not models and suite.engine.tiny_draft != "shipped":
         checkpoints = uniform_draft(suite.engine.tiny_draft)

@@ -72,7 +72,10 @@ def collect(
     data_source: str | None,
     data_sha256: str | None,
     seed: int | None,
-    **extra: object,
+    *,
+    weights_sha256: dict[str, str] | None = None,
+    stand_ins_sha256: dict[str, str] | None = None,
+    test_patches_sha256: dict[str, str] | None = None,
 ) -> Provenance:
     sha, dirty = harness_git()
     versions = dict(facts.versions) if facts is not None else {}
@@ -97,5 +100,7 @@ def collect(
         seed=seed,
         argv=redact_argv(sys.argv, own=True),  # the harness's own flags
         env=safe_env({**os.environ, **server_env}, server_env.keys()),
-        **extra,
+        weights_sha256=weights_sha256,
+        stand_ins_sha256=stand_ins_sha256,
+        test_patches_sha256=test_patches_sha256,
     )

@@ -20,11 +20,7 @@ from harness.secrets import redact_argv, redact_document
 from harness.suite.model import LoadedSuite, Suite, VLLMEngine
 from harness.suite.serving import ReferenceEngine, SGLangEngine
 from harness.workloads import WorkloadPlan
-from reference_engine.checkpoints import (
-    draft_files_sha256,
-    file_sha256,
-    served_weights_sha256,
-)
+from reference_engine.checkpoints import draft_files_sha256, served_weights_sha256
 
 
 def redact_command(command: Sequence[str], suite: Suite) -> list[str]:
@@ -45,11 +41,11 @@ def provenance(loaded: LoadedSuite, engine: PreparedEngine | None, gpus: Sequenc
     if engine is not None and engine.checkpoints is not None:
         weights = served_weights_sha256(*engine.checkpoints)
     elif engine is not None and isinstance(engine.suite.engine, VLLMEngine) and \
-            engine.models is not None and \
+            engine.models is not None and engine.models.draft is not None and \
             (Path(engine.models.draft) / "model.safetensors").is_file() and \
             (Path(engine.models.target) / "model.safetensors").is_file():
         # local folders (vLLM's tiny suite): the weights and the draft config it serves
-        weights = {"target": file_sha256(Path(engine.models.target) / "model.safetensors"),
+        weights = {"target": builds.file_sha256(Path(engine.models.target) / "model.safetensors"),
                    **draft_files_sha256(Path(engine.models.draft))}
     stand_ins = None
     if isinstance(loaded.suite.engine, SGLangEngine) and loaded.suite.engine.stand_ins:

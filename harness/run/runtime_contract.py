@@ -87,14 +87,14 @@ def differences(audit: Mapping[str, ClauseRow],
     load) is compared with itself: a value the forward used other than the one the engine
     recorded first (at load) is named. Clauses the audit could not resolve otherwise are
     not compared (the preflight already said so)."""
-    found = []
+    found: list[str] = []
     for clause, row in audit.items():
         if row.value is None and row.error is None and row.limit is None:
-            seen = runtime.get(clause) or []
+            loaded = runtime.get(clause) or []
             found.extend(
                 f"{clause}: reached the model as {_shown(value)} ({where}); the engine "
-                f"chose {_shown(seen[0][0])} at load ({seen[0][1]})"
-                for value, where in seen[1:] if value != seen[0][0])
+                f"chose {_shown(loaded[0][0])} at load ({loaded[0][1]})"
+                for value, where in loaded[1:] if value != loaded[0][0])
             continue
         if row.value is None or row.error is not None or row.limit is not None:
             continue

@@ -54,6 +54,7 @@ from harness.metrics.stopping import SequentialRule, skew_corrected_z
 
 if TYPE_CHECKING:
     from harness.metrics.definitions import RequestLike
+    from harness.results.record import RequestRow
     from harness.run.outcome import CallersRule, RunOptions
     from harness.suite.entries import Floors
     from harness.suite.model import Suite
@@ -108,7 +109,7 @@ class FloorsRule:
         """The floors the rule settles, by key (as `decisions` keys them)."""
         return [check.key for check in self.checks()]
 
-    def decide_rows(self, rows: Sequence[RequestLike]) -> str | None:
+    def decide_rows(self, rows: Sequence[RequestRow]) -> str | None:
         floors = self._floors_decision(rows)
         if self.paired is None:
             return floors
@@ -163,7 +164,7 @@ def _score(rule: SequentialRule, correct: Sequence[bool], floor: float) -> str |
     return "fail" if z < -fail_at else "pass" if z > pass_at else None
 
 
-def _ratio(rule: SequentialRule, tokens: Sequence[int], steps: Sequence[int], floor: float
+def _ratio(rule: SequentialRule, tokens: Sequence[float], steps: Sequence[int], floor: float
            ) -> str | None:
     """A ratio floor at an early look: the skew-corrected t of tokens_i - floor steps_i
     over the group's questions, at the thresholds for its own size."""
@@ -191,8 +192,12 @@ def sequential_rule(suite: Suite, options: RunOptions, max_n: int
     """The stop rule of a run (`options`: its RunOptions): the caller's (bisect), or with
     --sequential the floors' rule, carrying the paired gate's with --against (B stops only
     when every floor and the gate have settled); None for a fixed run."""
-    rule = options.stop_rule or (stop_rule(suite, max_n) if options.sequential else None)
-    if options.pairing is not None and options.sequential and options.stop_rule is None:
+    if options.stop_rule is not None:
+        return options.stop_rule
+    if not options.sequential:
+        return None
+    rule = stop_rule(suite, max_n)
+    if options.pairing is not None:
         rule.paired = options.pairing.stop_rule(suite, max_n)
     return rule
 
@@ -224,12 +229,10 @@ def rule_settings(suite: Suite, max_n: int, used: CallersRule | FloorsRule | Non
                   ) -> dict[str, object]:
     """The rule's settings as the record keeps them (`measurement.sequential`)."""
     floors, rule = suite.floors, stop_rule(suite, max_n)
-    settings = {"alpha": floors.alpha, "beta": floors.beta, "floor": floors.accept_length,
-                "metric": floors.metric, "wave": rule.rule.wave,
-                "settles": rule.tested_floors()}
-    paired = getattr(used, "paired", None)
-    if paired is not None:  # --against: the gate settles with the floors
-        settings["settles"] = [*settings["settles"], "paired gate"]
-        settings["gate"] = {**paired.settings(),
-                            "decision": getattr(used, "gate_decision", None)}
+    settings: dict[str, object] = {
+        "alpha": floors.alpha, "beta": floors.beta, "floor": floors.accept_length,
+        "metric": floors.metric, "wave": rule.rule.wave, "settles": rule.tested_floors()}
+    if isinstance(used, FloorsRule) and used.paired is not None:  # --against: the gate
+        settings["settles"] = [*rule.tested_floors(), "paired gate"]  # settles with floors
+        settings["gate"] = {**used.paired.settings(), "decision": used.gate_decision}
     return settings

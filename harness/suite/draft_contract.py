@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from harness.suite.attention import DraftConfigError
 
@@ -108,7 +109,7 @@ def _str(value: object) -> str | None:
 # --- what the checkpoint declares ----------------------------------------------------------
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -166,15 +167,15 @@ def validate_draft_config(config: object) -> None:
     for key, high in (("hidden_size", MAX_WIDTH), ("vocab_size", MAX_TOKEN_ID)):
         if text.get(key) is not None:
             _int(text[key], key, 1, high)
-    block, where = _declared(config, "block_size")
+    block, block_at = _declared(config, "block_size")
     if block is not None:
-        _int(block, where or "block_size", 1, MAX_BLOCK)
+        _int(block, block_at or "block_size", 1, MAX_BLOCK)
     # mask_token_id is not checked here: its type and sign are the engine's own check
     # (every audited SGLang release's parse_dflash_draft_config refuses a non-integer or
     # negative id with its own message), so the audit shows that refusal, per release.
-    mask, where = _declared(config, "mask_token")
+    mask, mask_at = _declared(config, "mask_token")
     if mask is not None and (not isinstance(mask, str) or not mask):
-        raise DraftConfigError(f"draft config {where} must be a non-empty string, got {mask!r}")
+        raise DraftConfigError(f"draft config {mask_at} must be a non-empty string, got {mask!r}")
     _declared_taps(config)
     layer_types = text.get("layer_types", config.get("layer_types"))
     if layer_types is not None and (
@@ -239,14 +240,15 @@ def declared_contract(config: Mapping[str, object]) -> dict[str, Clause | None]:
         if key == "mask_token_id" and value is not None and not _is_int(value):
             declared[key] = Clause(brief(value), where, note="not an integer: each engine's "
                                                              "own parser judges it")
-        elif value is not None:
+        elif isinstance(value, int | str):  # validated above: an int or a text
             declared[key] = Clause(value, where)
     layers = text.get("num_hidden_layers", config.get("num_hidden_layers"))
     if layers is not None:
-        declared["draft_layers"] = Clause(int(layers), "num_hidden_layers")
+        declared["draft_layers"] = Clause(_int(layers, "num_hidden_layers", 1, MAX_LAYERS),
+                                          "num_hidden_layers")
     hidden = text.get("hidden_size")
     if taps is not None and hidden is not None:
-        declared["fc_input_width"] = Clause(len(taps) * int(hidden),
+        declared["fc_input_width"] = Clause(len(taps) * _int(hidden, "hidden_size", 1, MAX_WIDTH),
                                             note=f"{len(taps)} taps x hidden_size {hidden}")
     is_causal = text.get("is_causal", config.get("is_causal"))
     if is_causal is not None:  # per-layer attention: declared, compared by expected_layers

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from harness.errors import BadInput
-from harness.suite.draft_contract import validate_expected_contract
+from harness.suite.draft_contract import ClauseValue, validate_expected_contract
 from harness.suite.release_patches import check_entry
 
 
@@ -63,10 +63,11 @@ class DraftRef(ModelRef):
     expected_layers: list[ExpectedLayer] | None = None
     # The draft's other clauses (taps, block size, mask token and id, draft layers, fc
     # width, embeddings, lm_head) it must resolve to, or "declared": what its checkpoint
-    # declares. Checked before the launch (the preflight audit) and at run time.
+    # declares. Checked before the launch (the preflight audit) and at run time. Held as
+    # validated (taps a tuple), every clause checked by `_expected_contract` first.
     expected_contract: Annotated[
-        dict[str, int | str | list[int]] | Literal["declared"] | None,
-        AfterValidator(_expected_contract),
+        dict[str, ClauseValue] | Literal["declared"] | None,
+        BeforeValidator(_expected_contract),
     ] = None
 
 

@@ -127,7 +127,7 @@ def test_cli_ab_runs_both_builds_and_compares(
                            suite=loaded.suite.name, floor=5.4, label=options.label)  # fmt: skip
         record = plots.read_run(run_dir)
         return SimpleNamespace(status=record.verdict.status, run_dir=run_dir, exit_code=0,
-                               record=record)
+                               record=record, entries=[])  # one entry: a RunOutcome's own
 
     monkeypatch.setattr(harness.run.runner, "run_suite", fake_run_suite)
     code = main(["ab", "gemma4_dflash_31b", "--a", "sglang==0.5.17", "--b", "sglang==0.5.23",
@@ -146,7 +146,8 @@ def test_cli_ab_without_a_record_is_an_engine_error(
 
     monkeypatch.setattr(harness.run.runner, "run_suite",
                         lambda loaded, options: SimpleNamespace(
-                            status="error", run_dir=None, exit_code=3, record=None))
+                            status="error", run_dir=None, exit_code=3, record=None,
+                            entries=[]))
     assert main(["ab", "gemma4_dflash_31b", "--a", "sglang==0.5.17", "--b", "sglang==0.5.23",
                  "--results", str(results)]) == 3  # fmt: skip
 
@@ -173,7 +174,7 @@ def test_cli_ab_with_a_crashed_or_partial_side_is_exit_3(
             record = record.model_copy(update={"measurement": measurement, "verdict": Verdict(
                 status="error", reasons=reasons)})
         return SimpleNamespace(status=record.verdict.status, run_dir=run_dir, exit_code=0,
-                               record=record)
+                               record=record, entries=[])  # one entry: a RunOutcome's own
 
     monkeypatch.setattr(harness.run.runner, "run_suite", fake_run_suite)
     code = main(["ab", "gemma4_dflash_31b", "--a", "sglang==0.5.17", "--b", "sglang==0.5.23",

@@ -78,7 +78,9 @@ ALLOWED: dict[str, dict[str, str]] = {
                          "without them")},
     "harness.engines.vllm.recorder.vllm_record": {
         "torch": "loaded at start-up of every process on the vLLM server's path (its "
-                 "sitecustomize); torch only once the target is loaded, to match captures"},
+                 "sitecustomize); torch only once the target is loaded, to match captures",
+        "vllm": "loaded at start-up of every process on the vLLM server's path, before vLLM "
+                "is: its forward context is read only inside a draft forward"},
     "harness.engines.sglang.parser_probe": {
         "sglang": ("runs inside an engine's own environment (launched by path, SGLang's "
                    "interpreter): standard library at its top; SGLang imported in `main`, so "

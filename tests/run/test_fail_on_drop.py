@@ -79,7 +79,7 @@ def _fake_runs(monkeypatch: pytest.MonkeyPatch, values: dict[str, float], n: int
                            floor=1.0, label=options.label)
         record = read_run(run_dir)
         return SimpleNamespace(status=record.verdict.status, run_dir=run_dir, exit_code=0,
-                               record=record)
+                               record=record, entries=[])  # one entry: a RunOutcome's own
 
     monkeypatch.setattr(harness.run.runner, "run_suite", fake_run_suite)
 

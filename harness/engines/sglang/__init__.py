@@ -10,12 +10,13 @@ SGLang's own functions from its wheels against them).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from harness.engines.interface import Placement, StreamAssembler
 from harness.engines.sglang import api, launch, release_check, stream
 from harness.engines.sglang.launch import RESERVED_FLAGS, launch_command
-from harness.engines.wire_adapter import WireAdapter
+from harness.engines.wire_adapter import EngineApi, EngineLaunch, EngineStream, WireAdapter
+from harness.errors import BadInput
 from harness.suite.checkpoints import Models, resolve_models
 
 if TYPE_CHECKING:
@@ -26,13 +27,22 @@ if TYPE_CHECKING:
 __all__ = ["ADAPTER", "RESERVED_FLAGS", "SGLangAdapter", "launch_command"]
 
 
+def _served(suite: Suite, models: Models | None) -> Models:
+    """The models the server was asked to serve: those given, else the suite's."""
+    served = models or resolve_models(suite)
+    if served is None:
+        raise BadInput(f"suite {suite.name}: no target and draft to serve")
+    return served
+
+
 class SGLangAdapter(WireAdapter):
     kind = "sglang"
-    api = api
-    launch = launch
-    stream = stream
     flush_path = api.FLUSH_PATH
     server_info_paths = api.SERVER_INFO_PATHS
+    # the modules as WireAdapter reads them (after the constants read from them above)
+    api: ClassVar[EngineApi] = api
+    launch: ClassVar[EngineLaunch] = launch
+    stream: ClassVar[EngineStream] = stream
 
     def launch_command(self, suite: Suite, python: str, host: str, port: int,
                        models: Models | None = None,
@@ -57,7 +67,7 @@ class SGLangAdapter(WireAdapter):
         """`/server_info` key -> what the suite declares (SGLang's resolved server args)."""
         return {
             "speculative_algorithm": suite.speculative.algorithm,
-            "speculative_draft_model_path": (models or resolve_models(suite)).draft,
+            "speculative_draft_model_path": _served(suite, models).draft,
             "speculative_num_draft_tokens": suite.speculative.draft_tokens,
         }
 

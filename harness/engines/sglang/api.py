@@ -38,11 +38,11 @@ from harness.engines.interface import ParsedResponse, only_choice, prompt_ids_sh
 from harness.engines.settings import mismatches
 from harness.errors import MissingMetric
 
-READY_PATHS = ("/health_generate",)
+READY_PATHS: tuple[str, ...] = ("/health_generate",)
 # What a server says of itself, read when the harness attaches to one it did not start
 # (`harness run --server URL`): the resolved server args and per-rank states, and the
 # model it serves (`entrypoints/http_server.py`: /server_info, /get_model_info).
-IDENTITY_PATHS = ("/server_info", "/get_model_info")
+IDENTITY_PATHS: tuple[str, ...] = ("/server_info", "/get_model_info")
 LIVENESS_PATH = "/health"
 GENERATE_PATH = "/generate"
 CHAT_PATH = "/v1/chat/completions"

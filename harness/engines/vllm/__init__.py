@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.engines.interface import ParsedResponse, Placement, StreamAssembler
 from harness.engines.sglang.api import chat_template_flag
 from harness.engines.vllm import api, launch, stream
 from harness.engines.vllm.launch import RESERVED_FLAGS, launch_command
 from harness.engines.vllm.stops import cut_at_stop
-from harness.engines.wire_adapter import WireAdapter
+from harness.engines.wire_adapter import EngineApi, EngineLaunch, EngineStream, WireAdapter
 from harness.errors import BadInput
 from harness.suite import checkpoints as suite_checkpoints
 
@@ -39,12 +39,13 @@ __all__ = ["ADAPTER", "RESERVED_FLAGS", "VLLMAdapter", "launch_command"]
 
 class VLLMAdapter(WireAdapter):
     kind = "vllm"
-    api = api
-    launch = launch
-    stream = stream
     flush_path: str | None = None  # counters are never reset: the window is a difference
     server_info_paths = (api.SERVER_INFO_PATH,)
     launch_env = api.DEV_MODE_ENV
+    # the modules as WireAdapter reads them (after the constants read from them above)
+    api: ClassVar[EngineApi] = api
+    launch: ClassVar[EngineLaunch] = launch
+    stream: ClassVar[EngineStream] = stream
 
     def launch_command(self, suite: Suite, python: str, host: str, port: int,
                        models: Models | None = None,

@@ -37,14 +37,14 @@ from harness.engines.interface import ParsedResponse, only_choice, prompt_ids_sh
 from harness.engines.settings import UNREPORTED_HINT, mismatches
 from harness.errors import MissingMetric
 
-READY_PATHS = ("/health",)
+READY_PATHS: tuple[str, ...] = ("/health",)
 GENERATE_PATH = "/v1/completions"
 CHAT_PATH = "/v1/chat/completions"
 METRICS_PATH = "/metrics"
 SERVER_INFO_PATH = "/server_info?config_format=json"
 # What a server says of itself when the harness attaches to one it did not start: its
 # version and the model it serves (entrypoints/openai/api_server.py: /version, /v1/models)
-IDENTITY_PATHS = ("/version", "/v1/models")
+IDENTITY_PATHS: tuple[str, ...] = ("/version", "/v1/models")
 LIVENESS_PATH = "/health"
 SERVER_INFO_TIMEOUT_S = 300.0
 DEV_MODE_ENV = {"VLLM_SERVER_DEV_MODE": "1"}  # serves /server_info (bound to 127.0.0.1)
