@@ -147,11 +147,11 @@ def _check_alpha(value: float) -> float:
 
 def soak_suite(loaded: LoadedSuite, questions: int | None) -> LoadedSuite:
     """The suite of the soak: its main workload alone (questions capped when asked), no
-    sequential rule, no entries, gate or target-alone run, prefix caching on; series
+    sequential rule, no entries, gate, grid or target-alone run, prefix caching on; series
     `<suite>-soak`. BadInput naming engine.extra_args where the suite turns the cache off."""
     suite = loaded.suite
     document = copy.deepcopy(loaded.document)
-    for key in ("workloads", "gate", "baselines", "speedup"):
+    for key in ("workloads", "gate", "baselines", "speedup", "grid"):
         document.pop(key, None)
     document["name"] = f"{suite.name}{SERIES_SUFFIX}"
     document["nightly"] = False
