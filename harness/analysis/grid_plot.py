@@ -127,11 +127,11 @@ def grid_figure(grid: GridRecord) -> Figure:
     _heatmap(panels[0], grid, "accept",
              f"accept length ({grid.metric} definition), 95% CI over prompts\n"
              + textwrap.shorten(grid.definition, 110))
-    titles = {"tpot": "speedup of TPOT over the target alone (tpot definition)",
+    titles = {"tpot": "speedup of TPOT over the target alone (speedup_tpot definition)",
               "throughput": "speedup of output throughput over the target alone "
-                            "(throughput definition)"}
+                            "(speedup_throughput definition)"}
     for axes, what in zip(panels[1:], speedups, strict=True):
-        definition = grid.speedup_definitions.get(what, "")
+        definition = grid.speedup_definitions.get(SPEEDUP_FIGURES[what], "")
         axes_title = titles[what] + ("\n" + textwrap.shorten(definition, 110)
                                      if definition else "")
         if grid.gate is not None and grid.gate.speedup_max_drop is not None:

@@ -63,5 +63,5 @@ def test_a_one_cell_grid_on_real_sglang(sglang_cpu: object, tmp_path: Path) -> N
     assert cell.accept_length is not None and cell.accept_length >= 1.0
     assert cell.accept_length == measurement.accept_length  # copied, never recomputed
     assert cell.speedup_tpot == measurement.speedup.tpot
-    assert set(grid.speedup_definitions) >= {"tpot", "throughput"}
+    assert set(grid.speedup_definitions) >= {"speedup_tpot", "speedup_throughput"}
     assert (folder / "grid.png").stat().st_size > 10_000
