@@ -132,11 +132,11 @@ def grid_figure(grid: GridRecord) -> Figure:
                             "(speedup_throughput definition)"}
     for axes, what in zip(panels[1:], speedups, strict=True):
         definition = grid.speedup_definitions.get(SPEEDUP_FIGURES[what], "")
-        axes_title = titles[what] + ("\n" + textwrap.shorten(definition, 110)
+        axes_title = titles[what] + ("\n" + textwrap.shorten(definition, 75)
                                      if definition else "")
         if grid.gate is not None and grid.gate.speedup_max_drop is not None:
-            axes_title += (f"\nverdict: this speedup within {grid.gate.speedup_max_drop:.0%} "
-                           "of the reference cell's, paired by question")
+            axes_title += (f"\nverdict: speedup gate, within {grid.gate.speedup_max_drop:.0%} "
+                           "of the reference cell's")
         _heatmap(axes, grid, what, axes_title)
     panels[0].set_ylabel("prompt length tier (GSM8K train worked examples prefixed)\n"
                          + ("/ prefix caching " if grid.prefix_caching else "")
@@ -149,7 +149,8 @@ def grid_figure(grid: GridRecord) -> Figure:
                 + (f", prefix cache {ref['prefix_caching']}" if ref.get("prefix_caching")
                    else "")
                 + (f", c{ref['concurrency']}" if ref.get("concurrency") else "") + ")"
-                + (f"; speedups within {grid.gate.speedup_max_drop:.1%} of its"
+                + (f"; speedups within {grid.gate.speedup_max_drop:.1%} of the reference "
+                   "cell's"
                    if grid.gate.speedup_max_drop is not None else ""))
     figure.suptitle(f"{shown(grid.suite)} grid: {grid.status.upper()}, {grid.questions} "
                     f"questions per cell{gate}"

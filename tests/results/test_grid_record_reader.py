@@ -95,11 +95,11 @@ def test_the_heatmap_states_every_figure_and_the_missing_one(folder: Path) -> No
     assert "server_avg definition" in accept.get_title()
     assert "speedup_tpot definition" in speedup.get_title()
     assert "target alone's mean TPOT / speculation's" in speedup.get_title()
-    assert "within 20% of the reference cell's" in speedup.get_title()
+    assert "speedup gate, within 20% of the reference cell's" in speedup.get_title()
     # the speedup panel's verdict is the TPOT speedup gate's (pass), not the finding's fail
     shown = [t.get_text() for t in speedup.texts]
     assert shown.count("1.20\n[1.10, 1.30]\nPASS") == 2 and "FAIL" not in "".join(shown)
-    assert "speedups within 20.0%" in str(figure.get_suptitle())
+    assert "speedups within 20.0% of the reference cell's" in str(figure.get_suptitle())
     assert [t.get_text() for t in accept.get_yticklabels()] == \
         [row_label(grid, ("short", None, 1)), row_label(grid, ("long", None, 1))]
     assert "(1 shots)" in row_label(grid, ("long", None, 1))
