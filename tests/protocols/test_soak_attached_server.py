@@ -22,6 +22,8 @@ from harness.results.soaks import SOAK_FILE
 from harness.run.launch import free_port
 from harness.suite.model import SUITES_DIR
 
+pytestmark = pytest.mark.slow  # a reference-engine server, one 8 s soak on it
+
 TINY = SUITES_DIR / "tiny_dflash_cpu.toml"
 SOAK = ["--duration", "8s", "--window", "4s", "--questions", "2", "--no-progress",
         "--no-plot"]
