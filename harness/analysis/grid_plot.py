@@ -4,8 +4,10 @@ concurrency, columns the content categories; accept length in the definition the
 judges, and with `[speedup]` the speedup of TPOT and of output throughput over the target
 alone, each labelled with its definition. Each cell shows its figure and its CI, and its
 verdict (the gate's finding where there is one); a cell without a figure is grey and says
-so, never drawn as zero. The figures are the grid record's (copied from each cell's run
-record through the one door)."""
+so, never drawn as zero. On a speedup's heatmap the verdict shown is that figure's own
+speedup gate against the reference cell (`[grid] speedup_max_drop`) where there is one.
+The figures are the grid record's (copied from each cell's run record through the one
+door)."""
 
 from __future__ import annotations
 
@@ -45,12 +47,19 @@ def row_label(grid: GridRecord, row: Row) -> str:
     return " / ".join(parts)
 
 
-def cell_statuses(grid: GridRecord) -> dict[str, str]:
+SPEEDUP_FIGURES = {"tpot": "speedup_tpot", "throughput": "speedup_throughput"}
+
+
+def cell_statuses(grid: GridRecord, what: str = "accept") -> dict[str, str]:
     """Each cell's status as the grid judged it: the gate's finding where there is one
-    (floors and gate together), else the cell's own run verdict."""
+    (floors and gates together), else the cell's own run verdict; on a speedup's panel
+    (`what` tpot or throughput) that figure's speedup gate where the grid gates it."""
     statuses = {cell.name: str(cell.status) for cell in grid.cells}
     for finding in grid.gate.findings if grid.gate is not None else []:
         statuses[finding.cell] = str(finding.status)
+        for gated in finding.speedup:
+            if gated.get("figure") == SPEEDUP_FIGURES.get(what):
+                statuses[finding.cell] = str(gated.get("status", "error"))
     return statuses
 
 
@@ -84,7 +93,7 @@ def _heatmap(axes: Axes, grid: GridRecord, what: str, title: str) -> None:
     image = axes.imshow(np.ma.masked_invalid(values), cmap=colormap, norm=norm,
                         aspect="auto")
     axes.figure.colorbar(image, ax=axes, shrink=0.8)
-    statuses = cell_statuses(grid)
+    statuses = cell_statuses(grid, what)
     for i, (tier, cache, concurrency) in enumerate(rows):
         for j, category in enumerate(grid.categories):
             cell = by_place.get((tier, cache, concurrency, category))
@@ -118,13 +127,16 @@ def grid_figure(grid: GridRecord) -> Figure:
     _heatmap(panels[0], grid, "accept",
              f"accept length ({grid.metric} definition), 95% CI over prompts\n"
              + textwrap.shorten(grid.definition, 110))
-    titles = {"tpot": "speedup of TPOT over the target alone (tpot definition)",
+    titles = {"tpot": "speedup of TPOT over the target alone (speedup_tpot definition)",
               "throughput": "speedup of output throughput over the target alone "
-                            "(throughput definition)"}
+                            "(speedup_throughput definition)"}
     for axes, what in zip(panels[1:], speedups, strict=True):
-        definition = grid.speedup_definitions.get(what, "")
-        axes_title = titles[what] + ("\n" + textwrap.shorten(definition, 110)
+        definition = grid.speedup_definitions.get(SPEEDUP_FIGURES[what], "")
+        axes_title = titles[what] + ("\n" + textwrap.shorten(definition, 75)
                                      if definition else "")
+        if grid.gate is not None and grid.gate.speedup_max_drop is not None:
+            axes_title += (f"\nverdict: speedup gate, within {grid.gate.speedup_max_drop:.0%} "
+                           "of the reference cell's")
         _heatmap(axes, grid, what, axes_title)
     panels[0].set_ylabel("prompt length tier (GSM8K train worked examples prefixed)\n"
                          + ("/ prefix caching " if grid.prefix_caching else "")
@@ -136,7 +148,10 @@ def grid_figure(grid: GridRecord) -> Figure:
                 f"reference cell (tier {ref.get('tier')}"
                 + (f", prefix cache {ref['prefix_caching']}" if ref.get("prefix_caching")
                    else "")
-                + (f", c{ref['concurrency']}" if ref.get("concurrency") else "") + ")")
+                + (f", c{ref['concurrency']}" if ref.get("concurrency") else "") + ")"
+                + (f"; speedups within {grid.gate.speedup_max_drop:.1%} of the reference "
+                   "cell's"
+                   if grid.gate.speedup_max_drop is not None else ""))
     figure.suptitle(f"{shown(grid.suite)} grid: {grid.status.upper()}, {grid.questions} "
                     f"questions per cell{gate}"
                     + (f"  [{shown(grid.label)}]" if grid.label else ""), fontsize=10)

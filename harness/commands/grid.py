@@ -58,9 +58,14 @@ def report_lines(outcome: GridOutcome) -> list[str]:
         lines.append(f"gate: accept length of each cell within {record.gate.max_drop:.1%} of "
                      "its category's reference cell's, paired by question (A: the reference "
                      "cell, B: the cell)")
+        if record.gate.speedup_max_drop is not None:
+            lines.append(f"gate: speedups (TPOT, throughput) of each cell within "
+                         f"{record.gate.speedup_max_drop:.1%} of its reference cell's: "
+                         f"{record.gate.speedup_definition}")
         for finding in record.gate.findings:
             gate_lines = [r for r in finding.reasons if r.startswith(("relative gate",
-                                                                      "no gate"))]
+                                                                      "no gate",
+                                                                      "speedup gate"))]
             for reason in gate_lines or finding.reasons:
                 lines.append(f"cell {finding.cell} against {finding.reference}: {reason}")
             if finding.status != "pass":

@@ -1,5 +1,6 @@
-"""`harness soak SUITE --duration 10m --window 1m`: accept length per window of serving time
-and the drift gate (harness.protocols.soak), its record and plot."""
+"""`harness soak SUITE --duration 10m --window 1m [--server URL]`: accept length per window
+of serving time and the drift gate (harness.protocols.soak), its record and plot; with
+`--server` on a server someone else started (harness.run.attach), as `harness run --server`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from harness.commands.protocol_runs import print_report, run_options
 from harness.errors import BadInput
 from harness.protocols.soak import SoakOutcome, check_flags, run_soak, soak_settings
 from harness.results.soaks import SOAK_FILE
+from harness.run.attach import server_url
 from harness.suite.model import load_suite
 
 
@@ -22,7 +24,17 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_suite(args.suite)
     settings = soak_settings(loaded.suite.soak, args.duration, args.window, args.max_drift,
                              args.alpha, args.inconclusive)
-    found = run_soak(loaded, settings, run_options(args, loaded, args.dry_run), args.questions)
+    if args.server is not None:
+        server_url(args.server)  # a malformed URL ends here
+        clashing = [flag for flag, given in (("--sglang/--build", args.sglang),
+                                             ("--engine-python", args.engine_python))
+                    if given is not None]
+        if clashing:
+            raise BadInput(f"--server soaks a server that is already running: "
+                           f"{', '.join(clashing)} name(s) what to launch; leave it out")
+    options = run_options(args, loaded, args.dry_run)
+    options.server = args.server
+    found = run_soak(loaded, settings, options, args.questions)
     if args.dry_run:
         return print_report(found.plan, found.exit_code)
     drawn = not args.no_plot and any(window.accept_length is not None

@@ -18,7 +18,11 @@ paired by question: the non-inferiority test of `harness.metrics.paired_gate`, j
 `harness.run.judge.decide` with the paired evidence. Two tiers send the same questions
 behind different prefixes, so across tiers the questions pair and the prompt tokens
 differ by design (the server's prompt hash is not compared); on one tier they must be
-the same prompts. The exit code is `exit_codes.worst_exit` over each launch's
+the same prompts. With `speedup_max_drop` the same finding also gates each speedup over
+the target alone (TPOT and throughput, `harness.metrics.speedup.paired_speedup`, the
+paired-by-question gate `harness run --against` makes with `[speedup] max_drop`) against
+the reference cell's: the judge reads it as the paired speedup evidence, so the cell's
+one finding holds both gates. The exit code is `exit_codes.worst_exit` over each launch's
 `sweep_exit` and the gate's `report_exit`.
 """
 
@@ -35,8 +39,9 @@ from typing import TYPE_CHECKING, Literal
 
 from harness.errors import BadInput, EngineError, ExitCode, Interrupted
 from harness.metrics.paired_gate import Tolerance, paired_test
+from harness.metrics.speedup import GATE_DEFINITION as SPEEDUP_GATE_DEFINITION
 from harness.protocols.entry_suites import derived_suite, entry_reasons, entry_status
-from harness.protocols.pairing import aligned, reference_from
+from harness.protocols.pairing import aligned, paired_speedup_evidence, reference_from
 from harness.results.grid import (
     GridCellRecord,
     GridFinding,
@@ -226,6 +231,10 @@ def run_grid(loaded: LoadedSuite, options: RunOptions) -> GridOutcome:
             plan.append(f"gate       accept length of each cell within {grid.max_drop:.1%} of "
                         "its category's reference cell's, paired by question (one-sided "
                         f"alpha {grid.alpha:g}, inconclusive judged {grid.inconclusive})")
+        if grid.speedup_max_drop is not None:
+            plan.append(f"gate       speedups (TPOT, throughput) of each cell within "
+                        f"{grid.speedup_max_drop:.1%} of its reference cell's, paired by "
+                        "question")
         record = _record(loaded, grid_id, started, all_launches, None, "pass", options)
         return GridOutcome(record, None, cells, ExitCode.PASS, plan)
     gate = None
@@ -240,6 +249,9 @@ def run_grid(loaded: LoadedSuite, options: RunOptions) -> GridOutcome:
     # together (the schema); a host the suite does not fit measured nothing to gate
     if grid.reference is not None and grid.max_drop is not None and not skipped:
         gate = GridGate(reference=grid.reference.model_dump(), max_drop=grid.max_drop,
+                        speedup_max_drop=grid.speedup_max_drop,
+                        speedup_definition=SPEEDUP_GATE_DEFINITION
+                        if grid.speedup_max_drop is not None else None,
                         alpha=grid.alpha, inconclusive=grid.inconclusive,
                         findings=judge_grid(cells, grid, loaded.suite))
         codes.append(report_exit(finding.status for finding in gate.findings))
@@ -255,8 +267,9 @@ def run_grid(loaded: LoadedSuite, options: RunOptions) -> GridOutcome:
 
 def judge_grid(cells: list[CellRun], grid: Grid, suite: Suite) -> list[GridFinding]:
     """Each cell that is not its category's reference cell against it, paired by
-    question, judged by the one judge (floors and the paired gate). A cell or a reference
-    without a whole measurement is an error: a missing test is never a pass."""
+    question, judged by the one judge (floors, the paired gate and, with
+    `speedup_max_drop`, the paired speedup gate). A cell or a reference without a whole
+    measurement is an error: a missing test is never a pass."""
     metric = suite.floors.metric
     by_name = {run.cell.name: run for run in cells}
     rule = Gate(relative_drop=grid.max_drop, alpha=grid.alpha,
@@ -268,12 +281,13 @@ def judge_grid(cells: list[CellRun], grid: Grid, suite: Suite) -> list[GridFindi
         if ref_cell is None or ref_cell.name == run.cell.name:
             continue
         ref = by_name[ref_cell.name]
-        findings.append(_finding(run, ref, rule, tolerance, metric))
+        findings.append(_finding(run, ref, rule, tolerance, metric, grid.speedup_max_drop,
+                                 suite.workload.seed))
     return findings
 
 
-def _finding(run: CellRun, ref: CellRun, rule: Gate, tolerance: Tolerance,
-             metric: str) -> GridFinding:
+def _finding(run: CellRun, ref: CellRun, rule: Gate, tolerance: Tolerance, metric: str,
+             speedup_max_drop: float | None, seed: int) -> GridFinding:
     cell, name = run.cell.name, ref.cell.name
     why = _unmeasured(ref)
     why = why and f"reference cell {name}: {why}"
@@ -295,10 +309,16 @@ def _finding(run: CellRun, ref: CellRun, rule: Gate, tolerance: Tolerance,
                            reasons=[f"no gate: {text}"])
     against: dict[str, object] = {"run_id": reference.run_id, "path": str(reference.run_dir),
                                   "spec": reference.spec, "reused": False}
-    judged = decide(Evidence(run.record.measurement, run.floors,
-                             paired=PairedEvidence(result, rule, against)))
+    measurement = run.record.measurement
+    speedup = [] if speedup_max_drop is None else paired_speedup_evidence(
+        reference, measurement.speedup if measurement else None, speedup_max_drop,
+        rule.alpha, seed)
+    judged = decide(Evidence(measurement, run.floors,
+                             paired=PairedEvidence(result, rule, against, speedup)))
+    found = (judged.paired or {}).get("speedup")
     return GridFinding(cell=cell, reference=name, status=judged.verdict.status,
-                       reasons=list(judged.verdict.reasons), result=result.to_dict())
+                       reasons=list(judged.verdict.reasons), result=result.to_dict(),
+                       speedup=list(found) if isinstance(found, list) else [])
 
 
 def _unmeasured(run: CellRun) -> str | None:

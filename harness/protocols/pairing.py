@@ -234,6 +234,15 @@ def speedup_evidence(suite: Suite, reference: Reference, speedup: Speedup | None
     setting = suite.speedup
     if setting is None or setting.max_drop is None:
         return []
+    return paired_speedup_evidence(reference, speedup, setting.max_drop, alpha,
+                                   suite.workload.seed)
+
+
+def paired_speedup_evidence(reference: Reference, speedup: Speedup | None, max_drop: float,
+                            alpha: float, seed: int) -> list[SpeedupEvidence]:
+    """B's speedup against the reference's on each gated figure within `max_drop`, paired
+    by question (`harness.metrics.speedup.paired_speedup`); a side without a speedup, or
+    a pair that makes no test, is evidence with no result (an error, never a pass)."""
     out = []
     for figure in GATED:
         if reference.speedup is None:
@@ -245,8 +254,7 @@ def speedup_evidence(suite: Suite, reference: Reference, speedup: Speedup | None
         else:
             try:
                 out.append(SpeedupEvidence(figure, paired_speedup(
-                    reference.speedup, speedup, figure, setting.max_drop, alpha,
-                    suite.workload.seed)))
+                    reference.speedup, speedup, figure, max_drop, alpha, seed)))
             except ValueError as error:
                 out.append(SpeedupEvidence(figure, None, str(error)))
     return out

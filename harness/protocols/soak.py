@@ -5,7 +5,10 @@ so), accept length per window of serving time, and a gate on its trend within th
 
 The soak is one run (`harness.run.runner.run_suite` with `RunOptions.soak_s`: the measured
 phase sends the prompts over and over until the duration is up, `Driver.measure_for`), a
-normal run record of the series `<suite>-soak`, judged by the suite's floors; each row
+normal run record of the series `<suite>-soak`, judged by the suite's floors; with
+`--server` (`RunOptions.server`) the run attaches to a server someone else started, as
+`harness run --server` does (`harness.run.attach`: no launch, no kill, the server checked
+against the suite first), and its prefix cache is as that server was started; each row
 carries when it finished, so the soak's windows are read from its rows (through the door,
 `harness.results.readers`). The drift (`harness.metrics.drift`) is judged with the floors
 by the one judge (`harness.run.judge.decide`, `Evidence.drift`), and the soak's record
@@ -142,11 +145,11 @@ def _check_alpha(value: float) -> float:
 
 def soak_suite(loaded: LoadedSuite, questions: int | None) -> LoadedSuite:
     """The suite of the soak: its main workload alone (questions capped when asked), no
-    sequential rule, no entries, gate or target-alone run, prefix caching on; series
+    sequential rule, no entries, gate, grid or target-alone run, prefix caching on; series
     `<suite>-soak`. BadInput naming engine.extra_args where the suite turns the cache off."""
     suite = loaded.suite
     document = copy.deepcopy(loaded.document)
-    for key in ("workloads", "gate", "baselines", "speedup"):
+    for key in ("workloads", "gate", "baselines", "speedup", "grid"):
         document.pop(key, None)
     document["name"] = f"{suite.name}{SERIES_SUFFIX}"
     document["nightly"] = False
@@ -170,6 +173,17 @@ def soak_suite(loaded: LoadedSuite, questions: int | None) -> LoadedSuite:
         engine["extra_args"] = args
     document["engine"] = engine
     return derived_suite(loaded, document, "soak")
+
+
+def prefix_cache_said(kind: str, server: str | None) -> str:
+    """The prefix cache as the record states it: the engine's own flag, on the launch the
+    soak made; on an attached server (`--server`) as that server was started, which the
+    harness neither sets nor reads."""
+    said = prefix_cache_for(kind).describe()
+    if server is None:
+        return said
+    return (f"attached server (--server): prefix caching as the server was started, not "
+            f"set by the harness; {said}")
 
 
 @dataclass
@@ -201,7 +215,7 @@ def run_soak(loaded: LoadedSuite, settings: SoakSettings, options: RunOptions,
         plan = [*outcome.plan,
                 f"soak       the workload repeated for {settings.duration_s:g} s on this one "
                 f"launch, windows of {settings.window_s:g} s; "
-                f"{prefix_cache_for(loaded.suite.engine.kind).describe()}",
+                f"{prefix_cache_said(loaded.suite.engine.kind, options.server)}",
                 f"gate       drift of accept length over the run within a fall of "
                 f"{settings.max_drift:.1%} (one-sided alpha {settings.alpha:g}, inconclusive "
                 f"judged {settings.inconclusive})"]
@@ -223,6 +237,13 @@ def _judged(loaded: LoadedSuite, derived: LoadedSuite, settings: SoakSettings, s
         status: VerdictStatus = "skipped" if outcome.status == "skipped" else "error"
         return _record(loaded, derived, settings, soak_id, started, options, run_dir, run, [],
                        None, status, list(outcome.reasons)), status
+    if outcome.status == "error" and run.measurement is None:
+        # nothing measured (a server that never answered, one that died before its first
+        # request): the run's own error, with the windows of any rows it kept
+        windows, _ = _windows(read_requests(run_dir, run), derived.suite.floors.metric,
+                              settings, derived.suite.workload.seed)
+        return _record(loaded, derived, settings, soak_id, started, options, run_dir, run,
+                       windows, None, "error", list(outcome.reasons)), "error"
     rows = read_requests(run_dir, run, strict=True)
     metric = derived.suite.floors.metric
     windows, problem = _windows(rows, metric, settings, derived.suite.workload.seed)
@@ -308,7 +329,7 @@ def _record(loaded: LoadedSuite, derived: LoadedSuite, settings: SoakSettings, s
     measurement = run.measurement if run is not None else None
     return SoakRecord(
         soak_id=soak_id, suite=loaded.suite.name, engine=loaded.suite.engine.kind,
-        prefix_cache=prefix_cache_for(loaded.suite.engine.kind).describe(),
+        prefix_cache=prefix_cache_said(loaded.suite.engine.kind, options.server),
         started_at=started, finished_at=utc_now(), label=options.label,
         duration_s=settings.duration_s, window_s=settings.window_s,
         measured_s=measurement.duration_s if measurement is not None else None,

@@ -72,14 +72,22 @@ class GridFinding(_Grid):
     status: VerdictStatus
     reasons: list[str] = Field(default_factory=list)
     result: dict[str, object] | None = None
+    # the per-cell speedup gate (`[grid] speedup_max_drop`): one finding per figure
+    # (speedup_tpot, speedup_throughput) as the judge recorded it, each with its status
+    # and `PairedSpeedupResult.to_dict()`, or its reason where no test was made
+    speedup: list[dict[str, object]] = Field(default_factory=list)
 
 
 class GridGate(_Grid):
     """Each cell's accept length within `max_drop` (a share) of its reference cell's,
-    paired by prompt, one-sided at `alpha`; the reference cell of each category."""
+    paired by prompt, one-sided at `alpha`; the reference cell of each category; with
+    `speedup_max_drop`, each speedup over the target alone too (its test's definition in
+    `speedup_definition`, `harness.metrics.speedup.GATE_DEFINITION`)."""
 
     reference: dict[str, str | int | None]
     max_drop: float = Field(gt=0.0, lt=1.0)
+    speedup_max_drop: float | None = Field(default=None, gt=0.0, lt=1.0)
+    speedup_definition: str | None = None
     alpha: float = Field(gt=0.0, lt=0.5)
     inconclusive: Literal["pass", "fail"]
     findings: list[GridFinding] = Field(default_factory=list)

@@ -9,6 +9,8 @@
     questions = 4                       # prompts per cell
     reference = { tier = "short", prefix_caching = "on", concurrency = 1 }
     max_drop = 0.1                      # each cell's accept length within 10% of its reference's
+    speedup_max_drop = 0.2              # optional, with [speedup]: each cell's speedups within
+                                        # 20% of its reference cell's
 
 A cell is one tier, one category, one prefix-caching setting and one concurrency. A tier
 is a prompt length made from the data there is: `shots` GSM8K worked examples (the train
@@ -18,7 +20,9 @@ questions), for the others a prefixed context before the first turn (`context_sh
 Each cell is a workload entry of a derived suite (`harness.protocols.grid`), judged by
 the suite's `[floors]` (accept length, metric, speedup floors); cells of one launch share
 one server. The gate compares each cell with the reference cell of its own category: cells
-of two categories share no prompt, so only a category's cells pair by question.
+of two categories share no prompt, so only a category's cells pair by question. With
+`speedup_max_drop` it also compares each cell's speedups over the target alone (TPOT and
+throughput, `harness.metrics.speedup`) with its reference cell's, paired by question.
 
 Bad input is refused at load naming the field: an unknown category, a repeated axis
 value, a reference that names no cell, a concurrency past the questions, prefix caching
@@ -81,6 +85,10 @@ class Grid(Strict):
     questions: int = Field(ge=1, le=1319)
     reference: GridReference | None = None
     max_drop: float | None = Field(default=None, gt=0.0, lt=1.0, allow_inf_nan=False)
+    # the per-cell speedup gate: each speedup over the target alone within this share of
+    # its reference cell's (paired by question, harness.metrics.speedup.paired_speedup);
+    # needs `reference` and the suite's [speedup] (harness.suite.schema)
+    speedup_max_drop: float | None = Field(default=None, gt=0.0, lt=1.0, allow_inf_nan=False)
     alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
     inconclusive: Literal["pass", "fail"] = "pass"
 
@@ -117,6 +125,9 @@ class Grid(Strict):
         if (self.max_drop is None) != (self.reference is None):
             raise impossible("max_drop", "max_drop and reference go together: the gate "
                              "judges each cell against its reference cell within max_drop")
+        if self.speedup_max_drop is not None and self.reference is None:
+            raise impossible("speedup_max_drop", "the speedup gate judges each cell against "
+                             "its reference cell: name grid.reference and grid.max_drop")
         ref = self.reference
         if ref is None:
             return self

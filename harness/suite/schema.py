@@ -171,6 +171,10 @@ class Suite(Strict):
         problem = engine_problem(self.grid, self.engine.kind, list(self.engine.extra_args))
         if problem is not None:
             raise impossible(*problem)
+        if self.grid.speedup_max_drop is not None and self.speedup is None:
+            raise impossible("grid.speedup_max_drop", "no speedup to gate: the suite has no "
+                             "[speedup] (baseline = \"target_only\"), so no cell measures "
+                             "the target alone")
         if not self.grid.concurrency and self.workload.concurrency > self.grid.questions:
             raise impossible("grid.questions", f"{self.grid.questions} questions per cell "
                              f"cannot keep workload.concurrency = {self.workload.concurrency} "

@@ -148,6 +148,10 @@ GOLDEN["tiny_dflash_sglang_cpu"] = [
     "--skip-server-warmup", "--decode-log-interval", "1",
 ]
 
+# Its workload grid and soak: the same launch line (the grid adds its prefix-cache flag per
+# launch, tests/protocols/test_grid_launches.py).
+GOLDEN["tiny_dflash_grid_sglang_cpu"] = list(GOLDEN["tiny_dflash_sglang_cpu"])
+
 
 # The seed's pairs in miniature (docs/seed-models.md): each GPU suite's own line with the
 # model paths swapped, the draft's and the target's backend intel_amx, one rank, the KV

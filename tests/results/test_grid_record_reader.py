@@ -1,5 +1,6 @@
 """A grid's record through the door: written and read back as the same record, its
-heatmap drawn with a cell that has no figure shown as such (never a zero), and a
+heatmap drawn with a cell that has no figure shown as such (never a zero), each speedup
+panel titled with its definition and showing that figure's own speedup gate, and a
 damaged or hostile grid.json refused naming the file and the field (exit 2)."""
 
 from __future__ import annotations
@@ -52,16 +53,22 @@ def record() -> GridRecord:
     return GridRecord(
         grid_id="g1", suite="s", engine="reference", started_at=datetime(2026, 1, 1, tzinfo=UTC),
         metric="server_avg", definition=METRIC_DEFINITIONS["server_avg"],
-        speedup_definitions={"tpot": "target alone's mean TPOT / speculation's"},
+        speedup_definitions={"speedup_tpot": "target alone's mean TPOT / speculation's"},
         tiers=[GridTierInfo(name="short", shots=0, label="short: 0 prefixed"),
                GridTierInfo(name="long", shots=1, label="long: 1 prefixed")],
         categories=["gsm8k", "qa"], concurrency=[1], questions=4,
         launches=[GridLaunch(cells=[c.name for c in cells], status="error")],
         cells=cells,
         gate=GridGate(reference={"tier": "short", "prefix_caching": None, "concurrency": 1},
-                      max_drop=0.1, alpha=0.05, inconclusive="pass",
+                      max_drop=0.1, speedup_max_drop=0.2, speedup_definition="B / A",
+                      alpha=0.05, inconclusive="pass",
                       findings=[GridFinding(cell="long-gsm8k-c1", reference="short-gsm8k-c1",
-                                            status="fail", reasons=["relative gate FAIL"])]),
+                                            status="fail", reasons=["relative gate FAIL"],
+                                            speedup=[{"figure": "speedup_tpot",
+                                                      "status": "pass", "ratio": 1.0},
+                                                     {"figure": "speedup_throughput",
+                                                      "status": "error",
+                                                      "reason": "no test"}])]),
         status="error")
 
 
@@ -86,7 +93,13 @@ def test_the_heatmap_states_every_figure_and_the_missing_one(folder: Path) -> No
     assert "3.30\n[3.20, 3.40]\nFAIL" in texts  # the gate's finding, not the run's pass
     assert "no figure\nERROR" in texts  # the cell with no record: never a zero
     assert "server_avg definition" in accept.get_title()
-    assert "tpot definition" in speedup.get_title()
+    assert "speedup_tpot definition" in speedup.get_title()
+    assert "target alone's mean TPOT / speculation's" in speedup.get_title()
+    assert "speedup gate, within 20% of the reference cell's" in speedup.get_title()
+    # the speedup panel's verdict is the TPOT speedup gate's (pass), not the finding's fail
+    shown = [t.get_text() for t in speedup.texts]
+    assert shown.count("1.20\n[1.10, 1.30]\nPASS") == 2 and "FAIL" not in "".join(shown)
+    assert "speedups within 20.0% of the reference cell's" in str(figure.get_suptitle())
     assert [t.get_text() for t in accept.get_yticklabels()] == \
         [row_label(grid, ("short", None, 1)), row_label(grid, ("long", None, 1))]
     assert "(1 shots)" in row_label(grid, ("long", None, 1))

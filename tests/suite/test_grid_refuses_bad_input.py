@@ -82,6 +82,16 @@ def test_the_shipped_grid_validates() -> None:
     ({"prefix_caching": ["on", "on"]}, "grid.prefix_caching", "on given twice"),
     ({"questions": 2000}, "grid.questions", ""),
     ({"colour": "red"}, "grid.colour", "unknown field"),
+    # the per-cell speedup gate's tolerance: a share of the reference cell's speedup
+    ({"speedup_max_drop": 1.5}, "grid.speedup_max_drop", "less than 1"),
+    ({"speedup_max_drop": 0.0}, "grid.speedup_max_drop", "greater than 0"),
+    ({"speedup_max_drop": -0.1}, "grid.speedup_max_drop", "greater than 0"),
+    ({"speedup_max_drop": float("nan")}, "grid.speedup_max_drop", "finite"),
+    ({"speedup_max_drop": "0.2"}, "grid.speedup_max_drop", "number"),
+    ({"speedup_max_drop": True}, "grid.speedup_max_drop", "number"),
+    ({"max_drop": "0.5"}, "grid.max_drop", "number"),
+    ({"reference": None, "max_drop": None, "speedup_max_drop": 0.2},
+     "grid.speedup_max_drop", "name grid.reference"),
 ])
 def test_each_bad_grid_is_named(change: dict[str, object], field: str, words: str) -> None:
     grid = {key: value for key, value in {**GOOD, **change}.items() if value is not None}
@@ -143,6 +153,29 @@ def test_a_prefix_flag_already_set_is_named() -> None:
         refusal(text)
 
 
+def test_a_speedup_gate_without_speedup_is_named() -> None:
+    """The vLLM suite has no [speedup]: no cell measures the target alone, so there is no
+    speedup to gate."""
+    grid = {**GOOD, "speedup_max_drop": 0.2}
+    message = refusal(suite_text(grid, VLLM))
+    assert "grid.speedup_max_drop: no speedup to gate" in message, message
+    assert refusal(suite_text(grid)) == ""  # the shipped grid has [speedup]
+
+
+@pytest.mark.parametrize(("value", "words"), [
+    ('"0.2"', "grid.speedup_max_drop"), ("1.0", "grid.speedup_max_drop"),
+    ("inf", "grid.speedup_max_drop")])
+def test_validate_exits_2_naming_the_speedup_tolerance(tmp_path: Path, value: str,
+                                                      words: str) -> None:
+    bad = tmp_path / "grid.toml"
+    bad.write_text(suite_text(GOOD).replace("max_drop = 0.5",
+                                            f"max_drop = 0.5\nspeedup_max_drop = {value}"))
+    done = subprocess.run([sys.executable, "-m", "harness", "validate", str(bad)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert words in done.stderr and "Traceback" not in done.stderr
+
+
 def test_validate_exits_2_naming_the_field(tmp_path: Path) -> None:
     bad = tmp_path / "grid.toml"
     bad.write_text(suite_text({**GOOD, "categories": ["writing"], "questions": 20}))
@@ -176,6 +209,8 @@ grids = st.fixed_dictionaries({
     "reference": st.fixed_dictionaries({"tier": names}, optional={
         "concurrency": st.integers(0, 8), "prefix_caching": st.sampled_from(["on", "off"])}),
     "max_drop": st.floats(-0.5, 1.5, allow_nan=False),
+    "speedup_max_drop": st.one_of(st.floats(-0.5, 1.5, allow_nan=False),
+                                  st.just("0.2")),
     "alpha": st.floats(0.0, 0.6, allow_nan=False),
 })
 

@@ -33,6 +33,11 @@ class SoakCommand(Command):
                             help="questions in the repeated workload (default: the suite's)")
         add_results_option(parser)
         add_build_options(parser)
+        parser.add_argument("--server", metavar="URL",
+                            help="soak a server someone else started (as `harness run "
+                            "--server`): no launch, no kill; refused, naming the field, when "
+                            "it does not serve what the suite declares. Its prefix cache is "
+                            "as it was started")
         parser.add_argument("--label", help="a tag recorded with the soak and its run")
         parser.add_argument("--dry-run", action="store_true",
                             help="print the launch line and the soak's plan; run nothing")
