@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -168,7 +169,9 @@ def render(document: Mapping[str, object], variant: CpuVariant) -> str:
         "# flags swapped (SGLang 0.5.23's DFLASH worker on CPU: the kernel stand-ins and",
         "# the per-release test patch, docs/sglang-on-cpu.md; the miniature,",
         "# docs/seed-models.md).",
-        f"# Floor: {variant.floor_note}",
+        # the floor's note names its calibration and figures: wrapped, as a comment
+        *(f"# {line}" for line in textwrap.wrap(
+            f"Floor: {variant.floor_note}", 88, break_long_words=False, break_on_hyphens=False)),
         *(f"# {line}" for line in variant.notes),
     ]
     return "\n".join(header) + "\n\n" + tomli_w.dumps(dict(document))
