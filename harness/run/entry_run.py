@@ -33,6 +33,7 @@ from harness.results.record import (
 from harness.results.writer import write_run
 from harness.run import recorded, runtime_attention, runtime_contract
 from harness.run.exit_codes import EXIT_CODES
+from harness.run.judge import RUNTIME_CONTRACT_DIFFERS
 from harness.run.outcome import RunOptions, RunOutcome
 from harness.secrets import redact_text
 from harness.suite.model import LoadedSuite
@@ -132,8 +133,9 @@ class EntryRun:
             message = unexpected_text(error)
         self._partial_measurement()
         reached = self._what_reached_the_model()
+        header = [RUNTIME_CONTRACT_DIFFERS] if reached else []
         return self.finish(Verdict(status="error",
-                                   reasons=[*reached, f"{self.stage}: {message}"]))
+                                   reasons=[*header, *reached, f"{self.stage}: {message}"]))
 
     def _what_reached_the_model(self) -> list[str]:
         """A run that ends in an error (an engine that dies in its warm-up) still compares

@@ -93,6 +93,10 @@ class Evidence:
     drift: DriftEvidence | None = None
 
 
+# the first line of a verdict whose engine ran another draft contract than the audit's
+RUNTIME_CONTRACT_DIFFERS = "the draft's runtime contract differs from the audit's for this build:"
+
+
 @dataclass
 class Judgement:
     verdict: Verdict
@@ -110,8 +114,7 @@ def decide(evidence: Evidence) -> Judgement:
     if evidence.runtime_contract:  # an error that stands over every other finding
         judged = decide(dataclasses.replace(evidence, runtime_contract=()))
         verdict = Verdict(status="error", reasons=[
-            "the draft's runtime contract differs from the audit's for this build:",
-            *evidence.runtime_contract, *judged.verdict.reasons])
+            RUNTIME_CONTRACT_DIFFERS, *evidence.runtime_contract, *judged.verdict.reasons])
         return Judgement(verdict, EXIT_CODES["error"], judged.floors_status, judged.paired)
     if evidence.missing:  # a figure the suite asks for is missing: never a pass
         judged = decide(dataclasses.replace(evidence, missing=()))

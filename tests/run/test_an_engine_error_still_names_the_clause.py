@@ -15,6 +15,7 @@ from harness.results.readers import read_run
 from harness.results.record import ClauseRow, LayerRow, utc_now
 from harness.run import runtime_attention, runtime_contract
 from harness.run.entry_run import EntryRun
+from harness.run.judge import RUNTIME_CONTRACT_DIFFERS
 from harness.run.outcome import RunOptions
 from harness.suite.model import load_suite
 
@@ -47,10 +48,11 @@ def test_a_clause_recorded_before_the_crash_is_named_first(tmp_path: Path) -> No
     record = run.failed(CRASH)
     assert record.verdict is not None and record.verdict.status == "error"
     reasons = record.verdict.reasons
-    assert reasons[0] == ("block_size: reached the model as 7 (the draft forward's block); "
+    assert reasons[0] == RUNTIME_CONTRACT_DIFFERS  # as the judge says it of a measured run
+    assert reasons[1] == ("block_size: reached the model as 7 (the draft forward's block); "
                           "the audit says 8 (--speculative-num-draft-tokens)")
     assert reasons[-1].startswith("warm-up: the server exited with code 1")
-    assert len(reasons) == 2  # mask_token_id agreed: not named
+    assert len(reasons) == 3  # mask_token_id agreed: not named
     kept = read_run(run.run_dir)
     assert kept.draft_contract_runtime is not None
     assert kept.draft_contract_runtime["block_size"].note is not None  # both values kept
@@ -78,5 +80,5 @@ def test_a_kernel_call_recorded_before_the_crash_is_named(tmp_path: Path) -> Non
     assert runtime_attention.read_runtime(run.runtime_record)  # the kernel stand-in's format
     record = run.failed(CRASH)
     assert record.verdict is not None
-    assert record.verdict.reasons[0].startswith("draft layer 0")
+    assert record.verdict.reasons[1].startswith("draft layer 0")
     assert "warm-up:" in record.verdict.reasons[-1]

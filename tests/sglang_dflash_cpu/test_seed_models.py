@@ -144,6 +144,8 @@ def test_gemma4_reverted_is_caught_by_the_paired_gate(gemma_reverted: Run) -> No
     assert _runtime(record) == GEMMA_REVERTED
     paired = record["paired"]
     assert paired["status"] == "fail" and paired["result"]["decision"] == "worse", paired
+    # and by the calibrated floor (suites/gemma4_dflash_sglang_cpu.toml), not only the gate
+    assert paired["floors_status"] == "fail", paired
     assert paired["against"]["reused"] and paired["against"]["spec"] == SPEC
 
 

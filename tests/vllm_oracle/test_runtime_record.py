@@ -108,6 +108,29 @@ def draft(module):
 runpy.run_path(AFTER_IMPORT)["install"]({"vllm.v1.spec_decode.dflash": proposer,
                                           "vllm.model_executor.models.qwen3_dflash": draft})
 '''.replace("AFTER_IMPORT", repr(str(ROOT / "harness" / "engines" / "after_import.py")))
+# DFlashProposer.set_inputs_first_pass lays out blocks of num_speculative_tokens (7) instead
+# of num_speculative_tokens + 1 (8), the proposer's own count untouched: every buffer after
+# it has the other width, so vLLM fails at its next reshape (an error, not a silent drop).
+BLOCK_PLANTED = r'''
+import runpy
+
+
+def proposer(module):
+    cls = module.DFlashProposer
+    original = cls.set_inputs_first_pass
+
+    def set_inputs_first_pass(self, *args, **kwargs):
+        self.num_speculative_tokens -= 1
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            self.num_speculative_tokens += 1
+
+    cls.set_inputs_first_pass = set_inputs_first_pass
+
+
+runpy.run_path(AFTER_IMPORT)["install"]({"vllm.v1.spec_decode.dflash": proposer})
+'''.replace("AFTER_IMPORT", repr(str(ROOT / "harness" / "engines" / "after_import.py")))
 QUESTIONS = 8  # the planted copies: enough draft steps to record, at a fraction of the time
 
 
@@ -231,3 +254,30 @@ def test_forward_defects_in_the_draft_fail_the_run_naming_each_clause(forward_pl
             runtime["lm_head"]["value"]) == (2, "target", "target")
     assert not any(r.split(":")[0] in ("taps", "block_size", "draft_layers")
                    for r in reasons)
+
+
+@pytest.fixture(scope="module")
+def block_planted(tmp_path_factory: pytest.TempPathFactory):
+    vllm_python()
+    folder = tmp_path_factory.mktemp("block")
+    hook = folder / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(BLOCK_PLANTED)
+    return _run(folder, f"{SUITE}_block_of_7", {"PYTHONPATH": str(hook)}, QUESTIONS)
+
+
+def test_a_block_width_the_engine_dies_on_is_named_beside_its_error(block_planted) -> None:
+    """The draft forward given blocks of 7 to a proposer that reads 8: vLLM dies at its next
+    reshape, in the warm-up; the verdict names the clause the record caught before it died,
+    then the engine's error."""
+    done, record = block_planted
+    assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
+    reasons = record["verdict"]["reasons"]
+    assert record["verdict"]["status"] == "error"
+    assert reasons[0] == "the draft's runtime contract differs from the audit's for this build:"
+    assert reasons[1].startswith("block_size: reached the model as 7 (the draft forward's "
+                                 "query block per request"), reasons
+    assert reasons[1].endswith("the audit says 8 (--speculative-config num_speculative_tokens "
+                               "+ 1)"), reasons
+    assert "shape '[-1, 7]' is invalid" in "\n".join(reasons[2:])  # the engine's own error
+    assert record["draft_contract_runtime"]["block_size"]["value"] == 8  # as configured
