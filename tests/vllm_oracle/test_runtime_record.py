@@ -12,7 +12,10 @@ and the run compares it with the audit's vLLM clauses for the vLLM it launched.
   draft block's masked positions filled with token 0, the draft embedding through a private
   embedding and projecting through a private head, nothing vLLM configures changed: exit 3,
   one line per clause, from what the draft's forward got (docs/audit.md, "Planted
-  defects")."""
+  defects").
+- A block width the engine dies on (blocks of 7 laid out for a proposer that reads 8): the
+  run errors in its warm-up, and the verdict names `block_size` from the record before the
+  engine's error."""
 
 from __future__ import annotations
 
@@ -279,5 +282,8 @@ def test_a_block_width_the_engine_dies_on_is_named_beside_its_error(block_plante
                                  "query block per request"), reasons
     assert reasons[1].endswith("the audit says 8 (--speculative-config num_speculative_tokens "
                                "+ 1)"), reasons
-    assert "shape '[-1, 7]' is invalid" in "\n".join(reasons[2:])  # the engine's own error
+    assert reasons[2].startswith("warm-up: "), reasons  # then the engine's error itself
+    folder = next(line.split(":", 1)[1].strip() for line in done.stdout.splitlines()
+                  if line.startswith("record:"))
+    assert "shape '[-1, 7]' is invalid" in (Path(folder) / "server.log").read_text()
     assert record["draft_contract_runtime"]["block_size"]["value"] == 8  # as configured
