@@ -158,8 +158,9 @@ class EntryRun:
                 if calls := runtime_attention.read_runtime(kernel):
                     self.attention_runtime = calls
                     found += runtime_attention.differences(self.attention, calls)
-        # "recorded nothing" lines: what the crash cut short, not a clause that differs
-        return [line for line in found if "recorded nothing" not in line]
+        # "recorded nothing" / "no call" lines: what the crash cut short, not a difference
+        return [line for line in found
+                if "recorded nothing" not in line and "recorded no call" not in line]
 
     def _partial_measurement(self) -> None:
         """The requests that finished before the run ended: kept, never a pass."""

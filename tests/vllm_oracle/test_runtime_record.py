@@ -15,7 +15,9 @@ and the run compares it with the audit's vLLM clauses for the vLLM it launched.
   defects").
 - A block width the engine dies on (blocks of 7 laid out for a proposer that reads 8): the
   run errors in its warm-up, and the verdict names `block_size` from the record before the
-  engine's error."""
+  engine's error.
+- Attention the kernel is handed differently (the metadata builder's windowed group made
+  bidirectional): exit 3 naming each draft layer, from the CPU kernel's calls."""
 
 from __future__ import annotations
 
@@ -133,6 +135,29 @@ def proposer(module):
 
 
 runpy.run_path(AFTER_IMPORT)["install"]({"vllm.v1.spec_decode.dflash": proposer})
+'''.replace("AFTER_IMPORT", repr(str(ROOT / "harness" / "engines" / "after_import.py")))
+# CPUAttentionMetadataBuilder.build hands the kernel bidirectional attention for a group of
+# windowed layers (the uniform draft's five, window 16; the tiny target's layers have no
+# window and are untouched): a defect in what the kernel is given, below everything the
+# audit resolves.
+KERNEL_PLANTED = r'''
+import runpy
+
+
+def builder(module):
+    cls = module.CPUAttentionMetadataBuilder
+    original = cls.build
+
+    def build(self, *args, **kwargs):
+        metadata = original(self, *args, **kwargs)
+        if self.window_size > 0:
+            metadata.causal = False
+        return metadata
+
+    cls.build = build
+
+
+runpy.run_path(AFTER_IMPORT)["install"]({"vllm.v1.attention.backends.cpu_attn": builder})
 '''.replace("AFTER_IMPORT", repr(str(ROOT / "harness" / "engines" / "after_import.py")))
 QUESTIONS = 8  # the planted copies: enough draft steps to record, at a fraction of the time
 
@@ -287,3 +312,30 @@ def test_a_block_width_the_engine_dies_on_is_named_beside_its_error(block_plante
                   if line.startswith("record:"))
     assert "shape '[-1, 7]' is invalid" in (Path(folder) / "server.log").read_text()
     assert record["draft_contract_runtime"]["block_size"]["value"] == 8  # as configured
+
+
+@pytest.fixture(scope="module")
+def kernel_planted(tmp_path_factory: pytest.TempPathFactory):
+    vllm_python()
+    folder = tmp_path_factory.mktemp("kernel")
+    hook = folder / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(KERNEL_PLANTED)
+    return _run(folder, f"{SUITE}_windowed_bidirectional", {"PYTHONPATH": str(hook)},
+                QUESTIONS)
+
+
+def test_attention_the_kernel_is_handed_differently_fails_naming_each_layer(kernel_planted
+                                                                            ) -> None:
+    """The metadata builder hands the draft's windowed layers bidirectional attention, the
+    audit (vLLM's own layer resolver) still says causal, window 16: exit 3 naming each
+    draft layer, from what the CPU kernel received."""
+    done, record = kernel_planted
+    assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
+    reasons = record["verdict"]["reasons"]
+    assert record["verdict"]["status"] == "error"
+    assert reasons[0] == "the draft's runtime contract differs from the audit's for this build:"
+    assert reasons[1:6] == [f"draft layer {index}: the extend kernel received bidirectional, "
+                            "window 16; the audit says causal, window 16"
+                            for index in range(5)], reasons
+    assert [(r["causal"], r["window"]) for r in record["attention"]] == [(True, 16)] * 5
