@@ -17,7 +17,9 @@ and the run compares it with the audit's vLLM clauses for the vLLM it launched.
   run errors in its warm-up, and the verdict names `block_size` from the record before the
   engine's error.
 - Attention the kernel is handed differently (the metadata builder's windowed group made
-  bidirectional): exit 3 naming each draft layer, from the CPU kernel's calls."""
+  bidirectional): exit 3 naming each draft layer, from the CPU kernel's calls.
+- Captures taken one boundary early in the target's loop, its configured list right: exit 3
+  naming the taps, from the layer boundary each captured tensor equals."""
 
 from __future__ import annotations
 
@@ -158,6 +160,27 @@ def builder(module):
 
 
 runpy.run_path(AFTER_IMPORT)["install"]({"vllm.v1.attention.backends.cpu_attn": builder})
+'''.replace("AFTER_IMPORT", repr(str(ROOT / "harness" / "engines" / "after_import.py")))
+# EagleModelMixin._maybe_add_hidden_state captures the stream one boundary early at forward
+# time (`if layer_idx + 1 in self.aux_hidden_state_layers`), the configured list untouched:
+# the taps' forward level, below what the audit and the runner's configuration say.
+CAPTURE_PLANTED = r'''
+import runpy
+
+
+def early(module):
+    cls = module.EagleModelMixin
+
+    def _maybe_add_hidden_state(self, aux_hidden_states, layer_idx, hidden_states, residual):
+        if layer_idx + 1 in self.aux_hidden_state_layers:
+            value = hidden_states + residual if residual is not None else hidden_states
+            aux_hidden_states.append(value)
+        return aux_hidden_states
+
+    cls._maybe_add_hidden_state = _maybe_add_hidden_state
+
+
+runpy.run_path(AFTER_IMPORT)["install"]({"vllm.model_executor.models.interfaces": early})
 '''.replace("AFTER_IMPORT", repr(str(ROOT / "harness" / "engines" / "after_import.py")))
 QUESTIONS = 8  # the planted copies: enough draft steps to record, at a fraction of the time
 
@@ -339,3 +362,30 @@ def test_attention_the_kernel_is_handed_differently_fails_naming_each_layer(kern
                             "window 16; the audit says causal, window 16"
                             for index in range(5)], reasons
     assert [(r["causal"], r["window"]) for r in record["attention"]] == [(True, 16)] * 5
+
+
+@pytest.fixture(scope="module")
+def capture_planted(tmp_path_factory: pytest.TempPathFactory):
+    vllm_python()
+    folder = tmp_path_factory.mktemp("capture")
+    hook = folder / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(CAPTURE_PLANTED)
+    return _run(folder, f"{SUITE}_capture_early", {"PYTHONPATH": str(hook)}, QUESTIONS)
+
+
+def test_captures_taken_one_layer_early_at_forward_fail_naming_the_taps(capture_planted
+                                                                        ) -> None:
+    """The target's loop captures one boundary early while its configured list is right:
+    the runner's list and the audit agree, and only what the forward captured names it."""
+    done, record = capture_planted
+    assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
+    reasons = record["verdict"]["reasons"]
+    assert reasons[0] == "the draft's runtime contract differs from the audit's for this build:"
+    assert reasons[1] == ("taps: reached the model as [0,1,2,3] (target forward: the layer "
+                          "boundary each captured tensor equals (hidden_states[c], -1 for "
+                          "none)); the audit says [1,2,3,4] (draft config)"), reasons
+    runtime = record["draft_contract_runtime"]["taps"]
+    assert runtime["value"] == [1, 2, 3, 4]  # as configured: target aux_hidden_state_layers
+    assert not any(r.split(":")[0] in ("block_size", "mask_token_id", "draft_layers")
+                   for r in reasons)
