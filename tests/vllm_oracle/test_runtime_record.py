@@ -31,6 +31,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.files import default_results_dir
+from harness.run import runtime_contract
+from harness.run.provenance import harness_git
 from tests.vllm_oracle.vllm_code import vllm_python
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -208,9 +211,28 @@ def _run(folder: Path, name: str, env: dict[str, str] | None = None,
     return done, json.loads(records[-1].read_text())
 
 
+def _this_checkouts_run() -> dict | None:
+    """The run `nox -s vllm_cpu` made of the suite just before these tests (the newest
+    under the default results folder), if this very checkout made it, clean, with the
+    recorder's file beside it: the same launch measured again would say the same."""
+    sha, dirty = harness_git()
+    for path in sorted((default_results_dir() / "runs" / SUITE).glob("*/run.json"))[-1:]:
+        record = json.loads(path.read_text())
+        provenance = record.get("provenance") or {}
+        if sha is not None and dirty is False and provenance.get("harness_git_sha") == sha \
+                and provenance.get("harness_git_dirty") is False \
+                and (path.parent / runtime_contract.RECORD_FILE).is_file():
+            return record
+    return None
+
+
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory: pytest.TempPathFactory):
     vllm_python()  # the environment `harness run tiny_dflash_vllm_cpu` built (else skip)
+    record = _this_checkouts_run()
+    if record is not None:  # its exit code: the one its verdict has
+        code = 0 if record["verdict"]["status"] == "pass" else 1
+        return subprocess.CompletedProcess(["harness", "run", SUITE], code, "", ""), record
     return _run(tmp_path_factory.mktemp("clean"), SUITE)
 
 
