@@ -184,7 +184,8 @@ def _observe_borrowed(draft: Any, inner: Any, embed: Any, head: Any) -> None:
         embed_input_ids._harness_recorded = True  # type: ignore[attr-defined]
         inner.embed_input_ids = embed_input_ids  # this instance only
     processor = getattr(draft, "logits_processor", None)
-    if head is not None and hasattr(processor, "register_forward_pre_hook") \
+    if head is not None and processor is not None \
+            and hasattr(processor, "register_forward_pre_hook") \
             and not getattr(processor, "_harness_head_observed", False):
         processor._harness_head_observed = True
 
@@ -344,7 +345,7 @@ def _record_delivered(draft: Any) -> None:
 def install_runner(module: Any) -> None:
     cls = getattr(module, "GPUModelRunner", None)
     original = getattr(cls, "_setup_eagle3_aux_hidden_state_outputs", None)
-    if original is None or getattr(original, "_harness_recorded", False):
+    if cls is None or original is None or getattr(original, "_harness_recorded", False):
         return
 
     @functools.wraps(original)
@@ -376,7 +377,7 @@ def record_call(impl: Any, attn_metadata: Any) -> None:
 def install_attention(module: Any) -> None:
     cls = getattr(module, "CPUAttentionBackendImpl", None)
     original = getattr(cls, "forward", None)
-    if original is None or getattr(original, "_harness_recorded", False):
+    if cls is None or original is None or getattr(original, "_harness_recorded", False):
         return
 
     @functools.wraps(original)
