@@ -35,8 +35,8 @@ import json
 import os
 import sys
 import types
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypedDict
 
 if __package__:  # imported as harness.audit.vllm_worker (tests)
     from harness.audit import extract
@@ -63,27 +63,118 @@ class Limit(Exception):
     pass
 
 
-def _answer(value: Any = None, source: str | None = None, error: BaseException | None = None,
+class BadRequest(Exception):
+    """The request on stdin is not what audit/vllm.py sends: a field missing or of another
+    type (said with the field's place in the request)."""
+
+
+class Registered(TypedDict):
+    """vLLM's own config class for a draft's model_type (audit/vllm.py `_registered`)."""
+
+    name: str
+    path: str
+    text: str
+
+
+class Draft(TypedDict):
+    """One draft (audit/vllm.py `installed_column`)."""
+
+    dir: str
+    target_layers: int | None
+    registered: Registered | None
+
+
+class Request(TypedDict):
+    """What audit/vllm.py writes on the worker's stdin (`_columns`)."""
+
+    files: dict[str, str]  # path -> the text of vLLM's module
+    drafts: list[Draft]
+
+
+Function = Callable[..., Any]  # vLLM's function, compiled from its source: untyped
+Config = Any  # the config object vLLM's EAGLEConfig builds: untyped
+
+
+def _object(value: object, where: str) -> Mapping[str, object]:
+    if not isinstance(value, dict):
+        raise BadRequest(f"{where}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _field(message: Mapping[str, object], key: str, where: str) -> object:
+    if key not in message:
+        raise BadRequest(f"{where}: no {key!r}")
+    return message[key]
+
+
+def _text(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise BadRequest(f"{where}: expected a string, got {type(value).__name__}")
+    return value
+
+
+def _registered(value: object, where: str) -> Registered | None:
+    if not value:  # as the worker has read it: absent, null or empty is none
+        return None
+    spec = _object(value, where)
+    return {"name": _text(_field(spec, "name", where), f"{where}.name"),
+            "path": _text(_field(spec, "path", where), f"{where}.path"),
+            "text": _text(_field(spec, "text", where), f"{where}.text")}
+
+
+def _draft(value: object, where: str) -> Draft:
+    draft = _object(value, where)
+    layers = draft.get("target_layers")
+    if layers is not None and (isinstance(layers, bool) or not isinstance(layers, int)):
+        raise BadRequest(f"{where}.target_layers: expected an integer or null, got "
+                         f"{type(layers).__name__}")
+    return {"dir": _text(_field(draft, "dir", where), f"{where}.dir"), "target_layers": layers,
+            "registered": _registered(draft.get("registered"), f"{where}.registered")}
+
+
+def read_request(value: object) -> Request:
+    """The request as audit/vllm.py sends it; BadRequest naming the first field that is
+    missing or of another type."""
+    request = _object(value, "request")
+    files = _object(_field(request, "files", "request"), "request.files")
+    drafts = _field(request, "drafts", "request")
+    if not isinstance(drafts, list):
+        raise BadRequest(f"request.drafts: expected a JSON list, got {type(drafts).__name__}")
+    return {"files": {path: _text(text, f"request.files[{path!r}]")
+                      for path, text in files.items()},
+            "drafts": [_draft(draft, f"request.drafts[{i}]") for i, draft in enumerate(drafts)]}
+
+
+def _answer(value: object = None, source: str | None = None, error: BaseException | None = None,
             note: str | None = None, limit: str | None = None) -> dict[str, object]:
     return {"value": value, "source": source, "note": note, "limit": limit,
             "error": None if error is None else {"type": type(error).__name__,
                                                  "message": str(error)}}
 
 
-def _function(files: Mapping[str, str], path: str, name: str) -> Any:
+def _callable(found: object, where: str) -> Function:
+    """A function compiled from vLLM's source, narrowed where it is taken."""
+    if not callable(found):
+        raise Limit(f"{where}: not a function in this vLLM's source")
+    return found
+
+
+def _function(files: Mapping[str, str], path: str, name: str
+              ) -> tuple[Function, dict[str, object]]:
     try:
         namespace, _ = extract.extract_functions({path: files[path]}, (name,), name, "vllm")
     except (KeyError, extract.ExtractError) as error:
         raise Limit(f"cannot compile {path}:{name}: {error}") from None
-    return namespace[name], namespace
+    return _callable(namespace[name], f"{path}:{name}"), namespace
 
 
-def _method(files: Mapping[str, str], path: str, cls: str, name: str) -> Any:
+def _method(files: Mapping[str, str], path: str, cls: str, name: str) -> Function:
     found = extract.find_method({path: files[path]}, cls, name) if path in files else None
     if found is None:
         raise Limit(f"{path} has no {cls}.{name}")
-    return extract.compile_function(found[0], f"{path}:{cls}.{name}",
-                                    extract.base_namespace("harness_vllm"))
+    return _callable(extract.compile_function(found[0], f"{path}:{cls}.{name}",
+                                              extract.base_namespace("harness_vllm")),
+                     f"{path}:{cls}.{name}")
 
 
 class Resolver:
@@ -96,7 +187,10 @@ class Resolver:
                                                PretrainedConfig)
         except (KeyError, extract.ExtractError) as error:
             raise Limit(f"cannot compile vLLM's EAGLEConfig: {error}") from None
-        self.eagle.__init__.__globals__["AutoConfig"] = AutoConfig
+        init = getattr(self.eagle, "__init__", None)
+        if not isinstance(init, types.FunctionType):  # compiled from EAGLEConfig's `def`
+            raise Limit("vLLM's EAGLEConfig.__init__ is not a function")
+        init.__globals__["AutoConfig"] = AutoConfig
         self.layer, namespace = _function(files, QWEN3_DFLASH, "_resolve_layer_attention")
         self.runner = types.SimpleNamespace(use_v2_model_runner=False)
         namespace["get_current_vllm_config"] = lambda: self.runner
@@ -110,14 +204,14 @@ class Resolver:
         self.mask = _method(files, PROPOSER, "SpecDecodeBaseProposer",
                             "_init_parallel_drafting_params")
 
-    def config(self, folder: str, registered: Mapping[str, object] | None) -> Any:
-        """The config vLLM builds: its own class for a model_type in its registry
-        (`_CONFIG_REGISTRY`, e.g. muse_glimmer_assistant), else transformers'; then
-        EAGLEConfig(..., method="dflash")."""
+    def config(self, folder: str, registered: Registered | None) -> Config:
+        """The config vLLM builds (its EAGLEConfig, untyped): its own class for a model_type
+        in its registry (`_CONFIG_REGISTRY`, e.g. muse_glimmer_assistant), else
+        transformers'; then EAGLEConfig(..., method="dflash")."""
         from transformers import AutoConfig, PretrainedConfig
 
         if registered:
-            names = {}
+            names: dict[str, object] = {}
             for name, where in extract.transformers_imports(registered["text"],
                                                             registered["path"]).items():
                 module, _, attribute = where.partition(":")
@@ -127,12 +221,14 @@ class Resolver:
                                             registered["name"], PretrainedConfig, names)
             except extract.ExtractError as error:
                 raise Limit(f"cannot compile vLLM's {registered['name']}: {error}") from None
+            if not issubclass(cls, PretrainedConfig):  # extract_class compiles it on that base
+                raise Limit(f"vLLM's {registered['name']} is not a PretrainedConfig")
             hf = cls.from_pretrained(folder)
         else:
             hf = AutoConfig.from_pretrained(folder, trust_remote_code=False)
         return self.eagle(hf, method="dflash", model_type="eagle")
 
-    def attention(self, config: Any) -> dict[str, object]:
+    def attention(self, config: Config) -> dict[str, object]:
         layers = int(config.num_hidden_layers)
         note = None
         self.runner.use_v2_model_runner = False
@@ -148,10 +244,10 @@ class Resolver:
                            for i, (w, c) in enumerate(rows)],
                 "explicit": explicit, "note": note}
 
-    def _spec(self, config: Any) -> Any:
+    def _spec(self, config: Config) -> types.SimpleNamespace:
         return types.SimpleNamespace(draft_model_config=types.SimpleNamespace(hf_config=config))
 
-    def taps(self, config: Any, target_layers: int | None) -> dict[str, object]:
+    def taps(self, config: Config, target_layers: int | None) -> dict[str, object]:
         declared = self.aux(self._spec(config))
         source = "draft config"
         if not declared:
@@ -167,11 +263,11 @@ class Resolver:
         return _answer(list(holder.aux_hidden_state_layers), source,
                        note=f"aux layers {list(declared)}")
 
-    def fc(self, config: Any) -> dict[str, object]:
+    def fc(self, config: Config) -> dict[str, object]:
         vllm_config = types.SimpleNamespace(speculative_config=self._spec(config))
         return _answer(int(self.fc_size(vllm_config)))
 
-    def mask_id(self, config: Any) -> dict[str, object]:
+    def mask_id(self, config: Config) -> dict[str, object]:
         proposer = types.SimpleNamespace(draft_model_config=types.SimpleNamespace(
             hf_config=config), pass_hidden_states_to_model=False)
         self.mask(proposer)
@@ -187,9 +283,9 @@ NOT_READ = {
 }
 
 
-def evaluate(resolver: Resolver, draft: Mapping[str, object]) -> dict[str, object]:
+def evaluate(resolver: Resolver, draft: Draft) -> dict[str, object]:
     try:
-        config = resolver.config(draft["dir"], draft.get("registered"))
+        config = resolver.config(draft["dir"], draft["registered"])
     except Limit as limit:
         return {"limit": str(limit)}
     except Exception as error:
@@ -200,11 +296,12 @@ def evaluate(resolver: Resolver, draft: Mapping[str, object]) -> dict[str, objec
     except Exception as error:
         answer["attention"] = {"error": {"type": type(error).__name__, "message": str(error)}}
     clauses: dict[str, object] = {name: _answer(note=note) for name, note in NOT_READ.items()}
-    for name, call in (("taps", lambda: resolver.taps(config, draft.get("target_layers"))),
-                       ("fc_input_width", lambda: resolver.fc(config)),
-                       ("mask_token_id", lambda: resolver.mask_id(config)),
-                       ("draft_layers", lambda: _answer(int(config.num_hidden_layers),
-                                                        "num_hidden_layers"))):
+    calls: tuple[tuple[str, Callable[[], dict[str, object]]], ...] = (
+        ("taps", lambda: resolver.taps(config, draft["target_layers"])),
+        ("fc_input_width", lambda: resolver.fc(config)),
+        ("mask_token_id", lambda: resolver.mask_id(config)),
+        ("draft_layers", lambda: _answer(int(config.num_hidden_layers), "num_hidden_layers")))
+    for name, call in calls:
         try:
             clauses[name] = call()
         except Limit as limit:
@@ -216,7 +313,14 @@ def evaluate(resolver: Resolver, draft: Mapping[str, object]) -> dict[str, objec
 
 
 def main() -> int:
-    request = json.load(sys.stdin)
+    try:
+        request = read_request(json.load(sys.stdin))
+    except json.JSONDecodeError as error:
+        print(f"vLLM's audit worker's request on stdin is not JSON: {error}", file=sys.stderr)
+        return 2
+    except BadRequest as error:
+        print(f"vLLM's audit worker's request on stdin: {error}", file=sys.stderr)
+        return 2
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     try:
         resolver = Resolver(request["files"])
