@@ -145,7 +145,7 @@ def _texts(value: object, where: str) -> dict[str, str]:
 
 
 def _config_class(value: object, where: str) -> ConfigClass | None:
-    if value is None:
+    if not value:  # as the worker has read it: absent, null or empty is none
         return None
     spec = _object(value, where)
     return {"path": _text(_field(spec, "path", where), f"{where}.path"),
@@ -155,7 +155,7 @@ def _config_class(value: object, where: str) -> ConfigClass | None:
 
 
 def _target_of(value: object, where: str) -> Target | None:
-    if value is None:
+    if not value:  # as the worker has read it: absent, null or empty is none
         return None
     target = _object(value, where)
     tokenizer = target.get("tokenizer", False)
