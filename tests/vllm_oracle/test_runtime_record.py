@@ -226,6 +226,17 @@ def _this_checkouts_run() -> dict | None:
     return None
 
 
+def _planted_run(factory: pytest.TempPathFactory, folder: str, name: str, hook: str,
+                 questions: int | None = None) -> tuple[subprocess.CompletedProcess[str], dict]:
+    """`harness run` on a copy of the suite named `name` whose vLLM server starts with the
+    environment hook `hook` (a sitecustomize the recorder's own chains) on its path."""
+    vllm_python()  # the environment `harness run tiny_dflash_vllm_cpu` built (else skip)
+    where = factory.mktemp(folder)
+    (where / "hook").mkdir()
+    (where / "hook" / "sitecustomize.py").write_text(hook)
+    return _run(where, name, {"PYTHONPATH": str(where / "hook")}, questions)
+
+
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory: pytest.TempPathFactory):
     vllm_python()  # the environment `harness run tiny_dflash_vllm_cpu` built (else skip)
@@ -238,22 +249,13 @@ def clean(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory: pytest.TempPathFactory):
-    vllm_python()
-    folder = tmp_path_factory.mktemp("planted")
-    hook = folder / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(PLANTED)
-    return _run(folder, f"{SUITE}_taps_early", {"PYTHONPATH": str(hook)})
+    return _planted_run(tmp_path_factory, "planted", f"{SUITE}_taps_early", PLANTED)
 
 
 @pytest.fixture(scope="module")
 def forward_planted(tmp_path_factory: pytest.TempPathFactory):
-    vllm_python()
-    folder = tmp_path_factory.mktemp("forward")
-    hook = folder / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(FORWARD_PLANTED)
-    return _run(folder, f"{SUITE}_forward_defects", {"PYTHONPATH": str(hook)}, QUESTIONS)
+    return _planted_run(tmp_path_factory, "forward", f"{SUITE}_forward_defects", FORWARD_PLANTED,
+                        QUESTIONS)
 
 
 RESOLVED = {"taps": [1, 2, 3, 4], "block_size": 8, "mask_token_id": 2, "draft_layers": 5,
@@ -331,12 +333,8 @@ def test_forward_defects_in_the_draft_fail_the_run_naming_each_clause(forward_pl
 
 @pytest.fixture(scope="module")
 def block_planted(tmp_path_factory: pytest.TempPathFactory):
-    vllm_python()
-    folder = tmp_path_factory.mktemp("block")
-    hook = folder / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(BLOCK_PLANTED)
-    return _run(folder, f"{SUITE}_block_of_7", {"PYTHONPATH": str(hook)}, QUESTIONS)
+    return _planted_run(tmp_path_factory, "block", f"{SUITE}_block_of_7", BLOCK_PLANTED,
+                        QUESTIONS)
 
 
 def test_a_block_width_the_engine_dies_on_is_named_beside_its_error(block_planted) -> None:
@@ -361,13 +359,8 @@ def test_a_block_width_the_engine_dies_on_is_named_beside_its_error(block_plante
 
 @pytest.fixture(scope="module")
 def kernel_planted(tmp_path_factory: pytest.TempPathFactory):
-    vllm_python()
-    folder = tmp_path_factory.mktemp("kernel")
-    hook = folder / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(KERNEL_PLANTED)
-    return _run(folder, f"{SUITE}_windowed_bidirectional", {"PYTHONPATH": str(hook)},
-                QUESTIONS)
+    return _planted_run(tmp_path_factory, "kernel", f"{SUITE}_windowed_bidirectional",
+                        KERNEL_PLANTED, QUESTIONS)
 
 
 def test_attention_the_kernel_is_handed_differently_fails_naming_each_layer(kernel_planted
@@ -388,12 +381,8 @@ def test_attention_the_kernel_is_handed_differently_fails_naming_each_layer(kern
 
 @pytest.fixture(scope="module")
 def capture_planted(tmp_path_factory: pytest.TempPathFactory):
-    vllm_python()
-    folder = tmp_path_factory.mktemp("capture")
-    hook = folder / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(CAPTURE_PLANTED)
-    return _run(folder, f"{SUITE}_capture_early", {"PYTHONPATH": str(hook)}, QUESTIONS)
+    return _planted_run(tmp_path_factory, "capture", f"{SUITE}_capture_early", CAPTURE_PLANTED,
+                        QUESTIONS)
 
 
 def test_captures_taken_one_layer_early_at_forward_fail_naming_the_taps(capture_planted
