@@ -210,7 +210,10 @@ def gpu_rehearsal(session: nox.Session) -> None:
 @nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def lint(session: nox.Session) -> None:
     """ruff, mypy (pyproject's [tool.mypy]), suite validation and GitHub workflow schemas."""
-    session.install("-e", ".[test]")
+    _uv_reads_pips_wheels()
+    # reference: torch's and transformers' own types, for the modules that run beside them
+    # (the vLLM recorder, the audit's resolver workers), as `nox -s tests`' venv has them
+    session.install("-e", ".[test,reference]")
     session.run("ruff", "check", "harness", "reference_engine", "tests", "benchmarks", "noxfile.py")
     session.run("mypy")
     session.run("harness", "validate", "suites")
