@@ -151,16 +151,15 @@ class EntryRun:
                 if recorded_lines := runtime_contract.read_runtime(contract):
                     self.draft_contract_runtime = runtime_contract.rows(recorded_lines)
                     found += runtime_contract.differences(self.draft_contract,
-                                                          recorded_lines)
+                                                          recorded_lines, unrecorded=False)
         kernel = self.runtime_record
         if kernel is not None and self.attention and self.attention_runtime is None:
             with contextlib.suppress(HarnessError):
                 if calls := runtime_attention.read_runtime(kernel):
                     self.attention_runtime = calls
-                    found += runtime_attention.differences(self.attention, calls)
-        # "recorded nothing" / "no call" lines: what the crash cut short, not a difference
-        return [line for line in found
-                if "recorded nothing" not in line and "recorded no call" not in line]
+                    found += runtime_attention.differences(self.attention, calls,
+                                                           uncalled=False)
+        return found
 
     def _partial_measurement(self) -> None:
         """The requests that finished before the run ended: kept, never a pass."""

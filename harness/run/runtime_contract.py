@@ -81,12 +81,14 @@ def _shown(value: object) -> str:
 
 
 def differences(audit: Mapping[str, ClauseRow],
-                runtime: Mapping[str, list[tuple[int | str | list[int], str]]]) -> list[str]:
+                runtime: Mapping[str, list[tuple[int | str | list[int], str]]],
+                unrecorded: bool = True) -> list[str]:
     """Each clause whose recorded value differs from the audit's, by name. A clause the
     audit leaves to the engine (vLLM's embeddings and lm_head, decided from the weights at
     load) is compared with itself: a value the forward used other than the one the engine
     recorded first (at load) is named. Clauses the audit could not resolve otherwise are
-    not compared (the preflight already said so)."""
+    not compared (the preflight already said so). `unrecorded` False: a clause the engine
+    recorded nothing for is not named (a run the engine ended before it recorded it)."""
     found: list[str] = []
     for clause, row in audit.items():
         if row.value is None and row.error is None and row.limit is None:
@@ -101,6 +103,8 @@ def differences(audit: Mapping[str, ClauseRow],
         want = list(row.value) if isinstance(row.value, list | tuple) else row.value
         seen = runtime.get(clause)
         if not seen:
+            if not unrecorded:
+                continue
             found.append(f"{clause}: the engine recorded nothing for it at run time (the "
                          f"audit says {_shown(want)})")
             continue

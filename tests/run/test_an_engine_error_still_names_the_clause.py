@@ -41,7 +41,8 @@ def _lines(path: Path, *items: dict[str, object]) -> None:
 
 def test_a_clause_recorded_before_the_crash_is_named_first(tmp_path: Path) -> None:
     run = _run(tmp_path)
-    _lines(run.contract_record,  # type: ignore[arg-type]
+    run.draft_contract = {**AUDIT, "taps": ClauseRow(value=[1, 2, 3], source="dflash_config")}
+    _lines(run.contract_record,  # type: ignore[arg-type]  (taps: never recorded, not named)
            {"clause": "block_size", "value": 8, "where": "draft config"},
            {"clause": "block_size", "value": 7, "where": "the draft forward's block"},
            {"clause": "mask_token_id", "value": 2, "where": "draft config"})
@@ -72,7 +73,9 @@ def test_nothing_recorded_or_an_unreadable_record_leaves_the_error_alone(
 
 def test_a_kernel_call_recorded_before_the_crash_is_named(tmp_path: Path) -> None:
     run = _run(tmp_path)
-    run.attention = [LayerRow(index=0, window=16, causal=True)]
+    # layer 1 never ran before the crash: what the crash cut short is not named
+    run.attention = [LayerRow(index=0, window=16, causal=True),
+                     LayerRow(index=1, window=16, causal=True)]
     run.runtime_record = run.run_dir / "attention-runtime.jsonl"
     line = {"model": runtime_attention.DRAFT_MODEL, "layer": 0, "kernel": "extend",
             "causal": False, "window": 16}
@@ -81,4 +84,4 @@ def test_a_kernel_call_recorded_before_the_crash_is_named(tmp_path: Path) -> Non
     record = run.failed(CRASH)
     assert record.verdict is not None
     assert record.verdict.reasons[1].startswith("draft layer 0")
-    assert "warm-up:" in record.verdict.reasons[-1]
+    assert "warm-up:" in record.verdict.reasons[-1] and len(record.verdict.reasons) == 3
