@@ -6,6 +6,7 @@
 - `harness/commands/NAME.py`: the work, its imports at the top; `Command.work` names it
   ("module:function"), and it is imported only when the command runs. This is the one
   place a command's dependencies load late.
+- `harness/commands/parsers/options.py`: the arguments several commands take alike.
 
 `COMMANDS` names each command's class (`module:Class`).
 """
@@ -14,12 +15,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from pathlib import Path
 from typing import ClassVar
 
-from harness.files import RESULTS_DIR, RESULTS_ENV, default_results_dir
-
-__all__ = ["COMMANDS", "RESULTS_DIR", "Command", "add_results_option"]
+__all__ = ["COMMANDS", "Command"]
 
 
 class Command:
@@ -37,22 +35,6 @@ class Command:
     def run(self, args: argparse.Namespace) -> int:
         module, _, function = self.work.partition(":")
         return int(getattr(importlib.import_module(module), function)(args))
-
-
-def add_results_option(parser: argparse.ArgumentParser, help: str = "results folder") -> None:
-    """`--results DIR`, the same flag and default in every command that reads or writes
-    runs: $HARNESS_RESULTS when set, else ./results (`files.default_results_dir`)."""
-    parser.add_argument("--results", type=Path, default=default_results_dir(), metavar="DIR",
-                        help=f"{help} (default: ${RESULTS_ENV}, else ./{RESULTS_DIR})")
-
-
-def add_build_options(parser: argparse.ArgumentParser) -> None:
-    """`--sglang/--build SPEC` and `--engine-python PATH` as the protocols over runs take
-    them (`commands/protocol_runs.run_options` reads them)."""
-    parser.add_argument("--sglang", "--build", dest="sglang", metavar="SPEC",
-                        help="build under test (as `harness run --build`)")
-    parser.add_argument("--engine-python", metavar="PATH",
-                        help="interpreter of the engine's environment")
 
 
 COMMANDS: dict[str, str] = {

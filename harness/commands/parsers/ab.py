@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import Command, add_results_option
+from harness.commands import Command
+from harness.commands.parsers.options import (
+    add_engine_python_option,
+    add_json_option,
+    add_results_option,
+    add_suite_argument,
+)
 
 
 class ABCommand(Command):
@@ -13,7 +19,7 @@ class ABCommand(Command):
     work = "harness.commands.ab:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("suite", help="suite file or name")
+        add_suite_argument(parser)
         parser.add_argument("--a", required=True, metavar="SPEC",
                             help="build A (e.g. sglang==0.5.17, git URL@ref, local checkout; "
                             "for a reference-engine suite reference:policy=regressed,noise=0)")
@@ -25,9 +31,8 @@ class ABCommand(Command):
         parser.add_argument("--label-a", default="a", help="label recorded with run A")
         parser.add_argument("--label-b", default="b", help="label recorded with run B")
         add_results_option(parser)
-        parser.add_argument("--engine-python", metavar="PATH",
-                            help="interpreter of the reference engine's environment")
-        parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+        add_engine_python_option(parser)
+        add_json_option(parser, "print the comparison as JSON")
         parser.add_argument("--fail-on-drop", action="store_true",
                             help="exit 1 when B is significantly below A (at the suite's alpha), "
                             "3 when no drop test can be made")

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.commands import Command, add_results_option
+from harness.commands import Command
+from harness.commands.parsers.options import (
+    add_engine_python_option,
+    add_json_option,
+    add_raw_epilog,
+    add_results_option,
+)
 
 EPILOG = """\
 GOOD and BAD are refs of one repository: PATH@REF (a local checkout), git+URL@REF
@@ -26,8 +32,7 @@ class BisectCommand(Command):
     work = "harness.commands.bisect:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.formatter_class = argparse.RawDescriptionHelpFormatter
-        parser.epilog = EPILOG
+        add_raw_epilog(parser, EPILOG)
         parser.add_argument("suite", nargs="?", help="suite file or name (not with --resume)")
         parser.add_argument("--good", metavar="SPEC", help="a build with the old accept length")
         parser.add_argument("--bad", metavar="SPEC", help="a later build where it changed")
@@ -50,6 +55,5 @@ class BisectCommand(Command):
         parser.add_argument("--max-prompts", type=int, metavar="N",
                             help="prompts an undecided step is extended to (default: twice "
                             "--prompts; equal to --prompts: no extension)")
-        parser.add_argument("--engine-python", metavar="PATH",
-                            help="interpreter of the reference engine's environment")
-        parser.add_argument("--json", action="store_true", help="print the result as JSON")
+        add_engine_python_option(parser)
+        add_json_option(parser, "print the result as JSON")

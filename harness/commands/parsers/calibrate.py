@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import Command, add_results_option
+from harness.commands import Command
+from harness.commands.parsers.options import (
+    add_engine_python_option,
+    add_json_option,
+    add_results_option,
+    add_suite_argument,
+)
 
 
 class CalibrateCommand(Command):
@@ -13,7 +19,7 @@ class CalibrateCommand(Command):
     work = "harness.commands.calibrate:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("suite", help="suite file or name")
+        add_suite_argument(parser)
         parser.add_argument("--runs", type=int, required=True, metavar="N",
                             help="repeats (>= 2; each a fresh launch)")
         parser.add_argument("--build", "--sglang", dest="sglang", metavar="SPEC",
@@ -21,6 +27,5 @@ class CalibrateCommand(Command):
         parser.add_argument("--entry", action="append", dest="entries", metavar="NAME",
                             help="calibrate only this workload entry (repeatable)")
         add_results_option(parser)
-        parser.add_argument("--engine-python", metavar="PATH",
-                            help="interpreter of the reference engine's environment")
-        parser.add_argument("--json", action="store_true", help="print the record as JSON")
+        add_engine_python_option(parser)
+        add_json_option(parser, "print the record as JSON")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import Command, add_results_option
+from harness.commands import Command
+from harness.commands.parsers.options import add_json_option, add_raw_epilog, add_results_option
 
 SELECTOR_HELP = """\
 A side is one of:
@@ -27,18 +28,16 @@ class CompareCommand(Command):
     work = "harness.commands.compare:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.formatter_class = argparse.RawDescriptionHelpFormatter
-        parser.epilog = (
-            SELECTOR_HELP + "\n\nThe difference is B - A, under the accept-length definition "
-            "both sides give\n(server_avg or per_request); with --fail-on-drop the exit code "
-            "is 1 when B is\nsignificantly below A (one-sided, at --alpha), 3 when no drop "
-            "test can be made\n(figures only, too few questions)."
-        )
+        add_raw_epilog(parser, SELECTOR_HELP + "\n\nThe difference is B - A, under the "
+                       "accept-length definition both sides give\n(server_avg or per_request); "
+                       "with --fail-on-drop the exit code is 1 when B is\nsignificantly below "
+                       "A (one-sided, at --alpha), 3 when no drop test can be made\n(figures "
+                       "only, too few questions).")
         parser.add_argument("a", help="side A (see below)")
         parser.add_argument("b", help="side B (see below)")
         add_results_option(parser, "results folder for suite selectors")
         parser.add_argument("--level", type=float, default=0.95, help="CI level (default 0.95)")
-        parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+        add_json_option(parser, "print JSON instead of a table")
         parser.add_argument("--fail-on-drop", action="store_true",
                             help="exit 1 when B's accept length is significantly below A's")
         parser.add_argument("--alpha", type=float, default=0.05,

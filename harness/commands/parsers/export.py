@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import Command, add_results_option
+from harness.commands import Command
+from harness.commands.parsers.options import add_results_option
 
 DEFAULT_NAMES = {"aiperf": "profile_export.jsonl", "vllm-bench": "vllm_bench_serve.json"}
 

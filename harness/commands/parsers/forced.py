@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import Command, add_build_options, add_results_option
+from harness.commands import Command
+from harness.commands.parsers.options import (
+    LISTED_SUITE_HELP,
+    add_build_options,
+    add_questions_option,
+    add_record_options,
+    add_results_option,
+    add_suite_argument,
+)
 
 
 class ForcedCommand(Command):
@@ -15,14 +23,13 @@ class ForcedCommand(Command):
     work = "harness.commands.forced:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("suite", help="suite file or name (see `harness list`)")
+        add_suite_argument(parser, LISTED_SUITE_HELP)
         parser.add_argument("--ladder", metavar="X,X,...",
                             help="forced accept lengths, each in 1..the block size, and "
                             "`real` for the real run's achieved value, e.g. 1,real,4,8 "
                             "(default: 1,real,BLOCK); the real run (knob off) is always "
                             "measured first")
-        parser.add_argument("--questions", type=int, metavar="N",
-                            help="questions at each point (default: the suite's)")
+        add_questions_option(parser, "questions at each point (default: the suite's)")
         add_results_option(parser)
         add_build_options(parser)
         parser.add_argument("--against", metavar="SPEC",
@@ -32,10 +39,8 @@ class ForcedCommand(Command):
                             "acceptance) and the draft's (real accept length), each gated "
                             "by the suite's [forced] tolerance; the verdict names which "
                             "failed")
-        parser.add_argument("--label", help="a tag recorded with every point's run")
-        parser.add_argument("--no-plot", action="store_true",
-                            help="draw neither the ladder's plot nor the points' own")
-        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+        add_record_options(parser, label_help="a tag recorded with every point's run",
+                           plot_help="draw neither the ladder's plot nor the points' own")
         parser.epilog = ("Exit codes: 0 every point measured (with --against: both shares "
                          "within their tolerances); 1 with --against, the system's or the "
                          "draft's share failed (the verdict names which); 2 bad input; 3 a "

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import Command, add_build_options, add_results_option
+from harness.commands import Command
+from harness.commands.parsers.options import (
+    add_build_options,
+    add_record_options,
+    add_results_option,
+    add_suite_argument,
+)
 
 
 class GridCommand(Command):
@@ -16,13 +22,10 @@ class GridCommand(Command):
     work = "harness.commands.grid:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("suite", help="suite file or name with a [grid] table")
+        add_suite_argument(parser, "suite file or name with a [grid] table")
         add_results_option(parser)
         add_build_options(parser)
-        parser.add_argument("--label", help="a tag recorded with every cell's run")
-        parser.add_argument("--dry-run", action="store_true",
-                            help="print each launch's command and every cell's plan; run "
-                            "nothing")
-        parser.add_argument("--no-plot", action="store_true",
-                            help="draw neither the grid's heatmap nor the cells' own plots")
-        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+        add_record_options(parser, label_help="a tag recorded with every cell's run",
+                           dry_run_help="print each launch's command and every cell's plan; "
+                           "run nothing",
+                           plot_help="draw neither the grid's heatmap nor the cells' own plots")

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import Command, add_results_option
+from harness.commands import Command
+from harness.commands.parsers.options import (
+    add_json_option,
+    add_results_option,
+    add_suite_argument,
+)
 
 
 class PowerCommand(Command):
@@ -13,7 +18,7 @@ class PowerCommand(Command):
     work = "harness.commands.power:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("suite", help="suite file or name")
+        add_suite_argument(parser)
         add_results_option(parser, "per-prompt spread is taken from the suite's latest runs here")
         parser.add_argument("--alpha", type=float,
                             help="tolerated false-fail rate (default: the suite's floors.alpha)")
@@ -27,4 +32,4 @@ class PowerCommand(Command):
         parser.add_argument("--paired-sd", type=float, metavar="SD",
                             help="per-question sd of B - A for the paired gate (default: from "
                             "the suite's latest paired runs, else an assumed 0.75)")
-        parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+        add_json_option(parser, "print JSON instead of a table")

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.commands import Command, add_results_option
+from harness.commands import Command
+from harness.commands.parsers.options import (
+    LISTED_SUITE_HELP,
+    add_drawing_options,
+    add_engine_python_option,
+    add_results_option,
+    add_suite_argument,
+)
 
 
 class RunCommand(Command):
@@ -15,7 +22,7 @@ class RunCommand(Command):
     work = "harness.commands.run:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("suite", help="suite file or name (see `harness list`)")
+        add_suite_argument(parser, LISTED_SUITE_HELP)
         parser.add_argument("--dry-run", action="store_true",
                             help="print the launch command and workload plan; run nothing")
         parser.add_argument("--prepare-only", action="store_true",
@@ -35,9 +42,9 @@ class RunCommand(Command):
                             "of a local checkout, or to a copy of a release's or git build's "
                             "installed package")
         add_results_option(parser)
-        parser.add_argument("--engine-python", metavar="PATH",
-                            help="interpreter of the engine's environment (the reference "
-                            "engine's, or an installed SGLang's for an SGLang suite)")
+        add_engine_python_option(parser, "interpreter of the engine's environment (the "
+                                 "reference engine's, or an installed SGLang's for an SGLang "
+                                 "suite)")
         parser.add_argument("--target-model", metavar="ID_OR_PATH",
                             help="serve this target instead of the suite's (required when the "
                             "suite's target has no public id and its variable is unset)")
@@ -80,5 +87,4 @@ class RunCommand(Command):
         parser.add_argument("--slurm-start-timeout", type=float, default=600.0, metavar="S",
                             help="cancel the job and end with exit 3 when it has not started "
                             "after S seconds (default 600)")
-        parser.add_argument("--no-plot", action="store_true", help="do not draw the run's plot")
-        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+        add_drawing_options(parser, "do not draw the run's plot")

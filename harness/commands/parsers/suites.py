@@ -6,7 +6,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.commands import Command, add_results_option
+from harness.commands import Command
+from harness.commands.parsers.options import (
+    add_json_option,
+    add_results_option,
+    add_suite_argument,
+)
 
 
 class ListCommand(Command):
@@ -25,8 +30,8 @@ class ShowCommand(Command):
     work = "harness.commands.suites:show"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("suite", help="suite file or name")
-        parser.add_argument("--json", action="store_true", help="print JSON")
+        add_suite_argument(parser)
+        add_json_option(parser, "print JSON")
         add_results_option(parser, "where calibration records are looked for")
 
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import Command, add_build_options, add_results_option
+from harness.commands import Command
+from harness.commands.parsers.options import (
+    LISTED_SUITE_HELP,
+    add_build_options,
+    add_gate_options,
+    add_record_options,
+    add_results_option,
+    add_suite_argument,
+)
 
 
 class SweepCommand(Command):
@@ -15,7 +23,7 @@ class SweepCommand(Command):
     work = "harness.commands.sweep:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("suite", help="suite file or name (see `harness list`)")
+        add_suite_argument(parser, LISTED_SUITE_HELP)
         parser.add_argument("--concurrency", required=True, metavar="N,N,...",
                             help="requests in flight at each point, e.g. 1,4,16,64 (each at "
                             "most the workload's questions); each point is the series "
@@ -25,15 +33,12 @@ class SweepCommand(Command):
                             help="gate: accept length at each concurrency within X (a share, "
                             "e.g. 0.05) of concurrency 1's, paired by prompt; needs 1 in "
                             "--concurrency")
-        parser.add_argument("--alpha", type=float, default=0.05,
-                            help="the gate's one-sided level (default 0.05)")
-        parser.add_argument("--inconclusive", choices=("pass", "fail"), default="pass",
-                            help="how a gate finding that is neither shown worse nor shown "
-                            "not worse is judged (default pass, as [gate])")
+        add_gate_options(parser, alpha=0.05, inconclusive="pass",
+                         alpha_help="the gate's one-sided level (default 0.05)",
+                         inconclusive_help="how a gate finding that is neither shown worse "
+                         "nor shown not worse is judged (default pass, as [gate])")
         add_build_options(parser)
-        parser.add_argument("--label", help="a tag recorded with every point's run")
-        parser.add_argument("--dry-run", action="store_true",
-                            help="print the launch command and every point's plan; run nothing")
-        parser.add_argument("--no-plot", action="store_true",
-                            help="draw neither the sweep's plot nor the points' own")
-        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+        add_record_options(parser, label_help="a tag recorded with every point's run",
+                           dry_run_help="print the launch command and every point's plan; "
+                           "run nothing",
+                           plot_help="draw neither the sweep's plot nor the points' own")
