@@ -21,13 +21,24 @@ __all__ = ["COMMANDS", "Command"]
 
 
 class Command:
-    """One `harness` subcommand: its parser, and the function that does its work."""
+    """One `harness` subcommand: its parser, and the function that does its work.
+
+    A command names itself and its work in its class line,
+    `class RunCommand(Command, name="run", work="harness.commands.run:run")`, and sets
+    `help` in its body."""
 
     name: ClassVar[str]
     help: ClassVar[str]
     work: ClassVar[str]
     """"module:function" taking the parsed arguments and returning the exit code; the
     module is imported when the command runs, not when its parser is built."""
+
+    def __init_subclass__(cls, *, name: str | None = None, work: str | None = None) -> None:
+        super().__init_subclass__()
+        if name is not None:
+            cls.name = name
+        if work is not None:
+            cls.work = work
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """The command's arguments (none by default)."""

@@ -5,21 +5,14 @@ from __future__ import annotations
 import argparse
 
 from harness.commands import Command
-from harness.commands.parsers.options import (
-    add_engine_python_option,
-    add_json_option,
-    add_results_option,
-    add_suite_argument,
-)
+from harness.commands.parsers import options
 
 
-class ABCommand(Command):
-    name = "ab"
+class ABCommand(Command, name="ab", work="harness.commands.ab:run"):
     help = "run a suite on two engine builds (e.g. pre-fix vs post-fix) and compare them"
-    work = "harness.commands.ab:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        add_suite_argument(parser)
+        options.add_suite_argument(parser)
         parser.add_argument("--a", required=True, metavar="SPEC",
                             help="build A (e.g. sglang==0.5.17, git URL@ref, local checkout; "
                             "for a reference-engine suite reference:policy=regressed,noise=0)")
@@ -30,9 +23,9 @@ class ABCommand(Command):
                             "vLLM on GPU); the runs are paired by question, entry by entry")
         parser.add_argument("--label-a", default="a", help="label recorded with run A")
         parser.add_argument("--label-b", default="b", help="label recorded with run B")
-        add_results_option(parser)
-        add_engine_python_option(parser)
-        add_json_option(parser, "print the comparison as JSON")
+        options.add_results_option(parser)
+        options.add_engine_python_option(parser)
+        options.add_json_option(parser, "print the comparison as JSON")
         parser.add_argument("--fail-on-drop", action="store_true",
                             help="exit 1 when B is significantly below A (at the suite's alpha), "
                             "3 when no drop test can be made")

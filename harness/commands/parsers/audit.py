@@ -10,8 +10,7 @@ from harness.errors import ExitCode
 BEHAVIOUR_CHOICES = ("legacy", "regressed", "fixed")
 
 
-class AuditCommand(Command):
-    name = "audit"
+class AuditCommand(Command, name="audit", work="harness.commands.audit:run"):
     help = (
         "Show a DFlash draft's contract (per-layer attention and window, the target hidden "
         "states it reads, block size, mask token and id, layers, fc width, what it borrows) "
@@ -19,7 +18,6 @@ class AuditCommand(Command):
         "draft or a corpus, a release, a range, a checkout, a change between two trees, or a "
         "bisect over a checkout's history; no GPU needed."
     )
-    work = "harness.commands.audit:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.epilog = (

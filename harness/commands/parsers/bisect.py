@@ -6,12 +6,7 @@ import argparse
 from pathlib import Path
 
 from harness.commands import Command
-from harness.commands.parsers.options import (
-    add_engine_python_option,
-    add_json_option,
-    add_raw_epilog,
-    add_results_option,
-)
+from harness.commands.parsers import options
 
 EPILOG = """\
 GOOD and BAD are refs of one repository: PATH@REF (a local checkout), git+URL@REF
@@ -26,19 +21,17 @@ measured; 4 this host cannot run the suite; 6 GOOD and BAD do not differ signifi
 130 interrupted (the session is kept: --resume continues it)."""
 
 
-class BisectCommand(Command):
-    name = "bisect"
+class BisectCommand(Command, name="bisect", work="harness.commands.bisect:run"):
     help = "find the engine commit that changed accept length (GOOD..BAD), few requests a step"
-    work = "harness.commands.bisect:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        add_raw_epilog(parser, EPILOG)
+        options.add_raw_epilog(parser, EPILOG)
         parser.add_argument("suite", nargs="?", help="suite file or name (not with --resume)")
         parser.add_argument("--good", metavar="SPEC", help="a build with the old accept length")
         parser.add_argument("--bad", metavar="SPEC", help="a later build where it changed")
         parser.add_argument("--repo", type=Path, metavar="PATH",
                             help="local clone to list the commits of git+URL specs")
-        add_results_option(parser)
+        options.add_results_option(parser)
         parser.add_argument("--all", action="store_true",
                             help="every commit, not only the first-parent line")
         parser.add_argument("--paths", nargs="+", default=[], metavar="P",
@@ -55,5 +48,5 @@ class BisectCommand(Command):
         parser.add_argument("--max-prompts", type=int, metavar="N",
                             help="prompts an undecided step is extended to (default: twice "
                             "--prompts; equal to --prompts: no extension)")
-        add_engine_python_option(parser)
-        add_json_option(parser, "print the result as JSON")
+        options.add_engine_python_option(parser)
+        options.add_json_option(parser, "print the result as JSON")

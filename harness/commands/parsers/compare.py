@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from harness.commands import Command
-from harness.commands.parsers.options import add_json_option, add_raw_epilog, add_results_option
+from harness.commands.parsers import options
 
 SELECTOR_HELP = """\
 A side is one of:
@@ -22,22 +22,22 @@ A side is one of:
   FILE.json                       a baseline record file"""
 
 
-class CompareCommand(Command):
-    name = "compare"
+class CompareCommand(Command, name="compare", work="harness.commands.compare:run"):
     help = "compare two runs or sets of runs: accept length with CI, difference, p-value"
-    work = "harness.commands.compare:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        add_raw_epilog(parser, SELECTOR_HELP + "\n\nThe difference is B - A, under the "
-                       "accept-length definition both sides give\n(server_avg or per_request); "
-                       "with --fail-on-drop the exit code is 1 when B is\nsignificantly below "
-                       "A (one-sided, at --alpha), 3 when no drop test can be made\n(figures "
-                       "only, too few questions).")
+        options.add_raw_epilog(
+            parser,
+            SELECTOR_HELP + "\n\nThe difference is B - A, under the accept-length definition "
+            "both sides give\n(server_avg or per_request); with --fail-on-drop the exit code "
+            "is 1 when B is\nsignificantly below A (one-sided, at --alpha), 3 when no drop "
+            "test can be made\n(figures only, too few questions).",
+        )
         parser.add_argument("a", help="side A (see below)")
         parser.add_argument("b", help="side B (see below)")
-        add_results_option(parser, "results folder for suite selectors")
+        options.add_results_option(parser, "results folder for suite selectors")
         parser.add_argument("--level", type=float, default=0.95, help="CI level (default 0.95)")
-        add_json_option(parser, "print JSON instead of a table")
+        options.add_json_option(parser, "print JSON instead of a table")
         parser.add_argument("--fail-on-drop", action="store_true",
                             help="exit 1 when B's accept length is significantly below A's")
         parser.add_argument("--alpha", type=float, default=0.05,

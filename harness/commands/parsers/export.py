@@ -5,17 +5,15 @@ from __future__ import annotations
 import argparse
 
 from harness.commands import Command
-from harness.commands.parsers.options import add_results_option
+from harness.commands.parsers import options
 
 DEFAULT_NAMES = {"aiperf": "profile_export.jsonl", "vllm-bench": "vllm_bench_serve.json"}
 
 
-class ExportCommand(Command):
-    name = "export"
+class ExportCommand(Command, name="export", work="harness.commands.export:run"):
     help = ("write a run in the shape users' tools read: per-request records as AIPerf's "
             "profile_export.jsonl, or the summary JSON `vllm bench serve --save-result` "
             "writes; acceptance named by its definition, units stated")
-    work = "harness.commands.export:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("target", metavar="RUN_DIR", help="a run folder "
@@ -26,4 +24,4 @@ class ExportCommand(Command):
         parser.add_argument("--out", metavar="PATH", help="write here (`-`: standard "
                             "output); default RUN_DIR/" + " or RUN_DIR/".join(
                                 DEFAULT_NAMES.values()))
-        add_results_option(parser, help="results folder a run id is looked up in")
+        options.add_results_option(parser, help="results folder a run id is looked up in")

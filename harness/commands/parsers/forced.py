@@ -5,33 +5,24 @@ from __future__ import annotations
 import argparse
 
 from harness.commands import Command
-from harness.commands.parsers.options import (
-    LISTED_SUITE_HELP,
-    add_build_options,
-    add_questions_option,
-    add_record_options,
-    add_results_option,
-    add_suite_argument,
-)
+from harness.commands.parsers import options
 
 
-class ForcedCommand(Command):
-    name = "forced"
+class ForcedCommand(Command, name="forced", work="harness.commands.forced:run"):
     help = ("measure speed with the acceptance forced through the engine's own knob at a "
             "ladder of accept lengths (a launch each, with the target alone): the system's "
             "speedup curve, the real run on it, the break-even accept length")
-    work = "harness.commands.forced:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        add_suite_argument(parser, LISTED_SUITE_HELP)
+        options.add_suite_argument(parser, options.LISTED_SUITE_HELP)
         parser.add_argument("--ladder", metavar="X,X,...",
                             help="forced accept lengths, each in 1..the block size, and "
                             "`real` for the real run's achieved value, e.g. 1,real,4,8 "
                             "(default: 1,real,BLOCK); the real run (knob off) is always "
                             "measured first")
-        add_questions_option(parser, "questions at each point (default: the suite's)")
-        add_results_option(parser)
-        add_build_options(parser)
+        options.add_questions_option(parser, "questions at each point (default: the suite's)")
+        options.add_results_option(parser)
+        options.add_build_options(parser)
         parser.add_argument("--against", metavar="SPEC",
                             help="a reference build: its ladder is measured first, then "
                             "the build's at the same forced accept lengths, and a speedup "
@@ -39,8 +30,9 @@ class ForcedCommand(Command):
                             "acceptance) and the draft's (real accept length), each gated "
                             "by the suite's [forced] tolerance; the verdict names which "
                             "failed")
-        add_record_options(parser, label_help="a tag recorded with every point's run",
-                           plot_help="draw neither the ladder's plot nor the points' own")
+        options.add_record_options(
+            parser, label_help="a tag recorded with every point's run",
+            plot_help="draw neither the ladder's plot nor the points' own")
         parser.epilog = ("Exit codes: 0 every point measured (with --against: both shares "
                          "within their tolerances); 1 with --against, the system's or the "
                          "draft's share failed (the verdict names which); 2 bad input; 3 a "

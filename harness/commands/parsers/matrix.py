@@ -8,13 +8,11 @@ from pathlib import Path
 from harness.commands import Command
 
 
-class MatrixCommand(Command):
-    name = "matrix"
+class MatrixCommand(Command, name="matrix", work="harness.commands.matrix:run"):
     help = (
         'print a GitHub Actions job matrix ({"include": [...]}) placing each suite on the '
         "runner label its topology needs (ci/runners.toml)"
     )
-    work = "harness.commands.matrix:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument(

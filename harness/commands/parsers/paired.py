@@ -5,18 +5,16 @@ from __future__ import annotations
 import argparse
 
 from harness.commands import Command
-from harness.commands.parsers.options import add_results_option
+from harness.commands.parsers import options
 
 
-class PairedCommand(Command):
-    name = "paired"
+class PairedCommand(Command, name="paired", work="harness.commands.paired:run"):
     help = "the latest paired-gate finding of each suite (B vs its reference), beside the floors"
-    work = "harness.commands.paired:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("suites", nargs="*", metavar="SERIES",
                             help="suites or series (default: every one with runs)")
-        add_results_option(parser)
+        options.add_results_option(parser)
         parser.add_argument("--since", metavar="TIME",
                             help="only runs started at or after this ISO time (UTC)")
         parser.add_argument("--max-age", metavar="AGE",

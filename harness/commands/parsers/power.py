@@ -5,21 +5,16 @@ from __future__ import annotations
 import argparse
 
 from harness.commands import Command
-from harness.commands.parsers.options import (
-    add_json_option,
-    add_results_option,
-    add_suite_argument,
-)
+from harness.commands.parsers import options
 
 
-class PowerCommand(Command):
-    name = "power"
+class PowerCommand(Command, name="power", work="harness.commands.power:run"):
     help = "print the gate's error rates vs true accept length and number of prompts for a suite"
-    work = "harness.commands.power:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        add_suite_argument(parser)
-        add_results_option(parser, "per-prompt spread is taken from the suite's latest runs here")
+        options.add_suite_argument(parser)
+        options.add_results_option(
+            parser, "per-prompt spread is taken from the suite's latest runs here")
         parser.add_argument("--alpha", type=float,
                             help="tolerated false-fail rate (default: the suite's floors.alpha)")
         parser.add_argument("--beta", type=float,
@@ -32,4 +27,4 @@ class PowerCommand(Command):
         parser.add_argument("--paired-sd", type=float, metavar="SD",
                             help="per-question sd of B - A for the paired gate (default: from "
                             "the suite's latest paired runs, else an assumed 0.75)")
-        add_json_option(parser, "print JSON instead of a table")
+        options.add_json_option(parser, "print JSON instead of a table")

@@ -6,17 +6,15 @@ import argparse
 from pathlib import Path
 
 from harness.commands import Command
-from harness.commands.parsers.options import add_results_option
+from harness.commands.parsers import options
 
 
-class PublishCommand(Command):
-    name = "publish"
+class PublishCommand(Command, name="publish", work="harness.commands.publish:run"):
     help = ("write a static site of every suite's history (overview, per suite, per run): "
             "works from file:// and any static host, no script, nothing fetched")
-    work = "harness.commands.publish:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        add_results_option(parser)
+        options.add_results_option(parser)
         parser.add_argument("--out", type=Path, required=True, metavar="SITE",
                             help="the site's folder (a site this command wrote there is replaced)")
         parser.add_argument("--label", action="append", dest="labels", metavar="LABEL",

@@ -14,11 +14,9 @@ PAIR_HELP = ("which checkpoints: tiny (the reference engine's Qwen3 pair, the de
              "gemma4 or muse_glimmer (the seed's pairs in miniature)")
 
 
-class ReferenceCommand(Command):
+class ReferenceCommand(Command, name="reference", work="harness.commands.reference:run"):
     """The reference engine's maintenance subcommands."""
-    name = "reference"
     help = "CPU reference engine: build or verify its tiny target and DFlash draft checkpoints"
-    work = "harness.commands.reference:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         actions = parser.add_subparsers(dest="reference_action", metavar="ACTION")

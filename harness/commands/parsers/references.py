@@ -7,12 +7,10 @@ import argparse
 from harness.commands import Command
 
 
-class ReferencesCommand(Command):
-    name = "references"
+class ReferencesCommand(Command, name="references", work="harness.commands.references:run"):
     help = ("list the published accept-length figures and test thresholds suites cite, each "
             "with its source, pair, hardware, engine, protocol and definition; --protocols: "
             "the named protocols")
-    work = "harness.commands.references:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("ids", nargs="*", metavar="ID",

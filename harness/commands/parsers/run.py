@@ -6,23 +6,15 @@ import argparse
 from pathlib import Path
 
 from harness.commands import Command
-from harness.commands.parsers.options import (
-    LISTED_SUITE_HELP,
-    add_drawing_options,
-    add_engine_python_option,
-    add_results_option,
-    add_suite_argument,
-)
+from harness.commands.parsers import options
 
 
-class RunCommand(Command):
-    name = "run"
+class RunCommand(Command, name="run", work="harness.commands.run:run"):
     help = ("run a suite: preflight, launch, drive its workloads (GSM8K, Spec-Bench, "
             "HumanEval or JSONL prompts), accept length, verdict, record")
-    work = "harness.commands.run:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        add_suite_argument(parser, LISTED_SUITE_HELP)
+        options.add_suite_argument(parser, options.LISTED_SUITE_HELP)
         parser.add_argument("--dry-run", action="store_true",
                             help="print the launch command and workload plan; run nothing")
         parser.add_argument("--prepare-only", action="store_true",
@@ -41,10 +33,10 @@ class RunCommand(Command):
                             "--sglang (default: the suite's default_build): applied to a copy "
                             "of a local checkout, or to a copy of a release's or git build's "
                             "installed package")
-        add_results_option(parser)
-        add_engine_python_option(parser, "interpreter of the engine's environment (the "
-                                 "reference engine's, or an installed SGLang's for an SGLang "
-                                 "suite)")
+        options.add_results_option(parser)
+        options.add_engine_python_option(
+            parser, "interpreter of the engine's environment (the reference engine's, or an "
+            "installed SGLang's for an SGLang suite)")
         parser.add_argument("--target-model", metavar="ID_OR_PATH",
                             help="serve this target instead of the suite's (required when the "
                             "suite's target has no public id and its variable is unset)")
@@ -87,4 +79,4 @@ class RunCommand(Command):
         parser.add_argument("--slurm-start-timeout", type=float, default=600.0, metavar="S",
                             help="cancel the job and end with exit 3 when it has not started "
                             "after S seconds (default 600)")
-        add_drawing_options(parser, "do not draw the run's plot")
+        options.add_drawing_options(parser, "do not draw the run's plot")

@@ -5,25 +5,15 @@ from __future__ import annotations
 import argparse
 
 from harness.commands import Command
-from harness.commands.parsers.options import (
-    LISTED_SUITE_HELP,
-    add_build_options,
-    add_gate_options,
-    add_questions_option,
-    add_record_options,
-    add_results_option,
-    add_suite_argument,
-)
+from harness.commands.parsers import options
 
 
-class SoakCommand(Command):
-    name = "soak"
+class SoakCommand(Command, name="soak", work="harness.commands.soak:run"):
     help = ("drift over serving time: one server, the suite's workload repeated for a set "
             "time with prefix caching on, accept length per window, and a gate on its trend")
-    work = "harness.commands.soak:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        add_suite_argument(parser, LISTED_SUITE_HELP)
+        options.add_suite_argument(parser, options.LISTED_SUITE_HELP)
         parser.add_argument("--duration", metavar="TIME",
                             help="how long the workload repeats: seconds, or with s, m or h "
                             "(e.g. 10m; default: the suite's soak.duration_s)")
@@ -33,17 +23,20 @@ class SoakCommand(Command):
         parser.add_argument("--max-drift", type=float, metavar="X",
                             help="tolerated fall of accept length over the run, a share of "
                             "it (default: the suite's soak.max_drift, else 0.05)")
-        add_gate_options(parser, alpha_help="the drift gate's one-sided level (default 0.05)",
-                         inconclusive_help="how a drift neither shown within nor beyond the "
-                         "tolerance is judged (default: the suite's, else pass)")
-        add_questions_option(parser, "questions in the repeated workload (default: the suite's)")
-        add_results_option(parser)
-        add_build_options(parser)
+        options.add_gate_options(
+            parser, alpha_help="the drift gate's one-sided level (default 0.05)",
+            inconclusive_help="how a drift neither shown within nor beyond the tolerance is "
+            "judged (default: the suite's, else pass)")
+        options.add_questions_option(
+            parser, "questions in the repeated workload (default: the suite's)")
+        options.add_results_option(parser)
+        options.add_build_options(parser)
         parser.add_argument("--server", metavar="URL",
                             help="soak a server someone else started (as `harness run "
                             "--server`): no launch, no kill; refused, naming the field, when "
                             "it does not serve what the suite declares. Its prefix cache is "
                             "as it was started")
-        add_record_options(parser, label_help="a tag recorded with the soak and its run",
-                           dry_run_help="print the launch line and the soak's plan; run nothing",
-                           plot_help="draw no plot")
+        options.add_record_options(
+            parser, label_help="a tag recorded with the soak and its run",
+            dry_run_help="print the launch line and the soak's plan; run nothing",
+            plot_help="draw no plot")

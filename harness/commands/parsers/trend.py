@@ -5,21 +5,19 @@ from __future__ import annotations
 import argparse
 
 from harness.commands import Command
-from harness.commands.parsers.options import add_results_option
+from harness.commands.parsers import options
 
 
-class TrendCommand(Command):
-    name = "trend"
+class TrendCommand(Command, name="trend", work="harness.commands.trend:run"):
     help = (
         "detect steps in each suite's accept-length history; exit 1 when a latest run is "
         "below its floor or a drop is open, 3 when a latest run errored or a named suite has "
         "no run"
     )
-    work = "harness.commands.trend:run"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("suites", nargs="*", metavar="SUITE", help="suite names (default: all)")
-        add_results_option(parser)
+        options.add_results_option(parser)
         output = parser.add_mutually_exclusive_group()
         output.add_argument(
             "--markdown",
