@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import Command
 from harness.commands.parsers import options
+from harness.commands.parsers.options import SuiteCommand
 
 
-class ABCommand(Command, name="ab", work="harness.commands.ab:run"):
+class ABCommand(SuiteCommand, name="ab", work="harness.commands.ab:run"):
     help = "run a suite on two engine builds (e.g. pre-fix vs post-fix) and compare them"
+    suite_help = options.SUITE_HELP
 
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        options.add_suite_argument(parser)
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--a", required=True, metavar="SPEC",
                             help="build A (e.g. sglang==0.5.17, git URL@ref, local checkout; "
                             "for a reference-engine suite reference:policy=regressed,noise=0)")

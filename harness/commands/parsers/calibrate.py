@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import Command
 from harness.commands.parsers import options
+from harness.commands.parsers.options import SuiteCommand
 
 
-class CalibrateCommand(Command, name="calibrate", work="harness.commands.calibrate:run"):
+class CalibrateCommand(SuiteCommand, name="calibrate", work="harness.commands.calibrate:run"):
     help = "repeat a suite's runs on one build: run-to-run spread, suggested floor and tolerance"
+    suite_help = options.SUITE_HELP
 
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        options.add_suite_argument(parser)
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--runs", type=int, required=True, metavar="N",
                             help="repeats (>= 2; each a fresh launch)")
         parser.add_argument("--build", "--sglang", dest="sglang", metavar="SPEC",

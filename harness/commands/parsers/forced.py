@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import Command
 from harness.commands.parsers import options
+from harness.commands.parsers.options import SuiteCommand
 
 
-class ForcedCommand(Command, name="forced", work="harness.commands.forced:run"):
+class ForcedCommand(SuiteCommand, name="forced", work="harness.commands.forced:run"):
     help = ("measure speed with the acceptance forced through the engine's own knob at a "
             "ladder of accept lengths (a launch each, with the target alone): the system's "
             "speedup curve, the real run on it, the break-even accept length")
 
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        options.add_suite_argument(parser, options.LISTED_SUITE_HELP)
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--ladder", metavar="X,X,...",
                             help="forced accept lengths, each in 1..the block size, and "
                             "`real` for the real run's achieved value, e.g. 1,real,4,8 "

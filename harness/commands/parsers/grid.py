@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import Command
 from harness.commands.parsers import options
+from harness.commands.parsers.options import SuiteCommand
 
 
-class GridCommand(Command, name="grid", work="harness.commands.grid:run"):
+class GridCommand(SuiteCommand, name="grid", work="harness.commands.grid:run"):
     help = ("measure a suite's [grid]: accept length and speedup per cell of prompt-length "
             "tier x content category x prefix caching x concurrency, a launch per prefix-"
             "caching setting, a heatmap, and with [grid] reference each cell gated against "
             "its reference cell")
+    suite_help = "suite file or name with a [grid] table"
 
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        options.add_suite_argument(parser, "suite file or name with a [grid] table")
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
         options.add_results_option(parser)
         options.add_build_options(parser)
         options.add_record_options(

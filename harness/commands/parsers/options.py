@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import ClassVar
 
+from harness.commands import Command
 from harness.files import RESULTS_DIR, RESULTS_ENV, default_results_dir
 
 SUITE_HELP = "suite file or name"
@@ -14,9 +16,18 @@ LISTED_SUITE_HELP = "suite file or name (see `harness list`)"
 REFERENCE_ENGINE_PYTHON_HELP = "interpreter of the reference engine's environment"
 
 
-def add_suite_argument(parser: argparse.ArgumentParser, help: str = SUITE_HELP) -> None:
-    """The suite a command works on, its first argument."""
-    parser.add_argument("suite", help=help)
+class SuiteCommand(Command):
+    """A command whose first argument is the suite it works on (a file or a name); its own
+    arguments follow (`add_options`)."""
+
+    suite_help: ClassVar[str] = LISTED_SUITE_HELP
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("suite", help=self.suite_help)
+        self.add_options(parser)
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        """The arguments after the suite (none by default)."""
 
 
 def add_results_option(parser: argparse.ArgumentParser, help: str = "results folder") -> None:

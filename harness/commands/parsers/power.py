@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import Command
 from harness.commands.parsers import options
+from harness.commands.parsers.options import SuiteCommand
 
 
-class PowerCommand(Command, name="power", work="harness.commands.power:run"):
+class PowerCommand(SuiteCommand, name="power", work="harness.commands.power:run"):
     help = "print the gate's error rates vs true accept length and number of prompts for a suite"
+    suite_help = options.SUITE_HELP
 
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        options.add_suite_argument(parser)
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
         options.add_results_option(
             parser, "per-prompt spread is taken from the suite's latest runs here")
         parser.add_argument("--alpha", type=float,

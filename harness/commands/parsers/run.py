@@ -5,16 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.commands import Command
 from harness.commands.parsers import options
+from harness.commands.parsers.options import SuiteCommand
 
 
-class RunCommand(Command, name="run", work="harness.commands.run:run"):
+class RunCommand(SuiteCommand, name="run", work="harness.commands.run:run"):
     help = ("run a suite: preflight, launch, drive its workloads (GSM8K, Spec-Bench, "
             "HumanEval or JSONL prompts), accept length, verdict, record")
 
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        options.add_suite_argument(parser, options.LISTED_SUITE_HELP)
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--dry-run", action="store_true",
                             help="print the launch command and workload plan; run nothing")
         parser.add_argument("--prepare-only", action="store_true",

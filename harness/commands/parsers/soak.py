@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import Command
 from harness.commands.parsers import options
+from harness.commands.parsers.options import SuiteCommand
 
 
-class SoakCommand(Command, name="soak", work="harness.commands.soak:run"):
+class SoakCommand(SuiteCommand, name="soak", work="harness.commands.soak:run"):
     help = ("drift over serving time: one server, the suite's workload repeated for a set "
             "time with prefix caching on, accept length per window, and a gate on its trend")
 
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        options.add_suite_argument(parser, options.LISTED_SUITE_HELP)
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--duration", metavar="TIME",
                             help="how long the workload repeats: seconds, or with s, m or h "
                             "(e.g. 10m; default: the suite's soak.duration_s)")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness.commands import Command
 from harness.commands.parsers import options
+from harness.commands.parsers.options import SuiteCommand
 
 
 class ListCommand(Command, name="list", work="harness.commands.listing:run"):
@@ -18,11 +19,11 @@ class ListCommand(Command, name="list", work="harness.commands.listing:run"):
                             help="folder of suite TOML files (default: the shipped suites/)")
 
 
-class ShowCommand(Command, name="show", work="harness.commands.suites:show"):
+class ShowCommand(SuiteCommand, name="show", work="harness.commands.suites:show"):
     help = "show a suite as validated, with defaults filled in"
+    suite_help = options.SUITE_HELP
 
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        options.add_suite_argument(parser)
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
         options.add_json_option(parser, "print JSON")
         options.add_results_option(parser, "where calibration records are looked for")
 

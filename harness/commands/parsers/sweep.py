@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import Command
 from harness.commands.parsers import options
+from harness.commands.parsers.options import SuiteCommand
 
 
-class SweepCommand(Command, name="sweep", work="harness.commands.sweep:run"):
+class SweepCommand(SuiteCommand, name="sweep", work="harness.commands.sweep:run"):
     help = ("measure a suite's workload at several concurrencies on one launch: accept "
             "length, latency and throughput per point, a plot against concurrency, and "
             "with --max-drop a paired gate of each point against concurrency 1")
 
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        options.add_suite_argument(parser, options.LISTED_SUITE_HELP)
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--concurrency", required=True, metavar="N,N,...",
                             help="requests in flight at each point, e.g. 1,4,16,64 (each at "
                             "most the workload's questions); each point is the series "
