@@ -20,8 +20,7 @@ class ForcedCommand(SuiteCommand, name="forced", work="harness.commands.forced:r
                             "(default: 1,real,BLOCK); the real run (knob off) is always "
                             "measured first")
         options.add_questions_option(parser, "questions at each point (default: the suite's)")
-        options.add_results_option(parser)
-        options.add_build_options(parser)
+        options.add_results_and_build_options(parser)
         parser.add_argument("--against", metavar="SPEC",
                             help="a reference build: its ladder is measured first, then "
                             "the build's at the same forced accept lengths, and a speedup "

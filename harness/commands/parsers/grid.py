@@ -16,8 +16,7 @@ class GridCommand(SuiteCommand, name="grid", work="harness.commands.grid:run"):
     suite_help = "suite file or name with a [grid] table"
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
-        options.add_results_option(parser)
-        options.add_build_options(parser)
+        options.add_results_and_build_options(parser)
         options.add_record_options(
             parser, label_help="a tag recorded with every cell's run",
             dry_run_help="print each launch's command and every cell's plan; run nothing",

@@ -51,6 +51,13 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     add_engine_python_option(parser, "interpreter of the engine's environment")
 
 
+def add_results_and_build_options(parser: argparse.ArgumentParser) -> None:
+    """`--results`, then the build options: where a protocol's runs are recorded and what
+    they run, in the order `forced`, `soak` and `grid` list them."""
+    add_results_option(parser)
+    add_build_options(parser)
+
+
 def add_json_option(parser: argparse.ArgumentParser, help: str) -> None:
     """`--json`: print what the command found as JSON instead of text."""
     parser.add_argument("--json", action="store_true", help=help)

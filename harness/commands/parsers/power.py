@@ -15,10 +15,9 @@ class PowerCommand(SuiteCommand, name="power", work="harness.commands.power:run"
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         options.add_results_option(
             parser, "per-prompt spread is taken from the suite's latest runs here")
-        parser.add_argument("--alpha", type=float,
-                            help="tolerated false-fail rate (default: the suite's floors.alpha)")
-        parser.add_argument("--beta", type=float,
-                            help="tolerated false-pass rate (default: the suite's floors.beta)")
+        for rate, wrong in (("alpha", "false-fail"), ("beta", "false-pass")):
+            parser.add_argument(f"--{rate}", type=float, help=f"tolerated {wrong} rate "
+                                f"(default: the suite's floors.{rate})")
         parser.add_argument("--sd", type=float, metavar="SD",
                             help="per-prompt sd of the suite's metric (default: from the latest "
                             "recorded runs, else a documented default, see docs/statistics.md)")

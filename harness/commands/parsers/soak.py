@@ -28,8 +28,7 @@ class SoakCommand(SuiteCommand, name="soak", work="harness.commands.soak:run"):
             "judged (default: the suite's, else pass)")
         options.add_questions_option(
             parser, "questions in the repeated workload (default: the suite's)")
-        options.add_results_option(parser)
-        options.add_build_options(parser)
+        options.add_results_and_build_options(parser)
         parser.add_argument("--server", metavar="URL",
                             help="soak a server someone else started (as `harness run "
                             "--server`): no launch, no kill; refused, naming the field, when "
