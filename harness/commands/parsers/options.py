@@ -1,6 +1,7 @@
 """The arguments several commands take alike, each declared here once: the same flag,
 type, default and words wherever it appears (a command passes its own help where the
-meaning is its own). Light, as every parser (harness/commands/__init__.py)."""
+meaning is its own); `SuiteCommand`, the commands whose first argument is a suite. Light,
+as every parser (harness/commands/__init__.py)."""
 
 from __future__ import annotations
 
