@@ -152,6 +152,10 @@ TESTS_ARGS = ("-n", "2", "--dist", "loadscope", "--durations=15",
               # the LWS CRD is in no installable package: HARNESS_LWS_CRD=<file> to run it
               "--ignore", "tests/run/schedulers/test_lws_schema.py")
 
+# The real-engine sessions' pytest: one process (their servers fill the cores), no cache
+# folder left in the tree, quiet.
+SERIAL = ("-p", "no:xdist", "-p", "no:cacheprovider", "-q")
+
 
 def tests_args(posargs: list[str], marks: str = "not e2e and not gpu_rehearsal"
                ) -> list[str]:
@@ -164,6 +168,14 @@ def tests_args(posargs: list[str], marks: str = "not e2e and not gpu_rehearsal"
     return [*args, "-m", marks, *posargs]
 
 
+def _with_cache(env: dict[str, str]) -> dict[str, str]:
+    """A session's `env`, with HARNESS_CACHE passed through where it is set (the engine
+    environments are built once under it)."""
+    if "HARNESS_CACHE" in os.environ:
+        return {**env, "HARNESS_CACHE": os.environ["HARNESS_CACHE"]}
+    return env
+
+
 def _pytest(session: nox.Session, marks: str) -> None:
     """pytest on two workers over the tests selected by `marks` (posargs add to them)."""
     _uv_reads_pips_wheels()
@@ -174,10 +186,8 @@ def _pytest(session: nox.Session, marks: str) -> None:
     # One decoding process per reference engine: two xdist workers already fill two cores
     # (figures do not depend on it).
     # Strict: a skipped test fails here (tests/conftest.py), since CI has every part.
-    env = {"HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS), "HARNESS_REFERENCE_WORKERS": "1",
-           "HARNESS_STRICT_SKIPS": "1"}
-    if "HARNESS_CACHE" in os.environ:
-        env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
+    env = _with_cache({"HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS),
+                       "HARNESS_REFERENCE_WORKERS": "1", "HARNESS_STRICT_SKIPS": "1"})
     session.run("pytest", *tests_args(session.posargs, marks), env=env)
 
 
@@ -291,10 +301,8 @@ def vllm_cpu(session: nox.Session) -> None:
     # which runs SGLang 0.5.23's own metrics code: the wheel where the test and the double's
     # server both look (not only the harness cache, which a fresh machine lacks)
     _fetch_sglang_wheels(session, ["0.5.23"])
-    env = {"HARNESS_REQUIRE_VLLM": "1", "HARNESS_REFERENCE_WORKERS": "1",
-           "HARNESS_STRICT_SKIPS": "1", "HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS)}
-    if "HARNESS_CACHE" in os.environ:
-        env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
+    env = _with_cache({"HARNESS_REQUIRE_VLLM": "1", "HARNESS_REFERENCE_WORKERS": "1",
+                       "HARNESS_STRICT_SKIPS": "1", "HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS)})
     session.run("pytest", "-p", "no:cacheprovider", "-q", "-s", "tests/vllm_oracle", env=env)
 
 
@@ -307,9 +315,7 @@ def prepare_engines(session: nox.Session) -> None:
     _uv_reads_pips_wheels()
     # pip: the harness builds with it; reference: vLLM's served draft is made from the tiny one
     session.install("-e", ".[reference]", "pip")
-    env = {"HARNESS_SGLANG_DEVICE": "cpu"}
-    if "HARNESS_CACHE" in os.environ:
-        env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
+    env = _with_cache({"HARNESS_SGLANG_DEVICE": "cpu"})
     for suite in ("tiny_dflash_sglang_cpu", "tiny_dflash_vllm_cpu"):
         session.run("harness", "run", suite, "--prepare-only", env=env)
 
@@ -327,12 +333,10 @@ def sglang_cpu(session: nox.Session) -> None:
     _uv_reads_pips_wheels()
     session.install("-e", ".[test]", "pip")  # pip: the harness builds with it
     _fetch_sglang_wheels(session, ["0.5.23"])  # the test double runs SGLang's own code
-    env = {"HARNESS_SGLANG_DEVICE": "cpu", "HARNESS_STRICT_SKIPS": "1",
-           "HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS)}
-    if "HARNESS_CACHE" in os.environ:
-        env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
-    session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "--durations=10",
-                "tests/sglang_cpu", *session.posargs, env=env)
+    env = _with_cache({"HARNESS_SGLANG_DEVICE": "cpu", "HARNESS_STRICT_SKIPS": "1",
+                       "HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS)})
+    session.run("pytest", *SERIAL, "--durations=10", "tests/sglang_cpu", *session.posargs,
+                env=env)
 
 
 # The Slurm launcher against a real one-node cluster
@@ -351,10 +355,8 @@ def slurm(session: nox.Session) -> None:
                     external=True, env={"DEBIAN_FRONTEND": "noninteractive"})
     _uv_reads_pips_wheels()
     session.install("-e", ".[test,reference]")
-    env = {"HARNESS_REFERENCE_WORKERS": "1", "HARNESS_STRICT_SKIPS": "1"}
-    if "HARNESS_CACHE" in os.environ:
-        env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
-    session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "--durations=5",
+    env = _with_cache({"HARNESS_REFERENCE_WORKERS": "1", "HARNESS_STRICT_SKIPS": "1"})
+    session.run("pytest", *SERIAL, "--durations=5",
                 "tests/run/schedulers/test_slurm_cluster.py", *session.posargs, env=env)
 
 
@@ -372,11 +374,9 @@ def publish_browser(session: nox.Session) -> None:
     _uv_reads_pips_wheels()
     session.install("-e", ".[test,reference]", "playwright>=1.40", "pip")
     shots = ROOT / ".cache" / "publish-browser"
-    env = {"HARNESS_PUBLISH_SHOTS": str(shots), "HARNESS_REFERENCE_WORKERS": "1",
-           "HARNESS_STRICT_SKIPS": "1"}
-    if "HARNESS_CACHE" in os.environ:
-        env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
-    session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "--durations=5",
+    env = _with_cache({"HARNESS_PUBLISH_SHOTS": str(shots), "HARNESS_REFERENCE_WORKERS": "1",
+                       "HARNESS_STRICT_SKIPS": "1"})
+    session.run("pytest", *SERIAL, "--durations=5",
                 "tests/publish_browser", *session.posargs, env=env)
     session.log(f"screenshots: {shots}")
 
@@ -395,11 +395,9 @@ def sglang_dflash_cpu(session: nox.Session) -> None:
     session.install("-e", ".[test]", "pip")  # pip: the harness builds with it
     # each release's own parser on the launch line, with its test patch (test_release_args)
     _fetch_sglang_wheels(session, ["0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"])
-    env = {"HARNESS_SGLANG_DEVICE": "cpu", "HARNESS_STRICT_SKIPS": "1",
-           "HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS)}
-    if "HARNESS_CACHE" in os.environ:
-        env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
-    session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "--durations=10",
+    env = _with_cache({"HARNESS_SGLANG_DEVICE": "cpu", "HARNESS_STRICT_SKIPS": "1",
+                       "HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS)})
+    session.run("pytest", *SERIAL, "--durations=10",
                 "tests/sglang_dflash_cpu", "--ignore", DFLASH_BISECT_TEST,
                 "--ignore", SEED_MODELS_TEST, *session.posargs, env=env)
 
@@ -419,11 +417,9 @@ def seed_models_cpu(session: nox.Session) -> None:
     """The seed's gemma-4 and Muse Glimmer pairs in miniature through SGLang's code on CPU."""
     _uv_reads_pips_wheels()
     session.install("-e", ".[test]", "pip")  # pip: the harness builds with it
-    env = {"HARNESS_SGLANG_DEVICE": "cpu", "HARNESS_STRICT_SKIPS": "1"}
-    if "HARNESS_CACHE" in os.environ:
-        env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
-    session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "-s",
-                "--durations=10", SEED_MODELS_TEST, *session.posargs, env=env)
+    env = _with_cache({"HARNESS_SGLANG_DEVICE": "cpu", "HARNESS_STRICT_SKIPS": "1"})
+    session.run("pytest", *SERIAL, "-s", "--durations=10", SEED_MODELS_TEST, *session.posargs,
+                env=env)
 
 
 # `harness bisect` over a local SGLang history made from the 0.5.23 wheel (one commit
@@ -439,9 +435,7 @@ def sglang_dflash_bisect_cpu(session: nox.Session) -> None:
     _uv_reads_pips_wheels()
     session.install("-e", ".[test]", "pip")  # pip: the history's wheel is fetched with it
     _fetch_sglang_wheels(session, ["0.5.23"])
-    env = {"HARNESS_SGLANG_DEVICE": "cpu", "HARNESS_STRICT_SKIPS": "1",
-           "HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS)}
-    if "HARNESS_CACHE" in os.environ:
-        env["HARNESS_CACHE"] = os.environ["HARNESS_CACHE"]
-    session.run("pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q", "-s",
-                "--durations=10", DFLASH_BISECT_TEST, *session.posargs, env=env)
+    env = _with_cache({"HARNESS_SGLANG_DEVICE": "cpu", "HARNESS_STRICT_SKIPS": "1",
+                       "HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS)})
+    session.run("pytest", *SERIAL, "-s", "--durations=10", DFLASH_BISECT_TEST,
+                *session.posargs, env=env)

@@ -35,6 +35,11 @@ LOCK_TIMEOUT_S = INSTALL_TIMEOUT_S + 2 * VENV_TIMEOUT_S
 _STAGING = re.compile(r"\.building-(\d+)$")
 
 
+def short_sha256(text: str) -> str:
+    """The first 16 hex digits of sha256(text): the key of a cached folder."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def file_sha256(path: Path) -> str:
     """sha256 of a file, read in 1 MiB blocks."""
     digest = hashlib.sha256()

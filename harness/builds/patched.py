@@ -20,7 +20,6 @@ installed one (the release's dist-info still beside it), then the same patches.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -29,7 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.builds import gitrepo
-from harness.builds.common import bounded_lock, file_sha256, run_command, sweep_stale
+from harness.builds.common import (
+    bounded_lock,
+    file_sha256,
+    run_command,
+    short_sha256,
+    sweep_stale,
+)
 from harness.errors import BadInput, EngineError
 from harness.files import cache_root
 
@@ -52,7 +57,7 @@ class Patch:
 def tree_key(base: str, patches: Sequence[Patch]) -> str:
     text = json.dumps({"base": base, "patches": [p.sha256 for p in patches],
                        "layout": LAYOUT})
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return short_sha256(text)
 
 
 def patched_tree(package_parent: Path, base: str, patches: Sequence[Patch],

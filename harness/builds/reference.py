@@ -9,7 +9,6 @@ them with the commit they came from.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.builds import gitrepo
+from harness.builds.common import short_sha256
 from harness.builds.envs import ensure_env
 from harness.builds.probe import (
     REFERENCE_MODULES,
@@ -119,7 +119,7 @@ def reference_env_dir(requirements: list[str], checkout: Path) -> Path:
     extra's requirements: a second checkout gets its own environment and runs its own
     engine code, the code its record's commit names (issue 27, case 10)."""
     text = "\n".join([*requirements, f"checkout={Path(checkout).resolve()}"])
-    return cache_root() / "envs" / f"reference-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    return cache_root() / "envs" / f"reference-{short_sha256(text)}"
 
 
 def prepare_reference_env(

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.builds import gitrepo, overlay
-from harness.builds.common import file_sha256, run_command
+from harness.builds.common import file_sha256, run_command, short_sha256
 from harness.builds.envs import ensure_env
 from harness.builds.patched import Patch, patched_tree, tree_sha256
 from harness.builds.probe import BUILD_NOTE, EnvironmentFacts, probe_environment, save_freeze
@@ -70,8 +70,7 @@ class ResolvedBuild:
 
     @property
     def key(self) -> str:
-        text = json.dumps(self.identity, sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return short_sha256(json.dumps(self.identity, sort_keys=True))
 
     @property
     def device(self) -> str:

@@ -19,7 +19,6 @@ the environment's own `vllm serve`, as on a GPU host.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import subprocess
@@ -31,7 +30,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from harness.builds import sglang_env
-from harness.builds.common import run_command
+from harness.builds.common import run_command, short_sha256
 from harness.builds.envs import ensure_env, pip_command
 from harness.builds.probe import probe_environment
 from harness.builds.spec import BuildSpec
@@ -81,8 +80,7 @@ class VLLMBuild:
 
     @property
     def key(self) -> str:
-        text = json.dumps(self.identity, sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return short_sha256(json.dumps(self.identity, sort_keys=True))
 
     @property
     def env_dir(self) -> Path:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from harness.errors import MissingMetric
+from harness.errors import EngineError, MissingMetric
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -78,6 +78,31 @@ def prompt_ids_sha256(ids: object) -> str | None:
                                             for i in ids):
         return None
     return hashlib.sha256(json.dumps(ids, separators=(",", ":")).encode()).hexdigest()
+
+
+def stream_error(event: object) -> str | None:
+    """The server's message when `event` is an error event, else None."""
+    if not isinstance(event, Mapping):
+        return None
+    error = event.get("error")
+    if isinstance(error, Mapping):
+        return str(error.get("message") or error)
+    if error is not None:
+        return str(error)
+    if event.get("object") == "error":  # an OpenAI-route ErrorResponse
+        return str(event.get("message") or event)
+    return None
+
+
+def checked_event(event: object) -> Mapping[str, object]:
+    """A streamed event as a JSON object; EngineError where it is the server's error event
+    or not an object."""
+    message = stream_error(event)
+    if message is not None:
+        raise EngineError(f"the server ended the stream with an error: {message[:500]}")
+    if not isinstance(event, Mapping):
+        raise EngineError(f"a streamed event is not a JSON object: {event!r:.200}")
+    return event
 
 
 def first_choice(event: Mapping[str, object]) -> Mapping[str, object] | None:

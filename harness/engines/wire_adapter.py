@@ -12,9 +12,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from harness.engines.flags import without_flags
-from harness.engines.interface import ParsedResponse
+from harness.engines.interface import ParsedResponse, Placement
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from harness.suite.checkpoints import Models
     from harness.suite.model import Suite
 
@@ -59,6 +61,10 @@ class EngineLaunch(Protocol):
 
     def check_flags(self, suite: Suite) -> None: ...
 
+    def launch_command(self, suite: Suite, python: str, host: str, port: int,
+                       models: Models | None = None,
+                       placement: Placement | None = None) -> list[str]: ...
+
 
 class EngineStream(Protocol):
     """An engine's `stream` module: the streamed form of a request."""
@@ -96,6 +102,19 @@ class WireAdapter:
             cls.speculative_flags = cls.launch.SPECULATIVE_FLAGS
             cls.reserved_flags = cls.launch.RESERVED_FLAGS
             cls.secret_flags = cls.launch.SECRET_FLAGS
+
+    def launch_command(self, suite: Suite, python: str, host: str, port: int,
+                       models: Models | None = None,
+                       checkpoints: tuple[Path, Path] | None = None,
+                       placement: Placement | None = None) -> list[str]:
+        return self.launch.launch_command(suite, python, host, port,
+                                          self.models_to_serve(models, checkpoints), placement)
+
+    def models_to_serve(self, models: Models | None,
+                        checkpoints: tuple[Path, Path] | None) -> Models | None:
+        """The models the launch line names: those given (None: the suite's, as the launch
+        module resolves them)."""
+        return models
 
     def expected_settings(self, suite: Suite, models: Models | None) -> dict[str, object]:
         """The server's resolved speculative settings, keyed as it reports them -> what the

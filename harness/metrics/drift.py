@@ -35,7 +35,7 @@ from typing import Literal
 
 from harness.metrics.definitions import RequestLike, accept_length_of, fields_of, metric_pairs
 from harness.metrics.measure import confidence_interval
-from harness.metrics.stats import t_quantile
+from harness.metrics.stats import judged, t_quantile
 
 DriftDecision = Literal["within", "beyond", "inconclusive"]
 
@@ -183,11 +183,7 @@ def drift_test(rows: Sequence[RequestLike], metric: str, duration_s: float,
 
 def status_of(decision: DriftDecision, inconclusive: str) -> Literal["pass", "fail"]:
     """pass / fail: an inconclusive finding judged as the soak's setting says."""
-    if decision == "within":
-        return "pass"
-    if decision == "beyond":
-        return "fail"
-    return "pass" if inconclusive == "pass" else "fail"
+    return judged(decision, "within", "beyond", inconclusive)
 
 
 def describe(result: DriftResult, status: str) -> str:

@@ -136,11 +136,7 @@ def paired_test(a: tuple[Sequence[float], Sequence[float]],
 
 def status_of(decision: Decision, inconclusive: str) -> str:
     """pass / fail: an inconclusive finding is judged as the gate's setting says."""
-    if decision == "not_worse":
-        return "pass"
-    if decision == "worse":
-        return "fail"
-    return "pass" if inconclusive == "pass" else "fail"
+    return stats.judged(decision, "not_worse", "worse", inconclusive)
 
 
 def describe(result: PairedResult, status: str) -> str:

@@ -252,6 +252,16 @@ class Difference:
     method: str
 
 
+def judged(decision: str, passing: str, failing: str, inconclusive: str) -> Decision:
+    """pass / fail of a three-way test's decision: `passing` passes, `failing` fails, and
+    any other (inconclusive) is judged as the `inconclusive` setting says."""
+    if decision == passing:
+        return "pass"
+    if decision == failing:
+        return "fail"
+    return "pass" if inconclusive == "pass" else "fail"
+
+
 def wald(estimate: float, se: float, level: float = 0.95, method: str = "") -> Difference:
     """CI estimate +- z * se and normal p-values. The only place they are computed."""
     if not math.isfinite(se) or se < 0:

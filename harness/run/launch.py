@@ -149,6 +149,16 @@ def signals_deferred() -> Iterator[None]:
                 signal.raise_signal(held[0])
 
 
+def started(start: Callable[[], object], undo: Callable[[], object]) -> None:
+    """`start()`; where it raises (Ctrl-C included), `undo()` first, so that a launch cut
+    short leaves nothing running."""
+    try:
+        start()
+    except BaseException:
+        undo()
+        raise
+
+
 def kill_tree(pid: int, grace_s: float = TERMINATE_GRACE_S) -> list[int]:
     """SIGTERM the process, its group and every descendant; SIGKILL what survives.
 

@@ -42,6 +42,13 @@ def impossible(field: str, problem: str) -> PydanticCustomError:
                                {"field": field, "problem": problem})
 
 
+def exactly_one(first: object, second: object, message: str) -> None:
+    """A validator's refusal (`message`) unless exactly one of two alternative settings is
+    given."""
+    if (first is None) == (second is None):
+        raise ValueError(message)
+
+
 def _above_one(field: str, value: float | None, strict: bool, flag: str) -> None:
     """A share floor of 1.0 judged strictly asks for more than every request: impossible."""
     if strict and value is not None and value >= 1.0:
@@ -201,9 +208,8 @@ class JsonlWorkload(_Requests):
 
     @model_validator(mode="after")
     def _one_source(self) -> JsonlWorkload:
-        if (self.data is None) == (self.hub is None):
-            raise ValueError("a jsonl workload reads exactly one of `data` (a JSON-lines "
-                             "file) or `hub` (a Hugging Face data set)")
+        exactly_one(self.data, self.hub, "a jsonl workload reads exactly one of `data` (a "
+                    "JSON-lines file) or `hub` (a Hugging Face data set)")
         return self
 
 

@@ -22,6 +22,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from harness.suite.entries import exactly_one
+
 
 class ForcedSetting(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -35,7 +37,6 @@ class ForcedSetting(BaseModel):
 
     @model_validator(mode="after")
     def _one_draft_tolerance(self) -> ForcedSetting:
-        if (self.draft_relative_drop is None) == (self.draft_absolute_drop is None):
-            raise ValueError("[forced] needs exactly one of draft_relative_drop and "
-                             "draft_absolute_drop")
+        exactly_one(self.draft_relative_drop, self.draft_absolute_drop,
+                    "[forced] needs exactly one of draft_relative_drop and draft_absolute_drop")
         return self

@@ -30,7 +30,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from harness.suite.entries import Metric
+from harness.suite.entries import Metric, exactly_one
 
 
 class Gate(BaseModel):
@@ -53,6 +53,6 @@ class Gate(BaseModel):
 
     @model_validator(mode="after")
     def _one_tolerance(self) -> Gate:
-        if (self.relative_drop is None) == (self.absolute_drop is None):
-            raise ValueError("[gate] needs exactly one of relative_drop and absolute_drop")
+        exactly_one(self.relative_drop, self.absolute_drop,
+                    "[gate] needs exactly one of relative_drop and absolute_drop")
         return self

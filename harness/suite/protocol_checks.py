@@ -144,6 +144,14 @@ def _same_sides(field: str, reference: Reference, parts: EntryParts, definition:
                                 f"this entry's figure is {definition!r}")
 
 
+def _same_strictness(field: str, strict: bool, protocol: Protocol, asserted: bool,
+                     what: str) -> None:
+    """A floor's `>` or `>=` as its protocol's source asserts it (`what`: of which figure)."""
+    if strict != asserted:
+        raise impossible(field, f"{strict}, but protocol {protocol.id!r} asserts "
+                                f"{what}{'>' if asserted else '>='}")
+
+
 def _floor_by_rule(where: str, floors: Floors, reference: Reference,
                    protocol: Protocol) -> None:
     rule = protocol.floor_rule
@@ -153,17 +161,12 @@ def _floor_by_rule(where: str, floors: Floors, reference: Reference,
                          f"{floors.accept_length:g}, but protocol {protocol.id!r} sets "
                          f"{rule.describe()}: {rule.fraction:g} x {reference.value:g} = "
                          f"{expected:.6g} ({reference.id})")
-    if floors.strict != rule.strict:
-        raise impossible(f"{where}floors.strict",
-                         f"{floors.strict}, but protocol {protocol.id!r} asserts "
-                         f"{'>' if rule.strict else '>='}")
+    _same_strictness(f"{where}floors.strict", floors.strict, protocol, rule.strict, "")
     if reference.accuracy is not None and floors.accuracy is not None:
         if abs(floors.accuracy - reference.accuracy) > TOLERANCE:
             raise impossible(f"{where}floors.accuracy",
                              f"{floors.accuracy:g}, but {reference.id!r} sets "
                              f"{reference.accuracy:g}")
-        if floors.accuracy_strict != rule.accuracy_strict:
-            raise impossible(f"{where}floors.accuracy_strict",
-                             f"{floors.accuracy_strict}, but protocol {protocol.id!r} "
-                             f"asserts accuracy {'>' if rule.accuracy_strict else '>='}")
+        _same_strictness(f"{where}floors.accuracy_strict", floors.accuracy_strict, protocol,
+                         rule.accuracy_strict, "accuracy ")
 

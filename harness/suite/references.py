@@ -31,6 +31,13 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+def _check_definition(definition: str) -> None:
+    """A reference's or a protocol's definition: one the harness computes."""
+    if definition not in DEFINITIONS:
+        raise ValueError(f"definition {definition!r} is none the harness computes "
+                         f"({', '.join(DEFINITIONS)})")
+
+
 class Reference(_Strict):
     id: str = Field(pattern=ID_PATTERN)
     kind: Literal["measured", "threshold"]
@@ -56,9 +63,7 @@ class Reference(_Strict):
 
     @model_validator(mode="after")
     def _known_definition(self) -> Reference:
-        if self.definition not in DEFINITIONS:
-            raise ValueError(f"definition {self.definition!r} is none the harness computes "
-                             f"({', '.join(DEFINITIONS)})")
+        _check_definition(self.definition)
         return self
 
     @property
@@ -114,9 +119,7 @@ class Protocol(_Strict):
 
     @model_validator(mode="after")
     def _known_definition(self) -> Protocol:
-        if self.definition not in DEFINITIONS:
-            raise ValueError(f"definition {self.definition!r} is none the harness computes "
-                             f"({', '.join(DEFINITIONS)})")
+        _check_definition(self.definition)
         return self
 
     def dataset(self, name: str) -> ProtocolData | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
-from harness.engines.interface import Placement, StreamAssembler
+from harness.engines.interface import StreamAssembler
 from harness.engines.sglang import api, launch, release_check, stream
 from harness.engines.sglang.launch import RESERVED_FLAGS, launch_command
 from harness.engines.wire_adapter import EngineApi, EngineLaunch, EngineStream, WireAdapter
@@ -20,8 +20,6 @@ from harness.errors import BadInput
 from harness.suite.checkpoints import Models, resolve_models
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from harness.suite.model import Suite
 
 __all__ = ["ADAPTER", "RESERVED_FLAGS", "SGLangAdapter", "launch_command"]
@@ -43,12 +41,6 @@ class SGLangAdapter(WireAdapter):
     api: ClassVar[EngineApi] = api
     launch: ClassVar[EngineLaunch] = launch
     stream: ClassVar[EngineStream] = stream
-
-    def launch_command(self, suite: Suite, python: str, host: str, port: int,
-                       models: Models | None = None,
-                       checkpoints: tuple[Path, Path] | None = None,
-                       placement: Placement | None = None) -> list[str]:
-        return launch_command(suite, python, host, port, models, placement)
 
     def stream_assembler(self, chat: bool) -> StreamAssembler:
         return stream.ChatStream() if chat else stream.GenerateStream()

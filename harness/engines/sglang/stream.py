@@ -35,37 +35,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from harness.engines.interface import NOTHING, StreamPiece, first_choice
+from harness.engines.interface import NOTHING, StreamPiece, checked_event, first_choice
 from harness.engines.sglang.api import rank_states
-from harness.errors import EngineError
 
 # The release whose chat stream carries the per-request counts (return_spec_tokens_details)
 CHAT_COUNTS_SINCE = (0, 5, 19)
 SPEC_DETAIL_KEYS = ("spec_verify_ct", "spec_num_correct_drafts", "spec_num_proposed_drafts",
                     "spec_accept_length", "spec_accept_rate", "spec_correct_drafts_histogram")
-
-
-def stream_error(event: Any) -> str | None:
-    """The server's message when `event` is an error event, else None."""
-    if not isinstance(event, Mapping):
-        return None
-    error = event.get("error")
-    if isinstance(error, Mapping):
-        return str(error.get("message") or error)
-    if error is not None:
-        return str(error)
-    if event.get("object") == "error":  # an OpenAI-route ErrorResponse
-        return str(event.get("message") or event)
-    return None
-
-
-def _raise_on_error(event: Any) -> Mapping[str, Any]:
-    message = stream_error(event)
-    if message is not None:
-        raise EngineError(f"the server ended the stream with an error: {message[:500]}")
-    if not isinstance(event, Mapping):
-        raise EngineError(f"a streamed event is not a JSON object: {event!r:.200}")
-    return event
 
 
 class GenerateStream:
@@ -78,13 +54,13 @@ class GenerateStream:
         self.ids_lengths: list[int] = []
 
     def feed(self, event: object) -> StreamPiece:
-        event = _raise_on_error(event)
+        event = checked_event(event)
         meta = event.get("meta_info")
         if not isinstance(meta, Mapping):
             return NOTHING
         self.last = event
-        if isinstance(event.get("text"), str):
-            self.texts.append(event["text"])
+        if isinstance(text := event.get("text"), str):
+            self.texts.append(text)
         ids = event.get("output_ids")
         if isinstance(ids, list):
             self.ids_lengths.append(len(ids))
@@ -124,7 +100,7 @@ class ChatStream:
         self.matched_stop: Any = None
 
     def feed(self, event: object) -> StreamPiece:
-        event = _raise_on_error(event)
+        event = checked_event(event)
         sglext = event.get("sglext")
         if isinstance(sglext, Mapping):
             details = sglext.get("spec_tokens_details")
@@ -134,8 +110,8 @@ class ChatStream:
                 self.details = details
             if isinstance(sglext.get("input_ids"), list):
                 self.input_ids = sglext["input_ids"]
-        if isinstance(event.get("usage"), Mapping):
-            self.usage = event["usage"]
+        if isinstance(usage := event.get("usage"), Mapping):
+            self.usage = usage
         choice = first_choice(event)
         if choice is None:
             return NOTHING

@@ -18,13 +18,12 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from harness.engines.interface import ParsedResponse, Placement, StreamAssembler
+from harness.engines.interface import ParsedResponse, StreamAssembler
 from harness.engines.sglang.api import chat_template_flag
 from harness.engines.vllm import api, launch, stream
 from harness.engines.vllm.launch import RESERVED_FLAGS, launch_command
 from harness.engines.vllm.stops import cut_at_stop
 from harness.engines.wire_adapter import EngineApi, EngineLaunch, EngineStream, WireAdapter
-from harness.errors import BadInput
 from harness.suite import checkpoints as suite_checkpoints
 
 if TYPE_CHECKING:
@@ -47,15 +46,12 @@ class VLLMAdapter(WireAdapter):
     launch: ClassVar[EngineLaunch] = launch
     stream: ClassVar[EngineStream] = stream
 
-    def launch_command(self, suite: Suite, python: str, host: str, port: int,
-                       models: Models | None = None,
-                       checkpoints: tuple[Path, Path] | None = None,
-                       placement: Placement | None = None) -> list[str]:
+    def models_to_serve(self, models: Models | None,
+                        checkpoints: tuple[Path, Path] | None) -> Models | None:
+        """Those given, else the checkpoints of a local pair (the reference engine's)."""
         if models is None and checkpoints is not None:
-            models = suite_checkpoints.Models(str(checkpoints[0]), str(checkpoints[1]))
-        if models is None:
-            raise BadInput(f"suite {suite.name}: no target and draft model to serve")
-        return launch_command(suite, python, host, port, models, placement)
+            return suite_checkpoints.Models(str(checkpoints[0]), str(checkpoints[1]))
+        return models
 
     def stream_assembler(self, chat: bool) -> StreamAssembler:
         return stream.VLLMStream(chat)

@@ -196,10 +196,12 @@ def topology_args(suite: Suite, placement: Placement | None = None) -> list[str]
 
 
 def launch_command(suite: Suite, python: str, host: str, port: int,
-                   models: Models, placement: Placement | None = None) -> list[str]:
+                   models: Models | None = None,
+                   placement: Placement | None = None) -> list[str]:
     """`ENV/bin/vllm serve TARGET ...` for the environment of `python` (extra_args last,
     checked); with a placement, the line of that node of its topology."""
-
+    if models is None:
+        raise BadInput(f"suite {suite.name}: no target and draft model to serve")
     engine = suite.engine
     if not isinstance(engine, VLLMEngine):
         raise BadInput(f"suite {suite.name}: not a vllm suite")

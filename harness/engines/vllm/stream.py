@@ -21,9 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.engines.interface import NOTHING, StreamPiece, first_choice
-from harness.engines.sglang.stream import stream_error
-from harness.errors import EngineError
+from harness.engines.interface import NOTHING, StreamPiece, checked_event, first_choice
 
 
 class VLLMStream:
@@ -41,17 +39,13 @@ class VLLMStream:
         self.metrics: Mapping[str, Any] | None = None
 
     def feed(self, event: object) -> StreamPiece:
-        message = stream_error(event)
-        if message is not None:
-            raise EngineError(f"the server ended the stream with an error: {message[:500]}")
-        if not isinstance(event, Mapping):
-            raise EngineError(f"a streamed event is not a JSON object: {event!r:.200}")
+        event = checked_event(event)
         if self.prompt_ids is None and event.get("prompt_token_ids") is not None:
             self.prompt_ids = event["prompt_token_ids"]
-        if isinstance(event.get("usage"), Mapping):
-            self.usage = event["usage"]
-        if isinstance(event.get("metrics"), Mapping):
-            self.metrics = event["metrics"]
+        if isinstance(usage := event.get("usage"), Mapping):
+            self.usage = usage
+        if isinstance(metrics := event.get("metrics"), Mapping):
+            self.metrics = metrics
         choice = first_choice(event)
         if choice is None:
             return NOTHING

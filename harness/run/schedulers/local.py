@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
-from harness.run.launch import LOOPBACK, Server, ServerSpec
+from harness.run.launch import LOOPBACK, Server, ServerSpec, started
 from harness.run.schedulers.deployment import NodeLine
 
 
@@ -71,11 +71,7 @@ class LocalNodes:
                 server.stop()
 
     def __enter__(self) -> LocalNodes:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
+        started(self.start, self.stop)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from harness.engines.interface import Placement
 from harness.errors import BadInput, EngineError
-from harness.run.launch import log_tail, poll_ready, signals_deferred
+from harness.run.launch import log_tail, poll_ready, signals_deferred, started
 from harness.run.lifeline import lifeline
 from harness.run.schedulers.deployment import Launchable, secret_variable, secret_words
 from harness.secrets import redact_text
@@ -356,11 +356,7 @@ class SlurmJob:
         self.check_cluster()
         with signals_deferred():  # a Ctrl-C between submit and the id would orphan it
             self.submit()
-        try:
-            self.wait_started()
-        except BaseException:
-            self.cancel()
-            raise
+        started(self.wait_started, self.cancel)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

@@ -43,6 +43,7 @@ import functools
 import itertools
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 CONTRACT_ENV = "HARNESS_CONTRACT_RECORD"
@@ -342,20 +343,28 @@ def _record_delivered(draft: Any) -> None:
     draft.combine_hidden_states = combine_hidden_states  # this instance only
 
 
-def install_runner(module: Any) -> None:
-    cls = getattr(module, "GPUModelRunner", None)
-    original = getattr(cls, "_setup_eagle3_aux_hidden_state_outputs", None)
+def _wrap_method(module: Any, class_name: str, method: str,
+                 wrap: Callable[[Any], Callable[..., Any]]) -> None:
+    """`module.class_name.method` replaced, once, by `wrap(original)`, which calls the
+    original and reads what it did (nothing where vLLM has no such class or method)."""
+    cls = getattr(module, class_name, None)
+    original = getattr(cls, method, None)
     if cls is None or original is None or getattr(original, "_harness_recorded", False):
         return
+    wrapper = functools.wraps(original)(wrap(original))
+    wrapper._harness_recorded = True  # type: ignore[attr-defined]
+    setattr(cls, method, wrapper)
 
-    @functools.wraps(original)
-    def setup(self: Any, *args: Any, **kwargs: Any) -> Any:
-        result = original(self, *args, **kwargs)
-        record_runner(self)
-        return result
 
-    setup._harness_recorded = True  # type: ignore[attr-defined]
-    cls._setup_eagle3_aux_hidden_state_outputs = setup
+def install_runner(module: Any) -> None:
+    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+        def setup(self: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(self, *args, **kwargs)
+            record_runner(self)
+            return result
+        return setup
+
+    _wrap_method(module, "GPUModelRunner", "_setup_eagle3_aux_hidden_state_outputs", wrap)
 
 
 def record_call(impl: Any, attn_metadata: Any) -> None:
@@ -375,21 +384,16 @@ def record_call(impl: Any, attn_metadata: Any) -> None:
 
 
 def install_attention(module: Any) -> None:
-    cls = getattr(module, "CPUAttentionBackendImpl", None)
-    original = getattr(cls, "forward", None)
-    if cls is None or original is None or getattr(original, "_harness_recorded", False):
-        return
+    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+        def forward(self: Any, layer: Any, query: Any, key: Any, value: Any, kv_cache: Any,
+                    attn_metadata: Any, *args: Any, **kwargs: Any) -> Any:
+            if _DRAFT_LAYERS and attn_metadata is not None:
+                record_call(self, attn_metadata)
+            return original(self, layer, query, key, value, kv_cache, attn_metadata, *args,
+                            **kwargs)
+        return forward
 
-    @functools.wraps(original)
-    def forward(self: Any, layer: Any, query: Any, key: Any, value: Any, kv_cache: Any,
-                attn_metadata: Any, *args: Any, **kwargs: Any) -> Any:
-        if _DRAFT_LAYERS and attn_metadata is not None:
-            record_call(self, attn_metadata)
-        return original(self, layer, query, key, value, kv_cache, attn_metadata, *args,
-                        **kwargs)
-
-    forward._harness_recorded = True  # type: ignore[attr-defined]
-    cls.forward = forward
+    _wrap_method(module, "CPUAttentionBackendImpl", "forward", wrap)
 
 
 def hooks() -> dict[str, Any]:
