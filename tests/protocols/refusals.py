@@ -1,19 +1,14 @@
 """What the tests of each protocol command's refused input share: the tiny suite they
-refuse around, the command refused before anything runs, a parser's value or refusal."""
+refuse around and the command refused before anything runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
 from harness.cli import main
-from harness.errors import BadInput
 from tests.tiny_variants import tiny_variant
-
-Parsed = TypeVar("Parsed")
 
 
 def tiny_suite_file(folder: Path, name: str, questions: int) -> Path:
@@ -32,13 +27,3 @@ def refused_before_any_run(command: list[str], folder: Path,
     assert code == 2, err
     assert "Traceback" not in err
     return err
-
-
-def parsed_or_refused(parse: Callable[[], Parsed], named: str) -> Parsed | None:
-    """What `parse()` gives, or None where it refused with a BadInput whose message starts
-    with `named`."""
-    try:
-        return parse()
-    except BadInput as error:
-        assert error.message.startswith(named), error.message
-        return None
