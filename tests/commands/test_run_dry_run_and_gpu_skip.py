@@ -76,18 +76,19 @@ def test_run_with_an_empty_inventory_file_is_skipped(
 
 
 def _dry_run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-             inventory: str, exit_code: int) -> pytest.CaptureResult[str]:
+             inventory: str, exit_code: int) -> tuple[str, str]:
     """`harness run GEMMA --dry-run` with HARNESS_GPU_INVENTORY=`inventory`: it must end
-    with `exit_code`; what it printed."""
+    with `exit_code`; its stdout and stderr."""
     monkeypatch.setenv("HARNESS_GPU_INVENTORY", inventory)
     assert main(["run", GEMMA, "--dry-run"]) == exit_code
-    return capsys.readouterr()
+    captured = capsys.readouterr()
+    return captured.out, captured.err
 
 
 def test_dry_run_with_gpus_reports_devices(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = _dry_run(monkeypatch, capsys, "2xH100:80", 0).out
+    out, _ = _dry_run(monkeypatch, capsys, "2xH100:80", 0)
     assert "topology   uses 2 x H100/H200: devices [0, 1]" in out
 
 
@@ -106,7 +107,7 @@ def test_dry_run_picks_matching_devices(
 def test_bad_inventory_is_bad_input(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    err = _dry_run(monkeypatch, capsys, "lots of GPUs", 2).err
+    _, err = _dry_run(monkeypatch, capsys, "lots of GPUs", 2)
     assert "HARNESS_GPU_INVENTORY" in err and "expected COUNTxMODEL[:GiB]" in err
     assert "Traceback" not in err
 
