@@ -1,4 +1,4 @@
-"""Results shared by the xdist workers of one test session; a parser's value or refusal.
+"""Results shared by the xdist workers of one test session.
 
 A session-scoped fixture runs once per xdist worker; where it is expensive (a harness run,
 every SGLang release's audit table) the first worker makes it under a file lock in a folder
@@ -10,15 +10,9 @@ is the session's own temporary folder, never one shared with other sessions.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
-
-from harness.errors import BadInput
-
-Parsed = TypeVar("Parsed")
 
 
 def session_shared_dir(factory: pytest.TempPathFactory, name: str) -> Path:
@@ -38,13 +32,3 @@ def bare_environment(**variables: str) -> dict[str, str]:
     if "HARNESS_DATA_DIR" in os.environ:
         env["HARNESS_DATA_DIR"] = os.environ["HARNESS_DATA_DIR"]
     return {**env, **variables}
-
-
-def parsed_or_refused(parse: Callable[[], Parsed], named: str = "") -> Parsed | None:
-    """What `parse()` gives, or None where it refused with a BadInput whose message starts
-    with `named`."""
-    try:
-        return parse()
-    except BadInput as error:
-        assert error.message.startswith(named), error.message
-        return None

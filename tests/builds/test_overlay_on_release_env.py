@@ -29,7 +29,7 @@ from harness.builds.patched import NOTE
 from harness.builds.probe import BUILD_NOTE, EnvironmentFacts
 from harness.errors import BadInput, EngineError, HarnessError
 from tests.builds.repos import commit_all, git, init_repo
-from tests.shared import parsed_or_refused
+from tests.parsed_or_refused import parsed_or_refused
 
 RELEASE_KEPT = ["aiohttp", "transformers==5.19.0", "numpy"]
 PYPROJECT = """[project]

@@ -18,8 +18,8 @@ from harness.errors import BadInput
 from harness.protocols.soak import parse_duration, soak_settings
 from harness.suite.soak import MAX_DURATION_S, Soak
 from tests.fixtures.sglang_double import SUITE_TEMPLATE
+from tests.parsed_or_refused import parsed_or_refused
 from tests.protocols.refusals import refused_before_any_run
-from tests.shared import parsed_or_refused
 from tests.tiny_variants import tiny_variant
 
 DURATION = re.compile(r"^\s*[0-9]+(\.[0-9]+)?[smh]?\s*$")

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from harness.cli import main
 from harness.errors import BadInput
 from harness.protocols.sweep import MAX_CONCURRENCY, parse_concurrencies
+from tests.parsed_or_refused import parsed_or_refused
 from tests.protocols.refusals import refused_before_any_run, tiny_suite_file
-from tests.shared import parsed_or_refused
 from tests.tiny_variants import tiny_variant
 
 ITEM = re.compile(r"^\s*[0-9]+\s*$")
