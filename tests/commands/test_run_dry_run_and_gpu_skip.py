@@ -59,35 +59,47 @@ def test_run_without_gpus_is_skipped_with_exit_4(
     assert not results.exists()  # nothing was run, nothing recorded
 
 
+def _inventory_file(monkeypatch: pytest.MonkeyPatch, folder: Path,
+                    devices: list[dict[str, object]]) -> None:
+    """The host's GPUs, `devices`, from an inventory file (HARNESS_GPU_INVENTORY)."""
+    inventory = folder / "gpus.json"
+    inventory.write_text(json.dumps(devices))
+    monkeypatch.setenv("HARNESS_GPU_INVENTORY", str(inventory))
+
+
 def test_run_with_an_empty_inventory_file_is_skipped(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    inventory = tmp_path / "gpus.json"
-    inventory.write_text("[]")
-    monkeypatch.setenv("HARNESS_GPU_INVENTORY", str(inventory))
+    _inventory_file(monkeypatch, tmp_path, [])
     assert main(["run", GEMMA, "--results", str(tmp_path / "r"), "--no-progress"]) == 4
     assert "needs 2 x" in capsys.readouterr().out
+
+
+def _dry_run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+             inventory: str, exit_code: int) -> tuple[str, str]:
+    """`harness run GEMMA --dry-run` with HARNESS_GPU_INVENTORY=`inventory`: it must end
+    with `exit_code`; its stdout and stderr."""
+    monkeypatch.setenv("HARNESS_GPU_INVENTORY", inventory)
+    assert main(["run", GEMMA, "--dry-run"]) == exit_code
+    captured = capsys.readouterr()
+    return captured.out, captured.err
 
 
 def test_dry_run_with_gpus_reports_devices(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("HARNESS_GPU_INVENTORY", "2xH100:80")
-    assert main(["run", GEMMA, "--dry-run"]) == 0
-    out = capsys.readouterr().out
+    out, _ = _dry_run(monkeypatch, capsys, "2xH100:80", 0)
     assert "topology   uses 2 x H100/H200: devices [0, 1]" in out
 
 
 def test_dry_run_picks_matching_devices(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    inventory = tmp_path / "gpus.json"
-    inventory.write_text(json.dumps([
+    _inventory_file(monkeypatch, tmp_path, [
         {"index": 0, "name": "NVIDIA A100-SXM4-80GB", "memory_gib": 80},
         {"index": 1, "name": "NVIDIA H100 80GB HBM3", "memory_gib": 80},
         {"index": 2, "name": "NVIDIA H200", "memory_gib": 141},
-    ]))
-    monkeypatch.setenv("HARNESS_GPU_INVENTORY", str(inventory))
+    ])
     assert main(["run", GEMMA, "--dry-run"]) == 0
     assert "devices [1, 2]" in capsys.readouterr().out
 
@@ -95,9 +107,7 @@ def test_dry_run_picks_matching_devices(
 def test_bad_inventory_is_bad_input(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("HARNESS_GPU_INVENTORY", "lots of GPUs")
-    assert main(["run", GEMMA, "--dry-run"]) == 2
-    err = capsys.readouterr().err
+    _, err = _dry_run(monkeypatch, capsys, "lots of GPUs", 2)
     assert "HARNESS_GPU_INVENTORY" in err and "expected COUNTxMODEL[:GiB]" in err
     assert "Traceback" not in err
 

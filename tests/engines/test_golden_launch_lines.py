@@ -20,67 +20,16 @@ from harness.errors import BadInput
 from harness.suite.model import load_suite, parse_suite
 from tests.fixtures.suites_and_host import FULL_SGLANG_SUITE
 
-GOLDEN = {
-    "gemma4_dflash_31b": [
-        "python", "-m", "sglang.launch_server",
-        "--model-path", "google/gemma-4-31B-it",
-        "--speculative-algorithm", "DFLASH",
-        "--speculative-draft-model-path", "z-lab/gemma-4-31B-it-DFlash",
-        "--speculative-num-draft-tokens", "16",
-        "--speculative-draft-attention-backend", "flashinfer",
-        "--tp-size", "2",
-        "--random-seed", "0",
-        "--host", "127.0.0.1",
-        "--port", "30000",
-        "--trust-remote-code",
-        "--attention-backend", "triton",
-        "--dtype", "bfloat16",
-        "--mem-fraction-static", "0.55",
-        "--max-running-requests", "16",
-        "--context-length", "2048",
-        "--max-total-tokens", "32768",
-        "--skip-server-warmup",
-    ],
-    "qwen3_8b_dflash": [
-        "python", "-m", "sglang.launch_server",
-        "--model-path", "Qwen/Qwen3-8B",
-        "--speculative-algorithm", "DFLASH",
-        "--speculative-draft-model-path", "z-lab/Qwen3-8B-DFlash-b16",
-        "--speculative-num-draft-tokens", "16",
-        "--tp-size", "1",
-        "--random-seed", "0",
-        "--host", "127.0.0.1",
-        "--port", "30000",
-        "--trust-remote-code",
-        "--attention-backend", "flashinfer",
-        "--page-size", "1",
-        "--max-running-requests", "64",
-        "--mem-fraction-static", "0.7",
-    ],
-    "muse_glimmer_dflash_gsm8k": [
-        "python", "-m", "sglang.launch_server",
-        "--model-path", "/models/muse-glimmer",
-        "--speculative-algorithm", "DFLASH",
-        "--speculative-draft-model-path", "/models/muse-glimmer-assistant",
-        "--speculative-dflash-block-size", "5",
-        "--tp-size", "1",
-        "--random-seed", "0",
-        "--host", "127.0.0.1",
-        "--port", "30000",
-        "--reasoning-parser", "muse",
-        "--tool-call-parser", "muse",
-        "--language-model-only",
-        "--speculative-draft-load-format", "auto",
-        "--mem-fraction-static", "0.85",
-    ],
-}
-
-# SGLang's gemma gate, other_args in order (without the helper's --host/--port/--device).
-SGLANG_GEMMA_OTHER_ARGS = [
+SGLANG = ["python", "-m", "sglang.launch_server"]
+# SGLang's gemma gate, other_args in order (without the helper's --host/--port/--device):
+# its speculative flags, then its serving flags, then --tp-size.
+GEMMA_SPECULATIVE = [
     "--speculative-algorithm", "DFLASH",
     "--speculative-draft-model-path", "z-lab/gemma-4-31B-it-DFlash",
     "--speculative-num-draft-tokens", "16",
     "--speculative-draft-attention-backend", "flashinfer",
+]
+GEMMA_SERVING = [
     "--trust-remote-code",
     "--attention-backend", "triton",
     "--dtype", "bfloat16",
@@ -89,8 +38,46 @@ SGLANG_GEMMA_OTHER_ARGS = [
     "--context-length", "2048",
     "--max-total-tokens", "32768",
     "--skip-server-warmup",
-    "--tp-size", "2",
 ]
+SGLANG_GEMMA_OTHER_ARGS = [*GEMMA_SPECULATIVE, *GEMMA_SERVING, "--tp-size", "2"]
+
+
+def owned(tp_size: str) -> list[str]:
+    """The flags the harness sets itself, in its order, between the speculative and the
+    suite's own: ranks, seed, and the address it serves on."""
+    return ["--tp-size", tp_size, "--random-seed", "0", "--host", "127.0.0.1", "--port", "30000"]
+
+
+GOLDEN = {
+    "gemma4_dflash_31b": [
+        *SGLANG, "--model-path", "google/gemma-4-31B-it",
+        *GEMMA_SPECULATIVE, *owned("2"), *GEMMA_SERVING,
+    ],
+    "qwen3_8b_dflash": [
+        *SGLANG, "--model-path", "Qwen/Qwen3-8B",
+        "--speculative-algorithm", "DFLASH",
+        "--speculative-draft-model-path", "z-lab/Qwen3-8B-DFlash-b16",
+        "--speculative-num-draft-tokens", "16",
+        *owned("1"),
+        "--trust-remote-code",
+        "--attention-backend", "flashinfer",
+        "--page-size", "1",
+        "--max-running-requests", "64",
+        "--mem-fraction-static", "0.7",
+    ],
+    "muse_glimmer_dflash_gsm8k": [
+        *SGLANG, "--model-path", "/models/muse-glimmer",
+        "--speculative-algorithm", "DFLASH",
+        "--speculative-draft-model-path", "/models/muse-glimmer-assistant",
+        "--speculative-dflash-block-size", "5",
+        *owned("1"),
+        "--reasoning-parser", "muse",
+        "--tool-call-parser", "muse",
+        "--language-model-only",
+        "--speculative-draft-load-format", "auto",
+        "--mem-fraction-static", "0.85",
+    ],
+}
 
 
 # Spec-Bench on the same pair, launched exactly as the GSM8K gate's server.
@@ -105,43 +92,30 @@ CPU_FLAGS = [
     "--grammar-backend", "none", "--mem-fraction-static", "0.4", "--max-total-tokens", "4096",
     "--skip-server-warmup", "--decode-log-interval", "1",
 ]
+TINY_TARGET = [*SGLANG, "--model-path", "reference_engine/tiny/target"]
 GOLDEN["tiny_ngram_sglang_cpu"] = [
-    "python", "-m", "sglang.launch_server",
-    "--model-path", "reference_engine/tiny/target",
-    "--speculative-algorithm", "NGRAM",
-    "--speculative-num-draft-tokens", "4",
+    *TINY_TARGET, "--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", "4",
     "--tp-size", "1", "--random-seed", "0", *CPU_FLAGS,
 ]
 # Two DP ranks (docs/topology.md): --dp-size after --tp-size; the rest as the NGRAM suite's
 GOLDEN["tiny_ngram_dp2_sglang_cpu"] = [
-    "python", "-m", "sglang.launch_server",
-    "--model-path", "reference_engine/tiny/target",
-    "--speculative-algorithm", "NGRAM",
-    "--speculative-num-draft-tokens", "4",
+    *TINY_TARGET, "--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", "4",
     "--tp-size", "1", "--dp-size", "2", "--random-seed", "0", *CPU_FLAGS,
 ]
 GOLDEN["tiny_standalone_sglang_cpu"] = [
-    "python", "-m", "sglang.launch_server",
-    "--model-path", "reference_engine/tiny/target",
-    "--speculative-algorithm", "STANDALONE",
+    *TINY_TARGET, "--speculative-algorithm", "STANDALONE",
     "--speculative-draft-model-path", "/models/tiny-causal-draft",
-    "--speculative-num-draft-tokens", "4",
-    "--speculative-num-steps", "3",
-    "--speculative-eagle-topk", "1",
-    "--tp-size", "1", "--random-seed", "0", *CPU_FLAGS,
+    "--speculative-num-draft-tokens", "4", "--speculative-num-steps", "3",
+    "--speculative-eagle-topk", "1", "--tp-size", "1", "--random-seed", "0", *CPU_FLAGS,
 ]
 
 # SGLang's DFLASH worker on CPU: the draft's backend from [speculative], the flags its test
 # patch needs (bf16, no overlap schedule, no CUDA graphs) among the CPU flags.
 GOLDEN["tiny_dflash_sglang_cpu"] = [
-    "python", "-m", "sglang.launch_server",
-    "--model-path", "reference_engine/tiny/target",
-    "--speculative-algorithm", "DFLASH",
+    *TINY_TARGET, "--speculative-algorithm", "DFLASH",
     "--speculative-draft-model-path", "reference_engine/tiny/draft-capturable",
     "--speculative-num-draft-tokens", "8",
-    "--speculative-draft-attention-backend", "intel_amx",
-    "--tp-size", "1", "--random-seed", "0",
-    "--host", "127.0.0.1", "--port", "30000",
+    "--speculative-draft-attention-backend", "intel_amx", *owned("1"),
     "--device", "cpu", "--attention-backend", "intel_amx", "--dtype", "bfloat16",
     "--disable-overlap-schedule", "--disable-cuda-graph", "--sampling-backend", "pytorch",
     "--grammar-backend", "none", "--mem-fraction-static", "0.4", "--max-total-tokens", "4096",
@@ -159,34 +133,28 @@ GOLDEN["tiny_dflash_grid_sglang_cpu"] = list(GOLDEN["tiny_dflash_sglang_cpu"])
 SEED_CPU_TAIL = ["--device", "cpu", "--disable-overlap-schedule", "--disable-cuda-graph",
                  "--sampling-backend", "pytorch", "--grammar-backend", "none",
                  "--decode-log-interval", "1"]
-GOLDEN["gemma4_dflash_sglang_cpu"] = [
-    "python", "-m", "sglang.launch_server",
-    "--model-path", "reference_engine/seed/gemma4/target",
-    "--speculative-algorithm", "DFLASH",
-    "--speculative-draft-model-path", "reference_engine/seed/gemma4/draft",
-    "--speculative-num-draft-tokens", "16",
-    "--speculative-draft-attention-backend", "intel_amx",
-    "--tp-size", "1", "--random-seed", "0",
-    "--host", "127.0.0.1", "--port", "30000",
+
+
+def seed_cpu(pair: str, draft_size: list[str], serving: list[str]) -> list[str]:
+    """A seed pair's CPU line: its draft's size flag and its GPU suite's serving flags."""
+    weights = f"reference_engine/seed/{pair}"
+    return [*SGLANG, "--model-path", f"{weights}/target", "--speculative-algorithm", "DFLASH",
+            "--speculative-draft-model-path", f"{weights}/draft", *draft_size,
+            "--speculative-draft-attention-backend", "intel_amx", *owned("1"), *serving,
+            *SEED_CPU_TAIL]
+
+
+GOLDEN["gemma4_dflash_sglang_cpu"] = seed_cpu("gemma4", ["--speculative-num-draft-tokens", "16"], [
     "--trust-remote-code", "--attention-backend", "intel_amx", "--dtype", "bfloat16",
     "--mem-fraction-static", "0.4", "--max-running-requests", "16",
     "--context-length", "2048", "--max-total-tokens", "32768", "--skip-server-warmup",
-    *SEED_CPU_TAIL,
-]
-GOLDEN["muse_glimmer_dflash_sglang_cpu"] = [
-    "python", "-m", "sglang.launch_server",
-    "--model-path", "reference_engine/seed/muse_glimmer/target",
-    "--speculative-algorithm", "DFLASH",
-    "--speculative-draft-model-path", "reference_engine/seed/muse_glimmer/draft",
-    "--speculative-dflash-block-size", "5",
-    "--speculative-draft-attention-backend", "intel_amx",
-    "--tp-size", "1", "--random-seed", "0",
-    "--host", "127.0.0.1", "--port", "30000",
-    "--reasoning-parser", "muse", "--tool-call-parser", "muse", "--language-model-only",
-    "--speculative-draft-load-format", "auto", "--mem-fraction-static", "0.4",
-    "--attention-backend", "intel_amx", "--max-total-tokens", "4096",
-    *SEED_CPU_TAIL,
-]
+])
+GOLDEN["muse_glimmer_dflash_sglang_cpu"] = seed_cpu(
+    "muse_glimmer", ["--speculative-dflash-block-size", "5"], [
+        "--reasoning-parser", "muse", "--tool-call-parser", "muse", "--language-model-only",
+        "--speculative-draft-load-format", "auto", "--mem-fraction-static", "0.4",
+        "--attention-backend", "intel_amx", "--max-total-tokens", "4096",
+    ])
 
 
 @pytest.fixture
@@ -338,24 +306,32 @@ accept_length = 2.0
 """
 
 
-def test_reference_launch_line(tmp_path: Path) -> None:
-    path = tmp_path / "tiny_ref.toml"
+# REFERENCE_SUITE's line, with /ckpt/target and /ckpt/draft as its checkpoints.
+REFERENCE_GOLDEN = [
+    "python", "-m", "reference_engine",
+    "--target", "/ckpt/target",
+    "--draft", "/ckpt/draft",
+    "--host", "127.0.0.1",
+    "--port", "30000",
+    "--attention-policy", "regressed",
+    "--draft-noise", "0.25",
+    "--seed", "7",
+    "--block-size", "8",
+    "--threads", "2",
+]
+
+
+def reference_line(folder: Path) -> list[str]:
+    """REFERENCE_SUITE's launch line, the suite loaded from a file in `folder`."""
+    path = folder / "tiny_ref.toml"
     path.write_text(REFERENCE_SUITE)
     suite = load_suite(path).suite
-    argv = reference_launch.launch_command(suite, "python", "127.0.0.1", 30000,
+    return reference_launch.launch_command(suite, "python", "127.0.0.1", 30000,
                                            Path("/ckpt/target"), Path("/ckpt/draft"))
-    assert argv == [
-        "python", "-m", "reference_engine",
-        "--target", "/ckpt/target",
-        "--draft", "/ckpt/draft",
-        "--host", "127.0.0.1",
-        "--port", "30000",
-        "--attention-policy", "regressed",
-        "--draft-noise", "0.25",
-        "--seed", "7",
-        "--block-size", "8",
-        "--threads", "2",
-    ]
+
+
+def test_reference_launch_line(tmp_path: Path) -> None:
+    assert reference_line(tmp_path) == REFERENCE_GOLDEN
 
 
 def test_reference_launch_defaults_and_reserved_flags(tmp_path: Path) -> None:

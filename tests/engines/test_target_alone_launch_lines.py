@@ -20,39 +20,20 @@ from harness.engines.flags import without_flags
 from harness.engines.registry import adapter_for
 from harness.suite.checkpoints import Models
 from harness.suite.model import load_suite
-from tests.engines.test_golden_launch_lines import REFERENCE_SUITE
+from tests.engines.test_golden_launch_lines import GOLDEN, REFERENCE_GOLDEN, reference_line
 
-GOLDEN_SGLANG = {
-    "gemma4_dflash_31b": [
-        "python", "-m", "sglang.launch_server",
-        "--model-path", "google/gemma-4-31B-it",
-        "--tp-size", "2",
-        "--random-seed", "0",
-        "--host", "127.0.0.1",
-        "--port", "30000",
-        "--trust-remote-code",
-        "--attention-backend", "triton",
-        "--dtype", "bfloat16",
-        "--mem-fraction-static", "0.55",
-        "--max-running-requests", "16",
-        "--context-length", "2048",
-        "--max-total-tokens", "32768",
-        "--skip-server-warmup",
-    ],
-    "qwen3_8b_dflash": [
-        "python", "-m", "sglang.launch_server",
-        "--model-path", "Qwen/Qwen3-8B",
-        "--tp-size", "1",
-        "--random-seed", "0",
-        "--host", "127.0.0.1",
-        "--port", "30000",
-        "--trust-remote-code",
-        "--attention-backend", "flashinfer",
-        "--page-size", "1",
-        "--max-running-requests", "64",
-        "--mem-fraction-static", "0.7",
-    ],
-}
+
+def _less_speculative(line: list[str]) -> list[str]:
+    """A golden speculative line with each `--speculative-*` flag and its value taken out
+    (in the SGLang golden lines every speculative flag takes a value)."""
+    return [arg for i, arg in enumerate(line)
+            if not arg.startswith("--speculative") and not line[i - 1].startswith("--speculative")]
+
+
+# The GPU suites' golden lines less their speculative flags: gemma keeps the build's serving
+# flags (--trust-remote-code ... --skip-server-warmup), qwen its own, in order.
+GOLDEN_SGLANG = {name: _less_speculative(GOLDEN[name])
+                 for name in ("gemma4_dflash_31b", "qwen3_8b_dflash")}
 
 GOLDEN_VLLM = [
     "/env/bin/vllm", "serve", "/m/target",
@@ -90,23 +71,11 @@ def test_vllm_target_alone_drops_the_speculative_config() -> None:
 
 
 def test_reference_target_alone_runs_without_speculation(tmp_path: Path) -> None:
-    path = tmp_path / "tiny_ref.toml"
-    path.write_text(REFERENCE_SUITE)
-    suite = load_suite(path).suite
-    line = reference_launch.launch_command(suite, "python", "127.0.0.1", 30000,
-                                           Path("/ckpt/target"), Path("/ckpt/draft"))
+    line = reference_line(tmp_path)
+    assert line == REFERENCE_GOLDEN
+    block_size = line.index("--block-size")  # its one speculative flag, with its value
     assert adapter_for("reference").target_alone_command(line) == [
-        "python", "-m", "reference_engine",
-        "--target", "/ckpt/target",
-        "--draft", "/ckpt/draft",
-        "--host", "127.0.0.1",
-        "--port", "30000",
-        "--attention-policy", "regressed",
-        "--draft-noise", "0.25",
-        "--seed", "7",
-        "--threads", "2",
-        "--no-speculation",
-    ]
+        *REFERENCE_GOLDEN[:block_size], *REFERENCE_GOLDEN[block_size + 2:], "--no-speculation"]
 
 
 def test_the_reference_engine_refuses_no_speculation_with_a_block_size() -> None:

@@ -114,10 +114,17 @@ def test_one_reader_of_records() -> None:
     assert second_readers() == []
 
 
-def test_the_check_finds_a_second_reader(tmp_path: Path) -> None:
+def _package_with(tmp_path: Path, module: str, source: str) -> Path:
+    """A package `harness` in `tmp_path` holding only `module` (a path in it)."""
     package = tmp_path / "harness"
-    (package / "analysis").mkdir(parents=True)
-    (package / "analysis" / "sides.py").write_text(
+    (package / module).parent.mkdir(parents=True)
+    (package / module).write_text(source)
+    return package
+
+
+def test_the_check_finds_a_second_reader(tmp_path: Path) -> None:
+    package = _package_with(
+        tmp_path, "analysis/sides.py",
         "def read_run(run_dir):\n"
         "    return RunRecord.model_validate(load(run_dir))\n"
         "def fine(record):\n"
@@ -129,9 +136,8 @@ def test_the_check_finds_a_second_reader(tmp_path: Path) -> None:
 def test_the_check_finds_a_raw_read(tmp_path: Path) -> None:
     """Each form a raw read took before issue 29 (paired_report, power, pairing,
     calibrate) is found."""
-    package = tmp_path / "harness"
-    (package / "analysis").mkdir(parents=True)
-    (package / "analysis" / "report.py").write_text(
+    package = _package_with(
+        tmp_path, "analysis/report.py",
         "import json\n"
         "def latest(run_dir):\n"
         "    return json.loads((run_dir / RUN_FILE).read_text(encoding='utf-8'))\n"

@@ -20,6 +20,7 @@ from harness.protocols.forced import Ladder, break_even, parse_ladder, point_sui
 from harness.results.forced import ForcedPoint
 from harness.suite.checkpoints import Models
 from harness.suite.model import SUITES_DIR, load_suite
+from tests.protocols.refusals import refused_before_any_run, tiny_suite_file
 from tests.tiny_variants import tiny_variant
 
 
@@ -40,28 +41,17 @@ def test_each_bad_ladder_is_named(text: str, named: str) -> None:
     assert named in caught.value.message and caught.value.message.startswith("--ladder")
 
 
-@pytest.fixture
-def tiny(tmp_path: Path) -> Path:
-    path = tmp_path / "tiny_forced_input.toml"
-    path.write_text(tiny_variant("tiny_forced_input", floor=1.5, questions=4))
-    return path
-
-
 @pytest.mark.parametrize(("flags", "said"), [
     (["--ladder", "9"], "--ladder: 9 is outside 1..8"),
     (["--ladder", "0.5"], "outside 1..8"),
     (["--ladder", "1,x"], "'x'"),
     (["--ladder", "1", "--questions", "0"], "--questions"),
 ])
-def test_the_command_refuses_before_any_run(tiny: Path, tmp_path: Path, flags: list[str],
-                                            said: str, capsys: pytest.CaptureFixture[str]
-                                            ) -> None:
-    results = tmp_path / "results"
-    code = main(["forced", str(tiny), "--results", str(results), "--no-progress", *flags])
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert said in err and "Traceback" not in err
-    assert not results.exists()
+def test_the_command_refuses_before_any_run(flags: list[str], said: str, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    suite = tiny_suite_file(tmp_path, "tiny_forced_input", questions=4)
+    assert said in refused_before_any_run(["forced", str(suite), *flags], tmp_path, capsys)
+    assert not (tmp_path / "results").exists()
 
 
 @pytest.mark.parametrize(("suite", "flags", "said"), [

@@ -9,24 +9,17 @@ gate in both categories: exit 1, naming the cells."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
 import tomli_w
 
-from harness.builds import has_reference_dependencies
 from harness.results.grid import read_grid
 from harness.results.readers import read_requests, read_run
+from tests.protocols.grid_e2e import MARKS, run_grid
 from tests.suite.test_grid_refuses_bad_input import SHIPPED
 
-pytestmark = [pytest.mark.slow, pytest.mark.e2e,  # nox -s e2e
-              pytest.mark.skipif(not has_reference_dependencies(sys.executable),
-                                 reason="this environment lacks the reference extra")]
+pytestmark = MARKS
 
-ROOT = Path(__file__).resolve().parents[2]
 GRID: dict[str, object] = {
     "tiers": [{"name": "short", "shots": 0}, {"name": "long", "shots": 1}],
     "categories": ["gsm8k", "qa"], "questions": 4,
@@ -42,15 +35,7 @@ def test_a_two_by_two_grid(tmp_path: Path) -> None:
     suite.write_text(head.replace("concurrency = 2", "concurrency = 1") + "\n"
                      + tomli_w.dumps({"grid": GRID}))
     results = tmp_path / "results"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
-    done = subprocess.run([sys.executable, "-m", "harness", "grid", str(suite), "--results",
-                           str(results), "--no-progress"], capture_output=True, text=True,
-                          env=env, timeout=900)
-    out = done.stdout
-    assert done.returncode == 1, out + done.stderr
-    assert "Traceback" not in done.stderr
-
-    [folder] = [p.parent for p in (results / "grids" / "tiny_grid").glob("*/grid.json")]
+    out, folder = run_grid(suite, results, exit_codes=(1,))
     grid = read_grid(folder)
     assert [c.name for c in grid.cells] == ["short-gsm8k-c1", "short-qa-c1", "long-gsm8k-c1",
                                             "long-qa-c1"]

@@ -10,25 +10,19 @@ finding's status is the worst of its gates; the heatmap and the printout name th
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import tomli_w
 
-from harness.builds import has_reference_dependencies
 from harness.metrics.paired_gate import status_of
 from harness.metrics.speedup import GATE_DEFINITION
 from harness.results.grid import read_grid
+from tests.protocols.grid_e2e import MARKS, run_grid
 from tests.suite.test_grid_refuses_bad_input import SHIPPED
 
-pytestmark = [pytest.mark.slow, pytest.mark.e2e,  # nox -s e2e
-              pytest.mark.skipif(not has_reference_dependencies(sys.executable),
-                                 reason="this environment lacks the reference extra")]
+pytestmark = MARKS
 
-ROOT = Path(__file__).resolve().parents[2]
 GRID: dict[str, object] = {
     "tiers": [{"name": "short", "shots": 0}, {"name": "long", "shots": 1}],
     "categories": ["gsm8k"], "questions": 4,
@@ -43,16 +37,7 @@ def test_each_cells_speedups_are_gated_against_its_reference_cell(tmp_path: Path
     suite.write_text(head.replace('name = "tiny_dflash_grid_cpu"', 'name = "tiny_grid_speedup"')
                      .replace("concurrency = 2", "concurrency = 1")
                      + "\n" + tomli_w.dumps({"grid": GRID}))
-    results = tmp_path / "results"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
-    done = subprocess.run([sys.executable, "-m", "harness", "grid", str(suite), "--results",
-                           str(results), "--no-progress"], capture_output=True, text=True,
-                          env=env, timeout=900, check=False)
-    out = done.stdout
-    assert done.returncode in (0, 1), out + done.stderr
-    assert "Traceback" not in done.stderr
-
-    [folder] = [p.parent for p in (results / "grids" / "tiny_grid_speedup").glob("*/grid.json")]
+    out, folder = run_grid(suite, tmp_path / "results", exit_codes=(0, 1))
     grid = read_grid(folder)
     assert grid.gate is not None and grid.gate.speedup_max_drop == 0.5
     assert grid.gate.speedup_definition == GATE_DEFINITION

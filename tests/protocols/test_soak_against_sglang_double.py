@@ -7,11 +7,6 @@ kept, and no drift gate passes on it."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,14 +14,11 @@ import pytest
 from harness.cli import main
 from harness.results.readers import read_requests, read_run, read_soak
 from harness.results.soaks import SOAK_FILE
-from tests.fixtures.sglang_double import SUITE_TEMPLATE, assert_no_orphans, server_pids
+from tests.fixtures import sglang_double as double
 
 
 def _suite(tmp_path: Path) -> Path:
-    path = tmp_path / "fake_soak.toml"
-    path.write_text(SUITE_TEMPLATE.format(name="fake_soak", floor=1.0, questions=4,
-                                          timeout=30))
-    return path
+    return double.suite_file(tmp_path, "fake_soak", floor=1.0, questions=4)
 
 
 def _soak_folder(results: Path) -> Path:
@@ -69,33 +61,13 @@ def test_ctrl_c_keeps_the_windows_measured_so_far(fake_env: dict[str, str], tmp_
     """SIGINT once the double hangs mid-soak: exit 130, the server tree gone, the soak's
     record written from the rows its run kept, status error."""
     events = tmp_path / "events"
-    env = {**os.environ, "FAKE_SGLANG_MODE": "hang_mid", "FAKE_SGLANG_CRASH_AFTER": "30",
-           "FAKE_SGLANG_DELAY_S": "0.02", "FAKE_SGLANG_EVENTS": str(events),
-           "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
-                                          os.environ["PYTHONPATH"]])}
     results = tmp_path / "results"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "harness", "soak", str(_suite(tmp_path)), "--duration", "60s",
-         "--window", "10s", "--results", str(results), "--no-progress", "--no-plot"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:  # the warm-up, then measured until it hangs
-            if events.exists() and events.read_text().count("got ") >= 31:
-                break
-            time.sleep(0.1)
-        else:
-            raise AssertionError("the soak never reached the hang")
-        pids = server_pids(Path(env["FAKE_SGLANG_PIDFILE"]))
-        time.sleep(0.5)
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 130, out + err
-    assert "Traceback" not in err and "interrupted" in err
-    assert_no_orphans(pids)
+    double.interrupt_harness(
+        ["soak", str(_suite(tmp_path)), "--duration", "60s", "--window", "10s", "--results",
+         str(results), "--no-progress", "--no-plot"], events,
+        {"FAKE_SGLANG_MODE": "hang_mid", "FAKE_SGLANG_CRASH_AFTER": "30",
+         "FAKE_SGLANG_DELAY_S": "0.02"},
+        requests=31, never="the soak never reached the hang", settle_s=0.5)  # warm-up + 30
     record = read_soak(_soak_folder(results))
     assert record.status == "error" and record.reasons[0].startswith("interrupted")
     assert record.drift is None and len(record.windows) == 6
@@ -110,8 +82,7 @@ def test_ctrl_c_keeps_the_windows_measured_so_far(fake_env: dict[str, str], tmp_
 def test_a_server_that_dies_mid_soak_is_named(fake_env: dict[str, str], tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("FAKE_SGLANG_MODE", "crash_mid")
-    monkeypatch.setenv("FAKE_SGLANG_CRASH_AFTER", "20")
+    double.crash_after(monkeypatch, 20)
     monkeypatch.setenv("FAKE_SGLANG_DELAY_S", "0.02")
     results = tmp_path / "results"
     code = main(["soak", str(_suite(tmp_path)), "--duration", "30s", "--window", "5s",

@@ -14,14 +14,11 @@ from harness.cli import main
 from harness.results.readers import read_run
 from harness.results.record import RunRecord
 from harness.results.sweeps import read_sweep
-from tests.fixtures.sglang_double import SUITE_TEMPLATE
+from tests.fixtures import sglang_double as double
 
 
 def _suite(tmp_path: Path) -> Path:
-    path = tmp_path / "fake_sweep.toml"
-    path.write_text(SUITE_TEMPLATE.format(name="fake_sweep", floor=1.0, questions=8,
-                                          timeout=30))
-    return path
+    return double.suite_file(tmp_path, "fake_sweep", floor=1.0, questions=8)
 
 
 def _record(results: Path, series: str) -> RunRecord:
@@ -53,8 +50,7 @@ def test_a_drop_with_the_batch_fails_the_gate(fake_env: dict[str, str], tmp_path
 def test_a_server_that_dies_at_a_point(fake_env: dict[str, str], tmp_path: Path,
                                        monkeypatch: pytest.MonkeyPatch,
                                        capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("FAKE_SGLANG_MODE", "crash_mid")
-    monkeypatch.setenv("FAKE_SGLANG_CRASH_AFTER", "12")  # c1: 1 + 8 requests; c4 dies
+    double.crash_after(monkeypatch, 12)  # c1: 1 + 8 requests; c4 dies
     results = tmp_path / "results"
     code = main(["sweep", str(_suite(tmp_path)), "--concurrency", "1,4", "--results",
                  str(results), "--max-drop", "0.05", "--no-progress"])
@@ -79,44 +75,16 @@ def test_ctrl_c_at_a_point_keeps_every_record(fake_env: dict[str, str], tmp_path
                                               ) -> None:
     """SIGINT while concurrency 4 waits on a hung server: exit 130, the server tree gone,
     concurrency 1's record as it was and concurrency 4's an error record."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    from tests.fixtures.sglang_double import assert_no_orphans, server_pids
-
     events = tmp_path / "events"
-    env = {**os.environ, "FAKE_SGLANG_MODE": "hang_mid", "FAKE_SGLANG_CRASH_AFTER": "11",
-           "FAKE_SGLANG_EVENTS": str(events),
-           "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
-                                          os.environ["PYTHONPATH"]])}
     results = tmp_path / "results"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "harness", "sweep", str(_suite(tmp_path)), "--concurrency",
-         "1,4", "--results", str(results), "--no-progress", "--no-plot"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:  # c1: 1 + 8; c4's warm-up; then it hangs
-            if events.exists() and events.read_text().count("got ") >= 12:
-                break
-            time.sleep(0.1)
-        else:
-            raise AssertionError("the sweep never reached its second point")
-        pids = server_pids(Path(env["FAKE_SGLANG_PIDFILE"]))
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 130, out + err
-    assert "Traceback" not in err and "interrupted" in err
+    double.interrupt_harness(
+        ["sweep", str(_suite(tmp_path)), "--concurrency", "1,4", "--results", str(results),
+         "--no-progress", "--no-plot"], events,
+        {"FAKE_SGLANG_MODE": "hang_mid", "FAKE_SGLANG_CRASH_AFTER": "11"},
+        requests=12, never="the sweep never reached its second point")  # c1: 1 + 8; c4 hangs
     one, four = _record(results, "fake_sweep.c1"), _record(results, "fake_sweep.c4")
     assert one.verdict.status == "pass" and one.measurement.n_requests == 8
     assert four.verdict.status == "error" and "interrupted" in four.verdict.reasons[0]
-    assert_no_orphans(pids)
     # the sweep's record names both runs and says it was interrupted
     sweep = read_sweep(next((results / "sweeps" / "fake_sweep").glob("*")))
     assert [point.run_id for point in sweep.points] == [one.run_id, four.run_id]

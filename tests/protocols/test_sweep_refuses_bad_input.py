@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from harness.cli import main
 from harness.errors import BadInput
 from harness.protocols.sweep import MAX_CONCURRENCY, parse_concurrencies
+from tests.parsed_or_refused import parsed_or_refused
+from tests.protocols.refusals import refused_before_any_run, tiny_suite_file
 from tests.tiny_variants import tiny_variant
 
 ITEM = re.compile(r"^\s*[0-9]+\s*$")
@@ -45,10 +47,8 @@ def test_each_bad_list_is_named(text: str, named: str) -> None:
              max_size=6).map(",".join),
 ))
 def test_any_text_parses_to_a_valid_list_or_is_refused(text: str) -> None:
-    try:
-        parsed = parse_concurrencies(text)
-    except BadInput as error:
-        assert error.message.startswith("--concurrency")
+    parsed = parsed_or_refused(lambda: parse_concurrencies(text), "--concurrency")
+    if parsed is None:
         return
     items = text.split(",")
     assert all(ITEM.match(item) for item in items)
@@ -59,9 +59,7 @@ def test_any_text_parses_to_a_valid_list_or_is_refused(text: str) -> None:
 
 @pytest.fixture
 def tiny(tmp_path: Path) -> Path:
-    path = tmp_path / "tiny_sweep_input.toml"
-    path.write_text(tiny_variant("tiny_sweep_input", floor=1.5, questions=8))
-    return path
+    return tiny_suite_file(tmp_path, "tiny_sweep_input", questions=8)
 
 
 @pytest.mark.parametrize(("flags", "said"), [
@@ -79,15 +77,11 @@ def tiny(tmp_path: Path) -> Path:
     (["--concurrency", "1,4", "--max-drop", "0.05", "--alpha", "0.7"], "--alpha"),
     (["--concurrency", "1,4", "--alpha", "0.01"], "--max-drop"),
 ])
-def test_the_command_refuses_before_any_run(tiny: Path, tmp_path: Path, flags: list[str],
-                                            said: str, capsys: pytest.CaptureFixture[str]
+def test_the_command_refuses_before_any_run(tiny: Path, flags: list[str], said: str,
+                                            tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                             ) -> None:
-    results = tmp_path / "results"
-    code = main(["sweep", str(tiny), "--results", str(results), "--no-progress", *flags])
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert said in err and "Traceback" not in err
-    assert not (results / "runs").exists()
+    assert said in refused_before_any_run(["sweep", str(tiny), *flags], tmp_path, capsys)
+    assert not (tmp_path / "results" / "runs").exists()
 
 
 def test_a_suite_entry_named_like_a_point_is_refused(tmp_path: Path,

@@ -39,6 +39,25 @@ def any_bytes(*strategies: st.SearchStrategy[bytes]) -> st.SearchStrategy[bytes]
                      st.just(DEEP_NESTING))
 
 
+def cut_or_spliced(draw: st.DrawFn, text: bytes, damage: str, most_spliced: int) -> bytes:
+    """`text` truncated at a drawn place (`damage` "truncate"), with up to `most_spliced`
+    drawn bytes spliced in ("splice"), else as it is."""
+    if damage == "truncate":
+        return text[: draw(st.integers(0, len(text)))]
+    if damage == "splice":
+        at = draw(st.integers(0, len(text)))
+        return text[:at] + draw(st.binary(min_size=1, max_size=most_spliced)) + text[at:]
+    return text
+
+
+def written_then_read(record: RecordT, folder: Path, results: Path,
+                      write: Callable[[Path, RecordT, Path], Path],
+                      read: Callable[[Path], RecordT]) -> RecordT:
+    """`record` written into `folder` of the results tree `results`, then read back from it."""
+    write(folder, record, results)
+    return read(folder)
+
+
 def replaced(document_json: str, path: tuple[str | int, ...], value: str) -> bytes:
     """The record `document_json` with the JSON `value` at `path` (`1e999`: infinity)."""
     document = json.loads(document_json)

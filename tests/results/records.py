@@ -129,3 +129,13 @@ def make_night(
         verdict=rec.Verdict(status="pass" if estimate >= 2.0 else "fail"),
     )
     return save_run(root, record, rows)
+
+
+def paired_block(b: float, against: dict[str, object], **result: object) -> dict[str, object]:
+    """A record's `paired` block: a not_worse finding of B = `b` against A = 2.6 (the
+    post-fix baseline) over 40 questions, from the run `against`; `result` adds its fields."""
+    a = 2.6
+    return {"against": against, "status": "pass", "floors_status": "pass",
+            "result": {"decision": "not_worse", "n": 40, "a": a, "b": b, "difference": b - a,
+                       "difference_ci": [b - a - 0.1, b - a + 0.1], "level": 0.9,
+                       "relative_change": (b - a) / a, "tolerated_drop": 0.05, **result}}

@@ -36,10 +36,10 @@ from harness.results.readers import (
 from harness.results.record import RunRecord
 from harness.speculation.bounds import StepBound, step_bound
 from tests.results.records import make_run
+from tests.results.test_record_reader_fuzz import FUZZ as RECORD_FUZZ
 from tests.results.test_record_reader_fuzz import _paths, mutated, values
 
-FUZZ = settings(max_examples=40, deadline=timedelta(seconds=10), derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FUZZ = settings(RECORD_FUZZ, max_examples=40, deadline=timedelta(seconds=10))
 SUITE = "tiny_dflash_cpu"
 
 

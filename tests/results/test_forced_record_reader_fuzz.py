@@ -27,7 +27,13 @@ from harness.results.forced import (
     write_forced,
 )
 from harness.results.readers import BadRecord, read_forced
-from tests.results.record_fuzz import any_bytes, assert_plot_refuses, read_or_refused, replaced
+from tests.results.record_fuzz import (
+    any_bytes,
+    assert_plot_refuses,
+    read_or_refused,
+    replaced,
+    written_then_read,
+)
 
 
 def _record() -> ForcedRecord:
@@ -62,8 +68,7 @@ def _record() -> ForcedRecord:
 def test_written_then_read(tmp_path: Path) -> None:
     record = _record()
     folder = forced_dir(tmp_path, "tiny", record.started_at, record.forced_id)
-    write_forced(folder, record, tmp_path)
-    assert read_forced(folder) == record
+    assert written_then_read(record, folder, tmp_path, write_forced, read_forced) == record
     assert read_forced(folder / FORCED_FILE) == record
 
 

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from harness.cli import main
 from harness.results import readers, store
 from harness.results.layout import REQUESTS_FILE, RUN_FILE
-from tests.results.record_fuzz import json_trees
+from tests.results.record_fuzz import cut_or_spliced, json_trees
 from tests.results.records import make_history
 
 SUITE = "tiny_dflash_cpu"
@@ -97,13 +97,8 @@ def mutated_records(draw: st.DrawFn, template: dict[str, Any]) -> bytes:
         action = draw(st.sampled_from(["replace", "replace", "delete"])) if path else "replace"
         data = _mutate(data, path, action, draw(json_values))
     text = json.dumps(data).encode()
-    garble = draw(st.sampled_from(["none", "none", "none", "truncate", "bytes"]))
-    if garble == "truncate":
-        text = text[: draw(st.integers(0, len(text)))]
-    elif garble == "bytes":
-        at = draw(st.integers(0, len(text)))
-        text = text[:at] + draw(st.binary(min_size=1, max_size=4)) + text[at:]
-    return text
+    garble = draw(st.sampled_from(["none", "none", "none", "truncate", "splice"]))
+    return cut_or_spliced(draw, text, garble, most_spliced=4)
 
 
 def _template(base: Path) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from harness.errors import BadInput
 from harness.results import readers, store
 from harness.results.layout import INDEX_FILE, REQUESTS_FILE, RUN_FILE, SNAPSHOT_FILE
 from harness.results.readers import BadRecord, read_calibration, read_requests, read_run
-from tests.results.records import make_run
+from tests.results.records import make_run, paired_block
 
 SUITE = "tiny_dflash_cpu"
 
@@ -32,14 +32,10 @@ def _edit(run_dir: Path, change: Any) -> None:
 
 
 def _paired(data: dict[str, Any]) -> None:
-    a, b = 2.6, data["measurement"]["accept_length"]
-    data["paired"] = {
-        "against": {"run_id": "ref", "spec": "reference", "reused": True, "path": "x"},
-        "status": "pass", "floors_status": "pass",
-        "result": {"decision": "not_worse", "n": 40, "a": a, "b": b, "difference": b - a,
-                   "difference_ci": [b - a - 0.1, b - a + 0.1], "level": 0.9,
-                   "relative_change": (b - a) / a, "tolerated_drop": 0.05, "alpha": 0.05,
-                   "tolerance": "2.0% of A (per_request)", "margin_sd": 0.3}}
+    data["paired"] = paired_block(
+        data["measurement"]["accept_length"],
+        {"run_id": "ref", "spec": "reference", "reused": True, "path": "x"},
+        alpha=0.05, tolerance="2.0% of A (per_request)", margin_sd=0.3)
 
 
 # ------------------------------------------------------------ hostile files, every reader

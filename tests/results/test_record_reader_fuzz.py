@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import tempfile
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from harness.results.readers import (
     request_problem,
 )
 from harness.results.record import RequestRow, RunRecord
-from tests.results.record_fuzz import json_trees
+from tests.results.record_fuzz import cut_or_spliced, json_trees
 from tests.results.records import make_run
 
 FUZZ = settings(max_examples=120, deadline=timedelta(seconds=5), derandomize=True,
@@ -75,14 +76,9 @@ def mutated(draw: st.DrawFn, document: Any) -> bytes:
             parent[path[-1]] = draw(values)
     text = json.dumps(data).encode()
     cut = draw(st.sampled_from(["none", "none", "truncate", "splice", "duplicate"]))
-    if cut == "truncate":
-        text = text[: draw(st.integers(0, len(text)))]
-    elif cut == "splice":
-        at = draw(st.integers(0, len(text)))
-        text = text[:at] + draw(st.binary(min_size=1, max_size=6)) + text[at:]
-    elif cut == "duplicate" and text.startswith(b"{") and len(text) > 2:
-        text = b'{"measurement": {}, ' + text[1:]
-    return text
+    if cut == "duplicate" and text.startswith(b"{") and len(text) > 2:
+        return b'{"measurement": {}, ' + text[1:]
+    return cut_or_spliced(draw, text, cut, most_spliced=6)
 
 
 def _check_record(folder: Path, text: bytes) -> None:
@@ -107,11 +103,6 @@ def test_record_reader_on_mutations(run_dir: Path, data: st.DataObject) -> None:
         _check_record(Path(folder), data.draw(mutated(document)))
 
 
-@FUZZ
-@given(text=st.binary(max_size=200))
-def test_record_reader_on_any_bytes(text: bytes) -> None:
-    with tempfile.TemporaryDirectory() as folder:
-        _check_record(Path(folder), text)
 
 
 def _check_requests(folder: Path, text: bytes) -> None:
@@ -141,11 +132,13 @@ def test_requests_reader_on_mutations(run_dir: Path, data: st.DataObject) -> Non
         _check_requests(Path(folder), b"\n".join(lines))
 
 
+@pytest.mark.parametrize("check", [_check_record, _check_requests], ids=["record", "requests"])
 @FUZZ
 @given(text=st.binary(max_size=200))
-def test_requests_reader_on_any_bytes(text: bytes) -> None:
+def test_record_and_requests_readers_on_any_bytes(check: Callable[[Path, bytes], None],
+                                                  text: bytes) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        _check_requests(Path(folder), text)
+        check(Path(folder), text)
 
 
 def _nested(depth: int, leaf: Any) -> Any:

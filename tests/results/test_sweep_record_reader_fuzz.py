@@ -22,7 +22,13 @@ from harness.results.sweeps import (
     sweep_dir,
     write_sweep,
 )
-from tests.results.record_fuzz import any_bytes, assert_plot_refuses, read_or_refused, replaced
+from tests.results.record_fuzz import (
+    any_bytes,
+    assert_plot_refuses,
+    read_or_refused,
+    replaced,
+    written_then_read,
+)
 
 
 def _record() -> SweepRecord:
@@ -42,8 +48,7 @@ def _record() -> SweepRecord:
 def test_written_then_read(tmp_path: Path) -> None:
     record = _record()
     folder = sweep_dir(tmp_path, "tiny", record.started_at, record.sweep_id)
-    write_sweep(folder, record, tmp_path)
-    assert read_sweep(folder) == record
+    assert written_then_read(record, folder, tmp_path, write_sweep, read_sweep) == record
 
 
 @settings(max_examples=200, deadline=None,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from tests.fixtures.sglang_double import SUITE_TEMPLATE
+from tests.fixtures.sglang_double import SUITE_TEMPLATE, crash_after
 
 ENTRY = """
 [[workloads]]
@@ -63,8 +63,7 @@ def test_two_entries_one_launch_two_records(fake_env: dict[str, str], tmp_path: 
 def test_a_crash_in_the_second_entry(fake_env: dict[str, str], tmp_path: Path,
                                      monkeypatch: pytest.MonkeyPatch,
                                      capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("FAKE_SGLANG_MODE", "crash_mid")
-    monkeypatch.setenv("FAKE_SGLANG_CRASH_AFTER", "7")  # main: 1 + 4 requests; t06 dies
+    crash_after(monkeypatch, 7)  # main: 1 + 4 requests; t06 dies
     results = tmp_path / "results"
     code = main(["run", str(_suite(tmp_path)), "--results", str(results), "--no-progress",
                  "--no-plot"])

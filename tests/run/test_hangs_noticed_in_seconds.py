@@ -80,13 +80,19 @@ def test_a_stopped_child_is_named_at_once(tree: tuple[int, list[int]]) -> None:
     assert "is stopped" in problem and "time.sleep(600)" in problem
 
 
-@pytest.mark.parametrize("tree", [("sleep",)], indirect=True)
-def test_a_child_that_dies_unreaped_after_readiness_is_named(
-        tree: tuple[int, list[int]]) -> None:
+def _ready_then_child_killed(tree: tuple[int, list[int]]) -> tuple[launch.TreeWatch, int]:
+    """A watch of the one-child tree, marked ready, then its child killed; the child's pid."""
     root, (child,) = tree
     watch = launch.TreeWatch(root)
     watch.mark_ready()
     os.kill(child, signal.SIGKILL)
+    return watch, child
+
+
+@pytest.mark.parametrize("tree", [("sleep",)], indirect=True)
+def test_a_child_that_dies_unreaped_after_readiness_is_named(
+        tree: tuple[int, list[int]]) -> None:
+    watch, child = _ready_then_child_killed(tree)
     started = time.monotonic()
     problem = _wait_for(watch, 10.0)
     assert problem is not None and f"pid {child}" in problem and "died" in problem
@@ -98,10 +104,7 @@ def test_a_child_that_dies_unreaped_after_readiness_is_named(
 def test_a_child_its_parent_reaps_is_the_parents_to_report(
         tree: tuple[int, list[int]]) -> None:
     """A subprocess the server ran and waited for (reaped at once) is no error of the tree."""
-    root, (child,) = tree
-    watch = launch.TreeWatch(root)
-    watch.mark_ready()
-    os.kill(child, signal.SIGKILL)
+    watch, _ = _ready_then_child_killed(tree)
     assert _wait_for(watch, launch.ZOMBIE_GRACE_S + 1.5) is None
 
 

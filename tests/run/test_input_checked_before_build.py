@@ -25,16 +25,21 @@ def no_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _no_build(*_args: object, **_kwargs: object) -> None:
-    raise AssertionError("the engine was prepared before the data was checked")
+    raise AssertionError("the engine was prepared before the input was checked")
 
 
+@pytest.fixture
+def no_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Preparing an engine (its environment, a reference env) fails the test."""
+    for preparer in ("harness.run.plan.prepare_engine", "harness.builds.prepare",
+                     "harness.builds.prepare_reference_env"):
+        monkeypatch.setattr(preparer, _no_build)
+
+
+@pytest.mark.usefixtures("no_build")
 @pytest.mark.parametrize("suite", ["tiny_dflash_cpu", "tiny_ngram_sglang_cpu"])
 def test_missing_data_ends_before_any_build(suite: str, no_data: Path,
-                                            monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr("harness.run.plan.prepare_engine", _no_build)
-    monkeypatch.setattr("harness.builds.prepare", _no_build)
-    monkeypatch.setattr("harness.builds.prepare_reference_env", _no_build)
     results = no_data / "results"
     started = time.monotonic()
     assert main(["run", suite, "--results", str(results), "--no-progress"]) == 2
@@ -45,12 +50,10 @@ def test_missing_data_ends_before_any_build(suite: str, no_data: Path,
     assert time.monotonic() - started < 120  # seconds, not an engine build (generous: load)
 
 
+@pytest.mark.usefixtures("no_build")
 @pytest.mark.parametrize("flag", ["--target-model", "--draft-model"])
 def test_a_missing_local_model_ends_before_any_build(flag: str, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr("harness.run.plan.prepare_engine", _no_build)
-    monkeypatch.setattr("harness.builds.prepare", _no_build)
     results = tmp_path / "results"
     missing = tmp_path / "no-such-model"
     assert main(["run", "tiny_standalone_sglang_cpu", flag, str(missing), "--results",

@@ -14,6 +14,7 @@ from harness.run.runner import RunOptions
 from harness.secrets import REDACTED
 from harness.suite.checkpoints import Models, resolve_models
 from harness.suite.model import load_suite, parse_suite
+from tests.fixtures.suites_and_host import secretive_suite
 
 GEMMA = load_suite("gemma4_dflash_31b")
 REPORTED = {"speculative_algorithm": "DFLASH", "speculative_num_draft_tokens": 16,
@@ -101,22 +102,10 @@ def test_models_from_the_environment_or_the_command_line() -> None:
     assert resolve_models(GEMMA.suite, environ={}).draft == "z-lab/gemma-4-31B-it-DFlash"
 
 
-SECRET_SUITE = """
-name = "secretive"
-[engine]
-kind = "sglang"
-extra_args = ["--api-key", "sk-PLANTED-1", "--admin-api-key=sk-PLANTED-2",
-              "--ssl-keyfile-password", "pw-PLANTED-3", "--max-total-tokens", "4096"]
-env = { HF_TOKEN = "hf_PLANTED_4", SGLANG_LOG_LEVEL = "info" }
-[target]
-model = "org/target"
-[draft]
-model = "org/draft"
-[topology]
-gpus = 1
-[floors]
-accept_length = 2.0
-"""
+SECRET_SUITE = secretive_suite(
+    '["--api-key", "sk-PLANTED-1", "--admin-api-key=sk-PLANTED-2",\n'
+    '              "--ssl-keyfile-password", "pw-PLANTED-3", "--max-total-tokens", "4096"]',
+    '{ HF_TOKEN = "hf_PLANTED_4", SGLANG_LOG_LEVEL = "info" }')
 
 
 def test_secrets_are_redacted_in_the_recorded_document_and_command() -> None:

@@ -29,6 +29,15 @@ def run_cli(suite: Path, results: Path, *extra: str) -> int:
                  *extra])
 
 
+def sequential_record(suite: Path, results: Path, exit_code: int,
+                      edit: tuple[str, str] = ("", "")) -> RunRecord:
+    """`harness run --sequential` of `suite` with `edit` made to its text: it must end with
+    `exit_code`; its one record."""
+    suite.write_text(suite.read_text().replace(*edit))
+    assert run_cli(suite, results, "--sequential") == exit_code
+    return RunRecord.model_validate_json((only_run_dir(results) / "run.json").read_text())
+
+
 def test_pass_records_exact_accept_length(fake_env: dict[str, str], write_suite, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     results = tmp_path / "results"
@@ -137,8 +146,7 @@ def test_sequential_stopping_settles_early(fake_env: dict[str, str], write_suite
                                            tmp_path: Path) -> None:
     """Far above the floor, the verdict is settled long before every question is sent."""
     results = tmp_path / "results"
-    assert run_cli(write_suite(floor=2.0, questions=150), results, "--sequential") == 0
-    record = RunRecord.model_validate_json((only_run_dir(results) / "run.json").read_text())
+    record = sequential_record(write_suite(floor=2.0, questions=150), results, 0)
     assert record.measurement is not None and record.measurement.stopped_early
     measurement = record.measurement
     sequential = measurement.sequential
@@ -165,12 +173,8 @@ def test_sequential_in_flight_bounds_what_runs_past_a_look(fake_env: dict[str, s
     """workload.sequential_in_flight = 1: past the next look a question is sent only into
     an empty engine, so at the settle at most one request is cancelled; the record says
     what the dispatch was given."""
-    results = tmp_path / "results"
-    suite = write_suite(floor=2.0, questions=150)
-    suite.write_text(suite.read_text().replace("concurrency = 4",
-                                               "concurrency = 4\nsequential_in_flight = 1"))
-    assert run_cli(suite, results, "--sequential") == 0
-    record = RunRecord.model_validate_json((only_run_dir(results) / "run.json").read_text())
+    record = sequential_record(write_suite(floor=2.0, questions=150), tmp_path / "results", 0,
+                               ("concurrency = 4", "concurrency = 4\nsequential_in_flight = 1"))
     assert record.measurement is not None and record.measurement.stopped_early
     sequential = record.measurement.sequential
     assert (sequential["in_flight"], sequential["in_flight_past_look"]) == (4, 1)
@@ -181,11 +185,7 @@ def test_sequential_in_flight_bounds_what_runs_past_a_look(fake_env: dict[str, s
 def test_sequential_never_overrides_a_failed_accuracy_floor(
         fake_env: dict[str, str], write_suite, tmp_path: Path) -> None:
     """--sequential with an accuracy floor the build misses: FAIL, exit 1 (it once said PASS)."""
-    results = tmp_path / "results"
-    suite = write_suite(floor=2.0, questions=90)
-    suite.write_text(suite.read_text().replace("accept_length = 2.0",
-                                               "accept_length = 2.0\naccuracy = 0.99"))
-    assert run_cli(suite, results, "--sequential") == 1
-    record = RunRecord.model_validate_json((only_run_dir(results) / "run.json").read_text())
+    record = sequential_record(write_suite(floor=2.0, questions=90), tmp_path / "results", 1,
+                               ("accept_length = 2.0", "accept_length = 2.0\naccuracy = 0.99"))
     assert record.verdict.status == "fail"
     assert any("accuracy" in r and "below the floor" in r for r in record.verdict.reasons)

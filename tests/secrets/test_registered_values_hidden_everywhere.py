@@ -234,19 +234,15 @@ def test_printed_text_has_its_control_characters_escaped(control: str) -> None:
 def test_record_text_reaches_the_terminal_escaped(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """Record text with ESC, NUL or U+202E was printed raw by the CLI."""
-    from tests.results.records import make_run
+    from tests.results.records import make_run, paired_block
 
     root = tmp_path / "results"
     run_dir = make_run(root, spec="evil\x1b]0;title\x07\x00\u202ebuild")
     data = json.loads((run_dir / "run.json").read_text())
-    a, b = 2.6, data["measurement"]["accept_length"]
-    data["paired"] = {
-        "against": {"run_id": "ref\x1b[2J", "spec": "x\u202ey", "reused": True, "path": "x"},
-        "status": "pass", "floors_status": "pass",
-        "result": {"decision": "not_worse", "n": 40, "a": a, "b": b, "difference": b - a,
-                   "difference_ci": [b - a - 0.1, b - a + 0.1], "level": 0.9,
-                   "relative_change": (b - a) / a, "tolerated_drop": 0.05,
-                   "tolerance": "2%"}}
+    data["paired"] = paired_block(
+        data["measurement"]["accept_length"],
+        {"run_id": "ref\x1b[2J", "spec": "x\u202ey", "reused": True, "path": "x"},
+        tolerance="2%")
     (run_dir / "run.json").write_text(json.dumps(data))
     for args in (["paired", "tiny_dflash_cpu", "--results", str(root)],
                  ["paired", "tiny_dflash_cpu", "--results", str(root), "--markdown"],

@@ -23,6 +23,7 @@ from harness.secrets import (
 )
 from harness.secrets.found import in_argv
 from harness.suite.model import parse_suite
+from tests.fixtures.suites_and_host import secretive_suite
 
 SECRET_NAMES = [
     "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "WANDB_API_KEY", "OPENAI_API_KEY", "DB_PASS",
@@ -104,22 +105,10 @@ def test_the_harness_s_own_argv_is_not_read_as_an_engine_s() -> None:
     assert redact_argv(argv, own=True) == [*argv[:-1], REDACTED]
 
 
-SUITE = """
-name = "secretive"
-[engine]
-kind = "sglang"
-extra_args = ["--admin-api-key", "adm-PLANT-1", "--ssl-keyfile-password", "pw-PLANT-2",
-              "--api-key=sk-PLANT-3", "--max-total-tokens", "4096"]
-env = { WANDB_API_KEY = "wb-PLANT-4", AUTHOR = "kept-author" }
-[target]
-model = "org/target"
-[draft]
-model = "org/draft"
-[topology]
-gpus = 1
-[floors]
-accept_length = 2.0
-"""
+SUITE = secretive_suite(
+    '["--admin-api-key", "adm-PLANT-1", "--ssl-keyfile-password", "pw-PLANT-2",\n'
+    '              "--api-key=sk-PLANT-3", "--max-total-tokens", "4096"]',
+    '{ WANDB_API_KEY = "wb-PLANT-4", AUTHOR = "kept-author" }')
 PLANTED = ("adm-PLANT-1", "pw-PLANT-2", "sk-PLANT-3", "wb-PLANT-4")
 
 

@@ -29,6 +29,7 @@ from harness.run import plan
 from harness.run.launch import Server, ServerSpec, free_port
 from harness.suite.checkpoints import resolve_models
 from harness.suite.model import load_suite
+from tests.fake_sglang.recording import shape
 from tests.sglang_cpu.conftest import REPO, STAND_IN
 
 GSM8K = Path(os.environ.get("HARNESS_DATA_DIR", REPO.parent / "shared" / "data")) / "gsm8k"
@@ -142,15 +143,6 @@ def test_harness_server_avg_equals_the_kits_figure(real: str, sglang_cpu: Any) -
 # ------------------------------------------------------------ the double against the real
 
 
-def _shape(value: Any) -> Any:
-    """Keys and types, not values: what a client of the API depends on."""
-    if isinstance(value, dict):
-        return {k: _shape(v) for k, v in sorted(value.items())}
-    if isinstance(value, list):
-        return [_shape(value[0])] if value else []
-    return type(value).__name__
-
-
 def _exchange(base: str) -> dict[str, Any]:
     answers: dict[str, Any] = {}
     with httpx.Client(base_url=base, timeout=600, trust_env=False) as client:
@@ -170,7 +162,7 @@ def _exchange(base: str) -> dict[str, Any]:
             kind = reply.headers.get("content-type", "").split(";")[0]
             payload = reply.json() if kind == "application/json" else None
             answers[name] = {"status": reply.status_code, "content_type": kind,
-                             "shape": _shape(payload)}
+                             "shape": shape(payload)}
     return answers
 
 

@@ -83,21 +83,26 @@ def short_suite(folder: Path, name: str, suite: Path = REPO / "suites" / f"{SUIT
     return short
 
 
+def patched_short_run(factory: pytest.TempPathFactory, folder_name: str, suite_name: str,
+                      patch: Path) -> Run:
+    """A run of a short copy of the suite (8 questions) with `patch` applied to SGLang."""
+    folder = factory.mktemp(folder_name)
+    short = short_suite(folder, suite_name)
+    return harness_run(short, folder / "results", "--patch", str(patch), "--no-plot")
+
+
 @pytest.fixture(scope="session")
 def forced(sglang_cpu: builds.PreparedBuild, tmp_path_factory: pytest.TempPathFactory) -> Run:
     """A backend fault the audit cannot see, on a short copy of the suite (8 questions)."""
-    folder = tmp_path_factory.mktemp("forced")
-    short = short_suite(folder, "tiny_dflash_sglang_cpu_forced")
-    return harness_run(short, folder / "results", "--patch", str(FORCED), "--no-plot")
+    return patched_short_run(tmp_path_factory, "forced", "tiny_dflash_sglang_cpu_forced", FORCED)
 
 
 @pytest.fixture(scope="session")
 def capture_shift(sglang_cpu: builds.PreparedBuild,
                   tmp_path_factory: pytest.TempPathFactory) -> Run:
     """The taps moved one layer early in the target's forward loop (8 questions)."""
-    folder = tmp_path_factory.mktemp("capture-shift")
-    short = short_suite(folder, "tiny_dflash_sglang_cpu_capture_shift")
-    return harness_run(short, folder / "results", "--patch", str(CAPTURE_SHIFT), "--no-plot")
+    return patched_short_run(tmp_path_factory, "capture-shift",
+                             "tiny_dflash_sglang_cpu_capture_shift", CAPTURE_SHIFT)
 
 
 @pytest.fixture(scope="session")

@@ -167,24 +167,12 @@ def _model(folder: Path, config: object) -> Path:
 
 
 def _sglang(target: Path, max_tokens: int) -> str:
-    return f"""\
-name = "local"
-[engine]
-kind = "sglang"
-[target]
-model = "{target}"
-[draft]
-model = "org/draft"
-[speculative]
-algorithm = "DFLASH"
-block_size = 8
-[topology]
-gpus = 0
-[workload]
-max_tokens = {max_tokens}
-[floors]
-accept_length = 2.0
-"""
+    """REFERENCE as an sglang suite "local" of the local `target` (a hub draft), asking for
+    `max_tokens`."""
+    return (REFERENCE.replace('name = "tiny"', 'name = "local"')
+            .replace('kind = "reference"\n', f'kind = "sglang"\n[target]\nmodel = "{target}"\n'
+                     '[draft]\nmodel = "org/draft"\n')
+            .replace("max_tokens = 96", f"max_tokens = {max_tokens}"))
 
 
 def test_max_tokens_past_a_local_targets_context(tmp_path: Path) -> None:
