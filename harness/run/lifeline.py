@@ -32,6 +32,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -43,6 +44,7 @@ from harness.results.layout import LAUNCHED_DIR
 
 MARK_ENV = "HARNESS_LAUNCHED_BY"  # in every launched process's environment
 END_GRACE_S = 5.0  # SIGTERM, then SIGKILL: a dead harness's tree ends within seconds
+GONE_POLL_S = 0.02  # how often an ending process is looked at
 SCANCEL_TIMEOUT_S = 30.0
 JOB_ID = re.compile(r"[0-9]+(_[0-9]+)?")  # sbatch --parsable's id (an array task's too)
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # for the watchdog's `-m`
@@ -106,12 +108,35 @@ def end_processes(processes: Sequence[psutil.Process], grace_s: float) -> list[i
         with contextlib.suppress(psutil.Error):
             process.terminate()
             process.resume()
-    _, alive = psutil.wait_procs(processes, timeout=grace_s)
+    alive = wait_gone(processes, grace_s)
     for process in alive:
         with contextlib.suppress(psutil.Error):
             process.kill()
-    psutil.wait_procs(alive, timeout=grace_s)
+    wait_gone(alive, grace_s)
     return [process.pid for process in alive]
+
+
+def gone(process: psutil.Process) -> bool:
+    """Exited: no longer running (or its pid reused), or a zombie, which holds nothing and
+    waits only for its parent to reap it."""
+    try:
+        return not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.Error:
+        return False
+
+
+def wait_gone(processes: Iterable[psutil.Process], timeout_s: float) -> list[psutil.Process]:
+    """Wait up to `timeout_s` for every process to be `gone`; returns those still alive.
+    Not psutil.wait_procs: it waits on a zombie that is not our child until its parent
+    reaps it, a second a round (a stopped server's orphans, re-parented, took 1.5 s)."""
+    deadline = time.monotonic() + timeout_s
+    alive = [process for process in processes if not gone(process)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(GONE_POLL_S)
+        alive = [process for process in alive if not gone(process)]
+    return alive
 
 
 def marked(mark: str) -> list[psutil.Process]:
