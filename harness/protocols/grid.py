@@ -43,14 +43,13 @@ from harness.metrics.speedup import GATE_DEFINITION as SPEEDUP_GATE_DEFINITION
 from harness.protocols.entry_suites import derived_suite, entry_reasons, entry_status
 from harness.protocols.pairing import aligned, paired_speedup_evidence, reference_from
 from harness.results.grid import (
+    GRIDS,
     GridCellRecord,
     GridFinding,
     GridGate,
     GridLaunch,
     GridRecord,
     GridTierInfo,
-    grid_dir,
-    write_grid,
 )
 from harness.results.readers import read_requests
 from harness.results.record import RunRecord, VerdictStatus, new_run_id, utc_now
@@ -210,8 +209,7 @@ def run_grid(loaded: LoadedSuite, options: RunOptions) -> GridOutcome:
                 with contextlib.suppress(OSError, BadInput):
                     record = _record(loaded, grid_id, started, [lr for lr, _ in launches],
                                      None, "error", options, [f"interrupted: {error.message}"])
-                    write_grid(grid_dir(options.results_dir, loaded.suite.name, started,
-                                        grid_id), record, options.results_dir)
+                    GRIDS.save(record, options.results_dir, loaded.suite.name, started, grid_id)
             raise
         launch.outcome = outcome
         if options.dry_run:
@@ -260,8 +258,7 @@ def run_grid(loaded: LoadedSuite, options: RunOptions) -> GridOutcome:
     reasons = [reason for launch in all_launches if launch.outcome is not None
                and launch.outcome.status == "skipped" for reason in launch.outcome.reasons]
     record = _record(loaded, grid_id, started, all_launches, gate, status, options, reasons)
-    folder = grid_dir(options.results_dir, loaded.suite.name, started, grid_id)
-    write_grid(folder, record, options.results_dir)
+    folder = GRIDS.save(record, options.results_dir, loaded.suite.name, started, grid_id)
     return GridOutcome(record, folder, cells, worst_exit(codes), [])
 
 

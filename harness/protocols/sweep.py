@@ -36,14 +36,7 @@ from harness.protocols.pairing import aligned, reference_from
 from harness.results.layout import RUNS_DIR, started_from_name
 from harness.results.readers import read_requests, read_run
 from harness.results.record import RunRecord, VerdictStatus, new_run_id, utc_now
-from harness.results.sweeps import (
-    GateFinding,
-    SweepGate,
-    SweepPoint,
-    SweepRecord,
-    sweep_dir,
-    write_sweep,
-)
+from harness.results.sweeps import SWEEPS, GateFinding, SweepGate, SweepPoint, SweepRecord
 from harness.run import runner
 from harness.run.evidence import PairedEvidence
 from harness.run.exit_codes import report_status, sweep_exit
@@ -227,8 +220,7 @@ def run_sweep(loaded: LoadedSuite, concurrencies: tuple[int, ...], options: RunO
     record = _record(loaded, sweep_id, started, concurrencies, metric, points, sweep_gate,
                      status, options, reasons=list(outcome.reasons) if status == "skipped"
                      else [])
-    folder = sweep_dir(options.results_dir, loaded.suite.name, started, sweep_id)
-    write_sweep(folder, record, options.results_dir)
+    folder = SWEEPS.save(record, options.results_dir, loaded.suite.name, started, sweep_id)
     return SweepOutcome(record, folder, points,
                         sweep_exit(statuses, outcome.status, outcome.exit_code), [])
 
@@ -250,8 +242,7 @@ def _record_interrupted(loaded: LoadedSuite, sweep_id: str, started: datetime,
             point.run_dir, point.record = ours[-1], read_run(ours[-1])
     record = _record(loaded, sweep_id, started, concurrencies, metric, points, None, "error",
                      options, reasons=[f"interrupted: {why}"])
-    write_sweep(sweep_dir(options.results_dir, loaded.suite.name, started, sweep_id), record,
-                options.results_dir)
+    SWEEPS.save(record, options.results_dir, loaded.suite.name, started, sweep_id)
 
 
 def _record(loaded: LoadedSuite, sweep_id: str, started: datetime, concurrencies: tuple[int, ...],

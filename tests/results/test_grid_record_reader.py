@@ -16,15 +16,14 @@ import pytest
 from harness.analysis.grid_plot import grid_figure, plot_grid, row_label
 from harness.results.grid import (
     GRID_FILE,
+    GRIDS,
     GridCellRecord,
     GridFinding,
     GridGate,
     GridLaunch,
     GridRecord,
     GridTierInfo,
-    grid_dir,
     read_grid,
-    write_grid,
 )
 from harness.results.readers import BadRecord
 from harness.suite.entries import METRIC_DEFINITIONS
@@ -74,8 +73,8 @@ def record() -> GridRecord:
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    made = grid_dir(tmp_path, "s", datetime(2026, 1, 1, tzinfo=UTC), "g1")
-    write_grid(made, record(), tmp_path)
+    made = GRIDS.new_folder(tmp_path, "s", datetime(2026, 1, 1, tzinfo=UTC), "g1")
+    GRIDS.write(made, record(), tmp_path)
     return made
 
 

@@ -14,13 +14,12 @@ from hypothesis import strategies as st
 from harness.results.readers import BadRecord
 from harness.results.sweeps import (
     SWEEP_FILE,
+    SWEEPS,
     GateFinding,
     SweepGate,
     SweepPoint,
     SweepRecord,
     read_sweep,
-    sweep_dir,
-    write_sweep,
 )
 from tests.results.record_fuzz import any_bytes, assert_plot_refuses, read_or_refused, replaced
 
@@ -41,8 +40,8 @@ def _record() -> SweepRecord:
 
 def test_written_then_read(tmp_path: Path) -> None:
     record = _record()
-    folder = sweep_dir(tmp_path, "tiny", record.started_at, record.sweep_id)
-    write_sweep(folder, record, tmp_path)
+    folder = SWEEPS.new_folder(tmp_path, "tiny", record.started_at, record.sweep_id)
+    SWEEPS.write(folder, record, tmp_path)
     assert read_sweep(folder) == record
 
 
