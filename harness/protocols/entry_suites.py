@@ -9,6 +9,8 @@ a pass.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import ValidationError
 
 from harness.errors import BadInput
@@ -28,13 +30,21 @@ def derived_suite(loaded: LoadedSuite, document: dict[str, object], what: str) -
                        document=document)
 
 
-def entry_status(record: RunRecord | None) -> VerdictStatus:
-    """An entry's verdict; "error" when it has no record or no verdict."""
-    verdict = record.verdict if record else None
-    return verdict.status if verdict else "error"
+class EntryRun:
+    """An entry as measured (a sweep's point, a grid's cell): its verdict read off its run
+    record (`record`, None when it has none), an entry without one being an error."""
 
+    record: RunRecord | None
+    noun: ClassVar[str]  # what an entry is, as a reason names it
 
-def entry_reasons(record: RunRecord | None, noun: str) -> list[str]:
-    """An entry's verdict reasons; without a record, that the `noun` never ran."""
-    verdict = record.verdict if record else None
-    return list(verdict.reasons) if verdict else [f"no record: the {noun} never ran"]
+    @property
+    def status(self) -> VerdictStatus:
+        """The entry's verdict; "error" when it has no record or no verdict."""
+        verdict = self.record.verdict if self.record else None
+        return verdict.status if verdict else "error"
+
+    @property
+    def reasons(self) -> list[str]:
+        """The entry's verdict reasons; without a record, that the entry never ran."""
+        verdict = self.record.verdict if self.record else None
+        return list(verdict.reasons) if verdict else [f"no record: the {self.noun} never ran"]

@@ -35,12 +35,12 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from harness.errors import BadInput, EngineError, ExitCode, Interrupted
 from harness.metrics.paired_gate import Tolerance, paired_test
 from harness.metrics.speedup import GATE_DEFINITION as SPEEDUP_GATE_DEFINITION
-from harness.protocols.entry_suites import derived_suite, entry_reasons, entry_status
+from harness.protocols.entry_suites import EntryRun, derived_suite
 from harness.protocols.pairing import aligned, paired_speedup_evidence, reference_from
 from harness.results.grid import (
     GRIDS,
@@ -136,7 +136,7 @@ def launch_suite(loaded: LoadedSuite, cells: list[GridCell],
 
 
 @dataclass
-class CellRun:
+class CellRun(EntryRun):
     """One cell as measured: its run folder and record (None when it has none)."""
 
     cell: GridCell
@@ -145,14 +145,7 @@ class CellRun:
     launch: int
     run_dir: Path | None = None
     record: RunRecord | None = None
-
-    @property
-    def status(self) -> VerdictStatus:
-        return entry_status(self.record)
-
-    @property
-    def reasons(self) -> list[str]:
-        return entry_reasons(self.record, "cell")
+    noun: ClassVar[str] = "cell"
 
 
 @dataclass

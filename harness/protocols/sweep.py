@@ -27,15 +27,15 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from harness.errors import BadInput, EngineError, ExitCode, Interrupted
 from harness.metrics.paired_gate import Tolerance, paired_test
-from harness.protocols.entry_suites import derived_suite, entry_reasons, entry_status
+from harness.protocols.entry_suites import EntryRun, derived_suite
 from harness.protocols.pairing import aligned, reference_from
 from harness.results.layout import RUNS_DIR, started_from_name
 from harness.results.readers import read_requests, read_run
-from harness.results.record import RunRecord, VerdictStatus, new_run_id, utc_now
+from harness.results.record import RunRecord, new_run_id, utc_now
 from harness.results.sweeps import SWEEPS, GateFinding, SweepGate, SweepPoint, SweepRecord
 from harness.run import runner
 from harness.run.evidence import PairedEvidence
@@ -147,7 +147,7 @@ def sweep_suite(loaded: LoadedSuite, concurrencies: tuple[int, ...]) -> LoadedSu
 
 
 @dataclass
-class PointRun:
+class PointRun(EntryRun):
     """One point as measured: its run folder and record (None when it has none)."""
 
     concurrency: int
@@ -155,14 +155,7 @@ class PointRun:
     floors: Floors
     run_dir: Path | None = None
     record: RunRecord | None = None
-
-    @property
-    def status(self) -> VerdictStatus:
-        return entry_status(self.record)
-
-    @property
-    def reasons(self) -> list[str]:
-        return entry_reasons(self.record, "point")
+    noun: ClassVar[str] = "point"
 
 
 @dataclass

@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import Field
 
 from harness.results.protocol_record import ProtocolModel, ProtocolRecord, RecordFiles
+from harness.results.readers import in_folder, read_protocol_record
 from harness.results.record import VerdictStatus
 
 GRIDS = RecordFiles(folder="grids", file="grid.json", plot="grid.png", what="grid")
@@ -116,8 +117,6 @@ class GridRecord(ProtocolRecord):
     reasons: list[str] = Field(default_factory=list)
 
 
-
-
 def read_grid(path: Path | str) -> GridRecord:
     """A grid folder's record (or the file); BadRecord naming the file (exit 2)."""
-    return GRIDS.read(path, GridRecord)
+    return read_protocol_record(in_folder(path, GRIDS.file), GridRecord, GRIDS.what)

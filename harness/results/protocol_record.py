@@ -1,8 +1,9 @@
 """What every protocol's record shares (a concurrency sweep's `sweeps.py`, a forced
 ladder's `forced.py`, a workload grid's `grid.py`, a soak's `soaks.py`): the model's rules
 (no undeclared field, frozen), the schema's version as the first field, the record's
-folder, its atomic write and its read back through the door (`harness.results.readers`).
-Each record's module keeps only its own fields and names its files once:
+folder and its atomic write. Each is read back through the door (`harness.results.readers`:
+`read_protocol_record`, `read_forced`, `read_soak`). Each record's module keeps only its
+own fields and names its files once:
 
     results/<folder>/<suite>/<UTC time>-<id>/<file>   the record
     results/<folder>/<suite>/<UTC time>-<id>/<plot>   its plot
@@ -13,12 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from harness.results.layout import new_record_folder, write_record_file
-from harness.results.readers import in_folder, read_protocol_record
 
 SCHEMA_VERSION = 1  # each protocol's record; one that changes overrides `schema_version`
 
@@ -33,9 +32,6 @@ class ProtocolRecord(ProtocolModel):
     """A protocol's record: the schema's version first in its JSON, then its own fields."""
 
     schema_version: int = SCHEMA_VERSION
-
-
-Record = TypeVar("Record", bound=ProtocolRecord)
 
 
 @dataclass(frozen=True)
@@ -62,10 +58,3 @@ class RecordFiles:
         folder = self.new_folder(results, suite, started_at, record_id)
         self.write(folder, record, results)
         return folder
-
-    def read(self, path: Path | str, model: type[Record],
-             unusable_as_is: bool = False) -> Record:
-        """A record's folder (or the file itself) read through the door; BadRecord naming
-        the file and the first bad field (exit 2); `unusable_as_is` as read_protocol_record's."""
-        return read_protocol_record(in_folder(path, self.file), model, self.what,
-                                    unusable_as_is)

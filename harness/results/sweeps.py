@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from harness.results.protocol_record import ProtocolModel, ProtocolRecord, RecordFiles
+from harness.results.readers import in_folder, read_protocol_record
 from harness.results.record import VerdictStatus
 
 SWEEPS = RecordFiles(folder="sweeps", file="sweep.json", plot="sweep.png", what="sweep")
@@ -71,9 +72,8 @@ class SweepRecord(ProtocolRecord):
     reasons: list[str] = Field(default_factory=list)
 
 
-
-
 def read_sweep(path: Path | str) -> SweepRecord:
     """A sweep folder's record (or the file itself); BadRecord naming the file and
     what is wrong (exit 2) when it is missing or not a usable sweep record."""
-    return SWEEPS.read(path, SweepRecord, unusable_as_is=True)
+    return read_protocol_record(in_folder(path, SWEEPS.file), SweepRecord, SWEEPS.what,
+                                unusable_as_is=True)
