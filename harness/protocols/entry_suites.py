@@ -9,7 +9,9 @@ a pass.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import ValidationError
 
@@ -17,6 +19,9 @@ from harness.errors import BadInput
 from harness.results.record import RunRecord, VerdictStatus
 from harness.suite.model import LoadedSuite, Suite, format_validation_error
 from harness.suite.schema import document_sha256
+
+if TYPE_CHECKING:
+    from harness.suite.entries import Floors
 
 
 def derived_suite(loaded: LoadedSuite, document: dict[str, object], what: str) -> LoadedSuite:
@@ -30,11 +35,16 @@ def derived_suite(loaded: LoadedSuite, document: dict[str, object], what: str) -
                        document=document)
 
 
+@dataclass(kw_only=True)
 class EntryRun:
-    """An entry as measured (a sweep's point, a grid's cell): its verdict read off its run
-    record (`record`, None when it has none), an entry without one being an error."""
+    """An entry as measured (a sweep's point, a grid's cell): its series and floors, its run
+    folder and record (None when it has none); its verdict is read off that record, an entry
+    without one being an error."""
 
-    record: RunRecord | None
+    series: str
+    floors: Floors
+    run_dir: Path | None = None
+    record: RunRecord | None = None
     noun: ClassVar[str]  # what an entry is, as a reason names it
 
     @property
@@ -48,3 +58,14 @@ class EntryRun:
         """The entry's verdict reasons; without a record, that the entry never ran."""
         verdict = self.record.verdict if self.record else None
         return list(verdict.reasons) if verdict else [f"no record: the {self.noun} never ran"]
+
+    def unmeasured(self) -> str | None:
+        """Why the entry has no figure a gate can pair (no record, or its run ended in an
+        error); None when it has one."""
+        record = self.record
+        if record is None or self.run_dir is None:
+            return "no record"
+        measurement = record.measurement
+        if measurement is None or measurement.partial or self.status == "error":
+            return f"its run ended in an error ({'; '.join(self.reasons[:1])})"
+        return None

@@ -52,7 +52,7 @@ from harness.results.grid import (
     GridTierInfo,
 )
 from harness.results.readers import read_requests
-from harness.results.record import RunRecord, VerdictStatus, new_run_id, utc_now
+from harness.results.record import VerdictStatus, new_run_id, utc_now
 from harness.run import runner
 from harness.run.evidence import PairedEvidence
 from harness.run.exit_codes import report_exit, report_status, sweep_exit, worst_exit
@@ -72,7 +72,7 @@ from harness.suite.prefix_caching import flags_for
 
 if TYPE_CHECKING:
     from harness.run.outcome import RunOptions, RunOutcome
-    from harness.suite.entries import Floors, Workload
+    from harness.suite.entries import Workload
 
 # The request settings every cell takes from the suite's [workload] (harness.suite.entries
 # `_Requests`); what picks the prompts is the cell's own.
@@ -137,14 +137,10 @@ def launch_suite(loaded: LoadedSuite, cells: list[GridCell],
 
 @dataclass
 class CellRun(EntryRun):
-    """One cell as measured: its run folder and record (None when it has none)."""
+    """One cell as measured, on launch `launch`."""
 
     cell: GridCell
-    series: str
-    floors: Floors
     launch: int
-    run_dir: Path | None = None
-    record: RunRecord | None = None
     noun: ClassVar[str] = "cell"
 
 
@@ -176,8 +172,8 @@ def plan_launches(loaded: LoadedSuite) -> list[tuple[LaunchRun, LoadedSuite]]:
         derived = launch_suite(loaded, group, caching)
         entries = {entry.name: entry for entry in suite_entries(derived,
                                                                 [c.name for c in group])}
-        runs = [CellRun(cell, entries[cell.name].series, entries[cell.name].loaded.suite.floors,
-                        index) for cell in group]
+        runs = [CellRun(cell, index, series=entries[cell.name].series,
+                        floors=entries[cell.name].loaded.suite.floors) for cell in group]
         launches.append((LaunchRun(caching, launch_flags(loaded.suite.engine.kind, caching),
                                    runs), derived))
     return launches
@@ -279,9 +275,9 @@ def judge_grid(cells: list[CellRun], grid: Grid, suite: Suite) -> list[GridFindi
 def _finding(run: CellRun, ref: CellRun, rule: Gate, tolerance: Tolerance, metric: str,
              speedup_max_drop: float | None, seed: int) -> GridFinding:
     cell, name = run.cell.name, ref.cell.name
-    why = _unmeasured(ref)
+    why = ref.unmeasured()
     why = why and f"reference cell {name}: {why}"
-    why = why or _unmeasured(run)
+    why = why or run.unmeasured()
     if why is not None:
         return GridFinding(cell=cell, reference=name, status="error",
                            reasons=[f"no gate: {why}; a missing test is never a pass"])
@@ -309,16 +305,6 @@ def _finding(run: CellRun, ref: CellRun, rule: Gate, tolerance: Tolerance, metri
     return GridFinding(cell=cell, reference=name, status=judged.verdict.status,
                        reasons=list(judged.verdict.reasons), result=result.to_dict(),
                        speedup=list(found) if isinstance(found, list) else [])
-
-
-def _unmeasured(run: CellRun) -> str | None:
-    record = run.record
-    if record is None or run.run_dir is None:
-        return "no record"
-    measurement = record.measurement
-    if measurement is None or measurement.partial or run.status == "error":
-        return f"its run ended in an error ({'; '.join(run.reasons[:1])})"
-    return None
 
 
 def _reference_name(grid: Grid, cell: GridCell, concurrency: int) -> str | None:
