@@ -1,5 +1,5 @@
 """The one door to stored results: a run record, its request rows, a calibration record,
-a forced-acceptance ladder's record.
+a protocol's record (a forced-acceptance ladder's, a soak's, a sweep's, a grid's).
 
 Every reader goes through here: `read_run` (a run folder or its run.json -> `RunRecord`),
 `read_requests` (a run's request rows -> `RequestRow`s), `read_calibration`,
