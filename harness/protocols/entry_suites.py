@@ -9,12 +9,19 @@ a pass.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
 from pydantic import ValidationError
 
 from harness.errors import BadInput
 from harness.results.record import RunRecord, VerdictStatus
 from harness.suite.model import LoadedSuite, Suite, format_validation_error
 from harness.suite.schema import document_sha256
+
+if TYPE_CHECKING:
+    from harness.suite.entries import Floors
 
 
 def derived_suite(loaded: LoadedSuite, document: dict[str, object], what: str) -> LoadedSuite:
@@ -28,13 +35,37 @@ def derived_suite(loaded: LoadedSuite, document: dict[str, object], what: str) -
                        document=document)
 
 
-def entry_status(record: RunRecord | None) -> VerdictStatus:
-    """An entry's verdict; "error" when it has no record or no verdict."""
-    verdict = record.verdict if record else None
-    return verdict.status if verdict else "error"
+@dataclass(kw_only=True)
+class EntryRun:
+    """An entry as measured (a sweep's point, a grid's cell): its series and floors, its run
+    folder and record (None when it has none); its verdict is read off that record, an entry
+    without one being an error."""
 
+    series: str
+    floors: Floors
+    run_dir: Path | None = None
+    record: RunRecord | None = None
+    noun: ClassVar[str]  # what an entry is, as a reason names it
 
-def entry_reasons(record: RunRecord | None, noun: str) -> list[str]:
-    """An entry's verdict reasons; without a record, that the `noun` never ran."""
-    verdict = record.verdict if record else None
-    return list(verdict.reasons) if verdict else [f"no record: the {noun} never ran"]
+    @property
+    def status(self) -> VerdictStatus:
+        """The entry's verdict; "error" when it has no record or no verdict."""
+        verdict = self.record.verdict if self.record else None
+        return verdict.status if verdict else "error"
+
+    @property
+    def reasons(self) -> list[str]:
+        """The entry's verdict reasons; without a record, that the entry never ran."""
+        verdict = self.record.verdict if self.record else None
+        return list(verdict.reasons) if verdict else [f"no record: the {self.noun} never ran"]
+
+    def unmeasured(self) -> str | None:
+        """Why the entry has no figure a gate can pair (no record, or its run ended in an
+        error); None when it has one."""
+        record = self.record
+        if record is None or self.run_dir is None:
+            return "no record"
+        measurement = record.measurement
+        if measurement is None or measurement.partial or self.status == "error":
+            return f"its run ended in an error ({'; '.join(self.reasons[:1])})"
+        return None

@@ -32,14 +32,7 @@ from harness.errors import BadInput, ExitCode, Interrupted
 from harness.metrics.speedup import DEFINITIONS as SPEEDUP_DEFINITIONS
 from harness.metrics.speedup import GATE_DEFINITION, SPEEDUP_THROUGHPUT, SPEEDUP_TPOT
 from harness.protocols.entry_suites import derived_suite
-from harness.results.forced import (
-    BreakEven,
-    ForcedPoint,
-    ForcedRecord,
-    ForcedSplit,
-    forced_dir,
-    write_forced,
-)
+from harness.results.forced import FORCED, BreakEven, ForcedPoint, ForcedRecord, ForcedSplit
 from harness.results.record import VerdictStatus, new_run_id, utc_now
 from harness.run import runner
 from harness.run.exit_codes import report_status, sweep_exit
@@ -224,8 +217,7 @@ def run_forced(loaded: LoadedSuite, ladder: Ladder, options: RunOptions,
     except Interrupted as error:
         record = _record(loaded, knob, block, forced_id, started, options, metric, points,
                          "error", [f"interrupted: {error.message}"])
-        write_forced(forced_dir(options.results_dir, loaded.suite.name, started, forced_id),
-                     record, options.results_dir)
+        FORCED.save(record, options.results_dir, loaded.suite.name, started, forced_id)
         raise
     statuses: list[VerdictStatus] = [point.status for point in points]
     skipped = any(o.status == "skipped" for o in outcomes)
@@ -238,8 +230,7 @@ def run_forced(loaded: LoadedSuite, ladder: Ladder, options: RunOptions,
         reasons += found.reasons
     record = _record(loaded, knob, block, forced_id, started, options, metric, points,
                      status, reasons, found)
-    folder = forced_dir(options.results_dir, loaded.suite.name, started, forced_id)
-    write_forced(folder, record, options.results_dir)
+    folder = FORCED.save(record, options.results_dir, loaded.suite.name, started, forced_id)
     worst = next((o for o in outcomes if o.status == status), outcomes[-1])
     return ForcedOutcome(record, folder, sweep_exit(statuses, status, worst.exit_code),
                          outcomes)

@@ -35,25 +35,24 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from harness.errors import BadInput, EngineError, ExitCode, Interrupted
 from harness.metrics.paired_gate import Tolerance, paired_test
 from harness.metrics.speedup import GATE_DEFINITION as SPEEDUP_GATE_DEFINITION
-from harness.protocols.entry_suites import derived_suite, entry_reasons, entry_status
+from harness.protocols.entry_suites import EntryRun, derived_suite
 from harness.protocols.pairing import aligned, paired_speedup_evidence, reference_from
 from harness.results.grid import (
+    GRIDS,
     GridCellRecord,
     GridFinding,
     GridGate,
     GridLaunch,
     GridRecord,
     GridTierInfo,
-    grid_dir,
-    write_grid,
 )
 from harness.results.readers import read_requests
-from harness.results.record import RunRecord, VerdictStatus, new_run_id, utc_now
+from harness.results.record import VerdictStatus, new_run_id, utc_now
 from harness.run import runner
 from harness.run.evidence import PairedEvidence
 from harness.run.exit_codes import report_exit, report_status, sweep_exit, worst_exit
@@ -73,7 +72,7 @@ from harness.suite.prefix_caching import flags_for
 
 if TYPE_CHECKING:
     from harness.run.outcome import RunOptions, RunOutcome
-    from harness.suite.entries import Floors, Workload
+    from harness.suite.entries import Workload
 
 # The request settings every cell takes from the suite's [workload] (harness.suite.entries
 # `_Requests`); what picks the prompts is the cell's own.
@@ -137,23 +136,12 @@ def launch_suite(loaded: LoadedSuite, cells: list[GridCell],
 
 
 @dataclass
-class CellRun:
-    """One cell as measured: its run folder and record (None when it has none)."""
+class CellRun(EntryRun):
+    """One cell as measured, on launch `launch`."""
 
     cell: GridCell
-    series: str
-    floors: Floors
     launch: int
-    run_dir: Path | None = None
-    record: RunRecord | None = None
-
-    @property
-    def status(self) -> VerdictStatus:
-        return entry_status(self.record)
-
-    @property
-    def reasons(self) -> list[str]:
-        return entry_reasons(self.record, "cell")
+    noun: ClassVar[str] = "cell"
 
 
 @dataclass
@@ -184,8 +172,8 @@ def plan_launches(loaded: LoadedSuite) -> list[tuple[LaunchRun, LoadedSuite]]:
         derived = launch_suite(loaded, group, caching)
         entries = {entry.name: entry for entry in suite_entries(derived,
                                                                 [c.name for c in group])}
-        runs = [CellRun(cell, entries[cell.name].series, entries[cell.name].loaded.suite.floors,
-                        index) for cell in group]
+        runs = [CellRun(cell, index, series=entries[cell.name].series,
+                        floors=entries[cell.name].loaded.suite.floors) for cell in group]
         launches.append((LaunchRun(caching, launch_flags(loaded.suite.engine.kind, caching),
                                    runs), derived))
     return launches
@@ -210,8 +198,7 @@ def run_grid(loaded: LoadedSuite, options: RunOptions) -> GridOutcome:
                 with contextlib.suppress(OSError, BadInput):
                     record = _record(loaded, grid_id, started, [lr for lr, _ in launches],
                                      None, "error", options, [f"interrupted: {error.message}"])
-                    write_grid(grid_dir(options.results_dir, loaded.suite.name, started,
-                                        grid_id), record, options.results_dir)
+                    GRIDS.save(record, options.results_dir, loaded.suite.name, started, grid_id)
             raise
         launch.outcome = outcome
         if options.dry_run:
@@ -260,8 +247,7 @@ def run_grid(loaded: LoadedSuite, options: RunOptions) -> GridOutcome:
     reasons = [reason for launch in all_launches if launch.outcome is not None
                and launch.outcome.status == "skipped" for reason in launch.outcome.reasons]
     record = _record(loaded, grid_id, started, all_launches, gate, status, options, reasons)
-    folder = grid_dir(options.results_dir, loaded.suite.name, started, grid_id)
-    write_grid(folder, record, options.results_dir)
+    folder = GRIDS.save(record, options.results_dir, loaded.suite.name, started, grid_id)
     return GridOutcome(record, folder, cells, worst_exit(codes), [])
 
 
@@ -289,9 +275,9 @@ def judge_grid(cells: list[CellRun], grid: Grid, suite: Suite) -> list[GridFindi
 def _finding(run: CellRun, ref: CellRun, rule: Gate, tolerance: Tolerance, metric: str,
              speedup_max_drop: float | None, seed: int) -> GridFinding:
     cell, name = run.cell.name, ref.cell.name
-    why = _unmeasured(ref)
+    why = ref.unmeasured()
     why = why and f"reference cell {name}: {why}"
-    why = why or _unmeasured(run)
+    why = why or run.unmeasured()
     if why is not None:
         return GridFinding(cell=cell, reference=name, status="error",
                            reasons=[f"no gate: {why}; a missing test is never a pass"])
@@ -319,16 +305,6 @@ def _finding(run: CellRun, ref: CellRun, rule: Gate, tolerance: Tolerance, metri
     return GridFinding(cell=cell, reference=name, status=judged.verdict.status,
                        reasons=list(judged.verdict.reasons), result=result.to_dict(),
                        speedup=list(found) if isinstance(found, list) else [])
-
-
-def _unmeasured(run: CellRun) -> str | None:
-    record = run.record
-    if record is None or run.run_dir is None:
-        return "no record"
-    measurement = record.measurement
-    if measurement is None or measurement.partial or run.status == "error":
-        return f"its run ended in an error ({'; '.join(run.reasons[:1])})"
-    return None
 
 
 def _reference_name(grid: Grid, cell: GridCell, concurrency: int) -> str | None:

@@ -43,7 +43,7 @@ from harness.protocols.entry_suites import derived_suite
 from harness.results.layout import RUNS_DIR, started_from_name
 from harness.results.readers import read_requests, read_run
 from harness.results.record import RequestRow, RunRecord, VerdictStatus, new_run_id, utc_now
-from harness.results.soaks import SoakDrift, SoakRecord, SoakWindow, soak_dir, write_soak
+from harness.results.soaks import SOAKS, SoakDrift, SoakRecord, SoakWindow
 from harness.run import runner
 from harness.run.evidence import DriftEvidence
 from harness.run.exit_codes import report_status, sweep_exit
@@ -223,8 +223,7 @@ def run_soak(loaded: LoadedSuite, settings: SoakSettings, options: RunOptions,
                          [], None, "pass", [])
         return SoakOutcome(record, None, ExitCode.PASS, plan)
     record, status = _judged(loaded, derived, settings, soak_id, started, options, outcome)
-    folder = soak_dir(options.results_dir, loaded.suite.name, started, soak_id)
-    write_soak(folder, record, options.results_dir)
+    folder = SOAKS.save(record, options.results_dir, loaded.suite.name, started, soak_id)
     return SoakOutcome(record, folder, sweep_exit([status], outcome.status, outcome.exit_code))
 
 
@@ -317,8 +316,7 @@ def _record_interrupted(loaded: LoadedSuite, derived: LoadedSuite, settings: Soa
                      windows, None, "error",
                      [f"interrupted: {why}", f"{kept} requests measured before it, kept in "
                       "the windows below; no drift gate on a cut run"])
-    write_soak(soak_dir(options.results_dir, loaded.suite.name, started, soak_id), record,
-               options.results_dir)
+    SOAKS.save(record, options.results_dir, loaded.suite.name, started, soak_id)
 
 
 def _record(loaded: LoadedSuite, derived: LoadedSuite, settings: SoakSettings, soak_id: str,

@@ -27,23 +27,16 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from harness.errors import BadInput, EngineError, ExitCode, Interrupted
 from harness.metrics.paired_gate import Tolerance, paired_test
-from harness.protocols.entry_suites import derived_suite, entry_reasons, entry_status
+from harness.protocols.entry_suites import EntryRun, derived_suite
 from harness.protocols.pairing import aligned, reference_from
 from harness.results.layout import RUNS_DIR, started_from_name
 from harness.results.readers import read_requests, read_run
-from harness.results.record import RunRecord, VerdictStatus, new_run_id, utc_now
-from harness.results.sweeps import (
-    GateFinding,
-    SweepGate,
-    SweepPoint,
-    SweepRecord,
-    sweep_dir,
-    write_sweep,
-)
+from harness.results.record import new_run_id, utc_now
+from harness.results.sweeps import SWEEPS, GateFinding, SweepGate, SweepPoint, SweepRecord
 from harness.run import runner
 from harness.run.evidence import PairedEvidence
 from harness.run.exit_codes import report_status, sweep_exit
@@ -55,7 +48,7 @@ from harness.suite.model import LoadedSuite, suite_entries
 from harness.workloads import planned_questions
 
 if TYPE_CHECKING:
-    from harness.suite.entries import Floors
+    pass
 
 MAX_CONCURRENCY = 1 << 20  # far beyond any server's queue; a bound on what is parsed
 REFERENCE_CONCURRENCY = 1
@@ -154,22 +147,11 @@ def sweep_suite(loaded: LoadedSuite, concurrencies: tuple[int, ...]) -> LoadedSu
 
 
 @dataclass
-class PointRun:
-    """One point as measured: its run folder and record (None when it has none)."""
+class PointRun(EntryRun):
+    """One point as measured: the sweep's entry at `concurrency`."""
 
     concurrency: int
-    series: str
-    floors: Floors
-    run_dir: Path | None = None
-    record: RunRecord | None = None
-
-    @property
-    def status(self) -> VerdictStatus:
-        return entry_status(self.record)
-
-    @property
-    def reasons(self) -> list[str]:
-        return entry_reasons(self.record, "point")
+    noun: ClassVar[str] = "point"
 
 
 @dataclass
@@ -190,8 +172,8 @@ def run_sweep(loaded: LoadedSuite, concurrencies: tuple[int, ...], options: RunO
     started, sweep_id = utc_now(), new_run_id()
     metric = loaded.suite.floors.metric
     entries = {entry.name: entry for entry in suite_entries(swept, names)}
-    points = [PointRun(c, entries[point_name(c)].series,
-                       entries[point_name(c)].loaded.suite.floors) for c in concurrencies]
+    points = [PointRun(c, series=entries[point_name(c)].series,
+                       floors=entries[point_name(c)].loaded.suite.floors) for c in concurrencies]
     try:
         outcome = runner.run_suite(swept, dataclasses.replace(options, entries=names,
                                                        sequential=False))
@@ -227,8 +209,7 @@ def run_sweep(loaded: LoadedSuite, concurrencies: tuple[int, ...], options: RunO
     record = _record(loaded, sweep_id, started, concurrencies, metric, points, sweep_gate,
                      status, options, reasons=list(outcome.reasons) if status == "skipped"
                      else [])
-    folder = sweep_dir(options.results_dir, loaded.suite.name, started, sweep_id)
-    write_sweep(folder, record, options.results_dir)
+    folder = SWEEPS.save(record, options.results_dir, loaded.suite.name, started, sweep_id)
     return SweepOutcome(record, folder, points,
                         sweep_exit(statuses, outcome.status, outcome.exit_code), [])
 
@@ -250,8 +231,7 @@ def _record_interrupted(loaded: LoadedSuite, sweep_id: str, started: datetime,
             point.run_dir, point.record = ours[-1], read_run(ours[-1])
     record = _record(loaded, sweep_id, started, concurrencies, metric, points, None, "error",
                      options, reasons=[f"interrupted: {why}"])
-    write_sweep(sweep_dir(options.results_dir, loaded.suite.name, started, sweep_id), record,
-                options.results_dir)
+    SWEEPS.save(record, options.results_dir, loaded.suite.name, started, sweep_id)
 
 
 def _record(loaded: LoadedSuite, sweep_id: str, started: datetime, concurrencies: tuple[int, ...],
@@ -282,7 +262,7 @@ def judge_gate(points: list[PointRun], gate: GateSettings, metric: str) -> list[
     rule = Gate(relative_drop=gate.max_drop, alpha=gate.alpha,
                 inconclusive=gate.inconclusive, metric=metric)  # type: ignore[arg-type]
     reference = None
-    problem = _unmeasured(reference_point)
+    problem = reference_point.unmeasured()
     if problem is None:
         try:
             reference = reference_from(reference_point.run_dir,  # type: ignore[arg-type]
@@ -295,7 +275,7 @@ def judge_gate(points: list[PointRun], gate: GateSettings, metric: str) -> list[
         if point is reference_point:
             continue
         why = problem and f"concurrency {REFERENCE_CONCURRENCY}: {problem}"
-        why = why or _unmeasured(point)
+        why = why or point.unmeasured()
         if why is not None or reference is None:
             findings.append(GateFinding(concurrency=point.concurrency, status="error",
                                         reasons=[f"no gate: {why}; a missing test is never "
@@ -322,13 +302,3 @@ def judge_gate(points: list[PointRun], gate: GateSettings, metric: str) -> list[
                                     reasons=list(judged.verdict.reasons),
                                     result=result.to_dict()))
     return findings
-
-
-def _unmeasured(point: PointRun) -> str | None:
-    record = point.record
-    if record is None or point.run_dir is None:
-        return "no record"
-    measurement = record.measurement
-    if measurement is None or measurement.partial or point.status == "error":
-        return f"its run ended in an error ({'; '.join(point.reasons[:1])})"
-    return None

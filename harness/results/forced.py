@@ -1,34 +1,27 @@
 """A forced-acceptance ladder's record (`harness forced`, docs/speed.md "Forced
 acceptance"): per point the forced accept length, the one achieved, the speedups over the
 target alone with their CIs, and the run that holds the point's rows; the real run (no
-knob) marked; the break-even accept length where speculation starts to pay.
-
-    results/forced/<suite>/<UTC time>-<id>/forced.json   this record
-    results/forced/<suite>/<UTC time>-<id>/forced.png    its plot
+knob) marked; the break-even accept length where speculation starts to pay. Kept as every
+protocol's record is (`harness.results.protocol_record`): `forced.json` and its plot
+`forced.png` in `results/forced/<suite>/<UTC time>-<id>/`; read back through the door
+(`harness.results.readers.read_forced`).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from harness.results.checks import MAX_BLOCK
-from harness.results.layout import new_record_folder, write_record_file
 from harness.results.possible import MAX_REASONS, SPEEDUP_TOP
+from harness.results.protocol_record import ProtocolModel, ProtocolRecord, RecordFiles
 from harness.results.record import VerdictStatus
 
-FORCED_DIR = "forced"
-FORCED_FILE = "forced.json"
-FORCED_PNG = "forced.png"
-FORCED_SCHEMA_VERSION = 1
+FORCED = RecordFiles(folder="forced", file="forced.json", plot="forced.png", what="forced")
+FORCED_FILE, FORCED_PNG = FORCED.file, FORCED.plot
 MAX_POINTS = 64  # as the ladder's own bound (harness.protocols.forced.MAX_POINTS)
-
-
-class _Forced(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 # A speedup is > 0 and below any two servers' (harness.results.possible.SPEEDUP_TOP).
@@ -39,7 +32,7 @@ SpeedupBound = Annotated[float, Field(ge=0.0, le=SPEEDUP_TOP, allow_inf_nan=Fals
 Interval = tuple[SpeedupBound, SpeedupBound]
 
 
-class ForcedPoint(_Forced):
+class ForcedPoint(ProtocolModel):
     """One launch: `forced` None is the real run (the knob off)."""
 
     forced: float | None = Field(default=None, ge=1.0)
@@ -59,7 +52,7 @@ class ForcedPoint(_Forced):
     reasons: list[str] = Field(default_factory=list)
 
 
-class BreakEven(_Forced):
+class BreakEven(ProtocolModel):
     """Where the system's speedup crosses 1.0 against achieved accept length: linear
     interpolation between the two forced points around the first crossing; None: none in
     the ladder's range."""
@@ -72,7 +65,7 @@ class BreakEven(_Forced):
 Share = Literal["system", "draft"]
 
 
-class SystemFinding(_Forced):
+class SystemFinding(ProtocolModel):
     """The system's share at one forced accept length: B's speedup over its target alone
     against A's, both forced to `forced`, paired by question (harness.metrics.speedup.
     paired_speedup, its GATE_DEFINITION). No test (`decision` None): `reason` says why,
@@ -92,7 +85,7 @@ class SystemFinding(_Forced):
     reason: str | None = None
 
 
-class DraftFinding(_Forced):
+class DraftFinding(ProtocolModel):
     """The draft path's share: B's real (knob off) accept length against A's, paired by
     question (harness.metrics.paired_gate.paired_test, the paired gate's test). No test
     (`decision` None): `reason` says why, never a pass."""
@@ -111,7 +104,7 @@ class DraftFinding(_Forced):
     reason: str | None = None
 
 
-class ForcedSplit(_Forced):
+class ForcedSplit(ProtocolModel):
     """Whose fault a speedup drop of B against A is: the system's (speedup at equal forced
     acceptance) and the draft path's (real accept length), each judged by its own
     tolerance ([forced] in the suite); `blamed` names the shares that failed."""
@@ -133,8 +126,7 @@ class ForcedSplit(_Forced):
     reasons: list[str] = Field(default_factory=list)
 
 
-class ForcedRecord(_Forced):
-    schema_version: int = FORCED_SCHEMA_VERSION
+class ForcedRecord(ProtocolRecord):
     forced_id: str = Field(min_length=1)
     suite: str = Field(min_length=1)
     engine: str
@@ -167,12 +159,3 @@ class ForcedRecord(_Forced):
                     raise ValueError(f"points[{index}].{name}_ci: {ci} does not hold "
                                      f"{name} {value}")
         return self
-
-
-def forced_dir(results: Path, suite: str, started_at: datetime, forced_id: str) -> Path:
-    """The ladder's folder, created exclusively."""
-    return new_record_folder(results, FORCED_DIR, suite, started_at, forced_id)
-
-
-def write_forced(folder: Path, record: ForcedRecord, results: Path) -> Path:
-    return write_record_file(folder / FORCED_FILE, record, results)

@@ -4,10 +4,9 @@ concurrency), the run that measured it, its accept length with the definition's 
 its CI, its speedups over the target alone with their definitions and CIs, and the gate's
 finding against the cell's reference cell; the launches (which cells shared a server, the
 flags each added). The figures are copied from each cell's run record, read through the
-door (`harness.results.readers`), so the grid's plot reads one file.
-
-    results/grids/<suite>/<UTC time>-<grid id>/grid.json   this record
-    results/grids/<suite>/<UTC time>-<grid id>/grid.png    its plot
+door (`harness.results.readers`), so the grid's plot reads one file. Kept as every
+protocol's record is (`harness.results.protocol_record`): `grid.json` and its plot
+`grid.png` in `results/grids/<suite>/<UTC time>-<grid id>/`.
 """
 
 from __future__ import annotations
@@ -16,30 +15,24 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from harness.results.layout import new_record_folder, write_record_file
-from harness.results.readers import read_protocol_record
+from harness.results.protocol_record import ProtocolModel, ProtocolRecord, RecordFiles
+from harness.results.readers import in_folder, read_protocol_record
 from harness.results.record import VerdictStatus
 
-GRIDS_DIR = "grids"
-GRID_FILE = "grid.json"
-GRID_PNG = "grid.png"
-GRID_SCHEMA_VERSION = 1
+GRIDS = RecordFiles(folder="grids", file="grid.json", plot="grid.png", what="grid")
+GRID_FILE, GRID_PNG = GRIDS.file, GRIDS.plot
 Metric = Literal["server_avg", "per_request", "per_request_mean", "spec_accept_length_mean"]
 
 
-class _Grid(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class GridTierInfo(_Grid):
+class GridTierInfo(ProtocolModel):
     name: str = Field(min_length=1)
     shots: int = Field(ge=0)
     label: str  # what the tier is, as the plot states it
 
 
-class GridCellRecord(_Grid):
+class GridCellRecord(ProtocolModel):
     """One cell as measured; a figure is None where its run has none (never a zero)."""
 
     name: str = Field(min_length=1)
@@ -63,7 +56,7 @@ class GridCellRecord(_Grid):
     reference: str | None = None  # the cell it is gated against; None: it is one
 
 
-class GridFinding(_Grid):
+class GridFinding(ProtocolModel):
     """The gate at one cell, as the judge decided it (`harness.run.judge.decide` on the
     paired evidence): `result` is `PairedResult.to_dict()`, absent when no test was made."""
 
@@ -78,7 +71,7 @@ class GridFinding(_Grid):
     speedup: list[dict[str, object]] = Field(default_factory=list)
 
 
-class GridGate(_Grid):
+class GridGate(ProtocolModel):
     """Each cell's accept length within `max_drop` (a share) of its reference cell's,
     paired by prompt, one-sided at `alpha`; the reference cell of each category; with
     `speedup_max_drop`, each speedup over the target alone too (its test's definition in
@@ -93,7 +86,7 @@ class GridGate(_Grid):
     findings: list[GridFinding] = Field(default_factory=list)
 
 
-class GridLaunch(_Grid):
+class GridLaunch(ProtocolModel):
     """One server: the cells it measured, the flags the grid added to its launch line."""
 
     prefix_caching: Literal["on", "off"] | None = None
@@ -102,8 +95,7 @@ class GridLaunch(_Grid):
     status: VerdictStatus
 
 
-class GridRecord(_Grid):
-    schema_version: int = GRID_SCHEMA_VERSION
+class GridRecord(ProtocolRecord):
     grid_id: str = Field(min_length=1)
     suite: str = Field(min_length=1)
     engine: str
@@ -125,17 +117,6 @@ class GridRecord(_Grid):
     reasons: list[str] = Field(default_factory=list)
 
 
-def grid_dir(results: Path, suite: str, started_at: datetime, grid_id: str) -> Path:
-    """The grid's folder, created exclusively (two grids never share one)."""
-    return new_record_folder(results, GRIDS_DIR, suite, started_at, grid_id)
-
-
-def write_grid(folder: Path, record: GridRecord, results: Path) -> Path:
-    return write_record_file(folder / GRID_FILE, record, results)
-
-
 def read_grid(path: Path | str) -> GridRecord:
     """A grid folder's record (or the file); BadRecord naming the file (exit 2)."""
-    file = Path(path)
-    return read_protocol_record(file / GRID_FILE if file.is_dir() else file, GridRecord,
-                                "grid")
+    return read_protocol_record(in_folder(path, GRIDS.file), GridRecord, GRIDS.what)

@@ -1,5 +1,5 @@
 """The one door to stored results: a run record, its request rows, a calibration record,
-a forced-acceptance ladder's record.
+a protocol's record (a forced-acceptance ladder's, a soak's, a sweep's, a grid's).
 
 Every reader goes through here: `read_run` (a run folder or its run.json -> `RunRecord`),
 `read_requests` (a run's request rows -> `RequestRow`s), `read_calibration`,
@@ -322,16 +322,33 @@ def read_target_alone(run_dir: Path | str, strict: bool = False) -> list[Request
 # ---------------------------------------------------------------- protocol records
 
 
-def read_protocol_record(file: Path, model: type[Model], what: str) -> Model:
+def in_folder(path: Path | str, file_name: str) -> Path:
+    """A record's file: `file_name` in the folder `path`, or `path` itself if it is none."""
+    file = Path(path)
+    return file / file_name if file.is_dir() else file
+
+
+def read_protocol_record(file: Path, model: type[Model], what: str,
+                         unusable_as_is: bool = False) -> Model:
     """A protocol's own record (a grid's `grid.json`): the file read as any record is
     (regular, bounded, strict JSON), validated against its model with no string read as a
-    number; BadRecord naming the file and the first bad field (exit 2)."""
+    number; BadRecord naming the file and the first bad field (exit 2). `unusable_as_is`:
+    a file that cannot be read or parsed is refused as `not a usable <what> record: <the
+    error>` (a sweep's wording) rather than as `_load` words it."""
     from pydantic import ValidationError  # as the run record's model: only when parsed
 
     try:
-        text, data = _load(file)
+        if unusable_as_is:
+            text, _ = read_regular(file)
+            data = strict_json(text)
+        else:
+            text, data = _load(file)
     except FileNotFoundError:
         raise BadRecord(file, f"missing: not a {what} folder") from None
+    except BadRecord:
+        raise
+    except (BadFile, OSError, ValueError, RecursionError) as error:
+        raise BadRecord(file, f"not a usable {what} record: {error}") from None
     if not isinstance(data, dict):
         raise BadRecord(file, f"not a valid {what} record: not a JSON object")
     try:
@@ -446,8 +463,7 @@ def read_soak(path: Path | str) -> SoakRecord:
 
     from harness.results.soaks import SOAK_FILE, SoakRecord
 
-    file = Path(path)
-    file = file / SOAK_FILE if file.is_dir() else file
+    file = in_folder(path, SOAK_FILE)
     try:
         try:
             text, data = _load(file)
@@ -476,8 +492,7 @@ def read_forced(path: Path | str) -> ForcedRecord:
 
     from harness.results.forced import FORCED_FILE, ForcedRecord
 
-    file = Path(path)
-    file = file / FORCED_FILE if file.is_dir() else file
+    file = in_folder(path, FORCED_FILE)
     try:
         text, data = _load(file)
         check_sizes(data, text)

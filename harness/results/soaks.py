@@ -2,33 +2,25 @@
 for a set time with prefix caching on; accept length per window of serving time with its
 CI and definition, the drift over the run and the gate's finding on it. The requests are
 the soak's run (a normal run record, series `<suite>-soak`), each row with the time it
-finished; read back through `harness.results.readers.read_soak`.
-
-    results/soak/<suite>/<UTC time>-<id>/soak.json   this record
-    results/soak/<suite>/<UTC time>-<id>/soak.png    its plot
+finished; read back through `harness.results.readers.read_soak`. Kept as every
+protocol's record is (`harness.results.protocol_record`): `soak.json` and its plot
+`soak.png` in `results/soak/<suite>/<UTC time>-<id>/`.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from harness.results.layout import new_record_folder, write_record_file
+from harness.results.protocol_record import ProtocolModel, ProtocolRecord, RecordFiles
 from harness.results.record import VerdictStatus
 
-SOAK_DIR = "soak"
-SOAK_FILE = "soak.json"
-SOAK_PNG = "soak.png"
-SOAK_SCHEMA_VERSION = 1
+SOAKS = RecordFiles(folder="soak", file="soak.json", plot="soak.png", what="soak")
+SOAK_FILE, SOAK_PNG = SOAKS.file, SOAKS.plot
 
 
-class _Soak(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SoakWindow(_Soak):
+class SoakWindow(ProtocolModel):
     """One window of serving time: the requests that finished in it."""
 
     index: int = Field(ge=0)
@@ -40,7 +32,7 @@ class SoakWindow(_Soak):
     ci: tuple[float, float] | None = None
 
 
-class SoakDrift(_Soak):
+class SoakDrift(ProtocolModel):
     """The gate's finding on the drift (`harness.metrics.drift`); `result` None: no test."""
 
     status: VerdictStatus
@@ -52,8 +44,7 @@ class SoakDrift(_Soak):
     reason: str | None = None
 
 
-class SoakRecord(_Soak):
-    schema_version: int = SOAK_SCHEMA_VERSION
+class SoakRecord(ProtocolRecord):
     soak_id: str = Field(min_length=1)
     suite: str = Field(min_length=1)
     engine: str
@@ -73,12 +64,3 @@ class SoakRecord(_Soak):
     drift: SoakDrift | None = None
     status: VerdictStatus
     reasons: list[str] = Field(default_factory=list)
-
-
-def soak_dir(results: Path, suite: str, started_at: datetime, soak_id: str) -> Path:
-    """The soak's folder, created exclusively."""
-    return new_record_folder(results, SOAK_DIR, suite, started_at, soak_id)
-
-
-def write_soak(folder: Path, record: SoakRecord, results: Path) -> Path:
-    return write_record_file(folder / SOAK_FILE, record, results)

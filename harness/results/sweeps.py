@@ -1,10 +1,9 @@
 """A concurrency sweep's record (`harness sweep`, docs/speed.md "Concurrency sweep"):
 which run record holds each point, the gate's finding at each point against concurrency 1,
 and the sweep's status. The figures stay in the points' own run records (read through
-`harness.results.readers`); this file only says which runs form the sweep.
-
-    results/sweeps/<suite>/<UTC time>-<sweep id>/sweep.json   this record
-    results/sweeps/<suite>/<UTC time>-<sweep id>/sweep.png    its plot
+`harness.results.readers`); this file only says which runs form the sweep, kept as
+every protocol's record is (`harness.results.protocol_record`): `sweep.json` and its plot
+`sweep.png` in `results/sweeps/<suite>/<UTC time>-<sweep id>/`.
 """
 
 from __future__ import annotations
@@ -13,24 +12,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
-from harness.results.checks import BadFile, read_regular, strict_json
-from harness.results.layout import new_record_folder, write_record_file
-from harness.results.readers import BadRecord
+from harness.results.protocol_record import ProtocolModel, ProtocolRecord, RecordFiles
+from harness.results.readers import in_folder, read_protocol_record
 from harness.results.record import VerdictStatus
 
-SWEEPS_DIR = "sweeps"
-SWEEP_FILE = "sweep.json"
-SWEEP_PNG = "sweep.png"
-SWEEP_SCHEMA_VERSION = 1
+SWEEPS = RecordFiles(folder="sweeps", file="sweep.json", plot="sweep.png", what="sweep")
+SWEEP_FILE, SWEEP_PNG = SWEEPS.file, SWEEPS.plot
 
 
-class _Sweep(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SweepPoint(_Sweep):
+class SweepPoint(ProtocolModel):
     """One concurrency: the series and run that measured it and that run's verdict."""
 
     concurrency: int = Field(ge=1)
@@ -41,7 +33,7 @@ class SweepPoint(_Sweep):
     reasons: list[str] = Field(default_factory=list)
 
 
-class GateFinding(_Sweep):
+class GateFinding(ProtocolModel):
     """The concurrency gate at one point, as the judge decided it
     (`harness.run.judge.decide` on the paired gate's evidence): `result` is
     `harness.metrics.paired_gate.PairedResult.to_dict()`, absent when no test could be made."""
@@ -52,7 +44,7 @@ class GateFinding(_Sweep):
     result: dict[str, object] | None = None
 
 
-class SweepGate(_Sweep):
+class SweepGate(ProtocolModel):
     """`--max-drop`: accept length at each concurrency within `max_drop` (a share of
     concurrency 1's figure) of concurrency 1's, paired by prompt, one-sided at `alpha`."""
 
@@ -63,8 +55,7 @@ class SweepGate(_Sweep):
     findings: list[GateFinding] = Field(default_factory=list)
 
 
-class SweepRecord(_Sweep):
-    schema_version: int = SWEEP_SCHEMA_VERSION
+class SweepRecord(ProtocolRecord):
     sweep_id: str = Field(min_length=1)
     suite: str = Field(min_length=1)
     started_at: datetime
@@ -81,32 +72,8 @@ class SweepRecord(_Sweep):
     reasons: list[str] = Field(default_factory=list)
 
 
-def sweep_dir(results: Path, suite: str, started_at: datetime, sweep_id: str) -> Path:
-    """The sweep's folder, created exclusively (two sweeps never share one)."""
-    return new_record_folder(results, SWEEPS_DIR, suite, started_at, sweep_id)
-
-
-def write_sweep(folder: Path, record: SweepRecord, results: Path) -> Path:
-    return write_record_file(folder / SWEEP_FILE, record, results)
-
-
 def read_sweep(path: Path | str) -> SweepRecord:
     """A sweep folder's record (or the file itself); BadRecord naming the file and
     what is wrong (exit 2) when it is missing or not a usable sweep record."""
-    file = Path(path)
-    file = file / SWEEP_FILE if file.is_dir() else file
-    try:
-        text, _ = read_regular(file)
-        data = strict_json(text)
-    except FileNotFoundError:
-        raise BadRecord(file, "missing: not a sweep folder") from None
-    except (BadFile, OSError, ValueError, UnicodeDecodeError, RecursionError) as error:
-        raise BadRecord(file, f"not a usable sweep record: {error}") from None
-    if not isinstance(data, dict):
-        raise BadRecord(file, "not a valid sweep record: not a JSON object")
-    try:  # strict: no number read from a string
-        return SweepRecord.model_validate_json(text, strict=True)
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "record"
-        raise BadRecord(file, f"not a valid sweep record: {where}: {first['msg']}") from None
+    return read_protocol_record(in_folder(path, SWEEPS.file), SweepRecord, SWEEPS.what,
+                                unusable_as_is=True)

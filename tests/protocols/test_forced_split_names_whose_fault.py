@@ -15,7 +15,7 @@ import pytest
 from harness.errors import ExitCode
 from harness.protocols.forced_split import split_evidence, split_record
 from harness.results import record as rec
-from harness.results.forced import ForcedPoint, ForcedRecord, forced_dir, write_forced
+from harness.results.forced import FORCED, ForcedPoint, ForcedRecord
 from harness.results.readers import read_forced, read_run
 from harness.results.writer import save_run
 from harness.run.judge import decide_split
@@ -108,8 +108,8 @@ def test_the_verdict_names_the_share_that_lost_the_speedup(
     # the record keeps it, and reads back whole through the door
     record = _ladder(tmp_path, "b2", b_real_tokens, b_spec_tpot_s).model_copy(
         update={"split": split, "status": split.status})
-    folder = forced_dir(tmp_path, "tiny", START, "split01")
-    write_forced(folder, record, tmp_path)
+    folder = FORCED.new_folder(tmp_path, "tiny", START, "split01")
+    FORCED.write(folder, record, tmp_path)
     assert read_forced(folder) == record
 
 

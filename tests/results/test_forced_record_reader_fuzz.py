@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from harness.cli import main
 from harness.results.forced import (
+    FORCED,
     FORCED_FILE,
     BreakEven,
     DraftFinding,
@@ -23,8 +24,6 @@ from harness.results.forced import (
     ForcedRecord,
     ForcedSplit,
     SystemFinding,
-    forced_dir,
-    write_forced,
 )
 from harness.results.readers import BadRecord, read_forced
 from tests.results.record_fuzz import (
@@ -67,8 +66,8 @@ def _record() -> ForcedRecord:
 
 def test_written_then_read(tmp_path: Path) -> None:
     record = _record()
-    folder = forced_dir(tmp_path, "tiny", record.started_at, record.forced_id)
-    assert written_then_read(record, folder, tmp_path, write_forced, read_forced) == record
+    folder = FORCED.new_folder(tmp_path, "tiny", record.started_at, record.forced_id)
+    assert written_then_read(record, folder, tmp_path, FORCED.write, read_forced) == record
     assert read_forced(folder / FORCED_FILE) == record
 
 
@@ -133,20 +132,20 @@ def test_plot_redraws_a_stored_ladder_and_refuses_a_reference_outside(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = tmp_path / "results"
     record = _record()
-    folder = forced_dir(results, "tiny", record.started_at, record.forced_id)
+    folder = FORCED.new_folder(results, "tiny", record.started_at, record.forced_id)
     split = record.split
     assert split is not None
     theirs = record.model_copy(update={"forced_id": "ef56", "split": None, "status": "pass"})
-    their_folder = forced_dir(results, "tiny", record.started_at, "ef56")
-    write_forced(their_folder, theirs, results)
+    their_folder = FORCED.new_folder(results, "tiny", record.started_at, "ef56")
+    FORCED.write(their_folder, theirs, results)
     here = split.model_copy(update={"against_dir": str(their_folder.relative_to(results))})
-    write_forced(folder, record.model_copy(update={"split": here}), results)
+    FORCED.write(folder, record.model_copy(update={"split": here}), results)
     assert main(["plot", str(folder)]) == 0
     assert (folder / "forced.png").stat().st_size > 0
 
     outside = split.model_copy(update={"against_dir": "../../etc"})
-    other = forced_dir(results, "tiny", record.started_at, "gh78")
-    write_forced(other, record.model_copy(update={"split": outside}), results)
+    other = FORCED.new_folder(results, "tiny", record.started_at, "gh78")
+    FORCED.write(other, record.model_copy(update={"split": outside}), results)
     assert main(["plot", str(other)]) == 2
     err = capsys.readouterr().err
     assert "outside" in err and "Traceback" not in err

@@ -14,17 +14,16 @@ from pathlib import Path
 import pytest
 
 from harness.analysis.grid_plot import grid_figure, plot_grid, row_label
+from harness.results import grid as grid_record
 from harness.results.grid import (
     GRID_FILE,
+    GRIDS,
     GridCellRecord,
     GridFinding,
     GridGate,
-    GridLaunch,
     GridRecord,
     GridTierInfo,
-    grid_dir,
     read_grid,
-    write_grid,
 )
 from harness.results.readers import BadRecord
 from harness.suite.entries import METRIC_DEFINITIONS
@@ -57,7 +56,7 @@ def record() -> GridRecord:
         tiers=[GridTierInfo(name="short", shots=0, label="short: 0 prefixed"),
                GridTierInfo(name="long", shots=1, label="long: 1 prefixed")],
         categories=["gsm8k", "qa"], concurrency=[1], questions=4,
-        launches=[GridLaunch(cells=[c.name for c in cells], status="error")],
+        launches=[grid_record.GridLaunch(cells=[c.name for c in cells], status="error")],
         cells=cells,
         gate=GridGate(reference={"tier": "short", "prefix_caching": None, "concurrency": 1},
                       max_drop=0.1, speedup_max_drop=0.2, speedup_definition="B / A",
@@ -74,8 +73,8 @@ def record() -> GridRecord:
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    made = grid_dir(tmp_path, "s", datetime(2026, 1, 1, tzinfo=UTC), "g1")
-    write_grid(made, record(), tmp_path)
+    made = GRIDS.new_folder(tmp_path, "s", datetime(2026, 1, 1, tzinfo=UTC), "g1")
+    GRIDS.write(made, record(), tmp_path)
     return made
 
 

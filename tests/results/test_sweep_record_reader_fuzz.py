@@ -14,13 +14,12 @@ from hypothesis import strategies as st
 from harness.results.readers import BadRecord
 from harness.results.sweeps import (
     SWEEP_FILE,
+    SWEEPS,
     GateFinding,
     SweepGate,
     SweepPoint,
     SweepRecord,
     read_sweep,
-    sweep_dir,
-    write_sweep,
 )
 from tests.results.record_fuzz import (
     any_bytes,
@@ -47,8 +46,8 @@ def _record() -> SweepRecord:
 
 def test_written_then_read(tmp_path: Path) -> None:
     record = _record()
-    folder = sweep_dir(tmp_path, "tiny", record.started_at, record.sweep_id)
-    assert written_then_read(record, folder, tmp_path, write_sweep, read_sweep) == record
+    folder = SWEEPS.new_folder(tmp_path, "tiny", record.started_at, record.sweep_id)
+    assert written_then_read(record, folder, tmp_path, SWEEPS.write, read_sweep) == record
 
 
 @settings(max_examples=200, deadline=None,
