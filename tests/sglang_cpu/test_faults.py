@@ -2,8 +2,9 @@
 its tokenizer manager, and the scheduler and detokenizer processes it spawns).
 
 kill -9 and SIGSTOP of the server's main process, SIGINT and SIGTERM of the harness, at
-launch (the server loading), warm-up, measurement and recording; plus kill -9 of the
-scheduler alone during the measurement. Every case must end in seconds with exit 3
+launch (the server loading), warm-up, measurement and recording, each fault at one stage or
+more (`CASES` says which; the double holds every pair); plus kill -9 of the scheduler and
+SIGSTOP of the detokenizer alone during the measurement. Every case must end in seconds with exit 3
 (engine error) or 130 (interrupted), keep every finished row, write run.json with the
 stage reached, and leave no process of the tree behind.
 
@@ -36,15 +37,22 @@ EXIT = {"kill -9 server": 3, "SIGSTOP server": 3, "kill -9 scheduler": 3,
         "SIGSTOP detokenizer": 3, "SIGINT harness": 130, "SIGTERM harness": 130,
         "SIGKILL harness": -9}
 LEFT_WITHIN_S = 15.0  # a SIGKILLed harness's tree: gone within it (its watchdog's work)
-CASES = [(stage, fault) for stage in ("launch", "warm-up", "measurement")
-         for fault in ("kill -9 server", "SIGSTOP server", "SIGINT harness",
-                       "SIGTERM harness")]
-# a child of the tree stopped or killed while the main process lives: named at once by the
-# harness's tree watch (issue 30: the detokenizer stopped took the 300 s watchdog before)
-CASES += [("measurement", "kill -9 scheduler"), ("measurement", "SIGSTOP detokenizer"),
-          ("recording", "SIGINT harness"), ("recording", "SIGTERM harness")]
-CASES += [(stage, "SIGKILL harness") for stage in ("launch", "warm-up", "measurement",
-                                                   "recording")]
+# Each fault at one stage or more, each stage with a fault to the server and one to the
+# harness: what the real tree adds to the double's table is how SGLang's processes answer
+# each signal and what state each stage finds them in. The whole cross product, every fault
+# at every stage, runs on the SGLang double in `nox -s tests`
+# (tests/run/test_faults_lose_nothing.py), where the harness's code paths are the same and
+# a case costs a second, not a real server's launch.
+CASES = [
+    ("launch", "kill -9 server"), ("launch", "SIGSTOP server"), ("launch", "SIGINT harness"),
+    ("launch", "SIGKILL harness"),
+    ("warm-up", "kill -9 server"), ("warm-up", "SIGTERM harness"),
+    # a child of the tree stopped or killed while the main process lives: named at once by
+    # the harness's tree watch (the detokenizer stopped took the 300 s watchdog before)
+    ("measurement", "SIGSTOP server"), ("measurement", "kill -9 scheduler"),
+    ("measurement", "SIGSTOP detokenizer"), ("measurement", "SIGKILL harness"),
+    ("recording", "SIGTERM harness"), ("recording", "SIGKILL harness"),
+]
 
 
 def _suite(tmp: Path) -> Path:
