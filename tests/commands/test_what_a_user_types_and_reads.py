@@ -167,9 +167,14 @@ def _noxfile_tests_args() -> object:
 def test_nox_tests_arguments_add_to_the_defaults() -> None:
     tests_args = _noxfile_tests_args()
     default = tests_args([])
-    assert default[:2] == ["-n", "2"] and "tests/sglang_cpu" in default
+    assert default[:2] == ["-n", "4"] and "tests/sglang_cpu" in default
     added = tests_args(["-k", "show"])
     assert added[:len(default)] == default and added[-2:] == ["-k", "show"]
+    # CI selects the end-to-end cases too with a `-m` of its own, after the session's: the
+    # last `-m` is the one pytest keeps
+    both = tests_args(["-m", "not gpu_rehearsal"])
+    marks = [both[i + 1] for i, arg in enumerate(both) if arg == "-m"]
+    assert marks == ["not e2e and not gpu_rehearsal", "not gpu_rehearsal"]
     serial = tests_args(["-p", "no:xdist", "tests/run"])
     assert "-n" not in serial and serial[-3:] == ["-p", "no:xdist", "tests/run"]
     assert "--ignore" in serial  # the session's ignores still hold
