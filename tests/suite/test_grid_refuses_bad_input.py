@@ -126,6 +126,7 @@ def test_a_tier_past_the_train_split_is_named(tmp_path: Path,
     (tmp_path / "gsm8k").mkdir()
     first = (DATA / "gsm8k" / "train.jsonl").read_text(encoding="utf-8").splitlines()[0]
     (tmp_path / "gsm8k" / "train.jsonl").write_text(first + "\n", encoding="utf-8")
+    (tmp_path / "gsm8k" / "test.jsonl").symlink_to(DATA / "gsm8k" / "test.jsonl")
     monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path))
     grid = {**GOOD, "tiers": [{"name": "short", "shots": 0}, {"name": "long", "shots": 2}]}
     message = refusal(suite_text(grid))
