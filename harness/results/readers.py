@@ -328,27 +328,16 @@ def in_folder(path: Path | str, file_name: str) -> Path:
     return file / file_name if file.is_dir() else file
 
 
-def read_protocol_record(file: Path, model: type[Model], what: str,
-                         unusable_as_is: bool = False) -> Model:
-    """A protocol's own record (a grid's `grid.json`): the file read as any record is
-    (regular, bounded, strict JSON), validated against its model with no string read as a
-    number; BadRecord naming the file and the first bad field (exit 2). `unusable_as_is`:
-    a file that cannot be read or parsed is refused as `not a usable <what> record: <the
-    error>` (a sweep's wording) rather than as `_load` words it."""
+def read_protocol_record(file: Path, model: type[Model], what: str) -> Model:
+    """A protocol's own record (a grid's `grid.json`, a sweep's `sweep.json`): the file read
+    as any record is (regular, bounded, strict JSON), validated against its model with no
+    string read as a number; BadRecord naming the file and the first bad field (exit 2)."""
     from pydantic import ValidationError  # as the run record's model: only when parsed
 
     try:
-        if unusable_as_is:
-            text, _ = read_regular(file)
-            data = strict_json(text)
-        else:
-            text, data = _load(file)
+        text, data = _load(file)
     except FileNotFoundError:
         raise BadRecord(file, f"missing: not a {what} folder") from None
-    except BadRecord:
-        raise
-    except (BadFile, OSError, ValueError, RecursionError) as error:
-        raise BadRecord(file, f"not a usable {what} record: {error}") from None
     if not isinstance(data, dict):
         raise BadRecord(file, f"not a valid {what} record: not a JSON object")
     try:

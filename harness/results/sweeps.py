@@ -75,5 +75,4 @@ class SweepRecord(ProtocolRecord):
 def read_sweep(path: Path | str) -> SweepRecord:
     """A sweep folder's record (or the file itself); BadRecord naming the file and
     what is wrong (exit 2) when it is missing or not a usable sweep record."""
-    return read_protocol_record(in_folder(path, SWEEPS.file), SweepRecord, SWEEPS.what,
-                                unusable_as_is=True)
+    return read_protocol_record(in_folder(path, SWEEPS.file), SweepRecord, SWEEPS.what)
