@@ -308,7 +308,8 @@ def vllm_cpu(session: nox.Session) -> None:
     _fetch_sglang_wheels(session, ["0.5.23"])
     env = _with_cache({"HARNESS_REQUIRE_VLLM": "1", "HARNESS_REFERENCE_WORKERS": "1",
                        "HARNESS_STRICT_SKIPS": "1", "HARNESS_SGLANG_WHEELS": str(SGLANG_WHEELS)})
-    session.run("pytest", "-p", "no:cacheprovider", "-q", "-s", "tests/vllm_oracle", env=env)
+    session.run("pytest", "-p", "no:cacheprovider", "-q", "-s", "--durations=15",
+                "tests/vllm_oracle", env=env)
 
 
 # The real engines' environments made ahead of their sessions (`harness run SUITE

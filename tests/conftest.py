@@ -23,6 +23,12 @@ pytest_plugins = ["tests.fixtures.suites_and_host", "tests.fixtures.sglang_doubl
                   "tests.fixtures.results", "tests.fixtures.stored_runs",
                   "tests.fixtures.sglang_cpu"]
 
+# No model hub can be reached here. huggingface_hub reads HF_HUB_OFFLINE once, when it is
+# first imported, so it is set before any test module imports it: a hub id (the SGLang
+# double's suites name one) then fails at once instead of after five retries with backoff,
+# about 23 s of every such run (tests/test_session_is_offline.py).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
 # A non-interactive shell starts its background jobs with SIGINT ignored, and a child
 # inherits an ignored signal across exec: the harness processes the tests signal with
 # SIGINT (Ctrl-C) would never see it. A Python handler is reset to the default on exec, so

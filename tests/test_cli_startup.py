@@ -48,6 +48,18 @@ def test_start_up_imports_no_heavy_library(argv: tuple[str, ...], tmp_path: Path
     assert imported == [], f"harness {' '.join(argv)} imported {imported}"
 
 
+def test_a_runs_command_loads_no_plotting_library() -> None:
+    """`harness run` is started by every test and CI job that measures: its command module
+    loads matplotlib and pandas only when a figure is drawn (harness.run.recorded), never
+    to measure (about 0.7 s of every run's start)."""
+    probe = ("import sys, harness.commands.run; "
+             "print(','.join(sorted({m.split('.')[0] for m in sys.modules} "
+             "& {'matplotlib', 'pandas'})))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout  # fmt: skip
+    assert out.strip() == ""
+
+
 def test_list_from_its_cache_prints_what_validation_prints(tmp_path: Path) -> None:
     cold = _imports("list", cache=tmp_path)
     warm = _imports("list", cache=tmp_path)

@@ -19,13 +19,13 @@ from harness.analysis.plot_style import (
     save_png,
     suite_metric,
 )
+from harness.results.layout import CATEGORIES_PNG
 from harness.results.readers import read_run
 from harness.results.record import RunRecord
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-CATEGORIES_PNG = "categories.png"
 
 
 def categories_key(dashed: bool) -> str:

@@ -19,6 +19,7 @@ import numpy as np
 
 from harness.analysis.plot_style import new_figure, save_png, shown
 from harness.metrics.latency import E2E, ITL, TPOT, TTFT, request_figures
+from harness.results.layout import LATENCY_PNG
 from harness.results.readers import read_requests, read_run
 from harness.results.record import LatencySummary, RequestRow, RunRecord, Spread
 
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-LATENCY_PNG = "latency.png"
 PERCENTILE_STYLES = {"p50": ("#1f77b4", "-"), "p90": ("#ff7f0e", "--"), "p99": ("#d62828", ":")}
 # (definition key, the summary's field, a short title)
 PANELS = ((TTFT, "ttft_s", "TTFT per request"), (TPOT, "tpot_s", "TPOT per request"),

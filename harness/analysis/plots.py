@@ -36,6 +36,7 @@ from harness.analysis.plot_style import (
 from harness.metrics.definitions import request_value
 from harness.metrics.stats import per_position_acceptance
 from harness.results.baselines import BaselineFigure, load_baselines
+from harness.results.layout import HISTOGRAM_PNG, RUN_PNG
 from harness.results.readers import BadRecord, read_requests, read_run
 from harness.results.store import PLOTS_DIR, load_runs
 from harness.secrets import redact_text
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
 
     from harness.results.record import RequestRow, RunRecord
 
-RUN_PNG = "accept_length.png"
-HISTOGRAM_PNG = "accept_histogram.png"
 def results_root_of(run_dir: Path) -> Path:
     """results/runs/<suite>/<run> -> results."""
     return run_dir.resolve().parent.parent.parent

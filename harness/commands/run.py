@@ -5,14 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.analysis.plot_categories import CATEGORIES_PNG
-from harness.analysis.plot_latency import LATENCY_PNG
-from harness.analysis.plots import RUN_PNG
 from harness.builds import parse_build_spec
 from harness.errors import BadInput
 from harness.metrics.latency import speed_lines
 from harness.metrics.speedup import speedup_lines
 from harness.protocols.pairing import check_against, run_paired
+from harness.results.layout import CATEGORIES_PNG, LATENCY_PNG, RUN_PNG
 from harness.run.attach import server_url
 from harness.run.outcome import RunOutcome
 from harness.run.plan import requested_spec

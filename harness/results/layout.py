@@ -35,6 +35,12 @@ TARGET_ALONE_FILE = "target-alone.jsonl"
 TARGET_ALONE_LOG = "target-alone.log"
 INDEX_FILE = ".index.jsonl"  # per suite folder: the loader's index log (harness.results.index)
 SNAPSHOT_FILE = ".index-snapshot.json"  # and its snapshot
+# a run's figures, drawn into its folder (harness.analysis): named here so the run path
+# can list them without loading the plotting libraries
+RUN_PNG = "accept_length.png"
+HISTOGRAM_PNG = "accept_histogram.png"
+LATENCY_PNG = "latency.png"
+CATEGORIES_PNG = "categories.png"
 RUN_TIME = "%Y%m%dT%H%M%SZ"  # a run folder's name starts with its start time, UTC
 
 

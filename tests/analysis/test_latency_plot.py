@@ -8,9 +8,10 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.analysis.plot_latency import LATENCY_PNG, latency_figure, plot_latency
+from harness.analysis.plot_latency import latency_figure, plot_latency
 from harness.analysis.plots import plot_run
 from harness.cli import main
+from harness.results.layout import LATENCY_PNG
 from harness.results.readers import read_requests, read_run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

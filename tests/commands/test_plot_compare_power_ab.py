@@ -11,6 +11,7 @@ import pytest
 
 from harness.analysis import plots
 from harness.cli import main
+from harness.results.layout import RUN_PNG
 from tests.results.records import make_history, make_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -23,7 +24,7 @@ def _is_png(path: Path) -> bool:
 def test_plot_run_shows_run_baselines_and_floor(results: Path) -> None:
     run_dir = make_run(results, 2.3)
     out = plots.plot_run(run_dir)
-    assert out == run_dir / plots.RUN_PNG and _is_png(out)
+    assert out == run_dir / RUN_PNG and _is_png(out)
     figure = plots.run_figure(plots.read_run(run_dir),
                               plots.baselines_for(plots.read_run(run_dir), results), 2.0)
     labels = [t.get_text() for t in figure.axes[0].get_xticklabels()]
@@ -56,7 +57,7 @@ def test_plot_history_many_runs_uses_bins(results: Path) -> None:
 def test_cli_plot(results: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = make_history(results)[-1]
     assert main(["plot", str(run_dir)]) == 0
-    assert _is_png(run_dir / plots.RUN_PNG)
+    assert _is_png(run_dir / RUN_PNG)
     assert main(["plot", str(run_dir), "--kind", "histogram"]) == 0
     assert main(["plot", "tiny_dflash_cpu", "--results", str(results)]) == 0
     assert main(["plot", str(run_dir), "--kind", "history"]) == 0

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.results.layout import RUN_PNG
 from tests.results.records import make_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -192,7 +193,7 @@ def test_a_run_names_the_pngs_it_drew(tmp_path: Path) -> None:
     assert drawn_plots(outcome) == []  # --no-plot: nothing named
     plots.plot_run(main_dir)
     plots.plot_run(entry_dir)
-    assert drawn_plots(outcome) == [main_dir / plots.RUN_PNG, entry_dir / plots.RUN_PNG]
+    assert drawn_plots(outcome) == [main_dir / RUN_PNG, entry_dir / RUN_PNG]
 
 
 @pytest.mark.parametrize(("argv", "typed", "usage", "meant"), [

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from harness import builds
-from harness.analysis.plots import RUN_PNG
+from harness.results.layout import RUN_PNG
 from tests.sglang_dflash_cpu.conftest import (
     CAPTURE_SHIFT,
     FORCED,
