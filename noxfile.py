@@ -136,16 +136,16 @@ def _fetch_vllm_wheel(session: nox.Session) -> None:
 # installed (`nox -s sglang_args`); vLLM's own code and the cross-engine parity need vLLM's
 # environment (`nox -s vllm_cpu`); the real SGLang server on CPU has its own sessions
 # (`nox -s sglang_cpu`, `nox -s sglang_dflash_cpu`); the site in a browser too.
-# `--dist loadscope`: a module's tests go to one worker, so its module fixtures (servers,
-# whole runs) are made once, not once on each worker that ran one of its tests (the
-# e2e's whole runs, 4 of 7 made twice;
-# tests/reference_engine/test_policies_and_draft_noise.py's four servers, 80 s).
-# (xdist 3.8's `loadgroup` did not group here: tried.)
+# `--dist loadgroup`, which tests/conftest.py answers with its own scheduler
+# (tests/xdist_scheduling.py): a module's tests go to one worker, as `loadscope` has it, so
+# its module fixtures (servers, whole runs) are made once, not once on each worker that
+# ran one of its tests; and the modules sharing the reference engine's session `server`
+# go to one worker together, which starts it once instead of up to four times.
 # Four workers on two cores: the tests wait on processes (servers starting and stopping,
 # signals, timeouts) more than they compute. On a quiet 2-core machine two workers kept
 # the cores under half busy through the SGLang-double runs and four ended those in two
 # thirds of the time; the whole session keeps the cores 170-190% busy.
-TESTS_ARGS = ("-n", "4", "--dist", "loadscope", "--durations=15",
+TESTS_ARGS = ("-n", "4", "--dist", "loadgroup", "--durations=15",
               "--ignore", "tests/publish_browser",  # nox -s publish_browser
               "--ignore", "tests/sglang_oracle/test_server_args.py",
               "--ignore", "tests/sglang_oracle/test_secret_flags.py",

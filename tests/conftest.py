@@ -37,6 +37,23 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules sharing a server are listed for the scheduler (tests/xdist_scheduling.py)."""
+    from tests.xdist_scheduling import check_server_groups
+
+    check_server_groups(items)
+
+
+@pytest.hookimpl(optionalhook=True)  # the hook exists only where xdist is loaded
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup`: loadscope with the modules sharing a server as one unit."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from tests.xdist_scheduling import scheduler
+
+    return scheduler(config, log)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, Any, None]:
     outcome = yield
