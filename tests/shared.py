@@ -10,6 +10,8 @@ is the session's own temporary folder, never one shared with other sessions.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,3 +34,13 @@ def bare_environment(**variables: str) -> dict[str, str]:
     if "HARNESS_DATA_DIR" in os.environ:
         env["HARNESS_DATA_DIR"] = os.environ["HARNESS_DATA_DIR"]
     return {**env, **variables}
+
+
+def libraries_loaded_by(module: str, libraries: set[str]) -> list[str]:
+    """Which of `libraries` (top-level names) importing `module` loads, in a fresh
+    interpreter: a light module's promise, checked where it stands."""
+    probe = (f"import sys, {module}; print(','.join(sorted({{m.split('.')[0] for m in "
+             f"sys.modules}} & set({sorted(libraries)!r}))))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout
+    return [name for name in out.strip().split(",") if name]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.commands import COMMANDS
+from tests.shared import libraries_loaded_by
 
 HEAVY = ("pydantic", "pandas", "numpy", "httpx", "matplotlib", "torch", "transformers", "rich",
          "huggingface_hub", "dflash", "scipy", "filelock", "packaging", "psutil",
@@ -52,12 +53,7 @@ def test_a_runs_command_loads_no_plotting_library() -> None:
     """`harness run` is started by every test and CI job that measures: its command module
     loads matplotlib and pandas only when a figure is drawn (harness.run.recorded), never
     to measure (about 0.7 s of every run's start)."""
-    probe = ("import sys, harness.commands.run; "
-             "print(','.join(sorted({m.split('.')[0] for m in sys.modules} "
-             "& {'matplotlib', 'pandas'})))")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True).stdout  # fmt: skip
-    assert out.strip() == ""
+    assert libraries_loaded_by("harness.commands.run", {"matplotlib", "pandas"}) == []
 
 
 def test_list_from_its_cache_prints_what_validation_prints(tmp_path: Path) -> None:
