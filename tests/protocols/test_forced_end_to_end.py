@@ -30,7 +30,9 @@ def harness(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess[st
 
 def test_the_real_run_and_a_forced_full_block(tmp_path: Path) -> None:
     suite = tmp_path / "tiny_forced.toml"
-    suite.write_text(tiny_variant("tiny_forced", floor=1.5, questions=3, max_tokens=24,
+    # answers long enough that a busy client still reads them in more than one chunk: an
+    # answer whose tokens after the first all arrive at once has a TPOT of 0, no ratio
+    suite.write_text(tiny_variant("tiny_forced", floor=1.5, questions=3, max_tokens=64,
                                   warmup_requests=1))
     results = tmp_path / "results"
     done = harness("forced", str(suite), "--ladder", "8", "--results", str(results),
