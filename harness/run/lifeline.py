@@ -143,8 +143,13 @@ def marked(mark: str) -> list[psutil.Process]:
     """Every process of this user whose environment carries `mark` (MARK_ENV): a launched
     tree, its children re-parented to init and those that left its session included."""
     found = []
-    for process in psutil.process_iter():
+    # A Process made now for each pid, not process_iter's: psutil keeps the one it made for
+    # a pid across calls, and one made before the pid was reused reads the new process's
+    # environment (the mark matches) while refusing to signal it, its identity being the
+    # old process's: the leftover would be reported ended and left running.
+    for pid in psutil.pids():
         with contextlib.suppress(psutil.Error):
+            process = psutil.Process(pid)
             if process.environ().get(MARK_ENV) == mark:
                 found.append(process)
     return found

@@ -12,9 +12,10 @@ import sys
 from pathlib import Path
 
 import psutil
+import pytest
 
 from harness.results.layout import LAUNCHED_DIR
-from harness.run.lifeline import MARK_ENV, Job, Ledger, Tree, end_leftovers
+from harness.run.lifeline import MARK_ENV, Job, Ledger, Tree, end_ledger, end_leftovers
 
 
 def _marked_sleeper(mark: str) -> subprocess.Popen[bytes]:
@@ -57,6 +58,27 @@ def test_a_dead_harness_leftover_is_ended_and_an_unreadable_ledger_named(
         assert any(line.startswith(f"{folder / 'junk.json'}: not a ledger") for line in said)
         assert any("'--user=root' is not a Slurm job id: left alone" in line for line in said)
         assert list(folder.iterdir()) == []
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_a_leftover_on_a_reused_pid_is_ended(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """psutil's process_iter keeps the Process it made for a pid across calls, without
+    checking it again: on a pid reused since (a busy host wraps pid_max), that old Process
+    reads the new process's environment but refuses to signal it. The leftover still ends."""
+    mark = "7-1.000"
+    server = _marked_sleeper(mark)
+    try:
+        # what process_iter's cache holds once the pid belonged to another process
+        stale = psutil.Process(server.pid)
+        stale._create_time, stale._ident = 1.0, (server.pid, 1.0)
+        monkeypatch.setattr(psutil, "_pmap", {server.pid: stale})
+        ledger = Ledger(7, 1.0, mark, [Tree(server.pid, 4321, "x", "server.log")])
+        said = end_ledger(ledger, "left")
+        assert server.wait(timeout=10) is not None
+        assert any(f"server pid {server.pid} on port 4321" in line for line in said), said
     finally:
         server.kill()
         server.wait()
