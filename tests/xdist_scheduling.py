@@ -20,11 +20,12 @@ from typing import Any
 
 import pytest
 
+REFERENCE_SERVER = "reference_engine_server"
 # A shared server fixture (the folder whose conftest defines it, its name) -> its group.
-SHARED_SERVERS = {("tests/reference_engine/", "server"): "reference_engine_server"}
+SHARED_SERVERS = {("tests/reference_engine/", "server"): REFERENCE_SERVER}
 # Each module using one, with its group.
 SERVER_GROUPS = {
-    module: "reference_engine_server" for module in (
+    module: REFERENCE_SERVER for module in (
         "tests/reference_engine/clients/test_dflash_client_agrees.py",
         "tests/reference_engine/clients/test_sglang_run_eval_agrees.py",
         "tests/reference_engine/test_http_api_accounting.py",

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-
 def categories_key(dashed: bool) -> str:
     """The figure's key: the dashed line named only where one is drawn."""
     return ("95% CI per category (bootstrap over its prompts)"

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
     from harness.results.record import RequestRow, RunRecord
 
+
 def results_root_of(run_dir: Path) -> Path:
     """results/runs/<suite>/<run> -> results."""
     return run_dir.resolve().parent.parent.parent
