@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from reference_engine.loading import Options
+from reference_engine.loading import Options, import_model_code, start_method
 from reference_engine.params import Sampling
 from reference_engine.worker import run_worker
 
@@ -77,7 +77,8 @@ class Engine:
         self.last_throughput = 0.0
         self.last_progress = 0.0
         self.worker_info: dict[str, Any] = {}
-        context = multiprocessing.get_context("spawn")
+        self.start_method = start_method(options.device)
+        context = multiprocessing.get_context(self.start_method)
         self.jobs = context.Queue()
         self.events = context.Queue()
         self.processes = [
@@ -97,7 +98,10 @@ class Engine:
     # -- lifecycle ---------------------------------------------------------------------
     def launch_workers(self) -> None:
         """Start the worker processes; they import torch and load the checkpoints while the
-        caller does its own loading (`wait_ready` then waits for them)."""
+        caller does its own loading (`wait_ready` then waits for them). Forked workers
+        inherit the model code this process imports first."""
+        if self.start_method == "fork":
+            import_model_code()
         for process in self.processes:
             process.start()
 

@@ -44,3 +44,23 @@ def libraries_loaded_by(module: str, libraries: set[str]) -> list[str]:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True).stdout
     return [name for name in out.strip().split(",") if name]
+
+
+def reference_workers(root: int) -> list:  # -> list[psutil.Process]
+    """The decoding workers of the reference engine servers in the process tree under pid
+    `root` (or the server's own pid): the children of a `python -m reference_engine`
+    process other than multiprocessing's resource tracker, whichever way they started
+    (forked on the CPU, spawned on CUDA: `reference_engine.loading.start_method`)."""
+    import psutil
+
+    tree = psutil.Process(root)
+    workers = []
+    for process in [tree, *tree.children(recursive=True)]:
+        try:
+            if "reference_engine" not in process.cmdline():
+                continue
+            workers += [child for child in process.children()
+                        if "resource_tracker" not in " ".join(child.cmdline())]
+        except psutil.NoSuchProcess:
+            continue
+    return workers

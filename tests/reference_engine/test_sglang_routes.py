@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from tests.reference_engine.conftest import STOP, Server, start_server, stop_server
+from tests.shared import reference_workers
 
 pytestmark = pytest.mark.slow
 
@@ -201,14 +202,10 @@ def test_a_dead_worker_is_reported_not_hung(checkpoints: tuple[Path, Path],
     import signal
     import threading
 
-    import psutil
-
     running = start_server(*checkpoints, "--workers", "1")
     try:
         server_pid = running.launched.process.pid
-        workers = [child for child in psutil.Process(server_pid).children(recursive=True)
-                   if "spawn_main" in " ".join(child.cmdline())
-                   and "resource_tracker" not in " ".join(child.cmdline())]
+        workers = reference_workers(server_pid)
         assert len(workers) == 1
         reply: dict[str, Any] = {}
         request = threading.Thread(target=lambda: reply.setdefault("r", running.call(

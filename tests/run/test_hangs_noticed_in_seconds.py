@@ -19,6 +19,7 @@ import pytest
 
 from harness.run import launch
 from harness.run.dispatch import PROGRESS_FLOOR_S, PROGRESS_MULTIPLE, progress_limit
+from tests.shared import reference_workers
 
 # A parent that starts one child per argument ("sleep": sleeps; "exit": exits at once) and
 # never reaps them, like a server whose scheduler died.
@@ -187,9 +188,8 @@ def test_a_stopped_worker_of_the_reference_server_ends_the_run_in_seconds(
             if rows and len(rows[0].read_text().splitlines()) >= 2:
                 break
             time.sleep(0.2)
-        tree = psutil.Process(job.pid).children(recursive=True)
-        workers = [p for p in tree if "spawn_main" in " ".join(p.cmdline())]
-        assert workers, [p.cmdline() for p in tree]
+        workers = reference_workers(job.pid)
+        assert workers, [p.cmdline() for p in psutil.Process(job.pid).children(recursive=True)]
         worker = workers[0]
         worker.suspend()  # SIGSTOP
         stopped = time.monotonic()
