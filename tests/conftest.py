@@ -38,10 +38,12 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The modules sharing a server are listed for the scheduler (tests/xdist_scheduling.py)."""
-    from tests.xdist_scheduling import check_server_groups
+    """The modules sharing a server are listed for the scheduler, and the heaviest modules
+    are handed out first (tests/xdist_scheduling.py)."""
+    from tests.xdist_scheduling import check_server_groups, heavy_first
 
     check_server_groups(items)
+    heavy_first(items)
 
 
 @pytest.hookimpl(optionalhook=True)  # the hook exists only where xdist is loaded

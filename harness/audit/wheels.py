@@ -95,9 +95,17 @@ def download_archive(requirement: str, dest: Path) -> Path:
 
 
 def archive_for(version: str, cache: Path | None = None) -> Path:
-    """The cached archive of an exact version, downloaded once if missing."""
+    """The cached archive of an exact version, downloaded once if missing. Under a lock on
+    the cache: two processes asking for a missing version at once (CI's sessions side by
+    side) download it once, and neither reads the other's half-written file."""
+    from filelock import FileLock
+
     cache = cache or wheel_cache_dir()
-    return cached_archive(version, cache) or download_archive(f"sglang=={version}", cache)
+    if cache.is_dir() and not os.access(cache, os.W_OK):  # a read-only folder of wheels
+        return cached_archive(version, cache) or download_archive(f"sglang=={version}", cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(cache / ".download.lock")):
+        return cached_archive(version, cache) or download_archive(f"sglang=={version}", cache)
 
 
 def fetch_wheels(versions: Iterable[str], dest: str | os.PathLike[str]) -> list[Path]:

@@ -127,6 +127,38 @@ def test_exact_spec_uses_the_cache_without_network(tmp_path: Path, monkeypatch) 
     assert fetch_wheels(["0.5.23"], tmp_path) == [tmp_path / wheel.name]
 
 
+# One process fetching a version missing from the cache: its download (pip's, replaced
+# here) writes the archive slowly, naming each call in a log beside it.
+SLOW_FETCH = """
+import sys, time
+from harness.audit import wheels
+
+def slow_download(requirement, dest):
+    with open(dest / "downloads.log", "a") as log:
+        log.write(requirement + "\\n")
+    path = dest / "sglang-0.5.23-py3-none-any.whl"
+    with open(path, "wb") as archive:
+        for _ in range(5):
+            archive.write(b"x" * 1000)
+            archive.flush()
+            time.sleep(0.2)
+    return path
+
+wheels.download_archive = slow_download
+[path] = wheels.fetch_wheels(["0.5.23"], sys.argv[1])
+print(path.stat().st_size)
+"""
+
+
+def test_two_processes_fetching_a_missing_version_download_it_once(tmp_path: Path) -> None:
+    fetches = [subprocess.Popen([sys.executable, "-c", SLOW_FETCH, str(tmp_path)],
+                                stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    sizes = [fetch.communicate(timeout=120)[0].strip() for fetch in fetches]
+    assert [fetch.returncode for fetch in fetches] == [0, 0]
+    assert sizes == ["5000", "5000"]  # neither took the other's half-written archive
+    assert (tmp_path / "downloads.log").read_text().splitlines() == ["sglang==0.5.23"]
+
+
 def test_failed_download_is_a_clear_error(tmp_path: Path, monkeypatch) -> None:
     def refuse(command, **kwargs):
         assert "--no-deps" in command and "sglang==9.9.9" in command and kwargs["timeout"]
