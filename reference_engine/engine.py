@@ -101,7 +101,11 @@ class Engine:
         caller does its own loading (`wait_ready` then waits for them). Forked workers
         inherit the model code this process imports first."""
         if self.start_method == "fork":
-            import_model_code()
+            try:
+                import_model_code()
+            except Exception as error:  # as a spawned worker reports it: a load error
+                raise EngineFailure(f"the model code cannot be imported: "
+                                    f"{type(error).__name__}: {error}") from error
         for process in self.processes:
             process.start()
 
@@ -136,10 +140,11 @@ class Engine:
                                         f"{READY_TIMEOUT_S:g} s") from None
 
     def stop(self) -> None:
-        for process in self.processes:
+        started = [process for process in self.processes if process.pid is not None]
+        for process in started:
             if process.is_alive():
                 process.terminate()
-        for process in self.processes:
+        for process in started:
             process.join(timeout=5)
         for channel in (self.jobs, self.events):
             channel.cancel_join_thread()
