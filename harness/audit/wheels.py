@@ -18,6 +18,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from filelock import FileLock
+
 from harness.errors import BadInput
 from harness.files import cache_root
 
@@ -98,8 +100,6 @@ def archive_for(version: str, cache: Path | None = None) -> Path:
     """The cached archive of an exact version, downloaded once if missing. Under a lock on
     the cache: two processes asking for a missing version at once (CI's sessions side by
     side) download it once, and neither reads the other's half-written file."""
-    from filelock import FileLock
-
     cache = cache or wheel_cache_dir()
     if cache.is_dir() and not os.access(cache, os.W_OK):  # a read-only folder of wheels
         return cached_archive(version, cache) or download_archive(f"sglang=={version}", cache)

@@ -11,8 +11,10 @@ settings) with exactly two kinds of change:
   `intel_amx` (SGLang's CPU backend; the draft's too), `--mem-fraction-static` a CPU
   share, the tensor parallelism 1 (no GPUs), and SGLang's CPU switches are added
   (`--device cpu`, no overlap scheduling, no CUDA graphs, the torch sampler, no grammar
-  backend), plus a KV pool bound when the GPU line states none and
-  `--decode-log-interval 1` (so `/server_info` covers exactly the measured window).
+  backend), plus a KV pool bound when the GPU line states none,
+  `--decode-log-interval 1` (so `/server_info` covers exactly the measured window) and
+  `--sleep-on-idle` (an idle scheduler waits on its sockets instead of polling them with
+  a whole core).
 
 What a line cannot carry is the variant's own (`CpuVariant`): the workload a model this
 small answers (0 shots, short answers), the floor under its measured CI, the baselines
@@ -52,6 +54,7 @@ CPU_REPLACED: dict[str, str] = {
 CPU_ADDED: tuple[str, ...] = (
     "--device", "cpu", "--disable-overlap-schedule", "--disable-cuda-graph",
     "--sampling-backend", "pytorch", "--grammar-backend", "none", "--decode-log-interval", "1",
+    "--sleep-on-idle",
 )
 # A KV pool bound for a line that states none (a GPU line sizes it from GPU memory).
 CPU_DEFAULT_POOL = ("--max-total-tokens", "4096")

@@ -90,7 +90,7 @@ CPU_FLAGS = [
     "--host", "127.0.0.1", "--port", "30000",
     "--device", "cpu", "--attention-backend", "intel_amx", "--sampling-backend", "pytorch",
     "--grammar-backend", "none", "--mem-fraction-static", "0.4", "--max-total-tokens", "4096",
-    "--skip-server-warmup", "--decode-log-interval", "1",
+    "--skip-server-warmup", "--decode-log-interval", "1", "--sleep-on-idle",
 ]
 TINY_TARGET = [*SGLANG, "--model-path", "reference_engine/tiny/target"]
 GOLDEN["tiny_ngram_sglang_cpu"] = [
@@ -119,7 +119,7 @@ GOLDEN["tiny_dflash_sglang_cpu"] = [
     "--device", "cpu", "--attention-backend", "intel_amx", "--dtype", "bfloat16",
     "--disable-overlap-schedule", "--disable-cuda-graph", "--sampling-backend", "pytorch",
     "--grammar-backend", "none", "--mem-fraction-static", "0.4", "--max-total-tokens", "4096",
-    "--skip-server-warmup", "--decode-log-interval", "1",
+    "--skip-server-warmup", "--decode-log-interval", "1", "--sleep-on-idle",
 ]
 
 # Its workload grid and soak: the same launch line (the grid adds its prefix-cache flag per
@@ -132,7 +132,7 @@ GOLDEN["tiny_dflash_grid_sglang_cpu"] = list(GOLDEN["tiny_dflash_sglang_cpu"])
 # fraction of the CPU suites, then SGLang's DFLASH-on-CPU flags appended.
 SEED_CPU_TAIL = ["--device", "cpu", "--disable-overlap-schedule", "--disable-cuda-graph",
                  "--sampling-backend", "pytorch", "--grammar-backend", "none",
-                 "--decode-log-interval", "1"]
+                 "--decode-log-interval", "1", "--sleep-on-idle"]
 
 
 def seed_cpu(pair: str, draft_size: list[str], serving: list[str]) -> list[str]:
