@@ -140,14 +140,12 @@ def _fetch_vllm_wheel(session: nox.Session) -> None:
 # (tests/xdist_scheduling.py): a module's tests go to one worker, as `loadscope` has it, so
 # its module fixtures (servers, whole runs) are made once, not once on each worker that
 # ran one of its tests; and the modules sharing the reference engine's session `server`
-# go to one worker together, which starts it once instead of up to four times. Units go
-# out in collection order (`--no-loadscope-reorder`), which the conftest sorts heaviest
-# first: an end-to-end module started last would keep one worker busy alone.
+# go to one worker together, which starts it once instead of up to four times.
 # Four workers on two cores: the tests wait on processes (servers starting and stopping,
 # signals, timeouts) more than they compute. On a quiet 2-core machine two workers kept
 # the cores under half busy through the SGLang-double runs and four ended those in two
 # thirds of the time; the whole session keeps the cores 170-190% busy.
-TESTS_ARGS = ("-n", "4", "--dist", "loadgroup", "--no-loadscope-reorder", "--durations=15",
+TESTS_ARGS = ("-n", "4", "--dist", "loadgroup", "--durations=15",
               "--ignore", "tests/publish_browser",  # nox -s publish_browser
               "--ignore", "tests/sglang_oracle/test_server_args.py",
               "--ignore", "tests/sglang_oracle/test_secret_flags.py",
@@ -167,11 +165,11 @@ SERIAL = ("-p", "no:xdist", "-p", "no:cacheprovider", "-q")
 def tests_args(posargs: list[str], marks: str = "not e2e and not gpu_rehearsal"
                ) -> list[str]:
     """The default arguments, the marker selection, then the caller's. `-p no:xdist` would
-    leave `-n 4` and the scheduling flags to unknown options, so the xdist flags go when
-    the caller turns xdist off."""
+    leave `-n 4` to an unknown option, so the xdist flags go when the caller turns xdist
+    off."""
     args = list(TESTS_ARGS)
     if any(arg in ("no:xdist", "-pno:xdist") for arg in posargs):
-        args = args[5:]
+        args = args[4:]
     return [*args, "-m", marks, *posargs]
 
 

@@ -18,6 +18,7 @@ from collections.abc import Generator
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 pytest_plugins = ["tests.fixtures.suites_and_host", "tests.fixtures.sglang_double",
                   "tests.fixtures.results", "tests.fixtures.stored_runs",
@@ -29,6 +30,13 @@ pytest_plugins = ["tests.fixtures.suites_and_host", "tests.fixtures.sglang_doubl
 # about 23 s of every such run (tests/test_session_is_offline.py).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+# No time limit per example: the fuzz tests run on two cores beside servers and whole runs,
+# where one example of a few milliseconds can take hundreds (an example over hypothesis's
+# default 200 ms failed CI as "unreliable"). What an example must not do is still each
+# test's own assertion; a test that needs a bound on time is a benchmark.
+settings.register_profile("shared_cores", deadline=None)
+settings.load_profile("shared_cores")
+
 # A non-interactive shell starts its background jobs with SIGINT ignored, and a child
 # inherits an ignored signal across exec: the harness processes the tests signal with
 # SIGINT (Ctrl-C) would never see it. A Python handler is reset to the default on exec, so
@@ -38,12 +46,10 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The modules sharing a server are listed for the scheduler, and the heaviest modules
-    are handed out first (tests/xdist_scheduling.py)."""
-    from tests.xdist_scheduling import check_server_groups, heavy_first
+    """The modules sharing a server are listed for the scheduler (tests/xdist_scheduling.py)."""
+    from tests.xdist_scheduling import check_server_groups
 
     check_server_groups(items)
-    heavy_first(items)
 
 
 @pytest.hookimpl(optionalhook=True)  # the hook exists only where xdist is loaded

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.xdist_scheduling import SERVER_GROUPS, check_server_groups, heavy_first, scope_of
+from tests.xdist_scheduling import SERVER_GROUPS, check_server_groups, scope_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,20 +41,3 @@ def test_a_module_using_the_server_that_is_not_listed_stops_the_session() -> Non
     # the same name elsewhere is another fixture; a listed module passes
     check_server_groups([item("tests/run/test_new.py::test_it"),
                          item(f"{sorted(SERVER_GROUPS)[0]}::test_it")])
-
-
-def test_modules_with_whole_engine_tests_are_handed_out_first() -> None:
-    def item(nodeid: str, *marks: str) -> Any:  # what the ordering reads of a collected test
-        return SimpleNamespace(nodeid=nodeid, get_closest_marker=lambda name: (
-            name if name in marks else None))
-
-    items = [item("tests/a/test_quick.py::test_one"),
-             item("tests/a/test_slow.py::test_one"), item("tests/a/test_slow.py::test_two", "slow"),
-             item("tests/b/test_whole.py::test_one", "e2e", "slow"),
-             item("tests/b/test_whole.py::test_two"), item("tests/c/test_quick.py::test_one")]
-    heavy_first(items)
-    # whole modules move, each keeping its own order; ties keep the collection order
-    assert [i.nodeid for i in items] == [
-        "tests/b/test_whole.py::test_one", "tests/b/test_whole.py::test_two",
-        "tests/a/test_slow.py::test_one", "tests/a/test_slow.py::test_two",
-        "tests/a/test_quick.py::test_one", "tests/c/test_quick.py::test_one"]

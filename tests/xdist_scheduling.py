@@ -12,11 +12,6 @@ their server once.
 The scheduler sees node ids only, so the groups are a table; every worker checks it
 against the fixtures its collected tests use (`check_server_groups`): a module that uses a
 shared server and is missing from it stops the session with a message naming it.
-
-Units are handed out in the order of the workers' collection, which puts the modules
-with a whole-engine test first (`heavy_first`, with `--no-loadscope-reorder` in the
-noxfile, as loadscope otherwise puts the units with most tests first): a minute-long
-end-to-end run started last keeps one worker busy while the others have nothing left.
 """
 
 from __future__ import annotations
@@ -64,21 +59,6 @@ def check_server_groups(items: list[pytest.Item]) -> None:
         raise pytest.UsageError(
             "tests/xdist_scheduling.py: add to SERVER_GROUPS the modules that use a shared "
             "server, or each starts its own on its worker: " + ", ".join(missing))
-
-
-# Marks of the tests that run whole engines, heaviest first; a module ranks by its heaviest.
-HEAVY_MARKS = ("e2e", "slow")
-
-
-def heavy_first(items: list[pytest.Item]) -> None:
-    """Reorder `items` in place: whole modules, those with an `e2e` test first, then those
-    with a `slow` one, then the rest, each in collection order (a stable sort)."""
-    rank: dict[str, int] = {}
-    for item in items:
-        marks = [i for i, mark in enumerate(HEAVY_MARKS) if item.get_closest_marker(mark)]
-        module = module_of(item.nodeid)
-        rank[module] = min([rank.get(module, len(HEAVY_MARKS)), *marks])
-    items.sort(key=lambda item: rank[module_of(item.nodeid)])
 
 
 def scope_of(nodeid: str) -> str:
