@@ -177,16 +177,16 @@ def load(args: argparse.Namespace):  # -> Engine (started)
     settings = server_args(args, block_size, target_config, draft_config, reproducible)
     settings["device_info"] = device
     engine = Engine(options_of(args), args.workers, settings, dp_size=args.dp_size)
+    # The workers start first: their imports and weights load while this process loads
+    # its tokenizer (the start-up is about a second shorter with a core to spare).
+    engine.launch_workers()
     try:
-        # The workers start first: their weights load while this process loads its
-        # tokenizer (the start-up is about a second shorter with a core to spare).
-        engine.launch_workers()
         engine.tokenizer = load_tokenizer(args.target)
         engine.wait_ready()
-    except (CheckpointError, EngineFailure) as error:
+    except CheckpointError:
         engine.stop()
-        if isinstance(error, CheckpointError):
-            raise
+        raise
+    except EngineFailure as error:
         raise CheckpointError(str(error)) from error
     settings["attention_applied"] = engine.worker_info["attention_applied"]
     settings["torch_num_threads"] = engine.worker_info["torch_num_threads"]

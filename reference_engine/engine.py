@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from reference_engine.loading import Options, import_model_code, start_method
+from reference_engine.loading import Options
 from reference_engine.params import Sampling
 from reference_engine.worker import run_worker
 
@@ -77,8 +77,7 @@ class Engine:
         self.last_throughput = 0.0
         self.last_progress = 0.0
         self.worker_info: dict[str, Any] = {}
-        self.start_method = start_method(options.device)
-        context = multiprocessing.get_context(self.start_method)
+        context = multiprocessing.get_context("spawn")
         self.jobs = context.Queue()
         self.events = context.Queue()
         self.processes = [
@@ -98,14 +97,7 @@ class Engine:
     # -- lifecycle ---------------------------------------------------------------------
     def launch_workers(self) -> None:
         """Start the worker processes; they import torch and load the checkpoints while the
-        caller does its own loading (`wait_ready` then waits for them). Forked workers
-        inherit the model code this process imports first."""
-        if self.start_method == "fork":
-            try:
-                import_model_code()
-            except Exception as error:  # as a spawned worker reports it: a load error
-                raise EngineFailure(f"the model code cannot be imported: "
-                                    f"{type(error).__name__}: {error}") from error
+        caller does its own loading (`wait_ready` then waits for them)."""
         for process in self.processes:
             process.start()
 
@@ -140,11 +132,10 @@ class Engine:
                                         f"{READY_TIMEOUT_S:g} s") from None
 
     def stop(self) -> None:
-        started = [process for process in self.processes if process.pid is not None]
-        for process in started:
+        for process in self.processes:
             if process.is_alive():
                 process.terminate()
-        for process in started:
+        for process in self.processes:
             process.join(timeout=5)
         for channel in (self.jobs, self.events):
             channel.cancel_join_thread()

@@ -42,9 +42,8 @@ DEVICES = ("cpu", "cuda")
 
 def check_device(device: str) -> dict[str, Any]:
     """What `device` is here (reported in /server_info), or DeviceError. `cpu` needs nothing
-    (torch is not imported); `cuda` imports torch and initialises CUDA in this process,
-    which is safe: on CUDA the workers are spawned, not forked (`start_method`), so none
-    inherits a CUDA state."""
+    (torch is not imported); `cuda` imports torch in this process, which is safe: the
+    workers are spawned, not forked, so none inherits a CUDA state."""
     if device == "cpu":
         return {"device": "cpu"}
     if device != "cuda":
@@ -125,26 +124,6 @@ def load_tokenizer(target: Path):  # -> PreTrainedTokenizerFast
     except Exception as error:
         raise CheckpointError(f"cannot load the tokenizer of {target}: "
                               f"{type(error).__name__}: {error}") from error
-
-
-def start_method(device: str) -> str:
-    """How the decoding workers start. On the CPU they are forked from a server that has
-    imported the model code (`import_model_code`), so torch and transformers are imported
-    once per server instead of once per worker: a launch costs about half the CPU time
-    (each import is about 4 CPU-s). On CUDA they are spawned: a forked child cannot use
-    the CUDA state that `check_device` initialised in the server."""
-    return "fork" if device == "cpu" else "spawn"
-
-
-def import_model_code() -> None:
-    """Import what `load_decoder` imports, in the server before it forks its workers; the
-    reproducible environment must be set first (torch reads it at import). Nothing runs
-    a torch operation here: a forked child must not inherit a started thread pool."""
-    import torch  # noqa: F401
-    from dflash.model import DFlashDraftModel  # noqa: F401
-    from transformers import AutoModelForCausalLM  # noqa: F401
-
-    import reference_engine.decoding  # noqa: F401
 
 
 def load_decoder(options: Options) -> tuple[Any, list[dict[str, Any]]]:

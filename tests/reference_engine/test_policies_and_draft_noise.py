@@ -119,38 +119,3 @@ def test_loop_matches_dflash_generate(checkpoints: tuple[Path, Path], prompts: l
         assert ours.output_ids == theirs.output_ids[0, ids.shape[1]:].tolist()
         assert [a + 1 for a in ours.accepted_drafts][:-1] == theirs.acceptance_lengths[:-1]
         assert ours.verify_steps == len(theirs.acceptance_lengths)
-
-
-def test_a_spawned_worker_decodes_as_the_servers_forked_one(
-        server: Server, checkpoints: tuple[Path, Path], prompts: list[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """On the CPU the server forks its workers from a process that imported the model code;
-    on CUDA it spawns them (`reference_engine.loading.start_method`). A spawned worker gives
-    the tokens, text and acceptance of the server's forked ones, so the GPU host's way of
-    starting runs the arithmetic these CPU tests check."""
-    from reference_engine import engine as engine_module
-    from reference_engine.loading import REPRODUCIBLE_ENV, Options, load_tokenizer, start_method
-    from reference_engine.params import Sampling
-
-    assert (start_method("cpu"), start_method("cuda")) == ("fork", "spawn")
-    assert server.call("/server_info")[1]["device"] == "cpu"
-    for key, value in REPRODUCIBLE_ENV.items():  # what the server sets before its workers
-        monkeypatch.setenv(key, value)
-    monkeypatch.setattr(engine_module, "start_method", lambda device: "spawn")
-    target, draft = checkpoints
-    spawned = engine_module.Engine(Options(target=str(target), draft=str(draft)), 1, {})
-    assert spawned.start_method == "spawn"
-    tokenizer = load_tokenizer(target)
-    spawned.launch_workers()
-    try:
-        spawned.wait_ready()
-        for prompt in prompts[:3]:
-            ids = tokenizer(prompt)["input_ids"]
-            ours, _ = spawned.generate(ids, Sampling(64, 0.0, 1.0, 0, list(STOP), None), 64)
-            status, forked = server.call("/generate", {"input_ids": ids, "sampling_params": {
-                "temperature": 0, "max_new_tokens": 64, "stop": list(STOP)}})
-            assert status == 200, forked
-            assert ours["output_ids"] == forked["output_ids"] and ours["text"] == forked["text"]
-            assert len(ours["accepted_drafts"]) == forked["meta_info"]["spec_verify_ct"]
-    finally:
-        spawned.stop()

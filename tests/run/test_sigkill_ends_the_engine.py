@@ -79,9 +79,9 @@ def _port_free(port: int) -> bool:
 
 def _port_freed(port: int, within_s: float = 5.0) -> bool:
     """The port free within `within_s` of the tree's end: the kernel tears down the
-    connections of a process that has just ended a moment after it is gone (seen on a
-    forked-worker server, which has no resource tracker outliving it); a process still
-    serving would hold the port for good."""
+    connections of a process that has just ended a moment after it is gone (seen when
+    the server's last process ends first); a process still serving would hold the port
+    for good."""
     deadline = time.monotonic() + within_s
     while not _port_free(port):
         if time.monotonic() > deadline:
