@@ -31,9 +31,8 @@ def harness(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess[st
 def test_the_real_run_and_a_forced_full_block(tmp_path: Path) -> None:
     suite = tmp_path / "tiny_forced.toml"
     # answers long enough that a busy client still reads them in more than one chunk: an
-    # answer whose tokens after the first all arrive at once has a TPOT of 0, no ratio (64
-    # tokens were read in one chunk beside CI's other tests)
-    suite.write_text(tiny_variant("tiny_forced", floor=1.5, questions=3, max_tokens=128,
+    # answer whose tokens after the first all arrive at once has a TPOT of 0, no ratio
+    suite.write_text(tiny_variant("tiny_forced", floor=1.5, questions=3, max_tokens=64,
                                   warmup_requests=1))
     results = tmp_path / "results"
     done = harness("forced", str(suite), "--ladder", "8", "--results", str(results),
@@ -79,9 +78,7 @@ def test_against_names_the_draft_when_only_the_draft_lost(tmp_path: Path) -> Non
     accept length forced on both, the system's speed is the same (its share passes);
     B's real accept length is lower (the draft's share fails): exit 1, the draft named."""
     suite = tmp_path / "tiny_split.toml"
-    # answers long enough to be read in several chunks on a busy machine (as above): the
-    # system's share compares speeds, and a TPOT of 0 is no figure
-    suite.write_text(tiny_variant("tiny_split", floor=1.0, questions=4, max_tokens=128,
+    suite.write_text(tiny_variant("tiny_split", floor=1.0, questions=4, max_tokens=16,
                                   warmup_requests=1)
                      + "\n[forced]\nsystem_max_drop = 0.5\ndraft_relative_drop = 0.05\n")
     results = tmp_path / "results"
