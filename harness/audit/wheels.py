@@ -9,6 +9,7 @@ cached list or the cached wheels stand in, and the message says so.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -101,10 +102,10 @@ def archive_for(version: str, cache: Path | None = None) -> Path:
     the cache: two processes asking for a missing version at once (CI's sessions side by
     side) download it once, and neither reads the other's half-written file."""
     cache = cache or wheel_cache_dir()
-    if cache.is_dir() and not os.access(cache, os.W_OK):  # a read-only folder of wheels
-        return cached_archive(version, cache) or download_archive(f"sglang=={version}", cache)
-    cache.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(cache / ".download.lock")):
+    read_only = cache.is_dir() and not os.access(cache, os.W_OK)  # nothing is written there
+    if not read_only:
+        cache.mkdir(parents=True, exist_ok=True)
+    with contextlib.nullcontext() if read_only else FileLock(str(cache / ".download.lock")):
         return cached_archive(version, cache) or download_archive(f"sglang=={version}", cache)
 
 

@@ -77,19 +77,6 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def _port_freed(port: int, within_s: float = 5.0) -> bool:
-    """The port free within `within_s` of the tree's end: the kernel tears down the
-    connections of a process that has just ended a moment after it is gone (seen when
-    the server's last process ends first); a process still serving would hold the port
-    for good."""
-    deadline = time.monotonic() + within_s
-    while not _port_free(port):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
-
-
 def _living(processes: list[psutil.Process]) -> list[str]:
     left = []
     for process in processes:
@@ -165,7 +152,7 @@ def _sigkill_at(stage: str, tmp_path: Path) -> None:
     where = f"{stage}:\n{stderr[-3000:]}"
     assert job.returncode == -signal.SIGKILL, where
     assert left == [], where  # goal: 0 processes of the tree at every stage
-    assert all(_port_freed(port) for port in ports), (ports, where)
+    assert all(_port_free(port) for port in ports), (ports, where)
     assert ledgers() == [], where  # ended: nothing left for the next run
     if ports:  # a server ran when the harness died: the watchdog says what it ended
         assert f"harness watchdog: harness (pid {job.pid}) died: ended" in stderr, where
