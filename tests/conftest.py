@@ -18,7 +18,6 @@ from collections.abc import Generator
 from typing import Any
 
 import pytest
-from hypothesis import settings
 
 pytest_plugins = ["tests.fixtures.suites_and_host", "tests.fixtures.sglang_double",
                   "tests.fixtures.results", "tests.fixtures.stored_runs",
@@ -34,8 +33,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # where one example of a few milliseconds can take hundreds (an example over hypothesis's
 # default 200 ms failed CI as "unreliable"). What an example must not do is still each
 # test's own assertion; a test that needs a bound on time is a benchmark.
-settings.register_profile("shared_cores", deadline=None)
-settings.load_profile("shared_cores")
+# Sessions that run a few oracle tests in an engine's own environment (`nox -s sglang_args`)
+# have no hypothesis, and no test there uses it.
+try:
+    from hypothesis import settings
+except ModuleNotFoundError:
+    pass
+else:
+    settings.register_profile("shared_cores", deadline=None)
+    settings.load_profile("shared_cores")
 
 # A non-interactive shell starts its background jobs with SIGINT ignored, and a child
 # inherits an ignored signal across exec: the harness processes the tests signal with
