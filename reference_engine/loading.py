@@ -116,11 +116,32 @@ def context_length(target: Path) -> int:
     return int(config.get("max_position_embeddings") or 4096)
 
 
-def load_tokenizer(target: Path):  # -> PreTrainedTokenizerFast
-    from transformers import AutoTokenizer
+def tokenizer_class(target: Path):  # -> type[PreTrainedTokenizerBase]
+    """The class `tokenizer_config.json` names, from transformers' lazy namespace (importing
+    its module alone), or AutoTokenizer where it names none or one transformers lacks.
 
+    AutoTokenizer resolves a named class to this same one, but its import brings
+    transformers' model and generation code, torch's distributed packages and sympy with
+    it, doubling the CPU this process spends on imports at every launch, where all it
+    needs is text to ids and back and the chat template
+    (tests/reference_engine/test_tokenizer_as_auto_resolves.py).
+    """
+    import transformers
+
+    # a malformed config, or a class whose backend is missing: AutoTokenizer says why
+    with contextlib.suppress(OSError, ValueError, AttributeError, ImportError):
+        named = json.loads((target / "tokenizer_config.json").read_text()).get("tokenizer_class")
+        if isinstance(named, str) and named.isidentifier():
+            found = getattr(transformers, named, None)
+            if isinstance(found, type) and issubclass(found,
+                                                      transformers.PreTrainedTokenizerBase):
+                return found
+    return transformers.AutoTokenizer
+
+
+def load_tokenizer(target: Path):  # -> PreTrainedTokenizerBase
     try:
-        return AutoTokenizer.from_pretrained(target)
+        return tokenizer_class(target).from_pretrained(target)
     except Exception as error:
         raise CheckpointError(f"cannot load the tokenizer of {target}: "
                               f"{type(error).__name__}: {error}") from error

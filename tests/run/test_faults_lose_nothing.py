@@ -11,6 +11,7 @@ and a reader says what the killed run left (export: no run.json, exit 2).
 from __future__ import annotations
 
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the g
 
 EXIT = {"kill -9 server": 3, "SIGSTOP server": 3, "SIGSTOP child": 3, "kill -9 child": 3,
         "SIGINT harness": 130, "SIGTERM harness": 130, "SIGKILL harness": -9}
+SENT = {"SIGINT harness": signal.SIGINT, "SIGTERM harness": signal.SIGTERM}
 MESSAGE = {"kill -9 server": "server exited with signal 9 (SIGKILL)",
            "SIGSTOP server": "server process is stopped (SIGSTOP)",
            # the child named: its name and pid (harness.run.launch.TreeWatch)
@@ -49,8 +51,12 @@ def test_fault(stage: str, fault: str, tmp_path: Path,
         _killed_harness(stage, outcome, tmp_path, capsys, where)
         return
     if stage == "recording":
-        # the record was complete before the fault: it stays as written, nothing lost
-        assert outcome.exit_code in (0, 130), where
+        # the record was complete before the fault: it stays as written, nothing lost. A
+        # signal that lands while the interpreter is finalising (Python has put the default
+        # handlers back by then) ends the process by that signal, which a shell reports as
+        # 128 + the signal, like the 130 the harness exits with itself
+        finalising = {-SENT[fault]} if fault in SENT else set()
+        assert outcome.exit_code in {0, 130} | finalising, where
         assert outcome.verdict == "pass" and outcome.recorded_stage == "recording", where
         assert outcome.rows_kept == outcome.finished_at_fault == 6, where
     else:
