@@ -118,7 +118,8 @@ def context_length(target: Path) -> int:
 
 def tokenizer_class(target: Path):  # -> type[PreTrainedTokenizerBase]
     """The class `tokenizer_config.json` names, from transformers' lazy namespace (importing
-    its module alone), or AutoTokenizer where it names none or one transformers lacks.
+    its module alone), or AutoTokenizer where it names none, or nothing transformers has as
+    a tokenizer class.
 
     AutoTokenizer resolves a named class to this same one, but its import brings
     transformers' model and generation code, torch's distributed packages and sympy with
@@ -128,8 +129,9 @@ def tokenizer_class(target: Path):  # -> type[PreTrainedTokenizerBase]
     """
     import transformers
 
-    # a malformed config, or a class whose backend is missing: AutoTokenizer says why
-    with contextlib.suppress(OSError, ValueError, AttributeError, ImportError):
+    # a malformed config, or a class whose backend is missing (transformers' lazy module
+    # raises ImportError or RuntimeError): AutoTokenizer then says why
+    with contextlib.suppress(OSError, ValueError, AttributeError, ImportError, RuntimeError):
         named = json.loads((target / "tokenizer_config.json").read_text()).get("tokenizer_class")
         if isinstance(named, str) and named.isidentifier():
             found = getattr(transformers, named, None)

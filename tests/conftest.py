@@ -32,9 +32,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # No time limit per example: the fuzz tests run on two cores beside servers and whole runs,
 # where one example of a few milliseconds can take hundreds (an example over hypothesis's
 # default 200 ms failed CI as "unreliable"). What an example must not do is still each
-# test's own assertion; a test that needs a bound on time is a benchmark.
-# Sessions that run a few oracle tests in an engine's own environment (`nox -s sglang_args`)
-# have no hypothesis, and no test there uses it.
+# test's own assertion; a test that needs a bound on time is a benchmark. The sessions that
+# run a few oracle tests in an engine's own environment (`nox -s sglang_args`) have no
+# hypothesis, and no test there uses it.
 try:
     from hypothesis import settings
 except ModuleNotFoundError:

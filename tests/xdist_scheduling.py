@@ -2,7 +2,8 @@
 
 A session fixture runs once on every worker that runs a test asking for it. For one that
 holds a running server (the reference engine's `server`: torch, the draft and two decoding
-workers, about 16 CPU-seconds to start) that is a start on each of the four workers.
+workers, each process importing torch: several CPU-seconds to start) that is a start on
+each of the four workers.
 `loadscope` keeps a module on one worker but spreads the modules; xdist's own `loadgroup`
 would spread every unmarked test one by one, and under pytest 9 its marks group nothing
 (it renames `item._nodeid`, which pytest 9 no longer reads). This scheduler is `loadscope`

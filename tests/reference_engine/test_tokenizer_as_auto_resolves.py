@@ -13,7 +13,8 @@ import pytest
 
 from reference_engine.loading import CheckpointError, load_tokenizer, tokenizer_class
 
-transformers = pytest.importorskip("transformers")
+transformers = pytest.importorskip(
+    "transformers", reason="this environment lacks the reference extra (transformers)")
 
 ENGINE = Path(__file__).resolve().parents[2] / "reference_engine"
 SHIPPED = sorted(p.parent for p in ENGINE.glob("**/tokenizer_config.json"))
