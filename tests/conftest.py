@@ -51,15 +51,11 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The modules sharing a server are listed for the scheduler, and under it the heavy
-    units are collected first (tests/xdist_scheduling.py). `loadgroup` is how an xdist
-    worker knows (its own `dist` reads "no")."""
-    from tests.xdist_scheduling import check_server_groups, heavy_first
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules sharing a server are listed for the scheduler (tests/xdist_scheduling.py)."""
+    from tests.xdist_scheduling import check_server_groups
 
     check_server_groups(items)
-    if config.getoption("loadgroup", default=False):
-        heavy_first(items)
 
 
 @pytest.hookimpl(optionalhook=True)  # the hook exists only where xdist is loaded

@@ -13,12 +13,6 @@ their server once.
 The scheduler sees node ids only, so the groups are a table; every worker checks it
 against the fixtures its collected tests use (`check_server_groups`): a module that uses a
 shared server and is missing from it stops the session with a message naming it.
-
-The units go out in the collection's order, which `heavy_first` sorts: the units holding
-whole runs (marker `e2e`, minutes each) first, then those starting the reference engine
-(`slow`), then the rest, which fill the gaps. loadscope's own order (most tests first) put
-the few-test modules of whole runs last, and one of them ended the session alone while the
-other workers idled: the last 1% of the tests took 3.5 minutes of a CI's tests session.
 """
 
 from __future__ import annotations
@@ -74,35 +68,13 @@ def scope_of(nodeid: str) -> str:
     return SERVER_GROUPS.get(module_of(nodeid)) or nodeid.rsplit("::", 1)[0]
 
 
-# The markers that make a unit heavy, heaviest first (pyproject's markers).
-HEAVY_MARKERS = ("e2e", "slow")
-
-
-def weight_rank(item: pytest.Item) -> int:
-    """0 for a test marked e2e, 1 for slow, 2 for the rest."""
-    return next((rank for rank, name in enumerate(HEAVY_MARKERS)
-                 if item.get_closest_marker(name) is not None), len(HEAVY_MARKERS))
-
-
-def heavy_first(items: list[pytest.Item]) -> None:
-    """Sort `items` in place, each unit (`scope_of`) ranked by its heaviest test, keeping the
-    collection's order within a rank and within a unit."""
-    ranks: dict[str, int] = {}
-    for item in items:
-        unit = scope_of(item.nodeid)
-        ranks[unit] = min(ranks.get(unit, len(HEAVY_MARKERS)), weight_rank(item))
-    items.sort(key=lambda item: ranks[scope_of(item.nodeid)])
-
-
 def scheduler(config: pytest.Config, log: Any) -> Any:
-    """`loadscope`, with the modules of one server group as one unit, handing the units out
-    in the collection's order (`heavy_first`'s) rather than most tests first (xdist
-    imported here: the check above runs in sessions without it too)."""
+    """`loadscope`, with the modules of one server group as one unit (xdist imported here:
+    the check above runs in sessions without it too)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class ModuleOrGroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return scope_of(nodeid)
 
-    config.option.loadscopereorder = False
     return ModuleOrGroupScheduling(config, log)

@@ -78,7 +78,10 @@ def test_against_names_the_draft_when_only_the_draft_lost(tmp_path: Path) -> Non
     accept length forced on both, the system's speed is the same (its share passes);
     B's real accept length is lower (the draft's share fails): exit 1, the draft named."""
     suite = tmp_path / "tiny_split.toml"
-    suite.write_text(tiny_variant("tiny_split", floor=1.0, questions=4, max_tokens=16,
+    # answers long enough that a busy client still reads them in more than one chunk (as
+    # above): at 16 tokens a loaded CI read every forced answer whole, a TPOT of 0 on both
+    # sides, and the system's share had no ratio
+    suite.write_text(tiny_variant("tiny_split", floor=1.0, questions=4, max_tokens=64,
                                   warmup_requests=1)
                      + "\n[forced]\nsystem_max_drop = 0.5\ndraft_relative_drop = 0.05\n")
     results = tmp_path / "results"
