@@ -71,9 +71,9 @@ class Engine:
         # with no prefill/decode split: round_robin, arg_groups/serving_hook.py
         # handle_load_balance_method).
         self.rank_counters = [Counters() for _ in range(dp_size)]
+        self.rank_in_flight = [0] * dp_size  # each scheduler's own running requests
         self.next_rank = itertools.cycle(range(dp_size))
         self.lock = threading.Lock()
-        self.in_flight = 0
         self.last_throughput = 0.0
         self.last_progress = 0.0
         self.worker_info: dict[str, Any] = {}
@@ -152,20 +152,23 @@ class Engine:
         job = _Job(on_step=on_step)
         job_id = next(self.ids)
         with self.lock:
-            self.in_flight += 1
             self.pending[job_id] = job
             rank = next(self.next_rank)
+            self.rank_in_flight[rank] += 1
         try:
             self.jobs.put((job_id, prompt_ids, sampling.decoder_kwargs(max_new_tokens),
                            on_step is not None))
             result = job.future.result()
-        finally:
+        except BaseException:
             with self.lock:
-                self.in_flight -= 1
-                self.pending.pop(job_id, None)
+                self._release(job_id, rank)
+            raise
         latency = time.perf_counter() - started
         result = {**result, "dp_rank": rank}
         with self.lock:
+            # counted as the request leaves its rank, in one step: a flush sees the rank
+            # either busy or with this request's figures in
+            self._release(job_id, rank)
             if count:
                 self.rank_counters[rank].add(result)
             if latency > 0:
@@ -241,13 +244,22 @@ class Engine:
         return False
 
     # -- server state ------------------------------------------------------------------
+    def _release(self, job_id: int, rank: int) -> None:
+        """The request left its rank (the caller holds the lock)."""
+        self.rank_in_flight[rank] -= 1
+        self.pending.pop(job_id, None)
+
     def flush(self) -> bool:
-        """Reset the cumulative counters; refused (False) while requests run, as in SGLang."""
+        """Reset each DP rank's counters where that rank runs nothing, as each of SGLang's
+        schedulers does (`Scheduler.flush_cache`: refused unless `is_fully_idle`); the
+        answer is the first rank's alone, as SGLang's (`TokenizerControlMixin.flush_cache`
+        returns `results[0]` of the fan-out, 0.5.17 to 0.5.23), so with DP a flush can
+        answer 200 while a busy rank keeps its counters."""
         with self.lock:
-            if self.in_flight:
-                return False
-            self.rank_counters = [Counters() for _ in self.rank_counters]
-            return True
+            done = [not busy for busy in self.rank_in_flight]
+            self.rank_counters = [Counters() if idle else counters for idle, counters
+                                  in zip(done, self.rank_counters, strict=True)]
+            return done[0]
 
     def server_info(self) -> dict[str, Any]:
         """SGLang's /server_info: `internal_states` holds one state per DP rank."""

@@ -99,10 +99,10 @@ def test_flush_is_refused_while_requests_run() -> None:
 
     engine = Engine(Options(target="t", draft="d"), 1, {})  # workers not started
     engine.rank_counters[0].add({"accepted_drafts": [3, 1]})  # SGLang: (3 + 1) + (1 + 1)
-    engine.in_flight = 1
+    engine.rank_in_flight[0] = 1
     assert engine.flush() is False
     assert engine.server_info()["internal_states"][0]["avg_spec_accept_length"] == 3.0
-    engine.in_flight = 0
+    engine.rank_in_flight[0] = 0
     assert engine.flush() is True
     assert "avg_spec_accept_length" not in engine.server_info()["internal_states"][0]
 
@@ -121,6 +121,28 @@ def test_each_dp_rank_has_its_own_state() -> None:
     assert engine.flush() is True
     assert all("avg_spec_accept_length" not in s for s in engine.server_info()[
         "internal_states"])
+
+
+def test_a_flush_answers_for_the_first_rank_and_spares_a_busy_one() -> None:
+    """SGLang: each rank's scheduler resets only when it runs nothing, and the route
+    answers the first rank's result (tests/sglang_oracle pins it to SGLang's code)."""
+    from reference_engine.engine import Engine
+    from reference_engine.loading import Options
+
+    engine = Engine(Options(target="t", draft="d"), 1, {}, dp_size=2)
+    for counters in engine.rank_counters:
+        counters.add({"accepted_drafts": [3, 1]})
+    engine.rank_in_flight[1] = 1
+    assert engine.flush() is True  # rank 0 idle: 200, though rank 1 kept its counters
+    states = engine.server_info()["internal_states"]
+    assert "avg_spec_accept_length" not in states[0]
+    assert states[1]["avg_spec_accept_length"] == 3.0
+    engine.rank_in_flight = [1, 0]
+    engine.rank_counters[0].add({"accepted_drafts": [1]})
+    assert engine.flush() is False  # rank 0 busy: refused, though rank 1 was reset
+    states = engine.server_info()["internal_states"]
+    assert states[0]["avg_spec_accept_length"] == 2.0
+    assert "avg_spec_accept_length" not in states[1]
 
 
 def test_meta_info_matches_sglang_formulas() -> None:

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from harness.audit.source import cached_archive, wheel_cache_dir
 
 Node = TypeVar("Node", ast.ClassDef, ast.FunctionDef)
+Function = ast.FunctionDef | ast.AsyncFunctionDef  # a coroutine method runs the same way
 _KEPT_DECORATORS = {"property", "staticmethod"}
 _BUILTINS = set(dir(builtins))
 
@@ -167,7 +168,7 @@ def closure(cls: ast.ClassDef, roots: Iterable[str], stop: Iterable[str] = ()
     return [table[name] for name in sorted(seen)]
 
 
-def _annotation_nodes(func: ast.FunctionDef) -> set[int]:
+def _annotation_nodes(func: Function) -> set[int]:
     """ids of nodes inside annotations (never evaluated: the wheel's modules and this
     compilation both use `from __future__ import annotations`)."""
     roots: list[ast.AST] = []
@@ -181,7 +182,7 @@ def _annotation_nodes(func: ast.FunctionDef) -> set[int]:
     return {id(child) for root in roots for child in ast.walk(root)}
 
 
-def free_names(func: ast.FunctionDef) -> set[str]:
+def free_names(func: Function) -> set[str]:
     """Global names the function reads (no scoping subtleties: enough for these functions)."""
     skip = _annotation_nodes(func)
     bound: set[str] = set()
@@ -195,13 +196,14 @@ def free_names(func: ast.FunctionDef) -> set[str]:
             bound.add(node.arg)
         elif isinstance(node, ast.alias):
             bound.add((node.asname or node.name).split(".")[0])
-        elif (isinstance(node, (ast.ExceptHandler, ast.FunctionDef, ast.ClassDef))
+        elif (isinstance(node, (ast.ExceptHandler, ast.FunctionDef, ast.AsyncFunctionDef,
+                                ast.ClassDef))
               and node.name and node is not func):
             bound.add(node.name)
     return loaded - bound - _BUILTINS
 
 
-def _strip_decorators(func: ast.FunctionDef) -> ast.FunctionDef:
+def _strip_decorators(func: Function) -> Function:
     kept = []
     for decorator in func.decorator_list:
         if isinstance(decorator, ast.Name) and decorator.id in _KEPT_DECORATORS:
@@ -224,17 +226,17 @@ def _importer(modules: Mapping[str, ModuleType], where: str) -> Callable[..., Mo
     return fake_import
 
 
-def _unit_free_names(node: ast.FunctionDef | ast.ClassDef) -> set[str]:
-    if isinstance(node, ast.FunctionDef):
+def _unit_free_names(node: Function | ast.ClassDef) -> set[str]:
+    if isinstance(node, Function):
         return free_names(node)
     names = {base.id for base in node.bases if isinstance(base, ast.Name)}
     for item in node.body:
-        if isinstance(item, ast.FunctionDef):
+        if isinstance(item, Function):
             names |= free_names(item)
     return names - _BUILTINS
 
 
-def compile_functions(src: Source, funcs: list[ast.FunctionDef] | list[ast.ClassDef],
+def compile_functions(src: Source, funcs: list[Function] | list[ast.ClassDef],
                       namespace: dict[str, Any],
                       modules: Mapping[str, ModuleType] | None = None) -> dict[str, Any]:
     """Compile module-level `funcs` (or classes) into `namespace`; refuse unprovided names."""
@@ -245,7 +247,7 @@ def compile_functions(src: Source, funcs: list[ast.FunctionDef] | list[ast.Class
             raise OracleError(
                 f"{src.where}: {func.name} (line {func.lineno}) uses {', '.join(sorted(missing))}, "
                 "which the oracle does not provide; this release changed the code it runs")
-    body = [_strip_decorators(copy.deepcopy(func)) if isinstance(func, ast.FunctionDef)
+    body = [_strip_decorators(copy.deepcopy(func)) if isinstance(func, Function)
             else func for func in funcs]
     module = ast.Module(body=body, type_ignores=[])
     code = compile(module, src.filename, "exec",

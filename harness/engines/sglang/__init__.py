@@ -52,6 +52,10 @@ class SGLangAdapter(WireAdapter):
         """Each DP rank's own figure from `/server_info` (harness.metrics.ranks)."""
         return api.rank_states(info)
 
+    def ranks_kept_after_flush(self, info: object) -> list[int]:
+        """The DP ranks a flush that answered 200 did not reset (the driver flushes again)."""
+        return api.ranks_kept_after_flush(info)
+
     def chat_template_override(self, suite: Suite) -> str | None:
         return api.chat_template_flag(getattr(suite.engine, "extra_args", []))
 

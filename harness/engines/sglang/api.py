@@ -15,6 +15,8 @@ Facts read in SGLang 0.5.23's source (and 0.5.17's where they differ):
   arg `--sampling-defaults`, default "model": `ModelConfig.get_default_sampling_params`),
   so the harness always sends temperature, top_p, top_k, min_p and repetition_penalty;
 - `POST /flush_cache` resets the server's counters, and answers 400 while requests run;
+  with several DP ranks it answers for the first rank alone, so a busy rank can keep its
+  counters behind a 200 (`ranks_kept_after_flush`);
 - `GET /server_info` (`/get_server_info` before it) merges the resolved server args
   (`utils/common.py`, `build_server_info`) with `internal_states`, one dict per DP rank,
   whose `avg_spec_accept_length` is `spec_num_accept_tokens / spec_num_forward_ct`
@@ -242,6 +244,24 @@ def rank_states(info: Any) -> list[tuple[int | None, float | None]] | None:
             value, bool) and math.isfinite(value) else None
         states.append((_rank(_first(state, STATE_RANK_KEYS)), figure))
     return states
+
+
+def ranks_kept_after_flush(info: Any) -> list[int]:
+    """After `/flush_cache` answered 200, the DP ranks whose counters it did not reset.
+
+    With several DP ranks the route fans out to every scheduler, each resetting only when
+    it runs nothing (`Scheduler.flush_cache`, `is_fully_idle`), and answers with the first
+    rank's result alone (`TokenizerControlMixin.flush_cache`: `results[0]`, 0.5.17 to
+    0.5.23): a rank still finishing a warm-up request keeps its counters behind a 200. A
+    reset rank reports no `avg_spec_accept_length` until a verify step is folded in again
+    (`_average_accept_length` returns None while `spec_total_num_forward_ct` is 0), and
+    nothing runs between the flush and this read; so a rank that still reports one was
+    not reset. One rank: the answer is its own, nothing to check."""
+    states = rank_states(info)
+    if not states or len(states) < 2:
+        return []
+    return [position if rank is None else rank
+            for position, (rank, figure) in enumerate(states) if figure is not None]
 
 
 def server_figure(info: Any) -> float | None:
