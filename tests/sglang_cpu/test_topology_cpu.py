@@ -3,7 +3,9 @@
 - DP = 2 (`tiny_ngram_dp2_sglang_cpu`): every request names its rank, each rank's
   figures over its own requests add up exactly to the pooled ones, and each equals the
   server's own figure for that rank (its `/server_info` internal_states entry).
-- The same server measured by `harness run --server URL`: nothing launched or stopped.
+- The same server started from the line `harness run --dry-run` prints, pasted into a
+  shell (its environment included), then measured by `harness run --server URL`: nothing
+  launched or stopped.
 - Two nodes on this host through SGLang's own `--nnodes 2 --dist-init-addr 127.0.0.1:P`
   (TP 2, one rank per node): it serves on CPU; each node gets a port of its own (SGLang
   starts a health server on every node, `entrypoints/engine.py`
@@ -25,7 +27,8 @@ import httpx
 import pytest
 
 from harness.engines.sglang import release_check
-from harness.run.launch import Server, ServerSpec, free_port
+from harness.run.launch import free_port, kill_tree
+from tests.fixtures.pasted_line import wait_serving
 from tests.sglang_cpu.conftest import REPO, SPEC
 
 SUITE = "tiny_ngram_dp2_sglang_cpu"
@@ -73,28 +76,35 @@ def test_two_dp_ranks_add_up_exactly_and_equal_the_servers_own(sglang_cpu: Any,
     assert "--dp-size 2" in " ".join(record["launch"]["command"])
 
 
-def test_a_running_dp2_server_is_measured_by_attaching(sglang_cpu: Any,
-                                                      tmp_path: Path) -> None:
-    """The same suite's server, started here as a user would start it (the dry run's line),
-    measured with --server: the harness starts and stops nothing."""
-    from harness.run.plan import server_env
-    from harness.suite.model import load_suite
-
-    loaded = load_suite(SUITE)
+def test_a_pasted_dry_run_line_serves_and_is_measured_by_attaching(sglang_cpu: Any,
+                                                                   tmp_path: Path) -> None:
+    """The suite's server started as a user starts it: `harness run --dry-run` prints the
+    launch line with its environment (SGLANG_USE_CPU_ENGINE=1, the kernel stand-in on
+    PYTHONPATH), pasted into a shell. It serves, and `harness run --server` measures it:
+    the harness starts and stops nothing."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    dry = subprocess.run([sys.executable, "-m", "harness", "run", SUITE, "--sglang", SPEC,
+                          "--dry-run"], cwd=REPO, capture_output=True, text=True,
+                         timeout=300, check=True, env={**env, "PYTHONPATH": str(REPO)})
+    [line] = [line.removeprefix("launch     server: ") for line in dry.stdout.splitlines()
+              if line.startswith("launch     ")]
+    assert "SGLANG_USE_CPU_ENGINE=1" in line and "cpu_stand_ins" in line
+    assert "--dp-size 2" in line
     port = free_port()
-    command = [sglang_cpu.python, "-m", "sglang.launch_server",
-               "--model-path", str(REPO / "reference_engine/tiny/target"),
-               "--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", "4",
-               "--tp-size", "1", "--dp-size", "2", "--random-seed", "0",
-               "--host", "127.0.0.1", "--port", str(port), *loaded.suite.engine.extra_args]
-    env = server_env(loaded.suite, None, sglang_cpu.facts)
-    with Server(ServerSpec(command, tmp_path / "user-server.log", port, env=env,
-                           launch_timeout_s=900)) as server:
-        server.wait_ready()
-        done = harness_run(SUITE, "--server", server.spec.base_url, results=tmp_path / "r")
+    log = tmp_path / "user-server.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(["bash", "-c", "exec " + line.replace(
+            "--port 30000", f"--port {port}")], cwd=REPO, env=env, stdout=out,
+            stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_serving(server, port, within_s=900, every_s=0.5, log=log)
+        done = harness_run(SUITE, "--server", url, results=tmp_path / "r")
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        assert server.death() is None  # still running: attaching stops nothing
-        assert httpx.get(server.spec.base_url + "/health", timeout=30).status_code == 200
+        assert server.poll() is None  # still running: attaching stops nothing
+        assert httpx.get(url + "/health", timeout=30).status_code == 200
+    finally:
+        kill_tree(server.pid)
     [path] = list((tmp_path / "r").glob("runs/*/*/run.json"))
     record = json.loads(path.read_text())
     assert record["launch"]["launcher"] == "attached"
