@@ -36,6 +36,10 @@ def test_each_cells_speedups_are_gated_against_its_reference_cell(tmp_path: Path
     head = SHIPPED.read_text(encoding="utf-8").split("\n[grid]", 1)[0]
     suite.write_text(head.replace('name = "tiny_dflash_grid_cpu"', 'name = "tiny_grid_speedup"')
                      .replace("concurrency = 2", "concurrency = 1")
+                     # answers long enough that a busy client still reads them in more
+                     # than one chunk: at 32 tokens a loaded CI read each short cell's
+                     # answers whole, a TPOT of 0, and the cell had no speedup
+                     .replace("max_tokens = 32", "max_tokens = 64")
                      + "\n" + tomli_w.dumps({"grid": GRID}))
     out, folder = run_grid(suite, tmp_path / "results", exit_codes=(0, 1))
     grid = read_grid(folder)

@@ -32,8 +32,10 @@ def one_worker(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def speedup_suite(folder: Path, **floors: float) -> Path:
+    # answers long enough to stream in more than one chunk on a loaded machine (a TPOT
+    # of 0 leaves no ratio)
     document = tomllib.loads(tiny_variant("tiny_speedup", floor=1.0, questions=4,
-                                          max_tokens=24, concurrency=2, warmup_requests=1))
+                                          max_tokens=64, concurrency=2, warmup_requests=1))
     document["speedup"] = {"baseline": "target_only"}
     document["floors"] |= floors
     document.pop("baselines", None)
