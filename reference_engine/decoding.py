@@ -43,6 +43,7 @@ from dflash.model import (
 
 from reference_engine.forced import ForcedAcceptance
 from reference_engine.noise_drift import rate_after
+from reference_engine.pacing import hold_until
 
 
 @dataclass(frozen=True)
@@ -129,9 +130,12 @@ class SpeculativeDecoder:
     """Target + DFlash draft + tokenizer; `generate` is not thread-safe (one worker calls it)."""
 
     def __init__(self, target, draft, tokenizer, block_size: int, noise: DraftNoise,
-                 forced: ForcedAcceptance | None = None) -> None:
+                 forced: ForcedAcceptance | None = None, target_forward_s: float = 0.0
+                 ) -> None:
         self.target, self.draft, self.tokenizer = target, draft, tokenizer
         self.block_size, self.noise, self.forced = block_size, noise, forced
+        # REFERENCE_TARGET_FORWARD_S (`pacing.py`): the least time a target forward takes
+        self.target_forward_s = target_forward_s
         self.vocab_size = int(target.config.vocab_size)
         self.first_request: float | None = None  # the planted drift's clock starts here
         # where the models' weights lie ("cpu" or "cuda:0"): every tensor of a request too
@@ -202,9 +206,9 @@ class _Run:
         cache_target = _make_cache(target.config)
         cache_draft = _make_cache(model.config)
 
-        output = target(input_ids, position_ids=position_ids[:, :num_input],
-                        past_key_values=cache_target, use_cache=True, logits_to_keep=1,
-                        output_hidden_states=block_size > 1)
+        output = self.target_forward(
+            input_ids, position_ids=position_ids[:, :num_input], past_key_values=cache_target,
+            use_cache=True, logits_to_keep=1, output_hidden_states=block_size > 1)
         output_ids[:, :num_input] = input_ids
         output_ids[:, num_input] = self.sample(output.logits)[0, -1]
         if block_size > 1:
@@ -233,9 +237,10 @@ class _Run:
                 _crop_to(cache_draft, start)
                 draft_logits = model.compute_logits(draft_hidden, target.lm_head)
                 draft_probs = self.propose(draft_logits, block, start)
-            output = target(block, position_ids=position_ids[:, start : start + verify_size],
-                            past_key_values=cache_target, use_cache=True,
-                            output_hidden_states=verify_size > 1)
+            output = self.target_forward(
+                block, position_ids=position_ids[:, start : start + verify_size],
+                past_key_values=cache_target, use_cache=True,
+                output_hidden_states=verify_size > 1)
             accepted, bonus = self.verify(block, output.logits, draft_probs, verify_size)
             if d.forced is not None and verify_size > 1:
                 accepted, bonus = self.force(d.forced, output.logits, start, verify_size)
@@ -257,6 +262,13 @@ class _Run:
             result.output_ids = output_ids[0, num_input : min(start + 1, max_length)].tolist()
         result.text = self.text(result.output_ids, result.matched_stop)
         return result
+
+    def target_forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The target's forward, taking at least the decoder's `target_forward_s`."""
+        started = time.perf_counter()
+        output = self.d.target(*args, **kwargs)
+        hold_until(started, self.d.target_forward_s)
+        return output
 
     def report(self) -> None:
         if self.on_step is not None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from reference_engine.forced import from_environment as forced_from_environment
 from reference_engine.noise_drift import from_environment as noise_drift_from_environment
+from reference_engine.pacing import from_environment as forward_s_from_environment
 from reference_engine.policy import applied_table, apply_policy, read_draft_config
 
 # Kernels chosen by the CPU's vector ISA round differently (AVX-512 vs AVX2 sum in other
@@ -185,5 +186,6 @@ def load_decoder(options: Options) -> tuple[Any, list[dict[str, Any]]]:
     decoder = SpeculativeDecoder(target, draft, tokenizer, block_size,
                                  DraftNoise(options.noise, options.seed,
                                             noise_drift_from_environment(os.environ)),
-                                 forced_from_environment(os.environ))
+                                 forced_from_environment(os.environ),
+                                 forward_s_from_environment(os.environ))
     return decoder, applied_table(draft)

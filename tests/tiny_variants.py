@@ -10,6 +10,11 @@ import tomli_w
 from harness.suite.model import SUITES_DIR
 
 TINY = SUITES_DIR / "tiny_dflash_cpu.toml"
+# The engine fields of a test that measures speed: every target forward takes at least
+# 25 ms (reference_engine/pacing.py), so an answer streams over at least a tenth of a
+# second in chunks a busy client still reads apart. The tiny model's own forward takes a
+# few milliseconds: a loaded CI read its short answers whole, a TPOT of 0 and no ratio.
+PACED_ENGINE: dict[str, Any] = {"env": {"REFERENCE_TARGET_FORWARD_S": "0.025"}}
 
 
 def tiny_variant(name: str, floor: float | None = None, engine: dict[str, Any] | None = None,

@@ -16,7 +16,7 @@ from harness.builds import has_reference_dependencies
 from harness.results.readers import read_run
 from reference_engine.forced import LENGTH_ENV
 from tests.protocols.harness_cli import run_harness
-from tests.tiny_variants import tiny_variant
+from tests.tiny_variants import PACED_ENGINE, tiny_variant
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e,  # nox -s e2e: four and eight launches
               pytest.mark.skipif(not has_reference_dependencies(sys.executable),
@@ -30,10 +30,11 @@ def harness(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess[st
 
 def test_the_real_run_and_a_forced_full_block(tmp_path: Path) -> None:
     suite = tmp_path / "tiny_forced.toml"
-    # answers long enough that a busy client still reads them in more than one chunk: an
-    # answer whose tokens after the first all arrive at once has a TPOT of 0, no ratio
-    suite.write_text(tiny_variant("tiny_forced", floor=1.5, questions=3, max_tokens=64,
-                                  warmup_requests=1))
+    # paced forwards and answers long enough that a busy client still reads them in more
+    # than one chunk: an answer whose tokens after the first all arrive at once has a TPOT
+    # of 0, no ratio
+    suite.write_text(tiny_variant("tiny_forced", floor=1.5, engine=PACED_ENGINE, questions=3,
+                                  max_tokens=64, warmup_requests=1))
     results = tmp_path / "results"
     done = harness("forced", str(suite), "--ladder", "8", "--results", str(results),
                    "--no-progress")
@@ -81,8 +82,8 @@ def test_against_names_the_draft_when_only_the_draft_lost(tmp_path: Path) -> Non
     # answers long enough that a busy client still reads them in more than one chunk (as
     # above): at 16 tokens a loaded CI read every forced answer whole, a TPOT of 0 on both
     # sides, and the system's share had no ratio
-    suite.write_text(tiny_variant("tiny_split", floor=1.0, questions=4, max_tokens=64,
-                                  warmup_requests=1)
+    suite.write_text(tiny_variant("tiny_split", floor=1.0, engine=PACED_ENGINE, questions=4,
+                                  max_tokens=64, warmup_requests=1)
                      + "\n[forced]\nsystem_max_drop = 0.5\ndraft_relative_drop = 0.05\n")
     results = tmp_path / "results"
     # eight launches: both builds' real and forced points, each with its target alone

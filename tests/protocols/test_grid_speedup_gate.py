@@ -10,6 +10,7 @@ finding's status is the worst of its gates; the heatmap and the printout name th
 from __future__ import annotations
 
 import math
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from harness.metrics.speedup import GATE_DEFINITION
 from harness.results.grid import read_grid
 from tests.protocols.grid_e2e import MARKS, run_grid
 from tests.suite.test_grid_refuses_bad_input import SHIPPED
+from tests.tiny_variants import PACED_ENGINE
 
 pytestmark = MARKS
 
@@ -33,14 +35,15 @@ GRID: dict[str, object] = {
 
 def test_each_cells_speedups_are_gated_against_its_reference_cell(tmp_path: Path) -> None:
     suite = tmp_path / "tiny_grid_speedup.toml"
-    head = SHIPPED.read_text(encoding="utf-8").split("\n[grid]", 1)[0]
-    suite.write_text(head.replace('name = "tiny_dflash_grid_cpu"', 'name = "tiny_grid_speedup"')
-                     .replace("concurrency = 2", "concurrency = 1")
-                     # answers long enough that a busy client still reads them in more
-                     # than one chunk: at 32 tokens a loaded CI read each short cell's
-                     # answers whole, a TPOT of 0, and the cell had no speedup
-                     .replace("max_tokens = 32", "max_tokens = 64")
-                     + "\n" + tomli_w.dumps({"grid": GRID}))
+    document = tomllib.loads(SHIPPED.read_text(encoding="utf-8"))
+    document["name"] = "tiny_grid_speedup"
+    # paced forwards and answers long enough that a busy client still reads them in more
+    # than one chunk: at 32 tokens a loaded CI read each short cell's answers whole, a
+    # TPOT of 0, and the cell had no speedup
+    document["engine"] |= PACED_ENGINE
+    document["workload"] |= {"concurrency": 1, "max_tokens": 64}
+    document["grid"] = GRID
+    suite.write_text(tomli_w.dumps(document))
     out, folder = run_grid(suite, tmp_path / "results", exit_codes=(0, 1))
     grid = read_grid(folder)
     assert grid.gate is not None and grid.gate.speedup_max_drop == 0.5

@@ -20,7 +20,7 @@ from harness.analysis.sweep_plot import sweep_figure, sweep_points
 from harness.results.readers import read_run
 from harness.results.sweeps import read_sweep
 from tests.protocols.test_sweep_end_to_end import harness, pytestmark  # noqa: F401  (its runner, marks)
-from tests.tiny_variants import tiny_variant
+from tests.tiny_variants import PACED_ENGINE, tiny_variant
 
 QUESTIONS = 4
 
@@ -31,10 +31,12 @@ def one_worker(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def speedup_suite(folder: Path) -> Path:
-    # answers long enough that a busy client still reads them in more than one chunk: an
-    # answer whose tokens after the first all arrive at once has a TPOT of 0, no ratio
-    document = tomllib.loads(tiny_variant("tiny_speed", floor=1.0, questions=QUESTIONS,
-                                          max_tokens=64, concurrency=2, warmup_requests=1))
+    # paced forwards and answers long enough that a busy client still reads them in more
+    # than one chunk: an answer whose tokens after the first all arrive at once has a TPOT
+    # of 0, no ratio
+    document = tomllib.loads(tiny_variant("tiny_speed", floor=1.0, engine=PACED_ENGINE,
+                                          questions=QUESTIONS, max_tokens=64, concurrency=2,
+                                          warmup_requests=1))
     document["speedup"] = {"baseline": "target_only", "max_drop": 0.9}
     document.pop("baselines", None)
     path = folder / "tiny_speed.toml"

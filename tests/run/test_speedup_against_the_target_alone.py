@@ -19,7 +19,7 @@ from harness.builds import has_reference_dependencies
 from harness.cli import main
 from harness.engines.reference_adapter import ReferenceAdapter
 from harness.results.readers import read_requests, read_run, read_target_alone
-from tests.tiny_variants import tiny_variant
+from tests.tiny_variants import PACED_ENGINE, tiny_variant
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e,  # whole runs, minutes: nox -s e2e
               pytest.mark.skipif(not has_reference_dependencies(sys.executable),
@@ -32,10 +32,11 @@ def one_worker(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def speedup_suite(folder: Path, **floors: float) -> Path:
-    # answers long enough to stream in more than one chunk on a loaded machine (a TPOT
-    # of 0 leaves no ratio)
-    document = tomllib.loads(tiny_variant("tiny_speedup", floor=1.0, questions=4,
-                                          max_tokens=64, concurrency=2, warmup_requests=1))
+    # paced forwards and answers long enough to stream in more than one chunk on a loaded
+    # machine (a TPOT of 0 leaves no ratio)
+    document = tomllib.loads(tiny_variant("tiny_speedup", floor=1.0, engine=PACED_ENGINE,
+                                          questions=4, max_tokens=64, concurrency=2,
+                                          warmup_requests=1))
     document["speedup"] = {"baseline": "target_only"}
     document["floors"] |= floors
     document.pop("baselines", None)
