@@ -18,23 +18,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from reference_engine.environment import number_from
+
 DRIFT_ENV = "REFERENCE_DRAFT_NOISE_DRIFT"
 
 
 def from_environment(environ: Mapping[str, str]) -> float:
     """The drift per second as the server's environment sets it (0.0: off); ValueError
     naming the variable for a value the engine cannot use."""
-    text = environ.get(DRIFT_ENV, "").strip()
-    if not text:
-        return 0.0
-    try:
-        drift = float(text)
-    except ValueError:
-        raise ValueError(f"{DRIFT_ENV}={text!r} is not a number") from None
-    if not math.isfinite(drift) or drift < 0:
-        raise ValueError(f"{DRIFT_ENV}={text!r}: the noise rate added per second is a "
-                         "finite number >= 0")
-    return drift
+    return number_from(environ, DRIFT_ENV, high=math.inf,
+                       meaning="the noise rate added per second is a finite number >= 0")
 
 
 def rate_after(base: float, drift_per_s: float, seconds: float) -> float:

@@ -15,9 +15,10 @@ Light: no torch here; `decoding.py` applies it.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping
+
+from reference_engine.environment import number_from
 
 FORWARD_ENV = "REFERENCE_TARGET_FORWARD_S"
 MAX_FORWARD_S = 10.0  # a forward paced past this is a typo, not a model
@@ -26,17 +27,9 @@ MAX_FORWARD_S = 10.0  # a forward paced past this is a typo, not a model
 def from_environment(environ: Mapping[str, str]) -> float:
     """The least seconds a target forward takes as the server's environment sets it (0.0:
     off); ValueError naming the variable for a value the engine cannot use."""
-    text = environ.get(FORWARD_ENV, "").strip()
-    if not text:
-        return 0.0
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise ValueError(f"{FORWARD_ENV}={text!r} is not a number") from None
-    if not math.isfinite(seconds) or not 0 <= seconds <= MAX_FORWARD_S:
-        raise ValueError(f"{FORWARD_ENV}={text!r}: the seconds a target forward takes at "
-                         f"least are a number from 0 to {MAX_FORWARD_S:g}")
-    return seconds
+    return number_from(environ, FORWARD_ENV, high=MAX_FORWARD_S,
+                       meaning="the seconds a target forward takes at least are a number "
+                               f"from 0 to {MAX_FORWARD_S:g}")
 
 
 def hold_until(started: float, least_s: float) -> None:
