@@ -256,10 +256,10 @@ class Engine:
         returns `results[0]` of the fan-out, 0.5.17 to 0.5.23), so with DP a flush can
         answer 200 while a busy rank keeps its counters."""
         with self.lock:
-            done = [not busy for busy in self.rank_in_flight]
-            self.rank_counters = [Counters() if idle else counters for idle, counters
-                                  in zip(done, self.rank_counters, strict=True)]
-            return done[0]
+            idle = [not busy for busy in self.rank_in_flight]
+            self.rank_counters = [Counters() if reset else counters for reset, counters
+                                  in zip(idle, self.rank_counters, strict=True)]
+            return idle[0]
 
     def server_info(self) -> dict[str, Any]:
         """SGLang's /server_info: `internal_states` holds one state per DP rank."""

@@ -323,14 +323,13 @@ class Driver:
                         return
                     last = (f"200, but DP rank {', '.join(map(str, kept))} kept its counters: "
                             "the answer speaks for the first rank only")
-                    await asyncio.sleep(FLUSH_RETRY_S)
-                    continue
-                if response.status_code in (401, 403):
+                elif response.status_code in (401, 403):
                     raise EngineError(f"the server refused {path} ({response.status_code} "
                                       f"{response.text[:200]}): it is an admin route; give "
                                       "the server's --admin-api-key (or --api-key) in the "
                                       "suite's extra_args so the harness can send it")
-                last = f"{response.status_code} {response.text[:200]}"
+                else:
+                    last = f"{response.status_code} {response.text[:200]}"
                 await asyncio.sleep(FLUSH_RETRY_S)
         raise EngineError(f"{path} did not reset the server's counters in "
                           f"{FLUSH_ATTEMPTS * FLUSH_RETRY_S:g} s (last answer: {last}); the "

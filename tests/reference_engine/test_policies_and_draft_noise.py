@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,21 +97,27 @@ def test_policies_keep_greedy_outputs(server: Server, servers: dict[str, Server]
     assert exact_accept_length(servers["regressed"], prompts[:3])[1] == fixed
 
 
+@pytest.fixture(scope="module")
+def decoder(checkpoints: tuple[Path, Path]) -> Any:
+    """The decoding loop in this process (torch imported here: e2e tests only)."""
+    pytest.importorskip("torch")
+    from reference_engine.loading import Options, load_decoder
+
+    target, draft = checkpoints
+    return load_decoder(Options(target=str(target), draft=str(draft)))[0]
+
+
 @pytest.mark.e2e  # minutes of two decoding loops: nox -s e2e
-def test_loop_matches_dflash_generate(checkpoints: tuple[Path, Path], prompts: list[str],
+def test_loop_matches_dflash_generate(decoder: Any, prompts: list[str],
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Without noise, our loop reproduces dflash_generate's ids and per-step acceptance."""
-    torch = pytest.importorskip("torch")
     import time
 
+    import torch
     from dflash import model as dflash_model
-
-    from reference_engine.loading import Options, load_decoder
 
     # dflash's stats timer calls torch.cuda.synchronize(); a CPU clock is all we need.
     monkeypatch.setattr(dflash_model, "_cuda_time", time.perf_counter)
-    target, draft = checkpoints
-    decoder, _ = load_decoder(Options(target=str(target), draft=str(draft)))
     for prompt in prompts[:3]:
         ours = decoder.generate(prompt, max_new_tokens=40)
         ids = torch.tensor([decoder.tokenizer(prompt)["input_ids"]])
@@ -119,3 +126,21 @@ def test_loop_matches_dflash_generate(checkpoints: tuple[Path, Path], prompts: l
         assert ours.output_ids == theirs.output_ids[0, ids.shape[1]:].tolist()
         assert [a + 1 for a in ours.accepted_drafts][:-1] == theirs.acceptance_lengths[:-1]
         assert ours.verify_steps == len(theirs.acceptance_lengths)
+
+
+@pytest.mark.e2e
+def test_paced_forwards_take_their_time_and_decide_nothing(
+        decoder: Any, prompts: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """REFERENCE_TARGET_FORWARD_S (reference_engine/pacing.py): every target forward takes
+    at least that long, and the tokens and the accepted drafts per step stay the same."""
+    import time
+
+    plain = decoder.generate(prompts[0], max_new_tokens=48)
+    monkeypatch.setattr(decoder, "target_forward_s", 0.02)
+    started = time.perf_counter()
+    paced = decoder.generate(prompts[0], max_new_tokens=48)
+    took = time.perf_counter() - started
+    assert (paced.output_ids, paced.accepted_drafts) == (plain.output_ids,
+                                                         plain.accepted_drafts)
+    forwards = 1 + len(paced.accepted_drafts)  # the prefill, then one per verify step
+    assert forwards >= 3 and took >= 0.02 * forwards
