@@ -10,7 +10,7 @@ built from the same pieces of the `dflash` package (`extract_context_feature`, i
 - stop strings (SGLang semantics: stop once the decoded text contains one; the returned
   text excludes it) besides the EOS token;
 - a per-request `torch.Generator`, so sampled decoding is reproducible under concurrency;
-- the draft-noise knob (see `DraftNoise`);
+- the draft-noise knob (`draft_noise.DraftNoise`);
 - forced acceptance (`reference_engine.forced`, SGLang's SGLANG_SIMULATE_ACC_LEN
   semantics): each verify step commits a forced count of tokens instead of the accepted run;
 - SGLang's block near the end: SGLang always verifies a full block and trims the output
@@ -41,37 +41,9 @@ from dflash.model import (
     extract_context_feature,
 )
 
+from reference_engine.draft_noise import DraftNoise
 from reference_engine.forced import ForcedAcceptance
-from reference_engine.noise_drift import rate_after
 from reference_engine.pacing import hold_until
-
-
-@dataclass(frozen=True)
-class DraftNoise:
-    """Known-size degradation of the draft: each proposed token is spoiled with probability
-    `rate`.
-
-    Greedy: the spoiled token is replaced by a different token, so it is never accepted.
-    Sampled: the proposal becomes the mixture (1 - rate) q + rate * uniform, and that mixture
-    is what rejection sampling sees, so outputs keep the target's distribution exactly.
-    Whether a position is spoiled depends only on (seed, request, absolute position): raising
-    `rate` spoils a superset of positions, so accept length falls monotonically in
-    expectation (per prompt the path can differ, so tests check aggregates).
-    """
-
-    rate: float = 0.0
-    seed: int = 0  # the server's --seed; it also seeds every request's sampling generator
-    # REFERENCE_DRAFT_NOISE_DRIFT (`noise_drift.py`): rate added per second of serving
-    drift_per_s: float = 0.0
-
-    def rate_after(self, seconds: float) -> float:
-        """The rate of a request starting `seconds` after the decoder's first request."""
-        if self.drift_per_s <= 0:
-            return self.rate
-        return rate_after(self.rate, self.drift_per_s, seconds)
-
-    def uniform(self, request_key: str, position: int) -> random.Random:
-        return random.Random(f"{self.seed}:{request_key}:{position}")
 
 
 @dataclass

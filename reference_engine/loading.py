@@ -156,7 +156,8 @@ def load_decoder(options: Options) -> tuple[Any, list[dict[str, Any]]]:
     from dflash.model import DFlashDraftModel
     from transformers import AutoModelForCausalLM
 
-    from reference_engine.decoding import DraftNoise, SpeculativeDecoder
+    from reference_engine.decoding import SpeculativeDecoder
+    from reference_engine.draft_noise import DraftNoise
 
     target_dir, draft_dir = Path(options.target), Path(options.draft)
     check_folders(target_dir, draft_dir)

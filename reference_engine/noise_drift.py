@@ -5,7 +5,7 @@ from the server's environment when its decoder is made (as the forced-acceptance
 
 A request's noise rate is `min(1, draft_noise + drift x seconds since the decoder's first
 request)`, fixed when the request starts (each decoding worker keeps its own clock); a
-higher rate spoils a superset of the draft's positions (`decoding.DraftNoise`), so accept
+higher rate spoils a superset of the draft's positions (`draft_noise.DraftNoise`), so accept
 length falls with serving time, as EAGLE's does over hours with prefix caching
 (vllm-project/vllm #41838). It exists so that `harness soak`'s drift gate is shown to fail
 on a real fall and pass without it; unset or 0 is off (the engine as it always was).

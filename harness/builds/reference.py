@@ -9,6 +9,7 @@ them with the commit they came from.
 
 from __future__ import annotations
 
+import functools
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -98,7 +99,11 @@ def parse_config(text: str, where: str) -> dict[str, Any]:
     return values
 
 
+# One probe (a subprocess) per interpreter and process: the test modules that need the
+# extra ask at collection, in every pytest worker.
+@functools.cache
 def has_reference_dependencies(python: str) -> bool:
+    """Whether `python`'s environment can run the reference engine (its extra installed)."""
     try:
         return probe_environment(python).reference_ready
     except EngineError:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from reference_engine.decoding import DraftNoise
+from reference_engine.draft_noise import DraftNoise
 from reference_engine.noise_drift import DRIFT_ENV, from_environment, rate_after
 
 
