@@ -83,26 +83,25 @@ def short_suite(folder: Path, name: str, suite: Path = REPO / "suites" / f"{SUIT
     return short
 
 
-def patched_short_run(factory: pytest.TempPathFactory, folder_name: str, suite_name: str,
-                      patch: Path) -> Run:
-    """A run of a short copy of the suite (8 questions) with `patch` applied to SGLang."""
-    folder = factory.mktemp(folder_name)
-    short = short_suite(folder, suite_name)
-    return harness_run(short, folder / "results", "--patch", str(patch), "--no-plot")
+def joined_patch(folder: Path, *patches: Path) -> Path:
+    """One diff of several, each from its first file header (their notes left out)."""
+    parts = [patch.read_text() for patch in patches]
+    joined = folder / "joined.diff"
+    joined.write_text("".join(part[part.index("diff --git "):] for part in parts))
+    return joined
 
 
 @pytest.fixture(scope="session")
-def forced(sglang_cpu: builds.PreparedBuild, tmp_path_factory: pytest.TempPathFactory) -> Run:
-    """A backend fault the audit cannot see, on a short copy of the suite (8 questions)."""
-    return patched_short_run(tmp_path_factory, "forced", "tiny_dflash_sglang_cpu_forced", FORCED)
-
-
-@pytest.fixture(scope="session")
-def capture_shift(sglang_cpu: builds.PreparedBuild,
-                  tmp_path_factory: pytest.TempPathFactory) -> Run:
-    """The taps moved one layer early in the target's forward loop (8 questions)."""
-    return patched_short_run(tmp_path_factory, "capture-shift",
-                             "tiny_dflash_sglang_cpu_capture_shift", CAPTURE_SHIFT)
+def runtime_faults(sglang_cpu: builds.PreparedBuild,
+                   tmp_path_factory: pytest.TempPathFactory) -> tuple[Run, Path]:
+    """Two faults only the runtime record sees, one launch on a short copy of the suite (8
+    questions): the backend ignoring ENCODER_ONLY (what the kernel receives) and the taps
+    moved one layer early in the target's forward loop (what the capture takes). They sit
+    on separate paths, each observed by a check of its own; returns the run and its patch."""
+    folder = tmp_path_factory.mktemp("runtime-faults")
+    patch = joined_patch(folder, FORCED, CAPTURE_SHIFT)
+    short = short_suite(folder, "tiny_dflash_sglang_cpu_runtime_faults")
+    return harness_run(short, folder / "results", "--patch", str(patch), "--no-plot"), patch
 
 
 @pytest.fixture(scope="session")

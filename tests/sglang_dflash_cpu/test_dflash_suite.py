@@ -5,7 +5,8 @@ the runtime table (what the attention kernel received per draft layer) equals th
 PR #34524's default reverted by a user patch is caught by the preflight audit on the
 patched tree's own code and, measured anyway, by the paired gate against the release; a
 backend fault the audit cannot see is caught by the runtime check, and so are the taps
-moved one layer early in the target's forward loop (the capture observed when it is taken).
+moved one layer early in the target's forward loop (the capture observed when it is taken):
+the two planted in one launch, each named by its own check and nothing else.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ import pytest
 from harness import builds
 from harness.results.layout import RUN_PNG
 from tests.sglang_dflash_cpu.conftest import (
-    CAPTURE_SHIFT,
-    FORCED,
     REPO,
     REVERT,
     SPEC,
@@ -132,16 +131,38 @@ def test_the_reverted_default_is_caught_by_the_paired_gate(reverted_paired: Run)
     assert any("contract differs (not enforced)" in r for r in record["verdict"]["reasons"])
 
 
-def test_a_fault_only_the_runtime_check_sees(forced: Run) -> None:
-    assert forced.done.returncode == 3, forced.output
-    record = _record(forced, "tiny_dflash_sglang_cpu_forced")
+RUNTIME_FAULTS = "tiny_dflash_sglang_cpu_runtime_faults"
+
+
+def _runtime_lines(record: dict[str, Any]) -> list[str]:
+    """The verdict's lines under its runtime-contract heading, up to the next heading."""
+    reasons = record["verdict"]["reasons"]
+    assert reasons[0] == "the draft's runtime contract differs from the audit's for this build:"
+    return reasons[1:reasons.index(
+        "draft contract differs from the suite's expected_layers/expected_contract:")]
+
+
+def test_the_runtime_faults_are_named_and_nothing_else(runtime_faults: tuple[Run, Any]
+                                                       ) -> None:
+    """Both faults planted together, each on a path of its own: the preflight passes (the
+    audit resolves what it did before), the run is an error (exit 3) naming exactly the
+    taps and the one draft layer whose kernel call changed."""
+    run, patch = runtime_faults
+    assert run.done.returncode == 3, run.output
+    record = _record(run, RUNTIME_FAULTS)
     assert record["verdict"]["status"] == "error"
-    reasons = "\n".join(record["verdict"]["reasons"])
-    assert "the draft's runtime contract differs from the audit's" in reasons
+    assert record["build"]["patch_sha256"] == builds.file_sha256(patch)
+    assert [line.split(":")[0] for line in _runtime_lines(record)] == ["draft layer 4", "taps"]
+
+
+def test_a_fault_only_the_runtime_check_sees(runtime_faults: tuple[Run, Any]) -> None:
+    """The intel_amx backend ignores ENCODER_ONLY: the full layer reaches the kernel causal,
+    while the draft's config and SGLang's resolver still say bidirectional."""
+    run, _ = runtime_faults
+    lines = _runtime_lines(_record(run, RUNTIME_FAULTS))
     assert ("draft layer 4: the extend kernel received causal, no window; the audit says "
-            "bidirectional, no window") in reasons
-    assert "draft layer 0" not in reasons  # the sliding layers were causal anyway
-    assert record["build"]["patch_sha256"] == builds.file_sha256(FORCED)
+            "bidirectional, no window") in lines
+    assert not any(line.startswith("draft layer 0") for line in lines)  # causal anyway
 
 
 CLAUSES = {"taps": [1, 2, 3], "block_size": 8, "mask_token_id": 2, "draft_layers": 5,
@@ -164,24 +185,19 @@ def test_runtime_contract_equals_the_audit(fixed: Run) -> None:
         assert "embed_module(block_ids)" in runtime[clause]["note"]
 
 
-def test_a_capture_moved_at_forward_time_is_caught_at_run_time(capture_shift: Run) -> None:
+def test_a_capture_moved_at_forward_time_is_caught_at_run_time(runtime_faults: tuple[Run, Any]
+                                                               ) -> None:
     """Qwen3Model's loop hands each capture to the layer before, `layers_to_capture`
-    untouched: the preflight passes (its configured list is right), and the run fails (exit
-    3) naming the taps the forward actually took; nothing else differs."""
-    assert capture_shift.done.returncode == 3, capture_shift.output
-    record = _record(capture_shift, "tiny_dflash_sglang_cpu_capture_shift")
-    assert record["build"]["patch_sha256"] == builds.file_sha256(CAPTURE_SHIFT)
+    untouched: the audit's configured list is right, and the run names the taps the
+    forward actually took."""
+    run, _ = runtime_faults
+    record = _record(run, RUNTIME_FAULTS)
     assert record["draft_contract"]["taps"]["value"] == [1, 2, 3]  # the audit's
     assert record["draft_contract_runtime"]["taps"]["value"] == [0, 1, 2]
     assert record["draft_contract_runtime"]["fc_input_width"]["value"] == 384  # unchanged
-    reasons = record["verdict"]["reasons"]
-    assert record["verdict"]["status"] == "error"
-    assert reasons[0] == "the draft's runtime contract differs from the audit's for this build:"
-    differing = [r.split(":")[0] for r in reasons[1:reasons.index(
-        "draft contract differs from the suite's expected_layers/expected_contract:")]]
-    assert differing == ["taps"], reasons
+    lines = _runtime_lines(record)
     assert any(r.startswith("taps: reached the model as [0,1,2] (target forward") and
-               r.endswith("the audit says [1,2,3] (dflash_config)") for r in reasons), reasons
+               r.endswith("the audit says [1,2,3] (dflash_config)") for r in lines), lines
 
 
 def test_forward_time_defects_in_the_draft_step_are_each_named(forward_defects: Run) -> None:
