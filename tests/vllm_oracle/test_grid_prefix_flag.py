@@ -5,7 +5,6 @@ suite, with the flag of `harness.suite.prefix_caching.PREFIX_CACHES`) lands in
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from harness.engines.registry import adapter_for
@@ -14,20 +13,9 @@ from harness.suite.checkpoints import Models
 from harness.suite.model import LoadedSuite, parse_suite
 from harness.suite.schema import document_sha256
 from tests.suite.test_grid_refuses_bad_input import GOOD, suite_text
-from tests.vllm_oracle.vllm_code import run_vllm, vllm_python
+from tests.vllm_oracle.vllm_code import parse_lines, vllm_python
 
 SUITE = Path(__file__).resolve().parents[2] / "suites" / "tiny_dflash_vllm_cpu.toml"
-PARSE_CACHE = r"""
-import json, sys
-from vllm.entrypoints.cli.serve import ServeSubcommand
-from vllm.utils.argparse_utils import FlexibleArgumentParser
-parser = FlexibleArgumentParser(description="vLLM CLI")
-serve = ServeSubcommand()
-serve.subparser_init(parser.add_subparsers(dest="subparser"))
-args = parser.parse_args(["serve", *json.loads(sys.argv[1])])
-print(json.dumps({"enable_prefix_caching": args.enable_prefix_caching,
-                  "max_model_len": args.max_model_len}))
-"""
 
 
 def test_each_setting_lands_in_enable_prefix_caching() -> None:
@@ -37,9 +25,11 @@ def test_each_setting_lands_in_enable_prefix_caching() -> None:
     suite, document = parse_suite(suite_text(grid, SUITE), "grid.toml")
     loaded = LoadedSuite(suite=suite, path=SUITE, sha256=document_sha256(document),
                          document=document)
-    for launch, derived in plan_launches(loaded):
-        command = adapter_for("vllm").launch_command(
-            derived.suite, "python", "127.0.0.1", 31234, Models("/models/target", "/models/draft"))
-        parsed = run_vllm(PARSE_CACHE, json.dumps(command[2:]))
-        assert parsed == {"enable_prefix_caching": launch.caching == "on",
-                          "max_model_len": 512}
+    launches = plan_launches(loaded)
+    lines = [adapter_for("vllm").launch_command(
+        derived.suite, "python", "127.0.0.1", 31234, Models("/models/target", "/models/draft"))
+        for _, derived in launches]
+    for (launch, _), parsed in zip(launches, parse_lines([line[2:] for line in lines]),
+                                   strict=True):
+        assert (parsed["enable_prefix_caching"], parsed["max_model_len"]) == (
+            launch.caching == "on", 512)

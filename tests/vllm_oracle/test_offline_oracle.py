@@ -23,7 +23,7 @@ from harness.files import default_results_dir
 from harness.suite.checkpoints import Models
 from harness.suite.model import load_suite
 from harness.workloads import prepare
-from tests.vllm_oracle.vllm_code import PARSE, run_vllm
+from tests.vllm_oracle.vllm_code import parse_lines, run_vllm
 
 SUITE = "tiny_dflash_vllm_cpu"
 
@@ -74,7 +74,7 @@ def test_the_runs_figure_is_vllms_offline_figure() -> None:
     target = launch[2]
     command = adapter_for("vllm").launch_command(suite, "python", "127.0.0.1", 1,
                                                  Models(target, "/draft"))
-    engine = run_vllm(PARSE, json.dumps(command[2:]))
+    [engine] = parse_lines([command[2:]])
     # the draft the run served (its resolved path is in the run's launch line)
     engine["speculative_config"]["model"] = json.loads(
         launch[launch.index("--speculative-config") + 1])["model"]

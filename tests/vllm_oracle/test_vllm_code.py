@@ -13,20 +13,33 @@ from harness.engines.vllm import api
 from harness.engines.vllm.audit import vllm_layers
 from harness.suite.checkpoints import Models
 from harness.suite.model import load_suite
-from tests.vllm_oracle.vllm_code import METRICS, PARSE, STOP_CHECK, run_vllm, vllm_python
+from tests.vllm_oracle.vllm_code import METRICS, STOP_CHECK, parse_lines, run_vllm, vllm_python
 
 SUITES = Path(__file__).resolve().parents[2] / "suites"
 VLLM_SUITES = sorted(p for p in SUITES.glob("*.toml") if 'kind = "vllm"' in p.read_text())
 DRAFT = Path(__file__).resolve().parents[2] / "reference_engine/tiny/draft"
 
 
-@pytest.mark.parametrize("path", VLLM_SUITES, ids=lambda p: p.stem)
-def test_every_vllm_suites_launch_line_parses_as_the_harness_means(path: Path) -> None:
+def _suite_line(path: Path) -> list[str]:
     suite = load_suite(path).suite
     models = Models("/models/target", "/models/draft")
-    command = adapter_for("vllm").launch_command(suite, "python", "127.0.0.1", 31234, models)
+    return adapter_for("vllm").launch_command(suite, "python", "127.0.0.1", 31234, models)
+
+
+@pytest.fixture(scope="module")
+def parsed_suites() -> dict[Path, dict]:
+    """Every vLLM suite's launch line as vLLM's parser reads it (one process for all)."""
+    return dict(zip(VLLM_SUITES, parse_lines([_suite_line(path)[2:] for path in VLLM_SUITES]),
+                    strict=True))
+
+
+@pytest.mark.parametrize("path", VLLM_SUITES, ids=lambda p: p.stem)
+def test_every_vllm_suites_launch_line_parses_as_the_harness_means(
+        path: Path, parsed_suites: dict[Path, dict]) -> None:
+    suite = load_suite(path).suite
+    command = _suite_line(path)
     assert command[:2] == ["vllm", "serve"]  # the console script beside `python`
-    parsed = run_vllm(PARSE, json.dumps(command[2:]))
+    parsed = parsed_suites[path]
     assert "error" not in parsed, parsed
     assert (parsed["subcommand"], parsed["model"]) == ("serve", "/models/target")
     assert (parsed["host"], parsed["port"]) == ("127.0.0.1", 31234)
@@ -48,11 +61,10 @@ def test_a_topologys_node_lines_parse_as_the_harness_means() -> None:
     suite = parse_suite(text.replace("[topology]\ngpus = 0\n", "[topology]\ngpus = 0\n"
                                      "tp_size = 2\npp_size = 2\nnnodes = 2\n"), "t.toml")[0]
     models = Models("/models/target", "/models/draft")
-    for rank in (0, 1):
-        command = adapter_for("vllm").launch_command(
-            suite, "python", "127.0.0.1", 31234, models, None,
-            Placement(rank, 2, "10.0.0.1:29500"))
-        parsed = run_vllm(PARSE, json.dumps(command[2:]))
+    lines = [adapter_for("vllm").launch_command(suite, "python", "127.0.0.1", 31234, models,
+                                                None, Placement(rank, 2, "10.0.0.1:29500"))
+             for rank in (0, 1)]
+    for rank, parsed in enumerate(parse_lines([line[2:] for line in lines])):
         assert "error" not in parsed, parsed
         assert (parsed["tp"], parsed["pp"], parsed["nnodes"], parsed["node_rank"]) == \
             (2, 2, 2, rank)
@@ -60,15 +72,26 @@ def test_a_topologys_node_lines_parse_as_the_harness_means() -> None:
         assert parsed["headless"] is (rank == 1)
 
 
-@pytest.mark.parametrize("flag", ["--speculative_config.num_speculative_tokens", "--see",
-                                  "--speculative-config.method"])
-def test_the_forms_the_harness_refuses_do_reach_an_owned_setting(flag: str) -> None:
-    """vLLM's parser really reads these forms as the owned flag (so refusing them is right)."""
+REFUSED_FORMS = ["--speculative_config.num_speculative_tokens", "--see",
+                 "--speculative-config.method"]
+
+
+@pytest.fixture(scope="module")
+def parsed_forms() -> dict[str, dict]:
+    """The first vLLM suite's line with each refused form added, as vLLM's parser reads it."""
     suite = load_suite(VLLM_SUITES[0]).suite
     command = adapter_for("vllm").launch_command(suite, "python", "127.0.0.1", 1,
                                                  Models("/t", "/d"))
-    value = "3" if "tokens" in flag or flag == "--see" else '"ngram"'
-    parsed = run_vllm(PARSE, json.dumps([*command[2:], flag, value]))
+    lines = [[*command[2:], flag, "3" if "tokens" in flag or flag == "--see" else '"ngram"']
+             for flag in REFUSED_FORMS]
+    return dict(zip(REFUSED_FORMS, parse_lines(lines), strict=True))
+
+
+@pytest.mark.parametrize("flag", REFUSED_FORMS)
+def test_the_forms_the_harness_refuses_do_reach_an_owned_setting(
+        flag: str, parsed_forms: dict[str, dict]) -> None:
+    """vLLM's parser really reads these forms as the owned flag (so refusing them is right)."""
+    parsed = parsed_forms[flag]
     if flag == "--see":
         assert parsed["seed"] == 3
     elif "tokens" in flag:

