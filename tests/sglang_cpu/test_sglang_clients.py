@@ -2,8 +2,9 @@
 (tests/fake_sglang) answering the same requests as the real server.
 
 One real SGLang 0.5.23 server (the NGRAM CPU suite's launch line, from the harness's own
-adapter and launch code) serves: SGLang's `run_eval` gsm8k in its three API modes
-(chat, completion, generate), each followed by SGLang's test kit reading /server_info
+adapter and launch code; `ngram_server`, shared with the A/A history) serves: SGLang's
+`run_eval` gsm8k in its three API modes (chat, completion, generate), each followed by
+SGLang's test kit reading /server_info
 (`sglang.test.kits.eval_accuracy_kit._check_accept_length`); then a window measured by the
 harness's adapter, whose server_avg must equal the kit's figure for the same window. The
 figures are printed side by side (`pytest -s`).
@@ -25,7 +26,6 @@ import pytest
 
 from harness.engines.sglang import ADAPTER
 from harness.engines.sglang.launch import launch_command
-from harness.run import plan
 from harness.run.launch import Server, ServerSpec, free_port
 from harness.suite.checkpoints import resolve_models
 from harness.suite.model import load_suite
@@ -45,20 +45,6 @@ def _start(command: list[str], env: dict[str, str], log: Path, port: int) -> Ser
     server.start()
     server.wait_ready()
     return server
-
-
-@pytest.fixture(scope="module")
-def real(sglang_cpu, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    loaded = load_suite(REPO / "suites" / "tiny_ngram_sglang_cpu.toml")
-    suite, port = loaded.suite, free_port()
-    command = launch_command(suite, sglang_cpu.python, "127.0.0.1", port,
-                             resolve_models(suite))
-    server = _start(command, plan.server_env(suite, None, sglang_cpu.facts),
-                    tmp_path_factory.mktemp("real") / "server.log", port)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -112,18 +98,18 @@ def _kit_figure(sglang_cpu: Any, base_url: str) -> float | None:
 
 
 @pytest.mark.parametrize("api", ["chat", "completion", "generate"])
-def test_run_eval_gsm8k_and_the_kit(api: str, real: str, sglang_cpu: Any) -> None:
-    out = _engine_python(sglang_cpu, RUN_EVAL, real, api, str(GSM8K / "test.jsonl"))
+def test_run_eval_gsm8k_and_the_kit(api: str, ngram_server: str, sglang_cpu: Any) -> None:
+    out = _engine_python(sglang_cpu, RUN_EVAL, ngram_server, api, str(GSM8K / "test.jsonl"))
     score = float(re.search(r"RUN_EVAL_SCORE ([0-9.]+)", out).group(1))
     assert 0.0 <= score <= 1.0
-    figure = _kit_figure(sglang_cpu, real)
+    figure = _kit_figure(sglang_cpu, ngram_server)
     print(f"run_eval gsm8k --api {api}: score {score:.3f}; SGLang's kit reads "
           f"/server_info avg_spec_accept_length {figure}")
     assert figure is not None and figure > 1.0
 
 
-def test_harness_server_avg_equals_the_kits_figure(real: str, sglang_cpu: Any) -> None:
-    with httpx.Client(base_url=real, timeout=600, trust_env=False) as client:
+def test_harness_server_avg_equals_the_kits_figure(ngram_server: str, sglang_cpu: Any) -> None:
+    with httpx.Client(base_url=ngram_server, timeout=600, trust_env=False) as client:
         assert client.post("/flush_cache").status_code == 200
         parsed = []
         for i, text in enumerate(PROMPTS):
@@ -133,7 +119,7 @@ def test_harness_server_avg_equals_the_kits_figure(real: str, sglang_cpu: Any) -
     steps = sum(p.verify_steps for p in parsed)
     server_avg = (sum(p.correct_drafts for p in parsed) + steps) / steps
     per_request = sum(p.completion_tokens for p in parsed) / steps
-    kit = _kit_figure(sglang_cpu, real)
+    kit = _kit_figure(sglang_cpu, ngram_server)
     print(f"same window: harness server_avg {server_avg:.6f} (per_request {per_request:.6f}); "
           f"SGLang's kit /server_info {kit}; adapter {ADAPTER.server_figure(info)}")
     assert kit == pytest.approx(server_avg, abs=5e-5)  # the kit prints 4 decimals
@@ -174,8 +160,8 @@ META_KEYS = ("id", "finish_reason", "prompt_tokens", "completion_tokens", "spec_
              "spec_accept_length", "spec_num_correct_drafts", "spec_correct_drafts_histogram")
 
 
-def test_the_double_answers_like_the_real_server(real: str, fake: str) -> None:
-    mine, theirs = _exchange(fake), _exchange(real)
+def test_the_double_answers_like_the_real_server(ngram_server: str, fake: str) -> None:
+    mine, theirs = _exchange(fake), _exchange(ngram_server)
     for answers in (theirs, mine):  # /server_info: only the keys the harness reads
         shape = answers["server_info"]["shape"]
         answers["server_info"]["shape"] = {k: shape.get(k) for k in SERVER_INFO_KEYS}

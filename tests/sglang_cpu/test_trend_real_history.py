@@ -3,9 +3,10 @@
 Six nights of the NGRAM CPU suite (the smallest real-SGLang suite) on one build, each asking
 the same questions (one prompt set, one data hash) as a nightly job asks them, and each
 recorded by `harness run` as a night is. The nights share one launch of the real server
-(`harness run --server`): before its measured window every run flushes the server, and
-SGLang's flush (`Scheduler.flush_cache`) resets its radix cache and the NGRAM worker's
-corpus (`NGRAMWorker.clear_cache_pool`). The engine's texts repeat night after night
+(`harness run --server`; the NGRAM server SGLang's clients ask too, `ngram_server`):
+before its measured window every run flushes the server, and SGLang's flush
+(`Scheduler.flush_cache`) resets its radix cache and the NGRAM worker's corpus
+(`NGRAMWorker.clear_cache_pool`). The engine's texts repeat night after night
 (greedy), its accept lengths do not always: NGRAM's drafts come from a corpus the requests
 in flight share, so on some nights some questions are drafted otherwise (on launched nights
 and here: one night in six, on half of its questions, in each history made so far). The
@@ -22,18 +23,12 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from harness.analysis.trend_questions import BY_QUESTION
-from harness.engines.sglang.launch import launch_command
 from harness.results.readers import read_measured_requests
-from harness.run import plan
-from harness.run.launch import Server, ServerSpec, free_port
-from harness.suite.checkpoints import resolve_models
-from harness.suite.model import load_suite
 from tests.sglang_cpu.conftest import REPO, STAND_IN
 
 NIGHTS = 6
@@ -55,30 +50,19 @@ def _suite(tmp: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def history(sglang_cpu, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Six nights' run records on the same questions from one launch of the real server."""
+def history(ngram_server: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Six nights' run records on the same questions from one launch of the real server
+    (the NGRAM suite's, shared with SGLang's clients: each night flushes it first)."""
     tmp = tmp_path_factory.mktemp("aa")
     suite_file = _suite(tmp)
-    suite, port = load_suite(suite_file).suite, free_port()
-    command = launch_command(suite, sglang_cpu.python, "127.0.0.1", port,
-                             resolve_models(suite))
-    server = Server(ServerSpec(command=command, log_path=tmp / "server.log", port=port,
-                               env=plan.server_env(suite, None, sglang_cpu.facts),
-                               launch_timeout_s=900))
-    server.start()
     results = tmp / "results"
-    try:
-        server.wait_ready()
-        for night in range(NIGHTS):
-            done = subprocess.run(
-                [sys.executable, "-m", "harness", "run", str(suite_file), "--server",
-                 f"http://127.0.0.1:{port}", "--results", str(results), "--no-plot",
-                 "--no-progress"], cwd=REPO, capture_output=True, text=True, timeout=600,
-                env=dict(os.environ), check=False)
-            assert done.returncode == 0, f"night {night}: {done.stdout[-3000:]}" + done.stderr
-        yield results
-    finally:
-        server.stop()
+    for night in range(NIGHTS):
+        done = subprocess.run(
+            [sys.executable, "-m", "harness", "run", str(suite_file), "--server", ngram_server,
+             "--results", str(results), "--no-plot", "--no-progress"], cwd=REPO,
+            capture_output=True, text=True, timeout=600, env=dict(os.environ), check=False)
+        assert done.returncode == 0, f"night {night}: {done.stdout[-3000:]}" + done.stderr
+    return results
 
 
 def _per_question(results: Path) -> list[dict[int, tuple[int, int]]]:
