@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reference_engine.draft_noise import DraftNoise
 from reference_engine.forced import from_environment as forced_from_environment
 from reference_engine.noise_drift import from_environment as noise_drift_from_environment
 from reference_engine.pacing import from_environment as forward_s_from_environment
@@ -157,7 +158,6 @@ def load_decoder(options: Options) -> tuple[Any, list[dict[str, Any]]]:
     from transformers import AutoModelForCausalLM
 
     from reference_engine.decoding import SpeculativeDecoder
-    from reference_engine.draft_noise import DraftNoise
 
     target_dir, draft_dir = Path(options.target), Path(options.draft)
     check_folders(target_dir, draft_dir)
