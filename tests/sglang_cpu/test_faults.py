@@ -37,10 +37,14 @@ EXIT = {"kill -9 server": 3, "SIGSTOP server": 3, "kill -9 scheduler": 3,
         "SIGSTOP detokenizer": 3, "SIGINT harness": 130, "SIGTERM harness": 130,
         "SIGKILL harness": -9}
 LEFT_WITHIN_S = 15.0  # a SIGKILLed harness's tree: gone within it (its watchdog's work)
-# Each fault at one stage or more, each stage with a fault to the server and one to the
-# harness: what the real tree adds to the double's table is how SGLang's processes answer
-# each signal and what state each stage finds them in. The whole cross product, every fault
-# at every stage, runs on the SGLang double in `nox -s tests`
+# Each fault at one stage or more, each stage with a fault to the harness and, up to the
+# measurement, one to the server: what the real tree adds to the
+# double's table is how SGLang's processes answer each signal and what state each stage
+# finds them in. At recording the record is written and the harness is stopping the tree
+# or has stopped it (which, the test cannot tell), so a SIGTERM of the harness there shows
+# nothing of SGLang's processes that the warm-up's SIGTERM does not; the recording keeps
+# the SIGKILL (whatever is left of the tree, the watchdog ends it). The whole cross
+# product, every fault at every stage, runs on the SGLang double in `nox -s tests`
 # (tests/run/test_faults_lose_nothing.py), where the harness's code paths are the same and
 # a case costs a second, not a real server's launch.
 CASES = [
@@ -51,7 +55,7 @@ CASES = [
     # the harness's tree watch (the detokenizer stopped took the 300 s watchdog before)
     ("measurement", "SIGSTOP server"), ("measurement", "kill -9 scheduler"),
     ("measurement", "SIGSTOP detokenizer"), ("measurement", "SIGKILL harness"),
-    ("recording", "SIGTERM harness"), ("recording", "SIGKILL harness"),
+    ("recording", "SIGKILL harness"),
 ]
 
 
@@ -177,20 +181,16 @@ def test_fault_on_the_real_tree(stage: str, fault: str, tmp_path: Path, sglang_c
     record = json.loads(records[0].read_text())
     bound = WATCHDOG_S + 10 if fault == "SIGSTOP server" and stage != "launch" else 15
     assert elapsed < bound, where
-    if stage == "recording":
-        assert job.returncode in (0, 130), where
-        assert record["verdict"]["status"] == "pass", where
-    else:
-        assert job.returncode == EXIT[fault], where
-        assert record["verdict"]["status"] == "error", where
-        assert record["stage"] == stage, where
-        assert _rows(results) >= finished, where  # every finished row kept
-        if stage == "measurement":
-            assert record["measurement"]["n_requests"] == _rows(results), where
-        if fault == "SIGSTOP detokenizer":  # named in the verdict: its title and pid
-            reason = record["verdict"]["reasons"][0]
-            assert "sglang::detokenizer" in reason and "is stopped (SIGSTOP" in reason, \
-                f"{reason}\n{where}"
-            print(f"SIGSTOP detokenizer: exit after {elapsed:.1f} s: {reason[:300]}")
+    assert job.returncode == EXIT[fault], where
+    assert record["verdict"]["status"] == "error", where
+    assert record["stage"] == stage, where
+    assert _rows(results) >= finished, where  # every finished row kept
+    if stage == "measurement":
+        assert record["measurement"]["n_requests"] == _rows(results), where
+    if fault == "SIGSTOP detokenizer":  # named in the verdict: its title and pid
+        reason = record["verdict"]["reasons"][0]
+        assert "sglang::detokenizer" in reason and "is stopped (SIGSTOP" in reason, \
+            f"{reason}\n{where}"
+        print(f"SIGSTOP detokenizer: exit after {elapsed:.1f} s: {reason[:300]}")
     time.sleep(1.0)
     assert alive([m.pid for m in members]) == [], where  # 0 orphans of the real tree
