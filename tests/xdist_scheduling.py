@@ -32,7 +32,6 @@ SERVER_GROUPS = {
         "tests/reference_engine/test_http_api_accounting.py",
         "tests/reference_engine/test_policies_and_draft_noise.py",
         "tests/reference_engine/test_sglang_routes.py",
-        "tests/reference_engine/test_stream_events_leave_as_written.py",
         "tests/reference_engine/test_streamed_accounting_equals_unstreamed.py",
     )}
 

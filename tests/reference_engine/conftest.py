@@ -85,15 +85,17 @@ class Server:
         return payload
 
 
-def start_server(target: Path, draft: Path, *extra: str) -> Server:
-    """The engine as `harness run` launches it: own process group, log file, readiness."""
+def start_server(target: Path, draft: Path, *extra: str,
+                 env: dict[str, str] | None = None) -> Server:
+    """The engine as `harness run` launches it: own process group, log file, readiness;
+    `env`: more of the server's environment (a suite's engine.env)."""
     port = free_port()
     command = [ENGINE_PYTHON, "-m", "reference_engine", "--target", str(target),
                "--draft", str(draft), "--host", "127.0.0.1", "--port", str(port),
                "--log-level", "warning", *extra]
     log = Path(tempfile.mkdtemp(prefix="reference-engine-")) / "server.log"
     launched = LaunchedServer(ServerSpec(command=command, log_path=log, port=port,
-                                         launch_timeout_s=180))
+                                         env=env or {}, launch_timeout_s=180))
     launched.start()
     try:
         launched.wait_ready()

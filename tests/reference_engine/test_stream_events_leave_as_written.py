@@ -19,11 +19,13 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from reference_engine import web
-from tests.reference_engine.conftest import Server
+from tests.reference_engine.conftest import Server, start_server, stop_server
+from tests.tiny_variants import PACED_ENGINE
 
 EVENTS = 12
 GAP_S = 0.005  # a verify step of the tiny pair takes several ms on CPU
@@ -104,14 +106,25 @@ def test_events_on_a_reused_connection_arrive_as_they_are_written(
         f"written (best of {len(worst)} attempts): the server holds small writes back")
 
 
+@pytest.fixture(scope="module")
+def paced_server(checkpoints: tuple[Path, Path]) -> Iterator[Server]:
+    """The engine with its target forwards paced as a larger model's
+    (REFERENCE_TARGET_FORWARD_S, tests/tiny_variants.PACED_ENGINE): the tiny pair decodes
+    32 tokens in about 50 ms, under what a loaded 2-core host may keep the client from
+    running, so its reads bunched a whole answer however the server wrote it."""
+    running = start_server(*checkpoints, "--workers", "1", env=PACED_ENGINE["env"])
+    yield running
+    stop_server(running)
+
+
 @pytest.mark.slow
-def test_engine_steps_reach_the_client_as_they_are_sent(server: Server) -> None:
+def test_engine_steps_reach_the_client_as_they_are_sent(paced_server: Server) -> None:
     """One streamed /generate request of 32 tokens, on a reused connection as the harness
     sends them. Its first event (the prefill's token) is written right after the headers:
     it arrives with them, not a delayed ACK later. And the step events spread over the
     request's decoding: from the first to the last, at least half of what the verify steps
     took by the server's own `e2e_latency` (prefill counted as one step)."""
-    host, port = server.base.removeprefix("http://").rsplit(":", 1)
+    host, port = paced_server.base.removeprefix("http://").rsplit(":", 1)
     body = json.dumps({
         "text": "Natalia sold clips to 48 of her friends in April, and then she sold half "
                 "as many clips in May. How many clips did Natalia sell altogether?",

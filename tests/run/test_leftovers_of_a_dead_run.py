@@ -6,9 +6,12 @@ said: tests/run/test_sigkill_ends_the_engine.py.)"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import psutil
@@ -19,8 +22,26 @@ from harness.run.lifeline import MARK_ENV, Job, Ledger, Tree, end_ledger, end_le
 
 
 def _marked_sleeper(mark: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
-                            env={**os.environ, MARK_ENV: mark}, start_new_session=True)
+    """A process carrying `mark`, returned once its environment reads so: Popen returns as
+    exec closes its pipe, before the kernel shows the new environment, and on a loaded host
+    a clean-up looking then finds no mark (a dead run's leftover has long been running)."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                               env={**os.environ, MARK_ENV: mark}, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with contextlib.suppress(psutil.Error):
+            if psutil.Process(process.pid).environ().get(MARK_ENV) == mark:
+                return process
+        time.sleep(0.01)
+    process.kill()
+    process.wait()
+    raise AssertionError(f"the sleeper never showed its mark {mark}")
+
+
+def _dead_mark() -> str:
+    """A dead harness's mark (pid 7, started at 1.0), its own to each test: tests in other
+    pytest workers end their own leftovers at the same time."""
+    return f"7-1.000-{uuid.uuid4().hex[:8]}"
 
 
 def test_a_live_harness_keeps_its_server(tmp_path: Path) -> None:
@@ -42,7 +63,7 @@ def test_a_live_harness_keeps_its_server(tmp_path: Path) -> None:
 
 def test_a_dead_harness_leftover_is_ended_and_an_unreadable_ledger_named(
         tmp_path: Path) -> None:
-    mark = "7-1.000"
+    mark = _dead_mark()
     server = _marked_sleeper(mark)
     try:
         folder = tmp_path / LAUNCHED_DIR
@@ -68,7 +89,7 @@ def test_a_leftover_on_a_reused_pid_is_ended(tmp_path: Path,
     """psutil's process_iter keeps the Process it made for a pid across calls, without
     checking it again: on a pid reused since (a busy host wraps pid_max), that old Process
     reads the new process's environment but refuses to signal it. The leftover still ends."""
-    mark = "7-1.000"
+    mark = _dead_mark()
     server = _marked_sleeper(mark)
     try:
         # what process_iter's cache holds once the pid belonged to another process
