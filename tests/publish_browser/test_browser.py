@@ -39,8 +39,9 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"
 CRAFTED = '<script>document.title="pwned"</script><b>bold</b>'
 REAL_SUITE = "tiny_dflash_cpu"
 # Its first 40 questions (the shipped suite asks 100): nine runs make the history, and the
-# site shows what a record holds whatever its size; the degraded draft's drop on them is
-# still several times its confidence interval.
+# site shows what a record holds whatever its size. The degraded draft's drop on them is
+# still an alarm: the nights share their questions, and the trend compares them by
+# question (the greedy engine answers each alike on every night of one build).
 REAL_QUESTIONS = 40
 # The nightly line's builds: the draft degraded from the fourth run on
 BUILDS = ["reference:policy=fixed"] * 3 + ["reference:policy=fixed,noise=0.1"] * 3
