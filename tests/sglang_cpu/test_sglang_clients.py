@@ -25,12 +25,8 @@ import httpx
 import pytest
 
 from harness.engines.sglang import ADAPTER
-from harness.engines.sglang.launch import launch_command
-from harness.run.launch import Server, ServerSpec, free_port
-from harness.suite.checkpoints import resolve_models
-from harness.suite.model import load_suite
 from tests.fake_sglang.recording import shape
-from tests.sglang_cpu.conftest import REPO, STAND_IN
+from tests.sglang_cpu.conftest import REPO, STAND_IN, serving_ngram_suite
 
 GSM8K = Path(os.environ.get("HARNESS_DATA_DIR", REPO.parent / "shared" / "data")) / "gsm8k"
 FAKE = REPO / "tests" / "fake_sglang"
@@ -39,27 +35,13 @@ PROMPTS = [f"Question: {a} plus {b} is what?\nAnswer:" for a, b in
 PARAMS = {"temperature": 0.0, "max_new_tokens": 32}
 
 
-def _start(command: list[str], env: dict[str, str], log: Path, port: int) -> Server:
-    server = Server(ServerSpec(command=command, log_path=log, port=port, env=env,
-                               launch_timeout_s=900))
-    server.start()
-    server.wait_ready()
-    return server
-
-
 @pytest.fixture(scope="module")
 def fake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The double, started with the same flags as the real server."""
-    loaded = load_suite(REPO / "suites" / "tiny_ngram_sglang_cpu.toml")
-    port = free_port()
-    command = launch_command(loaded.suite, sys.executable, "127.0.0.1", port,
-                             resolve_models(loaded.suite))
     env = {"PYTHONPATH": os.pathsep.join([str(FAKE), str(REPO)])}
-    server = _start(command, env, tmp_path_factory.mktemp("fake") / "server.log", port)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
+    with serving_ngram_suite(sys.executable, env,
+                             tmp_path_factory.mktemp("fake") / "server.log") as url:
+        yield url
 
 
 def _engine_python(sglang_cpu: Any, script: str, *args: str) -> str:
