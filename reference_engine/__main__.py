@@ -25,11 +25,13 @@ from reference_engine.checkpoints import served_weights_sha256
 from reference_engine.engine import Engine, EngineFailure
 from reference_engine.loading import (
     DEVICES,
+    SERVER_UNUSED,
     CheckpointError,
     DeviceError,
     Options,
     check_device,
     check_folders,
+    keep_out,
     load_tokenizer,
     set_reproducible_env,
 )
@@ -180,6 +182,7 @@ def load(args: argparse.Namespace):  # -> Engine (started)
     # The workers start first: their imports and weights load while this process loads
     # its tokenizer (the start-up is about a second shorter with a core to spare).
     engine.launch_workers()
+    keep_out(SERVER_UNUSED)  # after the workers are spawned: each is a fresh interpreter
     try:
         engine.tokenizer = load_tokenizer(args.target)
         engine.wait_ready()

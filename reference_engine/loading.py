@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,23 @@ from reference_engine.policy import applied_table, apply_policy, read_draft_conf
 # environment wins.
 REPRODUCIBLE_ENV = {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "default",
                     "ONEDNN_MAX_CPU_ISA": "SSE41"}
+
+
+# Installed packages a process of this engine never calls, kept out of its imports where
+# transformers would import them because they are installed: scipy (transformers' models
+# import scipy.optimize for object-detection losses: about a second of CPU a worker) and,
+# in the server process, torch (its tokenizer returns lists, never tensors: about a
+# second more). A None in sys.modules is Python's own "not importable": `import` raises
+# ImportError and importlib.util.find_spec, which is how transformers asks, answers None.
+WORKER_UNUSED = ("scipy",)
+SERVER_UNUSED = ("torch", "scipy")
+
+
+def keep_out(names: tuple[str, ...]) -> None:
+    """Keep `names` out of this process's imports; a module already imported stays (the
+    server of `--device cuda` has imported torch to check the device)."""
+    for name in names:
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]
 
 
 class CheckpointError(Exception):

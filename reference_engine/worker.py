@@ -20,9 +20,11 @@ from multiprocessing.queues import Queue
 from typing import Any
 
 from reference_engine.loading import (
+    WORKER_UNUSED,
     CheckpointError,
     Options,
     configure_torch,
+    keep_out,
     load_decoder,
     set_reproducible_env,
 )
@@ -36,6 +38,7 @@ def error_text(error: BaseException) -> str:
 
 def run_worker(index: int, options: Options, jobs: Queue, events: Queue) -> None:
     set_reproducible_env()
+    keep_out(WORKER_UNUSED)
     try:
         threads = configure_torch(options.threads, options.interop_threads)
         decoder, applied = load_decoder(options)
