@@ -5,6 +5,7 @@ ids, text and chat template as AutoTokenizer's."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -78,3 +79,62 @@ def test_a_folder_without_a_tokenizer_config_uses_auto_tokenizer(tmp_path: Path)
     assert tokenizer_class(tmp_path) is transformers.AutoTokenizer
     (tmp_path / "tokenizer_config.json").write_bytes(b"\xff\xfe\x00garbage")
     assert tokenizer_class(tmp_path) is transformers.AutoTokenizer
+
+
+# Each process of the engine keeps out of its imports what it never calls
+# (reference_engine.loading.keep_out): the server's tokenizer without torch, the worker's
+# models without scipy. Each answers as it does with them.
+KEPT_OUT_TOKENIZERS = """
+import json, sys
+from pathlib import Path
+from reference_engine.loading import SERVER_UNUSED, keep_out, load_tokenizer
+keep_out(SERVER_UNUSED)
+texts, chat, folders = json.loads(sys.argv[1])
+answers = {}
+for folder in folders:
+    tokenizer = load_tokenizer(Path(folder))
+    ids = [tokenizer(text)["input_ids"] for text in texts]
+    answers[folder] = {
+        "ids": ids, "text": [tokenizer.decode(i, skip_special_tokens=True) for i in ids],
+        "chat": tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+        if tokenizer.chat_template else None}
+print(json.dumps({"answers": answers,
+                  "imported": [m for m in SERVER_UNUSED if sys.modules.get(m) is not None]}))
+"""
+
+
+def test_the_server_process_tokenizer_answers_alike_without_torch() -> None:
+    folders = [str(folder) for folder in SHIPPED]
+    done = subprocess.run([sys.executable, "-c", KEPT_OUT_TOKENIZERS,
+                           json.dumps([TEXTS, CHAT, folders])],
+                          capture_output=True, text=True, timeout=300, cwd=ENGINE.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout)
+    assert found["imported"] == []
+    for folder in folders:
+        auto = transformers.AutoTokenizer.from_pretrained(folder)
+        answer = found["answers"][folder]
+        ids = [auto(text)["input_ids"] for text in TEXTS]
+        assert answer["ids"] == ids, folder
+        assert answer["text"] == [auto.decode(i, skip_special_tokens=True) for i in ids]
+        assert answer["chat"] == (
+            auto.apply_chat_template(CHAT, tokenize=False, add_generation_prompt=True)
+            if auto.chat_template else None)
+
+
+KEPT_OUT_DECODER = """
+import sys
+from reference_engine.loading import WORKER_UNUSED, Options, keep_out, load_decoder
+keep_out(WORKER_UNUSED)
+decoder, applied = load_decoder(Options(target=sys.argv[1], draft=sys.argv[2]))
+print([m for m in WORKER_UNUSED if sys.modules.get(m) is not None], len(applied) > 0)
+"""
+
+
+def test_a_worker_loads_its_models_without_scipy() -> None:
+    done = subprocess.run([sys.executable, "-c", KEPT_OUT_DECODER,
+                           str(ENGINE / "tiny" / "target"),
+                           str(ENGINE / "tiny" / "draft-capturable")],
+                          capture_output=True, text=True, timeout=300, cwd=ENGINE.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["[]", "True"]
