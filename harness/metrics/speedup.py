@@ -52,6 +52,14 @@ DEFINITIONS: dict[str, str] = {
 }
 
 
+def reused_pairing(run_id: str) -> str:
+    """`definitions.pairing` of a speedup over another run's target alone (a forced
+    ladder's points share their real run's, harness.protocols.forced)."""
+    return (f"by question (question_index): the same prompts and sampling on both runs; the "
+            f"target alone is run {run_id}'s, measured right after that run on the same host "
+            "and build, on exactly the questions this run answered")
+
+
 def _per_question(rows: Sequence[RequestRow]) -> dict[int, list[float]]:
     """question -> [Σ TPOT, requests with a TPOT, output tokens, Σ e2e] over its rows."""
     out: dict[int, list[float]] = {}

@@ -1,8 +1,12 @@
 """`harness forced SUITE --ladder 1,real,4,8`: speed with the acceptance forced through the
 engine's own knob (harness.engines.forced_knob) at a ladder of accept lengths, each point
 a launch of its own (the knobs are read at start: the server's environment, or vLLM's
---speculative-config through engine.speculative_config), with the
-target alone measured after it (`[speedup]`, harness.run.baseline) for the speedup.
+--speculative-config through engine.speculative_config). The target alone (`[speedup]`,
+harness.run.baseline) is measured once, after the real run, and every forced point's
+speedup is over it (`target_alone` "reused" in the point's record; its pairing definition
+names the real run): the points share their questions, build and host, and one
+denominator makes the curve differ only by the knob. A point that answered other
+questions, or a real run whose target alone failed, measures its own.
 
 The real run (the knob off) comes first and is marked on the curve; `real` in the ladder
 forces its achieved accept length, which separates the draft's share of a speedup from the
@@ -16,6 +20,7 @@ system's speedup crosses 1.0. Exit code: `exit_codes.sweep_exit` over the points
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import math
 import os
@@ -205,13 +210,15 @@ def run_forced(loaded: LoadedSuite, ladder: Ladder, options: RunOptions,
     try:
         plan: list[tuple[float | None, dict[str, str | float]]] = [(None, {})]
         plan += [(value, knob.settings(value)) for value in ladder.values]
+        point_options = options
         for index, (value, settings) in enumerate(plan):
-            point, outcome = _measure(loaded, value, settings, questions, options,
+            point, outcome = _measure(loaded, value, settings, questions, point_options,
                                       knob.carrier)
             points.append(point)
             outcomes.append(outcome)
-            if index == 0 and ladder.real:
-                real = _real_value(point, block, ladder.values)
+            if index == 0:
+                point_options = _sharing_target_alone(options, outcome)
+                real = _real_value(point, block, ladder.values) if ladder.real else None
                 if real is not None:
                     plan.append((real, knob.settings(real)))
     except Interrupted as error:
@@ -234,6 +241,16 @@ def run_forced(loaded: LoadedSuite, ladder: Ladder, options: RunOptions,
     worst = next((o for o in outcomes if o.status == status), outcomes[-1])
     return ForcedOutcome(record, folder, sweep_exit(statuses, status, worst.exit_code),
                          outcomes)
+
+
+def _sharing_target_alone(options: RunOptions, real: RunOutcome) -> RunOptions:
+    """The forced points' options: the real run's target alone reused where it measured
+    one (harness.run.baseline.reuse_target_alone)."""
+    record = real.record
+    alone = record.target_alone if record is not None else None
+    if real.run_dir is None or alone is None or alone.status != "measured":
+        return options
+    return dataclasses.replace(options, target_alone_from=real.run_dir)
 
 
 def _real_value(point: ForcedPoint, block: int, values: tuple[float, ...]) -> float | None:
@@ -317,6 +334,10 @@ def _record(loaded: LoadedSuite, knob: ForcedKnob, block: int, forced_id: str,
         "output_tokens_per_s": "speculation's output tokens/s over the paired questions",
         "break_even": "achieved accept length where the speedup crosses 1.0, linearly "
                       "interpolated between the forced points around the first crossing",
+        "target_alone": "one target-alone run per ladder, measured right after the real "
+                        "run on its questions; each forced point's speedups are over it "
+                        "(the point's target_alone names the run), unless the point "
+                        "answered other questions and measured its own",
     }
     if split is not None:
         definitions.update(SPLIT_DEFINITIONS)

@@ -266,6 +266,10 @@ def check_target_alone(where: str, found: object) -> None:
         return
     part_of_count(where, found, "n_requests", "n_planned")
     check_latency(f"{where}.latency", found.get("latency"))
+    source = found.get("reused_from")
+    if found.get("status") == "reused" and not (isinstance(source, str) and source.strip()):
+        raise BadFile(f"{where}.reused_from: {source!r:.40}: a reused target alone names "
+                      "the run it is from")
 
 
 def timing_problem(timing: object) -> str | None:

@@ -282,10 +282,14 @@ class Speedup(_Record):
 class TargetAloneInfo(_Record):
     """The target served without speculation, measured right after the speculative run on
     the same prompts ([speedup]): its launch, its figures, or why it failed. Its requests
-    are `target-alone.jsonl`, its server's log `target-alone.log`."""
+    are `target-alone.jsonl`, its server's log `target-alone.log`. `reused`: another run's
+    target alone on exactly these questions (a forced ladder measures it once, after its
+    real run: harness.protocols.forced), copied here with its log; `reused_from` names
+    that run."""
 
-    status: Literal["measured", "failed"]
+    status: Literal["measured", "failed", "reused"]
     reason: str | None = None  # what failed
+    reused_from: str | None = None  # status "reused": the run_id whose target alone it is
     launch: LaunchInfo | None = None
     n_requests: int = 0
     n_planned: int | None = None

@@ -29,9 +29,10 @@ from harness.engines.interface import (
 )
 from harness.errors import BadInput, EngineError, HarnessError, Interrupted
 from harness.metrics.latency import summarise_latency
-from harness.metrics.speedup import DEFINITIONS, speedup
+from harness.metrics.speedup import DEFINITIONS, reused_pairing, speedup
 from harness.results.layout import TARGET_ALONE_FILE, TARGET_ALONE_LOG
-from harness.results.record import LaunchInfo, Speedup, TargetAloneInfo
+from harness.results.readers import read_run, read_target_alone
+from harness.results.record import LaunchInfo, RunRecord, Speedup, TargetAloneInfo
 from harness.results.writer import RowLog
 from harness.run.drive import Driver, DriveResult, Endpoint
 from harness.run.entry_run import EntryRun
@@ -209,6 +210,57 @@ def measure_target_alone(runs: Sequence[EntryRun], engine: PreparedEngine, env: 
         for run in runs[1:]:  # one server, one log: each record's folder holds it
             with contextlib.suppress(OSError):
                 (run.run_dir / TARGET_ALONE_LOG).write_bytes(spec.log_path.read_bytes())
+
+
+def reuse_target_alone(runs: Sequence[EntryRun], source: Path) -> list[EntryRun]:
+    """Give each measured [speedup] entry the target alone `source` (another run's folder)
+    measured, where it measured exactly the questions the entry answered: its rows copied
+    to the entry's `target-alone.jsonl`, its log beside them, `target_alone` "reused"
+    naming the run, the speedup's pairing saying whose. Returns the entries it cannot
+    serve (another set of questions, a source without a measured target alone, one that
+    cannot be read), to be measured as usual."""
+    try:
+        record, rows = read_run(source), read_target_alone(source)
+    except (HarnessError, OSError) as error:
+        reason = error.message if isinstance(error, HarnessError) else str(error)
+        say(f"the target alone of {source} cannot be reused ({reason}): measuring it")
+        return list(runs)
+    info = record.target_alone
+    if info is None or info.status != "measured" or info.latency is None or not rows:
+        say(f"{source} has no measured target alone to reuse: measuring it")
+        return list(runs)
+    measured = {row.question_index for row in rows}
+    unmatched = []
+    for run in runs:
+        answered = {row.question_index for row in run.rows}
+        if run.measurement is None or answered != measured:
+            unmatched.append(run)
+            continue
+        _reuse(run, record, info, rows, source)
+    if unmatched:
+        say(f"the target alone of run {record.run_id} measured other questions than "
+            f"{', '.join(run.loaded.suite.name for run in unmatched)} answered: measuring it")
+    return unmatched
+
+
+def _reuse(run: EntryRun, record: RunRecord, info: TargetAloneInfo,
+           rows: Sequence[RequestRow], source: Path) -> None:
+    suite = run.loaded.suite
+    say(f"{suite.name}: the target alone of run {record.run_id}, on the same "
+        f"{len({row.question_index for row in rows})} questions")
+    with RowLog(run.run_dir, run.target_alone_rows, TARGET_ALONE_FILE) as log:
+        for row in rows:
+            log.append(row)
+    with contextlib.suppress(OSError):  # its server's log, as a run that measured it has
+        (run.run_dir / TARGET_ALONE_LOG).write_bytes((source / TARGET_ALONE_LOG).read_bytes())
+    run.target_alone = TargetAloneInfo(status="reused", reused_from=record.run_id,
+                                       launch=info.launch, n_requests=len(rows),
+                                       n_planned=info.n_planned, latency=info.latency)
+    assert run.measurement is not None and info.latency is not None  # reuse_target_alone
+    found = speedup(sorted(run.rows, key=lambda row: row.index), rows,
+                    run.measurement.latency, info.latency, suite.workload.seed)
+    found.definitions["pairing"] = reused_pairing(record.run_id)
+    run.measurement.speedup = found
 
 
 def _measure(run: EntryRun, engine: PreparedEngine, server: Server, launch: LaunchInfo) -> None:

@@ -360,7 +360,10 @@ def _launch_and_measure(runs: list[EntryRun], engine: PreparedEngine, gpus: Sequ
     # [speedup]: the target alone, back to back, once the speculative server has stopped
     pending = baseline.wanted(runs)
     if pending:
-        baseline.measure_target_alone(pending, engine, planning.server_env(suite, fit,
-                                                                           engine.facts))
+        source = first.options.target_alone_from
+        unmatched = pending if source is None else baseline.reuse_target_alone(pending, source)
+        if unmatched:
+            baseline.measure_target_alone(unmatched, engine,
+                                          planning.server_env(suite, fit, engine.facts))
         for run in pending:
             run.finish(judge_measured(run))

@@ -1,7 +1,8 @@
 """`harness forced` end to end on the CPU reference engine: the real run and a forced
-full block, each a launch with its target alone; the ladder's record (forced and achieved
-accept length and the speedups per point, the real run marked, the break-even) and plot;
-each point a normal run record whose suite carries the knob in engine.env."""
+full block, each a launch, the ladder's one target alone measured after the real run and
+reused by the forced point; the ladder's record (forced and achieved accept length and the
+speedups per point, the real run marked, the break-even) and plot; each point a normal run
+record whose suite carries the knob in engine.env."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from harness.builds import has_reference_dependencies
-from harness.results.readers import read_run
+from harness.results.readers import read_run, read_target_alone
 from reference_engine.forced import LENGTH_ENV
 from tests.protocols.harness_cli import run_harness
 from tests.tiny_variants import PACED_ENGINE, tiny_variant
 
-pytestmark = [pytest.mark.slow, pytest.mark.e2e,  # nox -s e2e: four and eight launches
+pytestmark = [pytest.mark.slow, pytest.mark.e2e,  # nox -s e2e: three and six launches
               pytest.mark.skipif(not has_reference_dependencies(sys.executable),
                                  reason="this environment lacks the reference extra")]
 
@@ -72,6 +73,15 @@ def test_the_real_run_and_a_forced_full_block(tmp_path: Path) -> None:
     real_run = read_run(results / real["run_dir"])
     assert real_run.measurement is not None
     assert real_run.measurement.accept_length == pytest.approx(real["achieved"])
+    # one target alone for the ladder: measured after the real run, the forced point's
+    # speedup over it (three launches, not four)
+    assert real_run.target_alone is not None and real_run.target_alone.status == "measured"
+    assert run.target_alone is not None and run.target_alone.status == "reused"
+    assert run.target_alone.reused_from == real_run.run_id
+    assert real_run.run_id in run.measurement.speedup.definitions["pairing"]
+    assert read_target_alone(results / full["run_dir"]) == \
+        read_target_alone(results / real["run_dir"])
+    assert "target_alone" in record["definitions"]
 
 
 def test_against_names_the_draft_when_only_the_draft_lost(tmp_path: Path) -> None:
@@ -86,7 +96,8 @@ def test_against_names_the_draft_when_only_the_draft_lost(tmp_path: Path) -> Non
                                   max_tokens=64, warmup_requests=1)
                      + "\n[forced]\nsystem_max_drop = 0.5\ndraft_relative_drop = 0.05\n")
     results = tmp_path / "results"
-    # eight launches: both builds' real and forced points, each with its target alone
+    # six launches: both builds' real and forced points, and each build's target alone
+    # once (after its real run; B's forced point reuses B's)
     done = harness("forced", str(suite), "--ladder", "real", "--build", "reference:noise=0.5",
                    "--against", "reference:noise=0", "--results", str(results),
                    "--no-progress", timeout=3000)
@@ -107,6 +118,10 @@ def test_against_names_the_draft_when_only_the_draft_lost(tmp_path: Path) -> Non
     [b_forced] = [p for p in b["points"] if p["forced"] is not None]
     assert b_forced["forced"] == pytest.approx(round(a_real, 2))
     assert b_forced["achieved"] == pytest.approx(b_forced["forced"], abs=0.3)
+    b_real = next(p for p in b["points"] if p["forced"] is None)
+    alone = read_run(results / b_forced["run_dir"]).target_alone
+    assert alone is not None and alone.status == "reused"
+    assert alone.reused_from == b_real["run_id"]  # its own build's, never A's
     assert split["draft"]["b"] < split["draft"]["a"]
     assert {s["figure"] for s in split["system"]} == {"speedup_tpot", "speedup_throughput"}
     [b_folder] = [f for f, r in zip(folders, records, strict=True) if r["split"] is not None]
