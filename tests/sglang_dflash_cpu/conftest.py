@@ -94,26 +94,19 @@ def joined_patch(folder: Path, *patches: Path) -> Path:
 @pytest.fixture(scope="session")
 def runtime_faults(sglang_cpu: builds.PreparedBuild,
                    tmp_path_factory: pytest.TempPathFactory) -> tuple[Run, Path]:
-    """Two faults only the runtime record sees, one launch on a short copy of the suite (8
-    questions): the backend ignoring ENCODER_ONLY (what the kernel receives) and the taps
-    moved one layer early in the target's forward loop (what the capture takes). They sit
-    on separate paths, each observed by a check of its own; returns the run and its patch."""
-    folder = tmp_path_factory.mktemp("runtime-faults")
-    patch = joined_patch(folder, FORCED, CAPTURE_SHIFT)
-    short = short_suite(folder, "tiny_dflash_sglang_cpu_runtime_faults")
-    return harness_run(short, folder / "results", "--patch", str(patch), "--no-plot"), patch
-
-
-@pytest.fixture(scope="session")
-def forward_defects(sglang_cpu: builds.PreparedBuild,
-                    tmp_path_factory: pytest.TempPathFactory) -> Run:
-    """Four forward-time defects in the worker's draft step, one launch (8 questions): the
-    planted suite serves and expects blocks of 4 (tests/audit/planted.py, "forward")."""
+    """Every fault only the runtime record sees, planted together in one launch on a short
+    copy of the planted "forward" suite (8 questions; it serves and expects blocks of 4,
+    tests/audit/planted.py): the backend ignoring ENCODER_ONLY (what the kernel
+    receives), the taps moved one layer early in the target's forward loop (what the
+    capture takes), and four defects in the worker's draft step (what the draft forward
+    is given and calls). Each sits in a file of its own and is observed by a check of its
+    own; returns the run and its patch."""
     from tests.audit.planted import DEFECTS, edited_suite
 
-    folder = tmp_path_factory.mktemp("forward-defects")
+    folder = tmp_path_factory.mktemp("runtime-faults")
     defect = DEFECTS["forward"]
     assert defect.patch is not None
+    patch = joined_patch(folder, FORCED, CAPTURE_SHIFT, defect.patch)
     planted = edited_suite(defect.suite_edit, folder / "planted")
-    short = short_suite(folder, "tiny_dflash_sglang_cpu_forward", planted)
-    return harness_run(short, folder / "results", "--patch", str(defect.patch), "--no-plot")
+    short = short_suite(folder, "tiny_dflash_sglang_cpu_runtime_faults", planted)
+    return harness_run(short, folder / "results", "--patch", str(patch), "--no-plot"), patch
