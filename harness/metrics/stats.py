@@ -506,7 +506,8 @@ def ratio_bootstrap_ci(numerators: Sequence[Sequence[float]],
         return None
     index = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
     sums = [s[index].sum(axis=1) for s in series]
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # a replicate whose ratio is not a finite number (a zero sum, an overflow) is dropped
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         values = np.asarray(combine(sums), dtype=float)
     values = values[np.isfinite(values)]
     if values.size == 0:
