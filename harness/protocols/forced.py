@@ -198,8 +198,9 @@ SplitHook = Callable[[list[ForcedPoint]], ForcedSplit]
 def run_forced(loaded: LoadedSuite, ladder: Ladder, options: RunOptions,
                questions: int | None = None, split: SplitHook | None = None
                ) -> ForcedOutcome:
-    """The real run, then each forced point, each a launch with its target alone; with
-    `split`, its finding in the record, its status counted with the points'."""
+    """The real run with its target alone, then each forced point, each a launch, its
+    speedup over the real run's target alone; with `split`, its finding in the record, its
+    status counted with the points'."""
     knob, block = check_knob(loaded.suite, options.sglang)
     if questions is not None and questions < 1:
         raise BadInput("--questions: at least 1 question a point")
