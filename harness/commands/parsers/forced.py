@@ -10,7 +10,8 @@ from harness.commands.parsers.options import SuiteCommand
 
 class ForcedCommand(SuiteCommand, name="forced", work="harness.commands.forced:run"):
     help = ("measure speed with the acceptance forced through the engine's own knob at a "
-            "ladder of accept lengths (a launch each, with the target alone): the system's "
+            "ladder of accept lengths (a launch each; the target alone once, after the real "
+            "run, every point's speedup over it): the system's "
             "speedup curve, the real run on it, the break-even accept length")
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
