@@ -6,7 +6,8 @@ harness.run.baseline) is measured once, after the real run, and every forced poi
 speedup is over it (`target_alone` "reused" in the point's record; its pairing definition
 names the real run): the points share their questions, build and host, and one
 denominator makes the curve differ only by the knob. A point that answered other
-questions, or a real run whose target alone failed, measures its own.
+questions or sent another workload, or a real run whose target alone failed, measures its
+own (harness.run.baseline.reuse_target_alone).
 
 The real run (the knob off) comes first and is marked on the curve; `real` in the ladder
 forces its achieved accept length, which separates the draft's share of a speedup from the
@@ -338,7 +339,8 @@ def _record(loaded: LoadedSuite, knob: ForcedKnob, block: int, forced_id: str,
         "target_alone": "one target-alone run per ladder, measured right after the real "
                         "run on its questions; each forced point's speedups are over it "
                         "(the point's target_alone names the run), unless the point "
-                        "answered other questions and measured its own",
+                        "answered other questions or sent another workload and measured "
+                        "its own",
     }
     if split is not None:
         definitions.update(SPLIT_DEFINITIONS)

@@ -214,11 +214,12 @@ def measure_target_alone(runs: Sequence[EntryRun], engine: PreparedEngine, env: 
 
 def reuse_target_alone(runs: Sequence[EntryRun], source: Path) -> list[EntryRun]:
     """Give each measured [speedup] entry the target alone `source` (another run's folder)
-    measured, where it measured exactly the questions the entry answered: its rows copied
-    to the entry's `target-alone.jsonl`, its log beside them, `target_alone` "reused"
-    naming the run, the speedup's pairing saying whose. Returns the entries it cannot
-    serve (another set of questions, a source without a measured target alone, one that
-    cannot be read), to be measured as usual."""
+    measured, where that run sent the same workload (its prompts as rendered, its
+    sampling, its [workload] table) and its target alone answered exactly the questions
+    the entry answered: its rows copied to the entry's `target-alone.jsonl`, its log beside
+    them, `target_alone` "reused" naming the run, the speedup's pairing saying whose.
+    Returns the entries it cannot serve (another workload or set of questions, a source
+    without a measured target alone, one that cannot be read), to be measured as usual."""
     try:
         record, rows = read_run(source), read_target_alone(source)
     except (HarnessError, OSError) as error:
@@ -232,14 +233,16 @@ def reuse_target_alone(runs: Sequence[EntryRun], source: Path) -> list[EntryRun]
     measured = {row.question_index for row in rows}
     unmatched = []
     for run in runs:
-        answered = {row.question_index for row in run.rows}
-        if run.measurement is None or answered != measured:
+        if run.measurement is None:  # nothing to pair: measure_target_alone passes it by
             unmatched.append(run)
-            continue
-        _reuse(run, record, info, rows, source)
-    if unmatched:
-        say(f"the target alone of run {record.run_id} measured other questions than "
-            f"{', '.join(run.loaded.suite.name for run in unmatched)} answered: measuring it")
+        elif run.workload != record.workload or \
+                run.loaded.document.get("workload") != record.suite.document.get("workload") \
+                or {row.question_index for row in run.rows} != measured:
+            say(f"the target alone of run {record.run_id} answered another workload or "
+                f"other questions than {run.loaded.suite.name}: measuring it")
+            unmatched.append(run)
+        else:
+            _reuse(run, record, info, rows, source)
     return unmatched
 
 

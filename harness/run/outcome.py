@@ -77,9 +77,10 @@ class RunOptions:
     soak_s: float | None = None
     # `harness run --prepare-only`: the engine's environment and models made, then stop
     prepare_only: bool = False
-    # [speedup]: the run folder whose target alone this run reuses where it measured exactly
-    # the questions this run answered (a forced ladder's points share their real run's,
-    # harness.protocols.forced); otherwise the target alone is launched as usual
+    # [speedup]: the run folder whose target alone this run reuses where that run sent the
+    # same workload and its target alone answered exactly the questions this run answered
+    # (a forced ladder's points share their real run's, harness.protocols.forced);
+    # otherwise the target alone is launched as usual
     target_alone_from: Path | None = None
 
 

@@ -25,6 +25,7 @@ from harness.results.record import (
     RequestRow,
     RequestTiming,
     TargetAloneInfo,
+    WorkloadInfo,
 )
 from harness.results.writer import RowLog
 from harness.run.baseline import reuse_target_alone
@@ -45,8 +46,10 @@ def _row(question: int, tpot: float, verify_steps: int, tokens: int = 11) -> Req
                       timing=RequestTiming(streamed=True, ttft_s=chunks[0], chunk_s=chunks))
 
 
-def _source(root: Path, questions: list[int], status: str = "measured") -> Path:
-    """A run folder whose target alone measured `questions` at 30 ms a token."""
+def _source(root: Path, questions: list[int], status: str = "measured",
+            like: EntryRun | None = None) -> Path:
+    """A run folder whose target alone measured `questions` at 30 ms a token; `like`: the
+    entry whose workload (as sent, and its suite's [workload] table) it sent."""
     folder = make_night(root, [11] * len(questions), [5] * len(questions), START,
                         questions=questions)
     alone = [_row(q, 0.03, 0) for q in questions]
@@ -61,6 +64,10 @@ def _source(root: Path, questions: list[int], status: str = "measured") -> Path:
                            n_requests=len(alone), n_planned=len(alone),
                            latency=summarise_latency(alone, sum(r.latency_s for r in alone), 1))
     record["target_alone"] = info.model_dump(mode="json")
+    if like is not None:
+        assert like.workload is not None
+        record["workload"] = like.workload.model_dump(mode="json")
+        record["suite"]["document"]["workload"] = like.loaded.document["workload"]
     (folder / RUN_FILE).write_text(json.dumps(record))
     return folder
 
@@ -74,6 +81,8 @@ def _entry(tmp_path: Path, questions: list[int]) -> EntryRun:
     run_dir.mkdir()
     run = EntryRun(loaded=load_suite(suite), options=RunOptions(results_dir=tmp_path),
                    run_dir=run_dir, run_id="point-run", started=START)
+    run.workload = WorkloadInfo(kind="gsm8k", n_prompts=4, temperature=0.0,
+                                prompts_sha256="p" * 64, data_sha256="d" * 64)
     run.rows = [_row(q, 0.01, 4) for q in questions]
     latency = summarise_latency(run.rows, sum(r.latency_s for r in run.rows), 1)
     run.measurement = Measurement(metric="server_avg", accept_length=2.75,
@@ -82,8 +91,8 @@ def _entry(tmp_path: Path, questions: list[int]) -> EntryRun:
 
 
 def test_the_same_questions_take_the_source_target_alone(tmp_path: Path) -> None:
-    source = _source(tmp_path / "real", [0, 1, 2, 3])
     run = _entry(tmp_path, [0, 1, 2, 3])
+    source = _source(tmp_path / "real", [0, 1, 2, 3], like=run)
     assert reuse_target_alone([run], source) == []
     real = read_run(source)
     alone = run.target_alone
@@ -104,8 +113,27 @@ def test_the_same_questions_take_the_source_target_alone(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("questions", [[0, 1, 2], [0, 1, 2, 3, 4], [0, 1, 2, 7]])
 def test_other_questions_are_left_to_be_measured(tmp_path: Path, questions: list[int]) -> None:
-    source = _source(tmp_path / "real", [0, 1, 2, 3])
     run = _entry(tmp_path, questions)
+    source = _source(tmp_path / "real", [0, 1, 2, 3], like=run)
+    assert reuse_target_alone([run], source) == [run]
+    assert run.target_alone is None and run.target_alone_rows == []
+    assert not (run.run_dir / TARGET_ALONE_FILE).exists()
+    assert run.measurement is not None and run.measurement.speedup is None
+
+
+@pytest.mark.parametrize("change", ["sampling", "prompts", "max_tokens"])
+def test_another_workload_on_the_same_questions_is_left_to_be_measured(
+        tmp_path: Path, change: str) -> None:
+    run = _entry(tmp_path, [0, 1, 2, 3])
+    source = _source(tmp_path / "real", [0, 1, 2, 3], like=run)
+    assert run.workload is not None
+    if change == "sampling":
+        run.workload = run.workload.model_copy(update={"temperature": 0.6})
+    elif change == "prompts":
+        run.workload = run.workload.model_copy(update={"prompts_sha256": "q" * 64})
+    else:
+        run.loaded.document["workload"] = {**run.loaded.document["workload"],
+                                           "max_tokens": 7}
     assert reuse_target_alone([run], source) == [run]
     assert run.target_alone is None and run.target_alone_rows == []
     assert not (run.run_dir / TARGET_ALONE_FILE).exists()
@@ -113,13 +141,13 @@ def test_other_questions_are_left_to_be_measured(tmp_path: Path, questions: list
 
 
 def test_a_source_without_a_measured_target_alone_is_left_alone(tmp_path: Path) -> None:
-    failed = _source(tmp_path / "failed", [0, 1, 2, 3], status="failed")
     run = _entry(tmp_path, [0, 1, 2, 3])
+    failed = _source(tmp_path / "failed", [0, 1, 2, 3], status="failed", like=run)
     assert reuse_target_alone([run], failed) == [run]
     bare = make_night(tmp_path / "bare", [11] * 4, [5] * 4, START)  # no [speedup] at all
     assert reuse_target_alone([run], bare) == [run]
     assert reuse_target_alone([run], tmp_path / "nowhere") == [run]
-    damaged = _source(tmp_path / "damaged", [0, 1, 2, 3])
+    damaged = _source(tmp_path / "damaged", [0, 1, 2, 3], like=run)
     (damaged / RUN_FILE).write_bytes(b"\xff{not json")
     assert reuse_target_alone([run], damaged) == [run]
     assert run.target_alone is None and run.measurement is not None \
